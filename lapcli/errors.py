@@ -1,0 +1,24 @@
+"""Exceptions that carry a user-facing meaning, and the CLI exit code that goes with each.
+
+Input problems subclass ValueError/TypeError so that the Python API raises what
+scipy.optimize.linear_sum_assignment raises for the same input.
+"""
+
+
+class LapInputError(ValueError):
+    """The input cannot be read or is not a valid cost matrix (CLI exit code 2)."""
+
+
+class InfeasibleError(ValueError):
+    """No assignment of finite cost exists (CLI exit code 1). Same message as scipy."""
+
+    def __init__(self, message: str = "cost matrix is infeasible"):
+        super().__init__(message)
+
+
+class SolverError(RuntimeError):
+    """A solver stopped without an answer: a guard fired, a timeout, no device memory."""
+
+
+class SolverUnavailable(RuntimeError):
+    """The requested solver cannot run here (no CuPy, no CUDA device, peer not installed)."""

@@ -1,0 +1,163 @@
+"""Classical Hungarian algorithm (Munkres, six steps) in vectorised NumPy.
+
+This is the readable specification of ``kernels/hungarian.cu``: the same steps, the same data
+structures and names, the same per-step accounting. Where the kernel runs a step in parallel
+over zeros, rows or columns, this module runs the same step as one array operation.
+
+Data (LAP19 §4.1, shared/design.md §2):
+  u, v                    dual variables; the reduced cost ("slack") of (i, j) is
+                          cost[i, j] − u[i] − v[j]. Slack is not stored: step 6 updates the
+                          duals in O(n) and recomputes slack only over the uncovered block
+                          (design.md §6), instead of adding/subtracting Δ over all n² entries.
+  zero_rows, zero_cols    the compressed matrix: every position whose slack is zero (≤ eps)
+  cover_row, cover_col    covers (bool)
+  column_of_star_at_row, row_of_star_at_column, column_of_prime_at_row,
+  row_of_green_at_column  −1 means none
+
+The zero list is kept exact incrementally: step 6 lowers slack only on uncovered rows ×
+uncovered columns (new zeros appear there) and raises it only on covered × covered (zeros
+vanish there); every other entry keeps its slack.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SolverError
+from ..report import StepRecorder
+
+
+def first_per_row(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keep one (row, col) pair per distinct row: the first in list order."""
+    _, first = np.unique(rows, return_index=True)
+    return rows[first], cols[first]
+
+
+def step1_reduce(cost: np.ndarray, eps: float):
+    """Row minima, then column minima of the row-reduced matrix; list the zeros."""
+    u = cost.min(axis=1)
+    v = (cost - u[:, None]).min(axis=0)
+    zero_rows, zero_cols = np.nonzero(cost - u[:, None] - v[None, :] <= eps)
+    return u, v, zero_rows, zero_cols
+
+
+def step2_star_zeros(zero_rows, zero_cols, column_of_star_at_row, row_of_star_at_column) -> int:
+    """Star a maximal set of independent zeros, several per pass (the kernel's atomicExch race,
+    resolved here by taking the first candidate of each row and then of each column).
+    Returns the number of passes."""
+    passes = 0
+    while True:
+        passes += 1
+        free = (column_of_star_at_row[zero_rows] < 0) & (row_of_star_at_column[zero_cols] < 0)
+        if not free.any():
+            return passes
+        rows, cols = first_per_row(zero_rows[free], zero_cols[free])
+        cols, rows = first_per_row(cols, rows)
+        column_of_star_at_row[rows] = cols
+        row_of_star_at_column[cols] = rows
+
+
+def step5_augment(column_of_prime_at_row, column_of_star_at_row, row_of_star_at_column) -> None:
+    """Flip every vertex-disjoint augmenting path at once (LAP19 step 5a/5b).
+
+    5a: from each primed row without a star, walk prime → star-in-that-column → prime … and
+        mark each column's green row (one per column: paths that join share their tail).
+    5b: from each green column without a star (a path end), walk back along greens, turning
+        the primes into stars and the stars into nothing.
+    """
+    size = column_of_prime_at_row.shape[0]
+    row_of_green_at_column = np.full(size, -1, dtype=np.int64)
+    starts = np.flatnonzero((column_of_prime_at_row >= 0) & (column_of_star_at_row < 0))
+    for row in starts:  # 5a
+        col = column_of_prime_at_row[row]
+        row_of_green_at_column[col] = row
+        while (row := row_of_star_at_column[col]) >= 0:
+            col = column_of_prime_at_row[row]
+            row_of_green_at_column[col] = row
+    ends = np.flatnonzero((row_of_green_at_column >= 0) & (row_of_star_at_column < 0))
+    for col in ends:  # 5b
+        row = row_of_green_at_column[col]
+        while True:
+            old_star_col = column_of_star_at_row[row]
+            column_of_star_at_row[row] = col
+            row_of_star_at_column[col] = row
+            if old_star_col < 0:
+                break
+            col = old_star_col
+            row = row_of_green_at_column[col]
+
+
+def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_iterations: int | None = None):
+    """Solve the k×k work matrix; return column_of_star_at_row (a permutation).
+
+    ``eps`` is 0 for integer costs (exact) and the problem's tolerance for floats.
+    ``max_iterations`` caps step-4 rounds + step-6 shifts (a guard; never reached by a correct run).
+    """
+    size = work.shape[0]
+    cost = work.astype(np.int64 if work.dtype.kind in "iu" else np.float64, copy=False)
+    if max_iterations is None:
+        max_iterations = 4 * size * size + 100
+    with recorder.step(1):
+        u, v, zero_rows, zero_cols = step1_reduce(cost, eps)
+
+    column_of_star_at_row = np.full(size, -1, dtype=np.int64)
+    row_of_star_at_column = np.full(size, -1, dtype=np.int64)
+    with recorder.step(2):
+        passes = step2_star_zeros(zero_rows, zero_cols, column_of_star_at_row, row_of_star_at_column)
+    recorder.counts[2] += passes - 1
+
+    iterations = 0
+    while True:
+        with recorder.step(3):  # cover the starred columns; n stars means done
+            cover_col = row_of_star_at_column >= 0
+            cover_row = np.zeros(size, dtype=bool)
+            column_of_prime_at_row = np.full(size, -1, dtype=np.int64)
+            if int(cover_col.sum()) == size:
+                return column_of_star_at_row
+        while True:
+            iterations += 1
+            if iterations > max_iterations:
+                raise SolverError(f"iteration cap of {max_iterations} reached (this is a bug; please report it)")
+            with recorder.step(4):
+                # All uncovered zeros are primed in one round, at most one per row: rows are
+                # distinct, so covering one never hides another's zero, and uncovering columns
+                # only adds zeros. Some serial order of step 4 does exactly the same (LAP19 App. A).
+                uncovered = ~cover_row[zero_rows] & ~cover_col[zero_cols]
+                found = bool(uncovered.any())
+                if found:
+                    rows, cols = first_per_row(zero_rows[uncovered], zero_cols[uncovered])
+                    column_of_prime_at_row[rows] = cols
+                    star_cols = column_of_star_at_row[rows]
+                    has_star = star_cols >= 0
+                    cover_row[rows[has_star]] = True
+                    cover_col[star_cols[has_star]] = False
+                    path_found = not has_star.all()
+            if found and path_found:
+                with recorder.step(5):
+                    step5_augment(column_of_prime_at_row, column_of_star_at_row, row_of_star_at_column)
+                break
+            if found:
+                continue
+            with recorder.step(6):
+                zero_rows, zero_cols = step6_shift_duals(
+                    cost, u, v, cover_row, cover_col, zero_rows, zero_cols, eps
+                )
+
+
+def step6_shift_duals(cost, u, v, cover_row, cover_col, zero_rows, zero_cols, eps):
+    """Δ = min slack over uncovered rows × uncovered columns; u += Δ on uncovered rows and
+    v −= Δ on covered columns (slack: −Δ uncovered×uncovered, +Δ covered×covered). Returns the
+    updated zero list: new zeros added, zeros of covered×covered removed."""
+    uncovered_rows = np.flatnonzero(~cover_row)
+    uncovered_cols = np.flatnonzero(~cover_col)
+    slack = cost[np.ix_(uncovered_rows, uncovered_cols)] - u[uncovered_rows, None] - v[None, uncovered_cols]
+    delta = slack.min()
+    if not delta > 0:
+        raise SolverError(f"step 6 found Δ = {delta} ≤ 0: the zero list lost an uncovered zero (a bug)")
+    new_r, new_c = np.nonzero(slack - delta <= eps)
+    keep = ~(cover_row[zero_rows] & cover_col[zero_cols])
+    u[uncovered_rows] += delta
+    v[cover_col] -= delta
+    zero_rows = np.concatenate([zero_rows[keep], uncovered_rows[new_r]])
+    zero_cols = np.concatenate([zero_cols[keep], uncovered_cols[new_c]])
+    return zero_rows, zero_cols

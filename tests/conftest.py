@@ -1,0 +1,26 @@
+"""Shared fixtures: a fresh, printed seed per test, and the GPU marker's skip."""
+
+import os
+import secrets
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def rng(request):
+    seed = int(os.environ.get("LAPCLI_TEST_SEED", secrets.randbits(32)))
+    print(f"{request.node.name}: seed {seed} (LAPCLI_TEST_SEED={seed} replays it)")
+    return np.random.default_rng(seed)
+
+
+def pytest_collection_modifyitems(config, items):
+    from lapcli.solvers import cuda_status
+
+    available, why = cuda_status()
+    if available:
+        return
+    skip = pytest.mark.skip(reason=f"needs CUDA: {why}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,117 @@
+"""The cooperative CUDA kernel against scipy (run on a GPU machine: pytest -m gpu)."""
+
+import numpy as np
+import pytest
+
+import lapcli
+from lapcli.errors import InfeasibleError
+
+from .helpers import RANGES, assert_matches_scipy, uniform_costs
+
+pytestmark = pytest.mark.gpu
+
+SIZES = [1, 2, 3, 5, 7, 8, 16, 31, 64, 97, 128, 211, 256, 257, 500, 512, 1000, 1021, 1024]
+WORK_DTYPES = ("int32", "int64", "float32", "float64")
+
+
+def test_random_integer_matrices_match_scipy(rng):
+    solved = 0
+    for n in SIZES:
+        for range_factor in RANGES:
+            for dtype in WORK_DTYPES:
+                cost = uniform_costs(rng, n, n, range_factor)
+                if dtype.startswith("float"):
+                    cost = cost.astype(dtype)
+                solution = lapcli.solve(cost, solver="cuda", dtype=dtype)
+                assert solution.report.dtype == dtype
+                assert_matches_scipy(solution, cost)
+                solved += 1
+    assert solved >= 500
+
+
+@pytest.mark.parametrize("n", [2048, 4093, 4096])
+def test_large_matrices_match_scipy(rng, n):
+    for range_factor in (0.01, 1, 100):
+        cost = uniform_costs(rng, n, n, range_factor, dtype=np.int32)
+        assert_matches_scipy(lapcli.solve(cost, solver="cuda"), cost)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_random_float_matrices_match_scipy(rng, dtype):
+    for n in (1, 3, 50, 127, 256, 600):
+        cost = rng.random((n, n)).astype(dtype)
+        assert_matches_scipy(lapcli.solve(cost, solver="cuda"), cost)
+
+
+def test_special_matrices_match_scipy(rng):
+    n = 300
+    specials = {
+        "all equal": np.full((n, n), 7, dtype=np.int64),
+        "diagonal zero": np.where(np.eye(n, dtype=bool), 0, rng.integers(1, 100, (n, n))),
+        "near int32 max": rng.integers(2**31 - 1000, 2**31 - 1, (n, n)),
+        "negative": rng.integers(-(10**6), 10**6, (n, n)),
+        "ties": rng.integers(0, 2, (n, n)),
+    }
+    for name, cost in specials.items():
+        solution = lapcli.solve(cost, solver="cuda")
+        assert_matches_scipy(solution, cost), name
+
+
+def test_same_matrix_gives_same_objective_twenty_times(rng):
+    # a moving objective would be a race between blocks
+    cost = uniform_costs(rng, 1500, 1500, 100, dtype=np.int32)
+    objectives = {lapcli.solve(cost, solver="cuda").objective for _ in range(20)}
+    assert len(objectives) == 1
+
+
+def test_step_counts_have_the_numpy_twins_magnitude(rng):
+    cost = uniform_costs(rng, 256, 256, 1000, dtype=np.int32)
+    gpu = {s.step: s.count for s in lapcli.solve(cost, solver="cuda").report.steps}
+    cpu = {s.step: s.count for s in lapcli.solve(cost, solver="numpy").report.steps}
+    assert gpu[1] == cpu[1] == 1
+    for step in (3, 5, 6):
+        assert cpu[step] / 4 <= gpu[step] <= cpu[step] * 4, (step, gpu[step], cpu[step])
+    assert gpu[6] > 0 and gpu[4] >= gpu[6]
+
+
+def test_no_step6_when_reduction_already_gives_a_perfect_matching(rng):
+    cost = np.where(np.eye(200, dtype=bool), 0, 5) + rng.integers(0, 2, (200, 1))
+    steps = {s.step: s.count for s in lapcli.solve(cost, solver="cuda").report.steps}
+    assert steps[6] == 0
+
+
+def test_report_carries_launch_details(rng):
+    report = lapcli.solve(uniform_costs(rng, 64, 64, 10), solver="cuda").report
+    assert report.solver == "cuda" and report.device.startswith("cuda:")
+    for key in ("grid", "block", "h2d_ms", "kernel_ms", "d2h_ms", "compile_ms"):
+        assert key in report.details
+    assert sum(s.ms for s in report.steps) <= report.details["kernel_ms"] * 1.05 + 0.05
+
+
+def test_rectangular_maximize_and_forbidden_on_gpu(rng):
+    for shape in [(30, 70), (70, 30), (1, 9), (9, 1)]:
+        cost = rng.integers(0, 50, shape)
+        for maximize in (False, True):
+            assert_matches_scipy(lapcli.solve(cost, solver="cuda", maximize=maximize), cost, maximize)
+    cost = rng.random((40, 60))
+    cost[rng.random((40, 60)) < 0.3] = np.inf
+    assert_matches_scipy(lapcli.solve(cost, solver="cuda"), cost)
+    infeasible = rng.random((5, 5))
+    infeasible[2, :] = np.inf
+    with pytest.raises(InfeasibleError):
+        lapcli.solve(infeasible, solver="cuda")
+
+
+def test_cupy_input_stays_on_device(rng):
+    import cupy
+
+    cost = cupy.asarray(uniform_costs(rng, 100, 120, 10))
+    rows, cols = lapcli.linear_sum_assignment(cost)
+    assert isinstance(rows, cupy.ndarray) and isinstance(cols, cupy.ndarray)
+    assert_matches_scipy(lapcli.solve(cost, solver="cuda"), cupy.asnumpy(cost))
+
+
+def test_timeout_stops_the_kernel(rng):
+    cost = uniform_costs(rng, 4096, 4096, 1000, dtype=np.int32)
+    with pytest.raises(lapcli.SolverError, match="time limit"):
+        lapcli.solve(cost, solver="cuda", timeout=0.005)
