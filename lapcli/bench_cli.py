@@ -1,0 +1,128 @@
+"""``lap bench``: the Click face of lapcli.bench."""
+
+from __future__ import annotations
+
+import click
+
+from .bench import (
+    BENCH_SOLVERS,
+    SUITES,
+    BenchSettings,
+    ObjectiveMismatch,
+    environment,
+    results_table_rows,
+    run_bench,
+    solver_available,
+    write_csv,
+    write_json,
+    write_plot,
+)
+from .cli_support import FailedError, InputError, OneLineCommand, run_library_call, stderr_console
+from .generate import KINDS
+from .problem import WORK_DTYPES
+
+
+def csv_list(kind):
+    def parse(ctx, param, value):
+        if value is None:
+            return None
+        try:
+            return tuple(kind(item) for item in value.split(",") if item.strip())
+        except ValueError:
+            raise click.BadParameter(f"expected a comma-separated list, got {value!r}") from None
+
+    return parse
+
+
+@click.command(cls=OneLineCommand)
+@click.option("--suite", type=click.Choice(sorted(SUITES)), help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X).")
+@click.option("--sizes", callback=csv_list(int), help="Comma-separated n, e.g. 256,1024.")
+@click.option("--ranges", callback=csv_list(float), help="Comma-separated R (costs in [0, R·n)).")
+@click.option("--dtypes", callback=csv_list(str), default="int32", show_default=True)
+@click.option("--kind", type=click.Choice(KINDS), default="uniform", show_default=True)
+@click.option("--solvers", callback=csv_list(str), default="auto", show_default=True,
+              help=f"Comma-separated from {', '.join(BENCH_SOLVERS)}; auto = those available here.")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per solve; slower solvers are skipped for larger n.")
+@click.option("--baseline", help="Solver the speedups are relative to (default: the last solver).")
+@click.option("--json", "json_path", help="Write every repeat, the environment and the settings.")
+@click.option("--csv", "csv_path", help="Write every repeat as CSV.")
+@click.option("--plot", "plot_path", help="PNG plot, time against n per range (needs lapcli[plot]).")
+@click.option("--quiet", "-q", is_flag=True)
+def bench_command(suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, seed, timeout, baseline,
+                  json_path, csv_path, plot_path, quiet):
+    """Benchmark lapcli's solvers and peers on the same matrices."""
+    from rich.progress import Progress
+
+    from .io import check_output_path
+
+    console = stderr_console(quiet)
+    suite_sizes, suite_ranges = SUITES[suite] if suite else ((256, 1024), (1, 100))
+    sizes = sizes or suite_sizes
+    ranges = ranges or suite_ranges
+    for value in ranges:
+        if not 0.001 <= value <= 1000:
+            raise InputError(f"range {value} is outside 0.001 … 1000")
+    for dtype in dtypes:
+        if dtype not in WORK_DTYPES:
+            raise InputError(f"unknown dtype {dtype!r}; choose from {', '.join(WORK_DTYPES)}")
+    if solvers == ("auto",):
+        solvers = tuple(s for s in BENCH_SOLVERS if solver_available(s)[0] and s != "numpy")
+        if not any(s.startswith("cuda") for s in solvers):
+            solvers = ("numpy",) + solvers
+    for solver in solvers:
+        if solver not in BENCH_SOLVERS:
+            raise InputError(f"unknown solver {solver!r}; choose from {', '.join(BENCH_SOLVERS)}")
+        available, why = solver_available(solver)
+        if not available:
+            raise FailedError(f"solver {solver!r} cannot run here: {why}")
+    if baseline is not None and baseline not in solvers:
+        raise InputError(f"--baseline {baseline!r} is not among the solvers ({', '.join(solvers)})")
+    baseline = baseline or solvers[-1]
+    for path, suffixes in ((json_path, (".json",)), (csv_path, (".csv",)), (plot_path, (".png",))):
+        if path:
+            run_library_call(check_output_path, path, suffixes, "output")
+    if plot_path:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise FailedError("--plot needs matplotlib: pip install 'lapcli[plot]'") from None
+
+    settings = BenchSettings(sizes=tuple(sizes), ranges=tuple(ranges), solvers=tuple(solvers), dtypes=tuple(dtypes),
+                             kind=kind, repeat=repeat, warmup=warmup, seed=seed, timeout=timeout, baseline=baseline)
+    if any(s.startswith("cuda") for s in solvers):  # context creation and NVRTC compile stay out of the numbers
+        from .solvers import solve
+
+        import numpy as np
+
+        for s in solvers:
+            if s.startswith("cuda"):
+                solve(np.eye(4, dtype=np.int32), solver=s)
+    env = environment()
+    total = len(sizes) * len(ranges) * len(dtypes) * len(solvers)
+    failure = None
+    with Progress(console=console, transient=True, disable=quiet) as bar:
+        task = bar.add_task("benchmarking", total=total)
+        try:
+            results = run_bench(settings, on_progress=lambda text: bar.update(task, advance=1, description=text))
+        except ObjectiveMismatch as mismatch:
+            results, failure = mismatch.results, str(mismatch)
+
+    from rich.table import Table
+
+    table = Table(title=f"median ms (speedup over {baseline}) on {env.get('device')}", title_justify="left")
+    for column in ("n", "R", "dtype", *solvers):
+        table.add_column(column, justify="right")
+    for row in results_table_rows(results, solvers, baseline):
+        table.add_row(*row)
+    console.print(table)
+    if json_path:
+        write_json(json_path, settings, results, env)
+    if csv_path:
+        write_csv(csv_path, results, env)
+    if plot_path:
+        write_plot(plot_path, results, env)
+    if failure:
+        raise FailedError(f"objectives disagree: {failure}")

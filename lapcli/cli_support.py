@@ -1,0 +1,65 @@
+"""What every `lap` command shares: error classes with their exit codes, one-line usage errors,
+and the stderr console for people."""
+
+from __future__ import annotations
+
+import click
+
+from .errors import InfeasibleError, LapInputError, SolverError, SolverUnavailable
+
+
+class InputError(click.ClickException):
+    """Bad input or options: exit code 2."""
+
+    exit_code = 2
+
+
+class FailedError(click.ClickException):
+    """No answer (infeasible, solver failure): exit code 1."""
+
+    exit_code = 1
+
+
+def stderr_console(quiet: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=True, quiet=quiet, highlight=False)
+
+
+def run_library_call(function, *args, **kwargs):
+    """Turn the library's exceptions into one-line CLI errors with the right exit code."""
+    try:
+        return function(*args, **kwargs)
+    except InfeasibleError as error:
+        raise FailedError(str(error)) from None
+    except (LapInputError, TypeError, ValueError) as error:
+        raise InputError(str(error)) from None
+    except (SolverError, SolverUnavailable) as error:
+        raise FailedError(str(error)) from None
+    except MemoryError:
+        raise FailedError("out of host memory") from None
+
+
+class OneLineUsage:
+    """Report Click's parse errors (bad option values, missing arguments) as one line, exit 2."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as error:
+            path = f"{parent.command_path} {info_name}" if parent else (info_name or "lap")
+            raise InputError(f"{error.format_message()} (see '{path} --help')") from None
+
+    def resolve_command(self, ctx, args):
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as error:
+            raise InputError(f"{error.format_message()} (see '{ctx.command_path} --help')") from None
+
+
+class OneLineCommand(OneLineUsage, click.Command):
+    pass
+
+
+class OneLineGroup(OneLineUsage, click.Group):
+    command_class = OneLineCommand

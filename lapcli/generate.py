@@ -1,0 +1,85 @@
+"""Reproducible random cost matrices, in the papers' conventions.
+
+``uniform`` with range factor R draws integers uniform in [0, max(1, round(R·n))) as LAP19 and
+Kawtikwar et al. do (R from 0.001 to 1000). Rows are drawn in fixed chunks from one
+``numpy.random.Generator`` seeded with ``seed``, so the same seed gives the same matrix whether or
+not a progress bar is shown.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+
+import numpy as np
+
+KINDS = ("uniform", "float", "geometric", "sanity")
+GENERATED_DTYPES = ("int32", "int64", "float32", "float64")
+CHUNK_ROWS = 1024
+
+
+def new_seed() -> int:
+    return secrets.randbits(32)
+
+
+def uniform_high(n: int, range_factor: float) -> int:
+    """Exclusive upper bound of the uniform integers: max(1, round(R·n))."""
+    return max(1, round(range_factor * n))
+
+
+def default_dtype(kind: str, n: int, range_factor: float) -> str:
+    if kind != "uniform":
+        return "float64"
+    return "int32" if uniform_high(n, range_factor) <= 2**31 else "int64"
+
+
+def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | None) -> str:
+    """Refuse impossible combinations before any work; return the dtype to generate."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
+    if n < 1 or m < 1:
+        raise ValueError("n and m must be at least 1")
+    if kind == "sanity" and m != n:
+        raise ValueError("the sanity kind needs a square matrix (its optimum is the identity)")
+    dtype = dtype or default_dtype(kind, n, range_factor)
+    high = uniform_high(n, range_factor)
+    if kind == "uniform" and np.dtype(dtype).kind == "i" and high - 1 > np.iinfo(dtype).max:
+        raise ValueError(f"values up to {high - 1} do not fit {dtype}")
+    return dtype
+
+
+def generate(
+    n: int,
+    m: int | None = None,
+    *,
+    range_factor: float = 1.0,
+    seed: int = 0,
+    kind: str = "uniform",
+    dtype: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """An n×m cost matrix of the given kind; ``progress(rows_done)`` is called per chunk."""
+    m = n if m is None else m
+    dtype = check_options(n, m, range_factor, kind, dtype)
+    rng = np.random.default_rng(seed)
+    out = np.empty((n, m), dtype=dtype)
+    if kind == "geometric":
+        rows_points, cols_points = rng.random((n, 2)), rng.random((m, 2))
+    elif kind == "sanity":
+        row_offsets, col_offsets = rng.random(n), rng.random(m)
+    for start in range(0, n, CHUNK_ROWS):
+        stop = min(n, start + CHUNK_ROWS)
+        if kind == "uniform":
+            block = rng.integers(0, uniform_high(n, range_factor), size=(stop - start, m), dtype=np.int64)
+        elif kind == "float":
+            block = rng.random((stop - start, m))
+        elif kind == "geometric":  # squared Euclidean distances in the unit square
+            diff = rows_points[start:stop, None, :] - cols_points[None, :, :]
+            block = np.einsum("ijk,ijk->ij", diff, diff)
+        else:  # sanity: 0.1·(J − I) + a⊗1 + 1⊗b, the identity is the unique optimum
+            block = 0.1 * (1.0 - (np.arange(start, stop)[:, None] == np.arange(m)[None, :]))
+            block += row_offsets[start:stop, None] + col_offsets[None, :]
+        out[start:stop] = block
+        if progress is not None:
+            progress(stop)
+    return out

@@ -1,0 +1,143 @@
+"""scipy.optimize.linear_sum_assignment's documented behaviour is the spec (issue: drop-in API)."""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli
+from lapcli import InfeasibleError, linear_sum_assignment
+
+from .helpers import assert_matches_scipy
+
+CPU_SOLVERS = ("numpy", "scipy")
+
+
+def scipy_error(cost, maximize=False):
+    try:
+        scipy_lsa(cost, maximize=maximize)
+    except Exception as error:  # noqa: BLE001 - we compare whatever scipy raises
+        return type(error), str(error)
+    return None
+
+
+@pytest.mark.parametrize("solver", CPU_SOLVERS)
+@pytest.mark.parametrize("shape", [(5, 9), (9, 5), (1, 7), (7, 1), (40, 41), (41, 40)])
+def test_rectangular_both_orientations(rng, solver, shape):
+    cost = rng.integers(0, 100, shape)
+    for maximize in (False, True):
+        assert_matches_scipy(lapcli.solve(cost, solver=solver, maximize=maximize), cost, maximize)
+
+
+@pytest.mark.parametrize("solver", CPU_SOLVERS)
+def test_maximize_matches_scipy(rng, solver):
+    for n in (1, 4, 30, 101):
+        cost = rng.random((n, n))
+        assert_matches_scipy(lapcli.solve(cost, solver=solver, maximize=True), cost, maximize=True)
+
+
+@pytest.mark.parametrize("solver", CPU_SOLVERS)
+def test_forbidden_entries_are_never_assigned(rng, solver):
+    for maximize, forbidden in ((False, np.inf), (True, -np.inf)):
+        cost = rng.random((30, 45))
+        cost[rng.random(cost.shape) < 0.5] = forbidden
+        solution = lapcli.solve(cost, solver=solver, maximize=maximize)
+        assert np.isfinite(cost[solution.row_ind, solution.col_ind]).all()
+        assert_matches_scipy(solution, cost, maximize)
+
+
+@pytest.mark.parametrize("solver", CPU_SOLVERS)
+def test_infeasible_matrices_raise_like_scipy(solver):
+    cost = np.ones((4, 4))
+    cost[:, 2] = np.inf
+    cost[1, :] = np.inf
+    with pytest.raises(InfeasibleError, match="cost matrix is infeasible"):
+        lapcli.solve(cost, solver=solver)
+    with pytest.raises(ValueError, match="cost matrix is infeasible"):
+        linear_sum_assignment(np.full((2, 2), np.inf))
+
+
+@pytest.mark.parametrize(
+    "cost, maximize",
+    [
+        (np.array([[np.nan, 1.0], [1.0, 2.0]]), False),
+        (np.array([[-np.inf, 1.0], [1.0, 2.0]]), False),
+        (np.array([[np.inf, 1.0], [1.0, 2.0]]), True),
+        (np.zeros((2, 2, 2)), False),
+        (np.array([1.0, 2.0]), False),
+        (np.array([["a", "b"]]), False),
+        (np.array([[1, None]], dtype=object), False),
+        (np.array([[1 + 1j]]), False),
+    ],
+)
+def test_bad_input_raises_scipys_exception_and_message(cost, maximize):
+    expected_type, expected_message = scipy_error(cost, maximize)
+    with pytest.raises(expected_type) as raised:
+        linear_sum_assignment(cost, maximize=maximize)
+    assert str(raised.value) == expected_message
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                   np.uint32, np.uint64, np.float16, np.float32, np.float64])
+def test_every_numeric_dtype_is_accepted(rng, dtype):
+    cost = (rng.integers(0, 2 if dtype is np.bool_ else 100, (23, 17))).astype(dtype)
+    for solver in CPU_SOLVERS:
+        assert_matches_scipy(lapcli.solve(cost, solver=solver), cost)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 3), (3, 0)])
+def test_empty_matrices_give_empty_assignments(shape):
+    rows, cols = linear_sum_assignment(np.zeros(shape))
+    ref_rows, ref_cols = scipy_lsa(np.zeros(shape))
+    assert rows.shape == ref_rows.shape == (0,) and cols.shape == ref_cols.shape == (0,)
+    assert lapcli.solve(np.zeros(shape), solver="numpy").objective == 0
+
+
+def test_one_by_one_and_lists_of_lists():
+    rows, cols = linear_sum_assignment([[7]])
+    assert rows.tolist() == [0] and cols.tolist() == [0]
+    rows, cols = linear_sum_assignment([[4, 1, 3], [2, 0, 5], [3, 2, 2]])
+    assert rows.tolist() == [0, 1, 2] and cols.tolist() == [1, 0, 2]
+
+
+def test_integer_objective_is_exact_beyond_float64(rng):
+    cost = rng.integers(2**52, 2**52 + 1000, (20, 20)).astype(np.int64)
+    solution = lapcli.solve(cost, solver="numpy")
+    exact = sum(int(cost[r, c]) for r, c in zip(solution.row_ind, solution.col_ind))
+    assert solution.objective == exact and isinstance(solution.objective, int)
+    assert_matches_scipy(solution, cost)
+
+
+def test_working_dtype_is_checked(rng):
+    big = np.array([[2**40, 1], [1, 2**40]], dtype=np.int64)
+    with pytest.raises(ValueError, match="do not fit int32"):
+        lapcli.solve(big, solver="numpy", dtype="int32")
+    with pytest.raises(ValueError, match="not integers"):
+        lapcli.solve(np.array([[0.5, 1.0], [1.0, 0.5]]), solver="numpy", dtype="int64")
+    with pytest.raises(ValueError, match="not exact in float32"):
+        lapcli.solve(big, solver="numpy", dtype="float32")
+    cost = rng.integers(0, 1000, (30, 30))
+    solution = lapcli.solve(cost, solver="numpy", dtype="float32")
+    assert solution.report.dtype == "float32"
+    assert_matches_scipy(solution, cost)
+
+
+def test_huge_integers_are_refused_rather_than_overflowing():
+    cost = np.array([[2**62, 0], [0, 2**62]], dtype=np.int64)
+    with pytest.raises(ValueError, match="too large for exact solving"):
+        lapcli.solve(cost, solver="numpy")
+
+
+def test_solution_unpacks_like_scipys_tuple(rng):
+    cost = rng.integers(0, 10, (6, 6))
+    rows, cols = lapcli.solve(cost, solver="numpy")
+    ref_rows, ref_cols = scipy_lsa(cost)
+    assert cost[rows, cols].sum() == cost[ref_rows, ref_cols].sum()
+
+
+def test_auto_falls_back_to_cpu_and_says_why(rng):
+    small = lapcli.solve(rng.integers(0, 10, (20, 20)))
+    if small.report.solver == "cuda":
+        pytest.skip("a GPU is present")
+    assert small.report.solver == "numpy" and "auto" in small.report.reason
+    large = lapcli.solve(rng.integers(0, 10, (600, 600)))
+    assert large.report.solver == "scipy" and "scipy" in large.report.reason

@@ -1,0 +1,81 @@
+"""`lap bench` on the CPU: the quick suite, its outputs, and the loud objective check."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from lapcli.bench import BenchSettings, ObjectiveMismatch, default_runners, run_bench
+from lapcli.cli import cli
+
+
+def test_quick_suite_writes_json_and_csv_with_every_repeat(tmp_path):
+    result = CliRunner().invoke(cli, ["bench", "--suite", "quick", "--solvers", "numpy,scipy", "--repeat", "2",
+                                      "--warmup", "0", "--json", str(tmp_path / "b.json"), "--csv", str(tmp_path / "b.csv")])
+    assert result.exit_code == 0, result.output
+    payload = json.loads((tmp_path / "b.json").read_text())
+    assert payload["settings"]["solvers"] == ["numpy", "scipy"]
+    assert {"numpy", "scipy", "device", "date"} <= set(payload["environment"])
+    results = payload["results"]
+    assert len(results) == 3 * 3 * 2  # sizes × ranges × solvers
+    assert all(r["status"] == "ok" and len(r["times_ms"]) == 2 for r in results)
+    numpy_rows = [r for r in results if r["solver"] == "numpy"]
+    assert all([s["step"] for s in r["steps"]] == [1, 2, 3, 4, 5, 6] for r in numpy_rows)
+    rows = list(csv.DictReader((tmp_path / "b.csv").open()))
+    assert len(rows) == len(results) * 2
+    assert "median ms" in result.stderr and "×" in result.stderr
+
+
+def test_a_wrong_solver_is_a_loud_failure(tmp_path):
+    runners = default_runners()
+    honest = runners["scipy"]
+    runners["numpy"] = lambda cost, timeout: (honest(cost, timeout)[0] + 1, [])  # off by one
+    settings = BenchSettings(sizes=(20,), ranges=(10,), solvers=("scipy", "numpy"), repeat=1, warmup=0)
+    with pytest.raises(ObjectiveMismatch, match="scipy found .* numpy found"):
+        run_bench(settings, runners=runners)
+
+
+def test_mismatch_through_the_cli_exits_1(monkeypatch):
+    import lapcli.bench as bench
+
+    original = bench.default_runners
+
+    def lying_runners():
+        runners = original()
+        runners["numpy"] = lambda cost, timeout: (-1, [])
+        return runners
+
+    monkeypatch.setattr(bench, "default_runners", lying_runners)
+    result = CliRunner().invoke(cli, ["bench", "--sizes", "8", "--ranges", "1", "--solvers", "scipy,numpy", "--repeat", "1"])
+    assert result.exit_code == 1 and "objectives disagree" in result.stderr
+
+
+def test_slow_solver_is_skipped_for_larger_sizes():
+    runners = default_runners()
+    runners["numpy"] = lambda cost, timeout: (_ for _ in ()).throw(__import__("lapcli").SolverError("exceeded its time limit"))
+    settings = BenchSettings(sizes=(8, 16, 32), ranges=(1,), solvers=("scipy", "numpy"), repeat=1, warmup=0, timeout=1)
+    statuses = [(r.n, r.status) for r in run_bench(settings, runners=runners) if r.solver == "numpy"]
+    assert statuses == [(8, "timeout"), (16, "skipped"), (32, "skipped")]
+
+
+def test_bad_bench_options_are_exit_2():
+    runner = CliRunner()
+    assert runner.invoke(cli, ["bench", "--ranges", "5000"]).exit_code == 2
+    assert runner.invoke(cli, ["bench", "--solvers", "nope"]).exit_code == 2
+    assert runner.invoke(cli, ["bench", "--sizes", "a,b"]).exit_code == 2
+
+
+def test_same_matrix_for_every_solver_in_a_cell():
+    seen = {}
+
+    def recorder(name):
+        def run(cost, timeout):
+            seen.setdefault(name, []).append(cost.copy())
+            return 0, []
+        return run
+
+    runners = {"a": recorder("a"), "b": recorder("b")}
+    run_bench(BenchSettings(sizes=(10,), ranges=(1,), solvers=("a", "b"), repeat=1, warmup=0), runners=runners)
+    assert np.array_equal(seen["a"][0], seen["b"][0])

@@ -1,0 +1,310 @@
+"""The `lap` command: formats, reports, exit codes, one-line errors, no partial files."""
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+from lapcli.cli import cli
+
+LAP = [sys.executable, "-m", "lapcli.cli"]
+
+
+def invoke(*args, input=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+def scipy_objective(cost, maximize=False):
+    rows, cols = scipy_lsa(cost, maximize=maximize)
+    return cost[rows, cols].sum()
+
+
+def assert_one_line_error(result, code, fragment):
+    assert result.exit_code == code, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and fragment in lines[0], result.stderr
+    assert "Traceback" not in result.output
+
+
+# ----------------------------------------------------------------------------- generate
+def test_generate_is_reproducible_with_a_seed(tmp_path):
+    for name in ("a.npy", "b.npy"):
+        assert invoke("generate", "--n", 40, "--m", 30, "--range", 10, "--seed", 5, "-o", tmp_path / name).exit_code == 0
+    a, b = np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy")
+    assert a.shape == (40, 30) and a.dtype == np.int32 and np.array_equal(a, b)
+    assert invoke("generate", "--n", 40, "--seed", 6, "-o", tmp_path / "c.npy").exit_code == 0
+    assert not np.array_equal(np.load(tmp_path / "c.npy")[:, :30], a)
+
+
+def test_generate_without_seed_prints_the_seed_that_reproduces_it(tmp_path):
+    result = invoke("generate", "--n", 20, "-o", tmp_path / "a.npy")
+    seed = int(result.stderr.split("seed")[1].split()[0])
+    invoke("generate", "--n", 20, "--seed", seed, "-o", tmp_path / "b.npy")
+    assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
+
+
+@pytest.mark.parametrize("range_factor, high", [(0.001, 1), (0.5, 100), (10, 2000), (1000, 200000)])
+def test_uniform_values_follow_the_papers_range(tmp_path, range_factor, high):
+    invoke("generate", "--n", 200, "--range", range_factor, "--seed", 1, "-o", tmp_path / "m.npy")
+    matrix = np.load(tmp_path / "m.npy")
+    assert matrix.min() >= 0 and matrix.max() < high
+    if high > 1:
+        assert matrix.max() >= high * 0.9  # the top of the range is reached
+
+
+def test_generated_kinds_have_their_properties(tmp_path):
+    invoke("generate", "--n", 60, "--kind", "float", "--seed", 2, "-o", tmp_path / "f.npy")
+    floats = np.load(tmp_path / "f.npy")
+    assert floats.dtype == np.float64 and 0 <= floats.min() and floats.max() < 1
+    invoke("generate", "--n", 60, "--kind", "geometric", "--seed", 2, "-o", tmp_path / "g.npy")
+    geometric = np.load(tmp_path / "g.npy")
+    assert 0 <= geometric.min() and geometric.max() <= 2
+    invoke("generate", "--n", 60, "--kind", "sanity", "--seed", 2, "-o", tmp_path / "s.npy")
+    sanity = np.load(tmp_path / "s.npy")
+    rows, cols = scipy_lsa(sanity)
+    assert np.array_equal(cols, np.arange(60))  # the identity is the optimum
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".h5"])
+def test_generate_writes_csv_and_hdf5(tmp_path, suffix):
+    path = tmp_path / f"m{suffix}"
+    invoke("generate", "--n", 12, "--seed", 3, "--dtype", "float32", "-o", path)
+    result = invoke("solve", path, "--json", "--solver", "scipy")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["n_rows"] == 12
+
+
+def test_generate_to_a_terminal_is_a_usage_error(monkeypatch):
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    from lapcli.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["generate", "--n", "5"])
+    assert exited.value.code == 2
+
+
+def test_generate_writes_npy_to_a_pipe():
+    result = invoke("generate", "--n", 7, "--seed", 1)
+    assert np.load(io.BytesIO(result.stdout_bytes)).shape == (7, 7)
+
+
+# ----------------------------------------------------------------------------- solve: inputs
+def write_inputs(tmp_path, cost):
+    np.save(tmp_path / "m.npy", cost)
+    with open(tmp_path / "m.csv", "w") as f:
+        f.write("a,b,c,d\n" + "\n".join(",".join(map(str, row)) for row in cost) + "\n")
+    with open(tmp_path / "m.tsv", "w") as f:
+        f.write("\n".join("\t".join(map(str, row)) for row in cost) + "\n")
+    with open(tmp_path / "m.txt", "w") as f:
+        f.write("\n".join("  ".join(map(str, row)) for row in cost) + "\n")
+    with h5py.File(tmp_path / "m.h5", "w") as f:
+        f.create_dataset("group/costs", data=cost)
+    return ["m.npy", "m.csv", "m.tsv", "m.txt", "m.h5", "m.h5:/group/costs"]
+
+
+def test_every_input_format_gives_scipys_objective(tmp_path, rng):
+    cost = rng.integers(0, 50, (9, 4))
+    for name in write_inputs(tmp_path, cost):
+        result = invoke("solve", tmp_path / name, "--json", "--quiet")
+        assert result.exit_code == 0, (name, result.output)
+        assert json.loads(result.stdout)["objective"] == scipy_objective(cost), name
+
+
+def test_stdin_accepts_npy_and_csv(rng):
+    cost = rng.integers(0, 20, (6, 6))
+    buffer = io.BytesIO()
+    np.save(buffer, cost)
+    for data in (buffer.getvalue(), "\n".join(",".join(map(str, r)) for r in cost).encode()):
+        result = invoke("solve", "-", "--json", input=data)
+        assert json.loads(result.stdout)["objective"] == scipy_objective(cost)
+
+
+def test_report_has_the_documented_fields(tmp_path, rng):
+    np.save(tmp_path / "m.npy", rng.integers(0, 100, (30, 30)))
+    result = invoke("solve", tmp_path / "m.npy", "--report", tmp_path / "r.json", "--solver", "numpy")
+    assert result.exit_code == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    for key in ("objective", "n_rows", "n_cols", "maximize", "solver", "device", "dtype", "total_ms", "steps", "version"):
+        assert key in report
+    assert [s["step"] for s in report["steps"]] == [1, 2, 3, 4, 5, 6]
+    assert set(report["steps"][0]) == {"step", "name", "count", "ms"}
+    assert "Hungarian steps" in result.stderr and "share" in result.stderr
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npy", ".json", "-"])
+def test_assignment_outputs(tmp_path, rng, suffix):
+    cost = rng.integers(0, 30, (5, 8))
+    target = "-" if suffix == "-" else tmp_path / f"a{suffix}"
+    result = invoke("solve", write_inputs(tmp_path, cost) and tmp_path / "m.npy", "-o", target, "--quiet")
+    assert result.exit_code == 0, result.output
+    if suffix == ".npy":
+        column_of_row = np.load(target)
+        rows = np.arange(5)
+        cols = column_of_row
+    elif suffix == ".json":
+        data = json.loads(target.read_text())
+        rows, cols = np.array(data["row_ind"]), np.array(data["col_ind"])
+    else:
+        text = result.stdout if suffix == "-" else target.read_text()
+        lines = text.strip().splitlines()
+        assert lines[0] == "row,col"
+        rows, cols = np.array([[int(x) for x in line.split(",")] for line in lines[1:]]).T
+    assert cost[rows, cols].sum() == scipy_objective(cost)
+
+
+def test_maximize_and_solver_options(tmp_path, rng):
+    cost = rng.integers(0, 100, (20, 20))
+    np.save(tmp_path / "m.npy", cost)
+    for solver in ("numpy", "scipy", "auto"):
+        result = invoke("solve", tmp_path / "m.npy", "--maximize", "--solver", solver, "--json")
+        report = json.loads(result.stdout)
+        assert report["objective"] == scipy_objective(cost, maximize=True) and report["maximize"] is True
+
+
+# ----------------------------------------------------------------------------- solve: errors
+def error_cases(tmp_path):
+    (tmp_path / "empty.npy").write_bytes(b"")
+    (tmp_path / "m.xyz").write_text("1,2\n3,4\n")
+    (tmp_path / "ragged.csv").write_text("1,2,3\n4,5\n")
+    (tmp_path / "words.csv").write_text("1,2\n3,abc\n")
+    np.save(tmp_path / "cube.npy", np.zeros((2, 2, 2)))
+    np.save(tmp_path / "strings.npy", np.array([["a", "b"], ["c", "d"]]))
+    np.save(tmp_path / "nan.npy", np.array([[np.nan, 1.0], [1.0, 0.0]]))
+    np.save(tmp_path / "objects.npy", np.array([[1, None]], dtype=object), allow_pickle=True)
+    with h5py.File(tmp_path / "none.h5", "w") as f:
+        f.create_dataset("v", data=np.zeros(3))
+    with h5py.File(tmp_path / "two.h5", "w") as f:
+        f.create_dataset("a", data=np.zeros((2, 2)))
+        f.create_dataset("b", data=np.zeros((2, 2)))
+    with h5py.File(tmp_path / "rank.h5", "w") as f:
+        f.create_dataset("costs", data=np.zeros((2, 2, 2)))
+    with h5py.File(tmp_path / "text.h5", "w") as f:
+        f.create_dataset("costs", data=np.array([[b"a", b"b"]]))
+    np.save(tmp_path / "ok.npy", np.eye(3))
+    return {
+        "missing": (["nothere.npy"], "no such file"),
+        "extension": (["m.xyz"], "unknown file extension"),
+        "empty": (["empty.npy"], "is empty"),
+        "ragged": (["ragged.csv"], "ragged rows"),
+        "non-numeric": (["words.csv"], "non-numeric value"),
+        "3-D": (["cube.npy"], "2-D"),
+        "strings": (["strings.npy"], "Cannot cast"),
+        "objects": (["objects.npy"], "Python objects"),
+        "nan": (["nan.npy"], "invalid numeric entries"),
+        "h5 none": (["none.h5"], "no 2-D dataset"),
+        "h5 several": (["two.h5"], "/a, /b"),
+        "h5 missing": (["two.h5", "--dataset", "zzz"], "no dataset 'zzz'"),
+        "h5 rank": (["rank.h5", "--dataset", "costs"], "3-D"),
+        "h5 dtype": (["text.h5", "--dataset", "costs"], "holds numbers"),
+        "directory": ([".", ], "is a directory"),
+        "bad dtype option": (["ok.npy", "--dtype", "int8"], "int8"),
+        "bad solver option": (["ok.npy", "--solver", "magic"], "magic"),
+        "bad output extension": (["ok.npy", "-o", "a.xyz"], "unknown assignment extension"),
+        "output folder missing": (["ok.npy", "-o", "nofolder/a.csv"], "does not exist"),
+    }
+
+
+def test_every_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch):
+    cases = error_cases(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    before = set(os.listdir(tmp_path))
+    for name, (args, fragment) in cases.items():
+        result = invoke("solve", *args, "-o", "out.csv", "--report", "rep.json") if "-o" not in args else invoke("solve", *args)
+        assert_one_line_error(result, 2, fragment)
+        assert set(os.listdir(tmp_path)) == before, name
+
+
+def test_infeasible_is_exit_1(tmp_path):
+    cost = np.ones((3, 3))
+    cost[1] = np.inf
+    np.save(tmp_path / "inf.npy", cost)
+    result = invoke("solve", tmp_path / "inf.npy", "-o", tmp_path / "a.csv")
+    assert_one_line_error(result, 1, "cost matrix is infeasible")
+    assert not (tmp_path / "a.csv").exists()
+
+
+def test_bad_generate_options_are_exit_2(tmp_path):
+    assert invoke("generate", "--n", 0, "-o", tmp_path / "a.npy").exit_code == 2
+    assert invoke("generate", "--n", 5, "--range", 0, "-o", tmp_path / "a.npy").exit_code == 2
+    result = invoke("generate", "--n", 5, "--m", 6, "--kind", "sanity", "-o", tmp_path / "a.npy")
+    assert_one_line_error(result, 2, "square")
+    assert not (tmp_path / "a.npy").exists()
+
+
+def test_fifo_input_is_refused(tmp_path):
+    os.mkfifo(tmp_path / "pipe.csv")
+    assert_one_line_error(invoke("solve", tmp_path / "pipe.csv"), 2, "not a regular file")
+
+
+def test_truncated_and_oversized_npy_are_refused_before_allocating(tmp_path):
+    np.save(tmp_path / "full.npy", np.arange(100, dtype=np.int64).reshape(10, 10))
+    data = (tmp_path / "full.npy").read_bytes()
+    (tmp_path / "cut.npy").write_bytes(data[: len(data) - 40])
+    assert_one_line_error(invoke("solve", tmp_path / "cut.npy"), 2, "shorter than its header")
+    header = data[: data.index(b"\n") + 1].replace(b"(10, 10)", b"(9999999, 9999999)".ljust(8))
+    # keep the header length a multiple of 64 as NPY requires
+    prefix_len = data.index(b"{")
+    body = header[prefix_len:].rstrip(b"\n").rstrip(b" ")
+    total = 64 * ((prefix_len + len(body) + 1 + 63) // 64)
+    new_header = data[:8] + (total - prefix_len).to_bytes(2, "little") + body + b" " * (total - prefix_len - len(body) - 1) + b"\n"
+    (tmp_path / "huge.npy").write_bytes(new_header + data[len(header):])
+    assert_one_line_error(invoke("solve", tmp_path / "huge.npy"), 2, "shorter than its header")
+
+
+def test_huge_csv_line_is_parsed_or_refused_cleanly(tmp_path):
+    (tmp_path / "wide.csv").write_text(",".join(["1"] * 200_000) + "\n")
+    result = invoke("solve", tmp_path / "wide.csv", "--json", "--solver", "scipy")
+    assert result.exit_code == 0 and json.loads(result.stdout)["n_cols"] == 200_000
+
+
+def test_json_and_stdout_assignment_conflict():
+    result = invoke("solve", "x.npy", "--json", "-o", "-")
+    assert result.exit_code == 2
+
+
+# ----------------------------------------------------------------------------- real processes
+def test_pipeline_generate_into_solve_as_subprocesses():
+    generate = subprocess.Popen(LAP + ["generate", "--n", "64", "--range", "10", "--seed", "9"], stdout=subprocess.PIPE)
+    solve = subprocess.run(LAP + ["solve", "-", "--json", "--quiet"], stdin=generate.stdout, capture_output=True, check=True)
+    generate.stdout.close()
+    assert generate.wait() == 0
+    from lapcli.generate import generate as make
+
+    cost = make(64, range_factor=10, seed=9)
+    assert json.loads(solve.stdout)["objective"] == scipy_objective(cost)
+    assert solve.stderr == b""
+
+
+def interrupt(args, cwd, after):
+    process = subprocess.Popen(LAP + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(after)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    return process.returncode, err.decode()
+
+
+@pytest.mark.parametrize("command", ["solve", "generate", "bench"])
+def test_ctrl_c_exits_130_with_one_line_and_no_partial_file(tmp_path, command):
+    from lapcli.generate import generate as make
+
+    np.save(tmp_path / "big.npy", make(900, range_factor=1000, seed=1))
+    args = {
+        "solve": ["solve", "big.npy", "--solver", "numpy", "-o", "out.csv", "--report", "r.json"],
+        "generate": ["generate", "--n", "12000", "--seed", "1", "-o", "out.npy"],
+        "bench": ["bench", "--solvers", "numpy", "--sizes", "900", "--ranges", "1000", "--json", "out.json"],
+    }[command]
+    before = set(os.listdir(tmp_path))
+    code, err = interrupt(args, tmp_path, after=1.5)
+    assert code == 130, err
+    assert err.strip().splitlines() == ["lap: interrupted"] or err.strip().endswith("lap: interrupted")
+    assert "Traceback" not in err
+    assert set(os.listdir(tmp_path)) == before

@@ -1,0 +1,75 @@
+"""The NumPy Hungarian (the kernel's specification) against scipy, and its step accounting."""
+
+import numpy as np
+import pytest
+
+import lapcli
+from lapcli.errors import SolverError
+from lapcli.solvers.numpy_hungarian import step6_shift_duals
+
+from .helpers import RANGES, assert_matches_scipy, uniform_costs
+
+SIZES = [1, 2, 3, 5, 8, 13, 31, 64, 97, 128, 211, 256, 300]
+
+
+@pytest.mark.parametrize("range_factor", RANGES)
+def test_integer_matrices_match_scipy(rng, range_factor):
+    for n in SIZES:
+        cost = uniform_costs(rng, n, n, range_factor)
+        assert_matches_scipy(lapcli.solve(cost, solver="numpy"), cost)
+
+
+def test_float_matrices_match_scipy(rng):
+    for n in SIZES:
+        cost = rng.random((n, n)) * rng.choice([1e-3, 1, 1e6])
+        assert_matches_scipy(lapcli.solve(cost, solver="numpy"), cost)
+
+
+def test_special_matrices_match_scipy(rng):
+    n = 120
+    specials = {
+        "constant": np.full((n, n), 3),
+        "diagonal zero": np.where(np.eye(n, dtype=bool), 0, rng.integers(1, 50, (n, n))),
+        "ties": rng.integers(0, 2, (n, n)),
+        "negative": rng.integers(-1000, 1000, (n, n)),
+        "near 2^31": rng.integers(2**31 - 100, 2**31 - 1, (n, n)),
+        "near -2^31": rng.integers(-(2**31), -(2**31) + 100, (n, n)),
+        "float ties": rng.integers(0, 3, (n, n)) * 0.5,
+    }
+    for name, cost in specials.items():
+        solution = lapcli.solve(cost, solver="numpy")
+        assert_matches_scipy(solution, cost), name
+
+
+def test_no_step6_when_reduced_matrix_has_a_perfect_zero_matching(rng):
+    permutation = rng.permutation(80)
+    cost = rng.integers(1, 100, (80, 80))
+    cost[np.arange(80), permutation] = 0
+    steps = {s.step: s.count for s in lapcli.solve(cost, solver="numpy").report.steps}
+    assert steps[6] == 0
+    assert steps[1] == 1
+
+
+def test_step6_iterations_grow_with_the_range(rng):
+    def step6_count(range_factor):
+        cost = uniform_costs(rng, 200, 200, range_factor)
+        return {s.step: s.count for s in lapcli.solve(cost, solver="numpy").report.steps}[6]
+
+    assert step6_count(0.01) < step6_count(1) < step6_count(1000)
+
+
+def test_report_lists_six_timed_steps(rng):
+    report = lapcli.solve(uniform_costs(rng, 50, 50, 100), solver="numpy").report
+    assert [s.step for s in report.steps] == [1, 2, 3, 4, 5, 6]
+    assert all(s.ms >= 0 and s.count >= 0 for s in report.steps)
+    assert report.steps[2].count == report.steps[4].count + 1  # every augmentation is followed by step 3
+
+
+def test_step6_refuses_a_non_positive_delta():
+    # An uncovered zero missing from the zero list would make Δ = 0 and loop forever: it raises.
+    cost = np.array([[0, 5], [5, 0]], dtype=np.int64)
+    u, v = np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    no_cover = np.zeros(2, dtype=bool)
+    empty = np.empty(0, dtype=np.int64)
+    with pytest.raises(SolverError, match="Δ"):
+        step6_shift_duals(cost, u, v, no_cover, no_cover, empty, empty, 0.0)
