@@ -25,18 +25,24 @@ from .generate import generate, uniform_high
 
 BENCH_SOLVERS = ("cuda", "cuda-stepwise", "numpy", "scipy", "lapx")
 
-SUITES: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {
+def grid_cells(sizes, ranges) -> tuple[tuple[int, float], ...]:
+    return tuple((n, r) for r in ranges for n in sizes)
+
+
+# A suite is a list of (n, R) cells.
+SUITES: dict[str, tuple[tuple[int, float], ...]] = {
     # Kawtikwar–Cravens–Yang Tables IV–X
-    "papers": ((256, 512, 1024, 2048, 4096, 8192), (0.001, 0.01, 0.1, 1, 10, 100, 1000)),
-    "quick": ((16, 64, 128), (0.1, 10, 1000)),
-    "gpu-check": ((1024, 4096), (1, 100)),
+    "papers": grid_cells((256, 512, 1024, 2048, 4096, 8192), (0.001, 0.01, 0.1, 1, 10, 100, 1000)),
+    "quick": grid_cells((16, 64, 128), (0.1, 10, 1000)),
+    # the five points at which issue #3 compares with HyLAC's classical solver on an H100
+    "hylac": ((1024, 1), (4096, 1), (4096, 100), (8192, 10), (8192, 1000)),
+    "gpu-check": grid_cells((256, 1024, 4096), (1, 100)),
 }
 
 
 @dataclass
 class BenchSettings:
-    sizes: tuple[int, ...]
-    ranges: tuple[float, ...]
+    cells: tuple[tuple[int, float], ...]  # (n, R) pairs
     solvers: tuple[str, ...]
     dtypes: tuple[str, ...] = ("int32",)
     kind: str = "uniform"
@@ -144,30 +150,30 @@ def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = Non
     gave_up: set[tuple[str, str, float]] = set()  # (solver, dtype, range) that timed out at a smaller n
     mismatches: list[str] = []
     for dtype in settings.dtypes:
-        for range_factor in settings.ranges:
-            for n in sorted(settings.sizes):
-                cost = bench_matrix(settings, n, range_factor, dtype)
-                cell: list[SolveTiming] = []
-                for solver in settings.solvers:
-                    timing = SolveTiming(n, range_factor, dtype, solver, "ok")
-                    if (solver, dtype, range_factor) in gave_up:
-                        timing.status, timing.message = "skipped", "timed out at a smaller n"
-                    else:
-                        time_one(runners[solver], cost, settings, timing)
-                        if timing.status == "timeout":
-                            gave_up.add((solver, dtype, range_factor))
-                    cell.append(timing)
-                    if on_progress:
-                        on_progress(f"n={n} R={range_factor} {dtype} {solver}: {timing.status}")
-                solved = [t for t in cell if t.status == "ok"]
-                for other in solved[1:]:
-                    if not objectives_agree(solved[0].objective, other.objective, cost):
-                        other.status = "mismatch"
-                        mismatches.append(
-                            f"n={n} R={range_factor} {dtype}: {solved[0].solver} found {solved[0].objective}, "
-                            f"{other.solver} found {other.objective}"
-                        )
-                results.extend(cell)
+        # one cell: every solver on the same matrix; by range, then n (so timeouts skip larger n)
+        for n, range_factor in sorted(settings.cells, key=lambda cell: (cell[1], cell[0])):
+            cost = bench_matrix(settings, n, range_factor, dtype)
+            cell: list[SolveTiming] = []
+            for solver in settings.solvers:
+                timing = SolveTiming(n, range_factor, dtype, solver, "ok")
+                if (solver, dtype, range_factor) in gave_up:
+                    timing.status, timing.message = "skipped", "timed out at a smaller n"
+                else:
+                    time_one(runners[solver], cost, settings, timing)
+                    if timing.status == "timeout":
+                        gave_up.add((solver, dtype, range_factor))
+                cell.append(timing)
+                if on_progress:
+                    on_progress(f"n={n} R={range_factor} {dtype} {solver}: {timing.status}")
+            solved = [t for t in cell if t.status == "ok"]
+            for other in solved[1:]:
+                if not objectives_agree(solved[0].objective, other.objective, cost):
+                    other.status = "mismatch"
+                    mismatches.append(
+                        f"n={n} R={range_factor} {dtype}: {solved[0].solver} found {solved[0].objective}, "
+                        f"{other.solver} found {other.objective}"
+                    )
+            results.extend(cell)
     if mismatches:
         raise ObjectiveMismatch("; ".join(mismatches), results)
     return results

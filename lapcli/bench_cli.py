@@ -8,6 +8,7 @@ from .bench import (
     BENCH_SOLVERS,
     SUITES,
     BenchSettings,
+    grid_cells,
     ObjectiveMismatch,
     environment,
     results_table_rows,
@@ -59,10 +60,10 @@ def bench_command(suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, s
     from .io import check_output_path
 
     console = stderr_console(quiet)
-    suite_sizes, suite_ranges = SUITES[suite] if suite else ((256, 1024), (1, 100))
-    sizes = sizes or suite_sizes
-    ranges = ranges or suite_ranges
-    for value in ranges:
+    if suite and (sizes or ranges):
+        raise InputError("give either --suite or --sizes/--ranges")
+    cells = SUITES[suite] if suite else grid_cells(sizes or (256, 1024), ranges or (1, 100))
+    for value in {r for _, r in cells}:
         if not 0.001 <= value <= 1000:
             raise InputError(f"range {value} is outside 0.001 … 1000")
     for dtype in dtypes:
@@ -90,7 +91,7 @@ def bench_command(suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, s
         except ImportError:
             raise FailedError("--plot needs matplotlib: pip install 'lapcli[plot]'") from None
 
-    settings = BenchSettings(sizes=tuple(sizes), ranges=tuple(ranges), solvers=tuple(solvers), dtypes=tuple(dtypes),
+    settings = BenchSettings(cells=tuple(cells), solvers=tuple(solvers), dtypes=tuple(dtypes),
                              kind=kind, repeat=repeat, warmup=warmup, seed=seed, timeout=timeout, baseline=baseline)
     if any(s.startswith("cuda") for s in solvers):  # context creation and NVRTC compile stay out of the numbers
         from .solvers import solve
@@ -101,7 +102,7 @@ def bench_command(suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, s
             if s.startswith("cuda"):
                 solve(np.eye(4, dtype=np.int32), solver=s)
     env = environment()
-    total = len(sizes) * len(ranges) * len(dtypes) * len(solvers)
+    total = len(cells) * len(dtypes) * len(solvers)
     failure = None
     with Progress(console=console, transient=True, disable=quiet) as bar:
         task = bar.add_task("benchmarking", total=total)

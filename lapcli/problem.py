@@ -77,6 +77,8 @@ def check_entries(arr, xp, maximize: bool) -> bool:
     """Reject NaN and the wrong-signed infinity (as scipy does); return whether any entry is forbidden."""
     if arr.dtype.kind != "f" or arr.size == 0:
         return False
+    if bool(xp.isfinite(arr).all()):  # the common case: one pass
+        return False
     if bool(xp.isnan(arr).any()):
         raise invalid_entries()
     wrong_inf, forbidden_inf = (np.inf, -np.inf) if maximize else (-np.inf, np.inf)
@@ -172,11 +174,18 @@ def default_work_dtype(values, source_dtype) -> str:
     """int32 when the (sign-adjusted) integers fit it, else int64; float32 and float16 inputs
     work in float32, other floats in float64."""
     if source_dtype.kind in "biu":
-        if values.size == 0:
+        if values.size == 0 or _always_fits(values.dtype, np.dtype(np.int32)):
             return "int32"
         lo, hi = int(values.min()), int(values.max())
         return "int32" if -(2**31) <= lo and hi < 2**31 else "int64"
     return "float32" if source_dtype.itemsize <= 4 else "float64"
+
+
+def _always_fits(source: np.dtype, target: np.dtype) -> bool:
+    """Every value of an integer dtype ``source`` is exact in ``target``, so no scan is needed."""
+    if target.kind == "f":
+        return source.itemsize * 8 - (source.kind == "i") <= np.finfo(target).nmant + 1
+    return np.can_cast(source, target, casting="safe")
 
 
 def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None) -> Problem:
@@ -208,7 +217,7 @@ def build_work_matrix(problem: Problem):
         padded[:n] = values
         values = padded
     if values.dtype.kind == "f":
-        scale = float(xp.abs(values).max()) if values.size else 1.0
+        scale = max(-float(values.min()), float(values.max())) if values.size else 1.0
         eps = k * max(scale, np.finfo(np.float64).tiny) * _FLOAT_EPS_FACTOR
     else:
         eps = 0.0
@@ -227,12 +236,13 @@ def _integer_values(arr, xp, maximize: bool):
 
 
 def _float_values(arr, xp, maximize: bool, k: int, has_forbidden: bool):
-    """Float costs as float64 (negated when maximising), forbidden entries set to a sentinel.
+    """Float costs (negated when maximising: exact), forbidden entries set to a sentinel; float16
+    widens to float32, other floats keep their dtype (no float64 round trip of the matrix).
 
     The sentinel exceeds hi + k·(hi − lo + 1): any assignment through one forbidden entry costs
     more than every assignment of finite entries, so the optimum uses one only when it must.
     """
-    values = arr.astype(np.float64)
+    values = arr.astype(np.float32) if arr.dtype.itemsize < 4 else arr
     if maximize:
         values = -values
     if not has_forbidden:
@@ -245,14 +255,21 @@ def _float_values(arr, xp, maximize: bool, k: int, has_forbidden: bool):
     sentinel = hi + (k + 1) * (hi - lo + 1.0)
     if not math.isfinite(sentinel):
         raise LapInputError("finite costs span too wide a range to mark forbidden entries")
-    return xp.where(finite, values, sentinel)
+    if not np.isfinite(values.dtype.type(sentinel)):
+        values = values.astype(np.float64)
+    return xp.where(finite, values, values.dtype.type(sentinel))
 
 
 def _cast_checked(values, xp, dtype_name: str, k: int):
-    """Cast to the working dtype, refusing casts that would change integer values."""
+    """Cast to the working dtype, refusing casts that would change integer values. Range scans
+    run only where a value could actually fail (e.g. none for int32 input solved as int32)."""
     target = np.dtype(dtype_name)
     if values.size == 0:
         return values.astype(target)
+    if values.dtype.kind in "iu" and _always_fits(values.dtype, target) and values.dtype.itemsize <= 4:
+        return values.astype(target, copy=False)  # int32 duals in int64 cannot overflow
+    if values.dtype.kind == "f" and target.kind == "f":
+        return values.astype(target, copy=False)  # float working types need no range check
     lo, hi = values.min(), values.max()
     if values.dtype.kind == "f" and target.kind == "i":
         if not bool((values == xp.floor(values)).all()):

@@ -14,7 +14,7 @@ python3 -m pip install -q --no-deps --no-build-isolation -e . >"$out/install.txt
 status=0
 python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$out/pytest-gpu.txt" || status=1
 if [ "${GPU_CHECK_BENCH:-1}" = 1 ]; then
-  python3 -m lapcli.cli bench --suite gpu-check --solvers cuda,scipy --repeat 3 --warmup 1 \
+  python3 -m lapcli.cli bench --suite gpu-check --solvers cuda,cuda-stepwise,scipy --repeat 3 --warmup 1 \
     --json "$out/bench.json" 2>&1 | tee "$out/bench.txt" || status=1
 fi
 exit $status

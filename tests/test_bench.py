@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lapcli.bench import BenchSettings, ObjectiveMismatch, default_runners, run_bench
+from lapcli.bench import SUITES, BenchSettings, ObjectiveMismatch, default_runners, run_bench
 from lapcli.cli import cli
 
 
@@ -32,7 +32,7 @@ def test_a_wrong_solver_is_a_loud_failure(tmp_path):
     runners = default_runners()
     honest = runners["scipy"]
     runners["numpy"] = lambda cost, timeout: (honest(cost, timeout)[0] + 1, [])  # off by one
-    settings = BenchSettings(sizes=(20,), ranges=(10,), solvers=("scipy", "numpy"), repeat=1, warmup=0)
+    settings = BenchSettings(cells=((20, 10),), solvers=("scipy", "numpy"), repeat=1, warmup=0)
     with pytest.raises(ObjectiveMismatch, match="scipy found .* numpy found"):
         run_bench(settings, runners=runners)
 
@@ -55,7 +55,7 @@ def test_mismatch_through_the_cli_exits_1(monkeypatch):
 def test_slow_solver_is_skipped_for_larger_sizes():
     runners = default_runners()
     runners["numpy"] = lambda cost, timeout: (_ for _ in ()).throw(__import__("lapcli").SolverError("exceeded its time limit"))
-    settings = BenchSettings(sizes=(8, 16, 32), ranges=(1,), solvers=("scipy", "numpy"), repeat=1, warmup=0, timeout=1)
+    settings = BenchSettings(cells=((8, 1), (16, 1), (32, 1)), solvers=("scipy", "numpy"), repeat=1, warmup=0, timeout=1)
     statuses = [(r.n, r.status) for r in run_bench(settings, runners=runners) if r.solver == "numpy"]
     assert statuses == [(8, "timeout"), (16, "skipped"), (32, "skipped")]
 
@@ -77,5 +77,11 @@ def test_same_matrix_for_every_solver_in_a_cell():
         return run
 
     runners = {"a": recorder("a"), "b": recorder("b")}
-    run_bench(BenchSettings(sizes=(10,), ranges=(1,), solvers=("a", "b"), repeat=1, warmup=0), runners=runners)
+    run_bench(BenchSettings(cells=((10, 1),), solvers=("a", "b"), repeat=1, warmup=0), runners=runners)
     assert np.array_equal(seen["a"][0], seen["b"][0])
+
+
+def test_papers_suite_is_kawtikwars_grid_and_hylac_the_issues_points():
+    assert len(SUITES["papers"]) == 6 * 7
+    assert {n for n, _ in SUITES["papers"]} == {256, 512, 1024, 2048, 4096, 8192}
+    assert SUITES["hylac"] == ((1024, 1), (4096, 1), (4096, 100), (8192, 10), (8192, 1000))

@@ -115,3 +115,14 @@ def test_timeout_stops_the_kernel(rng):
     cost = uniform_costs(rng, 4096, 4096, 1000, dtype=np.int32)
     with pytest.raises(lapcli.SolverError, match="time limit"):
         lapcli.solve(cost, solver="cuda", timeout=0.005)
+
+
+def test_stepwise_baseline_matches_scipy_and_the_cooperative_counts(rng):
+    for n in (1, 7, 64, 257, 1000):
+        for range_factor in (0.01, 1, 1000):
+            cost = uniform_costs(rng, n, n, range_factor, dtype=np.int32)
+            solution = lapcli.solve(cost, solver="cuda-stepwise")
+            assert_matches_scipy(solution, cost)
+            assert solution.report.details["launches"] > 1
+    cost = rng.random((300, 200))
+    assert_matches_scipy(lapcli.solve(cost, solver="cuda-stepwise"), cost)

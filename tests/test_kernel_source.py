@@ -16,9 +16,9 @@ NVCC = shutil.which("nvcc")
 def test_kernel_compiles_for_sm90_with_runtime_defines(tmp_path):
     source = tmp_path / "hungarian_all.cu"
     instantiations = "\n".join(
-        f"template __global__ void {cuda_solver.kernel_name(d)}"
-        f"({signature(d)});"
+        f"template __global__ void {cuda_solver.kernel_name(function, d)}({signature(function, d)});"
         for d in cuda_solver.KERNEL_TYPES
+        for function in ("hungarian",) + cuda_solver.STEPWISE_KERNELS
     )
     source.write_text(cuda_solver.kernel_source() + "\n" + instantiations + "\n")
     result = subprocess.run(
@@ -27,14 +27,23 @@ def test_kernel_compiles_for_sm90_with_runtime_defines(tmp_path):
         capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stderr.count("Compiling entry function") == len(cuda_solver.KERNEL_TYPES)
-    # the integer kernels (the common case) must not spill to local memory
+    kernels_per_type = 1 + len(cuda_solver.STEPWISE_KERNELS)
+    assert result.stderr.count("Compiling entry function") == kernels_per_type * len(cuda_solver.KERNEL_TYPES)
+    # the cooperative kernels must not spill to local memory
     for entry in re.split(r"Compiling entry function", result.stderr)[1:]:
-        if "IixE" in entry or "IxxE" in entry:
+        if entry.split("'")[1].startswith("_Z9hungarian"):
             assert "0 bytes spill stores" in entry, entry
 
 
-def signature(dtype):
-    cost, dual, _ = cuda_solver.KERNEL_TYPES[dtype]
-    return (f"const {cost}*, int, {dual}, {dual}*, {dual}*, {dual}*, unsigned int*, long long, int*, int*, int*, "
-            "int*, int*, int*, int*, int*, unsigned long long*, int*, int*, unsigned long long, long long")
+def signature(function, dtype):
+    cost, dual, _, _ = cuda_solver.KERNEL_TYPES[dtype]
+    state = f"const State<{cost}, {dual}>*"
+    return f"{state}, int" if function in ("step_2", "step_3", "step_4") else state
+
+
+def test_state_struct_layout_matches_the_kernel():
+    # 18 pointers, segment_capacity, eps, k, unused, time_limit_ns, max_rounds: 184 bytes
+    source = cuda_solver.kernel_source()
+    body = source[source.index("struct State {"):source.index("};", source.index("struct State {"))]
+    pointer_fields = [line.split("*")[1].strip(" ;").split(";")[0] for line in body.splitlines() if "*" in line.split("//")[0]]
+    assert tuple(pointer_fields) == cuda_solver.STATE_POINTERS

@@ -1,26 +1,28 @@
-// Classical Hungarian algorithm (Munkres) in ONE cooperative launch.
+// Classical Hungarian algorithm (Munkres) on the GPU: every step as a device function, run either
+// all inside ONE cooperative launch (`hungarian`, the product) or one step per launch from a host
+// loop (`step_*` kernels: the stepwise baseline of `lap bench`, as LAP19 and HyLAC run).
 //
-// Follows LAP19 (Lopes et al. 2019, block-distributed step 4, several augmenting paths per step 5
+// Follows LAP19 (Lopes et al. 2019: block-distributed step 4, several augmenting paths per step 5
 // through "greens") with the optimizations measured by Kawtikwar et al.:
 //   opt0  the compressed zero list lives in per-block segments: a block appends only to its own
-//         segment with shared-memory counters, never a global atomicAdd(&zeros_size);
-//   opt1  step 6 fuses the dual shift with the rebuild of the zero list;
-//   opt2  all steps run in one persistent kernel, grid.sync() instead of kernel boundaries;
-//   opt3  per-row values (u[i], the row pointer) are held in registers across the row loop.
-// And one change beyond the papers (shared/design.md §6): slack is not stored. We keep duals u, v
-// and compute slack(i, j) = cost[i, j] - u[i] - v[j] on the fly, so step 6 only *reads* the
-// uncovered rows (twice) instead of reading and writing all n² entries, and the zero list is
-// updated (zeros vanish only in covered x covered, appear only in uncovered x uncovered) instead
-// of rebuilt.
+//         segment through shared-memory counters, never a global atomicAdd(&zeros_size);
+//   opt1  step 6 fuses the dual shift with the update of the zero list;
+//   opt2  all steps in one persistent kernel, grid.sync() instead of kernel boundaries;
+//   opt3  per-row values (u[i], the row pointer, the running minimum) stay in registers.
+// Beyond the papers (shared/design.md §6): slack is never stored. We keep duals u, v and compute
+// slack(i, j) = cost[i, j] - u[i] - v[j] on the fly, so step 6 only READS the uncovered rows,
+// and the zero list is updated (zeros vanish only in covered x covered, appear only in
+// uncovered x uncovered) instead of rebuilt. Step 6 runs a warp per row with 16-byte loads and
+// keeps each row's minimum, so the pass that collects new zeros rescans only rows that reach delta.
 //
 // The NumPy twin lapcli/solvers/numpy_hungarian.py is the readable specification: same steps,
 // same array names.
 //
-// Types: T is the stored cost (int, long long, float, double); D is the dual / slack type
-// (long long for integer costs: exact; double for float costs: slack <= eps counts as zero, with
-// eps chosen on the host, see lapcli/problem.py).
+// Types: T is the stored cost (int, long long, float, double); D the dual / slack type (long long
+// for integer costs: exact; double for float costs: slack <= eps counts as zero, eps chosen on the
+// host, see lapcli/problem.py).
 //
-// Row ownership: row i belongs to block i % gridDim.x, as local row i / gridDim.x. A zero is packed
+// Row ownership: row i belongs to block i % gridDim.x as local row i / gridDim.x. A zero is packed
 // as (local_row << 16) | column, so k <= 65536 (checked on the host).
 
 #include <cooperative_groups.h>
@@ -30,24 +32,62 @@ namespace cg = cooperative_groups;
 #define LAP_BLOCK 512
 #endif
 #define LAP_WARPS (LAP_BLOCK / 32)
+#ifndef LAP_UNROLL
+#define LAP_UNROLL 4
+#endif
+constexpr int step6_unroll = LAP_UNROLL;  // 16-byte loads in flight per lane in step 6 (warp_row_min)
+#define FULL_MASK 0xffffffffu
 
-// Kernel status, read by the host.
 #define STATUS_OK 0
 #define STATUS_DELTA_NOT_POSITIVE 1
 #define STATUS_TIMEOUT 2
 #define STATUS_ITERATION_CAP 3
 
-// One flag slot: what a phase's threads report, read by every thread after the grid.sync().
+// A flag slot: what a phase's threads report, read by every thread after the barrier.
 #define SLOT_CHANGED 0   // step 2: a row had to be released / step 4: a row was covered
 #define SLOT_PATH 1      // step 4: a primed zero in a row without a star (go to step 5)
-#define SLOT_ABORT 2     // step 4: timeout or iteration cap (value = status)
+#define SLOT_ABORT 2     // step 4: timeout or iteration cap (the value is the status)
 #define SLOT_STARS 3     // step 3: number of starred columns
 #define SLOT_INTS 4
-#define SLOT_COUNT 3     // rotating slots: a slot is cleared two phases after it was last read
+#define SLOT_COUNT 3     // rotating: a slot is cleared two phases after it was last read
 
 template <typename D> __device__ __forceinline__ D largest();
 template <> __device__ __forceinline__ long long largest<long long>() { return 0x7fffffffffffffffLL; }
 template <> __device__ __forceinline__ double largest<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+// v_masked[j] on a covered column: makes cost - u - v_masked larger than any real slack, so the
+// step-6 loops need no cover test. For integers -2^62 cannot overflow: |cost|, |u| < 2^61.
+template <typename D> __device__ __forceinline__ D covered_dual();
+template <> __device__ __forceinline__ long long covered_dual<long long>() { return -(1LL << 62); }
+template <> __device__ __forceinline__ double covered_dual<double>() { return -largest<double>(); }
+
+// Everything the steps share, laid out by lapcli/solvers/cuda_solver.py (STATE_LAYOUT).
+template <typename T, typename D>
+struct State {
+    const T* cost;
+    D* u;
+    D* v;
+    D* v_masked;         // v[j], or covered_dual() while column j is covered
+    D* row_min;          // step 6: min slack of each uncovered row
+    D* partial;          // step 1: column minima per block; step 6: minimum per block
+    unsigned int* zeros;
+    int* zeros_size;     // per block
+    int* cover_row;
+    int* cover_col;
+    int* column_of_star_at_row;
+    int* row_of_star_at_column;
+    int* column_of_prime_at_row;
+    int* row_of_green_at_column;
+    int* slots;
+    unsigned long long* step_ns;
+    int* step_count;
+    int* status;
+    long long segment_capacity;
+    D eps;
+    int k;
+    int unused;
+    unsigned long long time_limit_ns;
+    long long max_rounds;
+};
 
 __device__ __forceinline__ unsigned long long global_timer_ns() {
     unsigned long long t;
@@ -58,34 +98,8 @@ __device__ __forceinline__ unsigned long long global_timer_ns() {
 __device__ __forceinline__ int load_volatile(const int* p) { return *(const volatile int*)p; }
 __device__ __forceinline__ void store_volatile(int* p, int x) { *(volatile int*)p = x; }
 
-// Minimum over the block, returned to every thread. `scratch` holds LAP_WARPS values.
-template <typename D>
-__device__ D block_min(D x, D* scratch) {
-    for (int offset = 16; offset > 0; offset >>= 1) x = min(x, __shfl_xor_sync(0xffffffffu, x, offset));
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    __syncthreads();  // scratch may still be read from a previous call
-    if (lane == 0) scratch[warp] = x;
-    __syncthreads();
-    x = lane < LAP_WARPS ? scratch[lane] : largest<D>();
-    for (int offset = 16; offset > 0; offset >>= 1) x = min(x, __shfl_xor_sync(0xffffffffu, x, offset));
-    return x;
-}
-
-__device__ int block_sum(int x, int* scratch) {
-    for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    __syncthreads();
-    if (lane == 0) scratch[warp] = x;
-    __syncthreads();
-    x = lane < LAP_WARPS ? scratch[lane] : 0;
-    for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
-    return x;
-}
-
 // Step-time accounting (shared/design.md §5): thread 0 of block 0 reads %globaltimer right after
 // the grid.sync() that ends a step and charges the time since the previous mark to that step.
-// The accumulators live in shared memory: only that one thread touches them, and keeping them out
-// of registers leaves the hot loops their registers.
 struct StepClock {
     unsigned long long last, ns[7];
     int count[7];
@@ -101,298 +115,487 @@ struct StepClock {
     }
 };
 
+template <typename D>
+struct Shared {
+    D scratch_d[LAP_WARPS];
+    int scratch_i[LAP_WARPS];
+    int warp_offset[LAP_WARPS];
+    int zero_count;
+    StepClock clock;  // only thread 0 of block 0 touches it; shared keeps it out of registers
+    unsigned long long kernel_start;
+};
+
+template <typename D>
+__device__ __forceinline__ D warp_min(D x) {
+    for (int offset = 16; offset > 0; offset >>= 1) x = min(x, __shfl_xor_sync(FULL_MASK, x, offset));
+    return x;
+}
+
+// Minimum over the block, returned to every thread.
+template <typename D>
+__device__ D block_min(D x, D* scratch) {
+    x = warp_min(x);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __syncthreads();  // scratch may still be read from a previous call
+    if (lane == 0) scratch[warp] = x;
+    __syncthreads();
+    return warp_min(lane < LAP_WARPS ? scratch[lane] : largest<D>());
+}
+
+__device__ int block_sum(int x, int* scratch) {
+    for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(FULL_MASK, x, offset);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    __syncthreads();
+    if (lane == 0) scratch[warp] = x;
+    __syncthreads();
+    x = lane < LAP_WARPS ? scratch[lane] : 0;
+    for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(FULL_MASK, x, offset);
+    return x;
+}
+
+// Append a zero to this block's segment. All 32 lanes must call it together: one shared atomic
+// per warp (ballot + popc) instead of one per zero, which matters when zeros are dense.
+__device__ __forceinline__ void append_zero(bool hit, unsigned packed, unsigned* my_zeros, int* count) {
+    const unsigned ballot = __ballot_sync(FULL_MASK, hit);
+    if (!ballot) return;
+    const int lane = threadIdx.x & 31, leader = __ffs(ballot) - 1;
+    int base = 0;
+    if (lane == leader) base = atomicAdd(count, __popc(ballot));
+    base = __shfl_sync(FULL_MASK, base, leader);
+    if (hit) my_zeros[base + __popc(ballot & ((1u << lane) - 1))] = packed;
+}
+
+__device__ __forceinline__ int owned_rows(int k) { return (k - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x; }
+__device__ __forceinline__ int row_of_local(int local) { return (int)blockIdx.x + local * (int)gridDim.x; }
+__device__ __forceinline__ int row_of_zero(unsigned z) { return (int)blockIdx.x + (int)(z >> 16) * (int)gridDim.x; }
+__device__ __forceinline__ int global_tid() { return blockIdx.x * LAP_BLOCK + threadIdx.x; }
+__device__ __forceinline__ int global_threads() { return gridDim.x * LAP_BLOCK; }
+
+// One thread clears the slot the next flag-using phase will write. That slot was last read two
+// phases ago, before the barrier that ended the previous phase, so nobody still reads it.
+__device__ __forceinline__ void clear_next_slot(int* slots, int epoch) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        int* next = slots + SLOT_INTS * ((epoch + 1) % SLOT_COUNT);
+        for (int s = 0; s < SLOT_INTS; ++s) next[s] = 0;
+    }
+}
+
+template <typename T> struct Vec16;  // 16 bytes of T: one vector load
+template <> struct Vec16<int> { typedef int4 type; };
+template <> struct Vec16<float> { typedef float4 type; };
+template <> struct Vec16<long long> { typedef longlong2 type; };
+template <> struct Vec16<double> { typedef double2 type; };
+
+// Minimum of slack over the row's uncovered columns, by one warp (v_masked hides covered ones).
+// 16-byte loads, unrolled, so each lane keeps several loads in flight: with a single 4-byte load
+// per thread outstanding, latency caps step 6 far below memory bandwidth.
 template <typename T, typename D>
-__global__ void __launch_bounds__(LAP_BLOCK) hungarian(
-    const T* __restrict__ cost, const int k, const D eps,
-    D* u, D* v, D* partial,
-    unsigned int* zeros, const long long segment_capacity, int* zeros_size,
-    int* cover_row, int* cover_col,
-    int* column_of_star_at_row, int* row_of_star_at_column,
-    int* column_of_prime_at_row, int* row_of_green_at_column,
-    int* slots, unsigned long long* step_ns, int* step_count, int* status,
-    const unsigned long long time_limit_ns, const long long max_rounds)
-{
-    cg::grid_group grid = cg::this_grid();
-    const int block = blockIdx.x, blocks = gridDim.x, tid = threadIdx.x;
-    const int global_tid = block * LAP_BLOCK + tid, global_threads = blocks * LAP_BLOCK;
-    const int my_rows = (k - block + blocks - 1) / blocks;  // rows block, block + blocks, ...
-    unsigned int* my_zeros = zeros + (long long)block * segment_capacity;
-    const bool clock_thread = block == 0 && tid == 0;
+__device__ D warp_row_min(const T* __restrict__ row, const D* v_masked, int k, D ui) {
+    const int lane = threadIdx.x & 31;
+    constexpr int per_vec = 16 / sizeof(T);
+    D m = largest<D>();
+    if (k % per_vec == 0) {
+        typedef typename Vec16<T>::type V;
+        const V* vectors = reinterpret_cast<const V*>(row);
+        const int count = k / per_vec;
+#pragma unroll step6_unroll
+        for (int q = lane; q < count; q += 32) {
+            const V x = __ldg(vectors + q);
+            const T* values = reinterpret_cast<const T*>(&x);
+#pragma unroll
+            for (int e = 0; e < per_vec; ++e) m = min(m, (D)values[e] - ui - v_masked[q * per_vec + e]);
+        }
+    } else {
+#pragma unroll 4
+        for (int j = lane; j < k; j += 32) m = min(m, (D)__ldg(row + j) - ui - v_masked[j]);
+    }
+    return warp_min(m);
+}
 
-    __shared__ D scratch_d[LAP_WARPS];
-    __shared__ int scratch_i[LAP_WARPS];
-    __shared__ int warp_offset[LAP_WARPS];
-    __shared__ int zero_count;
+// ================================ the steps ===================================================
 
-    __shared__ StepClock clock;
-    __shared__ unsigned long long kernel_start;
-    if (clock_thread) { clock.start(); kernel_start = clock.last; }
-    int epoch = 0;  // index of the flag slot in use; uniform across the grid
-    long long rounds = 0;
-    int result = STATUS_OK;
-
-    // ---------------- Step 1: row minima, column minima, zero list --------------------------
+// Step 1a: u[i] = min_j cost[i, j] for my rows; partial[block][j] = min over my rows of cost - u.
+// Column minima as a reduction over blocks (no atomics).
+template <typename T, typename D>
+__device__ void step1_rows(const State<T, D>& s, Shared<D>& sh) {
+    const int k = s.k, my_rows = owned_rows(k);
     for (int local = 0; local < my_rows; ++local) {
-        const T* row = cost + (long long)(block + local * blocks) * k;
+        const T* row = s.cost + (long long)row_of_local(local) * k;
         D m = largest<D>();
-        for (int j = tid; j < k; j += LAP_BLOCK) m = min(m, (D)row[j]);
-        m = block_min(m, scratch_d);
-        if (tid == 0) u[block + local * blocks] = m;
+        for (int j = threadIdx.x; j < k; j += LAP_BLOCK) m = min(m, (D)row[j]);
+        m = block_min(m, sh.scratch_d);
+        if (threadIdx.x == 0) s.u[row_of_local(local)] = m;
     }
     __syncthreads();  // u of my rows is read below by this block only
-    // Column minima as a reduction (no atomics): partial[block][j] over my rows, then over blocks.
-    for (int j = tid; j < k; j += LAP_BLOCK) {
+    for (int j = threadIdx.x; j < k; j += LAP_BLOCK) {
         D m = largest<D>();
         for (int local = 0; local < my_rows; ++local) {
-            const int i = block + local * blocks;
-            m = min(m, (D)cost[(long long)i * k + j] - u[i]);
+            const int i = row_of_local(local);
+            m = min(m, (D)s.cost[(long long)i * k + j] - s.u[i]);
         }
-        partial[(long long)block * k + j] = m;
+        s.partial[(long long)blockIdx.x * k + j] = m;
     }
-    grid.sync();
-    for (int j = global_tid; j < k; j += global_threads) {
-        D m = largest<D>();
-        for (int b = 0; b < blocks; ++b) m = min(m, partial[(long long)b * k + j]);
-        v[j] = m;
-    }
-    grid.sync();
-    if (tid == 0) zero_count = 0;
-    __syncthreads();
-    for (int local = 0; local < my_rows; ++local) {
-        const int i = block + local * blocks;
-        const T* row = cost + (long long)i * k;
-        const D ui = u[i];
-        for (int j = tid; j < k; j += LAP_BLOCK)
-            if ((D)row[j] - ui - v[j] <= eps) my_zeros[atomicAdd(&zero_count, 1)] = ((unsigned)local << 16) | j;
-    }
-    __syncthreads();
-    if (tid == 0) zeros_size[block] = zero_count;
-    grid.sync();
-    if (clock_thread) clock.mark(1);
+}
 
-    // ---------------- Step 2: star independent zeros ------------------------------------------
-    // Each zero tries to take its row, then its column (atomicExch on the covers). Losing the
-    // column releases the row; the pass repeats while that happened (each such pass also made a
-    // star, so this ends). LAP19 §4.2.
-    while (true) {
-        int* slot = slots + SLOT_INTS * (epoch % SLOT_COUNT);
-        if (clock_thread) {
-            int* next = slots + SLOT_INTS * ((epoch + 1) % SLOT_COUNT);
-            for (int s = 0; s < SLOT_INTS; ++s) next[s] = 0;
+// Step 1b: v[j] = min over blocks of partial[block][j].
+template <typename T, typename D>
+__device__ void step1_columns(const State<T, D>& s) {
+    for (int j = global_tid(); j < s.k; j += global_threads()) {
+        D m = largest<D>();
+        for (int b = 0; b < (int)gridDim.x; ++b) m = min(m, s.partial[(long long)b * s.k + j]);
+        s.v[j] = m;
+    }
+}
+
+// Step 1c: list the zeros of my rows in my segment.
+template <typename T, typename D>
+__device__ void step1_zeros(const State<T, D>& s, Shared<D>& sh) {
+    const int k = s.k, my_rows = owned_rows(k);
+    unsigned* my_zeros = s.zeros + (long long)blockIdx.x * s.segment_capacity;
+    if (threadIdx.x == 0) sh.zero_count = 0;
+    __syncthreads();
+    const int padded = (k + 31) / 32 * 32;  // whole warps take part in append_zero
+    for (int local = 0; local < my_rows; ++local) {
+        const int i = row_of_local(local);
+        const T* row = s.cost + (long long)i * k;
+        const D ui = s.u[i];
+        for (int j = threadIdx.x; j < padded; j += LAP_BLOCK) {
+            const bool hit = j < k && (D)row[j] - ui - s.v[j] <= s.eps;
+            append_zero(hit, ((unsigned)local << 16) | (unsigned)j, my_zeros, &sh.zero_count);
         }
-        const int count = zeros_size[block];
-        for (int q = tid; q < count; q += LAP_BLOCK) {
-            const unsigned z = my_zeros[q];
-            const int r = block + (int)(z >> 16) * blocks, c = z & 0xffff;
-            if (load_volatile(cover_row + r) == 0 && load_volatile(cover_col + c) == 0) {
-                if (atomicExch(cover_row + r, 1) == 0) {
-                    if (atomicExch(cover_col + c, 1) == 0) {
-                        column_of_star_at_row[r] = c;
-                        row_of_star_at_column[c] = r;
-                    } else {
-                        atomicExch(cover_row + r, 0);
-                        store_volatile(slot + SLOT_CHANGED, 1);
-                    }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) s.zeros_size[blockIdx.x] = sh.zero_count;
+}
+
+// Step 2, one pass: each zero takes its row, then its column (atomicExch on the covers). Losing
+// the column releases the row and asks for another pass (each such pass also made a star, so the
+// passes end). LAP19 §4.2.
+template <typename T, typename D>
+__device__ void step2_pass(const State<T, D>& s, int* slot) {
+    const unsigned* my_zeros = s.zeros + (long long)blockIdx.x * s.segment_capacity;
+    const int count = s.zeros_size[blockIdx.x];
+    for (int q = threadIdx.x; q < count; q += LAP_BLOCK) {
+        const unsigned z = my_zeros[q];
+        const int r = row_of_zero(z), c = z & 0xffff;
+        if (load_volatile(s.cover_row + r) == 0 && load_volatile(s.cover_col + c) == 0) {
+            if (atomicExch(s.cover_row + r, 1) == 0) {
+                if (atomicExch(s.cover_col + c, 1) == 0) {
+                    s.column_of_star_at_row[r] = c;
+                    s.row_of_star_at_column[c] = r;
+                } else {
+                    atomicExch(s.cover_row + r, 0);
+                    store_volatile(slot + SLOT_CHANGED, 1);
                 }
             }
         }
+    }
+}
+
+// Step 3: cover the starred columns, count the stars; clear row covers, primes and greens.
+template <typename T, typename D>
+__device__ void step3_cover(const State<T, D>& s, Shared<D>& sh, int* slot) {
+    int starred = 0;
+    for (int j = global_tid(); j < s.k; j += global_threads()) {
+        const int has_star = s.row_of_star_at_column[j] >= 0;
+        s.cover_col[j] = has_star;
+        s.v_masked[j] = has_star ? covered_dual<D>() : s.v[j];
+        s.cover_row[j] = 0;
+        s.column_of_prime_at_row[j] = -1;
+        s.row_of_green_at_column[j] = -1;
+        starred += has_star;
+    }
+    starred = block_sum(starred, sh.scratch_i);  // a reduction, then one atomic per block
+    if (threadIdx.x == 0 && starred) atomicAdd(slot + SLOT_STARS, starred);
+}
+
+// Step 4, one round (LAP19 Alg. 4, block-distributed over the zero segments).
+template <typename T, typename D>
+__device__ void step4_round(const State<T, D>& s, int* slot) {
+    const unsigned* my_zeros = s.zeros + (long long)blockIdx.x * s.segment_capacity;
+    const int count = s.zeros_size[blockIdx.x];
+    for (int q = threadIdx.x; q < count; q += LAP_BLOCK) {
+        const unsigned z = my_zeros[q];
+        const int r = row_of_zero(z), c = z & 0xffff;
+        // LAP19 App. A: check the column cover before the row cover. Columns are only ever
+        // uncovered here, so a zero seen with its column and then its row uncovered was uncovered
+        // at one instant, and some serial order primes it too.
+        if (load_volatile(s.cover_col + c) == 0 && load_volatile(s.cover_row + r) == 0) {
+            store_volatile(s.column_of_prime_at_row + r, c);
+            const int star_col = s.column_of_star_at_row[r];
+            if (star_col >= 0) {
+                store_volatile(s.cover_row + r, 1);
+                // The row cover must be visible before the column is uncovered, or a thread could
+                // see the star's column uncovered and this row not yet covered, and prime a second
+                // zero of this row that no serial order allows.
+                __threadfence();
+                s.v_masked[star_col] = s.v[star_col];
+                store_volatile(s.cover_col + star_col, 0);
+                store_volatile(slot + SLOT_CHANGED, 1);
+            } else {
+                store_volatile(slot + SLOT_PATH, 1);
+            }
+        }
+    }
+}
+
+// Step 5a: from every primed row without a star, walk prime -> star in its column -> prime ...
+// marking each column's green row. One green per column: walks that join overwrite each other's
+// greens, so the backward walks of 5b follow vertex-disjoint paths.
+template <typename T, typename D>
+__device__ void step5a_greens(const State<T, D>& s) {
+    for (int r0 = global_tid(); r0 < s.k; r0 += global_threads()) {
+        int c = load_volatile(s.column_of_prime_at_row + r0);
+        if (c < 0 || s.column_of_star_at_row[r0] >= 0) continue;
+        store_volatile(s.row_of_green_at_column + c, r0);
+        int r;
+        while ((r = s.row_of_star_at_column[c]) >= 0) {
+            c = load_volatile(s.column_of_prime_at_row + r);
+            store_volatile(s.row_of_green_at_column + c, r);
+        }
+    }
+}
+
+// Step 5b: from every green column without a star (a path's end), walk back along the greens,
+// starring the primes and unstarring the stars. Paths are disjoint: no two walks share a row.
+template <typename T, typename D>
+__device__ void step5b_flip(const State<T, D>& s) {
+    for (int j = global_tid(); j < s.k; j += global_threads()) {
+        int r = load_volatile(s.row_of_green_at_column + j);
+        if (r < 0 || s.row_of_star_at_column[j] >= 0) continue;
+        int c = j;
+        while (true) {
+            const int old_star_col = s.column_of_star_at_row[r];
+            s.column_of_star_at_row[r] = c;
+            s.row_of_star_at_column[c] = r;
+            if (old_star_col < 0) break;
+            c = old_star_col;
+            r = load_volatile(s.row_of_green_at_column + c);
+        }
+    }
+}
+
+// Step 6a: min slack over uncovered rows x uncovered columns. A warp per row of mine; each row's
+// minimum is kept (row_min) so that 6b rescans only the rows that reach delta.
+template <typename T, typename D>
+__device__ void step6_min(const State<T, D>& s, Shared<D>& sh) {
+    const int k = s.k, my_rows = owned_rows(k), warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    D m = largest<D>();
+    for (int local = warp; local < my_rows; local += LAP_WARPS) {
+        const int i = row_of_local(local);
+        if (s.cover_row[i]) continue;  // the same for the whole warp
+        const D r = warp_row_min(s.cost + (long long)i * k, s.v_masked, k, s.u[i]);
+        if (lane == 0) s.row_min[i] = r;
+        m = min(m, r);
+    }
+    m = block_min(m, sh.scratch_d);
+    if (threadIdx.x == 0) s.partial[blockIdx.x] = m;
+}
+
+// Step 6b (opt1, fused): delta = min of the block minima (every block computes the same value);
+// drop the zeros of covered x covered from my segment, append the new zeros of my uncovered rows,
+// shift the duals: u += delta on uncovered rows, v -= delta on covered columns. Other blocks read
+// v only on uncovered columns, so the v update needs no barrier of its own.
+// Returns false (and does nothing) if delta <= 0, which would loop forever.
+template <typename T, typename D>
+__device__ bool step6_shift(const State<T, D>& s, Shared<D>& sh) {
+    const int k = s.k, my_rows = owned_rows(k), warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    D delta = largest<D>();
+    for (int b = threadIdx.x; b < (int)gridDim.x; b += LAP_BLOCK) delta = min(delta, s.partial[b]);
+    delta = block_min(delta, sh.scratch_d);
+    if (!(delta > (D)0)) return false;
+
+    // Zeros of covered rows x covered columns become delta > 0. Compact my segment in place and in
+    // order, a block-wide scan per chunk, so no entry is overwritten before it is read.
+    unsigned* my_zeros = s.zeros + (long long)blockIdx.x * s.segment_capacity;
+    const int count = s.zeros_size[blockIdx.x];
+    int kept_total = 0;
+    for (int base = 0; base < count; base += LAP_BLOCK) {
+        const int q = base + threadIdx.x;
+        unsigned z = 0;
+        bool keep = false;
+        if (q < count) {
+            z = my_zeros[q];
+            keep = !(s.cover_row[row_of_zero(z)] && s.cover_col[z & 0xffff]);
+        }
+        const unsigned ballot = __ballot_sync(FULL_MASK, keep);
+        if (lane == 0) sh.scratch_i[warp] = __popc(ballot);
+        __syncthreads();
+        if (warp == 0) {
+            const int mine = lane < LAP_WARPS ? sh.scratch_i[lane] : 0;
+            int inclusive = mine;
+            for (int offset = 1; offset < 32; offset <<= 1) {
+                const int other = __shfl_up_sync(FULL_MASK, inclusive, offset);
+                if (lane >= offset) inclusive += other;
+            }
+            if (lane < LAP_WARPS) sh.warp_offset[lane] = inclusive - mine;
+            if (lane == 31) sh.zero_count = inclusive;  // kept in this chunk
+        }
+        __syncthreads();
+        if (keep) my_zeros[kept_total + sh.warp_offset[warp] + __popc(ballot & ((1u << lane) - 1))] = z;
+        kept_total += sh.zero_count;
+        __syncthreads();  // zero_count and warp_offset are rewritten by the next chunk
+    }
+    if (threadIdx.x == 0) sh.zero_count = kept_total;
+    __syncthreads();
+
+    // New zeros: slack - delta <= eps, only in uncovered rows whose minimum reaches delta.
+    const int padded = (k + 31) / 32 * 32;
+    for (int local = warp; local < my_rows; local += LAP_WARPS) {
+        const int i = row_of_local(local);
+        if (s.cover_row[i] || s.row_min[i] - delta > s.eps) continue;  // warp-uniform
+        const T* row = s.cost + (long long)i * k;
+        const D ui = s.u[i] + delta;
+        for (int j = lane; j < padded; j += 32) {
+            const bool hit = j < k && (D)row[j] - ui - s.v_masked[j] <= s.eps;
+            append_zero(hit, ((unsigned)local << 16) | (unsigned)j, my_zeros, &sh.zero_count);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) s.zeros_size[blockIdx.x] = sh.zero_count;
+    for (int local = threadIdx.x; local < my_rows; local += LAP_BLOCK) {
+        const int i = row_of_local(local);
+        if (!s.cover_row[i]) s.u[i] += delta;
+    }
+    for (int j = global_tid(); j < k; j += global_threads())
+        if (s.cover_col[j]) s.v[j] -= delta;  // v_masked stays covered_dual() there
+    return true;
+}
+
+// ================================ one cooperative launch ======================================
+
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) hungarian(const State<T, D>* __restrict__ state) {
+    cg::grid_group grid = cg::this_grid();
+    const State<T, D>& s = *state;
+    __shared__ Shared<D> sh;
+    const bool clock_thread = blockIdx.x == 0 && threadIdx.x == 0;
+    if (clock_thread) { sh.clock.start(); sh.kernel_start = sh.clock.last; }
+    int epoch = 0;  // the flag slot in use; the same in every block
+    long long rounds = 0;
+    int result = STATUS_OK;
+
+    step1_rows(s, sh);
+    grid.sync();
+    step1_columns(s);
+    grid.sync();
+    step1_zeros(s, sh);
+    grid.sync();
+    if (clock_thread) sh.clock.mark(1);
+
+    while (true) {
+        int* slot = s.slots + SLOT_INTS * (epoch % SLOT_COUNT);
+        clear_next_slot(s.slots, epoch);
+        step2_pass(s, slot);
         grid.sync();
         const bool repeat = load_volatile(slot + SLOT_CHANGED) != 0;
         ++epoch;
-        if (clock_thread) clock.mark(2);
+        if (clock_thread) sh.clock.mark(2);
         if (!repeat) break;
     }
 
     while (true) {
-        // ------------ Step 3: cover starred columns, count stars; reset primes and greens ----
         {
-            int* slot = slots + SLOT_INTS * (epoch % SLOT_COUNT);
-            if (clock_thread) {
-                int* next = slots + SLOT_INTS * ((epoch + 1) % SLOT_COUNT);
-                for (int s = 0; s < SLOT_INTS; ++s) next[s] = 0;
-            }
-            int starred = 0;
-            for (int j = global_tid; j < k; j += global_threads) {
-                const int has_star = row_of_star_at_column[j] >= 0;
-                cover_col[j] = has_star;
-                cover_row[j] = 0;
-                column_of_prime_at_row[j] = -1;
-                row_of_green_at_column[j] = -1;
-                starred += has_star;
-            }
-            starred = block_sum(starred, scratch_i);  // a reduction, then one atomic per block
-            if (tid == 0 && starred) atomicAdd(slot + SLOT_STARS, starred);
+            int* slot = s.slots + SLOT_INTS * (epoch % SLOT_COUNT);
+            clear_next_slot(s.slots, epoch);
+            step3_cover(s, sh, slot);
             grid.sync();
             const int stars = load_volatile(slot + SLOT_STARS);
             ++epoch;
-            if (clock_thread) clock.mark(3);
-            if (stars == k) break;
+            if (clock_thread) sh.clock.mark(3);
+            if (stars == s.k) break;
         }
-
         while (true) {
-            // -------- Step 4: prime uncovered zeros (LAP19 Alg. 4, block-distributed) -------
-            int* slot = slots + SLOT_INTS * (epoch % SLOT_COUNT);
+            int* slot = s.slots + SLOT_INTS * (epoch % SLOT_COUNT);
+            clear_next_slot(s.slots, epoch);
             ++rounds;
+            // Guards are decided by one thread and read by all after the barrier, so every block
+            // leaves at the same point (a block that skipped a grid.sync() would hang the rest).
             if (clock_thread) {
-                int* next = slots + SLOT_INTS * ((epoch + 1) % SLOT_COUNT);
-                for (int s = 0; s < SLOT_INTS; ++s) next[s] = 0;
-                // Guards, decided by one thread and read by all after the sync, so every block
-                // leaves the loop at the same point (no block may skip a grid.sync()).
-                if (global_timer_ns() - kernel_start > time_limit_ns) slot[SLOT_ABORT] = STATUS_TIMEOUT;
-                else if (rounds > max_rounds) slot[SLOT_ABORT] = STATUS_ITERATION_CAP;
+                if (global_timer_ns() - sh.kernel_start > s.time_limit_ns) slot[SLOT_ABORT] = STATUS_TIMEOUT;
+                else if (rounds > s.max_rounds) slot[SLOT_ABORT] = STATUS_ITERATION_CAP;
             }
-            const int count = zeros_size[block];
-            for (int q = tid; q < count; q += LAP_BLOCK) {
-                const unsigned z = my_zeros[q];
-                const int r = block + (int)(z >> 16) * blocks, c = z & 0xffff;
-                // LAP19 App. A: check the column cover before the row cover. A column is only
-                // ever uncovered here, so a zero seen with its column uncovered and then its row
-                // uncovered was uncovered at one instant: some serial order primes it too.
-                if (load_volatile(cover_col + c) == 0 && load_volatile(cover_row + r) == 0) {
-                    store_volatile(column_of_prime_at_row + r, c);
-                    const int star_col = column_of_star_at_row[r];
-                    if (star_col >= 0) {
-                        store_volatile(cover_row + r, 1);
-                        // The row cover must be visible before the column is uncovered, or a
-                        // thread could see the star's column uncovered and the row not yet
-                        // covered, and prime a second zero that no serial order allows.
-                        __threadfence();
-                        store_volatile(cover_col + star_col, 0);
-                        store_volatile(slot + SLOT_CHANGED, 1);
-                    } else {
-                        store_volatile(slot + SLOT_PATH, 1);
-                    }
-                }
-            }
+            step4_round(s, slot);
             grid.sync();
             const int abort = load_volatile(slot + SLOT_ABORT);
             const bool path = load_volatile(slot + SLOT_PATH) != 0;
             const bool changed = load_volatile(slot + SLOT_CHANGED) != 0;
             ++epoch;
-            if (clock_thread) clock.mark(4);
+            if (clock_thread) sh.clock.mark(4);
             if (abort) { result = abort; goto finish; }
-
             if (path) {
-                // ---- Step 5a: walk from every primed row without a star, marking greens ----
-                // One green row per column: walks that join overwrite each other's greens, so
-                // the backward walks of 5b follow vertex-disjoint paths.
-                for (int r0 = global_tid; r0 < k; r0 += global_threads) {
-                    int c = load_volatile(column_of_prime_at_row + r0);
-                    if (c < 0 || column_of_star_at_row[r0] >= 0) continue;
-                    store_volatile(row_of_green_at_column + c, r0);
-                    int r;
-                    while ((r = row_of_star_at_column[c]) >= 0) {
-                        c = load_volatile(column_of_prime_at_row + r);
-                        store_volatile(row_of_green_at_column + c, r);
-                    }
-                }
+                step5a_greens(s);
                 grid.sync();
-                // ---- Step 5b: from every green column without a star, flip the path ----------
-                for (int j = global_tid; j < k; j += global_threads) {
-                    int r = load_volatile(row_of_green_at_column + j);
-                    if (r < 0 || row_of_star_at_column[j] >= 0) continue;
-                    int c = j;
-                    while (true) {
-                        const int old_star_col = column_of_star_at_row[r];
-                        column_of_star_at_row[r] = c;
-                        row_of_star_at_column[c] = r;
-                        if (old_star_col < 0) break;
-                        c = old_star_col;
-                        r = load_volatile(row_of_green_at_column + c);
-                    }
-                }
+                step5b_flip(s);
                 grid.sync();
-                if (clock_thread) clock.mark(5);
+                if (clock_thread) sh.clock.mark(5);
                 break;  // back to step 3
             }
             if (changed) continue;
-
-            // -------- Step 6: delta = min slack over uncovered rows x uncovered columns -------
-            {
-                D m = largest<D>();
-                for (int local = 0; local < my_rows; ++local) {
-                    const int i = block + local * blocks;
-                    if (cover_row[i]) continue;  // same value for the whole block
-                    const T* row = cost + (long long)i * k;
-                    const D ui = u[i];  // opt3: one load per row, kept in a register
-                    for (int j = tid; j < k; j += LAP_BLOCK)
-                        if (!cover_col[j]) m = min(m, (D)row[j] - ui - v[j]);
-                }
-                m = block_min(m, scratch_d);
-                if (tid == 0) partial[block] = m;
-            }
+            step6_min(s, sh);
             grid.sync();
-            D delta = largest<D>();
-            for (int b = tid; b < blocks; b += LAP_BLOCK) delta = min(delta, partial[b]);
-            delta = block_min(delta, scratch_d);  // every block computes the same delta
-            if (!(delta > (D)0)) { result = STATUS_DELTA_NOT_POSITIVE; goto finish; }
-
-            // Zeros in covered rows x covered columns become delta > 0: drop them from my segment
-            // (in place, in order, a block-wide scan per chunk so no entry is overwritten unread).
-            {
-                const int count = zeros_size[block];
-                const int warp = tid >> 5, lane = tid & 31;
-                int kept_total = 0;
-                for (int base = 0; base < count; base += LAP_BLOCK) {
-                    const int q = base + tid;
-                    unsigned z = 0;
-                    bool keep = false;
-                    if (q < count) {
-                        z = my_zeros[q];
-                        const int r = block + (int)(z >> 16) * blocks, c = z & 0xffff;
-                        keep = !(cover_row[r] && cover_col[c]);
-                    }
-                    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
-                    if (lane == 0) scratch_i[warp] = __popc(ballot);
-                    __syncthreads();
-                    if (warp == 0) {
-                        const int mine = lane < LAP_WARPS ? scratch_i[lane] : 0;
-                        int inclusive = mine;
-                        for (int offset = 1; offset < 32; offset <<= 1) {
-                            const int other = __shfl_up_sync(0xffffffffu, inclusive, offset);
-                            if (lane >= offset) inclusive += other;
-                        }
-                        if (lane < LAP_WARPS) warp_offset[lane] = inclusive - mine;
-                        if (lane == 31) zero_count = inclusive;  // kept in this chunk
-                    }
-                    __syncthreads();
-                    if (keep)
-                        my_zeros[kept_total + warp_offset[warp] + __popc(ballot & ((1u << lane) - 1))] = z;
-                    kept_total += zero_count;
-                    __syncthreads();  // zero_count and warp_offset are rewritten next chunk
-                }
-                if (tid == 0) zero_count = kept_total;
-                __syncthreads();
-            }
-            // opt1: the same pass that finds new zeros (slack - delta <= eps on uncovered rows x
-            // uncovered columns) appends them; then the duals shift: u += delta on uncovered rows,
-            // v -= delta on covered columns. Other blocks read v only on uncovered columns, so
-            // the v update needs no extra grid.sync().
-            for (int local = 0; local < my_rows; ++local) {
-                const int i = block + local * blocks;
-                if (cover_row[i]) continue;
-                const T* row = cost + (long long)i * k;
-                const D ui = u[i] + delta;
-                for (int j = tid; j < k; j += LAP_BLOCK)
-                    if (!cover_col[j] && (D)row[j] - ui - v[j] <= eps)
-                        my_zeros[atomicAdd(&zero_count, 1)] = ((unsigned)local << 16) | j;
-            }
-            __syncthreads();
-            if (tid == 0) zeros_size[block] = zero_count;
-            for (int local = tid; local < my_rows; local += LAP_BLOCK) {
-                const int i = block + local * blocks;
-                if (!cover_row[i]) u[i] += delta;
-            }
-            for (int j = global_tid; j < k; j += global_threads)
-                if (cover_col[j]) v[j] -= delta;
+            if (!step6_shift(s, sh)) { result = STATUS_DELTA_NOT_POSITIVE; goto finish; }
             grid.sync();
-            if (clock_thread) clock.mark(6);
+            if (clock_thread) sh.clock.mark(6);
         }
     }
 
 finish:
     if (clock_thread) {
-        for (int s = 0; s < 7; ++s) { step_ns[s] = clock.ns[s]; step_count[s] = clock.count[s]; }
-        *status = result;
+        for (int i = 0; i < 7; ++i) { s.step_ns[i] = sh.clock.ns[i]; s.step_count[i] = sh.clock.count[i]; }
+        *s.status = result;
     }
+}
+
+// ================================ one step per launch (baseline) ==============================
+// The host loop (cuda_solver.run_stepwise) plays the role of grid.sync(): each kernel boundary is
+// a grid-wide barrier, and the host reads the flag slots back after steps 2, 3 and 4.
+
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_rows(const State<T, D>* __restrict__ state) {
+    __shared__ Shared<D> sh;
+    step1_rows(*state, sh);
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_columns(const State<T, D>* __restrict__ state) {
+    step1_columns(*state);
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_zeros(const State<T, D>* __restrict__ state) {
+    __shared__ Shared<D> sh;
+    step1_zeros(*state, sh);
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_2(const State<T, D>* __restrict__ state, int epoch) {
+    clear_next_slot(state->slots, epoch);
+    step2_pass(*state, state->slots + SLOT_INTS * (epoch % SLOT_COUNT));
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_3(const State<T, D>* __restrict__ state, int epoch) {
+    __shared__ Shared<D> sh;
+    clear_next_slot(state->slots, epoch);
+    step3_cover(*state, sh, state->slots + SLOT_INTS * (epoch % SLOT_COUNT));
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_4(const State<T, D>* __restrict__ state, int epoch) {
+    clear_next_slot(state->slots, epoch);
+    step4_round(*state, state->slots + SLOT_INTS * (epoch % SLOT_COUNT));
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_5a(const State<T, D>* __restrict__ state) {
+    step5a_greens(*state);
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_5b(const State<T, D>* __restrict__ state) {
+    step5b_flip(*state);
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_6_min(const State<T, D>* __restrict__ state) {
+    __shared__ Shared<D> sh;
+    step6_min(*state, sh);
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_6_shift(const State<T, D>* __restrict__ state) {
+    __shared__ Shared<D> sh;
+    if (!step6_shift(*state, sh) && blockIdx.x == 0 && threadIdx.x == 0) *state->status = STATUS_DELTA_NOT_POSITIVE;
 }

@@ -19,7 +19,7 @@ from ..errors import LapInputError, SolverUnavailable
 from ..problem import Problem, prepare
 from ..report import SolveReport
 
-SOLVERS = ("auto", "cuda", "numpy", "scipy")
+SOLVERS = ("auto", "cuda", "cuda-stepwise", "numpy", "scipy")
 
 # Largest max(n, m) that ``auto`` gives the NumPy Hungarian when no GPU is present. Measured on
 # the 2-core CI machine (docs/benchmarks.md): at n = 512 and R = 1000·n it takes about 1 s,
@@ -30,6 +30,7 @@ _BACKEND_MODULES = {
     "numpy": "lapcli.solvers.numpy_solver",
     "scipy": "lapcli.solvers.scipy_solver",
     "cuda": "lapcli.solvers.cuda_solver",
+    "cuda-stepwise": "lapcli.solvers.cuda_stepwise_solver",
 }
 
 
@@ -66,11 +67,11 @@ def choose_solver(name: str, problem: Problem) -> tuple[str, str]:
     """Resolve ``auto`` and say why; refuse ``cuda`` where it cannot run."""
     if name not in SOLVERS:
         raise LapInputError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
-    if name == "cuda":
+    if name.startswith("cuda"):
         available, why = cuda_status()
         if not available:
-            raise SolverUnavailable(f"solver 'cuda' cannot run here: {why}")
-        return "cuda", "requested"
+            raise SolverUnavailable(f"solver {name!r} cannot run here: {why}")
+        return name, "requested"
     if name != "auto":
         return name, "requested"
     available, why = cuda_status()
@@ -99,7 +100,8 @@ def solve(
     ----------
     cost : array_like or cupy.ndarray, shape (n, m)
         Costs; ``+inf`` marks a forbidden pair (``-inf`` when ``maximize``).
-    solver : {"auto", "cuda", "numpy", "scipy"}
+    solver : {"auto", "cuda", "cuda-stepwise", "numpy", "scipy"}
+        ``cuda-stepwise`` is the benchmark baseline: the same kernels, one launch per step.
     maximize : bool
         Maximise the total instead of minimising it.
     dtype : {"int32", "int64", "float32", "float64"}, optional

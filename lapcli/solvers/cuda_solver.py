@@ -1,13 +1,20 @@
-"""Launch the cooperative Hungarian kernel (kernels/hungarian.cu) through CuPy.
+"""Run the Hungarian kernels of kernels/hungarian.cu through CuPy.
 
-The host copies the work matrix in, launches ONE cooperative kernel that runs steps 1–6 to the
-end, and copies back the assignment, the per-step clocks and a status word. The kernel source is
-compiled by NVRTC at first use (no nvcc needed) and cached for the process.
+``run`` (solver ``cuda``): copy the work matrix in, launch ONE cooperative kernel that runs steps
+1–6 to the end, copy back the assignment, the per-step clocks and a status word.
+
+``run_stepwise`` (solver ``cuda-stepwise``): the same device code, one kernel per step, driven by
+a host loop that reads the flags back after steps 2, 3 and 4, as LAP19 and HyLAC run; each step is
+timed with CUDA events. It is the baseline that shows what the single launch buys.
+
+The source is compiled by NVRTC at first use (no nvcc needed) and cached for the process.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import struct
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,13 +30,17 @@ BLOCK_SIZE = 512
 BLOCKS_PER_SM = 1  # one resident block per SM: the cheapest grid.sync() (shared/design.md §4)
 MAX_SIZE = 65536  # zeros are packed as (local_row << 16) | column
 
-# working dtype -> (C++ cost type, C++ dual type, NumPy dual type)
+# working dtype -> (C++ cost type, C++ dual type, NumPy dual type, struct code of the dual)
 KERNEL_TYPES = {
-    "int32": ("int", "long long", np.int64),
-    "int64": ("long long", "long long", np.int64),
-    "float32": ("float", "double", np.float64),
-    "float64": ("double", "double", np.float64),
+    "int32": ("int", "long long", np.int64, "q"),
+    "int64": ("long long", "long long", np.int64, "q"),
+    "float32": ("float", "double", np.float64, "d"),
+    "float64": ("double", "double", np.float64, "d"),
 }
+STEPWISE_KERNELS = ("step_1_rows", "step_1_columns", "step_1_zeros", "step_2", "step_3", "step_4",
+                    "step_5a", "step_5b", "step_6_min", "step_6_shift")
+SLOT_INTS, SLOT_COUNT = 4, 3
+SLOT_CHANGED, SLOT_PATH, SLOT_ABORT, SLOT_STARS = 0, 1, 2, 3
 
 STATUS_MESSAGES = {
     1: "step 6 found a non-positive Δ (the zero list is inconsistent; a bug, please report it)",
@@ -37,30 +48,37 @@ STATUS_MESSAGES = {
     3: "the CUDA solver reached its iteration cap (a bug, please report it)",
 }
 
+# struct State<T, D> of the kernel: 18 pointers, then the scalars (all 8-byte aligned).
+STATE_POINTERS = ("cost", "u", "v", "v_masked", "row_min", "partial", "zeros", "zeros_size", "cover_row",
+                  "cover_col", "column_of_star_at_row", "row_of_star_at_column", "column_of_prime_at_row",
+                  "row_of_green_at_column", "slots", "step_ns", "step_count", "status")
+
 
 def kernel_source() -> str:
     return resources.files("lapcli").joinpath("kernels/hungarian.cu").read_text()
 
 
-def kernel_name(dtype: str) -> str:
-    cost_type, dual_type, _ = KERNEL_TYPES[dtype]
-    return f"hungarian<{cost_type}, {dual_type}>"
+def kernel_name(function: str, dtype: str) -> str:
+    cost_type, dual_type, _, _ = KERNEL_TYPES[dtype]
+    return f"{function}<{cost_type}, {dual_type}>"
 
 
 @lru_cache(maxsize=None)
-def compiled_module(block_size: int = BLOCK_SIZE):
-    """Compile all four instantiations once per process; return (module, compile_ms)."""
+def compiled_module(dtype: str, stepwise: bool = False, block_size: int = BLOCK_SIZE, defines: tuple = ()):
+    """Compile the kernels of one dtype once per process; return (module, compile_ms).
+    ``defines`` (e.g. ("LAP_UNROLL=4",)) exist for tuning experiments."""
     import cupy
 
+    functions = STEPWISE_KERNELS if stepwise else ("hungarian",)
     start = time.perf_counter()
     module = cupy.RawModule(
         code=kernel_source(),
-        options=("-std=c++17", f"-DLAP_BLOCK={block_size}"),
-        name_expressions=[kernel_name(d) for d in KERNEL_TYPES],
-        enable_cooperative_groups=True,
+        options=("-std=c++17", f"-DLAP_BLOCK={block_size}", *(f"-D{d}" for d in defines)),
+        name_expressions=[kernel_name(f, dtype) for f in functions],
+        enable_cooperative_groups=not stepwise,
     )
-    for dtype in KERNEL_TYPES:
-        module.get_function(kernel_name(dtype))
+    for function in functions:
+        module.get_function(kernel_name(function, dtype))
     return module, (time.perf_counter() - start) * 1e3
 
 
@@ -76,19 +94,17 @@ def plan_launch(kernel, size: int, cost_itemsize: int, block_size: int, blocks_p
     """Grid = co-resident blocks (occupancy × SMs, capped by blocks_per_sm and by the rows)."""
     import cupy
 
-    device = cupy.cuda.Device()
-    sms = device.attributes["MultiProcessorCount"]
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     resident = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block_size, 0)
     if resident < 1:
         raise SolverError(f"the kernel cannot be resident with {block_size} threads per block")
     blocks = max(1, min(sms * min(resident, blocks_per_sm), size))
-    rows_per_block = math.ceil(size / blocks)
-    segment_capacity = rows_per_block * size
+    segment_capacity = math.ceil(size / blocks) * size
     needed = (
         size * size * cost_itemsize  # cost
-        + blocks * segment_capacity * 4  # zero segments
-        + blocks * size * 8  # step-1 column partial minima
-        + size * (2 * 8 + 6 * 4)  # duals, covers, stars, primes, greens
+        + blocks * segment_capacity * 4  # zero segments (a zero is 4 bytes)
+        + blocks * size * 8  # step-1 column minima per block
+        + size * (4 * 8 + 6 * 4)  # u, v, v_masked, row_min; covers, stars, primes, greens
     )
     return LaunchPlan(blocks, block_size, segment_capacity, needed)
 
@@ -107,73 +123,216 @@ def check_device_memory(bytes_needed: int) -> None:
         )
 
 
-def run(problem, *, timeout: float | None = None, block_size: int = BLOCK_SIZE,
-        blocks_per_sm: int = BLOCKS_PER_SM, **_options) -> BackendResult:
+class DeviceState:
+    """The device buffers of one solve and the packed State struct that points at them."""
+
+    def __init__(self, cost, plan: LaunchPlan, dtype: str, eps: float, timeout: float | None):
+        import cupy
+
+        size = cost.shape[0]
+        _, _, dual_dtype, dual_code = KERNEL_TYPES[dtype]
+        self.size = size
+        self.buffers = {
+            "cost": cost,
+            "u": cupy.empty(size, dtype=dual_dtype),
+            "v": cupy.empty(size, dtype=dual_dtype),
+            "v_masked": cupy.empty(size, dtype=dual_dtype),
+            "row_min": cupy.empty(size, dtype=dual_dtype),
+            "partial": cupy.empty(plan.blocks * size, dtype=dual_dtype),
+            "zeros": cupy.empty(plan.blocks * plan.segment_capacity, dtype=np.uint32),
+            "zeros_size": cupy.zeros(plan.blocks, dtype=np.int32),
+            "cover_row": cupy.zeros(size, dtype=np.int32),
+            "cover_col": cupy.zeros(size, dtype=np.int32),
+            "column_of_star_at_row": cupy.full(size, -1, dtype=np.int32),
+            "row_of_star_at_column": cupy.full(size, -1, dtype=np.int32),
+            "column_of_prime_at_row": cupy.full(size, -1, dtype=np.int32),
+            "row_of_green_at_column": cupy.full(size, -1, dtype=np.int32),
+            "slots": cupy.zeros(SLOT_INTS * SLOT_COUNT, dtype=np.int32),
+            "step_ns": cupy.zeros(7, dtype=np.uint64),
+            "step_count": cupy.zeros(7, dtype=np.int32),
+            "status": cupy.zeros(1, dtype=np.int32),
+        }
+        time_limit_ns = min(int((timeout if timeout else 1e9) * 1e9), 2**63)
+        max_rounds = min(4 * size**3 + 1000, 2**62)
+        packed = struct.pack(
+            f"<{len(STATE_POINTERS)}Qq{dual_code}iiQq",
+            *(self.buffers[name].data.ptr for name in STATE_POINTERS),
+            plan.segment_capacity, dual_dtype(eps).item(), size, 0, time_limit_ns, max_rounds,
+        )
+        self.struct = cupy.asarray(np.frombuffer(packed, dtype=np.uint8))
+
+    def __getitem__(self, name):
+        return self.buffers[name]
+
+
+def device_name() -> str:
     import cupy
 
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return f"cuda:{cupy.cuda.Device().id} ({name})"
+
+
+def upload(work):
+    """Copy the work matrix to the device. A large host array is page-locked in place for the
+    copy (cudaHostRegister): the DMA then reads it directly instead of through the driver's
+    pageable staging buffers, with no extra host copy. Falls back to a plain copy if refused."""
+    import cupy
+
+    if not isinstance(work, np.ndarray) or work.nbytes < (1 << 24) or not work.flags.c_contiguous \
+            or os.environ.get("LAPCLI_PIN", "1") == "0":
+        return cupy.asarray(work)
+    pointer = work.ctypes.data
+    try:
+        cupy.cuda.runtime.hostRegister(pointer, work.nbytes, 0)
+    except Exception:  # e.g. a read-only memory map, or locked-memory limits
+        return cupy.asarray(work)
+    try:
+        device = cupy.empty(work.shape, dtype=work.dtype)
+        device.set(work)
+        cupy.cuda.Device().synchronize()
+        return device
+    finally:
+        cupy.cuda.runtime.hostUnregister(pointer)
+
+
+def prepare_launch(problem, stepwise: bool, block_size: int, blocks_per_sm: int, defines: tuple = ()):
     size = problem.size
     if size > MAX_SIZE:
         raise SolverError(f"the CUDA solver handles n ≤ {MAX_SIZE}; use --solver scipy for n = {size}")
-    module, compile_ms = compiled_module(block_size)
-    first_compile = compiled_module.cache_info().hits == 0
-    work = problem.work
-    dtype = str(work.dtype)
-    kernel = module.get_function(kernel_name(dtype))
-    plan = plan_launch(kernel, size, work.dtype.itemsize, block_size, blocks_per_sm)
+    dtype = str(problem.work.dtype)
+    was_cached = compiled_module.cache_info().currsize
+    module, compile_ms = compiled_module(dtype, stepwise, block_size, defines)
+    fresh_compile = compiled_module.cache_info().currsize > was_cached
+    first_kernel = module.get_function(kernel_name("hungarian" if not stepwise else "step_4", dtype))
+    plan = plan_launch(first_kernel, size, problem.work.dtype.itemsize, block_size, blocks_per_sm)
     check_device_memory(plan.bytes_needed)
-    _, _, dual_dtype = KERNEL_TYPES[dtype]
+    return module, dtype, plan, (compile_ms if fresh_compile else 0.0)
 
-    start, copied_in, launched, solved, copied_out = (cupy.cuda.Event() for _ in range(5))
-    start.record()
-    cost = cupy.asarray(work)  # no copy when the input already lives on the device
-    copied_in.record()
-    u = cupy.empty(size, dtype=dual_dtype)
-    v = cupy.empty(size, dtype=dual_dtype)
-    partial = cupy.empty(plan.blocks * size, dtype=dual_dtype)
-    zeros = cupy.empty(plan.blocks * plan.segment_capacity, dtype=np.uint32)
-    zeros_size = cupy.zeros(plan.blocks, dtype=np.int32)
-    cover_row = cupy.zeros(size, dtype=np.int32)
-    cover_col = cupy.zeros(size, dtype=np.int32)
-    column_of_star_at_row = cupy.full(size, -1, dtype=np.int32)
-    row_of_star_at_column = cupy.full(size, -1, dtype=np.int32)
-    column_of_prime_at_row = cupy.full(size, -1, dtype=np.int32)
-    row_of_green_at_column = cupy.full(size, -1, dtype=np.int32)
-    slots = cupy.zeros(12, dtype=np.int32)
-    step_ns = cupy.zeros(7, dtype=np.uint64)
-    step_count = cupy.zeros(7, dtype=np.int32)
-    status = cupy.full(1, -1, dtype=np.int32)
-    time_limit_ns = np.uint64(min(int((timeout if timeout else 1e9) * 1e9), 2**63))
-    max_rounds = np.int64(min(4 * size**3 + 1000, 2**62))
-    launched.record()
-    kernel(
-        (plan.blocks,), (plan.block_size,),
-        (cost, np.int32(size), dual_dtype(problem.eps), u, v, partial, zeros,
-         np.int64(plan.segment_capacity), zeros_size, cover_row, cover_col,
-         column_of_star_at_row, row_of_star_at_column, column_of_prime_at_row,
-         row_of_green_at_column, slots, step_ns, step_count, status, time_limit_ns, max_rounds),
-    )
-    solved.record()
-    column_of_star = column_of_star_at_row.get()
-    clocks_ns, counts, status_word = step_ns.get(), step_count.get(), int(status.get()[0])
-    copied_out.record()
-    copied_out.synchronize()
 
+def finish(problem, state: DeviceState, status_word: int, counts, step_ms, dtype, details) -> BackendResult:
     if status_word != 0:
         raise SolverError(STATUS_MESSAGES.get(status_word, f"the CUDA kernel ended with status {status_word}"))
-    if np.unique(column_of_star).size != size or column_of_star.min() < 0:
+    column_of_star = state["column_of_star_at_row"].get()
+    if np.unique(column_of_star).size != state.size or column_of_star.min() < 0:
         raise SolverError("the CUDA kernel returned an incomplete assignment (a bug, please report it)")
     rows, cols = problem.assignment_from_work(column_of_star)
-    steps = [StepStat(s, STEP_NAMES[s], int(counts[s]), float(clocks_ns[s]) / 1e6) for s in range(1, 7)]
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    details = {
+    steps = [StepStat(s, STEP_NAMES[s], int(counts[s]), float(step_ms[s])) for s in range(1, 7)]
+    return BackendResult(rows=rows, cols=cols, device=device_name(), dtype=dtype, steps=steps, details=details)
+
+
+def run(problem, *, timeout: float | None = None, block_size: int = BLOCK_SIZE,
+        blocks_per_sm: int = BLOCKS_PER_SM, defines: tuple = (), **_options) -> BackendResult:
+    """Solver ``cuda``: one cooperative launch."""
+    import cupy
+
+    module, dtype, plan, compile_ms = prepare_launch(problem, False, block_size, blocks_per_sm, defines)
+    kernel = module.get_function(kernel_name("hungarian", dtype))
+    start, copied_in, launched, solved, copied_out = (cupy.cuda.Event() for _ in range(5))
+    start.record()
+    cost = upload(problem.work)  # no copy when the input already lives on the device
+    copied_in.record()
+    state = DeviceState(cost, plan, dtype, problem.eps, timeout)
+    launched.record()
+    kernel((plan.blocks,), (plan.block_size,), (state.struct,))
+    solved.record()
+    clocks_ns, counts = state["step_ns"].get(), state["step_count"].get()
+    status_word = int(state["status"].get()[0])
+    result = finish(problem, state, status_word, counts, clocks_ns / 1e6, dtype, {})
+    copied_out.record()
+    copied_out.synchronize()
+    result.details.update({
         "grid": plan.blocks,
         "block": plan.block_size,
-        "compile_ms": round(compile_ms, 3) if first_compile else 0.0,
+        "compile_ms": round(compile_ms, 3),
         "h2d_ms": round(cupy.cuda.get_elapsed_time(start, copied_in), 3),
         "kernel_ms": round(cupy.cuda.get_elapsed_time(launched, solved), 3),
         "d2h_ms": round(cupy.cuda.get_elapsed_time(solved, copied_out), 3),
         "device_bytes": plan.bytes_needed,
-    }
-    return BackendResult(rows=rows, cols=cols, device=f"cuda:{cupy.cuda.Device().id} ({name})",
-                         dtype=dtype, steps=steps, details=details)
+        "launches": 1,
+    })
+    return result
+
+
+def run_stepwise(problem, *, timeout: float | None = None, block_size: int = BLOCK_SIZE,
+                 blocks_per_sm: int = BLOCKS_PER_SM, **_options) -> BackendResult:
+    """Solver ``cuda-stepwise``: one launch per step from a host loop, steps timed with CUDA events."""
+    import cupy
+
+    module, dtype, plan, compile_ms = prepare_launch(problem, True, block_size, blocks_per_sm)
+    kernels = {name: module.get_function(kernel_name(name, dtype)) for name in STEPWISE_KERNELS}
+    grid, block = (plan.blocks,), (plan.block_size,)
+    start, copied_in = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    cost = upload(problem.work)
+    copied_in.record()
+    state = DeviceState(cost, plan, dtype, problem.eps, None)
+    args = (state.struct,)
+    timed: list[tuple[int, object, object]] = []  # (step, start event, end event)
+    counts = [0] * 7
+    launches = 0
+    deadline = time.perf_counter() + timeout if timeout else math.inf
+
+    def launch_step(step: int, names: tuple[str, ...], epoch: int | None = None):
+        nonlocal launches
+        begin, end = cupy.cuda.Event(), cupy.cuda.Event()
+        begin.record()
+        for name in names:
+            kernels[name](grid, block, args if epoch is None else (state.struct, np.int32(epoch)))
+            launches += 1
+        end.record()
+        timed.append((step, begin, end))
+        counts[step] += 1
+
+    def read_slot(epoch: int):
+        slots = state["slots"].get()  # the host round trip the cooperative launch avoids
+        return slots[SLOT_INTS * (epoch % SLOT_COUNT):SLOT_INTS * (epoch % SLOT_COUNT + 1)]
+
+    launch_step(1, ("step_1_rows", "step_1_columns", "step_1_zeros"))
+    epoch = 0
+    while True:
+        launch_step(2, ("step_2",), epoch)
+        repeat = read_slot(epoch)[SLOT_CHANGED]
+        epoch += 1
+        if not repeat:
+            break
+    status_word = 0
+    while status_word == 0:
+        launch_step(3, ("step_3",), epoch)
+        stars = read_slot(epoch)[SLOT_STARS]
+        epoch += 1
+        if stars == state.size:
+            break
+        while True:
+            if time.perf_counter() > deadline:
+                status_word = 2
+                break
+            launch_step(4, ("step_4",), epoch)
+            flags = read_slot(epoch)
+            epoch += 1
+            if flags[SLOT_PATH]:
+                launch_step(5, ("step_5a", "step_5b"))
+                break
+            if flags[SLOT_CHANGED]:
+                continue
+            launch_step(6, ("step_6_min", "step_6_shift"))
+            status_word = int(state["status"].get()[0])
+            if status_word:
+                break
+    finished = cupy.cuda.Event()
+    finished.record()
+    finished.synchronize()
+    step_ms = [0.0] * 7
+    for step, begin, end in timed:
+        step_ms[step] += cupy.cuda.get_elapsed_time(begin, end)
+    result = finish(problem, state, status_word, counts, step_ms, dtype, {})
+    result.details.update({
+        "grid": plan.blocks,
+        "block": plan.block_size,
+        "compile_ms": round(compile_ms, 3),
+        "h2d_ms": round(cupy.cuda.get_elapsed_time(start, copied_in), 3),
+        "kernel_ms": round(cupy.cuda.get_elapsed_time(copied_in, finished), 3),
+        "launches": launches,
+        "device_bytes": plan.bytes_needed,
+    })
+    return result

@@ -1,0 +1,3 @@
+"""Solver ``cuda-stepwise``: the CUDA steps launched one at a time from a host loop (the baseline)."""
+
+from .cuda_solver import run_stepwise as run  # noqa: F401
