@@ -231,7 +231,7 @@ def _integer_values(arr, xp, maximize: bool):
     if arr.dtype == np.uint64 and arr.size and int(arr.max()) >= 2**63:
         raise LapInputError("integer costs exceed the int64 range; convert them to float64")
     if maximize or arr.dtype.itemsize > 4 or arr.dtype == np.uint32:
-        arr = arr.astype(np.int64)
+        arr = arr.astype(np.int64, copy=False)
     return -arr if maximize else arr
 
 

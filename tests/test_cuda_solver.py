@@ -126,3 +126,23 @@ def test_stepwise_baseline_matches_scipy_and_the_cooperative_counts(rng):
             assert solution.report.details["launches"] > 1
     cost = rng.random((300, 200))
     assert_matches_scipy(lapcli.solve(cost, solver="cuda-stepwise"), cost)
+
+
+def test_too_little_device_memory_fails_before_allocating(rng, monkeypatch):
+    import cupy
+
+    from lapcli.solvers import cuda_solver
+
+    monkeypatch.setattr(cuda_solver, "free_device_bytes", lambda: 1 << 20)
+    pool = cupy.get_default_memory_pool()
+    used_before = pool.used_bytes()
+    with pytest.raises(lapcli.SolverError, match=r"needs \d+ MiB.*--dtype float32.*--solver scipy"):
+        lapcli.solve(uniform_costs(rng, 2048, 2048, 10, dtype=np.int32), solver="cuda")
+    assert pool.used_bytes() == used_before
+
+
+def test_float32_working_dtype_halves_the_matrix(rng):
+    cost = rng.random((512, 512))
+    wide = lapcli.solve(cost, solver="cuda", dtype="float64").report.details["device_bytes"]
+    narrow = lapcli.solve(cost, solver="cuda", dtype="float32").report.details["device_bytes"]
+    assert wide - narrow == 512 * 512 * 4

@@ -109,12 +109,17 @@ def plan_launch(kernel, size: int, cost_itemsize: int, block_size: int, blocks_p
     return LaunchPlan(blocks, block_size, segment_capacity, needed)
 
 
-def check_device_memory(bytes_needed: int) -> None:
-    """Fail before allocating when the solve cannot fit, naming what would."""
+def free_device_bytes() -> int:
+    """Free device memory, counting what CuPy's pool holds but does not use."""
     import cupy
 
     free, _total = cupy.cuda.runtime.memGetInfo()
-    free += cupy.get_default_memory_pool().free_bytes()
+    return free + cupy.get_default_memory_pool().free_bytes()
+
+
+def check_device_memory(bytes_needed: int) -> None:
+    """Fail before allocating when the solve cannot fit, naming what would."""
+    free = free_device_bytes()
     if bytes_needed > free:
         raise SolverError(
             f"not enough GPU memory: the CUDA solver needs {bytes_needed / 2**20:.0f} MiB, "

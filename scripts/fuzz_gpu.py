@@ -1,0 +1,142 @@
+"""Randomised verification of the CUDA solver against scipy, at scale (run on a GPU machine).
+
+Each case draws a shape (n from 1 to --max-n, square or rectangular), a range R·n, a working dtype,
+a kind (uniform, float, geometric, sanity), maximize or not, and sometimes forbidden entries
+(sometimes enough to make the problem infeasible). The CUDA answer must match scipy's: the same
+objective (exact for integers), a valid assignment of min(n, m) pairs, the same infeasibility.
+
+Every failing case is saved to OUT/case-<i>.npz with its seed and parameters; replay one with
+    python scripts/fuzz_gpu.py --replay OUT/case-17.npz
+Prints the counts (solves, mismatches, errors, hangs stopped by the time limit) and writes
+OUT/summary.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli
+from lapcli.generate import generate
+
+RANGES = (0.001, 0.01, 0.1, 1, 10, 100, 1000)
+DTYPES = ("int32", "int64", "float32", "float64")
+
+
+def draw_case(rng: np.random.Generator, max_n: int) -> dict:
+    n = int(round(math.exp(rng.uniform(0, math.log(max_n)))))
+    m = n if rng.random() < 0.75 else int(round(math.exp(rng.uniform(0, math.log(max_n)))))
+    kind = str(rng.choice(["uniform"] * 6 + ["float", "geometric", "sanity"]))
+    if kind == "sanity":
+        m = n
+    dtype = str(rng.choice(DTYPES)) if kind == "uniform" else str(rng.choice(["float32", "float64"]))
+    return {
+        "n": n, "m": m, "kind": kind, "range": float(rng.choice(RANGES)), "dtype": dtype,
+        "maximize": bool(rng.random() < 0.2),
+        "forbidden": float(rng.choice([0.0] * 6 + [0.05, 0.3, 0.9])),
+        "seed": int(rng.integers(2**31)),
+    }
+
+
+def build_matrix(case: dict) -> np.ndarray:
+    cost = generate(case["n"], case["m"], range_factor=case["range"], seed=case["seed"], kind=case["kind"],
+                    dtype=None if case["kind"] != "uniform" else "int64")
+    if case["kind"] == "uniform" and case["dtype"].startswith("int") and case["range"] >= 1 and case["seed"] % 7 == 0:
+        cost = cost + (2**31 - 2 - cost.max()) * (case["dtype"] == "int64")  # values near int32 max
+    if case["forbidden"] > 0:
+        cost = cost.astype(np.float64)
+        mask = np.random.default_rng(case["seed"] + 1).random(cost.shape) < case["forbidden"]
+        cost[mask] = -np.inf if case["maximize"] else np.inf
+    return cost
+
+
+def working_dtype(case: dict, cost: np.ndarray) -> str | None:
+    if cost.dtype.kind == "f" and case["dtype"].startswith("int"):
+        return None  # forbidden entries made it float: let lapcli choose
+    return case["dtype"]
+
+
+def check(case: dict, cost: np.ndarray, solver: str = "cuda") -> tuple[str, str]:
+    """('ok' | 'mismatch' | 'error' | 'hang', detail)."""
+    try:
+        ref_rows, ref_cols = scipy_lsa(cost, maximize=case["maximize"])
+        expected = cost[ref_rows, ref_cols]
+        expected = int(expected.astype(object).sum()) if cost.dtype.kind in "iu" else math.fsum(expected.tolist())
+    except ValueError as error:
+        if "infeasible" not in str(error):
+            raise
+        expected = "infeasible"
+    try:
+        solution = lapcli.solve(cost, solver=solver, maximize=case["maximize"], dtype=working_dtype(case, cost), timeout=60)
+    except lapcli.InfeasibleError:
+        return ("ok", "") if expected == "infeasible" else ("mismatch", f"{solver} says infeasible, scipy {expected}")
+    except lapcli.SolverError as error:
+        return ("hang", str(error)) if "time limit" in str(error) else ("error", str(error))
+    except Exception as error:  # noqa: BLE001 - everything else is a finding
+        return "error", f"{type(error).__name__}: {error}"
+    if expected == "infeasible":
+        return "mismatch", f"scipy says infeasible, {solver} found {solution.objective}"
+    rows, cols = np.asarray(solution.row_ind), np.asarray(solution.col_ind)
+    if len(rows) != min(cost.shape) or np.unique(cols).size != cols.size or np.any(np.diff(rows) <= 0):
+        return "mismatch", "not a valid assignment"
+    if cost.dtype.kind in "iu":
+        ok = solution.objective == expected
+    else:
+        scale = float(np.abs(cost[np.isfinite(cost)]).max()) if np.isfinite(cost).any() else 1.0
+        k = max(cost.shape)
+        ok = abs(solution.objective - expected) <= 2 * k * k * scale * 2.0**-50 + 1e-9 * scale * k
+    return ("ok", "") if ok else ("mismatch", f"{solver} {solution.objective} scipy {expected}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="fuzz-out")
+    parser.add_argument("--seconds", type=float, default=420)
+    parser.add_argument("--max-solves", type=int, default=100_000)
+    parser.add_argument("--max-n", type=int, default=2048)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--replay", help="re-run one saved case (.npz)")
+    parser.add_argument("--solver", default="cuda", help="solver under test (numpy: exercise the checker on a CPU)")
+    args = parser.parse_args()
+    if args.replay:
+        saved = np.load(args.replay, allow_pickle=False)
+        case = json.loads(str(saved["case"]))
+        print(case, check(case, saved["cost"], args.solver))
+        return
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+    rng = np.random.default_rng(seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    counts = {"solves": 0, "ok": 0, "mismatch": 0, "error": 0, "hang": 0}
+    lapcli.solve(np.eye(2), solver=args.solver)  # compile outside the clock of the first case
+    start = time.perf_counter()
+    largest = 0
+    while time.perf_counter() - start < args.seconds and counts["solves"] < args.max_solves:
+        case = draw_case(rng, args.max_n)
+        cost = build_matrix(case)
+        verdict, detail = check(case, cost, args.solver)
+        counts["solves"] += 1
+        counts[verdict] += 1
+        largest = max(largest, case["n"], case["m"])
+        if verdict != "ok":
+            path = out / f"case-{counts['solves']}.npz"
+            np.savez_compressed(path, cost=cost, case=json.dumps(case))
+            print(f"{verdict}: {case} {detail} -> {path}", flush=True)
+        if counts["solves"] % 500 == 0:
+            print(f"{counts} after {time.perf_counter() - start:.0f} s", flush=True)
+    elapsed = time.perf_counter() - start
+    summary = dict(counts, solver=args.solver, seconds=round(elapsed, 1), seed=seed, max_n=args.max_n,
+                   largest_side=largest)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print("fuzz:", json.dumps(summary))
+    print(f"{counts['ok']} passed, {counts['solves'] - counts['ok']} failed")
+
+
+if __name__ == "__main__":
+    main()
