@@ -308,3 +308,18 @@ def test_ctrl_c_exits_130_with_one_line_and_no_partial_file(tmp_path, command):
     assert err.strip().splitlines() == ["lap: interrupted"] or err.strip().endswith("lap: interrupted")
     assert "Traceback" not in err
     assert set(os.listdir(tmp_path)) == before
+
+
+def test_large_csv_is_refused_when_memory_would_not_hold_it(tmp_path, monkeypatch):
+    (tmp_path / "m.csv").write_text("1,2,3\n4,5,6\n")
+    real_sysconf = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda name: 0 if name == "SC_AVPHYS_PAGES" else real_sysconf(name))
+    assert_one_line_error(invoke("solve", tmp_path / "m.csv"), 2, "GiB are available")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_unwritable_output_folder_is_exit_2(tmp_path):
+    np.save(tmp_path / "m.npy", np.eye(3))
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    assert_one_line_error(invoke("solve", tmp_path / "m.npy", "-o", locked / "a.csv"), 2, "not writable")

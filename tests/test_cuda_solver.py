@@ -146,3 +146,41 @@ def test_float32_working_dtype_halves_the_matrix(rng):
     wide = lapcli.solve(cost, solver="cuda", dtype="float64").report.details["device_bytes"]
     narrow = lapcli.solve(cost, solver="cuda", dtype="float32").report.details["device_bytes"]
     assert wide - narrow == 512 * 512 * 4
+
+
+def test_second_solve_reuses_the_compiled_module(rng):
+    lapcli.solve(uniform_costs(rng, 16, 16, 1), solver="cuda")
+    again = lapcli.solve(uniform_costs(rng, 16, 16, 1), solver="cuda").report.details
+    assert again["compile_ms"] == 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+                                   np.int64, np.uint64, np.float16, np.float32, np.float64])
+def test_every_input_dtype_on_the_gpu(rng, dtype):
+    cost = rng.integers(0, 2 if dtype is np.bool_ else 100, (37, 29)).astype(dtype)
+    for maximize in (False, True):
+        assert_matches_scipy(lapcli.solve(cost, solver="cuda", maximize=maximize), cost, maximize)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 5), (5, 0), (1, 1)])
+def test_edge_shapes_on_the_gpu(shape):
+    cost = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    solution = lapcli.solve(cost, solver="cuda")
+    assert len(solution.row_ind) == min(shape)
+
+
+def test_bench_runs_both_gpu_solvers_and_agrees(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from lapcli.cli import cli
+
+    result = CliRunner().invoke(cli, ["bench", "--sizes", "64,300", "--ranges", "1,1000", "--solvers",
+                                      "cuda,cuda-stepwise,numpy,scipy", "--repeat", "2", "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 0, result.output
+    results = json.loads((tmp_path / "b.json").read_text())["results"]
+    assert {r["solver"] for r in results} == {"cuda", "cuda-stepwise", "numpy", "scipy"}
+    assert all(r["status"] == "ok" for r in results)
+    stepwise = [r for r in results if r["solver"] == "cuda-stepwise"]
+    assert all([s["step"] for s in r["steps"]] == [1, 2, 3, 4, 5, 6] for r in stepwise)
