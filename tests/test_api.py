@@ -139,5 +139,5 @@ def test_auto_falls_back_to_cpu_and_says_why(rng):
     if small.report.solver == "cuda":
         pytest.skip("a GPU is present")
     assert small.report.solver == "numpy" and "auto" in small.report.reason
-    large = lapcli.solve(rng.integers(0, 10, (600, 600)))
+    large = lapcli.solve(rng.integers(0, 10, (1100, 1100)))
     assert large.report.solver == "scipy" and "scipy" in large.report.reason

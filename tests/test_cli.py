@@ -296,11 +296,11 @@ def interrupt(args, cwd, after):
 def test_ctrl_c_exits_130_with_one_line_and_no_partial_file(tmp_path, command):
     from lapcli.generate import generate as make
 
-    np.save(tmp_path / "big.npy", make(900, range_factor=1000, seed=1))
+    np.save(tmp_path / "big.npy", make(2500, range_factor=1000, seed=1))  # ~6 s on the NumPy solver
     args = {
         "solve": ["solve", "big.npy", "--solver", "numpy", "-o", "out.csv", "--report", "r.json"],
         "generate": ["generate", "--n", "12000", "--seed", "1", "-o", "out.npy"],
-        "bench": ["bench", "--solvers", "numpy", "--sizes", "900", "--ranges", "1000", "--json", "out.json"],
+        "bench": ["bench", "--solvers", "numpy", "--sizes", "2500", "--ranges", "1000", "--json", "out.json"],
     }[command]
     before = set(os.listdir(tmp_path))
     code, err = interrupt(args, tmp_path, after=1.5)

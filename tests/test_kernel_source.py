@@ -42,7 +42,7 @@ def signature(function, dtype):
 
 
 def test_state_struct_layout_matches_the_kernel():
-    # 18 pointers, segment_capacity, eps, k, unused, time_limit_ns, max_rounds: 184 bytes
+    # the pointers in order, then segment_capacity, eps, k, unused, time_limit_ns, max_rounds
     source = cuda_solver.kernel_source()
     body = source[source.index("struct State {"):source.index("};", source.index("struct State {"))]
     pointer_fields = [line.split("*")[1].strip(" ;").split(";")[0] for line in body.splitlines() if "*" in line.split("//")[0]]

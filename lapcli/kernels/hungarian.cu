@@ -13,7 +13,11 @@
 // slack(i, j) = cost[i, j] - u[i] - v[j] on the fly, so step 6 only READS the uncovered rows,
 // and the zero list is updated (zeros vanish only in covered x covered, appear only in
 // uncovered x uncovered) instead of rebuilt. Step 6 runs a warp per row with 16-byte loads and
-// keeps each row's minimum, so the pass that collects new zeros rescans only rows that reach delta.
+// keeps each row's minimum (row_min), so the pass that collects new zeros rescans only rows that
+// reach delta. Within a phase (step 3 to step 5) rows are only ever covered and columns only ever
+// uncovered, so an uncovered row's minimum after a shift is its old minimum - delta, corrected by
+// the columns that step 4 uncovered since (new_cols): only the first step 6 of a phase reads whole
+// rows. Same delta, same zeros, same step counts as recomputing everything.
 //
 // The NumPy twin lapcli/solvers/numpy_hungarian.py is the readable specification: same steps,
 // same array names.
@@ -69,6 +73,8 @@ struct State {
     D* v_masked;         // v[j], or covered_dual() while column j is covered
     D* row_min;          // step 6: min slack of each uncovered row
     D* partial;          // step 1: column minima per block; step 6: minimum per block
+    int* new_cols;       // columns uncovered by step 4 since the last step 6 (k entries)
+    int* incremental;    // [0] entries in new_cols, [1] row_min is valid for the uncovered rows
     unsigned int* zeros;
     int* zeros_size;     // per block
     int* cover_row;
@@ -307,6 +313,7 @@ __device__ void step3_cover(const State<T, D>& s, Shared<D>& sh, int* slot) {
     }
     starred = block_sum(starred, sh.scratch_i);  // a reduction, then one atomic per block
     if (threadIdx.x == 0 && starred) atomicAdd(slot + SLOT_STARS, starred);
+    if (global_tid() == 0) { s.incremental[0] = 0; s.incremental[1] = 0; }  // a new phase
 }
 
 // Step 4, one round (LAP19 Alg. 4, block-distributed over the zero segments).
@@ -331,6 +338,11 @@ __device__ void step4_round(const State<T, D>& s, int* slot) {
                 __threadfence();
                 s.v_masked[star_col] = s.v[star_col];
                 store_volatile(s.cover_col + star_col, 0);
+                // Remember the column for step 6. Races may list it twice (harmless); a full list
+                // makes the next step 6 recompute whole rows instead.
+                const int entry = atomicAdd(s.incremental, 1);
+                if (entry < s.k) s.new_cols[entry] = star_col;
+                else s.incremental[1] = 0;
                 store_volatile(slot + SLOT_CHANGED, 1);
             } else {
                 store_volatile(slot + SLOT_PATH, 1);
@@ -376,15 +388,30 @@ __device__ void step5b_flip(const State<T, D>& s) {
 }
 
 // Step 6a: min slack over uncovered rows x uncovered columns. A warp per row of mine; each row's
-// minimum is kept (row_min) so that 6b rescans only the rows that reach delta.
+// minimum is kept (row_min) so that 6b rescans only the rows that reach delta. When row_min is
+// still valid from the last step 6 of this phase, only the newly uncovered columns are read.
 template <typename T, typename D>
 __device__ void step6_min(const State<T, D>& s, Shared<D>& sh) {
     const int k = s.k, my_rows = owned_rows(k), warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const bool incremental = s.incremental[1] != 0;
+    const int added = min(s.incremental[0], k);
     D m = largest<D>();
     for (int local = warp; local < my_rows; local += LAP_WARPS) {
         const int i = row_of_local(local);
         if (s.cover_row[i]) continue;  // the same for the whole warp
-        const D r = warp_row_min(s.cost + (long long)i * k, s.v_masked, k, s.u[i]);
+        const T* row = s.cost + (long long)i * k;
+        D r;
+        if (incremental) {
+            const D ui = s.u[i];
+            r = largest<D>();
+            for (int q = lane; q < added; q += 32) {
+                const int c = s.new_cols[q];
+                r = min(r, (D)row[c] - ui - s.v_masked[c]);
+            }
+            r = min(warp_min(r), s.row_min[i]);
+        } else {
+            r = warp_row_min(row, s.v_masked, k, s.u[i]);
+        }
         if (lane == 0) s.row_min[i] = r;
         m = min(m, r);
     }
@@ -439,24 +466,33 @@ __device__ bool step6_shift(const State<T, D>& s, Shared<D>& sh) {
     if (threadIdx.x == 0) sh.zero_count = kept_total;
     __syncthreads();
 
-    // New zeros: slack - delta <= eps, only in uncovered rows whose minimum reaches delta.
+    // Shift my uncovered rows: u += delta, and every uncovered entry of the row drops by delta.
+    // Rows whose minimum reaches delta are rescanned for the new zeros (slack - delta <= eps), and
+    // their minimum is recomputed from the rescan rather than by subtraction, so float rounding
+    // can never leave a stale minimum at or below zero.
     const int padded = (k + 31) / 32 * 32;
     for (int local = warp; local < my_rows; local += LAP_WARPS) {
         const int i = row_of_local(local);
-        if (s.cover_row[i] || s.row_min[i] - delta > s.eps) continue;  // warp-uniform
-        const T* row = s.cost + (long long)i * k;
-        const D ui = s.u[i] + delta;
-        for (int j = lane; j < padded; j += 32) {
-            const bool hit = j < k && (D)row[j] - ui - s.v_masked[j] <= s.eps;
-            append_zero(hit, ((unsigned)local << 16) | (unsigned)j, my_zeros, &sh.zero_count);
+        if (s.cover_row[i]) continue;  // warp-uniform
+        const D ui = s.u[i] + delta, old_min = s.row_min[i];
+        __syncwarp();  // every lane has read u[i] and row_min[i] before lane 0 rewrites them
+        D new_min = old_min - delta;
+        if (new_min <= s.eps) {
+            const T* row = s.cost + (long long)i * k;
+            new_min = largest<D>();
+            for (int j = lane; j < padded; j += 32) {
+                const D slack = j < k ? (D)row[j] - ui - s.v_masked[j] : largest<D>();
+                new_min = min(new_min, slack);
+                append_zero(slack <= s.eps, ((unsigned)local << 16) | (unsigned)j, my_zeros, &sh.zero_count);
+            }
+            new_min = warp_min(new_min);
         }
+        if (lane == 0) { s.u[i] = ui; s.row_min[i] = new_min; }
     }
     __syncthreads();
     if (threadIdx.x == 0) s.zeros_size[blockIdx.x] = sh.zero_count;
-    for (int local = threadIdx.x; local < my_rows; local += LAP_BLOCK) {
-        const int i = row_of_local(local);
-        if (!s.cover_row[i]) s.u[i] += delta;
-    }
+    // new_cols is consumed (step 6a read it before the barrier); row_min is now valid.
+    if (global_tid() == 0) { s.incremental[0] = 0; s.incremental[1] = 1; }
     for (int j = global_tid(); j < k; j += global_threads())
         if (s.cover_col[j]) s.v[j] -= delta;  // v_masked stays covered_dual() there
     return true;

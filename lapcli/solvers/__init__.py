@@ -22,9 +22,10 @@ from ..report import SolveReport
 SOLVERS = ("auto", "cuda", "cuda-stepwise", "numpy", "scipy")
 
 # Largest max(n, m) that ``auto`` gives the NumPy Hungarian when no GPU is present. Measured on
-# the 2-core CI machine (docs/benchmarks.md): at n = 512 and R = 1000·n it takes about 1 s,
-# while scipy stays in milliseconds; beyond this the step table is not worth the wait.
-NUMPY_AUTO_LIMIT = 512
+# the 2-core CI machine (docs/benchmarks.md): at n = 1024 its worst range (R = 1000·n) takes
+# 0.65 s against scipy's 0.05 s; at n = 2500 it is 6.4 s against 0.57 s. Up to here the step
+# table is worth the wait; beyond it scipy runs.
+NUMPY_AUTO_LIMIT = 1024
 
 _BACKEND_MODULES = {
     "numpy": "lapcli.solvers.numpy_solver",

@@ -48,8 +48,8 @@ STATUS_MESSAGES = {
     3: "the CUDA solver reached its iteration cap (a bug, please report it)",
 }
 
-# struct State<T, D> of the kernel: 18 pointers, then the scalars (all 8-byte aligned).
-STATE_POINTERS = ("cost", "u", "v", "v_masked", "row_min", "partial", "zeros", "zeros_size", "cover_row",
+# struct State<T, D> of the kernel: 20 pointers, then the scalars (all 8-byte aligned).
+STATE_POINTERS = ("cost", "u", "v", "v_masked", "row_min", "partial", "new_cols", "incremental", "zeros", "zeros_size", "cover_row",
                   "cover_col", "column_of_star_at_row", "row_of_star_at_column", "column_of_prime_at_row",
                   "row_of_green_at_column", "slots", "step_ns", "step_count", "status")
 
@@ -104,7 +104,7 @@ def plan_launch(kernel, size: int, cost_itemsize: int, block_size: int, blocks_p
         size * size * cost_itemsize  # cost
         + blocks * segment_capacity * 4  # zero segments (a zero is 4 bytes)
         + blocks * size * 8  # step-1 column minima per block
-        + size * (4 * 8 + 6 * 4)  # u, v, v_masked, row_min; covers, stars, primes, greens
+        + size * (4 * 8 + 7 * 4)  # u, v, v_masked, row_min; covers, stars, primes, greens, new_cols
     )
     return LaunchPlan(blocks, block_size, segment_capacity, needed)
 
@@ -144,6 +144,8 @@ class DeviceState:
             "v_masked": cupy.empty(size, dtype=dual_dtype),
             "row_min": cupy.empty(size, dtype=dual_dtype),
             "partial": cupy.empty(plan.blocks * size, dtype=dual_dtype),
+            "new_cols": cupy.empty(size, dtype=np.int32),
+            "incremental": cupy.zeros(2, dtype=np.int32),
             "zeros": cupy.empty(plan.blocks * plan.segment_capacity, dtype=np.uint32),
             "zeros_size": cupy.zeros(plan.blocks, dtype=np.int32),
             "cover_row": cupy.zeros(size, dtype=np.int32),

@@ -17,14 +17,34 @@ Data (LAP19 §4.1, shared/design.md §2):
 The zero list is kept exact incrementally: step 6 lowers slack only on uncovered rows ×
 uncovered columns (new zeros appear there) and raises it only on covered × covered (zeros
 vanish there); every other entry keeps its slack.
+
+Step 6 keeps each uncovered row's minimum slack (RowMinima). Within a phase (step 3 to step 5)
+rows are only ever covered and columns only ever uncovered, so after a shift a row's minimum is
+its old minimum − Δ, corrected by the columns step 4 uncovered since: only the first step 6 of a
+phase reads whole rows. Δ, the zeros and the step counts are the same as recomputing everything.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import SolverError
 from ..report import StepRecorder
+
+
+@dataclass
+class RowMinima:
+    """Minimum slack of each uncovered row, valid from the first step 6 of a phase to its end."""
+
+    row_min: np.ndarray
+    valid: bool = False
+    new_cols: list = field(default_factory=list)  # columns uncovered by step 4 since the last step 6
+
+    def new_phase(self) -> None:
+        self.valid = False
+        self.new_cols.clear()
 
 
 def first_per_row(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -107,11 +127,13 @@ def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_itera
     recorder.counts[2] += passes - 1
 
     iterations = 0
+    minima = RowMinima(np.zeros(size, dtype=cost.dtype))
     while True:
         with recorder.step(3):  # cover the starred columns; n stars means done
             cover_col = row_of_star_at_column >= 0
             cover_row = np.zeros(size, dtype=bool)
             column_of_prime_at_row = np.full(size, -1, dtype=np.int64)
+            minima.new_phase()
             if int(cover_col.sum()) == size:
                 return column_of_star_at_row
         while True:
@@ -131,6 +153,7 @@ def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_itera
                     has_star = star_cols >= 0
                     cover_row[rows[has_star]] = True
                     cover_col[star_cols[has_star]] = False
+                    minima.new_cols.extend(star_cols[has_star].tolist())
                     path_found = not has_star.all()
             if found and path_found:
                 with recorder.step(5):
@@ -140,24 +163,43 @@ def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_itera
                 continue
             with recorder.step(6):
                 zero_rows, zero_cols = step6_shift_duals(
-                    cost, u, v, cover_row, cover_col, zero_rows, zero_cols, eps
+                    cost, u, v, cover_row, cover_col, zero_rows, zero_cols, eps, minima
                 )
 
 
-def step6_shift_duals(cost, u, v, cover_row, cover_col, zero_rows, zero_cols, eps):
+def step6_shift_duals(cost, u, v, cover_row, cover_col, zero_rows, zero_cols, eps, minima=None):
     """Δ = min slack over uncovered rows × uncovered columns; u += Δ on uncovered rows and
     v −= Δ on covered columns (slack: −Δ uncovered×uncovered, +Δ covered×covered). Returns the
     updated zero list: new zeros added, zeros of covered×covered removed."""
+    minima = minima if minima is not None else RowMinima(np.zeros(cost.shape[0], dtype=cost.dtype))
     uncovered_rows = np.flatnonzero(~cover_row)
     uncovered_cols = np.flatnonzero(~cover_col)
-    slack = cost[np.ix_(uncovered_rows, uncovered_cols)] - u[uncovered_rows, None] - v[None, uncovered_cols]
-    delta = slack.min()
+    row_min = minima.row_min
+    if minima.valid:  # 6a, incremental: only the newly uncovered columns
+        if minima.new_cols:
+            new_cols = np.unique(np.asarray(minima.new_cols, dtype=np.int64))
+            added = cost[np.ix_(uncovered_rows, new_cols)] - u[uncovered_rows, None] - v[None, new_cols]
+            row_min[uncovered_rows] = np.minimum(row_min[uncovered_rows], added.min(axis=1))
+    else:  # 6a, first step 6 of the phase: whole rows
+        slack = cost[np.ix_(uncovered_rows, uncovered_cols)] - u[uncovered_rows, None] - v[None, uncovered_cols]
+        row_min[uncovered_rows] = slack.min(axis=1)
+    delta = row_min[uncovered_rows].min()
     if not delta > 0:
         raise SolverError(f"step 6 found Δ = {delta} ≤ 0: the zero list lost an uncovered zero (a bug)")
-    new_r, new_c = np.nonzero(slack - delta <= eps)
+    # 6b: rows whose minimum reaches Δ hold the new zeros; rescan them (their new minimum comes
+    # from the rescan), the other rows' minima drop by Δ.
+    reaching = row_min[uncovered_rows] - delta <= eps
+    rescanned = uncovered_rows[reaching]
+    row_min[uncovered_rows[~reaching]] -= delta
+    slack = cost[np.ix_(rescanned, uncovered_cols)] - (u[rescanned] + delta)[:, None] - v[None, uncovered_cols]
+    new_r, new_c = np.nonzero(slack <= eps)
+    if rescanned.size:
+        row_min[rescanned] = slack.min(axis=1)
     keep = ~(cover_row[zero_rows] & cover_col[zero_cols])
     u[uncovered_rows] += delta
     v[cover_col] -= delta
-    zero_rows = np.concatenate([zero_rows[keep], uncovered_rows[new_r]])
+    minima.valid = True
+    minima.new_cols.clear()
+    zero_rows = np.concatenate([zero_rows[keep], rescanned[new_r]])
     zero_cols = np.concatenate([zero_cols[keep], uncovered_cols[new_c]])
     return zero_rows, zero_cols
