@@ -7,7 +7,9 @@ forbidden entries (``+inf`` when minimising, ``-inf`` when maximising). The Hung
 
 * square k×k with k = max(n_rows, n_cols): a tall matrix is transposed so that rows ≤ columns,
   and the missing rows are padded with zeros (a padded row may take any column at no cost, so
-  the real rows get exactly scipy's min(n, m) pairs);
+  the real rows get exactly scipy's min(n, m) pairs). The one padded copy is made where the
+  input lives: on the host for NumPy input (then copied to the GPU once), on the device for CuPy
+  input. A square int32/float32/float64 input needs no copy at all;
 * negated when maximising (min of −C is max of C);
 * forbidden entries replaced by a finite sentinel larger than any finite assignment could cost,
   so the solvers never see infinities; an assignment that still uses one proves infeasibility;
@@ -120,10 +122,6 @@ class Problem:
     @property
     def is_empty(self) -> bool:
         return self.n_rows == 0 or self.n_cols == 0
-
-    @property
-    def is_integer(self) -> bool:
-        return self.work.dtype.kind in "iu"
 
     @property
     def work(self):

@@ -13,13 +13,13 @@ def uniform_costs(rng, n, m, range_factor, dtype=np.int64):
 
 
 def objective_tolerance(cost):
-    """Exact for integers; floats within the documented eps bound (2·k·eps) plus rounding."""
+    """Exact for integers; floats within the documented eps bound (2·k·eps) plus summation rounding."""
     if cost.dtype.kind in "biu" or cost.size == 0:
         return 0.0
     finite = np.abs(cost[np.isfinite(cost)])
     scale = float(finite.max()) if finite.size else 1.0
     k = max(cost.shape)
-    return 2 * k * (k * scale * 2.0**-50) + 1e-9 * scale * k + (1e-6 * scale * k if cost.dtype == np.float32 else 0)
+    return 2 * k * (k * scale * 2.0**-50) + 1e-9 * scale * k
 
 
 def assert_matches_scipy(solution, cost, maximize=False):
