@@ -22,6 +22,7 @@ import numpy as np
 
 from . import __version__
 from .generate import generate, uniform_high
+from .problem import objective_tolerance
 
 BENCH_SOLVERS = ("cuda", "cuda-stepwise", "numpy", "scipy", "lapx")
 
@@ -128,9 +129,7 @@ def default_runners() -> dict[str, Callable]:
 def objectives_agree(a, b, cost) -> bool:
     if cost.dtype.kind in "biu":
         return int(a) == int(b)
-    scale = float(np.abs(cost).max()) if cost.size else 1.0
-    k = max(cost.shape)
-    return abs(float(a) - float(b)) <= 1e-9 * scale * k + 2 * k * k * scale * 2.0**-50
+    return abs(float(a) - float(b)) <= objective_tolerance(cost)
 
 
 def bench_matrix(settings: BenchSettings, n: int, range_factor: float, dtype: str) -> np.ndarray:
@@ -144,7 +143,7 @@ def bench_matrix(settings: BenchSettings, n: int, range_factor: float, dtype: st
 
 def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = None,
               on_progress: Callable[[str], None] | None = None) -> list[SolveTiming]:
-    """Sweep sizes × ranges × dtypes × solvers. Raises ObjectiveMismatch after recording it."""
+    """Sweep cells (n, R) × dtypes × solvers. Raises ObjectiveMismatch after recording it."""
     runners = runners or default_runners()
     results: list[SolveTiming] = []
     gave_up: set[tuple[str, str, float]] = set()  # (solver, dtype, range) that timed out at a smaller n

@@ -44,6 +44,17 @@ _INT64_SAFE = 2**62
 _FLOAT_EPS_FACTOR = 2.0**-50
 
 
+def objective_tolerance(cost) -> float:
+    """How far two objectives of ``cost`` may differ and both be optimal under our tolerance:
+    0 for integers (exact); for floats the 2·k·eps bound above plus summation rounding."""
+    if cost.dtype.kind in "biu" or cost.size == 0:
+        return 0.0
+    finite = np.abs(cost[np.isfinite(cost)])
+    scale = float(finite.max()) if finite.size else 1.0
+    k = max(cost.shape)
+    return 2 * k * (k * scale * _FLOAT_EPS_FACTOR) + 1e-9 * scale * k
+
+
 def array_module(cost: Any):
     """Return cupy for a CuPy array, numpy otherwise (without importing CuPy needlessly)."""
     if type(cost).__module__.startswith("cupy"):

@@ -24,6 +24,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
 from lapcli.generate import generate
+from lapcli.problem import objective_tolerance
 
 RANGES = (0.001, 0.01, 0.1, 1, 10, 100, 1000)
 DTYPES = ("int32", "int64", "float32", "float64")
@@ -88,9 +89,7 @@ def check(case: dict, cost: np.ndarray, solver: str = "cuda") -> tuple[str, str]
     if cost.dtype.kind in "iu":
         ok = solution.objective == expected
     else:
-        scale = float(np.abs(cost[np.isfinite(cost)]).max()) if np.isfinite(cost).any() else 1.0
-        k = max(cost.shape)
-        ok = abs(solution.objective - expected) <= 2 * k * k * scale * 2.0**-50 + 1e-9 * scale * k
+        ok = abs(solution.objective - expected) <= objective_tolerance(cost)
     return ("ok", "") if ok else ("mismatch", f"{solver} {solution.objective} scipy {expected}")
 
 

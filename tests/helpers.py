@@ -3,6 +3,8 @@
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
+from lapcli.problem import objective_tolerance
+
 RANGES = (0.001, 0.01, 0.1, 1, 10, 100, 1000)
 
 
@@ -10,16 +12,6 @@ def uniform_costs(rng, n, m, range_factor, dtype=np.int64):
     """Integers uniform in [0, max(1, round(R·n))) — the papers' convention."""
     high = max(1, round(range_factor * n))
     return rng.integers(0, high, size=(n, m)).astype(dtype)
-
-
-def objective_tolerance(cost):
-    """Exact for integers; floats within the documented eps bound (2·k·eps) plus summation rounding."""
-    if cost.dtype.kind in "biu" or cost.size == 0:
-        return 0.0
-    finite = np.abs(cost[np.isfinite(cost)])
-    scale = float(finite.max()) if finite.size else 1.0
-    k = max(cost.shape)
-    return 2 * k * (k * scale * 2.0**-50) + 1e-9 * scale * k
 
 
 def assert_matches_scipy(solution, cost, maximize=False):
