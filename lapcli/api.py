@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .problem import array_module
-from .solvers import solve
+from .facade import solve
 
 
 def linear_sum_assignment(cost_matrix, maximize=False):

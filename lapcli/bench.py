@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 
 from . import __version__
+from .engines import registry
 from .generate import generate, uniform_high
 from .problem import objective_tolerance
-
-BENCH_SOLVERS = ("cuda", "cuda-stepwise", "numpy", "scipy", "lapx")
 
 def grid_cells(sizes, ranges) -> tuple[tuple[int, float], ...]:
     return tuple((n, r) for r in ranges for n in sizes)
@@ -80,49 +79,30 @@ class ObjectiveMismatch(Exception):
 
 
 # ----------------------------------------------------------------------------- solver runners
+def bench_solvers() -> tuple[str, ...]:
+    """Every engine of the registry, and ``auto`` (what users get)."""
+    return registry.solver_choices(batch=False)
+
+
 def lapcli_runner(solver: str) -> Callable:
     def run(cost, timeout):
-        from .solvers import solve
+        from .facade import solve
 
         solution = solve(cost, solver=solver, timeout=timeout)
-        return solution.objective, [asdict(s) for s in solution.report.steps]
+        steps = [asdict(s) for s in solution.report.steps]
+        return solution.objective, steps
 
     return run
 
 
-def lapx_runner(cost, timeout):
-    """lapx (or the older lap) Jonker–Volgenant, when installed."""
-    try:
-        import lapx as lapjv_module
-    except ImportError:
-        import lap as lapjv_module
-    _, column_of_row, _ = lapjv_module.lapjv(np.asarray(cost, dtype=np.float64), extend_cost=True)
-    rows = np.flatnonzero(column_of_row >= 0)
-    values = cost[rows, column_of_row[rows]]
-    total = int(values.astype(object).sum()) if cost.dtype.kind in "iu" else math.fsum(values.tolist())
-    return total, []
-
-
 def solver_available(name: str) -> tuple[bool, str]:
-    if name in ("cuda", "cuda-stepwise"):
-        from .solvers import cuda_status
-
-        return cuda_status()
-    if name == "lapx":
-        for module in ("lapx", "lap"):
-            try:
-                __import__(module)
-                return True, module
-            except ImportError:
-                continue
-        return False, "neither lapx nor lap is installed"
-    return True, ""
+    if name == "auto":
+        return True, ""
+    return registry.get(name).available()
 
 
 def default_runners() -> dict[str, Callable]:
-    runners = {name: lapcli_runner(name) for name in ("cuda", "cuda-stepwise", "numpy", "scipy")}
-    runners["lapx"] = lapx_runner
-    return runners
+    return {name: lapcli_runner(name) for name in bench_solvers()}
 
 
 # ----------------------------------------------------------------------------- the sweep

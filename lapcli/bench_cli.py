@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from .bench import (
-    BENCH_SOLVERS,
     SUITES,
+    bench_solvers,
     BenchSettings,
     grid_cells,
     ObjectiveMismatch,
@@ -42,7 +42,8 @@ def csv_list(kind):
 @click.option("--dtypes", callback=csv_list(str), default="int32", show_default=True)
 @click.option("--kind", type=click.Choice(KINDS), default="uniform", show_default=True)
 @click.option("--solvers", callback=csv_list(str), default="auto", show_default=True,
-              help=f"Comma-separated from {', '.join(BENCH_SOLVERS)}; auto = those available here.")
+              help="Comma-separated engines ('lap info'), or auto = every engine available here but numpy "
+                   "(numpy too when no GPU is present).")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
@@ -70,12 +71,12 @@ def bench_command(suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, s
         if dtype not in WORK_DTYPES:
             raise InputError(f"unknown dtype {dtype!r}; choose from {', '.join(WORK_DTYPES)}")
     if solvers == ("auto",):
-        solvers = tuple(s for s in BENCH_SOLVERS if solver_available(s)[0] and s != "numpy")
+        solvers = tuple(s for s in bench_solvers() if s != "auto" and solver_available(s)[0] and s != "numpy")
         if not any(s.startswith("cuda") for s in solvers):
             solvers = ("numpy",) + solvers
     for solver in solvers:
-        if solver not in BENCH_SOLVERS:
-            raise InputError(f"unknown solver {solver!r}; choose from {', '.join(BENCH_SOLVERS)}")
+        if solver not in bench_solvers():
+            raise InputError(f"unknown solver {solver!r}; choose from {', '.join(bench_solvers())}")
         available, why = solver_available(solver)
         if not available:
             raise FailedError(f"solver {solver!r} cannot run here: {why}")
@@ -94,7 +95,7 @@ def bench_command(suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, s
     settings = BenchSettings(cells=tuple(cells), solvers=tuple(solvers), dtypes=tuple(dtypes),
                              kind=kind, repeat=repeat, warmup=warmup, seed=seed, timeout=timeout, baseline=baseline)
     if any(s.startswith("cuda") for s in solvers):  # context creation and NVRTC compile stay out of the numbers
-        from .solvers import solve
+        from .facade import solve
 
         import numpy as np
 

@@ -8,30 +8,32 @@ options, 130 interrupted. Errors are one line, never a traceback.
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import click
 
 from . import __version__
-from .cli_support import OneLineGroup, run_library_call, stderr_console
+from .cli_support import FailedError, InputError, OneLineGroup, run_library_call, stderr_console
 from .generate import GENERATED_DTYPES, KINDS, check_options, generate, new_seed
 from .bench_cli import bench_command
 from .io import (
     ASSIGNMENT_SUFFIXES,
+    DUALS_SUFFIXES,
     MATRIX_SUFFIXES,
     assignment_bytes,
+    duals_bytes,
     check_output_path,
     read_matrix,
     write_bytes,
     write_matrix,
 )
+from .engines.registry import solver_choices
 from .problem import WORK_DTYPES
-from .report import render_summary
-from .solvers import SOLVERS, solve
 
 
 @click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="lapcli")
+@click.version_option(__version__, prog_name="lap", message="%(prog)s (lapcli) %(version)s")
 def cli():
     """Linear assignment on the GPU: classical Hungarian in one cooperative CUDA launch."""
 
@@ -85,16 +87,21 @@ def generate_command(n, m, range_factor, seed, dtype, kind, output, dataset, qui
 # ----------------------------------------------------------------------------- solve
 @cli.command("solve")
 @click.argument("input_spec", metavar="INPUT")
-@click.option("--solver", type=click.Choice(SOLVERS), default="auto", show_default=True)
+@click.option("--solver", type=click.Choice(solver_choices(batch=None)), default="auto", show_default=True,
+              help="Engine ('lap info' lists them and says which can run here).")
 @click.option("--maximize", is_flag=True, help="Maximise the total instead of minimising it.")
 @click.option("--dtype", type=click.Choice(WORK_DTYPES), help="Working dtype of the Hungarian solvers.")
 @click.option("--dataset", help="HDF5 dataset (or write INPUT as FILE.h5:/path).")
 @click.option("-o", "--output", help="Assignment: .csv (row,col), .npy (column of each row), .json; '-' = CSV on stdout.")
 @click.option("--report", "report_path", help="Write the JSON report to this file.")
 @click.option("--json", "json_stdout", is_flag=True, help="Print the JSON report on stdout.")
+@click.option("--duals", "duals_path", help="Write the duals u (rows), v (columns): .npz or .json.")
+@click.option("--cost-limit", type=float, help="As lapjv: a row whose pair would cost more stays unassigned (-1).")
+@click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds before the CUDA solver gives up.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
-def solve_command(input_spec, solver, maximize, dtype, dataset, output, report_path, json_stdout, timeout, quiet):
+def solve_command(input_spec, solver, maximize, dtype, dataset, output, report_path, json_stdout, duals_path,
+                  cost_limit, device, timeout, quiet):
     """Solve the assignment problem for INPUT (.npy, .csv/.tsv/.txt, .h5/.hdf5, or - for stdin)."""
     if output == "-" and json_stdout:
         raise click.UsageError("-o - and --json both write to stdout; send one of them to a file")
@@ -102,18 +109,45 @@ def solve_command(input_spec, solver, maximize, dtype, dataset, output, report_p
         run_library_call(check_output_path, output, ASSIGNMENT_SUFFIXES, "assignment")
     if report_path is not None:
         run_library_call(check_output_path, report_path, (".json",), "report")
+    if duals_path is not None:
+        run_library_call(check_output_path, duals_path, DUALS_SUFFIXES, "duals")
+    if cost_limit is not None and not math.isfinite(cost_limit):
+        raise InputError(f"--cost-limit must be a finite number, got {cost_limit}")
     cost = run_library_call(read_matrix, input_spec, dataset)
-    solution = run_library_call(solve, cost, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout)
+    from .facade import solve
+
+    solution = run_library_call(solve, cost, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout,
+                                device=device, cost_limit=cost_limit)
     report = solution.report
+    if duals_path is not None and solution.duals is None:
+        raise FailedError(f"--duals: solver {report.solver} gives no duals; use a Hungarian engine (cuda, numpy)")
     if output is not None:
         data = assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows)
         run_library_call(write_bytes, output, data)
+    if duals_path is not None:
+        run_library_call(write_bytes, duals_path, duals_bytes(duals_path, *solution.duals))
     report_json = json.dumps(report.to_dict(), indent=2) + "\n"
     if report_path is not None:
         run_library_call(write_bytes, report_path, report_json.encode())
     if json_stdout:
         write_bytes("-", report_json.encode())
+    from .report import render_summary
+
     render_summary(report, stderr_console(quiet))
+
+
+# ----------------------------------------------------------------------------- info
+@cli.command("info")
+@click.option("--json", "json_stdout", is_flag=True, help="Print the same as JSON on stdout.")
+def info_command(json_stdout):
+    """List the engines, whether each can run here (and why not), the devices and versions."""
+    from .info import collect, render
+
+    facts = collect()
+    if json_stdout:
+        write_bytes("-", (json.dumps(facts, indent=2) + "\n").encode())
+    else:
+        render(facts, stderr_console(False, stderr=False))
 
 
 # ----------------------------------------------------------------------------- bench

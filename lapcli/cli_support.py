@@ -20,10 +20,18 @@ class FailedError(click.ClickException):
     exit_code = 1
 
 
-def stderr_console(quiet: bool = False):
+LOG_WIDTH = 200  # columns when the stream is a file or pipe: Rich would wrap tables at 80
+
+
+def stderr_console(quiet: bool = False, stderr: bool = True):
+    """Rich console for people (stderr by default); as wide as the terminal, or LOG_WIDTH columns
+    when writing to a log file or pipe, so that tables are not wrapped at 80 columns there."""
     from rich.console import Console
 
-    return Console(stderr=True, quiet=quiet, highlight=False)
+    console = Console(stderr=stderr, quiet=quiet, highlight=False)
+    if not console.is_terminal:
+        console.width = LOG_WIDTH
+    return console
 
 
 def run_library_call(function, *args, **kwargs):

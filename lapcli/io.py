@@ -26,6 +26,7 @@ from .errors import LapInputError
 NPY_MAGIC = b"\x93NUMPY"
 MATRIX_SUFFIXES = (".npy", ".csv", ".tsv", ".txt", ".h5", ".hdf5")
 ASSIGNMENT_SUFFIXES = (".csv", ".npy", ".json")
+DUALS_SUFFIXES = (".npz", ".json")
 HDF5_SUFFIXES = (".h5", ".hdf5")
 
 
@@ -276,6 +277,16 @@ def assignment_bytes(path: str, rows: np.ndarray, cols: np.ndarray, n_rows: int)
         return (json.dumps({"row_ind": rows.tolist(), "col_ind": cols.tolist()}) + "\n").encode()
     lines = ["row,col"] + [f"{r},{c}" for r, c in zip(rows.tolist(), cols.tolist())]
     return ("\n".join(lines) + "\n").encode()
+
+
+def duals_bytes(path: str, u: np.ndarray, v: np.ndarray) -> bytes:
+    """Serialise duals: NPZ with arrays ``u`` (rows) and ``v`` (columns), or JSON ``{"u": [...],
+    "v": [...]}`` (integers stay exact)."""
+    if Path(path).suffix.lower() == ".npz":
+        buffer = io.BytesIO()
+        np.savez(buffer, u=u, v=v)
+        return buffer.getvalue()
+    return (json.dumps({"u": u.tolist(), "v": v.tolist()}) + "\n").encode()
 
 
 def write_bytes(path: str, data: bytes, stdout=None) -> None:

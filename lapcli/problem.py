@@ -15,8 +15,28 @@ forbidden entries (``+inf`` when minimising, ``-inf`` when maximising). The Hung
   so the solvers never see infinities; an assignment that still uses one proves infeasibility;
 * stored in one of the four working dtypes int32, int64, float32 or float64.
 
-Integer costs stay exact: the solvers keep their duals in int64, and we refuse integer ranges
-whose duals could overflow int64 instead of silently losing exactness.
+* for floats, reduced: each row's minimum is subtracted (and each column's, for a square input),
+  so the numbers the solvers compare are the *spread* of the costs, not their magnitude
+  (``1e6 + U(0, 1e-7)`` becomes ``U(0, 1e-7)`` exactly: Sterbenz). The offsets are kept and added
+  back to the duals;
+* stored in one of the four working dtypes int32, int64, float32 or float64.
+
+Integer costs stay exact: the solvers keep their duals in int64. When the integers are too large
+for exact int64 duals even after the same reduction (done exactly, in unsigned arithmetic), the
+problem is solved in float64 as scipy solves every input, and the report says so.
+
+The float tolerance (one definition, used by the engines, the certificate, bench, the fuzzer and
+the tests): a reduced cost counts as zero when it is at most
+
+    eps = k · S · 2^-50,       S = the largest reduced cost (the spread),
+
+i.e. about 4·k units in the last place of S. The duals stay within k·S in magnitude, so computing
+a slack c − u − v in float64 errs by at most a few ulp(k·S) < eps: slack is always recomputed from
+the costs and the duals (never accumulated in place), so rounding does not grow with the iteration
+count. Guarantee (checked on every solve by the certificate, see lapcli/certificate.py): the
+assignment is optimal for costs perturbed by at most eps per entry, so its objective exceeds the
+optimum by at most 2·k·eps plus the rounding of the reduction (2^-52·S per entry, 2·k·2^-52·S in
+all) — ``objective_tolerance`` below, plus the rounding of summing the objective itself.
 """
 
 from __future__ import annotations
@@ -32,27 +52,36 @@ from .errors import InfeasibleError, LapInputError
 WORK_DTYPES = ("int32", "int64", "float32", "float64")
 
 # Duals and slacks of integer problems live in int64. They stay within a small multiple of
-# (k + 1) · max|cost|, so we accept integer costs up to this bound and refuse beyond it.
+# (k + 1) · max|cost|, so integer costs are solved exactly while that bound is below 2^62.
 _INT64_SAFE = 2**62
 
-# Float tolerance: a reduced cost counts as zero when it is at most
-#   eps = k · max|work| · 2^-50,
-# i.e. a few units in the last place of the largest number the duals can reach. Slack is
-# always recomputed from the costs and the duals in float64 (never accumulated in place),
-# so rounding does not grow with the number of iterations. The optimum found is exact for
-# costs perturbed by at most eps per entry: objective error ≤ 2·k·eps.
-_FLOAT_EPS_FACTOR = 2.0**-50
+_FLOAT_EPS_FACTOR = 2.0**-50  # eps = k · S · 2^-50 (module docstring)
+_ROUNDING = 2.0**-52
+
+
+def float_eps(k: int, spread: float) -> float:
+    """The zero tolerance of a k×k float work matrix whose reduced costs lie in [0, spread]."""
+    return k * max(spread, np.finfo(np.float64).tiny) * _FLOAT_EPS_FACTOR
 
 
 def objective_tolerance(cost) -> float:
     """How far two objectives of ``cost`` may differ and both be optimal under our tolerance:
-    0 for integers (exact); for floats the 2·k·eps bound above plus summation rounding."""
+    0 for integers (exact); for floats 2·k·(eps + rounding of the reduction), with eps taken from
+    the spread of the finite costs, plus the rounding of the two sums (fsum: correctly rounded)."""
     if cost.dtype.kind in "biu" or cost.size == 0:
         return 0.0
-    finite = np.abs(cost[np.isfinite(cost)])
-    scale = float(finite.max()) if finite.size else 1.0
-    k = max(cost.shape)
-    return 2 * k * (k * scale * _FLOAT_EPS_FACTOR) + 1e-9 * scale * k
+    values = np.asarray(cost, dtype=np.float64)
+    finite = np.isfinite(values)
+    k = max(values.shape)
+    if not finite.any():
+        return 0.0
+    row_min = np.where(finite, values, np.inf).min(axis=1, keepdims=True)
+    row_min = np.where(np.isfinite(row_min), row_min, 0.0)
+    spread = float(np.where(finite, values - row_min, 0.0).max())
+    largest = float(np.abs(values[finite]).max())
+    per_entry = float_eps(k, spread) + 2 * _ROUNDING * spread
+    summation = 2 * _ROUNDING * k * largest  # each fsum is within half an ulp of |objective| ≤ k·max|c|
+    return 2 * k * per_entry + summation
 
 
 def array_module(cost: Any):
@@ -101,6 +130,26 @@ def check_entries(arr, xp, maximize: bool) -> bool:
 
 
 @dataclass
+class WorkMatrix:
+    """The square k×k problem an engine solves, on the array module it was built with.
+
+    ``row_offset`` and ``col_offset`` (host arrays of k, or None for zeros) are what the reduction
+    subtracted: the duals of the work matrix plus these offsets are the duals of the unreduced,
+    sign-adjusted square problem. ``notes`` say where arithmetic was widened.
+    """
+
+    values: Any
+    eps: float
+    row_offset: np.ndarray | None = None
+    col_offset: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def dtype(self) -> str:
+        return str(self.values.dtype)
+
+
+@dataclass
 class Problem:
     """A validated cost matrix plus everything needed to solve it and map the answer back."""
 
@@ -109,8 +158,7 @@ class Problem:
     maximize: bool
     has_forbidden: bool
     requested_dtype: str | None = None
-    _work: Any = field(default=None, repr=False)
-    _eps: float = 0.0
+    _works: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_rows(self) -> int:
@@ -134,18 +182,31 @@ class Problem:
     def is_empty(self) -> bool:
         return self.n_rows == 0 or self.n_cols == 0
 
+    def work_on(self, xp=None, source=None) -> WorkMatrix:
+        """The square work matrix built with array module ``xp`` (default: where the input lives),
+        from ``source`` (the original already copied to that module, e.g. uploaded to the GPU).
+        Built once per module: the scipy path never builds one."""
+        xp = xp or self.xp
+        key = xp.__name__
+        if key not in self._works:
+            if source is None:
+                source = self.original if xp is self.xp else _to_module(self.original, xp)
+            self._works[key] = build_work_matrix(self, source, xp)
+        return self._works[key]
+
+    def notes(self) -> list[str]:
+        """What building the work matrices noted (e.g. a fallback to float64)."""
+        return [note for work in self._works.values() for note in work.notes]
+
     @property
     def work(self):
-        """The square work matrix (built on first use: the scipy path never needs it)."""
-        if self._work is None:
-            self._work, self._eps = build_work_matrix(self)
-        return self._work
+        """The work matrix's values, where the input lives."""
+        return self.work_on().values
 
     @property
     def eps(self) -> float:
-        """Zero tolerance for reduced costs: 0 for integers, see _FLOAT_EPS_FACTOR for floats."""
-        self.work  # noqa: B018 - builds work and eps together
-        return self._eps
+        """Zero tolerance for reduced costs: 0 for integers, see ``float_eps`` for floats."""
+        return self.work_on().eps
 
     def assignment_from_work(self, col_of_row) -> tuple[np.ndarray, np.ndarray]:
         """Map a permutation of the work matrix back to (row_ind, col_ind) of the original.
@@ -165,6 +226,27 @@ class Problem:
             raise InfeasibleError()
         return rows, cols
 
+    def duals_from_work(self, u, v, work: WorkMatrix) -> tuple[np.ndarray, np.ndarray]:
+        """The work matrix's duals (host arrays of k) as duals of the caller's matrix: offsets of
+        the reduction added back, padding dropped, transpose and maximize's negation undone.
+        For a minimisation cost − u − v ≥ 0 with equality on the assignment; ≤ 0 when maximising."""
+        exact = work.values.dtype.kind in "iu" and all(
+            o is None or o.dtype.kind in "iu" for o in (work.row_offset, work.col_offset))
+        dtype = np.int64 if exact else np.float64
+        u = np.asarray(u).astype(dtype)
+        v = np.asarray(v).astype(dtype)
+        if work.row_offset is not None:
+            u = u + work.row_offset.astype(dtype)
+        if work.col_offset is not None:
+            v = v + work.col_offset.astype(dtype)
+        if self.transposed:  # work rows are the caller's columns (then padding), work columns its rows
+            row_duals, col_duals = v, u[: self.n_cols]
+        else:
+            row_duals, col_duals = u[: self.n_rows], v
+        if self.maximize:
+            row_duals, col_duals = -row_duals, -col_duals
+        return row_duals, col_duals
+
     def values_at(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Original costs at the given positions, as a host array."""
         if self.xp is np:
@@ -179,15 +261,12 @@ class Problem:
         return math.fsum(values.tolist())
 
 
-def default_work_dtype(values, source_dtype) -> str:
-    """int32 when the (sign-adjusted) integers fit it, else int64; float32 and float16 inputs
-    work in float32, other floats in float64."""
-    if source_dtype.kind in "biu":
-        if values.size == 0 or _always_fits(values.dtype, np.dtype(np.int32)):
-            return "int32"
-        lo, hi = int(values.min()), int(values.max())
-        return "int32" if -(2**31) <= lo and hi < 2**31 else "int64"
-    return "float32" if source_dtype.itemsize <= 4 else "float64"
+def _to_module(array, xp):
+    if xp is np:
+        import cupy
+
+        return cupy.asnumpy(array)
+    return xp.asarray(array)
 
 
 def _always_fits(source: np.dtype, target: np.dtype) -> bool:
@@ -208,97 +287,164 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None) -> P
     )
 
 
-def build_work_matrix(problem: Problem):
-    """Square, sign-adjusted, sentinel-filled work matrix in the working dtype, and its eps."""
-    xp = problem.xp
-    arr = problem.original
-    if problem.transposed:
-        arr = arr.T
+# ----------------------------------------------------------------------------- the work matrix
+def build_work_matrix(problem: Problem, source, xp) -> WorkMatrix:
+    """Square, sign-adjusted, reduced (floats), sentinel-filled work matrix in the working dtype."""
+    arr = source.T if problem.transposed else source
     n, k = arr.shape  # n ≤ k after the transpose
+    requested = problem.requested_dtype
+    if arr.dtype.kind == "f" and requested is not None and requested.startswith("int"):
+        arr = _floats_as_integers(arr, xp, requested, problem.has_forbidden)
+    if arr.dtype.kind in "biu" and (requested is None or requested.startswith("int")):
+        work = _integer_work(arr, xp, problem.maximize, k, requested)
+        if work is not None:
+            return _pad(work, xp, n, k)
+        if requested is not None:
+            raise LapInputError(f"integer costs are too large for exact solving as {requested} at n={k} "
+                                "(the int64 duals could overflow); drop --dtype to solve in float64")
+        arr = arr.astype(np.float64)  # too large for exact int64 duals: float64, as scipy
+        work = _float_work(arr, xp, problem.maximize, k, problem.has_forbidden, "float64")
+        work.notes.append(f"integer costs too large for exact int64 duals at n={k}: solved in float64 "
+                          "(as scipy does)")
+        return work
+    target = requested or ("float32" if arr.dtype.itemsize <= 4 and arr.dtype.kind == "f" else "float64")
     if arr.dtype.kind in "biu":
-        values = _integer_values(arr, xp, problem.maximize)
-    else:
-        values = _float_values(arr, xp, problem.maximize, k, problem.has_forbidden)
-    dtype_name = problem.requested_dtype or default_work_dtype(values, arr.dtype)
-    values = _cast_checked(values, xp, dtype_name, k)
+        _check_exact_in_float(arr, target)
+    return _float_work(arr, xp, problem.maximize, k, problem.has_forbidden, target)
+
+
+def _pad(work: WorkMatrix, xp, n: int, k: int) -> WorkMatrix:
+    """Zero rows below the n real rows: a padded row takes any column at no cost."""
     if n < k:
-        padded = xp.zeros((k, k), dtype=values.dtype)
-        padded[:n] = values
-        values = padded
-    if values.dtype.kind == "f":
-        scale = max(-float(values.min()), float(values.max())) if values.size else 1.0
-        eps = k * max(scale, np.finfo(np.float64).tiny) * _FLOAT_EPS_FACTOR
-    else:
-        eps = 0.0
-    return xp.ascontiguousarray(values), eps
+        padded = xp.zeros((k, k), dtype=work.values.dtype)
+        padded[:n] = work.values
+        work.values = padded
+        if work.row_offset is not None:
+            work.row_offset = np.concatenate([work.row_offset, np.zeros(k - n, work.row_offset.dtype)])
+    work.values = xp.ascontiguousarray(work.values)
+    return work
 
 
-def _integer_values(arr, xp, maximize: bool):
-    """Integer costs (negated when maximising) as int64, refusing magnitudes that could overflow."""
+def _integer_work(arr, xp, maximize: bool, k: int, requested: str | None) -> WorkMatrix | None:
+    """Exact integer work matrix, or None when even the reduced integers could overflow the int64
+    duals (the caller then solves in float64). A requested int dtype that cannot hold the values
+    is an error, never a silent change."""
     if arr.dtype.kind == "b":
         arr = arr.astype(np.int8)
-    if arr.dtype == np.uint64 and arr.size and int(arr.max()) >= 2**63:
-        raise LapInputError("integer costs exceed the int64 range; convert them to float64")
-    if maximize or arr.dtype.itemsize > 4 or arr.dtype == np.uint32:
-        arr = arr.astype(np.int64, copy=False)
-    return -arr if maximize else arr
+    if maximize:
+        arr = _negate_exactly(arr)
+        if arr is None:
+            return None
+    if arr.size == 0:
+        return WorkMatrix(arr.astype(requested or "int32"), 0.0)
+    if arr.dtype.itemsize <= 4 and arr.dtype != np.uint32:
+        target = requested or "int32"  # |cost| < 2^31: duals within 4·(k+1)·2^31 < 2^62 for k ≤ 2^28
+        return WorkMatrix(arr.astype(target, copy=False), 0.0)
+    lo, hi = int(arr.min()), int(arr.max())
+    bound = max(abs(lo), abs(hi))
+    row_offset = None
+    if bound * 4 * (k + 1) >= _INT64_SAFE:
+        arr, row_offset = _reduce_rows_exactly(arr, xp)
+        lo, hi = 0, int(arr.max())
+        if hi * 4 * (k + 1) >= _INT64_SAFE:
+            return None
+    target = requested or ("int32" if -(2**31) <= lo and hi < 2**31 else "int64")
+    info = np.iinfo(target)
+    if lo < info.min or hi > info.max:
+        raise LapInputError(f"costs in [{lo}, {hi}] do not fit {target}; use --dtype int64 or float64")
+    return WorkMatrix(arr.astype(target, copy=False), 0.0, row_offset=row_offset)
 
 
-def _float_values(arr, xp, maximize: bool, k: int, has_forbidden: bool):
-    """Float costs (negated when maximising: exact), forbidden entries set to a sentinel; float16
-    widens to float32, other floats keep their dtype (no float64 round trip of the matrix).
+def _negate_exactly(arr):
+    """−arr in int64, or None when a value has no int64 negation (−2^63, or uint64 ≥ 2^63): the
+    caller then solves in float64, as scipy does."""
+    if arr.dtype.itemsize == 8 and arr.size:
+        if arr.dtype == np.uint64 and int(arr.max()) >= 2**63:
+            return None
+        if arr.dtype == np.int64 and int(arr.min()) == -(2**63):
+            return None
+    return -arr.astype(np.int64)
 
-    The sentinel exceeds hi + k·(hi − lo + 1): any assignment through one forbidden entry costs
-    more than every assignment of finite entries, so the optimum uses one only when it must.
-    """
-    values = arr.astype(np.float32) if arr.dtype.itemsize < 4 else arr
+
+def _reduce_rows_exactly(arr, xp):
+    """Subtract each row's minimum exactly (unsigned differences of 64-bit integers are exact
+    modulo 2^64 and the true difference lies in [0, 2^64)). Returns (reduced uint64 or int64,
+    row offsets as int64 or Python-int object array)."""
+    row_min = arr.min(axis=1)
+    if arr.dtype == np.int64:
+        reduced = arr.view(np.uint64) - row_min.view(np.uint64)[:, None]
+        offsets = xp.asnumpy(row_min) if xp is not np else row_min
+    else:
+        reduced = arr.astype(np.uint64, copy=False) - row_min.astype(np.uint64)[:, None]
+        host = xp.asnumpy(row_min) if xp is not np else np.asarray(row_min)
+        offsets = host.astype(np.int64) if int(host.max()) < 2**63 else host.astype(object)
+    if int(reduced.max()) < 2**63:
+        reduced = reduced.astype(np.int64)
+    return reduced, np.asarray(offsets)
+
+
+def _floats_as_integers(arr, xp, requested: str, has_forbidden: bool):
+    """Float costs solved as integers (``dtype="int64"``): only when every value is an integer."""
+    if has_forbidden:
+        raise LapInputError(f"forbidden (infinite) entries need a float working dtype, not {requested}")
+    if arr.size and not bool((arr == xp.floor(arr)).all()):
+        raise LapInputError(f"costs are not integers, so they cannot be solved as {requested}")
+    if arr.size and float(xp.abs(arr).max()) >= 2.0**63:
+        raise LapInputError(f"costs do not fit {requested}; use --dtype float64")
+    return arr.astype(np.int64)
+
+
+def _check_exact_in_float(arr, target: str) -> None:
+    """Integers solved as floats (``dtype="float32"``): refuse values the float cannot hold."""
+    if _always_fits(arr.dtype, np.dtype(target)) or arr.size == 0:
+        return
+    limit = 2 ** (np.finfo(target).nmant + 1)
+    if max(abs(int(arr.min())), abs(int(arr.max()))) > limit:
+        raise LapInputError(
+            f"integer costs beyond ±{limit} are not exact in {target}; use --dtype int64 or float64"
+        )
+
+
+def _float_work(arr, xp, maximize: bool, k: int, has_forbidden: bool, target: str) -> WorkMatrix:
+    """Float work matrix: negated when maximising (exact), cast to ``target`` (float16 widens),
+    each row's minimum subtracted (and each column's when square), forbidden entries set to a
+    sentinel, then padded. The sentinel (k + 2)·S exceeds S + (k − 1)·S: any assignment through a
+    forbidden entry costs more than every assignment of finite reduced costs, so the optimum uses
+    one only when it must (then it is infeasible)."""
+    finite = xp.isfinite(arr) if has_forbidden else None  # before a narrowing cast can overflow
+    values = arr.astype(target, copy=False)
     if maximize:
         values = -values
-    if not has_forbidden:
-        return values
-    finite = xp.isfinite(values)
-    if not bool(finite.any()):
-        raise InfeasibleError()
-    lo = float(values[finite].min())
-    hi = float(values[finite].max())
-    sentinel = hi + (k + 1) * (hi - lo + 1.0)
-    if not math.isfinite(sentinel):
-        raise LapInputError("finite costs span too wide a range to mark forbidden entries")
-    if not np.isfinite(values.dtype.type(sentinel)):
-        values = values.astype(np.float64)
-    return xp.where(finite, values, values.dtype.type(sentinel))
+    n = values.shape[0]
+    if has_forbidden:
+        if values.dtype.itemsize < arr.dtype.itemsize and not bool((xp.isfinite(values) == finite).all()):
+            raise LapInputError(f"costs overflow {target}; use --dtype float64")
+        if not bool(finite.any()):
+            raise InfeasibleError()
+        row_min = xp.where(finite, values, xp.inf).min(axis=1)
+        row_min = xp.where(xp.isfinite(row_min), row_min, 0).astype(values.dtype)
+        values = values - row_min[:, None]
+        spread = float(xp.where(finite, values, 0).max())
+        sentinel = values.dtype.type((k + 2) * (spread if spread > 0 else 1.0))
+        if not np.isfinite(sentinel):
+            raise LapInputError("finite costs span too wide a range to mark forbidden entries")
+        values = xp.where(finite, values, sentinel)
+    else:
+        if values.size and not bool(xp.isfinite(values).all()):
+            raise LapInputError(f"costs overflow {target}; use --dtype float64")
+        row_min = values.min(axis=1)
+        values = values - row_min[:, None]
+    row_offset = _host_float64(row_min, xp)
+    col_offset = None
+    if n == k and not has_forbidden:  # square: columns too (a padded problem keeps zero rows)
+        col_min = values.min(axis=0)
+        values = values - col_min[None, :]
+        col_offset = _host_float64(col_min, xp)
+    spread = float(values.max()) if values.size else 0.0
+    work = _pad(WorkMatrix(values, float_eps(k, spread), row_offset, col_offset), xp, n, k)
+    return work
 
 
-def _cast_checked(values, xp, dtype_name: str, k: int):
-    """Cast to the working dtype, refusing casts that would change integer values. Range scans
-    run only where a value could actually fail (e.g. none for int32 input solved as int32)."""
-    target = np.dtype(dtype_name)
-    if values.size == 0:
-        return values.astype(target)
-    if values.dtype.kind in "iu" and _always_fits(values.dtype, target) and values.dtype.itemsize <= 4:
-        return values.astype(target, copy=False)  # int32 duals in int64 cannot overflow
-    if values.dtype.kind == "f" and target.kind == "f":
-        return values.astype(target, copy=False)  # float working types need no range check
-    lo, hi = values.min(), values.max()
-    if values.dtype.kind == "f" and target.kind == "i":
-        if not bool((values == xp.floor(values)).all()):
-            raise LapInputError(f"costs are not integers, so they cannot be solved as {dtype_name}")
-    if values.dtype.kind in "iu" and target.kind == "f":
-        limit = 2 ** (np.finfo(target).nmant + 1)
-        if max(abs(int(lo)), abs(int(hi))) > limit:
-            raise LapInputError(
-                f"integer costs beyond ±{limit} are not exact in {dtype_name}; use --dtype int64 or float64"
-            )
-    if target.kind == "i":
-        info = np.iinfo(target)
-        if float(lo) < info.min or float(hi) > info.max:
-            raise LapInputError(
-                f"costs in [{lo}, {hi}] do not fit {dtype_name}; use --dtype int64 or float64"
-            )
-        bound = max(abs(int(lo)), abs(int(hi)))
-        if bound * 4 * (k + 1) >= _INT64_SAFE:
-            raise LapInputError(
-                f"integer costs up to {bound} are too large for exact solving at n={k} "
-                "(the int64 duals could overflow); convert them to float64"
-            )
-    return values.astype(target, copy=False)
+def _host_float64(array, xp) -> np.ndarray:
+    host = array if xp is np else xp.asnumpy(array)
+    return np.asarray(host, dtype=np.float64)

@@ -1,9 +1,12 @@
 """Randomised verification of the CUDA solver against scipy, at scale (run on a GPU machine).
 
 Each case draws a shape (n from 1 to --max-n, square or rectangular), a range R·n, a working dtype,
-a kind (uniform, float, geometric, sanity), maximize or not, and sometimes forbidden entries
-(sometimes enough to make the problem infeasible). The CUDA answer must match scipy's: the same
-objective (exact for integers), a valid assignment of min(n, m) pairs, the same infeasibility.
+a kind (uniform, float, geometric, sanity, offset floats 1e6 + U(0, 1e-7), near-ties: integers
+0..9 plus 1e-8·U(0, 1)), maximize or not, sometimes forbidden entries (sometimes enough to make
+the problem infeasible), and a route: a host array, a CuPy view whose data pointer is not 16-byte
+aligned, or a CSV round trip through lapcli's reader. The answer must match scipy's: the same
+objective (exact for integers), a valid assignment of min(n, m) pairs, the same infeasibility,
+and a certificate (an uncertified answer of a Hungarian engine is a failure).
 
 Every failing case is saved to OUT/case-<i>.npz with its seed and parameters; replay one with
     python scripts/fuzz_gpu.py --replay OUT/case-17.npz
@@ -33,21 +36,31 @@ DTYPES = ("int32", "int64", "float32", "float64")
 def draw_case(rng: np.random.Generator, max_n: int) -> dict:
     n = int(round(math.exp(rng.uniform(0, math.log(max_n)))))
     m = n if rng.random() < 0.75 else int(round(math.exp(rng.uniform(0, math.log(max_n)))))
-    kind = str(rng.choice(["uniform"] * 6 + ["float", "geometric", "sanity"]))
+    kind = str(rng.choice(["uniform"] * 6 + ["float", "geometric", "sanity", "offset", "near-tie"]))
     if kind == "sanity":
         m = n
     dtype = str(rng.choice(DTYPES)) if kind == "uniform" else str(rng.choice(["float32", "float64"]))
+    if kind in ("offset", "near-tie"):
+        dtype = "float64"  # their structure is below float32's resolution
     return {
         "n": n, "m": m, "kind": kind, "range": float(rng.choice(RANGES)), "dtype": dtype,
         "maximize": bool(rng.random() < 0.2),
         "forbidden": float(rng.choice([0.0] * 6 + [0.05, 0.3, 0.9])),
+        "route": str(rng.choice(["host"] * 8 + ["unaligned", "csv"])),
         "seed": int(rng.integers(2**31)),
     }
 
 
 def build_matrix(case: dict) -> np.ndarray:
-    cost = generate(case["n"], case["m"], range_factor=case["range"], seed=case["seed"], kind=case["kind"],
-                    dtype=None if case["kind"] != "uniform" else "int64")
+    rng = np.random.default_rng(case["seed"])
+    shape = (case["n"], case["m"])
+    if case["kind"] == "offset":
+        cost = 1e6 + rng.uniform(0, 1e-7, shape)
+    elif case["kind"] == "near-tie":
+        cost = rng.integers(0, 10, shape) + 1e-8 * rng.random(shape)
+    else:
+        cost = generate(case["n"], case["m"], range_factor=case["range"], seed=case["seed"], kind=case["kind"],
+                        dtype=None if case["kind"] != "uniform" else "int64")
     if case["kind"] == "uniform" and case["dtype"].startswith("int") and case["range"] >= 1 and case["seed"] % 7 == 0:
         cost = cost + (2**31 - 2 - cost.max()) * (case["dtype"] == "int64")  # values near int32 max
     if case["forbidden"] > 0:
@@ -63,8 +76,33 @@ def working_dtype(case: dict, cost: np.ndarray) -> str | None:
     return case["dtype"]
 
 
+def routed(case: dict, cost: np.ndarray, out: Path | None = None):
+    """The cost as the case's route delivers it to lapcli: as is, as a CuPy view 4–8 bytes past
+    a 16-byte boundary, or written to CSV and read back by lapcli's reader."""
+    route = case.get("route", "host")
+    if route == "unaligned":
+        try:
+            import cupy
+        except ImportError:
+            return cost
+        flat = cupy.empty(cost.size + 2, dtype=cost.dtype)
+        view = flat[1:cost.size + 1].reshape(cost.shape)
+        view[...] = cupy.asarray(cost)
+        return view
+    if route == "csv" and np.isfinite(cost).all() and cost.size:
+        import io as _io
+
+        from lapcli.io import read_text
+
+        buffer = _io.BytesIO()
+        np.savetxt(buffer, cost, delimiter=",", fmt="%d" if cost.dtype.kind in "iu" else "%.17g")
+        read = read_text(buffer.getvalue(), "fuzz.csv")
+        return read[0] if isinstance(read, tuple) else read
+    return cost
+
+
 def check(case: dict, cost: np.ndarray, solver: str = "cuda") -> tuple[str, str]:
-    """('ok' | 'mismatch' | 'error' | 'hang', detail)."""
+    """('ok' | 'mismatch' | 'error' | 'hang' | 'uncertified', detail)."""
     try:
         ref_rows, ref_cols = scipy_lsa(cost, maximize=case["maximize"])
         expected = cost[ref_rows, ref_cols]
@@ -74,7 +112,8 @@ def check(case: dict, cost: np.ndarray, solver: str = "cuda") -> tuple[str, str]
             raise
         expected = "infeasible"
     try:
-        solution = lapcli.solve(cost, solver=solver, maximize=case["maximize"], dtype=working_dtype(case, cost), timeout=60)
+        solution = lapcli.solve(routed(case, cost), solver=solver, maximize=case["maximize"],
+                                dtype=working_dtype(case, cost), timeout=60)
     except lapcli.InfeasibleError:
         return ("ok", "") if expected == "infeasible" else ("mismatch", f"{solver} says infeasible, scipy {expected}")
     except lapcli.SolverError as error:
@@ -90,7 +129,11 @@ def check(case: dict, cost: np.ndarray, solver: str = "cuda") -> tuple[str, str]
         ok = solution.objective == expected
     else:
         ok = abs(solution.objective - expected) <= objective_tolerance(cost)
-    return ("ok", "") if ok else ("mismatch", f"{solver} {solution.objective} scipy {expected}")
+    if not ok:
+        return "mismatch", f"{solver} {solution.objective} scipy {expected}"
+    if solver != "scipy" and not solution.report.certified:
+        return "uncertified", f"{solver} returned no certificate"
+    return "ok", ""
 
 
 def main() -> None:
@@ -112,7 +155,7 @@ def main() -> None:
     rng = np.random.default_rng(seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    counts = {"solves": 0, "ok": 0, "mismatch": 0, "error": 0, "hang": 0}
+    counts = {"solves": 0, "ok": 0, "mismatch": 0, "error": 0, "hang": 0, "uncertified": 0}
     lapcli.solve(np.eye(2), solver=args.solver)  # compile outside the clock of the first case
     start = time.perf_counter()
     largest = 0

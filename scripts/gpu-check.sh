@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One call on a GPU machine without network: install from the checkout (no downloads), run the GPU
-# tests, the issue's five comparison points (cooperative vs stepwise), the step table at n=4096
-# R=100, and a short fuzz run. Logs go to the folder given as $1 (default ./gpu-logs).
-# Environment: FUZZ_SECONDS (default 60), BENCH_REPEAT (default 5).
+# tests, compute-sanitizer on small solves, the auto/crossover grid (scipy vs cuda vs auto), the
+# HyLAC comparison points, the step table at n=4096 R=100, a cold `lap solve` against its kernel
+# time, and the fuzzer in parallel processes. Logs go to the folder given as $1 (default ./gpu-logs).
+# Environment: FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
+# SKIP (space-separated parts to skip: tests sanitizer crossover hylac solve cold fuzz).
 set -uo pipefail
 out=${1:-gpu-logs}
 mkdir -p "$out"
@@ -13,14 +15,78 @@ cd "$(dirname "$0")/.."
   python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -3
 } >"$out/env.txt" 2>&1
 python3 -c "import lapcli" 2>/dev/null || export PYTHONPATH=$PWD
-lap() { python3 -m lapcli.cli "$@"; }
+lap() { python3 -m lapcli "$@"; }
+skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
 status=0
-python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -3 || status=1
-lap bench --suite hylac --solvers cuda,cuda-stepwise --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
-  --json "$out/bench-hylac.json" 2>&1 | tee "$out/bench-hylac.txt" || status=1
+if ! skip tests; then
+  python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -3 || status=1
+fi
+if ! skip sanitizer; then  # memcheck, racecheck (shared memory), synccheck on small cooperative solves
+  cat >/tmp/sanitize.py <<'PY'
+import numpy as np, lapcli
+rng = np.random.default_rng(7)
+for n, r in ((37, 10), (130, 1000), (300, 1)):
+    for dtype in ("int32", "float64"):
+        lapcli.solve((rng.integers(0, max(1, r * n), (n, n))).astype(dtype), solver="cuda")
+lapcli.solve(rng.random((90, 60)), solver="cuda", maximize=True)
+print("sanitized solves done")
+PY
+  for tool in memcheck racecheck synccheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 python3 /tmp/sanitize.py >"$out/sanitizer-$tool.txt" 2>&1 \
+      && echo "compute-sanitizer $tool: clean" || { echo "compute-sanitizer $tool: FAILED"; status=1; }
+    tail -2 "$out/sanitizer-$tool.txt"
+  done | tee "$out/sanitizer.txt"
+fi
+if ! skip crossover; then  # issue #12: auto within 10% of the faster of scipy and cuda
+  for kind in "uniform --ranges 1" "uniform --ranges 1000" "float --ranges 1"; do
+    set -- $kind
+    lap bench --kind "$1" --dtypes $([ "$1" = float ] && echo float64 || echo int32) --sizes 64,128,256,512,1024,2048 \
+      "$2" "$3" --solvers scipy,cuda,auto --baseline scipy --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
+      --json "$out/crossover-$1-$3.json" 2>&1 | tee -a "$out/crossover.txt" || status=1
+  done
+fi
+if ! skip hylac; then
+  lap bench --suite hylac --solvers cuda,cuda-stepwise --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
+    --json "$out/bench-hylac.json" 2>&1 | tee "$out/bench-hylac.txt" || status=1
+fi
 matrix=$(mktemp -d)/m4096-r100.npy
 lap generate --n 4096 --range 100 --seed 4096 -o "$matrix" --quiet
-lap solve "$matrix" --solver cuda --quiet >/dev/null  # warm: compile and allocate
-lap solve "$matrix" --solver cuda --report "$out/solve-4096-r100.json" 2>&1 | tee "$out/solve-4096-r100.txt" || status=1
-python3 scripts/fuzz_gpu.py --seconds "${FUZZ_SECONDS:-60}" --out "$out/fuzz" | tail -2 || status=1
+if ! skip solve; then
+  lap solve "$matrix" --solver cuda --quiet >/dev/null  # warm: compile and allocate
+  lap solve "$matrix" --solver cuda --report "$out/solve-4096-r100.json" 2>&1 | tee "$out/solve-4096-r100.txt" || status=1
+fi
+if ! skip cold; then  # issue #12: a cold one-shot solve's wall time against its kernel time
+  for i in 1 2 3; do
+    sync; start=$(date +%s.%N)
+    lap solve "$matrix" -o /tmp/a.npy --quiet --report /tmp/cold.json
+    end=$(date +%s.%N)
+    python3 -c "import json,sys; r=json.load(open('/tmp/cold.json')); print(f'cold lap solve n=4096: wall {($end-$start)*1e3:.0f} ms, kernel {r[\"details\"][\"kernel_ms\"]:.0f} ms, solver {r[\"solver\"]}, compile {r[\"details\"][\"compile_ms\"]:.0f} ms')"
+  done | tee "$out/cold-solve.txt"
+fi
+if ! skip fuzz; then  # several processes share the GPU; each has its own seed
+  workers=${FUZZ_WORKERS:-6}
+  for w in $(seq 1 "$workers"); do
+    python3 scripts/fuzz_gpu.py --seconds "${FUZZ_SECONDS:-60}" --seed "$((RANDOM * 32768 + RANDOM + w))" \
+      --out "$out/fuzz-$w" >"$out/fuzz-$w.log" 2>&1 &
+  done
+  wait
+  python3 - "$out" "$workers" <<'PY' | tee "$out/fuzz-summary.txt" || status=1
+import json, sys
+out, workers = sys.argv[1], int(sys.argv[2])
+total = {}
+for w in range(1, workers + 1):
+    try:
+        summary = json.load(open(f"{out}/fuzz-{w}/summary.json"))
+    except FileNotFoundError:
+        print(f"worker {w} wrote no summary"); sys.exit(1)
+    for key in ("solves", "ok", "mismatch", "error", "hang", "uncertified"):
+        total[key] = total.get(key, 0) + summary.get(key, 0)
+    total["seconds"] = max(total.get("seconds", 0), summary["seconds"])
+    total["largest_side"] = max(total.get("largest_side", 0), summary["largest_side"])
+    total.setdefault("seeds", []).append(summary["seed"])
+print("fuzz total:", json.dumps(total))
+sys.exit(0 if total["ok"] == total["solves"] else 1)
+PY
+  grep -h -E "^(mismatch|error|hang|uncertified):" "$out"/fuzz-*.log | head -20
+fi
 exit $status

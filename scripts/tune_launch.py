@@ -1,7 +1,7 @@
 """Launch-parameter experiment on a GPU: block size, blocks per SM, step-6 unroll, pinned upload.
 
 Prints the median ms (host array to host assignment) of the cooperative solver per variant at the
-issue's comparison points. Used to pick the defaults in lapcli/solvers/cuda_solver.py.
+issue's comparison points. Used to pick the defaults in lapcli/engines/cuda_hungarian.py.
 """
 
 import os
@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from lapcli.problem import prepare
-from lapcli.solvers import cuda_solver
+from lapcli.engines import cuda_hungarian as cuda_solver
 
 POINTS = [(1024, 1), (4096, 1), (4096, 100), (8192, 1000)]
 VARIANTS = [  # (block, blocks per SM, defines, pinned upload)

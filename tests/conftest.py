@@ -15,7 +15,7 @@ def rng(request):
 
 
 def pytest_collection_modifyitems(config, items):
-    from lapcli.solvers import cuda_status
+    from lapcli.engines import cuda_status
 
     available, why = cuda_status()
     if available:

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from lapcli.solvers import cuda_solver
+from lapcli.engines import cuda_hungarian as cuda_solver
 
 NVCC = shutil.which("nvcc")
 
@@ -22,7 +22,7 @@ def test_kernel_compiles_for_sm90_with_runtime_defines(tmp_path):
     )
     source.write_text(cuda_solver.kernel_source() + "\n" + instantiations + "\n")
     result = subprocess.run(
-        [NVCC, "-arch=sm_90", "-cubin", "-std=c++17", f"-DLAP_BLOCK={cuda_solver.BLOCK_SIZE}",
+        [NVCC, "-arch=sm_90", "-cubin", "-std=c++17", *cuda_solver.kernel_defines(),
          "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(source)],
         capture_output=True, text=True,
     )
@@ -47,3 +47,20 @@ def test_state_struct_layout_matches_the_kernel():
     body = source[source.index("struct State {"):source.index("};", source.index("struct State {"))]
     pointer_fields = [line.split("*")[1].strip(" ;").split(";")[0] for line in body.splitlines() if "*" in line.split("//")[0]]
     assert tuple(pointer_fields) == cuda_solver.STATE_POINTERS
+
+
+def test_kernel_takes_slots_and_statuses_from_the_launcher_only():
+    """One source: the kernel defines none of the shared constants itself, and uses every one."""
+    source = cuda_solver.kernel_source()
+    for name in (*cuda_solver.SLOTS, *(define for define, _ in cuda_solver.STATUSES.values())):
+        assert f"#define {name}" not in source, f"{name} is defined in the kernel too"
+        assert name in source, f"{name} is not used by the kernel"
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_kernel_refuses_to_compile_without_the_launchers_defines(tmp_path):
+    source = tmp_path / "bare.cu"
+    source.write_text(cuda_solver.kernel_source())
+    result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "k.cubin"),
+                             str(source)], capture_output=True, text=True)
+    assert result.returncode != 0 and "kernel_defines" in result.stderr

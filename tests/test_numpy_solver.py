@@ -5,7 +5,7 @@ import pytest
 
 import lapcli
 from lapcli.errors import SolverError
-from lapcli.solvers.numpy_hungarian import step6_shift_duals
+from lapcli.engines.numpy_hungarian import step6_shift_duals
 
 from .helpers import RANGES, assert_matches_scipy, uniform_costs
 

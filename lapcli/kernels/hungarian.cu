@@ -19,7 +19,7 @@
 // the columns that step 4 uncovered since (new_cols): only the first step 6 of a phase reads whole
 // rows. Same delta, same zeros, same step counts as recomputing everything.
 //
-// The NumPy twin lapcli/solvers/numpy_hungarian.py is the readable specification: same steps,
+// The NumPy twin lapcli/engines/numpy_hungarian.py is the readable specification: same steps,
 // same array names.
 //
 // Types: T is the stored cost (int, long long, float, double); D the dual / slack type (long long
@@ -32,8 +32,10 @@
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
 
-#ifndef LAP_BLOCK
-#define LAP_BLOCK 512
+// Block size, flag slots and status codes come from the launcher (cuda_hungarian.kernel_defines),
+// the one place they are defined.
+#if !defined(LAP_BLOCK) || !defined(SLOT_COUNT) || !defined(STATUS_PATH_WALK)
+#error "compile with the -D options of lapcli.engines.cuda_hungarian.kernel_defines()"
 #endif
 #define LAP_WARPS (LAP_BLOCK / 32)
 #ifndef LAP_UNROLL
@@ -41,19 +43,6 @@ namespace cg = cooperative_groups;
 #endif
 constexpr int step6_unroll = LAP_UNROLL;  // 16-byte loads in flight per lane in step 6 (warp_row_min)
 #define FULL_MASK 0xffffffffu
-
-#define STATUS_OK 0
-#define STATUS_DELTA_NOT_POSITIVE 1
-#define STATUS_TIMEOUT 2
-#define STATUS_ITERATION_CAP 3
-
-// A flag slot: what a phase's threads report, read by every thread after the barrier.
-#define SLOT_CHANGED 0   // step 2: a row had to be released / step 4: a row was covered
-#define SLOT_PATH 1      // step 4: a primed zero in a row without a star (go to step 5)
-#define SLOT_ABORT 2     // step 4: timeout or iteration cap (the value is the status)
-#define SLOT_STARS 3     // step 3: number of starred columns
-#define SLOT_INTS 4
-#define SLOT_COUNT 3     // rotating: a slot is cleared two phases after it was last read
 
 template <typename D> __device__ __forceinline__ D largest();
 template <> __device__ __forceinline__ long long largest<long long>() { return 0x7fffffffffffffffLL; }
@@ -64,7 +53,7 @@ template <typename D> __device__ __forceinline__ D covered_dual();
 template <> __device__ __forceinline__ long long covered_dual<long long>() { return -(1LL << 62); }
 template <> __device__ __forceinline__ double covered_dual<double>() { return -largest<double>(); }
 
-// Everything the steps share, laid out by lapcli/solvers/cuda_solver.py (STATE_LAYOUT).
+// Everything the steps share, laid out by lapcli/engines/cuda_hungarian.py (STATE_POINTERS).
 template <typename T, typename D>
 struct State {
     const T* cost;
@@ -102,6 +91,14 @@ __device__ __forceinline__ unsigned long long global_timer_ns() {
 }
 
 __device__ __forceinline__ int load_volatile(const int* p) { return *(const volatile int*)p; }
+// An acquire load, as cuda::atomic_ref<int, cuda::thread_scope_device>(*p).load(memory_order_acquire)
+// compiles: later loads of this thread cannot be performed before it (PTX memory model). Inline
+// PTX keeps NVRTC free of the libcu++ headers.
+__device__ __forceinline__ int load_acquire(const int* p) {
+    int x;
+    asm volatile("ld.acquire.gpu.b32 %0, [%1];" : "=r"(x) : "l"(p) : "memory");
+    return x;
+}
 __device__ __forceinline__ void store_volatile(int* p, int x) { *(volatile int*)p = x; }
 
 // Step-time accounting (shared/design.md §5): thread 0 of block 0 reads %globaltimer right after
@@ -326,8 +323,11 @@ __device__ void step4_round(const State<T, D>& s, int* slot) {
         const int r = row_of_zero(z), c = z & 0xffff;
         // LAP19 App. A: check the column cover before the row cover. Columns are only ever
         // uncovered here, so a zero seen with its column and then its row uncovered was uncovered
-        // at one instant, and some serial order primes it too.
-        if (load_volatile(s.cover_col + c) == 0 && load_volatile(s.cover_row + r) == 0) {
+        // at one instant, and some serial order primes it too. The column read is an ACQUIRE: it
+        // pairs with the writer's fence below, so a thread that sees the column uncovered also
+        // sees the row cover written before it (with relaxed loads the row read could be
+        // satisfied first, and read a stale 0).
+        if (load_acquire(s.cover_col + c) == 0 && load_volatile(s.cover_row + r) == 0) {
             store_volatile(s.column_of_prime_at_row + r, c);
             const int star_col = s.column_of_star_at_row[r];
             if (star_col >= 0) {
@@ -354,15 +354,19 @@ __device__ void step4_round(const State<T, D>& s, int* slot) {
 // Step 5a: from every primed row without a star, walk prime -> star in its column -> prime ...
 // marking each column's green row. One green per column: walks that join overwrite each other's
 // greens, so the backward walks of 5b follow vertex-disjoint paths.
+// A walk is bounded by k links; one that is longer, or meets a row without a prime, means the
+// covers or stars are inconsistent: it stops and reports STATUS_PATH_WALK instead of looping or
+// indexing with -1 (the host turns the status into an error; never a hang).
 template <typename T, typename D>
 __device__ void step5a_greens(const State<T, D>& s) {
     for (int r0 = global_tid(); r0 < s.k; r0 += global_threads()) {
         int c = load_volatile(s.column_of_prime_at_row + r0);
         if (c < 0 || s.column_of_star_at_row[r0] >= 0) continue;
         store_volatile(s.row_of_green_at_column + c, r0);
-        int r;
+        int r, links = 0;
         while ((r = s.row_of_star_at_column[c]) >= 0) {
             c = load_volatile(s.column_of_prime_at_row + r);
+            if (c < 0 || ++links > s.k) { atomicExch(s.status, STATUS_PATH_WALK); break; }
             store_volatile(s.row_of_green_at_column + c, r);
         }
     }
@@ -375,7 +379,7 @@ __device__ void step5b_flip(const State<T, D>& s) {
     for (int j = global_tid(); j < s.k; j += global_threads()) {
         int r = load_volatile(s.row_of_green_at_column + j);
         if (r < 0 || s.row_of_star_at_column[j] >= 0) continue;
-        int c = j;
+        int c = j, links = 0;
         while (true) {
             const int old_star_col = s.column_of_star_at_row[r];
             s.column_of_star_at_row[r] = c;
@@ -383,6 +387,7 @@ __device__ void step5b_flip(const State<T, D>& s) {
             if (old_star_col < 0) break;
             c = old_star_col;
             r = load_volatile(s.row_of_green_at_column + c);
+            if (r < 0 || ++links > s.k) { atomicExch(s.status, STATUS_PATH_WALK); break; }
         }
     }
 }
@@ -565,6 +570,9 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) hungarian(const State<T, D>* __r
                 step5b_flip(s);
                 grid.sync();
                 if (clock_thread) sh.clock.mark(5);
+                // written (if at all) before the barrier, so every block reads the same value
+                const int walk_status = load_volatile(s.status);
+                if (walk_status) { result = walk_status; goto finish; }
                 break;  // back to step 3
             }
             if (changed) continue;

@@ -1,7 +1,8 @@
-"""Run the Hungarian kernels of kernels/hungarian.cu through CuPy.
+"""Engines ``cuda`` and ``cuda-stepwise``: the Hungarian kernels of kernels/hungarian.cu through CuPy.
 
-``run`` (solver ``cuda``): copy the work matrix in, launch ONE cooperative kernel that runs steps
-1–6 to the end, copy back the assignment, the per-step clocks and a status word.
+``run`` (engine ``cuda``): copy the costs in, build the work matrix on the device, launch ONE
+cooperative kernel that runs steps 1–6 to the end, prove the answer with its duals on the device
+(lapcli/certificate.py), copy back the assignment, the duals, the per-step clocks and a status.
 
 ``run_stepwise`` (solver ``cuda-stepwise``): the same device code, one kernel per step, driven by
 a host loop that reads the flags back after steps 2, 3 and 4, as LAP19 and HyLAC run; each step is
@@ -23,8 +24,8 @@ from importlib import resources
 import numpy as np
 
 from ..errors import SolverError
-from ..report import STEP_NAMES, StepStat
-from .base import BackendResult
+from .base import EngineResult, certified_result
+from .steps import STEP_NAMES, StepStat
 
 BLOCK_SIZE = 512
 BLOCKS_PER_SM = 1  # one resident block per SM: the cheapest grid.sync() (shared/design.md §4)
@@ -39,14 +40,33 @@ KERNEL_TYPES = {
 }
 STEPWISE_KERNELS = ("step_1_rows", "step_1_columns", "step_1_zeros", "step_2", "step_3", "step_4",
                     "step_5a", "step_5b", "step_6_min", "step_6_shift")
-SLOT_INTS, SLOT_COUNT = 4, 3
-SLOT_CHANGED, SLOT_PATH, SLOT_ABORT, SLOT_STARS = 0, 1, 2, 3
-
-STATUS_MESSAGES = {
-    1: "step 6 found a non-positive Δ (the zero list is inconsistent; a bug, please report it)",
-    2: "the CUDA solver exceeded its time limit",
-    3: "the CUDA solver reached its iteration cap (a bug, please report it)",
+# What the kernel and this launcher share, defined HERE only: compiled_module passes them to the
+# kernel as -D defines (kernel_defines), and the kernel refuses to compile without them.
+# Flag slots: what a phase's threads report, read by every thread after the barrier.
+SLOTS = {
+    "SLOT_CHANGED": 0,  # step 2: a row had to be released / step 4: a row was covered
+    "SLOT_PATH": 1,  # step 4: a primed zero in a row without a star (go to step 5)
+    "SLOT_ABORT": 2,  # step 4: timeout or iteration cap (the value is the status)
+    "SLOT_STARS": 3,  # step 3: number of starred columns
+    "SLOT_INTS": 4,  # ints per slot
+    "SLOT_COUNT": 3,  # rotating slots: one is cleared two phases after it was last read
 }
+STATUSES = {  # status word -> (define, message)
+    0: ("STATUS_OK", ""),
+    1: ("STATUS_DELTA_NOT_POSITIVE",
+        "step 6 found a non-positive Δ (the zero list is inconsistent; a bug, please report it)"),
+    2: ("STATUS_TIMEOUT", "the CUDA solver exceeded its time limit"),
+    3: ("STATUS_ITERATION_CAP", "the CUDA solver reached its iteration cap (a bug, please report it)"),
+    4: ("STATUS_PATH_WALK", "a step-5 path walk in the CUDA solver met an inconsistent path (a bug, please report it)"),
+}
+STATUS_MESSAGES = {code: message for code, (_, message) in STATUSES.items() if code}
+SLOT_CHANGED, SLOT_PATH, SLOT_ABORT, SLOT_STARS, SLOT_INTS, SLOT_COUNT = SLOTS.values()
+
+
+def kernel_defines(block_size: int = BLOCK_SIZE) -> tuple[str, ...]:
+    """The -D options every compile of hungarian.cu gets: block size, slots, statuses."""
+    return (f"-DLAP_BLOCK={block_size}", *(f"-D{name}={value}" for name, value in SLOTS.items()),
+            *(f"-D{name}={code}" for code, (name, _) in STATUSES.items()))
 
 # struct State<T, D> of the kernel: 20 pointers, then the scalars (all 8-byte aligned).
 STATE_POINTERS = ("cost", "u", "v", "v_masked", "row_min", "partial", "new_cols", "incremental", "zeros", "zeros_size", "cover_row",
@@ -73,7 +93,7 @@ def compiled_module(dtype: str, stepwise: bool = False, block_size: int = BLOCK_
     start = time.perf_counter()
     module = cupy.RawModule(
         code=kernel_source(),
-        options=("-std=c++17", f"-DLAP_BLOCK={block_size}", *(f"-D{d}" for d in defines)),
+        options=("-std=c++17", *kernel_defines(block_size), *(f"-D{d}" for d in defines)),
         name_expressions=[kernel_name(f, dtype) for f in functions],
         enable_cooperative_groups=not stepwise,
     )
@@ -100,13 +120,30 @@ def plan_launch(kernel, size: int, cost_itemsize: int, block_size: int, blocks_p
         raise SolverError(f"the kernel cannot be resident with {block_size} threads per block")
     blocks = max(1, min(sms * min(resident, blocks_per_sm), size))
     segment_capacity = math.ceil(size / blocks) * size
-    needed = (
+    return LaunchPlan(blocks, block_size, segment_capacity, launch_bytes(size, cost_itemsize, blocks))
+
+
+def launch_bytes(size: int, cost_itemsize: int, blocks: int) -> int:
+    """Device bytes of one solve: the matrix, the zero segments, step 1's per-block column minima
+    and the per-row/column arrays."""
+    segment_capacity = math.ceil(size / blocks) * size
+    return (
         size * size * cost_itemsize  # cost
         + blocks * segment_capacity * 4  # zero segments (a zero is 4 bytes)
         + blocks * size * 8  # step-1 column minima per block
         + size * (4 * 8 + 7 * 4)  # u, v, v_masked, row_min; covers, stars, primes, greens, new_cols
     )
-    return LaunchPlan(blocks, block_size, segment_capacity, needed)
+
+
+def check_memory_before_upload(problem, blocks_per_sm: int) -> None:
+    """Refuse before anything is copied: the launch's bytes with the widest cost type the work
+    matrix can have, plus the uploaded input where it is not the work matrix itself."""
+    import cupy
+
+    itemsize = 4 if problem.original.dtype.itemsize <= 2 else 8
+    blocks = min(problem.size, cupy.cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm)
+    upload_bytes = 0 if problem.xp is cupy else problem.original.nbytes
+    check_device_memory(launch_bytes(problem.size, itemsize, max(blocks, 1)) + upload_bytes)
 
 
 def free_device_bytes() -> int:
@@ -204,16 +241,30 @@ def upload(work):
         cupy.cuda.runtime.hostUnregister(pointer)
 
 
-def prepare_launch(problem, stepwise: bool, block_size: int, blocks_per_sm: int, defines: tuple = ()):
+def device_work(problem):
+    """The work matrix on the current device, built there from the uploaded costs (the float
+    reduction and padding cost one pass on the GPU instead of several on the host). Its data
+    pointer is 16-byte aligned, as step 6's vector loads need: a CuPy view that is not (e.g.
+    ``big[1:n*n+1].reshape(n, n)``) is copied."""
+    import cupy
+
+    source = problem.original if problem.xp is cupy else upload(problem.original)
+    work = problem.work_on(cupy, source=source)
+    if work.values.data.ptr % 16:
+        work.values = work.values.copy()
+    return work
+
+
+def prepare_launch(problem, work, stepwise: bool, block_size: int, blocks_per_sm: int, defines: tuple = ()):
     size = problem.size
     if size > MAX_SIZE:
         raise SolverError(f"the CUDA solver handles n ≤ {MAX_SIZE}; use --solver scipy for n = {size}")
-    dtype = str(problem.work.dtype)
+    dtype = work.dtype
     was_cached = compiled_module.cache_info().currsize
     module, compile_ms = compiled_module(dtype, stepwise, block_size, defines)
     fresh_compile = compiled_module.cache_info().currsize > was_cached
     first_kernel = module.get_function(kernel_name("hungarian" if not stepwise else "step_4", dtype))
-    plan = plan_launch(first_kernel, size, problem.work.dtype.itemsize, block_size, blocks_per_sm)
+    plan = plan_launch(first_kernel, size, work.values.dtype.itemsize, block_size, blocks_per_sm)
     check_device_memory(plan.bytes_needed)
     return module, dtype, plan, (compile_ms if fresh_compile else 0.0)
 
@@ -230,60 +281,70 @@ def launch_details(plan: LaunchPlan, compile_ms: float, launches: int, **times_m
     }
 
 
-def finish(problem, column_of_star: np.ndarray, status_word: int, counts, step_ms, dtype) -> BackendResult:
-    """Raise on a bad status or a non-permutation; map the assignment back; build the step list."""
+def finish(problem, work, state, status_word: int, counts, step_ms, engine: str, details: dict) -> EngineResult:
+    """Raise on a bad status or a non-permutation; certify on the device; map back; the steps."""
     if status_word != 0:
         raise SolverError(STATUS_MESSAGES.get(status_word, f"the CUDA kernel ended with status {status_word}"))
-    if np.unique(column_of_star).size != column_of_star.size or column_of_star.min() < 0:
+    column_of_star = state["column_of_star_at_row"]
+    host_columns = column_of_star.get()
+    if np.unique(host_columns).size != host_columns.size or host_columns.min() < 0:
         raise SolverError("the CUDA kernel returned an incomplete assignment (a bug, please report it)")
-    rows, cols = problem.assignment_from_work(column_of_star)
     steps = [StepStat(s, STEP_NAMES[s], int(counts[s]), float(step_ms[s])) for s in range(1, 7)]
-    return BackendResult(rows=rows, cols=cols, device=device_name(), dtype=dtype, steps=steps)
+    return certified_result(problem, work, column_of_star, state["u"], state["v"], engine=engine,
+                            device=device_name(), steps=steps, details=details)
 
 
-def run(problem, *, timeout: float | None = None, block_size: int = BLOCK_SIZE,
-        blocks_per_sm: int = BLOCKS_PER_SM, defines: tuple = (), **_options) -> BackendResult:
-    """Solver ``cuda``: one cooperative launch."""
+def run(problem, *, timeout: float | None = None, device: int | None = None, block_size: int = BLOCK_SIZE,
+        blocks_per_sm: int = BLOCKS_PER_SM, defines: tuple = (), **_options) -> EngineResult:
+    """Engine ``cuda``: one cooperative launch."""
     import cupy
 
-    module, dtype, plan, compile_ms = prepare_launch(problem, False, block_size, blocks_per_sm, defines)
-    kernel = module.get_function(kernel_name("hungarian", dtype))
-    start, copied_in, launched, solved, copied_out = (cupy.cuda.Event() for _ in range(5))
-    start.record()
-    cost = upload(problem.work)  # no copy when the input already lives on the device
-    copied_in.record()
-    state = DeviceState(cost, plan, dtype, problem.eps, timeout)
-    launched.record()
-    kernel((plan.blocks,), (plan.block_size,), (state.struct,))
-    solved.record()
-    column_of_star = state["column_of_star_at_row"].get()
-    clocks_ns, counts = state["step_ns"].get(), state["step_count"].get()
-    status_word = int(state["status"].get()[0])
-    copied_out.record()  # right after the copies: d2h_ms holds no host-side work
-    copied_out.synchronize()
-    result = finish(problem, column_of_star, status_word, counts, clocks_ns / 1e6, dtype)
-    result.details = launch_details(
-        plan, compile_ms, launches=1,
-        h2d_ms=cupy.cuda.get_elapsed_time(start, copied_in),
-        kernel_ms=cupy.cuda.get_elapsed_time(launched, solved),
-        d2h_ms=cupy.cuda.get_elapsed_time(solved, copied_out),
-    )
-    return result
+    with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
+        start, copied_in, launched, solved, copied_out = (cupy.cuda.Event() for _ in range(5))
+        check_memory_before_upload(problem, blocks_per_sm)
+        start.record()
+        work = device_work(problem)  # no copy when the input already lives on the device
+        copied_in.record()
+        module, dtype, plan, compile_ms = prepare_launch(problem, work, False, block_size, blocks_per_sm, defines)
+        kernel = module.get_function(kernel_name("hungarian", dtype))
+        state = DeviceState(work.values, plan, dtype, work.eps, timeout)
+        launched.record()
+        kernel((plan.blocks,), (plan.block_size,), (state.struct,))
+        solved.record()
+        clocks_ns, counts = state["step_ns"].get(), state["step_count"].get()
+        status_word = int(state["status"].get()[0])
+        copied_out.record()
+        copied_out.synchronize()
+        details = launch_details(
+            plan, compile_ms, launches=1,
+            h2d_ms=cupy.cuda.get_elapsed_time(start, copied_in),
+            kernel_ms=cupy.cuda.get_elapsed_time(launched, solved),
+            d2h_ms=cupy.cuda.get_elapsed_time(solved, copied_out),
+        )
+        return finish(problem, work, state, status_word, counts, clocks_ns / 1e6, "cuda", details)
 
 
-def run_stepwise(problem, *, timeout: float | None = None, block_size: int = BLOCK_SIZE,
-                 blocks_per_sm: int = BLOCKS_PER_SM, **_options) -> BackendResult:
-    """Solver ``cuda-stepwise``: one launch per step from a host loop, steps timed with CUDA events."""
+def run_stepwise(problem, *, timeout: float | None = None, device: int | None = None,
+                 block_size: int = BLOCK_SIZE, blocks_per_sm: int = BLOCKS_PER_SM, **_options) -> EngineResult:
+    """Engine ``cuda-stepwise``: one launch per step from a host loop, steps timed with CUDA events."""
     import cupy
 
-    module, dtype, plan, compile_ms = prepare_launch(problem, True, block_size, blocks_per_sm)
-    kernels = {name: module.get_function(kernel_name(name, dtype)) for name in STEPWISE_KERNELS}
-    grid, block = (plan.blocks,), (plan.block_size,)
+    with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
+        return _run_stepwise(problem, timeout, block_size, blocks_per_sm)
+
+
+def _run_stepwise(problem, timeout, block_size, blocks_per_sm) -> EngineResult:
+    import cupy
+
+    check_memory_before_upload(problem, blocks_per_sm)
     start, copied_in = cupy.cuda.Event(), cupy.cuda.Event()
     start.record()
-    cost = upload(problem.work)
+    work = device_work(problem)
     copied_in.record()
-    state = DeviceState(cost, plan, dtype, problem.eps, None)
+    module, dtype, plan, compile_ms = prepare_launch(problem, work, True, block_size, blocks_per_sm)
+    kernels = {name: module.get_function(kernel_name(name, dtype)) for name in STEPWISE_KERNELS}
+    grid, block = (plan.blocks,), (plan.block_size,)
+    state = DeviceState(work.values, plan, dtype, work.eps, None)
     args = (state.struct,)
     timed: list[tuple[int, object, object]] = []  # (step, start event, end event)
     counts = [0] * 7
@@ -329,6 +390,7 @@ def run_stepwise(problem, *, timeout: float | None = None, block_size: int = BLO
             epoch += 1
             if flags[SLOT_PATH]:
                 launch_step(5, ("step_5a", "step_5b"))
+                status_word = int(state["status"].get()[0])
                 break
             if flags[SLOT_CHANGED]:
                 continue
@@ -342,10 +404,9 @@ def run_stepwise(problem, *, timeout: float | None = None, block_size: int = BLO
     step_ms = [0.0] * 7
     for step, begin, end in timed:
         step_ms[step] += cupy.cuda.get_elapsed_time(begin, end)
-    result = finish(problem, state["column_of_star_at_row"].get(), status_word, counts, step_ms, dtype)
-    result.details = launch_details(
+    details = launch_details(
         plan, compile_ms, launches=launches,
         h2d_ms=cupy.cuda.get_elapsed_time(start, copied_in),
         kernel_ms=cupy.cuda.get_elapsed_time(copied_in, finished),  # all launches, host loop included
     )
-    return result
+    return finish(problem, work, state, status_word, counts, step_ms, "cuda-stepwise", details)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import SolverError
-from ..report import StepRecorder
+from .steps import StepRecorder
 
 
 @dataclass
@@ -108,7 +108,8 @@ def step5_augment(column_of_prime_at_row, column_of_star_at_row, row_of_star_at_
 
 
 def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_iterations: int | None = None):
-    """Solve the k×k work matrix; return column_of_star_at_row (a permutation).
+    """Solve the k×k work matrix; return (column_of_star_at_row, u, v): a permutation and the
+    duals that prove it optimal (cost − u − v ≥ −eps, = 0 within eps on the stars).
 
     ``eps`` is 0 for integer costs (exact) and the problem's tolerance for floats.
     ``max_iterations`` caps step-4 rounds + step-6 shifts (a guard; never reached by a correct run).
@@ -135,7 +136,7 @@ def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_itera
             column_of_prime_at_row = np.full(size, -1, dtype=np.int64)
             minima.new_phase()
             if int(cover_col.sum()) == size:
-                return column_of_star_at_row
+                return column_of_star_at_row, u, v
         while True:
             iterations += 1
             if iterations > max_iterations:

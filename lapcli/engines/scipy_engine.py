@@ -1,7 +1,8 @@
-"""scipy.optimize.linear_sum_assignment (shortest augmenting path, Crouse 2016) as a backend.
+"""Engine ``scipy``: scipy.optimize.linear_sum_assignment (shortest augmenting path, Crouse 2016).
 
 It solves the original matrix directly (rectangular, maximize and infinities included), so it is
-also the reference the other solvers are tested against. It reports no Hungarian steps.
+also the reference the other engines are tested against. It reports no steps and no duals, so
+its answers are not certified.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ..errors import InfeasibleError
-from .base import BackendResult
+from .base import EngineResult
 
 
-def run(problem, **_options) -> BackendResult:
+def run(problem, **_options) -> EngineResult:
     original = problem.original
     if problem.xp is not np:
         original = problem.xp.asnumpy(original)
@@ -23,5 +24,5 @@ def run(problem, **_options) -> BackendResult:
         if "infeasible" in str(error):
             raise InfeasibleError() from None
         raise
-    return BackendResult(rows=rows.astype(np.int64), cols=cols.astype(np.int64), device="cpu",
-                         dtype=str(original.dtype))
+    return EngineResult(rows=rows.astype(np.int64), cols=cols.astype(np.int64), device="cpu",
+                        dtype=str(original.dtype))

@@ -1,0 +1,56 @@
+"""What ``solver="auto"`` runs: the measured crossovers in one table, and the reason it reports.
+
+Without a GPU, scipy: it solves k × m natively and beat the NumPy twin on every input measured on
+the 2-core CI machine (1.4–27× square, up to 10^5× on k × m; docs/dispatch.md). The twin runs
+only when named. With a GPU, scipy below the measured crossover and the CUDA kernel above it; a
+strongly rectangular k × m problem (the kernel would pad it to m × m) goes to scipy at any size.
+The crossovers depend on the cost range, estimated from a sample of rows (floats count as
+high-range: their step-6 counts are those of the widest integer ranges).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .registry import cuda_status
+
+
+@dataclass(frozen=True)
+class Crossovers:
+    """Smallest square side k at which the CUDA kernel beat scipy (H100, docs/dispatch.md)."""
+
+    cuda_low_range: int = 512  # integers in [0, R·k) with R < 10
+    cuda_high_range: int = 1024  # R ≥ 10, and floats
+    wide_ratio: int = 4  # max(n, m) > wide_ratio · min(n, m): scipy (native k × m)
+    high_range: float = 10.0  # R = (max − min) / k at and above which the range counts as high
+
+
+CROSSOVERS = Crossovers()
+SAMPLE_ROWS = 8
+
+
+def estimated_range(problem) -> float | None:
+    """R ≈ (max − min) / k over a few rows (cheap: 8·m values), or None for floats."""
+    original = problem.original
+    if original.dtype.kind == "f":
+        return None
+    rows = original[: SAMPLE_ROWS]
+    lo, hi = rows.min(), rows.max()
+    return (float(hi) - float(lo)) / max(problem.size, 1)
+
+
+def choose(problem) -> tuple[str, str]:
+    """(engine name, reason) for ``auto``."""
+    available, why = cuda_status()
+    if not available:
+        return "scipy", f"auto: {why}; scipy (native k×m; faster than the NumPy twin everywhere measured)"
+    small, large = sorted((problem.n_rows, problem.n_cols))
+    if large > CROSSOVERS.wide_ratio * max(small, 1):
+        return "scipy", f"auto: {problem.n_rows}×{problem.n_cols} is wide; scipy solves it natively (cuda pads to {large}²)"
+    range_factor = estimated_range(problem)
+    high = range_factor is None or range_factor >= CROSSOVERS.high_range
+    threshold = CROSSOVERS.cuda_high_range if high else CROSSOVERS.cuda_low_range
+    kind = "floats" if range_factor is None else f"R≈{range_factor:.3g}"
+    if problem.size < threshold:
+        return "scipy", f"auto: n={problem.size} < {threshold} ({kind}): scipy is faster there on the GPU machine"
+    return "cuda", f"auto: n={problem.size} ≥ {threshold} ({kind}): the CUDA kernel is faster there"

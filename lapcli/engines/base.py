@@ -1,0 +1,38 @@
+"""What every engine returns to the facade: the assignment in the caller's coordinates, where it
+ran, its steps, and (for engines that keep duals) the duals and the optimality certificate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .steps import StepStat
+
+
+@dataclass
+class EngineResult:
+    rows: np.ndarray
+    cols: np.ndarray
+    device: str
+    dtype: str
+    steps: list[StepStat] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    duals: tuple[np.ndarray, np.ndarray] | None = None  # (u, v) in the caller's rows, columns and sign
+    certificate: dict[str, Any] | None = None  # see lapcli.certificate.Certificate.to_dict
+
+
+def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: str,
+                     steps: list[StepStat] | None = None, details: dict[str, Any] | None = None) -> EngineResult:
+    """Prove the work matrix's assignment optimal with its duals (lapcli.certificate: raises
+    SolverError when the proof fails), then map assignment and duals to the caller's matrix."""
+    from ..certificate import certify
+
+    certificate = certify(work.values, col_of_row, u, v, work.eps, engine)
+    host = lambda a: a.get() if hasattr(a, "get") else np.asarray(a)  # noqa: E731 - CuPy or NumPy
+    rows, cols = problem.assignment_from_work(host(col_of_row))
+    return EngineResult(
+        rows=rows, cols=cols, device=device, dtype=work.dtype, steps=steps or [], details=details or {},
+        duals=problem.duals_from_work(host(u), host(v), work), certificate=certificate.to_dict(),
+    )

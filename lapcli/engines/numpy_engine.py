@@ -1,0 +1,19 @@
+"""Engine ``numpy``: the NumPy Hungarian, the executable specification of the CUDA kernel."""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+
+from .base import EngineResult, certified_result
+from .numpy_hungarian import solve_square
+from .steps import StepRecorder
+
+
+def run(problem, **_options) -> EngineResult:
+    work = problem.work_on(np)
+    recorder = StepRecorder()
+    column_of_star_at_row, u, v = solve_square(work.values, work.eps, recorder)
+    return certified_result(problem, work, column_of_star_at_row, u, v, engine="numpy",
+                            device=f"cpu ({platform.machine()})", steps=recorder.stats())

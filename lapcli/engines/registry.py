@@ -1,0 +1,136 @@
+"""The one list of engines. Everything that names engines (``--solver`` choices, ``auto``,
+``lap bench``, ``lap info``, the docs) reads it; adding an engine is one module and one
+``register`` call below.
+
+An engine module defines ``run(problem, *, timeout=None, device=None) -> EngineResult`` for one
+problem (``lapcli.problem.Problem``); a batch engine defines ``run_batch(batch, ...)`` as well.
+Modules are imported only when an engine runs, so listing engines costs no CuPy or scipy import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+from ..errors import LapInputError, SolverUnavailable
+
+ALL_DTYPES = ("int32", "int64", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    device: str  # "cpu" or "cuda"
+    batch: bool = False  # solves a stack of problems in one call
+    rectangular: bool = False  # k × m natively (False: padded to max(k, m) square)
+    steps: bool = False  # a per-step report
+    timeout: bool = False  # honours timeout=
+    duals: bool = False  # returns duals, so every answer is certified
+    dtypes: tuple[str, ...] = ALL_DTYPES  # working dtypes
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    summary: str
+    module: str
+    capabilities: Capabilities
+    probe: Callable[[], tuple[bool, str]]  # (available here, why / why not)
+
+    def available(self) -> tuple[bool, str]:
+        return self.probe()
+
+    def load(self):
+        """The engine's module, imported now; SolverUnavailable when it cannot run here."""
+        available, why = self.available()
+        if not available:
+            raise SolverUnavailable(f"solver {self.name!r} cannot run here: {why}")
+        return importlib.import_module(self.module)
+
+
+ENGINES: dict[str, Engine] = {}
+
+
+def register(engine: Engine) -> Engine:
+    if engine.name in ENGINES or engine.name == "auto":
+        raise ValueError(f"engine {engine.name!r} is registered twice")
+    ENGINES[engine.name] = engine
+    return engine
+
+
+def get(name: str) -> Engine:
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise LapInputError(f"unknown solver {name!r}; choose one of {', '.join(solver_choices())}") from None
+
+
+def solver_choices(batch: bool | None = None) -> tuple[str, ...]:
+    """``auto`` and every registered engine (only batch engines when batch=True)."""
+    names = [e.name for e in ENGINES.values() if batch is None or e.capabilities.batch == batch]
+    return ("auto", *names)
+
+
+# ----------------------------------------------------------------------------- probes
+@lru_cache(maxsize=1)
+def cuda_status() -> tuple[bool, str]:
+    """(available, why): whether CuPy imports and sees a CUDA device."""
+    try:
+        import cupy
+    except Exception as error:  # ImportError, or a broken CUDA install raising on import
+        return False, f"CuPy is not importable ({type(error).__name__})"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:
+        return False, f"no CUDA device ({error})".replace("\n", " ")
+    if count < 1:
+        return False, "no CUDA device"
+    return True, f"CuPy {cupy.__version__} sees {count} CUDA device{'s' if count > 1 else ''}"
+
+
+def module_probe(module: str, install: str) -> Callable[[], tuple[bool, str]]:
+    def probe() -> tuple[bool, str]:
+        if importlib.util.find_spec(module) is None:
+            return False, f"{module} is not installed ({install})"
+        return True, f"{module} is installed"
+
+    return probe
+
+
+def always() -> tuple[bool, str]:
+    return True, "always available"
+
+
+# ----------------------------------------------------------------------------- the engines
+register(Engine(
+    "cuda", "classical Hungarian, steps 1-6 in one cooperative CUDA launch",
+    "lapcli.engines.cuda_hungarian",
+    Capabilities(device="cuda", steps=True, timeout=True, duals=True),
+    cuda_status,
+))
+register(Engine(
+    "cuda-stepwise", "the same CUDA steps, one launch per step (the ablation baseline)",
+    "lapcli.engines.cuda_stepwise",
+    Capabilities(device="cuda", steps=True, timeout=True, duals=True),
+    cuda_status,
+))
+register(Engine(
+    "numpy", "the six Hungarian steps in NumPy: the kernel's readable specification",
+    "lapcli.engines.numpy_engine",
+    Capabilities(device="cpu", steps=True, duals=True),
+    always,
+))
+register(Engine(
+    "scipy", "scipy.optimize.linear_sum_assignment (shortest augmenting path, Crouse 2016)",
+    "lapcli.engines.scipy_engine",
+    Capabilities(device="cpu", rectangular=True, dtypes=("float64",)),
+    always,
+))
+register(Engine(
+    "lapx", "lapx's lapjv (Jonker-Volgenant, one CPU core), an optional peer",
+    "lapcli.engines.lapx_engine",
+    Capabilities(device="cpu", rectangular=True, dtypes=("float64",)),
+    module_probe("lapx", "pip install 'lapcli[lapx]'"),
+))

@@ -1,0 +1,51 @@
+"""The step schema every engine reports in: numbered steps with a name, a count and milliseconds.
+
+The Hungarian engines number the six steps of the classical algorithm (Munkres) as LAP19 does; an
+engine that runs other phases names its own (see ``StepStat.name``); scipy reports none.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+STEP_NAMES = {
+    1: "reduce rows and columns",
+    2: "star independent zeros",
+    3: "cover starred columns",
+    4: "prime uncovered zeros",
+    5: "augment alternating paths",
+    6: "shift duals by min slack",
+}
+
+
+@dataclass
+class StepStat:
+    step: int
+    name: str
+    count: int
+    ms: float
+
+
+class StepRecorder:
+    """Accumulates time (ns) and executions of each step, the host-side twin of the kernel's timers."""
+
+    def __init__(self) -> None:
+        self.ns = [0] * 7
+        self.counts = [0] * 7
+
+    @contextmanager
+    def step(self, number: int):
+        start = time.perf_counter_ns()
+        try:
+            yield
+        finally:
+            self.add(number, time.perf_counter_ns() - start)
+
+    def add(self, number: int, ns: int, count: int = 1) -> None:
+        self.ns[number] += int(ns)
+        self.counts[number] += int(count)
+
+    def stats(self) -> list[StepStat]:
+        return [StepStat(s, STEP_NAMES[s], self.counts[s], self.ns[s] / 1e6) for s in range(1, 7)]

@@ -1,3 +1,0 @@
-"""Solver ``cuda-stepwise``: the CUDA steps launched one at a time from a host loop (the baseline)."""
-
-from .cuda_solver import run_stepwise as run  # noqa: F401

@@ -1,0 +1,150 @@
+"""Issue #11: no silent wrong answer. Every answer of an engine with duals is proved optimal by
+complementary slackness, the duals come back in the caller's coordinates, and the float tolerance
+follows the spread of the costs, not their magnitude."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli
+from lapcli.certificate import certify
+from lapcli.errors import SolverError
+from lapcli.problem import objective_tolerance, prepare
+
+from .helpers import assert_matches_scipy
+
+
+def scipy_objective(cost, maximize=False):
+    rows, cols = scipy_lsa(cost, maximize=maximize)
+    values = cost[rows, cols]
+    return math.fsum(values.tolist()) if cost.dtype.kind == "f" else int(values.astype(object).sum())
+
+
+def test_offset_floats_are_solved_to_the_optimum(rng):
+    # 1e6 + U(0, 1e-7): the old magnitude-scaled tolerance (0.1 here) accepted any permutation
+    cost = 1e6 + rng.uniform(0, 1e-7, (100, 100))
+    solution = lapcli.solve(cost, solver="numpy")
+    optimum = scipy_objective(cost)
+    random_permutation = math.fsum(cost[np.arange(100), rng.permutation(100)].tolist())
+    tolerance = objective_tolerance(cost)
+    assert abs(solution.objective - optimum) <= tolerance
+    # the tolerance must be able to tell the optimum from a random assignment
+    assert tolerance < 2e-2 * (random_permutation - optimum)  # was 0.1: 20,000× the gap
+    assert solution.report.certified
+
+
+def test_near_ties_below_the_integer_grid_are_resolved_exactly(rng):
+    # integers 0..9 (many ties) broken by perturbations of 1e-8: the tolerance (≈ k·10·2^-50)
+    # must stay far below 1e-8. Loosening it 2^20-fold makes this fail (checked).
+    for _ in range(3):
+        cost = rng.integers(0, 10, (150, 150)) + 1e-8 * rng.random((150, 150))
+        solution = lapcli.solve(cost, solver="numpy")
+        optimum = scipy_objective(cost)
+        assert abs(solution.objective - optimum) <= 8 * np.spacing(max(abs(optimum), 1.0))
+
+
+def test_the_float_tolerance_follows_the_spread_not_the_magnitude(rng):
+    small = rng.random((64, 64))
+    assert prepare(small + 1e9).eps == pytest.approx(prepare(small).eps, rel=1e-3)
+    assert prepare(small * 1e9).eps == pytest.approx(prepare(small).eps * 1e9, rel=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(7, 7), (5, 9), (9, 5), (1, 6), (6, 1)])
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("kind", ["int", "float", "forbidden"])
+def test_duals_prove_optimality_in_the_callers_coordinates(rng, shape, maximize, kind):
+    cost = rng.integers(-50, 50, shape) if kind == "int" else rng.random(shape) * 100 + 1e4
+    if kind == "forbidden":
+        cost[rng.random(shape) < 0.2] = -np.inf if maximize else np.inf
+        cost[np.arange(min(shape)), np.arange(min(shape))] = 1.0  # keep it feasible
+    solution = lapcli.solve(cost, solver="numpy", maximize=maximize)
+    assert_matches_scipy(solution, cost, maximize)
+    assert solution.report.certified
+    u, v = solution.duals
+    assert u.shape == (shape[0],) and v.shape == (shape[1],)
+    slack = cost - u[:, None] - v[None, :]
+    sign = -1 if maximize else 1
+    tolerance = 1e-6 * (1 + np.abs(cost[np.isfinite(cost)]).max())
+    finite = np.isfinite(cost)
+    assert (sign * slack[finite] >= -tolerance).all()
+    assert np.abs(slack[solution.row_ind, solution.col_ind]).max() <= tolerance
+    if kind == "int":
+        assert u.dtype == np.int64 and v.dtype == np.int64
+
+
+def test_certify_rejects_infeasible_duals_and_loose_pairs():
+    cost = np.array([[1, 2], [3, 1]])
+    col = np.array([0, 1])
+    assert certify(cost, col, np.array([1, 1]), np.array([0, 0]), 0.0, "test").certified
+    with pytest.raises(SolverError, match="duals infeasible"):
+        certify(cost, col, np.array([2, 1]), np.array([0, 0]), 0.0, "test")
+    with pytest.raises(SolverError, match="not tight"):
+        certify(cost, col, np.array([0, 1]), np.array([0, 0]), 0.0, "test")
+    with pytest.raises(SolverError, match="free column"):  # rectangular: a free column needs v = 0
+        certify(np.array([[1, 2, 0]]), np.array([0]), np.array([2]), np.array([-1, 0, -2]), 0.0, "test")
+
+
+def test_a_wrong_engine_answer_raises_instead_of_returning(monkeypatch, rng):
+    from lapcli.engines import numpy_engine
+
+    real = numpy_engine.solve_square
+
+    def broken(work, eps, recorder):
+        columns, u, v = real(work, eps, recorder)
+        return columns[::-1].copy(), u, v  # a permutation, but not the optimal one
+
+    monkeypatch.setattr(numpy_engine, "solve_square", broken)
+    cost = rng.integers(0, 1000, (30, 30))
+    with pytest.raises(SolverError, match="certificate"):
+        lapcli.solve(cost, solver="numpy")
+
+
+def test_report_says_certified_and_how_long_it_took(rng):
+    report = lapcli.solve(rng.random((20, 20)), solver="numpy").report
+    assert report.certified and report.certificate["ms"] >= 0 and report.certificate["where"] == "host"
+    assert report.certificate["tolerance"] > 0
+    scipy_report = lapcli.solve(rng.random((20, 20)), solver="scipy").report
+    assert not scipy_report.certified and "no duals" in scipy_report.certificate["why"]
+
+
+def test_x_and_y_are_lapjvs_views(rng):
+    cost = rng.integers(0, 100, (4, 6))
+    solution = lapcli.solve(cost, solver="numpy")
+    assert solution.x.tolist() == solution.col_ind.tolist()
+    assert all(solution.x[solution.y[j]] == j for j in range(6) if solution.y[j] >= 0)
+    assert (solution.y == -1).sum() == 2
+    tall = lapcli.solve(cost.T, solver="scipy")
+    assert (tall.x == -1).sum() == 2 and tall.y.tolist() == tall.row_ind[np.argsort(tall.col_ind)].tolist()
+
+
+def lapjv_reference(cost, limit):
+    """lapjv's cost_limit, built independently: [[C, L/2], [L/2, 0]] solved by scipy."""
+    n, m = cost.shape
+    extended = np.full((n + m, n + m), limit / 2.0)
+    extended[:n, :m] = cost
+    extended[n:, m:] = 0
+    rows, cols = scipy_lsa(extended)
+    keep = (rows < n) & (cols < m)
+    return rows[keep], cols[keep]
+
+
+@pytest.mark.parametrize("solver", ["numpy", "scipy"])
+def test_cost_limit_leaves_expensive_rows_unassigned_as_lapjv(rng, solver):
+    solution = lapcli.solve(np.array([[1, 10], [10, 20]]), cost_limit=5, solver=solver)
+    assert solution.x.tolist() == [0, -1] and solution.objective == 1
+    for shape in ((6, 6), (5, 8), (8, 5)):
+        cost = rng.integers(0, 100, shape)
+        limit = float(rng.integers(20, 120))
+        solution = lapcli.solve(cost, cost_limit=limit, solver=solver)
+        rows, cols = lapjv_reference(cost, limit)
+        assert solution.objective == int(cost[rows, cols].sum())
+        assert len(solution.row_ind) == len(rows)
+
+
+def test_cost_limit_refuses_maximize_and_nan():
+    with pytest.raises(ValueError, match="minimisation"):
+        lapcli.solve(np.eye(3), cost_limit=1.0, maximize=True)
+    with pytest.raises(ValueError, match="finite"):
+        lapcli.solve(np.eye(3), cost_limit=float("nan"))

@@ -1,0 +1,86 @@
+"""`lap info`, `--version`, `python -m lapcli`, and the solve options that came with the engine
+registry and the certificate: --duals, --cost-limit, --device, the certified report."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+from click.testing import CliRunner
+
+from lapcli.cli import cli
+from lapcli.engines import ENGINES
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_info_lists_every_registered_engine_and_why_it_cannot_run():
+    result = invoke("info", "--json")
+    assert result.exit_code == 0
+    facts = json.loads(result.stdout)
+    assert [e["name"] for e in facts["engines"]] == list(ENGINES)
+    for engine in facts["engines"]:
+        assert engine["why"]  # a reason either way
+    assert facts["versions"]["lapcli"]
+    table = invoke("info")
+    assert all(name in table.stdout for name in ENGINES)
+
+
+def test_version_names_lap_and_python_dash_m_works():
+    assert invoke("--version").stdout.startswith("lap (lapcli) ")
+    result = subprocess.run([sys.executable, "-m", "lapcli", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("lap (lapcli) ")
+
+
+def test_solver_choices_come_from_the_registry():
+    result = invoke("solve", "--help")
+    for name in ENGINES:
+        assert name in result.stdout
+
+
+def test_duals_file_proves_the_assignment(tmp_path, rng):
+    cost = rng.integers(0, 100, (6, 9))
+    np.save(tmp_path / "m.npy", cost)
+    for suffix in (".npz", ".json"):
+        target = tmp_path / f"d{suffix}"
+        result = invoke("solve", tmp_path / "m.npy", "--solver", "numpy", "--duals", target, "--json", "--quiet")
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        assert report["certified"] and report["certificate"]["where"] == "host"
+        if suffix == ".npz":
+            duals = np.load(target)
+            u, v = duals["u"], duals["v"]
+        else:
+            loaded = json.loads(target.read_text())
+            u, v = np.array(loaded["u"]), np.array(loaded["v"])
+        slack = cost - u[:, None] - v[None, :]
+        assert (slack >= 0).all() and u.shape == (6,) and v.shape == (9,)
+
+
+def test_duals_from_an_engine_without_duals_is_exit_1_and_writes_nothing(tmp_path, rng):
+    np.save(tmp_path / "m.npy", rng.integers(0, 100, (5, 5)))
+    result = invoke("solve", tmp_path / "m.npy", "--solver", "scipy", "--duals", tmp_path / "d.npz", "--quiet")
+    assert result.exit_code == 1 and "no duals" in result.stderr
+    assert not (tmp_path / "d.npz").exists()
+
+
+def test_cost_limit_on_the_command_line(tmp_path):
+    np.save(tmp_path / "m.npy", np.array([[1, 10], [10, 20]]))
+    result = invoke("solve", tmp_path / "m.npy", "--cost-limit", "5", "-o", tmp_path / "x.npy", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert np.load(tmp_path / "x.npy").tolist() == [0, -1]
+    bad = invoke("solve", tmp_path / "m.npy", "--cost-limit", "nan", "--quiet")
+    assert bad.exit_code == 2 and "finite" in bad.stderr
+
+
+def test_device_without_a_gpu_is_a_one_line_error(tmp_path):
+    from lapcli.engines import cuda_status
+
+    np.save(tmp_path / "m.npy", np.eye(3))
+    result = invoke("solve", tmp_path / "m.npy", "--device", "7", "--quiet")
+    assert result.exit_code == 2
+    assert ("CuPy" in result.stderr or "device" in result.stderr) and len(result.stderr.strip().splitlines()) == 1
+    if cuda_status()[0]:
+        assert "there" in result.stderr  # names how many devices exist
