@@ -21,7 +21,7 @@ from .io import (
     MATRIX_SUFFIXES,
     assignment_bytes,
     check_output_path,
-    read_matrix,
+    read_matrix_with_info,
     write_bytes,
     write_matrix,
 )
@@ -89,12 +89,16 @@ def generate_command(n, m, range_factor, seed, dtype, kind, output, dataset, qui
 @click.option("--maximize", is_flag=True, help="Maximise the total instead of minimising it.")
 @click.option("--dtype", type=click.Choice(WORK_DTYPES), help="Working dtype of the Hungarian solvers.")
 @click.option("--dataset", help="HDF5 dataset (or write INPUT as FILE.h5:/path).")
+@click.option("--header/--no-header", default=None,
+              help="Text input: the first line is (not) a header. Default: a first line without numbers is one.")
+@click.option("--index-col", is_flag=True, help="Text input: drop the first column (pandas' to_csv() index).")
 @click.option("-o", "--output", help="Assignment: .csv (row,col), .npy (column of each row), .json; '-' = CSV on stdout.")
 @click.option("--report", "report_path", help="Write the JSON report to this file.")
 @click.option("--json", "json_stdout", is_flag=True, help="Print the JSON report on stdout.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds before the CUDA solver gives up.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
-def solve_command(input_spec, solver, maximize, dtype, dataset, output, report_path, json_stdout, timeout, quiet):
+def solve_command(input_spec, solver, maximize, dtype, dataset, header, index_col, output, report_path, json_stdout,
+                  timeout, quiet):
     """Solve the assignment problem for INPUT (.npy, .csv/.tsv/.txt, .h5/.hdf5, or - for stdin)."""
     if output == "-" and json_stdout:
         raise click.UsageError("-o - and --json both write to stdout; send one of them to a file")
@@ -102,7 +106,9 @@ def solve_command(input_spec, solver, maximize, dtype, dataset, output, report_p
         run_library_call(check_output_path, output, ASSIGNMENT_SUFFIXES, "assignment")
     if report_path is not None:
         run_library_call(check_output_path, report_path, (".json",), "report")
-    cost = run_library_call(read_matrix, input_spec, dataset)
+    cost, source = run_library_call(read_matrix_with_info, input_spec, dataset, header=header, index_col=index_col)
+    for note in source.notes:
+        stderr_console(quiet).print(note, markup=False, emoji=False, soft_wrap=True)
     solution = run_library_call(solve, cost, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout)
     report = solution.report
     if output is not None:

@@ -171,6 +171,102 @@ def test_maximize_and_solver_options(tmp_path, rng):
         assert report["objective"] == scipy_objective(cost, maximize=True) and report["maximize"] is True
 
 
+# ----------------------------------------------------------------------------- solve: text never guesses
+def csv_text(cost, header=None, index=False):
+    """CSV as pandas' ``to_csv()`` writes it (header = column labels, index = row labels), by hand."""
+    lines = [] if header is None else [header]
+    for i, row in enumerate(cost):
+        lines.append(",".join(([str(i)] if index else []) + [str(v) for v in row]))
+    return "\n".join(lines) + "\n"
+
+
+def solve_text(tmp_path, text, *options, name="m.csv"):
+    path = tmp_path / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return invoke("solve", path, "--json", "--solver", "scipy", *options)
+
+
+def test_pandas_column_labels_as_first_line_are_ambiguous_not_data(tmp_path, rng):
+    cost = rng.integers(0, 20, (4, 3))
+    text = csv_text(cost, header="0,1,2")  # pandas' to_csv(index=False) of a 4×3 frame
+    assert_one_line_error(solve_text(tmp_path, text), 2, "pass --header or --no-header")
+    result = solve_text(tmp_path, text, "--header")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["n_rows"], report["n_cols"]) == (4, 3)
+    assert report["objective"] == scipy_objective(cost)
+
+
+def test_no_header_on_a_text_header_names_line_and_column(tmp_path):
+    result = solve_text(tmp_path, "a,b\n1,2\n3,4\n", "--no-header")
+    assert_one_line_error(result, 2, "m.csv line 1, column 1: 'a' is not a number")
+
+
+def test_guessed_header_is_skipped_and_said_on_stderr(tmp_path):
+    result = solve_text(tmp_path, "a,b,c\n1,2,3\n4,5,6\n")
+    assert result.exit_code == 0 and json.loads(result.stdout)["n_rows"] == 2
+    assert "skipped header line of " in result.stderr and "m.csv: a,b,c" in result.stderr
+    assert "skipped header" not in solve_text(tmp_path, "a,b,c\n1,2,3\n4,5,6\n", "--quiet").stderr
+
+
+def test_bom_before_a_numeric_first_row_keeps_it_as_data(tmp_path):
+    result = solve_text(tmp_path, b"\xef\xbb\xbf5,3\n1,4\n")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["n_rows"] == 2 and report["objective"] == 4
+    assert "skipped header" not in result.stderr
+
+
+def test_bom_before_a_text_header_is_a_header(tmp_path):
+    result = solve_text(tmp_path, b"\xef\xbb\xbfa,b\n1,4\n3,1\n")
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == 2
+    assert "m.csv: a,b\n" in result.stderr  # the BOM is not part of the header either
+
+
+def test_typo_in_the_first_row_is_an_error_not_a_header(tmp_path):
+    result = solve_text(tmp_path, "1,2,x\n4,5,6\n7,8,9\n")
+    assert_one_line_error(result, 2, "m.csv line 1, column 3: 'x' is not a number (use --header if line 1 is a header)")
+
+
+def test_non_numeric_value_names_its_line_in_the_file(tmp_path):
+    result = solve_text(tmp_path, "\na,b\n\n1,2\n3,x\n")  # blank lines count: line 5 of the file
+    assert_one_line_error(result, 2, "m.csv line 5, column 2: 'x' is not a number")
+
+
+def test_pandas_index_column_is_refused_without_index_col_and_dropped_with_it(tmp_path, rng):
+    cost = rng.integers(0, 20, (3, 3))
+    text = csv_text(cost, header=",0,1,2", index=True)  # pandas' default to_csv()
+    assert_one_line_error(solve_text(tmp_path, text), 2, "looks like it has an index column (empty first header field); pass --index-col")
+    assert_one_line_error(solve_text(tmp_path, text, "--header"), 2, "pass --index-col")
+    result = solve_text(tmp_path, text, "--index-col")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["n_rows"], report["n_cols"]) == (3, 3) and report["objective"] == scipy_objective(cost)
+
+
+def test_space_separated_index_column_is_refused_without_index_col(tmp_path, rng):
+    cost = rng.integers(0, 20, (3, 3))
+    text = csv_text(cost, header=" 0 1 2", index=True).replace(",", " ")  # to_csv(sep=" ")
+    assert_one_line_error(solve_text(tmp_path, text, name="m.txt"), 2, "--header or --no-header")
+    assert_one_line_error(solve_text(tmp_path, text, "--header", name="m.txt"), 2, "pass --index-col")
+    result = solve_text(tmp_path, text, "--index-col", name="m.txt")
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
+
+
+def test_text_options_on_npy_input_are_refused(tmp_path):
+    np.save(tmp_path / "m.npy", np.eye(2))
+    assert_one_line_error(invoke("solve", tmp_path / "m.npy", "--header"), 2, "apply to text input only")
+
+
+def test_read_matrix_with_info_says_what_it_skipped(tmp_path):
+    from lapcli.io import read_matrix, read_matrix_with_info
+
+    (tmp_path / "m.csv").write_text("a,b\n1,2\n")
+    matrix, source = read_matrix_with_info(str(tmp_path / "m.csv"))
+    assert source.skipped_header == "a,b" and matrix.tolist() == [[1, 2]]
+    assert read_matrix(str(tmp_path / "m.csv")).tolist() == [[1, 2]]  # existing callers: the array only
+
+
 # ----------------------------------------------------------------------------- solve: errors
 def error_cases(tmp_path):
     (tmp_path / "empty.npy").write_bytes(b"")
@@ -196,7 +292,7 @@ def error_cases(tmp_path):
         "extension": (["m.xyz"], "unknown file extension"),
         "empty": (["empty.npy"], "is empty"),
         "ragged": (["ragged.csv"], "ragged rows"),
-        "non-numeric": (["words.csv"], "non-numeric value"),
+        "non-numeric": (["words.csv"], "words.csv line 2, column 2: 'abc' is not a number"),
         "3-D": (["cube.npy"], "2-D"),
         "strings": (["strings.npy"], "Cannot cast"),
         "objects": (["objects.npy"], "Python objects"),
