@@ -19,7 +19,7 @@ from .bench import (
     write_plot,
 )
 from .cli_support import FailedError, InputError, OneLineCommand, run_library_call, stderr_console
-from .generate import KINDS
+from .generate import FLOAT_KINDS, KINDS, kind_dtype
 from .problem import WORK_DTYPES
 
 
@@ -39,7 +39,8 @@ def csv_list(kind):
 @click.option("--suite", type=click.Choice(sorted(SUITES)), help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X).")
 @click.option("--sizes", callback=csv_list(int), help="Comma-separated n, e.g. 256,1024.")
 @click.option("--ranges", callback=csv_list(float), help="Comma-separated R (costs in [0, R·n)).")
-@click.option("--dtypes", callback=csv_list(str), default="int32", show_default=True)
+@click.option("--dtypes", callback=csv_list(str),
+              help="Comma-separated from int32, int64, float32, float64 (default: int32 for --kind uniform, float64 for the float kinds).")
 @click.option("--kind", type=click.Choice(KINDS), default="uniform", show_default=True)
 @click.option("--solvers", callback=csv_list(str), default="auto", show_default=True,
               help=f"Comma-separated from {', '.join(BENCH_SOLVERS)}; auto = those available here.")
@@ -66,9 +67,13 @@ def bench_command(suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, s
     for value in {r for _, r in cells}:
         if not 0.001 <= value <= 1000:
             raise InputError(f"range {value} is outside 0.001 … 1000")
+    dtypes = dtypes or (kind_dtype(kind),)
     for dtype in dtypes:
         if dtype not in WORK_DTYPES:
             raise InputError(f"unknown dtype {dtype!r}; choose from {', '.join(WORK_DTYPES)}")
+        if kind in FLOAT_KINDS and dtype.startswith("int"):
+            raise InputError(f"--kind {kind} makes fractional values; --dtypes {dtype} would truncate them "
+                             "(choose float32 or float64)")
     if solvers == ("auto",):
         solvers = tuple(s for s in BENCH_SOLVERS if solver_available(s)[0] and s != "numpy")
         if not any(s.startswith("cuda") for s in solvers):

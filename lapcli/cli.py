@@ -45,12 +45,14 @@ def cli():
 @click.option("--seed", type=click.IntRange(min=0), help="Seed (default: random, printed to stderr).")
 @click.option("--dtype", type=click.Choice(GENERATED_DTYPES), help="Default: int32 if the values fit, else int64; float64 for float kinds.")
 @click.option("--kind", type=click.Choice(KINDS), default="uniform", show_default=True)
-@click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5); default: NPY on stdout when it is not a terminal.")
+@click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5) or '-' for NPY on stdout (the default when it is not a terminal).")
 @click.option("--dataset", default="costs", show_default=True, help="HDF5 dataset name.")
 @click.option("--quiet", "-q", is_flag=True, help="No messages on stderr.")
 def generate_command(n, m, range_factor, seed, dtype, kind, output, dataset, quiet):
     """Write a reproducible random cost matrix."""
     console = stderr_console(quiet)
+    if output == "-":
+        output = None  # NPY on stdout, as without -o
     if output is None and sys.stdout.isatty():
         raise click.UsageError("stdout is a terminal; give -o FILE (.npy, .csv, .h5) or pipe into 'lap solve -'")
     if output is not None:

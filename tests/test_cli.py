@@ -97,6 +97,22 @@ def test_generate_writes_npy_to_a_pipe():
     assert np.load(io.BytesIO(result.stdout_bytes)).shape == (7, 7)
 
 
+@pytest.mark.parametrize("kind", ["float", "geometric", "sanity"])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_float_kinds_refuse_integer_dtypes_instead_of_writing_zeros(tmp_path, kind, dtype):
+    result = invoke("generate", "--n", 5, "--kind", kind, "--dtype", dtype, "--seed", 1, "-o", tmp_path / "m.npy")
+    assert_one_line_error(result, 2, f"{dtype} would truncate them")
+    assert not (tmp_path / "m.npy").exists()
+
+
+def test_generate_dash_output_is_npy_on_stdout_not_a_file_named_dash(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("generate", "--n", 7, "--seed", 1, "-o", "-")
+    assert result.exit_code == 0, result.output
+    assert np.load(io.BytesIO(result.stdout_bytes)).shape == (7, 7)
+    assert os.listdir(tmp_path) == []
+
+
 # ----------------------------------------------------------------------------- solve: inputs
 def write_inputs(tmp_path, cost):
     np.save(tmp_path / "m.npy", cost)
