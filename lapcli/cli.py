@@ -13,7 +13,7 @@ import sys
 import click
 
 from . import __version__
-from .cli_support import OneLineGroup, run_library_call, stderr_console
+from .cli_support import FiniteFloatRange, InputError, OneLineGroup, run_library_call, stderr_console
 from .generate import GENERATED_DTYPES, KINDS, check_options, generate, new_seed
 from .bench_cli import bench_command
 from .io import (
@@ -40,7 +40,7 @@ def cli():
 @cli.command("generate")
 @click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Rows.")
 @click.option("--m", "m", type=click.IntRange(min=1), help="Columns (default: n).")
-@click.option("--range", "range_factor", type=click.FloatRange(0.001, 1000), default=1.0, show_default=True,
+@click.option("--range", "range_factor", type=FiniteFloatRange(0.001, 1000), default=1.0, show_default=True,
               help="R: integers uniform in [0, max(1, round(R·n))).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed (default: random, printed to stderr).")
 @click.option("--dtype", type=click.Choice(GENERATED_DTYPES), help="Default: int32 if the values fit, else int64; float64 for float kinds.")
@@ -54,7 +54,7 @@ def generate_command(n, m, range_factor, seed, dtype, kind, output, dataset, qui
     if output == "-":
         output = None  # NPY on stdout, as without -o
     if output is None and sys.stdout.isatty():
-        raise click.UsageError("stdout is a terminal; give -o FILE (.npy, .csv, .h5) or pipe into 'lap solve -'")
+        raise InputError("stdout is a terminal; give -o FILE (.npy, .csv, .h5) or pipe into 'lap solve -'")
     if output is not None:
         run_library_call(check_output_path, output, MATRIX_SUFFIXES[:2] + (".h5", ".hdf5"), "matrix")
     run_library_call(check_options, n, m or n, range_factor, kind, dtype)
@@ -97,13 +97,13 @@ def generate_command(n, m, range_factor, seed, dtype, kind, output, dataset, qui
 @click.option("-o", "--output", help="Assignment: .csv (row,col), .npy (column of each row), .json; '-' = CSV on stdout.")
 @click.option("--report", "report_path", help="Write the JSON report to this file.")
 @click.option("--json", "json_stdout", is_flag=True, help="Print the JSON report on stdout.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds before the CUDA solver gives up.")
+@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds before the CUDA solver gives up.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
 def solve_command(input_spec, solver, maximize, dtype, dataset, header, index_col, output, report_path, json_stdout,
                   timeout, quiet):
     """Solve the assignment problem for INPUT (.npy, .csv/.tsv/.txt, .h5/.hdf5, or - for stdin)."""
     if output == "-" and json_stdout:
-        raise click.UsageError("-o - and --json both write to stdout; send one of them to a file")
+        raise InputError("-o - and --json both write to stdout; send one of them to a file")
     if output is not None:
         run_library_call(check_output_path, output, ASSIGNMENT_SUFFIXES, "assignment")
     if report_path is not None:

@@ -102,3 +102,24 @@ def test_integer_dtype_with_a_float_kind_is_exit_2_before_any_work(tmp_path):
                                       "--solvers", "scipy", "--json", str(tmp_path / "b.json")])
     assert result.exit_code == 2 and "int32 would truncate them" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize("option, value, fragment", [
+    ("--sizes", "0", "at least 1, got 0"),
+    ("--sizes", "-3", "at least 1, got -3"),
+    ("--sizes", ",", "at least one value"),
+    ("--solvers", ",", "at least one value"),
+    ("--ranges", ",", "at least one value"),
+    ("--dtypes", ",", "at least one value"),
+    ("--ranges", "nan", "finite"),
+    ("--ranges", "1,inf", "finite"),
+    ("--timeout", "nan", "not a finite number"),
+    ("--timeout", "inf", "not a finite number"),
+])
+def test_every_bench_option_is_checked_before_work(tmp_path, option, value, fragment):
+    args = {"--sizes": "4", "--solvers": "scipy", "--repeat": "1", "--warmup": "0", option: value}
+    result = CliRunner().invoke(cli, ["bench", *[x for kv in args.items() for x in kv], "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0] and option in lines[0], result.stderr
+    assert not (tmp_path / "b.json").exists()

@@ -379,9 +379,22 @@ def test_huge_csv_line_is_parsed_or_refused_cleanly(tmp_path):
     assert result.exit_code == 0 and json.loads(result.stdout)["n_cols"] == 200_000
 
 
-def test_json_and_stdout_assignment_conflict():
-    result = invoke("solve", "x.npy", "--json", "-o", "-")
-    assert result.exit_code == 2
+def test_json_and_stdout_assignment_conflict_is_one_line():
+    assert_one_line_error(invoke("solve", "x.npy", "--json", "-o", "-"), 2, "both write to stdout")
+
+
+@pytest.mark.parametrize("args", [
+    ["generate", "--n", "5", "--range", "nan"],
+    ["generate", "--n", "5", "--range", "inf"],
+    ["solve", "m.npy", "--timeout", "nan"],
+    ["solve", "m.npy", "--timeout", "inf"],
+])
+def test_float_options_refuse_nan_and_inf(tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "m.npy", np.eye(3))
+    result = invoke(*args, "-o", "out.npy" if args[0] == "generate" else "out.csv")
+    assert_one_line_error(result, 2, "is not a finite number")
+    assert sorted(os.listdir(tmp_path)) == ["m.npy"]
 
 
 # ----------------------------------------------------------------------------- real processes
