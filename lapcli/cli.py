@@ -2,12 +2,14 @@
 
 stdout carries data only (NPY, CSV, JSON); people read stderr. Exit codes: 0 success, 1 the
 problem has no answer or a solver failed (e.g. "cost matrix is infeasible"), 2 bad input or
-options, 130 interrupted. Errors are one line, never a traceback.
+options, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; no partial file either). Errors are
+one line, never a traceback.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 import click
@@ -128,19 +130,40 @@ def solve_command(input_spec, solver, maximize, dtype, dataset, header, index_co
 cli.add_command(bench_command, "bench")
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that it unwinds like Ctrl-C: `atomic_output`
+    removes its temporary file. A BaseException, so that no `except Exception` swallows it."""
+
+
+def raise_terminated(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up short
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: Click without its 'Aborted!' and tracebacks; Ctrl-C exits 130."""
+    """Console entry point: Click without its 'Aborted!' and tracebacks; Ctrl-C exits 130, SIGTERM 143."""
+    try:
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
     try:
         code = cli.main(args=argv, prog_name="lap", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("lap: interrupted", err=True)
         sys.exit(130)
+    except Terminated:
+        click.echo("lap: terminated", err=True)
+        sys.exit(128 + signal.SIGTERM)
     except click.ClickException as error:
         error.show()
         sys.exit(error.exit_code)
     except BrokenPipeError:  # the reader of our stdout went away (e.g. `| head`)
         sys.exit(1)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     sys.exit(code if isinstance(code, int) else 0)
+
 
 if __name__ == "__main__":
     main()

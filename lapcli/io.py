@@ -6,7 +6,8 @@ reader says so; an ambiguous first line is refused: see :func:`read_text_with_in
 (``--dataset NAME`` or ``FILE.h5:/path``), and ``-`` for stdin (NPY by its magic bytes, else CSV).
 
 Writers never leave a partial file: they write a temporary file in the target folder and rename
-it over the target only once it is complete (the rename is atomic on POSIX).
+it over the target only once it is complete and fsync'ed (the rename is atomic on POSIX); the file
+then has the mode the umask gives a new file.
 """
 
 from __future__ import annotations
@@ -370,7 +371,12 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
 
 @contextmanager
 def atomic_output(path: str, mode: str = "wb"):
-    """Yield a temporary file next to ``path``; rename it to ``path`` only on success."""
+    """Yield a temporary file next to ``path``; rename it to ``path`` only once it is complete.
+
+    On any exception (including KeyboardInterrupt and the CLI's SIGTERM) the temporary file is
+    removed. The data is flushed and fsync'ed before the rename, so a crash after it cannot leave
+    an empty or partial file under the final name, and the file gets the mode the umask gives any
+    new file (``mkstemp`` makes it 0600)."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     try:
@@ -380,6 +386,9 @@ def atomic_output(path: str, mode: str = "wb"):
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, 0o666 & ~current_umask())
         os.replace(temp_name, target)
     except BaseException:
         try:
@@ -387,6 +396,22 @@ def atomic_output(path: str, mode: str = "wb"):
         except FileNotFoundError:
             pass
         raise
+
+
+def current_umask() -> int:
+    """The process umask. Linux shows it in /proc/self/status, so it is read without changing it;
+    elsewhere it is set and restored at once, to 0o077 meanwhile, so that a file another thread
+    creates in that instant is too private rather than too open."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 def write_matrix(path: str, matrix: np.ndarray, dataset: str = "costs") -> None:

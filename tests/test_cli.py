@@ -410,16 +410,18 @@ def test_pipeline_generate_into_solve_as_subprocesses():
     assert solve.stderr == b""
 
 
-def interrupt(args, cwd, after):
+def interrupt(args, cwd, after, sig=signal.SIGINT):
     process = subprocess.Popen(LAP + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(after)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sig)
     out, err = process.communicate(timeout=60)
     return process.returncode, err.decode()
 
 
+@pytest.mark.parametrize("sig, code, message", [(signal.SIGINT, 130, "lap: interrupted"),
+                                                (signal.SIGTERM, 143, "lap: terminated")])
 @pytest.mark.parametrize("command", ["solve", "generate", "bench"])
-def test_ctrl_c_exits_130_with_one_line_and_no_partial_file(tmp_path, command):
+def test_ctrl_c_and_sigterm_exit_with_one_line_and_no_partial_file(tmp_path, command, sig, code, message):
     from lapcli.generate import generate as make
 
     np.save(tmp_path / "big.npy", make(2500, range_factor=1000, seed=1))  # ~6 s on the NumPy solver
@@ -429,11 +431,62 @@ def test_ctrl_c_exits_130_with_one_line_and_no_partial_file(tmp_path, command):
         "bench": ["bench", "--solvers", "numpy", "--sizes", "2500", "--ranges", "1000", "--json", "out.json"],
     }[command]
     before = set(os.listdir(tmp_path))
-    code, err = interrupt(args, tmp_path, after=1.5)
-    assert code == 130, err
-    assert err.strip().splitlines() == ["lap: interrupted"] or err.strip().endswith("lap: interrupted")
+    returncode, err = interrupt(args, tmp_path, after=1.5, sig=sig)
+    assert returncode == code, err
+    assert err.strip().splitlines() == [message] or err.strip().endswith(message)
     assert "Traceback" not in err
     assert set(os.listdir(tmp_path)) == before
+
+
+SIGTERM_MID_WRITE = """
+import os, signal, sys
+import numpy as np
+from lapcli.cli import main
+
+def save_half_then_sigterm(handle, array):
+    handle.write(b"\\x93NUMPY partial")
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(1000):  # the handler runs at the next bytecode; nothing below is reached
+        handle.write(b"x")
+    raise AssertionError("SIGTERM was not delivered")
+
+np.save = save_half_then_sigterm  # this process only
+main(sys.argv[1:])
+"""
+
+
+def test_sigterm_in_the_middle_of_a_write_leaves_no_file_and_no_part_file(tmp_path):
+    process = subprocess.run([sys.executable, "-c", SIGTERM_MID_WRITE, "generate", "--n", "5", "--seed", "1",
+                              "-o", "out.npy"], cwd=tmp_path, capture_output=True, timeout=60)
+    assert process.returncode == 143, process.stderr
+    assert process.stderr.decode().strip().splitlines() == ["lap: terminated"]
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640)])
+def test_written_files_get_the_mode_the_umask_gives(tmp_path, umask, mode):
+    np.save(tmp_path / "m.npy", np.eye(3, dtype=np.int64))
+    previous = os.umask(umask)
+    try:
+        assert invoke("generate", "--n", 4, "--seed", 1, "-o", tmp_path / "g.npy").exit_code == 0
+        assert invoke("generate", "--n", 4, "--seed", 1, "-o", tmp_path / "g.h5").exit_code == 0
+        result = invoke("solve", tmp_path / "m.npy", "-o", tmp_path / "a.csv", "--report", tmp_path / "r.json", "-q")
+        assert result.exit_code == 0, result.output
+    finally:
+        os.umask(previous)
+    for name in ("g.npy", "g.h5", "a.csv", "r.json"):
+        assert oct(os.stat(tmp_path / name).st_mode & 0o777) == oct(mode), name
+
+
+def test_data_is_on_disk_before_the_rename(tmp_path, monkeypatch):
+    import lapcli.io
+
+    calls = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(lapcli.io.os, "fsync", lambda fd: calls.append("fsync") or real_fsync(fd))
+    monkeypatch.setattr(lapcli.io.os, "replace", lambda a, b: calls.append("replace") or real_replace(a, b))
+    lapcli.io.write_bytes(str(tmp_path / "a.json"), b"{}")
+    assert calls == ["fsync", "replace"] and (tmp_path / "a.json").read_bytes() == b"{}"
 
 
 def test_large_csv_is_refused_when_memory_would_not_hold_it(tmp_path, monkeypatch):
