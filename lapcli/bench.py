@@ -22,7 +22,7 @@ import numpy as np
 
 from . import __version__
 from .engines import registry
-from .generate import generate, uniform_high
+from .generate import generate, kind_dtype, uniform_high
 from .problem import objective_tolerance
 
 def grid_cells(sizes, ranges) -> tuple[tuple[int, float], ...]:
@@ -44,13 +44,17 @@ SUITES: dict[str, tuple[tuple[int, float], ...]] = {
 class BenchSettings:
     cells: tuple[tuple[int, float], ...]  # (n, R) pairs
     solvers: tuple[str, ...]
-    dtypes: tuple[str, ...] = ("int32",)
+    dtypes: tuple[str, ...] | None = None  # None: the kind's own (int32 uniform, float64 the float kinds)
     kind: str = "uniform"
     repeat: int = 3
     warmup: int = 1
     seed: int = 0
     timeout: float | None = None
     baseline: str | None = None
+
+    def __post_init__(self):
+        if self.dtypes is None:
+            self.dtypes = (kind_dtype(self.kind),)
 
 
 @dataclass
@@ -113,7 +117,9 @@ def objectives_agree(a, b, cost) -> bool:
 
 
 def bench_matrix(settings: BenchSettings, n: int, range_factor: float, dtype: str) -> np.ndarray:
-    """The one matrix every solver of a cell solves (seeded by the cell, so cells differ)."""
+    """The one matrix every solver of a cell solves (seeded by the cell, so cells differ).
+
+    An integer ``dtype`` with a float kind is refused (ValueError), never truncated to zeros."""
     cell_seed = settings.seed * 1_000_003 + n * 7919 + round(range_factor * 1000)
     kind_dtype = dtype
     if settings.kind == "uniform" and np.dtype(dtype).kind == "i" and uniform_high(n, range_factor) > np.iinfo(dtype).max:

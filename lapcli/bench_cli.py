@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from .bench import (
@@ -18,28 +20,49 @@ from .bench import (
     write_json,
     write_plot,
 )
-from .cli_support import FailedError, InputError, OneLineCommand, run_library_call, stderr_console
-from .generate import KINDS
+from .cli_support import FailedError, FiniteFloatRange, InputError, OneLineCommand, run_library_call, stderr_console
+from .generate import FLOAT_KINDS, KINDS, kind_dtype
 from .problem import WORK_DTYPES
 
 
-def csv_list(kind):
+def csv_list(kind, check=None):
+    """A comma-separated option: at least one value, each converted by ``kind`` and accepted by
+    ``check`` (which returns why a value is wrong, or None)."""
+
     def parse(ctx, param, value):
         if value is None:
             return None
         try:
-            return tuple(kind(item) for item in value.split(",") if item.strip())
+            items = tuple(kind(item.strip()) for item in value.split(",") if item.strip())
         except ValueError:
             raise click.BadParameter(f"expected a comma-separated list, got {value!r}") from None
+        if not items:
+            raise click.BadParameter(f"expected at least one value, got {value!r}")
+        for item in items:
+            problem = check(item) if check else None
+            if problem:
+                raise click.BadParameter(problem)
+        return items
 
     return parse
 
 
+def size_problem(n: int) -> str | None:
+    return None if n >= 1 else f"a size must be at least 1, got {n}"
+
+
+def range_problem(r: float) -> str | None:
+    if not math.isfinite(r):
+        return f"a range must be a finite number, got {r}"
+    return None if 0.001 <= r <= 1000 else f"range {r} is outside 0.001 … 1000"
+
+
 @click.command(cls=OneLineCommand)
 @click.option("--suite", type=click.Choice(sorted(SUITES)), help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X).")
-@click.option("--sizes", callback=csv_list(int), help="Comma-separated n, e.g. 256,1024.")
-@click.option("--ranges", callback=csv_list(float), help="Comma-separated R (costs in [0, R·n)).")
-@click.option("--dtypes", callback=csv_list(str), default="int32", show_default=True)
+@click.option("--sizes", callback=csv_list(int, size_problem), help="Comma-separated n, e.g. 256,1024.")
+@click.option("--ranges", callback=csv_list(float, range_problem), help="Comma-separated R (costs in [0, R·n)).")
+@click.option("--dtypes", callback=csv_list(str),
+              help="Comma-separated from int32, int64, float32, float64 (default: int32 for --kind uniform, float64 for the float kinds).")
 @click.option("--kind", type=click.Choice(KINDS), default="uniform", show_default=True)
 @click.option("--solvers", callback=csv_list(str), default="auto", show_default=True,
               help="Comma-separated engines ('lap info'), or auto = every engine available here but numpy "
@@ -47,7 +70,7 @@ def csv_list(kind):
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per solve; slower solvers are skipped for larger n.")
+@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds per solve; slower solvers are skipped for larger n.")
 @click.option("--baseline", help="Solver the speedups are relative to (default: the last solver).")
 @click.option("--json", "json_path", help="Write every repeat, the environment and the settings.")
 @click.option("--csv", "csv_path", help="Write every repeat as CSV.")
@@ -64,12 +87,13 @@ def bench_command(suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, s
     if suite and (sizes or ranges):
         raise InputError("give either --suite or --sizes/--ranges")
     cells = SUITES[suite] if suite else grid_cells(sizes or (256, 1024), ranges or (1, 100))
-    for value in {r for _, r in cells}:
-        if not 0.001 <= value <= 1000:
-            raise InputError(f"range {value} is outside 0.001 … 1000")
+    dtypes = dtypes or (kind_dtype(kind),)
     for dtype in dtypes:
         if dtype not in WORK_DTYPES:
             raise InputError(f"unknown dtype {dtype!r}; choose from {', '.join(WORK_DTYPES)}")
+        if kind in FLOAT_KINDS and dtype.startswith("int"):
+            raise InputError(f"--kind {kind} makes fractional values; --dtypes {dtype} would truncate them "
+                             "(choose float32 or float64)")
     if solvers == ("auto",):
         solvers = tuple(s for s in bench_solvers() if s != "auto" and solver_available(s)[0] and s != "numpy")
         if not any(s.startswith("cuda") for s in solvers):

@@ -3,6 +3,8 @@ and the stderr console for people."""
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from .errors import InfeasibleError, LapInputError, SolverError, SolverUnavailable
@@ -18,6 +20,17 @@ class FailedError(click.ClickException):
     """No answer (infeasible, solver failure): exit code 1."""
 
     exit_code = 1
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click.FloatRange that also refuses nan and ±inf (FloatRange lets nan through: every
+    comparison with nan is False, so no bound ever fails)."""
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(number, param, ctx)
 
 
 LOG_WIDTH = 200  # columns when the stream is a file or pipe: Rich would wrap tables at 80

@@ -8,12 +8,14 @@ not a progress bar is shown.
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Callable
 
 import numpy as np
 
 KINDS = ("uniform", "float", "geometric", "sanity")
+FLOAT_KINDS = ("float", "geometric", "sanity")  # values in [0, 2]: an integer dtype would truncate them
 GENERATED_DTYPES = ("int32", "int64", "float32", "float64")
 CHUNK_ROWS = 1024
 
@@ -27,9 +29,14 @@ def uniform_high(n: int, range_factor: float) -> int:
     return max(1, round(range_factor * n))
 
 
+def kind_dtype(kind: str) -> str:
+    """The dtype a kind is made in when none is asked for (uniform: int32 unless its values need int64)."""
+    return "float64" if kind in FLOAT_KINDS else "int32"
+
+
 def default_dtype(kind: str, n: int, range_factor: float) -> str:
     if kind != "uniform":
-        return "float64"
+        return kind_dtype(kind)
     return "int32" if uniform_high(n, range_factor) <= 2**31 else "int64"
 
 
@@ -39,8 +46,13 @@ def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | N
         raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
     if n < 1 or m < 1:
         raise ValueError("n and m must be at least 1")
+    if not math.isfinite(range_factor) or range_factor <= 0:
+        raise ValueError(f"the range factor must be a finite number > 0, not {range_factor}")
     if kind == "sanity" and m != n:
         raise ValueError("the sanity kind needs a square matrix (its optimum is the identity)")
+    if kind in FLOAT_KINDS and dtype is not None and np.dtype(dtype).kind in "biu":
+        raise ValueError(f"the {kind} kind makes fractional values; {dtype} would truncate them "
+                         "(choose float32 or float64)")
     dtype = dtype or default_dtype(kind, n, range_factor)
     high = uniform_high(n, range_factor)
     if kind == "uniform" and np.dtype(dtype).kind == "i" and high - 1 > np.iinfo(dtype).max:

@@ -1,15 +1,18 @@
 """Read cost matrices and write matrices, assignments and reports, failing with one clear line.
 
 Readers: ``.npy`` (memory-mapped: nothing is loaded until a solver reads it), ``.csv``/``.tsv``/
-``.txt`` (comma, tab or whitespace; a non-numeric first line is a header), ``.h5``/``.hdf5``
+``.txt`` (comma, tab or whitespace; a first line without numbers is a header, and the
+reader says so; an ambiguous first line is refused: see :func:`read_text_with_info`), ``.h5``/``.hdf5``
 (``--dataset NAME`` or ``FILE.h5:/path``), and ``-`` for stdin (NPY by its magic bytes, else CSV).
 
 Writers never leave a partial file: they write a temporary file in the target folder and rename
-it over the target only once it is complete (the rename is atomic on POSIX).
+it over the target only once it is complete and fsync'ed (the rename is atomic on POSIX); the file
+then has the mode the umask gives a new file.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
@@ -17,6 +20,7 @@ import stat
 import sys
 import tempfile
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -41,11 +45,30 @@ def split_hdf5_path(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
-def read_matrix(spec: str, dataset: str | None = None, stdin=None):
+@dataclass
+class MatrixSource:
+    """What the reader decided on its own about an input, so that the CLI can say so."""
+
+    name: str
+    skipped_header: str | None = None  # the first line, when it was skipped as a header
+    dropped_index_column: bool = False
+    notes: list[str] = field(default_factory=list)  # one line each, for people (stderr)
+
+
+def read_matrix(spec: str, dataset: str | None = None, stdin=None, *, header: bool | None = None,
+                index_col: bool = False):
     """Load the cost matrix named by ``spec`` (a path, ``FILE.h5:/path`` or ``-``)."""
+    return read_matrix_with_info(spec, dataset, stdin, header=header, index_col=index_col)[0]
+
+
+def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, header: bool | None = None,
+                          index_col: bool = False):
+    """:func:`read_matrix`, returning ``(matrix, MatrixSource)``; ``header`` and ``index_col`` apply
+    to text input only (see :func:`read_text_with_info`)."""
+    text_options = {"header": header, "index_col": index_col}
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return read_stdin(stream.read())
+        return read_stdin_with_info(stream.read(), **text_options)
     path_text, inner = split_hdf5_path(spec)
     dataset = dataset or inner
     path = Path(path_text)
@@ -58,10 +81,18 @@ def read_matrix(spec: str, dataset: str | None = None, stdin=None):
     if path.stat().st_size == 0:
         raise LapInputError(f"{path} is empty")
     if suffix == ".npy":
-        return read_npy(path)
+        _refuse_text_options(str(path), "NPY", text_options)
+        return read_npy(path), MatrixSource(str(path))
     if suffix in HDF5_SUFFIXES:
-        return read_hdf5(path, dataset)
-    return read_text(path.read_bytes(), str(path), delimiter="\t" if suffix == ".tsv" else None)
+        _refuse_text_options(str(path), "HDF5", text_options)
+        return read_hdf5(path, dataset), MatrixSource(str(path))
+    return read_text_with_info(path.read_bytes(), str(path), delimiter="\t" if suffix == ".tsv" else None,
+                               **text_options)
+
+
+def _refuse_text_options(name: str, kind: str, text_options: dict) -> None:
+    if text_options["header"] is not None or text_options["index_col"]:
+        raise LapInputError(f"{name} is {kind}: --header, --no-header and --index-col apply to text input only")
 
 
 def check_readable_file(path: Path) -> None:
@@ -79,15 +110,20 @@ def check_readable_file(path: Path) -> None:
         raise LapInputError(f"cannot read {path}: permission denied")
 
 
-def read_stdin(data: bytes):
+def read_stdin(data: bytes, *, header: bool | None = None, index_col: bool = False):
+    return read_stdin_with_info(data, header=header, index_col=index_col)[0]
+
+
+def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: bool = False):
     if not data:
         raise LapInputError("stdin is empty")
     if data.startswith(NPY_MAGIC):
+        _refuse_text_options("stdin", "NPY", {"header": header, "index_col": index_col})
         try:
-            return np.load(io.BytesIO(data), allow_pickle=False)
+            return np.load(io.BytesIO(data), allow_pickle=False), MatrixSource("stdin")
         except (ValueError, OSError, EOFError) as error:
             raise LapInputError(f"stdin is not a readable NPY stream: {first_line(error)}") from None
-    return read_text(data, "stdin")
+    return read_text_with_info(data, "stdin", header=header, index_col=index_col)
 
 
 def read_npy(path: Path):
@@ -120,50 +156,163 @@ def check_host_memory(bytes_needed: int, what: str) -> None:
         )
 
 
-def read_text(data: bytes, name: str, delimiter: str | None = None):
+def read_text(data: bytes, name: str, delimiter: str | None = None, *, header: bool | None = None,
+              index_col: bool = False):
     """Parse CSV/TSV/whitespace text into an int64 (if every value is an integer) or float64 matrix."""
-    text = data.decode("utf-8", errors="replace")
+    return read_text_with_info(data, name, delimiter, header=header, index_col=index_col)[0]
+
+
+def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *, header: bool | None = None,
+                        index_col: bool = False):
+    """:func:`read_text`, returning ``(matrix, MatrixSource)``.
+
+    ``header`` True or False settles whether the first line is a header. ``None`` never guesses
+    silently: a first line none of whose fields is a number is a header (skipped, with a note);
+    a first line that mixes numbers and text, or that is exactly ``0,1,…,m−1`` (the column labels
+    pandas writes by default), is refused; any other numeric line is data. ``index_col`` drops the
+    first column, as pandas' default ``to_csv()`` writes it (header ``,0,1,…``); such a file is
+    refused without it. Errors name the line (1-based, in the file) and the column.
+    """
+    text = data.decode("utf-8-sig", errors="replace")  # -sig: a BOM is not part of the first field
     lines = text.splitlines()
-    start = 0
-    while start < len(lines) and not lines[start].strip():
-        start += 1
-    if start == len(lines):
+    first_index = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first_index is None:
         raise LapInputError(f"{name} holds no numbers")
-    first = lines[start]
-    if delimiter is None:
-        delimiter = "," if "," in first else ("\t" if "\t" in first else None)
-    if not _is_numeric_row(first, delimiter):
-        start += 1  # a header line
-    fields_per_row = len(first.split(delimiter))
-    # float64 per value, plus the parser's own copy of the text
-    check_host_memory(8 * fields_per_row * max(1, len(lines) - start) + len(data), f"parsing {name}")
+    first = lines[first_index]
+    second_index = next((i for i in range(first_index + 1, len(lines)) if lines[i].strip()), None)
+    if delimiter is None:  # from the first two lines: a header or comment alone may hold no delimiter
+        sample = first + "\n" + ("" if second_index is None else lines[second_index])
+        delimiter = "," if "," in sample else ("\t" if "\t" in sample else None)
+    fields = _split_fields(first, delimiter)
+    line_number = first_index + 1
+    second_width = None if second_index is None else len(_split_fields(lines[second_index], delimiter))
+    empty_first_label = len(fields) > 1 and not fields[0].strip() and any(f.strip() for f in fields[1:])
+    if empty_first_label and not index_col and header is not False:
+        raise LapInputError(_index_column_hint(name, "empty first header field"))
+    guessed = header is None
+    if guessed:
+        header = _first_line_is_header(fields, name, line_number, index_col, second_width)
+    source = MatrixSource(name, dropped_index_column=index_col)
+    start = first_index
+    if header:
+        start = first_index + 1
+        source.skipped_header = first
+        if guessed:  # no option asked for it: say so
+            source.notes.append(f"skipped header line of {name}: {_shorten(first.strip())}")
+        # pandas with sep=" " writes no empty first field to see; a comment is not a header to count
+        if delimiter is None and not index_col and second_width == len(fields) + 1 and not first.lstrip().startswith("#"):
+            raise LapInputError(_index_column_hint(
+                name, f"line {line_number} has {_columns(len(fields))}, line {second_index + 1} has {second_width}"))
     body = lines[start:]
     if not any(line.strip() for line in body):
         raise LapInputError(f"{name} holds no numbers")
+    # float64 per value, plus the parser's own copy of the text
+    check_host_memory(8 * len(fields) * len(body) + len(data), f"parsing {name}")
+    if index_col:
+        body = _drop_index_column(body, start, delimiter, name)
+    options = {"delimiter": delimiter, "ndmin": 2}
+    if delimiter is not None:
+        options["quotechar"] = '"'
     try:  # integers stay exact; anything else parses as float64
-        return np.loadtxt(body, delimiter=delimiter, dtype=np.int64, ndmin=2)
+        matrix = np.loadtxt(body, dtype=np.int64, **options)
     except (ValueError, OverflowError):
-        pass
-    try:
-        return np.loadtxt(body, delimiter=delimiter, dtype=np.float64, ndmin=2)
-    except ValueError as error:
-        raise LapInputError(f"cannot parse {name}: {_explain_parse_error(first_line(error))}") from None
+        try:
+            matrix = np.loadtxt(body, dtype=np.float64, **options)
+        except ValueError as error:
+            # numpy counts rows its own way (data rows, 0- or 1-based): find the line ourselves
+            located = _locate_bad_value(lines, start, delimiter, name, index_col)
+            raise LapInputError(located or f"cannot parse {name}: {first_line(error)}") from None
+    if matrix.shape[1] == 0:
+        raise LapInputError(f"{name} holds no numbers besides its index column")
+    return matrix, source
 
 
-def _is_numeric_row(line: str, delimiter: str | None) -> bool:
+def _split_fields(line: str, delimiter: str | None) -> list[str]:
+    if delimiter is None:
+        return line.split()
+    return next(csv.reader([line], delimiter=delimiter), [])
+
+
+def _is_number(text: str) -> bool:
     try:
-        [float(field) for field in line.split(delimiter) if field.strip()]
+        float(text)
         return True
     except ValueError:
         return False
 
 
-def _explain_parse_error(message: str) -> str:
-    if "number of columns changed" in message:
-        return f"ragged rows: {message.split(';')[0]} (counting data rows from 1)"
-    if "could not convert" in message:
-        return f"non-numeric value: {message.rstrip('.')}"
-    return message
+def _shorten(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _columns(count: int) -> str:
+    return f"{count} column" + ("" if count == 1 else "s")
+
+
+def _index_column_hint(name: str, why: str) -> str:
+    return f"{name} looks like it has an index column ({why}); pass --index-col to drop it"
+
+
+def _first_line_is_header(fields: list[str], name: str, line_number: int, index_col: bool,
+                          next_width: int | None) -> bool:
+    if index_col and (not fields[0].strip() or next_width == len(fields) + 1):
+        return True  # pandas' header: an empty index name (or none at all with sep=" "), then the labels
+    offset = 1 if index_col else 0
+    labels = fields[offset:]
+    numeric = [_is_number(label) for label in labels]
+    if not any(numeric):
+        return True
+    if not all(numeric):
+        bad = numeric.index(False)
+        raise LapInputError(
+            f"{name} line {line_number}, column {bad + offset + 1}: {labels[bad].strip()!r} is not a number "
+            f"(use --header if line {line_number} is a header)"
+        )
+    if next_width is not None and [label.strip() for label in labels] == [str(i) for i in range(len(labels))]:
+        raise LapInputError(
+            f"{name} line {line_number} ({_shorten(','.join(labels), 40)}) could be pandas' default column "
+            "labels or data; pass --header or --no-header"
+        )
+    return False
+
+
+def _drop_index_column(body: list[str], start: int, delimiter: str | None, name: str) -> list[str]:
+    kept = []
+    for offset, line in enumerate(body):
+        if not line.strip() or line.lstrip().startswith("#"):
+            kept.append(line)
+            continue
+        if delimiter is None:
+            rest = line.split(None, 1)[1:]
+            rest = rest[0] if rest else ""
+        elif '"' in line:  # a quoted index may hold the delimiter
+            rest = delimiter.join(_split_fields(line, delimiter)[1:])
+        else:
+            rest = line.partition(delimiter)[2]
+        if not rest.strip():
+            raise LapInputError(f"{name} line {start + offset + 1} holds only its index column")
+        kept.append(rest)
+    return kept
+
+
+def _locate_bad_value(lines: list[str], start: int, delimiter: str | None, name: str, index_col: bool) -> str | None:
+    """The first ragged row or non-numeric field from ``lines[start]`` on, in np.loadtxt's terms."""
+    expected = expected_line = None
+    first_column = 1 if index_col else 0
+    for index in range(start, len(lines)):
+        content = lines[index].split("#", 1)[0]  # np.loadtxt's comments
+        if not content.strip():
+            continue
+        fields = _split_fields(content, delimiter)
+        if expected is None:
+            expected, expected_line = len(fields), index + 1
+        elif len(fields) != expected:
+            return (f"cannot parse {name}: ragged rows: line {index + 1} has {_columns(len(fields))}, "
+                    f"line {expected_line} has {_columns(expected)}")
+        for column in range(first_column, len(fields)):
+            if not _is_number(fields[column]):
+                return f"{name} line {index + 1}, column {column + 1}: {fields[column].strip()!r} is not a number"
+    return None
 
 
 def read_hdf5(path: Path, dataset: str | None):
@@ -223,7 +372,12 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
 
 @contextmanager
 def atomic_output(path: str, mode: str = "wb"):
-    """Yield a temporary file next to ``path``; rename it to ``path`` only on success."""
+    """Yield a temporary file next to ``path``; rename it to ``path`` only once it is complete.
+
+    On any exception (including KeyboardInterrupt and the CLI's SIGTERM) the temporary file is
+    removed. The data is flushed and fsync'ed before the rename, so a crash after it cannot leave
+    an empty or partial file under the final name, and the file gets the mode the umask gives any
+    new file (``mkstemp`` makes it 0600)."""
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     try:
@@ -233,6 +387,9 @@ def atomic_output(path: str, mode: str = "wb"):
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, 0o666 & ~current_umask())
         os.replace(temp_name, target)
     except BaseException:
         try:
@@ -240,6 +397,22 @@ def atomic_output(path: str, mode: str = "wb"):
         except FileNotFoundError:
             pass
         raise
+
+
+def current_umask() -> int:
+    """The process umask. Linux shows it in /proc/self/status, so it is read without changing it;
+    elsewhere it is set and restored at once, to 0o077 meanwhile, so that a file another thread
+    creates in that instant is too private rather than too open."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 def write_matrix(path: str, matrix: np.ndarray, dataset: str = "costs") -> None:

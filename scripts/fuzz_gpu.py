@@ -96,8 +96,7 @@ def routed(case: dict, cost: np.ndarray, out: Path | None = None):
 
         buffer = _io.BytesIO()
         np.savetxt(buffer, cost, delimiter=",", fmt="%d" if cost.dtype.kind in "iu" else "%.17g")
-        read = read_text(buffer.getvalue(), "fuzz.csv")
-        return read[0] if isinstance(read, tuple) else read
+        return read_text(buffer.getvalue(), "fuzz.csv", header=False)  # as `lap solve --no-header`
     return cost
 
 

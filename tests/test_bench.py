@@ -85,3 +85,41 @@ def test_papers_suite_is_kawtikwars_grid_and_hylac_the_issues_points():
     assert len(SUITES["papers"]) == 6 * 7
     assert {n for n, _ in SUITES["papers"]} == {256, 512, 1024, 2048, 4096, 8192}
     assert SUITES["hylac"] == ((1024, 1), (4096, 1), (4096, 100), (8192, 10), (8192, 1000))
+
+
+def test_float_kind_is_benchmarked_in_float64_not_on_zeros(tmp_path):
+    result = CliRunner().invoke(cli, ["bench", "--kind", "float", "--sizes", "6", "--ranges", "1", "--solvers",
+                                      "numpy,scipy", "--repeat", "1", "--warmup", "0", "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 0, result.output
+    results = json.loads((tmp_path / "b.json").read_text())["results"]
+    assert {r["dtype"] for r in results} == {"float64"}
+    assert all(r["objective"] > 0 for r in results)  # uniform [0, 1) floats: an all-zero matrix would give 0
+    assert BenchSettings(cells=((6, 1),), solvers=("scipy",), kind="geometric").dtypes == ("float64",)
+
+
+def test_integer_dtype_with_a_float_kind_is_exit_2_before_any_work(tmp_path):
+    result = CliRunner().invoke(cli, ["bench", "--kind", "sanity", "--dtypes", "float64,int32", "--sizes", "6",
+                                      "--solvers", "scipy", "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 2 and "int32 would truncate them" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "b.json").exists()
+
+
+@pytest.mark.parametrize("option, value, fragment", [
+    ("--sizes", "0", "at least 1, got 0"),
+    ("--sizes", "-3", "at least 1, got -3"),
+    ("--sizes", ",", "at least one value"),
+    ("--solvers", ",", "at least one value"),
+    ("--ranges", ",", "at least one value"),
+    ("--dtypes", ",", "at least one value"),
+    ("--ranges", "nan", "finite"),
+    ("--ranges", "1,inf", "finite"),
+    ("--timeout", "nan", "not a finite number"),
+    ("--timeout", "inf", "not a finite number"),
+])
+def test_every_bench_option_is_checked_before_work(tmp_path, option, value, fragment):
+    args = {"--sizes": "4", "--solvers": "scipy", "--repeat": "1", "--warmup": "0", option: value}
+    result = CliRunner().invoke(cli, ["bench", *[x for kv in args.items() for x in kv], "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0] and option in lines[0], result.stderr
+    assert not (tmp_path / "b.json").exists()

@@ -97,6 +97,22 @@ def test_generate_writes_npy_to_a_pipe():
     assert np.load(io.BytesIO(result.stdout_bytes)).shape == (7, 7)
 
 
+@pytest.mark.parametrize("kind", ["float", "geometric", "sanity"])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_float_kinds_refuse_integer_dtypes_instead_of_writing_zeros(tmp_path, kind, dtype):
+    result = invoke("generate", "--n", 5, "--kind", kind, "--dtype", dtype, "--seed", 1, "-o", tmp_path / "m.npy")
+    assert_one_line_error(result, 2, f"{dtype} would truncate them")
+    assert not (tmp_path / "m.npy").exists()
+
+
+def test_generate_dash_output_is_npy_on_stdout_not_a_file_named_dash(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("generate", "--n", 7, "--seed", 1, "-o", "-")
+    assert result.exit_code == 0, result.output
+    assert np.load(io.BytesIO(result.stdout_bytes)).shape == (7, 7)
+    assert os.listdir(tmp_path) == []
+
+
 # ----------------------------------------------------------------------------- solve: inputs
 def write_inputs(tmp_path, cost):
     np.save(tmp_path / "m.npy", cost)
@@ -171,6 +187,102 @@ def test_maximize_and_solver_options(tmp_path, rng):
         assert report["objective"] == scipy_objective(cost, maximize=True) and report["maximize"] is True
 
 
+# ----------------------------------------------------------------------------- solve: text never guesses
+def csv_text(cost, header=None, index=False):
+    """CSV as pandas' ``to_csv()`` writes it (header = column labels, index = row labels), by hand."""
+    lines = [] if header is None else [header]
+    for i, row in enumerate(cost):
+        lines.append(",".join(([str(i)] if index else []) + [str(v) for v in row]))
+    return "\n".join(lines) + "\n"
+
+
+def solve_text(tmp_path, text, *options, name="m.csv"):
+    path = tmp_path / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return invoke("solve", path, "--json", "--solver", "scipy", *options)
+
+
+def test_pandas_column_labels_as_first_line_are_ambiguous_not_data(tmp_path, rng):
+    cost = rng.integers(0, 20, (4, 3))
+    text = csv_text(cost, header="0,1,2")  # pandas' to_csv(index=False) of a 4×3 frame
+    assert_one_line_error(solve_text(tmp_path, text), 2, "pass --header or --no-header")
+    result = solve_text(tmp_path, text, "--header")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["n_rows"], report["n_cols"]) == (4, 3)
+    assert report["objective"] == scipy_objective(cost)
+
+
+def test_no_header_on_a_text_header_names_line_and_column(tmp_path):
+    result = solve_text(tmp_path, "a,b\n1,2\n3,4\n", "--no-header")
+    assert_one_line_error(result, 2, "m.csv line 1, column 1: 'a' is not a number")
+
+
+def test_guessed_header_is_skipped_and_said_on_stderr(tmp_path):
+    result = solve_text(tmp_path, "a,b,c\n1,2,3\n4,5,6\n")
+    assert result.exit_code == 0 and json.loads(result.stdout)["n_rows"] == 2
+    assert "skipped header line of " in result.stderr and "m.csv: a,b,c" in result.stderr
+    assert "skipped header" not in solve_text(tmp_path, "a,b,c\n1,2,3\n4,5,6\n", "--quiet").stderr
+
+
+def test_bom_before_a_numeric_first_row_keeps_it_as_data(tmp_path):
+    result = solve_text(tmp_path, b"\xef\xbb\xbf5,3\n1,4\n")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["n_rows"] == 2 and report["objective"] == 4
+    assert "skipped header" not in result.stderr
+
+
+def test_bom_before_a_text_header_is_a_header(tmp_path):
+    result = solve_text(tmp_path, b"\xef\xbb\xbfa,b\n1,4\n3,1\n")
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == 2
+    assert "m.csv: a,b\n" in result.stderr  # the BOM is not part of the header either
+
+
+def test_typo_in_the_first_row_is_an_error_not_a_header(tmp_path):
+    result = solve_text(tmp_path, "1,2,x\n4,5,6\n7,8,9\n")
+    assert_one_line_error(result, 2, "m.csv line 1, column 3: 'x' is not a number (use --header if line 1 is a header)")
+
+
+def test_non_numeric_value_names_its_line_in_the_file(tmp_path):
+    result = solve_text(tmp_path, "\na,b\n\n1,2\n3,x\n")  # blank lines count: line 5 of the file
+    assert_one_line_error(result, 2, "m.csv line 5, column 2: 'x' is not a number")
+
+
+def test_pandas_index_column_is_refused_without_index_col_and_dropped_with_it(tmp_path, rng):
+    cost = rng.integers(0, 20, (3, 3))
+    text = csv_text(cost, header=",0,1,2", index=True)  # pandas' default to_csv()
+    assert_one_line_error(solve_text(tmp_path, text), 2, "looks like it has an index column (empty first header field); pass --index-col")
+    assert_one_line_error(solve_text(tmp_path, text, "--header"), 2, "pass --index-col")
+    result = solve_text(tmp_path, text, "--index-col")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["n_rows"], report["n_cols"]) == (3, 3) and report["objective"] == scipy_objective(cost)
+
+
+def test_space_separated_index_column_is_refused_without_index_col(tmp_path, rng):
+    cost = rng.integers(0, 20, (3, 3))
+    text = csv_text(cost, header=" 0 1 2", index=True).replace(",", " ")  # to_csv(sep=" ")
+    assert_one_line_error(solve_text(tmp_path, text, name="m.txt"), 2, "--header or --no-header")
+    assert_one_line_error(solve_text(tmp_path, text, "--header", name="m.txt"), 2, "pass --index-col")
+    result = solve_text(tmp_path, text, "--index-col", name="m.txt")
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
+
+
+def test_text_options_on_npy_input_are_refused(tmp_path):
+    np.save(tmp_path / "m.npy", np.eye(2))
+    assert_one_line_error(invoke("solve", tmp_path / "m.npy", "--header"), 2, "apply to text input only")
+
+
+def test_read_matrix_with_info_says_what_it_skipped(tmp_path):
+    from lapcli.io import read_matrix, read_matrix_with_info
+
+    (tmp_path / "m.csv").write_text("a,b\n1,2\n")
+    matrix, source = read_matrix_with_info(str(tmp_path / "m.csv"))
+    assert source.skipped_header == "a,b" and matrix.tolist() == [[1, 2]]
+    assert read_matrix(str(tmp_path / "m.csv")).tolist() == [[1, 2]]  # existing callers: the array only
+
+
 # ----------------------------------------------------------------------------- solve: errors
 def error_cases(tmp_path):
     (tmp_path / "empty.npy").write_bytes(b"")
@@ -196,7 +308,7 @@ def error_cases(tmp_path):
         "extension": (["m.xyz"], "unknown file extension"),
         "empty": (["empty.npy"], "is empty"),
         "ragged": (["ragged.csv"], "ragged rows"),
-        "non-numeric": (["words.csv"], "non-numeric value"),
+        "non-numeric": (["words.csv"], "words.csv line 2, column 2: 'abc' is not a number"),
         "3-D": (["cube.npy"], "2-D"),
         "strings": (["strings.npy"], "Cannot cast"),
         "objects": (["objects.npy"], "Python objects"),
@@ -267,9 +379,22 @@ def test_huge_csv_line_is_parsed_or_refused_cleanly(tmp_path):
     assert result.exit_code == 0 and json.loads(result.stdout)["n_cols"] == 200_000
 
 
-def test_json_and_stdout_assignment_conflict():
-    result = invoke("solve", "x.npy", "--json", "-o", "-")
-    assert result.exit_code == 2
+def test_json_and_stdout_assignment_conflict_is_one_line():
+    assert_one_line_error(invoke("solve", "x.npy", "--json", "-o", "-"), 2, "both write to stdout")
+
+
+@pytest.mark.parametrize("args", [
+    ["generate", "--n", "5", "--range", "nan"],
+    ["generate", "--n", "5", "--range", "inf"],
+    ["solve", "m.npy", "--timeout", "nan"],
+    ["solve", "m.npy", "--timeout", "inf"],
+])
+def test_float_options_refuse_nan_and_inf(tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "m.npy", np.eye(3))
+    result = invoke(*args, "-o", "out.npy" if args[0] == "generate" else "out.csv")
+    assert_one_line_error(result, 2, "is not a finite number")
+    assert sorted(os.listdir(tmp_path)) == ["m.npy"]
 
 
 # ----------------------------------------------------------------------------- real processes
@@ -285,16 +410,18 @@ def test_pipeline_generate_into_solve_as_subprocesses():
     assert solve.stderr == b""
 
 
-def interrupt(args, cwd, after):
+def interrupt(args, cwd, after, sig=signal.SIGINT):
     process = subprocess.Popen(LAP + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(after)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sig)
     out, err = process.communicate(timeout=60)
     return process.returncode, err.decode()
 
 
+@pytest.mark.parametrize("sig, code, message", [(signal.SIGINT, 130, "lap: interrupted"),
+                                                (signal.SIGTERM, 143, "lap: terminated")])
 @pytest.mark.parametrize("command", ["solve", "generate", "bench"])
-def test_ctrl_c_exits_130_with_one_line_and_no_partial_file(tmp_path, command):
+def test_ctrl_c_and_sigterm_exit_with_one_line_and_no_partial_file(tmp_path, command, sig, code, message):
     from lapcli.generate import generate as make
 
     np.save(tmp_path / "big.npy", make(2500, range_factor=1000, seed=1))  # ~6 s on the NumPy solver
@@ -304,11 +431,62 @@ def test_ctrl_c_exits_130_with_one_line_and_no_partial_file(tmp_path, command):
         "bench": ["bench", "--solvers", "numpy", "--sizes", "2500", "--ranges", "1000", "--json", "out.json"],
     }[command]
     before = set(os.listdir(tmp_path))
-    code, err = interrupt(args, tmp_path, after=1.5)
-    assert code == 130, err
-    assert err.strip().splitlines() == ["lap: interrupted"] or err.strip().endswith("lap: interrupted")
+    returncode, err = interrupt(args, tmp_path, after=1.5, sig=sig)
+    assert returncode == code, err
+    assert err.strip().splitlines() == [message] or err.strip().endswith(message)
     assert "Traceback" not in err
     assert set(os.listdir(tmp_path)) == before
+
+
+SIGTERM_MID_WRITE = """
+import os, signal, sys
+import numpy as np
+from lapcli.cli import main
+
+def save_half_then_sigterm(handle, array):
+    handle.write(b"\\x93NUMPY partial")
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(1000):  # the handler runs at the next bytecode; nothing below is reached
+        handle.write(b"x")
+    raise AssertionError("SIGTERM was not delivered")
+
+np.save = save_half_then_sigterm  # this process only
+main(sys.argv[1:])
+"""
+
+
+def test_sigterm_in_the_middle_of_a_write_leaves_no_file_and_no_part_file(tmp_path):
+    process = subprocess.run([sys.executable, "-c", SIGTERM_MID_WRITE, "generate", "--n", "5", "--seed", "1",
+                              "-o", "out.npy"], cwd=tmp_path, capture_output=True, timeout=60)
+    assert process.returncode == 143, process.stderr
+    assert process.stderr.decode().strip().splitlines() == ["lap: terminated"]
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640)])
+def test_written_files_get_the_mode_the_umask_gives(tmp_path, umask, mode):
+    np.save(tmp_path / "m.npy", np.eye(3, dtype=np.int64))
+    previous = os.umask(umask)
+    try:
+        assert invoke("generate", "--n", 4, "--seed", 1, "-o", tmp_path / "g.npy").exit_code == 0
+        assert invoke("generate", "--n", 4, "--seed", 1, "-o", tmp_path / "g.h5").exit_code == 0
+        result = invoke("solve", tmp_path / "m.npy", "-o", tmp_path / "a.csv", "--report", tmp_path / "r.json", "-q")
+        assert result.exit_code == 0, result.output
+    finally:
+        os.umask(previous)
+    for name in ("g.npy", "g.h5", "a.csv", "r.json"):
+        assert oct(os.stat(tmp_path / name).st_mode & 0o777) == oct(mode), name
+
+
+def test_data_is_on_disk_before_the_rename(tmp_path, monkeypatch):
+    import lapcli.io
+
+    calls = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(lapcli.io.os, "fsync", lambda fd: calls.append("fsync") or real_fsync(fd))
+    monkeypatch.setattr(lapcli.io.os, "replace", lambda a, b: calls.append("replace") or real_replace(a, b))
+    lapcli.io.write_bytes(str(tmp_path / "a.json"), b"{}")
+    assert calls == ["fsync", "replace"] and (tmp_path / "a.json").read_bytes() == b"{}"
 
 
 def test_large_csv_is_refused_when_memory_would_not_hold_it(tmp_path, monkeypatch):
