@@ -55,6 +55,11 @@ if ! skip solve; then
   lap solve "$matrix" --solver cuda --quiet >/dev/null  # warm: compile and allocate
   lap solve "$matrix" --solver cuda --report "$out/solve-4096-r100.json" 2>&1 | tee "$out/solve-4096-r100.txt" || status=1
 fi
+if ! skip startup; then  # where a one-shot solve's wall time goes: imports, then the whole run profiled
+  python3 -X importtime -m lapcli solve "$matrix" -o /tmp/a.npy --quiet 2>"$out/importtime.txt"
+  sort -t'|' -k2 -n "$out/importtime.txt" | tail -15 > "$out/importtime-top.txt"
+  python3 -m cProfile -s cumulative -m lapcli solve "$matrix" -o /tmp/a.npy --quiet 2>&1 | head -70 > "$out/profile-solve.txt"
+fi
 if ! skip cold; then  # issue #12: a cold one-shot solve's wall time against its kernel time
   for i in 1 2 3; do
     sync; start=$(date +%s.%N)
