@@ -114,7 +114,8 @@ def certify(cost, col_of_row, u, v, tolerance: float, engine: str) -> Certificat
 
 def _device_min_slack(cost, u, v, dual_dtype):
     kernel = _device_min_slack_kernel(dual_dtype is np.int64)
-    return kernel(cost, u[:, None], v[None, :], axis=(0, 1))
+    # per row first: a reduction of the whole matrix to one value would run on one block
+    return kernel(cost, u[:, None], v[None, :], axis=1).min()
 
 
 def _host_min_slack(cost, u, v, dual_dtype):

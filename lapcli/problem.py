@@ -419,13 +419,12 @@ def _float_work(arr, xp, maximize: bool, k: int, has_forbidden: bool, target: st
     if has_forbidden:
         if values.dtype.itemsize < arr.dtype.itemsize and not bool((xp.isfinite(values) == finite).all()):
             raise LapInputError(f"costs overflow {target}; use --dtype float64")
-        if not bool(finite.any()):
-            raise InfeasibleError()
+        check_feasible(finite, xp)
         row_min = xp.where(finite, values, xp.inf).min(axis=1)
         row_min = xp.where(xp.isfinite(row_min), row_min, 0).astype(values.dtype)
         values = values - row_min[:, None]
-        spread = float(xp.where(finite, values, 0).max())
-        sentinel = values.dtype.type((k + 2) * (spread if spread > 0 else 1.0))
+        finite_spread = float(xp.where(finite, values, 0).max())
+        sentinel = values.dtype.type((k + 2) * (finite_spread if finite_spread > 0 else 1.0))
         if not np.isfinite(sentinel):
             raise LapInputError("finite costs span too wide a range to mark forbidden entries")
         values = xp.where(finite, values, sentinel)
@@ -440,9 +439,24 @@ def _float_work(arr, xp, maximize: bool, k: int, has_forbidden: bool, target: st
         col_min = values.min(axis=0)
         values = values - col_min[None, :]
         col_offset = _host_float64(col_min, xp)
-    spread = float(values.max()) if values.size else 0.0
-    work = _pad(WorkMatrix(values, float_eps(k, spread), row_offset, col_offset), xp, n, k)
-    return work
+    # eps follows the finite costs' spread: the sentinel never enters it. The problem is known
+    # feasible here, so no optimal assignment and no dual of the solve reaches the sentinel's scale.
+    spread = finite_spread if has_forbidden else (float(values.max()) if values.size else 0.0)
+    return _pad(WorkMatrix(values, float_eps(k, spread), row_offset, col_offset), xp, n, k)
+
+
+def check_feasible(finite, xp) -> None:
+    """Raise InfeasibleError unless the allowed (finite) pairs hold an assignment of every row of
+    the smaller side: a maximum bipartite matching (Hopcroft–Karp, scipy), before any solve."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    mask = finite if xp is np else xp.asnumpy(finite)
+    if mask.shape[0] > mask.shape[1]:
+        mask = mask.T
+    matching = maximum_bipartite_matching(csr_matrix(mask), perm_type="column")
+    if bool((matching < 0).any()):
+        raise InfeasibleError()
 
 
 def _host_float64(array, xp) -> np.ndarray:
