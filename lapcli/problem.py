@@ -257,7 +257,10 @@ class Problem:
         """Sum of the chosen original costs: exact (Python int) for integers, fsum for floats."""
         values = self.values_at(rows, cols)
         if values.dtype.kind in "biu":
-            return int(sum(int(x) for x in values.tolist()))
+            if values.dtype.itemsize < 8 or (values.size and max(abs(int(values.max())), abs(int(values.min())))
+                                               < 2**63 // max(values.size, 1)):
+                return int(values.sum(dtype=np.int64))  # cannot overflow
+            return sum(values.tolist())  # Python ints: exact at any size
         return math.fsum(values.tolist())
 
 

@@ -15,6 +15,10 @@ cd "$(dirname "$0")/.."
   python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -3
 } >"$out/env.txt" 2>&1
 python3 -c "import lapcli" 2>/dev/null || export PYTHONPATH=$PWD
+# pip writes the package's bytecode at install time; an editable install does not, and this machine
+# may set PYTHONDONTWRITEBYTECODE, so every process would recompile lapcli: compile it once, as pip does.
+echo "PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset}" >>"$out/env.txt"
+python3 -m compileall -q lapcli >/dev/null
 lap() { python3 -m lapcli "$@"; }
 skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
 status=0

@@ -47,10 +47,13 @@ def choose(problem) -> tuple[str, str]:
     small, large = sorted((problem.n_rows, problem.n_cols))
     if large > CROSSOVERS.wide_ratio * max(small, 1):
         return "scipy", f"auto: {problem.n_rows}×{problem.n_cols} is wide; scipy solves it natively (cuda pads to {large}²)"
-    range_factor = estimated_range(problem)
-    high = range_factor is None or range_factor >= CROSSOVERS.high_range
-    threshold = CROSSOVERS.cuda_high_range if high else CROSSOVERS.cuda_low_range
+    size = problem.size
+    if size < CROSSOVERS.cuda_low_range:
+        return "scipy", f"auto: n={size} < {CROSSOVERS.cuda_low_range}: scipy is faster there on the GPU machine"
+    if size >= CROSSOVERS.cuda_high_range:
+        return "cuda", f"auto: n={size} ≥ {CROSSOVERS.cuda_high_range}: the CUDA kernel is faster there"
+    range_factor = estimated_range(problem)  # only between the two crossovers does the range decide
+    if range_factor is not None and range_factor < CROSSOVERS.high_range:
+        return "cuda", f"auto: n={size} ≥ {CROSSOVERS.cuda_low_range} with R≈{range_factor:.3g}: the CUDA kernel is faster there"
     kind = "floats" if range_factor is None else f"R≈{range_factor:.3g}"
-    if problem.size < threshold:
-        return "scipy", f"auto: n={problem.size} < {threshold} ({kind}): scipy is faster there on the GPU machine"
-    return "cuda", f"auto: n={problem.size} ≥ {threshold} ({kind}): the CUDA kernel is faster there"
+    return "scipy", f"auto: n={size} < {CROSSOVERS.cuda_high_range} ({kind}): scipy is faster there on the GPU machine"

@@ -218,19 +218,24 @@ def device_name() -> str:
     return f"cuda:{cupy.cuda.Device().id} ({name})"
 
 
+HOST_REGISTER_READ_ONLY = 8  # cudaHostRegisterReadOnly (CUDA ≥ 11.1): pins a read-only mapping too
+
+
 def upload(work):
-    """Copy the work matrix to the device. A large host array is page-locked in place for the
-    copy (cudaHostRegister): the DMA then reads it directly instead of through the driver's
-    pageable staging buffers, with no extra host copy. Falls back to a plain copy if refused."""
+    """Copy a host array to the device. A large one is page-locked in place for the copy
+    (cudaHostRegister): the DMA then reads it directly instead of through the driver's pageable
+    staging buffers, with no extra host copy. A read-only memory map (``lap solve file.npy``) is
+    registered read-only. Falls back to a plain copy if the driver refuses."""
     import cupy
 
     if not isinstance(work, np.ndarray) or work.nbytes < (1 << 24) or not work.flags.c_contiguous \
             or os.environ.get("LAPCLI_PIN", "1") == "0":
         return cupy.asarray(work)
     pointer = work.ctypes.data
+    flags = 0 if work.flags.writeable else HOST_REGISTER_READ_ONLY
     try:
-        cupy.cuda.runtime.hostRegister(pointer, work.nbytes, 0)
-    except Exception:  # e.g. a read-only memory map, or locked-memory limits
+        cupy.cuda.runtime.hostRegister(pointer, work.nbytes, flags)
+    except Exception:  # e.g. locked-memory limits
         return cupy.asarray(work)
     try:
         device = cupy.empty(work.shape, dtype=work.dtype)
