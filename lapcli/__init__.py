@@ -7,11 +7,15 @@ certificate on every answer of an engine with duals.
 __version__ = "0.2.0"
 
 from .api import linear_sum_assignment  # noqa: E402
+from .batch import BatchSolution, batch_linear_assignment, solve_batch  # noqa: E402
 from .errors import InfeasibleError, LapInputError, SolverError, SolverUnavailable  # noqa: E402
 from .facade import solve  # noqa: E402
 from .results import Solution, SolveReport  # noqa: E402
 
 __all__ = [
+    "BatchSolution",
+    "batch_linear_assignment",
+    "solve_batch",
     "InfeasibleError",
     "LapInputError",
     "Solution",

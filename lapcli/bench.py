@@ -85,7 +85,7 @@ class ObjectiveMismatch(Exception):
 # ----------------------------------------------------------------------------- solver runners
 def bench_solvers() -> tuple[str, ...]:
     """Every engine of the registry, and ``auto`` (what users get)."""
-    return registry.solver_choices(batch=False)
+    return registry.solver_choices(batch=False)  # single problems; the batch suite has its own
 
 
 def lapcli_runner(solver: str) -> Callable:

@@ -25,6 +25,8 @@ def choose_engine(name: str, problem) -> tuple[str, str]:
     if name == "auto":
         return choose(problem)
     engine = registry.get(name)
+    if engine.capabilities.batch:
+        raise LapInputError(f"solver {name!r} solves stacks of problems: use solve_batch or a 3-D input")
     available, why = engine.available()
     if not available:
         from .errors import SolverUnavailable

@@ -36,3 +36,13 @@ def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: st
         rows=rows, cols=cols, device=device, dtype=work.dtype, steps=steps or [], details=details or {},
         duals=problem.duals_from_work(host(u), host(v), work), certificate=certificate.to_dict(),
     )
+
+
+@dataclass
+class BatchEngineResult:
+    col_ind: Any  # (B, n) int64, the caller's column of each row, −1 unassigned (NumPy or CuPy)
+    device: str
+    dtype: str
+    details: dict[str, Any] = field(default_factory=dict)
+    certificate: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)

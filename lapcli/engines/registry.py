@@ -3,7 +3,8 @@
 ``register`` call below.
 
 An engine module defines ``run(problem, *, timeout=None, device=None) -> EngineResult`` for one
-problem (``lapcli.problem.Problem``); a batch engine defines ``run_batch(batch, ...)`` as well.
+problem (``lapcli.problem.Problem``); a batch engine (``capabilities.batch``) defines
+``run_batch(batch_problem, *, timeout=None, device=None) -> BatchEngineResult`` instead.
 Modules are imported only when an engine runs, so listing engines costs no CuPy or scipy import.
 """
 
@@ -29,6 +30,7 @@ class Capabilities:
     timeout: bool = False  # honours timeout=
     duals: bool = False  # returns duals, so every answer is certified
     dtypes: tuple[str, ...] = ALL_DTYPES  # working dtypes
+    max_columns: int | None = None  # the most columns (after transposing tall problems) it takes
 
 
 @dataclass(frozen=True)
@@ -133,4 +135,16 @@ register(Engine(
     "lapcli.engines.lapx_engine",
     Capabilities(device="cpu", rectangular=True, dtypes=("float64",)),
     module_probe("lapx", "pip install 'lapcli[lapx]'"),
+))
+register(Engine(
+    "cuda-batch", "shortest augmenting path per problem, the whole stack in one CUDA launch",
+    "lapcli.engines.cuda_batch",
+    Capabilities(device="cuda", batch=True, rectangular=True, timeout=True, duals=True, max_columns=2048),
+    cuda_status,
+))
+register(Engine(
+    "scipy-batch", "scipy per problem over a thread pool (scipy releases the GIL)",
+    "lapcli.engines.scipy_batch",
+    Capabilities(device="cpu", batch=True, rectangular=True, dtypes=("float64",)),
+    always,
 ))

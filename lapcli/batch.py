@@ -1,0 +1,310 @@
+"""Many assignment problems in one call: ``solve_batch`` and ``batch_linear_assignment``.
+
+The batch is the leading axis, as in torch-linear-assignment: a (B, n, m) stack (NumPy, CuPy or
+a torch tensor, CPU or CUDA) gives ``col_ind`` of shape (B, n), the column of each row, −1 for a
+row left unassigned (n > m). Every rule of ``linear_sum_assignment`` holds per problem (dtypes,
+maximize, ``+inf`` forbidden, scipy's messages); an infeasible member is named, and nothing
+half-done is returned. Results stay where the input lives (NumPy → NumPy, CuPy → CuPy, torch →
+torch on the same device). A list of 2-D matrices of different shapes is solved group by group.
+
+The work stack a GPU batch engine solves is built like the single problem's (problem.py): tall
+problems transposed (rows ≤ columns, no padding: the engine is rectangular), negated to maximise,
+float rows reduced by their minimum so that the tolerance follows the spread, forbidden entries set
+to a per-problem sentinel after a feasibility check.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .arrays import Origin, as_array
+from .engines import registry
+from .errors import InfeasibleError, LapInputError
+from .problem import WORK_DTYPES, _INT64_SAFE, float_eps, invalid_entries
+
+
+@dataclass
+class BatchReport:
+    """What one batch solve did (the JSON report of ``lap solve stack.npy``)."""
+
+    batch: int
+    n_rows: int
+    n_cols: int
+    maximize: bool
+    solver: str
+    device: str
+    dtype: str
+    total_ms: float
+    problems_per_second: float
+    version: str
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)  # h2d_ms, kernel_ms, d2h_ms, layout, …
+    steps: list = field(default_factory=list)  # summed over the batch where the engine has steps
+    certified: bool = False
+    certificate: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    objectives: list = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class BatchSolution:
+    """``col_ind`` (B, n) in the caller's library and device, ``objectives`` (B,) exact for
+    integer costs, and one ``report``."""
+
+    col_ind: Any
+    objectives: np.ndarray
+    report: BatchReport
+
+
+@dataclass
+class BatchProblem:
+    """A validated (B, n, m) stack and how to solve it."""
+
+    original: Any  # NumPy or CuPy (B, n, m), never modified
+    xp: Any
+    origin: Origin
+    maximize: bool
+    forbidden: np.ndarray  # (B,) bool: problem b has forbidden entries
+    requested_dtype: str | None = None
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return tuple(int(x) for x in self.original.shape)
+
+    @property
+    def transposed(self) -> bool:
+        return self.shape[1] > self.shape[2]
+
+
+def prepare_batch(costs, *, maximize=False, dtype=None) -> BatchProblem:
+    if dtype is not None and dtype not in WORK_DTYPES:
+        raise LapInputError(f"unknown working dtype {dtype!r}; choose one of {', '.join(WORK_DTYPES)}")
+    arr, origin = as_array(costs)
+    xp = np if isinstance(arr, np.ndarray) else __import__("cupy")
+    if arr.ndim != 3:
+        raise LapInputError(f"expected a stack of matrices (3-D array), got a {arr.ndim}-D array")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') according to the rule 'safe'")
+    forbidden = np.zeros(arr.shape[0], dtype=bool)
+    if arr.dtype.kind == "f" and arr.size and not bool(xp.isfinite(arr).all()):
+        if bool(xp.isnan(arr).any()):
+            raise invalid_entries()
+        wrong, allowed = (np.inf, -np.inf) if maximize else (-np.inf, np.inf)
+        if bool((arr == wrong).any()):
+            raise invalid_entries()
+        per_problem = (arr == allowed).any(axis=(1, 2))
+        forbidden = per_problem if xp is np else xp.asnumpy(per_problem)
+    return BatchProblem(arr, xp, origin, bool(maximize), np.asarray(forbidden), dtype)
+
+
+def infeasible_members(problem: BatchProblem) -> list[int]:
+    """Indices of the problems whose allowed pairs hold no assignment of the smaller side."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    bad = []
+    for b in np.flatnonzero(problem.forbidden):
+        mask = problem.original[b] != (-np.inf if problem.maximize else np.inf)
+        mask = mask if problem.xp is np else problem.xp.asnumpy(mask)
+        if mask.shape[0] > mask.shape[1]:
+            mask = mask.T
+        if (maximum_bipartite_matching(csr_matrix(mask), perm_type="column") < 0).any():
+            bad.append(int(b))
+    return bad
+
+
+def raise_infeasible(bad: list[int], batch: int) -> None:
+    if bad:
+        shown = ", ".join(map(str, bad[:20])) + (", …" if len(bad) > 20 else "")
+        raise InfeasibleError(f"cost matrix is infeasible: problem{'s' if len(bad) > 1 else ''} {shown} of {batch}")
+
+
+def work_stack(problem: BatchProblem, xp, source=None):
+    """(values (B, r, c) with r ≤ c, eps, notes): the stack a rectangular batch engine minimises."""
+    arr = problem.original if source is None else source
+    if problem.transposed:
+        arr = arr.transpose(0, 2, 1)
+    notes: list[str] = []
+    c = arr.shape[2]
+    requested = problem.requested_dtype
+    if arr.dtype.kind in "biu" and (requested is None or requested.startswith("int")):
+        values = arr.astype(np.int64) if (problem.maximize or arr.dtype.kind == "b") else arr
+        if problem.maximize:
+            values = -values
+        lo, hi = (int(values.min()), int(values.max())) if values.size else (0, 0)
+        bound = max(abs(lo), abs(hi))
+        if bound * 4 * (c + 1) < _INT64_SAFE and not (arr.dtype == np.uint64 and hi >= 2**63):
+            target = requested or ("int32" if -(2**31) <= lo and hi < 2**31 else "int64")
+            return xp.ascontiguousarray(values.astype(target, copy=False)), 0.0, notes
+        if requested is not None:
+            raise LapInputError(f"integer costs are too large for exact solving as {requested}; drop --dtype")
+        notes.append("integer costs too large for exact int64 duals: solved in float64 (as scipy does)")
+        arr = arr.astype(np.float64)
+    target = requested or ("float32" if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 else "float64")
+    values = arr.astype(target)
+    if problem.maximize:
+        values = -values
+    if problem.forbidden.any():
+        finite = xp.isfinite(values)
+        row_min = xp.where(finite, values, xp.inf).min(axis=2, keepdims=True)
+        values = values - xp.where(xp.isfinite(row_min), row_min, 0).astype(values.dtype)
+        spread = xp.where(finite, values, 0).max(axis=(1, 2))
+        sentinel = ((c + 2) * xp.where(spread > 0, spread, 1)).astype(values.dtype)
+        values = xp.where(finite, values, sentinel[:, None, None])
+    else:
+        values = values - values.min(axis=2, keepdims=True)
+        spread = values.max(axis=(1, 2)) if values.size else xp.zeros(0)
+    largest = float(spread.max()) if spread.size else 0.0
+    return xp.ascontiguousarray(values), float_eps(c, largest), notes
+
+
+def columns_of_rows(problem: BatchProblem, work_col_of_row, xp):
+    """The engine's (B, r) columns of work rows as the caller's (B, n) columns, −1 unassigned."""
+    batch, n, m = problem.shape
+    work_col_of_row = work_col_of_row.astype(np.int64)
+    if not problem.transposed:
+        return work_col_of_row
+    out = xp.full((batch, n), -1, dtype=np.int64)
+    r = work_col_of_row.shape[1]
+    out[xp.arange(batch)[:, None], work_col_of_row] = xp.arange(r)[None, :]
+    return out
+
+
+def objectives_of(problem: BatchProblem, col_ind) -> np.ndarray:
+    """Per problem, the sum of the chosen original costs: exact for integers."""
+    xp = problem.xp
+    batch, n, m = problem.shape
+    if batch == 0:
+        return np.zeros(0)
+    assigned = col_ind >= 0
+    safe_cols = xp.where(assigned, col_ind, 0)
+    values = xp.take_along_axis(problem.original, safe_cols[:, :, None], axis=2)[:, :, 0]
+    if problem.original.dtype.kind in "biu":
+        values = xp.where(assigned, values, 0)
+        host = values if xp is np else xp.asnumpy(values)
+        if host.dtype.itemsize < 8 or int(np.abs(host).max(initial=0)) < 2**63 // max(n, 1):
+            return host.astype(np.int64).sum(axis=1)
+        return np.array([sum(int(x) for x in row) for row in host.tolist()], dtype=object)
+    values = xp.where(assigned, values.astype(np.float64), 0.0)
+    host = values if xp is np else xp.asnumpy(values)
+    return np.array([math.fsum(row) for row in host.tolist()]) if n <= 64 else host.sum(axis=1)
+
+
+def choose_batch_engine(name: str, problem: BatchProblem) -> tuple[str, str]:
+    if name != "auto":
+        engine = registry.get(name)
+        if not engine.capabilities.batch:
+            batch_names = ", ".join(registry.solver_choices(batch=True)[1:])
+            raise LapInputError(f"solver {name!r} solves one problem at a time; for a stack use {batch_names}")
+        available, why = engine.available()
+        if not available:
+            from .errors import SolverUnavailable
+
+            raise SolverUnavailable(f"solver {name!r} cannot run here: {why}")
+        return name, "requested"
+    available, why = registry.cuda_status()
+    if not available:
+        return "scipy-batch", f"auto: {why}; scipy per problem over a thread pool"
+    batch, n, m = problem.shape
+    if min(n, m) and max(n, m) > registry.get("cuda-batch").capabilities.max_columns:
+        return "scipy-batch", f"auto: problems of {n}×{m} exceed the GPU batch kernel's columns"
+    return "cuda-batch", f"auto: {why}; the whole batch in one GPU launch"
+
+
+def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
+                timeout: float | None = None, device: int | None = None) -> BatchSolution:
+    """Solve every problem of a (B, n, m) stack (or a list of 2-D matrices).
+
+    Returns a BatchSolution: ``col_ind`` (B, n) (−1: unassigned row) in the caller's library and
+    device, ``objectives`` (B,), and a ``report`` (engine, device, times, problems per second,
+    certificate). Raises InfeasibleError naming the infeasible members; nothing is returned then.
+    A list of matrices of different shapes gives ``col_ind`` as a list of arrays.
+    """
+    if isinstance(costs, (list, tuple)) and costs and not _stackable(costs):
+        return _solve_ragged(costs, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
+    start = time.perf_counter()
+    problem = prepare_batch(costs, maximize=maximize, dtype=dtype)
+    name, reason = choose_batch_engine(solver, problem)
+    batch, n, m = problem.shape
+    if batch == 0 or n == 0 or m == 0:
+        col = problem.xp.full((batch, n), -1, dtype=np.int64)
+        return _finish(problem, name, reason, start, col, "none", str(problem.original.dtype), {}, None, [])
+    raise_infeasible(infeasible_members(problem), batch)
+    result = registry.get(name).load().run_batch(problem, timeout=timeout, device=device)
+    return _finish(problem, name, reason, start, result.col_ind, result.device, result.dtype, result.details,
+                   result.certificate, result.notes)
+
+
+def _stackable(costs) -> bool:
+    shapes = {np.shape(c) for c in costs}
+    return len(shapes) == 1
+
+
+def _finish(problem, name, reason, start, col_ind, device, dtype, details, certificate, notes) -> BatchSolution:
+    from .certificate import not_certified
+
+    objectives = objectives_of(problem, col_ind)
+    batch, n, m = problem.shape
+    total_ms = (time.perf_counter() - start) * 1e3
+    report = BatchReport(
+        batch=batch, n_rows=n, n_cols=m, maximize=problem.maximize, solver=name, device=device, dtype=dtype,
+        total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,
+        reason=reason, details=details, certified=certificate is not None,
+        certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
+        notes=list(notes), objectives=[o.item() if hasattr(o, "item") else o for o in objectives],
+    )
+    return BatchSolution(col_ind=problem.origin.to_caller(col_ind), objectives=objectives, report=report)
+
+
+def _solve_ragged(costs, **options) -> BatchSolution:
+    """A list of matrices of several shapes: one batch per shape, results back in input order."""
+    start = time.perf_counter()
+    groups: dict[tuple, list[int]] = {}
+    for index, matrix in enumerate(costs):
+        groups.setdefault(tuple(np.shape(matrix)), []).append(index)
+    col_ind: list = [None] * len(costs)
+    objectives: list = [None] * len(costs)
+    reports = []
+    for shape, members in groups.items():
+        first = costs[members[0]]
+        stack = _stack([costs[i] for i in members], first)
+        solution = solve_batch(stack, **options)
+        reports.append(solution.report)
+        for position, index in enumerate(members):
+            col_ind[index] = solution.col_ind[position]
+            objectives[index] = solution.objectives[position]
+    head = reports[0]
+    total_ms = (time.perf_counter() - start) * 1e3
+    report = BatchReport(
+        batch=len(costs), n_rows=-1, n_cols=-1, maximize=head.maximize, solver=",".join(sorted({r.solver for r in reports})),
+        device=head.device, dtype=",".join(sorted({r.dtype for r in reports})), total_ms=total_ms,
+        problems_per_second=len(costs) / (total_ms / 1e3), version=__version__,
+        reason=f"{len(groups)} shapes, one batch each", certified=all(r.certified for r in reports),
+        certificate={"groups": [r.certificate for r in reports]}, objectives=[o.item() if hasattr(o, "item") else o for o in objectives],
+    )
+    return BatchSolution(col_ind=col_ind, objectives=np.array(objectives, dtype=object), report=report)
+
+
+def _stack(matrices, like):
+    arr, origin = as_array(like)
+    if origin.library == "torch":
+        import torch
+
+        return torch.stack(list(matrices))
+    xp = np if isinstance(arr, np.ndarray) else __import__("cupy")
+    return xp.stack([as_array(m)[0] for m in matrices])
+
+
+def batch_linear_assignment(costs, maximize: bool = False):
+    """The column of each row for every problem of a (B, n, m) stack, −1 for an unassigned row:
+    torch-linear-assignment's function, on NumPy, CuPy or torch input (result of the same kind)."""
+    return solve_batch(costs, maximize=maximize).col_ind

@@ -1,0 +1,107 @@
+"""Issue #13: batches of problems through one call (CPU engine here; GPU tests in test_cuda_batch.py)."""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli
+from lapcli import InfeasibleError, batch_linear_assignment, solve_batch
+
+
+def scipy_loop(stack, maximize=False):
+    cols, objectives = [], []
+    for cost in stack:
+        rows, columns = scipy_lsa(cost, maximize=maximize)
+        col = np.full(cost.shape[0], -1)
+        col[rows] = columns
+        cols.append(col)
+        objectives.append(cost[rows, columns].sum())
+    return np.array(cols).reshape(len(stack), -1), np.array(objectives)
+
+
+@pytest.mark.parametrize("shape", [(7, 5, 5), (4, 3, 8), (4, 8, 3), (1, 1, 1), (3, 1, 6), (3, 6, 1)])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_stack_objectives_equal_a_scipy_loop(rng, shape, maximize):
+    for stack in (rng.integers(-100, 100, shape), rng.random(shape)):
+        solution = solve_batch(stack, solver="scipy-batch", maximize=maximize)
+        _, expected = scipy_loop(stack, maximize)
+        assert solution.col_ind.shape == shape[:2]
+        if stack.dtype.kind == "i":
+            assert solution.objectives.tolist() == expected.tolist()
+        else:
+            np.testing.assert_allclose(solution.objectives, expected, rtol=1e-12)
+        for b in range(shape[0]):  # a valid assignment: distinct columns, −1 only when n > m
+            chosen = solution.col_ind[b][solution.col_ind[b] >= 0]
+            assert np.unique(chosen).size == chosen.size == min(shape[1:])
+
+
+def test_empty_and_single_batches(rng):
+    empty = solve_batch(np.zeros((0, 4, 4)))
+    assert empty.col_ind.shape == (0, 4) and empty.objectives.shape == (0,)
+    one = solve_batch(rng.integers(0, 9, (1, 6, 6)))
+    assert one.col_ind.shape == (1, 6)
+
+
+def test_infeasible_members_are_named_and_nothing_is_returned(rng):
+    stack = rng.random((64, 5, 5))
+    for b in (3, 17):
+        stack[b, 2, :] = np.inf
+    with pytest.raises(InfeasibleError, match=r"cost matrix is infeasible: problems 3, 17 of 64"):
+        solve_batch(stack)
+
+
+def test_bad_input_is_refused_like_scipy():
+    with pytest.raises(ValueError, match="3-D"):
+        solve_batch(np.zeros((4, 4)))
+    with pytest.raises(ValueError, match="invalid numeric entries"):
+        solve_batch(np.full((2, 2, 2), np.nan))
+    with pytest.raises(ValueError, match="invalid numeric entries"):
+        solve_batch(np.full((2, 2, 2), -np.inf))
+    with pytest.raises(ValueError, match="one problem at a time"):
+        solve_batch(np.zeros((2, 2, 2)), solver="numpy")
+
+
+def test_forbidden_entries_per_problem(rng):
+    stack = rng.random((10, 6, 9))
+    stack[rng.random(stack.shape) < 0.3] = np.inf
+    for b in range(10):
+        stack[b, np.arange(6), np.arange(6)] = 0.5
+    solution = solve_batch(stack)
+    assert np.isfinite(stack[np.arange(10)[:, None], np.arange(6)[None, :], solution.col_ind]).all()
+    _, expected = scipy_loop(stack)
+    np.testing.assert_allclose(solution.objectives, expected)
+
+
+def test_ragged_list_keeps_input_order(rng):
+    matrices = [rng.integers(0, 50, shape) for shape in ((3, 3), (4, 6), (3, 3), (6, 4))]
+    solution = solve_batch(matrices)
+    for matrix, cols, objective in zip(matrices, solution.col_ind, solution.objectives):
+        rows, columns = scipy_lsa(matrix)
+        assert objective == matrix[rows, columns].sum()
+        assert len(cols) == matrix.shape[0]
+
+
+def test_torch_tensors_come_back_as_tensors(rng):
+    torch = pytest.importorskip("torch")
+    stack = torch.tensor(rng.random((5, 4, 4)), dtype=torch.float32)
+    cols = batch_linear_assignment(stack)
+    assert isinstance(cols, torch.Tensor) and cols.shape == (5, 4) and cols.dtype == torch.int64
+    _, expected = scipy_loop(stack.numpy())
+    got = stack.numpy()[np.arange(5)[:, None], np.arange(4)[None, :], cols.numpy()].sum(axis=1)
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_numpy_in_numpy_out(rng):
+    cols = batch_linear_assignment(rng.integers(0, 9, (3, 4, 4)))
+    assert isinstance(cols, np.ndarray) and cols.dtype == np.int64
+
+
+def test_report_counts_problems(rng):
+    report = solve_batch(rng.random((20, 8, 8))).report
+    assert report.batch == 20 and report.problems_per_second > 0 and report.solver == "scipy-batch"
+    assert len(report.objectives) == 20 and "auto" in report.reason
+
+
+def test_single_problem_api_refuses_batch_engines(rng):
+    with pytest.raises(ValueError, match="stacks"):
+        lapcli.solve(rng.random((4, 4)), solver="scipy-batch")
