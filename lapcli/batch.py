@@ -160,6 +160,8 @@ def work_stack(problem: BatchProblem, xp, source=None):
         spread = xp.where(finite, values, 0).max(axis=(1, 2))
         sentinel = ((c + 2) * xp.where(spread > 0, spread, 1)).astype(values.dtype)
         values = xp.where(finite, values, sentinel[:, None, None])
+    elif values.dtype == np.float32:  # exact float32 numbers: eps from |c| (see problem._float_work)
+        spread = xp.abs(values).max(axis=(1, 2)) if values.size else xp.zeros(0)
     else:
         values = values - values.min(axis=2, keepdims=True)
         spread = values.max(axis=(1, 2)) if values.size else xp.zeros(0)

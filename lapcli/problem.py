@@ -15,7 +15,7 @@ forbidden entries (``+inf`` when minimising, ``-inf`` when maximising). The Hung
   so the solvers never see infinities; an assignment that still uses one proves infeasibility;
 * stored in one of the four working dtypes int32, int64, float32 or float64.
 
-* for floats, reduced: each row's minimum is subtracted (and each column's, for a square input),
+* for float64, reduced: each row's minimum is subtracted (and each column's, for a square input),
   so the numbers the solvers compare are the *spread* of the costs, not their magnitude
   (``1e6 + U(0, 1e-7)`` becomes ``U(0, 1e-7)`` exactly: Sterbenz). The offsets are kept and added
   back to the duals;
@@ -79,6 +79,8 @@ def objective_tolerance(cost) -> float:
     row_min = np.where(np.isfinite(row_min), row_min, 0.0)
     spread = float(np.where(finite, values - row_min, 0.0).max())
     largest = float(np.abs(values[finite]).max())
+    if cost.dtype.itemsize <= 4:  # float32 work matrices are not reduced: eps follows |c|
+        spread = largest
     per_entry = float_eps(k, spread) + 2 * _ROUNDING * spread
     summation = 2 * _ROUNDING * k * largest  # each fsum is within half an ulp of |objective| ≤ k·max|c|
     return 2 * k * per_entry + summation
@@ -425,6 +427,13 @@ def _float_work(arr, xp, maximize: bool, k: int, has_forbidden: bool, target: st
         check_feasible(finite, xp)
         row_min = xp.where(finite, values, xp.inf).min(axis=1)
         row_min = xp.where(xp.isfinite(row_min), row_min, 0).astype(values.dtype)
+        if values.dtype == np.float32:  # not reduced (see below): the sentinel clears hi + k·(hi − lo)
+            lo = float(xp.where(finite, values, xp.inf).min())
+            hi = float(xp.where(finite, values, -xp.inf).max())
+            finite_spread = max(abs(lo), abs(hi))  # eps follows |c| for float32
+            sentinel = values.dtype.type(hi + (k + 2) * max(hi - lo, abs(hi) * 2.0**-20, 1e-30))
+            values = xp.where(finite, values, sentinel)
+            return _pad(WorkMatrix(values, float_eps(k, finite_spread)), xp, n, k)
         values = values - row_min[:, None]
         finite_spread = float(xp.where(finite, values, 0).max())
         sentinel = values.dtype.type((k + 2) * (finite_spread if finite_spread > 0 else 1.0))
@@ -434,6 +443,12 @@ def _float_work(arr, xp, maximize: bool, k: int, has_forbidden: bool, target: st
     else:
         if values.size and not bool(xp.isfinite(values).all()):
             raise LapInputError(f"costs overflow {target}; use --dtype float64")
+        if values.dtype == np.float32:
+            # float32 costs are exact float32 numbers, and the kernels compute slack in float64:
+            # eps from the magnitude stays far below float32's resolution (2^-24·|c|) for any
+            # k < 2^20, while reducing in float32 would round every entry by up to 2^-24·spread.
+            scale = float(xp.abs(values).max()) if values.size else 0.0
+            return _pad(WorkMatrix(values, float_eps(k, scale)), xp, n, k)
         row_min = values.min(axis=1)
         values = values - row_min[:, None]
     row_offset = _host_float64(row_min, xp)

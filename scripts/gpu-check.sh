@@ -19,6 +19,12 @@ python3 -c "import lapcli" 2>/dev/null || export PYTHONPATH=$PWD
 # may set PYTHONDONTWRITEBYTECODE, so every process would recompile lapcli: compile it once, as pip does.
 echo "PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset}" >>"$out/env.txt"
 python3 -m compileall -q lapcli >/dev/null
+if [ "${PYTHONDONTWRITEBYTECODE:-}" = 1 ]; then  # this image ships site-packages without bytecode
+  for package in numpy cupy click rich; do
+    python3 -m compileall -q "$(python3 -c "import os, $package; print(os.path.dirname($package.__file__))")" >/dev/null 2>&1
+  done
+  echo "compiled bytecode of numpy cupy click rich (pip's default at install time)" >>"$out/env.txt"
+fi
 lap() { python3 -m lapcli "$@"; }
 skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
 status=0
