@@ -138,9 +138,10 @@ def solve_command(input_spec, solver, maximize, dtype, dataset, header, index_co
         run_library_call(write_bytes, report_path, report_json.encode())
     if json_stdout:
         write_bytes("-", report_json.encode())
-    from .report import render_summary
+    if not quiet:  # --quiet imports no Rich at all
+        from .report import render_summary
 
-    render_summary(report, stderr_console(quiet))
+        render_summary(report, stderr_console(quiet))
 
 
 # ----------------------------------------------------------------------------- info

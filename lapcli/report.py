@@ -7,6 +7,7 @@ from .results import SolveReport
 
 def render_summary(report: SolveReport, console) -> None:
     """Print the human summary (objective, solver, device, total time, step table) to ``console``."""
+    from rich.markup import escape
     from rich.table import Table
 
     console.print(
@@ -16,6 +17,15 @@ def render_summary(report: SolveReport, console) -> None:
     )
     if report.reason:
         console.print(f"[dim]{report.reason}[/]")
+    certificate = report.certificate
+    if report.certified:
+        console.print(f"[green]certified optimal[/] [dim](duals: min reduced cost {certificate['min_slack']:.6g}, "
+                      f"tolerance {certificate['tolerance']:.3g}, checked on the {certificate['where']} in "
+                      f"{certificate['ms']:.3f} ms)[/]")
+    elif certificate.get("why"):
+        console.print(f"[dim]not certified: {certificate['why']}[/]")
+    for note in report.notes:
+        console.print(f"[yellow]note[/] {escape(note)}")
     if not report.steps:
         console.print("[dim]this solver does not run the six Hungarian steps: no step table[/]")
         return
