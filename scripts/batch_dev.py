@@ -122,13 +122,13 @@ def median_ms(samples):
     return statistics.median(samples)
 
 
-def time_ours(stacks, layout):
+def time_ours(stacks, layout, defines=()):
     samples, kernel = [], []
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
     for r in range(REPEATS + 2):
         x = stacks[r % len(stacks)]
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        res = cb.solve_stack(x, layout=layout)
+        res = cb.solve_stack(x, layout=layout, defines=defines)
         end.record()
         end.synchronize()
         if r >= 2:
@@ -192,8 +192,17 @@ def time_tla(hosts):
 
 
 CELLS = [(10000, 16), (2000, 64), (500, 256), (64, 1024)]
-VARIANTS = {16: [(1, 1)], 64: [(2, 1), (1, 2)], 256: [(2, 4), (8, 1), (4, 2), (1, 8)],
-            1024: [(4, 8), (2, 16), (8, 4), (1, 32)]}
+BASE = ("BATCH_BLOCK_SCAN=0", "BATCH_PREFETCH=0")  # the first run's kernel
+SCAN = ("BATCH_PREFETCH=0",)
+SHFL = ("BATCH_SHFL=1",)
+# name -> (layout, defines); the default layout with the default switches is always timed as "default"
+VARIANTS = {16: {"K1W1 shfl": ((1, 1), SHFL)},
+            64: {"K2W1 shfl": ((2, 1), SHFL), "K1W2": ((1, 2), ())},
+            256: {"K2W4 base": ((2, 4), BASE), "K2W4 scan": ((2, 4), SCAN), "K2W4 shfl": ((2, 4), SHFL),
+                  "K1W8": ((1, 8), ()), "K1W8 shfl": ((1, 8), SHFL), "K4W2": ((4, 2), ()), "K8W1": ((8, 1), ()),
+                  "K8W1 shfl": ((8, 1), SHFL)},
+            1024: {"K4W8 base": ((4, 8), BASE), "K2W16": ((2, 16), ()), "K4W8 shfl": ((4, 8), SHFL),
+                   "K8W4": ((8, 4), ())}}
 TARGETS = {(10000, 16, "int"): (3.6, 0.8), (2000, 64, "int"): (6.0, 1.2), (500, 256, "int"): (22.5, 6.0),
            (64, 1024, "int"): (135, 107), (10000, 16, "unif"): (1.6, 0.5), (2000, 64, "unif"): (4.5, 1.0),
            (500, 256, "unif"): (22.0, 5.9), (64, 1024, "unif"): (154, 120)}
@@ -210,16 +219,23 @@ def timings(rng, out_dir, no_tla):
             stacks = [cupy.asarray(h) for h in hosts]
             res = check(hosts[0], "float32", f"cell {kind} {batch}x{n}", scipy_limit=200 if n >= 256 else 1000)
             ref_obj = objectives(hosts[0], cupy.asnumpy(res.col_of_row))
-            variants = {}
-            for layout in VARIANTS[n]:
-                variants[f"K{layout[0]}W{layout[1]}"] = time_ours(stacks, layout)
+            variants = {"default": time_ours(stacks, None)}
+            for name, (layout, defines) in VARIANTS[n].items():
+                variants[name] = time_ours(stacks, layout, defines)
+                got = objectives(hosts[0], cupy.asnumpy(cb.solve_stack(stacks[0], layout=layout, defines=defines).col_of_row))
+                assert np.allclose(got, ref_obj, rtol=0, atol=1e-6 * n), f"variant {name} is wrong"
             best = min(variants, key=lambda k: variants[k][0])
             h2h_page = time_ours_h2h(hosts, cupy.asarray)
             h2h_pin = time_ours_h2h(hosts, cb.upload_stack)
             up_page = time_upload(hosts, cupy.asarray)
             up_pin = time_upload(hosts, cb.upload_stack)
+            for chunk in (1 << 20, 4 << 20):
+                for threads in (4, 12):
+                    print(f"  upload chunk {chunk >> 20} MiB threads {threads}: "
+                          f"{time_upload(hosts, lambda h: cb.upload_stack(h, chunk_bytes=chunk, threads=threads)):.3f} ms")
             row = {"kind": kind, "B": batch, "n": n, "variants": variants, "best": best,
                    "default": f"K{cb.choose_layout(n)[0]}W{cb.choose_layout(n)[1]}",
+                   "overhead_ms": variants["default"][0] - variants["default"][1],
                    "h2h_pageable": h2h_page, "h2h_pinned": h2h_pin, "upload_pageable": up_page,
                    "upload_pinned": up_pin, "target_h2h": TARGETS[(batch, n, kind)][0],
                    "target_d2d": TARGETS[(batch, n, kind)][1]}
@@ -239,11 +255,11 @@ def timings(rng, out_dir, no_tla):
             cupy.get_default_memory_pool().free_all_blocks()
     with open(os.path.join(out_dir, "timings.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    print("\n| cells | ours d2d (kernel) | layouts tried | tla d2d | x | ours h2h pageable / pinned | tla h2h | x |")
+    print("\n| cells | ours d2d (kernel) | variants (kernel ms) | tla d2d | x | ours h2h pageable / pinned | tla h2h | x |")
     for r in rows:
-        d2d, kern = r["variants"][r["default"]]
+        d2d, kern = r["variants"]["default"]
         tla_d, tla_h = r.get("tla_d2d", float("nan")), r.get("tla_h2h", float("nan"))
-        lays = " ".join(f"{k}:{v[0]:.3g}" for k, v in r["variants"].items())
+        lays = " ".join(f"{k}:{v[1]:.3g}" for k, v in r["variants"].items() if k != "default")
         h2h = min(r["h2h_pageable"], r["h2h_pinned"])
         print(f"| {r['B']}x{r['n']} {r['kind']} | {d2d:.3f} ({kern:.3f}) | {lays} | {tla_d:.3f} | {tla_d / d2d:.1f} |"
               f" {r['h2h_pageable']:.2f} / {r['h2h_pinned']:.2f} (up {r['upload_pageable']:.2f}/{r['upload_pinned']:.2f}) |"
@@ -256,7 +272,16 @@ def main():
     parser.add_argument("--skip-check", action="store_true")
     parser.add_argument("--no-tla", action="store_true")
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    parser.add_argument("--ncu", nargs=3, metavar=("B", "N", "KIND"), help="solve one stack twice (for ncu)")
     args = parser.parse_args()
+    if args.ncu:
+        batch, n, kind = int(args.ncu[0]), int(args.ncu[1]), args.ncu[2]
+        rng = np.random.default_rng(0)
+        h = rng.integers(0, 10 * n, (batch, n, n)).astype(np.float32) if kind == "int" else rng.random((batch, n, n), dtype=np.float32)
+        x = cupy.asarray(h)
+        for _ in range(2):
+            print(cb.solve_stack(x).details)
+        return
     seed = int(os.environ.get("SEED", np.random.SeedSequence().entropy % 2**32))
     print(f"seed {seed}; device {cupy.cuda.runtime.getDeviceProperties(0)['name']}", flush=True)
     rng = np.random.default_rng(seed)

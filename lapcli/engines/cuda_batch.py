@@ -19,7 +19,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -77,16 +76,25 @@ def kernel_name(dtype: str, k: int, warps: int) -> str:
     return f"batch_lap<{cost_type}, {dual_type}, {k}, {warps}>"
 
 
-@lru_cache(maxsize=None)
-def compiled_kernel(dtype: str, k: int, warps: int):
-    """Compile one instantiation once per process; return (kernel, compile_ms)."""
+_kernels: dict[tuple, tuple] = {}  # (dtype, k, warps, defines) -> (kernel, compile_ms)
+
+
+def compiled_kernel(dtype: str, k: int, warps: int, defines: tuple = ()):
+    """Compile one instantiation once per process; return (kernel, compile_ms, fresh). ``defines``
+    (e.g. ("BATCH_SHFL=1",)) exist for measurements."""
+    key = (dtype, k, warps, defines)
+    found = _kernels.get(key)
+    if found is not None:
+        return found[0], found[1], False
     import cupy
 
     start = time.perf_counter()
     name = kernel_name(dtype, k, warps)
-    module = cupy.RawModule(code=kernel_source(), options=("-std=c++17",), name_expressions=[name])
+    module = cupy.RawModule(code=kernel_source(), options=("-std=c++17", *(f"-D{d}" for d in defines)),
+                            name_expressions=[name])
     kernel = module.get_function(name)
-    return kernel, (time.perf_counter() - start) * 1e3
+    _kernels[key] = (kernel, (time.perf_counter() - start) * 1e3)
+    return kernel, _kernels[key][1], True
 
 
 def launch_shape(batch: int, warps: int) -> tuple[int, int]:
@@ -96,8 +104,11 @@ def launch_shape(batch: int, warps: int) -> tuple[int, int]:
     return batch, 32 * warps
 
 
+_events: dict[int, tuple] = {}  # per device: a reused (begin, end) pair of CUDA events
+
+
 def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None,
-                layout: tuple[int, int] | None = None) -> StackResult:
+                layout: tuple[int, int] | None = None, defines: tuple = ()) -> StackResult:
     """Solve costs[b] (shape (B, n, m), 1 <= n <= m, finite, C-contiguous CuPy array of int32,
     int64, float32 or float64) to MINIMISE, all B problems in one launch.
 
@@ -107,23 +118,27 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None,
     ones, v <= 0, and v == 0 on the columns no row took; exactly for integer costs, within float64
     rounding (far below any sensible eps) for float costs. ``eps`` is accepted for the interface:
     the algorithm needs no tolerance. ``timeout`` (seconds) bounds the launch; problems still open
-    then get status 2. ``layout`` = (K, WARPS) overrides the choice (for measurements).
+    then get status 2 (STATUS_MESSAGES). ``layout`` = (K, WARPS) overrides the choice and
+    ``defines`` set the kernel's switches (both for measurements).
     """
     import cupy
 
     if costs.ndim != 3:
         raise ValueError(f"costs must be a (B, n, m) stack, got shape {costs.shape}")
-    batch, n, m = (int(x) for x in costs.shape)
-    dtype = str(costs.dtype)
+    batch, n, m = costs.shape
+    dtype = costs.dtype.name
     if dtype not in KERNEL_TYPES:
         raise ValueError(f"unsupported dtype {dtype}; use one of {', '.join(KERNEL_TYPES)}")
     if batch and not 1 <= n <= m:
         raise ValueError(f"need 1 <= n <= m, got n = {n}, m = {m} (transpose tall problems)")
     dual = KERNEL_TYPES[dtype][2]
-    col_of_row = cupy.empty((batch, n), dtype=np.int32)
-    u = cupy.empty((batch, n), dtype=dual)
-    v = cupy.empty((batch, m), dtype=dual)
-    status = cupy.empty(batch, dtype=np.int32)
+    # Two allocations: [launch stamp (2 ints), status (B), col_of_row (B n)] and [u (B n), v (B m)].
+    ints = cupy.empty(2 + batch + batch * n, dtype=np.int32)
+    duals = cupy.empty(batch * (n + m), dtype=dual)
+    status = ints[2:2 + batch]
+    col_of_row = ints[2 + batch:].reshape(batch, n)
+    u = duals[:batch * n].reshape(batch, n)
+    v = duals[batch * n:].reshape(batch, m)
     if batch == 0:
         return StackResult(col_of_row, u, v, status, 0.0, {"launches": 0})
     if not costs.flags.c_contiguous:
@@ -131,17 +146,19 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None,
     k, warps = layout if layout is not None else choose_layout(m)
     if m > 32 * warps * k:
         raise ValueError(f"layout {(k, warps)} holds {32 * warps * k} columns, m = {m}")
-    was_cached = compiled_kernel.cache_info().currsize
-    kernel, compile_ms = compiled_kernel(dtype, k, warps)
-    fresh = compiled_kernel.cache_info().currsize > was_cached
+    kernel, compile_ms, fresh = compiled_kernel(dtype, k, warps, defines)
     grid, block = launch_shape(batch, warps)
-    launch_start = cupy.zeros(1, dtype=np.uint64)  # stamped by the first group that runs
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
-    begin, end = cupy.cuda.Event(), cupy.cuda.Event()
-    begin.record()
+    stream = cupy.cuda.get_current_stream()
+    device = cupy.cuda.runtime.getDevice()
+    if device not in _events:
+        _events[device] = (cupy.cuda.Event(), cupy.cuda.Event())
+    begin, end = _events[device]
+    cupy.cuda.runtime.memsetAsync(ints.data.ptr, 0, 8, stream.ptr)  # the launch stamp
+    begin.record(stream)
     kernel((grid,), (block,), (costs, np.int32(batch), np.int32(n), np.int32(m), col_of_row, u, v,
-                               status, launch_start, np.uint64(limit_ns)))
-    end.record()
+                               status, ints, np.uint64(limit_ns)))
+    end.record(stream)
     end.synchronize()
     kernel_ms = cupy.cuda.get_elapsed_time(begin, end)
     details = {"layout": f"K={k} warps={warps}", "grid": grid, "block": block, "launches": 1,
@@ -157,7 +174,7 @@ _staging: dict[str, Any] = {"buffer": None, "bytes": 0, "event": None}
 _pool = None
 
 
-def upload_stack(host: np.ndarray, *, chunk_bytes: int = 8 << 20, threads: int = 8):
+def upload_stack(host: np.ndarray, *, chunk_bytes: int = 2 << 20, threads: int = 8):
     """Copy a host array to a new CuPy array: host memcpy into page-locked staging (``threads``
     threads, ``chunk_bytes`` chunks) pipelined with the asynchronous DMA of earlier chunks. The
     staging buffer is kept for the next call (its size: the largest stack seen). Returns a device
@@ -176,7 +193,7 @@ def upload_stack(host: np.ndarray, *, chunk_bytes: int = 8 << 20, threads: int =
         if _staging["bytes"] < nbytes:
             _staging["buffer"] = cupy.cuda.alloc_pinned_memory(nbytes)
             _staging["bytes"] = nbytes
-        if _pool is None:
+        if _pool is None or _pool._max_workers != threads:
             _pool = ThreadPoolExecutor(max_workers=threads)
         staging = np.frombuffer(_staging["buffer"], dtype=np.uint8, count=nbytes)
         source = host.reshape(-1).view(np.uint8)

@@ -26,8 +26,10 @@
 // memory holds row4col, col4row (the walk of S4 and the next row of S2), v (the S2 winner's dual)
 // and path (written once per search, for S4). A row scan is K coalesced loads per thread; the
 // argmin is three __reduce_min_sync per warp (64-bit key split in two halves, then the tag), plus,
-// for WARPS > 1, one __syncthreads and a second warp reduction over the per-warp winners
-// (double-buffered scratch, so one barrier per iteration).
+// for WARPS > 1, one __syncthreads after which every thread scans the per-warp winners
+// (double-buffered scratch, so one barrier per iteration); meanwhile each warp prefetches the row
+// of its own winner into L1 (the next row is one of them). Switches for measurements: BATCH_SHFL,
+// BATCH_BLOCK_SCAN, BATCH_PREFETCH below.
 //
 // Types: T is the stored cost (int, long long, float, double); D the dual / distance type (long
 // long for integer costs: exact; double for float costs).
@@ -69,14 +71,37 @@ __device__ __forceinline__ unsigned long long batch_global_timer_ns() {
     return t;
 }
 
+#ifndef BATCH_SHFL
+#define BATCH_SHFL 0       // 1: warp argmin by a shuffle butterfly instead of __reduce_min_sync
+#endif
+#ifndef BATCH_BLOCK_SCAN
+#define BATCH_BLOCK_SCAN 1 // WARPS > 1: every thread scans the WARPS per-warp winners itself
+#endif
+#ifndef BATCH_PREFETCH
+#define BATCH_PREFETCH 1   // WARPS > 1: each warp prefetches its winner's row into L1 before the barrier
+#endif
+
+__device__ __forceinline__ bool key_less(unsigned long long k1, unsigned t1, unsigned long long k2, unsigned t2) {
+    return k1 < k2 || (k1 == k2 && t1 < t2);
+}
+
 // Lexicographic minimum of (key, tag) over the warp, returned to every lane.
 __device__ __forceinline__ void warp_argmin(unsigned long long& key, unsigned& tag) {
+#if BATCH_SHFL
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const unsigned long long k2 = __shfl_xor_sync(BATCH_FULL_MASK, key, offset);
+        const unsigned t2 = __shfl_xor_sync(BATCH_FULL_MASK, tag, offset);
+        if (key_less(k2, t2, key, tag)) { key = k2; tag = t2; }
+    }
+#else
     const unsigned hi = (unsigned)(key >> 32), lo = (unsigned)key;
     const unsigned min_hi = __reduce_min_sync(BATCH_FULL_MASK, hi);
     const unsigned min_lo = __reduce_min_sync(BATCH_FULL_MASK, hi == min_hi ? lo : 0xffffffffu);
     const bool best = hi == min_hi && lo == min_lo;
     tag = __reduce_min_sync(BATCH_FULL_MASK, best ? tag : 0xffffffffu);
     key = ((unsigned long long)min_hi << 32) | min_lo;
+#endif
 }
 
 template <int WARPS>
@@ -169,11 +194,31 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             warp_argmin(best_key, best_tag);
             if constexpr (WARPS > 1) {
                 if (lane == 0) { red_key[parity][warp] = best_key; red_tag[parity][warp] = best_tag; }
+#if BATCH_PREFETCH
+                // The next row is row4col[j*]; this warp's winner is one of WARPS candidates: start
+                // pulling its row into L1 while the block agrees on the winner.
+                if ((best_tag >> 16) && best_key != ~0ull) {
+                    const char* next = (const char*)(problem + (long long)row4col[best_tag & 0xffffu] * m);
+                    for (int q = lane * 128; q < m * (int)sizeof(T); q += 32 * 128)
+                        asm volatile("prefetch.global.L1 [%0];" ::"l"(next + q));
+                }
+#endif
                 __syncthreads();
+#if BATCH_BLOCK_SCAN
+                best_key = red_key[parity][0];
+                best_tag = red_tag[parity][0];
+#pragma unroll
+                for (int w = 1; w < WARPS; ++w) {
+                    const unsigned long long k2 = red_key[parity][w];
+                    const unsigned t2 = red_tag[parity][w];
+                    if (key_less(k2, t2, best_key, best_tag)) { best_key = k2; best_tag = t2; }
+                }
+#else
                 best_key = lane < WARPS ? red_key[parity][lane] : ~0ull;
                 best_tag = lane < WARPS ? red_tag[parity][lane] : 0xffffffffu;
-                parity ^= 1;
                 warp_argmin(best_key, best_tag);
+#endif
+                parity ^= 1;
             }
             if (best_key == ~0ull || best_key == DT::key(DT::inf())) { st = BATCH_NO_COLUMN; break; }
             const int jw = (int)(best_tag & 0xffffu);
