@@ -196,13 +196,13 @@ BASE = ("BATCH_BLOCK_SCAN=0", "BATCH_PREFETCH=0")  # the first run's kernel
 SCAN = ("BATCH_PREFETCH=0",)
 SHFL = ("BATCH_SHFL=1",)
 # name -> (layout, defines); the default layout with the default switches is always timed as "default"
+PREF = ("BATCH_PREFETCH=1",)
+NOSCAN = ("BATCH_BLOCK_SCAN=0",)
 VARIANTS = {16: {"K1W1 shfl": ((1, 1), SHFL)},
-            64: {"K2W1 shfl": ((2, 1), SHFL), "K1W2": ((1, 2), ())},
-            256: {"K2W4 base": ((2, 4), BASE), "K2W4 scan": ((2, 4), SCAN), "K2W4 shfl": ((2, 4), SHFL),
-                  "K1W8": ((1, 8), ()), "K1W8 shfl": ((1, 8), SHFL), "K4W2": ((4, 2), ()), "K8W1": ((8, 1), ()),
-                  "K8W1 shfl": ((8, 1), SHFL)},
-            1024: {"K4W8 base": ((4, 8), BASE), "K2W16": ((2, 16), ()), "K4W8 shfl": ((4, 8), SHFL),
-                   "K8W4": ((8, 4), ())}}
+            64: {"K1W2": ((1, 2), ()), "K4W1": ((4, 1), ())},
+            256: {"K2W4 noscan": ((2, 4), NOSCAN), "K2W4 prefetch": ((2, 4), PREF), "K4W2": ((4, 2), ()),
+                  "K8W1": ((8, 1), ())},
+            1024: {"K4W8 scan": ((4, 8), ("BATCH_BLOCK_SCAN=1",)), "K8W4": ((8, 4), ()), "K2W16": ((2, 16), ())}}
 TARGETS = {(10000, 16, "int"): (3.6, 0.8), (2000, 64, "int"): (6.0, 1.2), (500, 256, "int"): (22.5, 6.0),
            (64, 1024, "int"): (135, 107), (10000, 16, "unif"): (1.6, 0.5), (2000, 64, "unif"): (4.5, 1.0),
            (500, 256, "unif"): (22.0, 5.9), (64, 1024, "unif"): (154, 120)}
@@ -230,7 +230,7 @@ def timings(rng, out_dir, no_tla):
             up_page = time_upload(hosts, cupy.asarray)
             up_pin = time_upload(hosts, cb.upload_stack)
             for chunk in (1 << 20, 4 << 20):
-                for threads in (4, 12):
+                for threads in (4, 8):
                     print(f"  upload chunk {chunk >> 20} MiB threads {threads}: "
                           f"{time_upload(hosts, lambda h: cb.upload_stack(h, chunk_bytes=chunk, threads=threads)):.3f} ms")
             row = {"kind": kind, "B": batch, "n": n, "variants": variants, "best": best,

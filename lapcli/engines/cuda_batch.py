@@ -199,17 +199,22 @@ def upload_stack(host: np.ndarray, *, chunk_bytes: int = 2 << 20, threads: int =
         source = host.reshape(-1).view(np.uint8)
         bounds = [(a, min(a + chunk_bytes, nbytes)) for a in range(0, nbytes, chunk_bytes)]
 
-        def fill(a, b):
-            np.copyto(staging[a:b], source[a:b])
+        stream = cupy.cuda.get_current_stream().ptr
+        device = cupy.cuda.runtime.getDevice()
 
-        futures = [_pool.submit(fill, a, b) for a, b in bounds]
-        stream = cupy.cuda.get_current_stream()
-        for (a, b), future in zip(bounds, futures):
-            future.result()
+        def fill(a, b):  # host copy into staging, then this chunk's DMA (ordered on one stream)
+            np.copyto(staging[a:b], source[a:b])
+            cupy.cuda.runtime.setDevice(device)
             cupy.cuda.runtime.memcpyAsync(out.data.ptr + a, staging.ctypes.data + a, b - a,
-                                          cupy.cuda.runtime.memcpyHostToDevice, stream.ptr)
+                                          cupy.cuda.runtime.memcpyHostToDevice, stream)
+
+        if len(bounds) == 1:
+            fill(*bounds[0])
+        else:
+            for future in [_pool.submit(fill, a, b) for a, b in bounds]:
+                future.result()
         event = cupy.cuda.Event()
-        event.record(stream)
+        event.record(cupy.cuda.get_current_stream())
         _staging["event"] = event
     return out
 
@@ -239,7 +244,7 @@ def reference_stack(costs: np.ndarray):
             scanned = np.zeros(m, dtype=bool)
             i, ui, min_val, sink = root, dual(0), dual(0), -1
             while sink < 0:
-                d = min_val + (c[i] - ui - v)  # S1
+                d = (c[i] - v) + (min_val - ui)  # S1
                 better = ~scanned & (d < spc)
                 spc[better], path[better] = d[better], i
                 open_ = np.flatnonzero(~scanned)  # S2: (distance, assigned, index) minimum

@@ -5,7 +5,7 @@
 // Algorithm: shortest augmenting path, as scipy's linear_sum_assignment (Crouse 2016, after
 // Jonker-Volgenant). For each free row (in order 0..n-1) a Dijkstra over the columns on reduced
 // costs c[i][j] - u[i] - v[j]:
-//   S1  scan row i: for every unscanned column j, d = minVal + c[i][j] - u[i] - v[j];
+//   S1  scan row i: for every unscanned column j, d = (c[i][j] - v[j]) + (minVal - u[i]);
 //       if d < spc[j]: spc[j] = d, path[j] = i;
 //   S2  j* = argmin of spc over unscanned columns (ties: a free column first, then the lowest index);
 //       minVal = spc[j*]; scan j*; if j* is free it is the sink, else i = row4col[j*] and go to S1;
@@ -27,8 +27,7 @@
 // and path (written once per search, for S4). A row scan is K coalesced loads per thread; the
 // argmin is three __reduce_min_sync per warp (64-bit key split in two halves, then the tag), plus,
 // for WARPS > 1, one __syncthreads after which every thread scans the per-warp winners
-// (double-buffered scratch, so one barrier per iteration); meanwhile each warp prefetches the row
-// of its own winner into L1 (the next row is one of them). Switches for measurements: BATCH_SHFL,
+// (double-buffered scratch, so one barrier per iteration). Switches for measurements: BATCH_SHFL,
 // BATCH_BLOCK_SCAN, BATCH_PREFETCH below.
 //
 // Types: T is the stored cost (int, long long, float, double); D the dual / distance type (long
@@ -75,10 +74,12 @@ __device__ __forceinline__ unsigned long long batch_global_timer_ns() {
 #define BATCH_SHFL 0       // 1: warp argmin by a shuffle butterfly instead of __reduce_min_sync
 #endif
 #ifndef BATCH_BLOCK_SCAN
-#define BATCH_BLOCK_SCAN 1 // WARPS > 1: every thread scans the WARPS per-warp winners itself
+#define BATCH_BLOCK_SCAN 2 // WARPS > 1: 1 every thread scans the WARPS per-warp winners itself, 0 a second
+                           // warp argmin over them, 2 the first up to 4 warps, the second beyond
 #endif
 #ifndef BATCH_PREFETCH
-#define BATCH_PREFETCH 1   // WARPS > 1: each warp prefetches its winner's row into L1 before the barrier
+#define BATCH_PREFETCH 0   // 1: (WARPS > 1) each warp prefetches its winner's row into L1 before the
+                           // barrier; measured slower at n = 1024 and no faster at 256 (docs/batch-notes.md)
 #endif
 
 __device__ __forceinline__ bool key_less(unsigned long long k1, unsigned t1, unsigned long long k2, unsigned t2) {
@@ -179,17 +180,18 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             for (int k = 0; k < K; ++k) if (!((dead >> k) & 1)) c[k] = __ldg(row + t + k * G);
             // u[i] of the tight pair (i, j_prev); 0 for the root.
             const D ui = j_prev >= 0 ? (D)__ldg(row + j_prev) - v_prev : (D)0;
-            unsigned long long best_key = ~0ull;
+            const D off = min_val - ui;  // d = (c - v) + (minVal - u[i]): one add after the loads
+            D best_d = DT::inf();
             unsigned best_tag = 0xffffffffu;
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 if ((scanned >> k) & 1) continue;
-                const D d = min_val + ((D)c[k] - ui - v[k]);  // S1
+                const D d = ((D)c[k] - v[k]) + off;  // S1
                 if (d < spc[k]) { spc[k] = d; path[k] = i; }
-                const unsigned long long key = DT::key(spc[k]);
                 const unsigned tag = (((assigned >> k) & 1u) << 16) | (unsigned)(t + k * G);
-                if (key < best_key || (key == best_key && tag < best_tag)) { best_key = key; best_tag = tag; }
+                if (spc[k] < best_d || (spc[k] == best_d && tag < best_tag)) { best_d = spc[k]; best_tag = tag; }
             }
+            unsigned long long best_key = best_tag == 0xffffffffu ? ~0ull : DT::key(best_d);
             // S2: argmin over the group.
             warp_argmin(best_key, best_tag);
             if constexpr (WARPS > 1) {
@@ -204,7 +206,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
                 }
 #endif
                 __syncthreads();
-#if BATCH_BLOCK_SCAN
+                if constexpr (BATCH_BLOCK_SCAN == 1 || (BATCH_BLOCK_SCAN == 2 && WARPS <= 4)) {
                 best_key = red_key[parity][0];
                 best_tag = red_tag[parity][0];
 #pragma unroll
@@ -213,11 +215,11 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
                     const unsigned t2 = red_tag[parity][w];
                     if (key_less(k2, t2, best_key, best_tag)) { best_key = k2; best_tag = t2; }
                 }
-#else
+                } else {
                 best_key = lane < WARPS ? red_key[parity][lane] : ~0ull;
                 best_tag = lane < WARPS ? red_tag[parity][lane] : 0xffffffffu;
                 warp_argmin(best_key, best_tag);
-#endif
+                }
                 parity ^= 1;
             }
             if (best_key == ~0ull || best_key == DT::key(DT::inf())) { st = BATCH_NO_COLUMN; break; }
