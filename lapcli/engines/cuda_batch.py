@@ -36,7 +36,7 @@ KERNEL_TYPES = {
 # WARPS == 1: a warp per problem, two problems per 64-thread block; WARPS > 1: a block per problem.
 # Chosen by measurement on an H100 (docs/batch-notes.md).
 LAYOUTS = ((32, (1, 1)), (64, (2, 1)), (128, (4, 1)), (256, (2, 4)), (512, (4, 4)),
-           (1024, (4, 8)), (2048, (4, 16)))
+           (1024, (2, 16)), (2048, (4, 16)))
 MAX_COLUMNS = LAYOUTS[-1][0]
 
 STATUS_OK = 0
@@ -174,7 +174,7 @@ _staging: dict[str, Any] = {"buffer": None, "bytes": 0, "event": None}
 _pool = None
 
 
-def upload_stack(host: np.ndarray, *, chunk_bytes: int = 2 << 20, threads: int = 8):
+def upload_stack(host: np.ndarray, *, chunk_bytes: int = 4 << 20, threads: int = 8):
     """Copy a host array to a new CuPy array: host memcpy into page-locked staging (``threads``
     threads, ``chunk_bytes`` chunks) pipelined with the asynchronous DMA of earlier chunks. The
     staging buffer is kept for the next call (its size: the largest stack seen). Returns a device
