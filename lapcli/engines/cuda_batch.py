@@ -1,0 +1,286 @@
+"""Many small LAPs in one launch: the launcher of kernels/batch_lap.cu (issue #13, GPU engine part).
+
+``solve_stack(costs)`` solves every problem of a (B, n, m) CuPy stack (1 <= n <= m, minimise) with
+the shortest augmenting path algorithm (scipy's, Crouse 2016), one thread group per problem, and
+returns the assignment, the duals that certify it, and a status per problem. Validation, maximise,
+forbidden entries, transposing tall problems and torch interop are the caller's (the public
+``solve_batch`` / ``batch_linear_assignment``).
+
+``reference_stack`` is the NumPy twin of the kernel (same steps, same tie-breaks, same duals): the
+readable specification, and what the CPU tests run.
+
+``upload_stack`` copies a host stack to the device through a reused page-locked staging buffer,
+several threads filling it chunk by chunk while the DMA of the previous chunk runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+# working dtype -> (C++ cost type, C++ dual type, NumPy dual type)
+KERNEL_TYPES = {
+    "int32": ("int", "long long", np.int64),
+    "int64": ("long long", "long long", np.int64),
+    "float32": ("float", "double", np.float64),
+    "float64": ("double", "double", np.float64),
+}
+
+# Layouts (K columns per thread, WARPS warps per problem), the first that holds m columns wins.
+# WARPS == 1: a warp per problem, two problems per 64-thread block; WARPS > 1: a block per problem.
+# Chosen by measurement on an H100 (docs/batch-notes.md).
+LAYOUTS = ((32, (1, 1)), (64, (2, 1)), (128, (4, 1)), (256, (2, 4)), (512, (4, 4)),
+           (1024, (2, 16)), (2048, (4, 16)))
+MAX_COLUMNS = LAYOUTS[-1][0]
+
+STATUS_OK = 0
+STATUS_MESSAGES = {
+    1: "no reachable column in a search (the costs hold NaN or inf)",
+    2: "the batch kernel exceeded its time limit; the problem was abandoned",
+    3: "a search or an augmenting walk exceeded its step bound (a bug, please report it)",
+}
+
+
+@dataclass
+class StackResult:
+    """Per problem b: col_of_row[b, i] the column of row i (valid where status[b] == 0), duals
+    u[b, i], v[b, j] (int64 for integer costs, float64 for float costs), status[b]."""
+
+    col_of_row: Any
+    u: Any
+    v: Any
+    status: Any
+    kernel_ms: float
+    details: dict = field(default_factory=dict)
+
+
+def choose_layout(m: int) -> tuple[int, int]:
+    for limit, layout in LAYOUTS:
+        if m <= limit:
+            return layout
+    raise ValueError(f"the batch kernel handles m <= {MAX_COLUMNS} columns, not {m}")
+
+
+def kernel_source() -> str:
+    return resources.files("lapcli").joinpath("kernels/batch_lap.cu").read_text()
+
+
+def kernel_name(dtype: str, k: int, warps: int) -> str:
+    cost_type, dual_type, _ = KERNEL_TYPES[dtype]
+    return f"batch_lap<{cost_type}, {dual_type}, {k}, {warps}>"
+
+
+_kernels: dict[tuple, tuple] = {}  # (dtype, k, warps, defines) -> (kernel, compile_ms)
+
+
+def compiled_kernel(dtype: str, k: int, warps: int, defines: tuple = ()):
+    """Compile one instantiation once per process; return (kernel, compile_ms, fresh). ``defines``
+    (e.g. ("BATCH_SHFL=1",)) exist for measurements."""
+    key = (dtype, k, warps, defines)
+    found = _kernels.get(key)
+    if found is not None:
+        return found[0], found[1], False
+    import cupy
+
+    start = time.perf_counter()
+    name = kernel_name(dtype, k, warps)
+    module = cupy.RawModule(code=kernel_source(), options=("-std=c++17", *(f"-D{d}" for d in defines)),
+                            name_expressions=[name])
+    kernel = module.get_function(name)
+    _kernels[key] = (kernel, (time.perf_counter() - start) * 1e3)
+    return kernel, _kernels[key][1], True
+
+
+def launch_shape(batch: int, warps: int) -> tuple[int, int]:
+    """(grid, block): a warp per problem in blocks of two, or a block of `warps` warps per problem."""
+    if warps == 1:
+        return (batch + 1) // 2, 64
+    return batch, 32 * warps
+
+
+_events: dict[int, tuple] = {}  # per device: a reused (begin, end) pair of CUDA events
+
+
+def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None,
+                layout: tuple[int, int] | None = None, defines: tuple = ()) -> StackResult:
+    """Solve costs[b] (shape (B, n, m), 1 <= n <= m, finite, C-contiguous CuPy array of int32,
+    int64, float32 or float64) to MINIMISE, all B problems in one launch.
+
+    Returns col_of_row (B, n) int32, u (B, n), v (B, m) (int64 for integer costs, float64 for
+    floats), status (B,) int32 and kernel_ms (launch to completion, CUDA events; the call
+    synchronises). Where status[b] == 0: c - u - v >= 0 on every pair and == 0 on the assigned
+    ones, v <= 0, and v == 0 on the columns no row took; exactly for integer costs, within float64
+    rounding (far below any sensible eps) for float costs. ``eps`` is accepted for the interface:
+    the algorithm needs no tolerance. ``timeout`` (seconds) bounds the launch; problems still open
+    then get status 2 (STATUS_MESSAGES). ``layout`` = (K, WARPS) overrides the choice and
+    ``defines`` set the kernel's switches (both for measurements).
+    """
+    import cupy
+
+    if costs.ndim != 3:
+        raise ValueError(f"costs must be a (B, n, m) stack, got shape {costs.shape}")
+    batch, n, m = costs.shape
+    dtype = costs.dtype.name
+    if dtype not in KERNEL_TYPES:
+        raise ValueError(f"unsupported dtype {dtype}; use one of {', '.join(KERNEL_TYPES)}")
+    if batch and not 1 <= n <= m:
+        raise ValueError(f"need 1 <= n <= m, got n = {n}, m = {m} (transpose tall problems)")
+    dual = KERNEL_TYPES[dtype][2]
+    # Two allocations: [launch stamp (2 ints), status (B), col_of_row (B n)] and [u (B n), v (B m)].
+    ints = cupy.empty(2 + batch + batch * n, dtype=np.int32)
+    duals = cupy.empty(batch * (n + m), dtype=dual)
+    status = ints[2:2 + batch]
+    col_of_row = ints[2 + batch:].reshape(batch, n)
+    u = duals[:batch * n].reshape(batch, n)
+    v = duals[batch * n:].reshape(batch, m)
+    if batch == 0:
+        return StackResult(col_of_row, u, v, status, 0.0, {"launches": 0})
+    if not costs.flags.c_contiguous:
+        costs = cupy.ascontiguousarray(costs)
+    k, warps = layout if layout is not None else choose_layout(m)
+    if m > 32 * warps * k:
+        raise ValueError(f"layout {(k, warps)} holds {32 * warps * k} columns, m = {m}")
+    kernel, compile_ms, fresh = compiled_kernel(dtype, k, warps, defines)
+    grid, block = launch_shape(batch, warps)
+    limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
+    stream = cupy.cuda.get_current_stream()
+    device = cupy.cuda.runtime.getDevice()
+    if device not in _events:
+        _events[device] = (cupy.cuda.Event(), cupy.cuda.Event())
+    begin, end = _events[device]
+    cupy.cuda.runtime.memsetAsync(ints.data.ptr, 0, 8, stream.ptr)  # the launch stamp
+    begin.record(stream)
+    kernel((grid,), (block,), (costs, np.int32(batch), np.int32(n), np.int32(m), col_of_row, u, v,
+                               status, ints, np.uint64(limit_ns)))
+    end.record(stream)
+    end.synchronize()
+    kernel_ms = cupy.cuda.get_elapsed_time(begin, end)
+    details = {"layout": f"K={k} warps={warps}", "grid": grid, "block": block, "launches": 1,
+               "compile_ms": round(compile_ms if fresh else 0.0, 3), "kernel_ms": round(kernel_ms, 4)}
+    return StackResult(col_of_row, u, v, status, kernel_ms, details)
+
+
+# --------------------------------------------------------------------------------------------
+# Host -> device upload through a reused pinned staging buffer.
+
+_staging_lock = threading.Lock()
+_staging: dict[str, Any] = {"buffer": None, "bytes": 0, "event": None}
+_pool = None
+
+
+def upload_stack(host: np.ndarray, *, chunk_bytes: int = 4 << 20, threads: int = 8):
+    """Copy a host array to a new CuPy array: host memcpy into page-locked staging (``threads``
+    threads, ``chunk_bytes`` chunks) pipelined with the asynchronous DMA of earlier chunks. The
+    staging buffer is kept for the next call (its size: the largest stack seen). Returns a device
+    array whose copy is ordered on the current stream (no synchronisation needed before use)."""
+    import cupy
+
+    global _pool
+    host = np.ascontiguousarray(host)
+    out = cupy.empty(host.shape, dtype=host.dtype)
+    nbytes = host.nbytes
+    if nbytes == 0:
+        return out
+    with _staging_lock:
+        if _staging["event"] is not None:
+            _staging["event"].synchronize()  # the last upload's DMA has read the staging buffer
+        if _staging["bytes"] < nbytes:
+            _staging["buffer"] = cupy.cuda.alloc_pinned_memory(nbytes)
+            _staging["bytes"] = nbytes
+        if _pool is None or _pool._max_workers != threads:
+            _pool = ThreadPoolExecutor(max_workers=threads)
+        staging = np.frombuffer(_staging["buffer"], dtype=np.uint8, count=nbytes)
+        source = host.reshape(-1).view(np.uint8)
+        bounds = [(a, min(a + chunk_bytes, nbytes)) for a in range(0, nbytes, chunk_bytes)]
+
+        stream = cupy.cuda.get_current_stream().ptr
+        device = cupy.cuda.runtime.getDevice()
+
+        def fill(a, b):  # host copy into staging, then this chunk's DMA (ordered on one stream)
+            np.copyto(staging[a:b], source[a:b])
+            cupy.cuda.runtime.setDevice(device)
+            cupy.cuda.runtime.memcpyAsync(out.data.ptr + a, staging.ctypes.data + a, b - a,
+                                          cupy.cuda.runtime.memcpyHostToDevice, stream)
+
+        if len(bounds) == 1:
+            fill(*bounds[0])
+        else:
+            for future in [_pool.submit(fill, a, b) for a, b in bounds]:
+                future.result()
+        event = cupy.cuda.Event()
+        event.record(cupy.cuda.get_current_stream())
+        _staging["event"] = event
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The NumPy twin of the kernel: same steps (S1-S4), same tie-break, same duals.
+
+def reference_stack(costs: np.ndarray):
+    """Solve each costs[b] like the kernel does; return (col_of_row, u, v, status) as NumPy arrays."""
+    costs = np.asarray(costs)
+    batch, n, m = costs.shape
+    dual = np.int64 if costs.dtype.kind in "iu" else np.float64
+    col_of_row = np.full((batch, n), -1, dtype=np.int32)
+    u = np.zeros((batch, n), dtype=dual)
+    v_all = np.zeros((batch, m), dtype=dual)
+    status = np.zeros(batch, dtype=np.int32)
+    inf = np.iinfo(np.int64).max if dual is np.int64 else np.inf
+    columns = np.arange(m)
+    for b in range(batch):
+        c = costs[b].astype(dual)
+        v = v_all[b]
+        row4col = np.full(m, -1, dtype=np.int64)
+        col4row = np.full(n, -1, dtype=np.int64)
+        for root in range(n):
+            spc = np.full(m, inf, dtype=dual)
+            path = np.full(m, -1, dtype=np.int64)
+            scanned = np.zeros(m, dtype=bool)
+            i, ui, min_val, sink = root, dual(0), dual(0), -1
+            while sink < 0:
+                d = (c[i] - v) + (min_val - ui)  # S1
+                better = ~scanned & (d < spc)
+                spc[better], path[better] = d[better], i
+                open_ = np.flatnonzero(~scanned)  # S2: (distance, assigned, index) minimum
+                j = open_[np.lexsort((columns[open_], row4col[open_] >= 0, spc[open_]))[0]]
+                min_val, scanned[j] = spc[j], True
+                if row4col[j] < 0:
+                    sink = j
+                else:
+                    i = row4col[j]
+                    ui = c[i, j] - v[j]
+            v[scanned] -= min_val - spc[scanned]  # S3
+            j = sink
+            while True:  # S4
+                i = path[j]
+                row4col[j] = i
+                col4row[i], j = j, col4row[i]
+                if i == root:
+                    break
+        col_of_row[b] = col4row
+        u[b] = c[np.arange(n), col4row] - v[col4row]
+    return col_of_row, u, v_all, status
+
+
+def check_duals(costs: np.ndarray, col_of_row: np.ndarray, u: np.ndarray, v: np.ndarray,
+                eps: float = 0.0) -> None:
+    """Raise AssertionError unless (col_of_row, u, v) certify optimality of every problem."""
+    batch, n, m = costs.shape
+    dual = u.dtype
+    for b in range(batch):
+        c = costs[b].astype(dual)
+        cols = col_of_row[b]
+        assert np.all(cols >= 0) and np.unique(cols).size == n, f"problem {b}: not an assignment"
+        reduced = c - u[b][:, None] - v[b][None, :]
+        assert reduced.min() >= -eps, f"problem {b}: reduced cost {reduced.min()} < -eps"
+        assert np.all(np.abs(reduced[np.arange(n), cols]) <= eps), f"problem {b}: assigned pair not tight"
+        assert v[b].max() <= eps, f"problem {b}: v > 0"
+        free = np.ones(m, dtype=bool)
+        free[cols] = False
+        assert np.all(np.abs(v[b][free]) <= eps), f"problem {b}: v != 0 on a free column"

@@ -1,0 +1,102 @@
+"""The batch engine (lapcli/engines/cuda_batch.py): its NumPy twin on the CPU, the kernel on a GPU."""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+from lapcli.engines import cuda_batch as cb
+
+
+def scipy_objective(c):
+    r, k = scipy_lsa(c)
+    return c[r, k].astype(np.float64).sum()
+
+
+def objective(c, cols):
+    return c[np.arange(c.shape[0]), cols].astype(np.float64).sum()
+
+
+SHAPES = [(4, 1, 1), (3, 1, 6), (5, 2, 2), (4, 7, 7), (3, 16, 16), (3, 9, 30), (2, 33, 64), (2, 40, 41)]
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_reference_twin_matches_scipy_and_certifies(rng, dtype):
+    for b, n, m in SHAPES:
+        for high in (2, 10 * n, 10**6):
+            if dtype.startswith("int"):
+                c = rng.integers(-high // 2, high, (b, n, m)).astype(dtype)
+            else:
+                c = (rng.random((b, n, m)) * high).astype(dtype)
+            col, u, v, status = cb.reference_stack(c)
+            assert np.all(status == 0)
+            cb.check_duals(c, col, u, v, 0 if dtype.startswith("int") else 1e-9 * high * n)
+            for k in range(b):
+                assert abs(objective(c[k], col[k]) - scipy_objective(c[k])) <= 1e-9 * high * n
+
+
+def test_layout_choice_covers_every_width():
+    for m in (1, 31, 32, 33, 64, 100, 128, 129, 256, 257, 512, 1000, 1024, 2047, 2048):
+        k, warps = cb.choose_layout(m)
+        assert m <= 32 * k * warps
+    with pytest.raises(ValueError):
+        cb.choose_layout(cb.MAX_COLUMNS + 1)
+    assert cb.launch_shape(5, 1) == (3, 64) and cb.launch_shape(5, 8) == (5, 256)
+
+
+def test_kernel_source_instantiates_one_name_per_layout():
+    source = cb.kernel_source()
+    assert "batch_lap" in source and "__reduce_min_sync" in source
+    assert cb.kernel_name("float32", 4, 8) == "batch_lap<float, double, 4, 8>"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_gpu_matches_twin_and_scipy(rng, dtype):
+    import cupy
+
+    for b, n, m in SHAPES + [(3, 100, 128), (2, 200, 256), (2, 300, 700), (1, 1024, 1024), (1, 1000, 2048)]:
+        if dtype.startswith("int"):
+            c = rng.integers(0, 10 * n, (b, n, m)).astype(dtype)
+        else:
+            c = rng.random((b, n, m)).astype(dtype)
+        res = cb.solve_stack(cupy.asarray(c))
+        col, u, v, status = (cupy.asnumpy(x) for x in (res.col_of_row, res.u, res.v, res.status))
+        assert np.all(status == 0)
+        cb.check_duals(c, col, u, v, 0 if dtype.startswith("int") else 1e-9 * n)
+        for k in range(b):
+            assert abs(objective(c[k], col[k]) - scipy_objective(c[k])) <= 1e-9 * n
+        if m <= 64:
+            tc, tu, tv, _ = cb.reference_stack(c)
+            if dtype.startswith("int"):
+                assert np.array_equal(tc, col) and np.array_equal(tu, u) and np.array_equal(tv, v)
+
+
+@pytest.mark.gpu
+def test_gpu_empty_and_large_batch(rng):
+    import cupy
+
+    res = cb.solve_stack(cupy.empty((0, 3, 5), dtype=np.float32))
+    assert res.col_of_row.shape == (0, 3) and res.v.shape == (0, 5) and res.kernel_ms == 0.0
+    c = rng.integers(0, 160, (100_000, 16, 16)).astype(np.int32)
+    res = cb.solve_stack(cupy.asarray(c))
+    col = cupy.asnumpy(res.col_of_row)
+    assert np.all(cupy.asnumpy(res.status) == 0)
+    for k in rng.choice(100_000, 200, replace=False):
+        assert objective(c[k], col[k]) == scipy_objective(c[k])
+
+
+@pytest.mark.gpu
+def test_gpu_timeout_sets_status(rng):
+    import cupy
+
+    c = cupy.asarray(rng.random((64, 1024, 1024), dtype=np.float32))
+    status = cupy.asnumpy(cb.solve_stack(c, timeout=2e-4).status)
+    assert np.any(status == 2)
+
+
+@pytest.mark.gpu
+def test_upload_stack_round_trips(rng):
+    host = rng.random((300, 64, 64), dtype=np.float32)
+    assert np.array_equal(cb.upload_stack(host).get(), host)
+    host = rng.integers(0, 9, (7, 3, 5)).astype(np.int64)
+    assert np.array_equal(cb.upload_stack(host, chunk_bytes=64).get(), host)
