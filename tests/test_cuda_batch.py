@@ -100,3 +100,65 @@ def test_upload_stack_round_trips(rng):
     assert np.array_equal(cb.upload_stack(host).get(), host)
     host = rng.integers(0, 9, (7, 3, 5)).astype(np.int64)
     assert np.array_equal(cb.upload_stack(host, chunk_bytes=64).get(), host)
+
+
+# ----------------------------------------------------------------------------- the public batch API
+def _scipy_objectives(stack, maximize=False):
+    out = []
+    for cost in stack:
+        rows, cols = scipy_lsa(cost, maximize=maximize)
+        out.append(cost[rows, cols].sum())
+    return np.array(out)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(300, 16, 16), (50, 20, 70), (50, 70, 20), (7, 256, 256), (3, 1, 1), (2, 1000, 1000)])
+@pytest.mark.parametrize("kind", ["int", "float32", "float64", "forbidden"])
+def test_solve_batch_on_the_gpu_matches_a_scipy_loop(rng, shape, kind):
+    import lapcli
+
+    for maximize in (False, True):
+        if kind == "int":
+            stack = rng.integers(-1000, 1000, shape)
+        else:
+            stack = rng.random(shape).astype("float32" if kind == "float32" else "float64")
+        if kind == "forbidden":
+            stack[rng.random(shape) < 0.2] = -np.inf if maximize else np.inf
+            k = min(shape[1:])
+            stack[:, np.arange(k), np.arange(k)] = 0.5
+        solution = lapcli.solve_batch(stack, solver="cuda-batch", maximize=maximize)
+        assert solution.report.certified and solution.report.solver == "cuda-batch"
+        expected = _scipy_objectives(stack, maximize)
+        if kind == "int":
+            assert solution.objectives.tolist() == expected.tolist()
+        else:
+            np.testing.assert_allclose(solution.objectives, expected, rtol=1e-5 if kind == "float32" else 1e-9)
+        assert solution.col_ind.shape == shape[:2]
+
+
+@pytest.mark.gpu
+def test_batch_results_stay_where_the_input_lives(rng):
+    import cupy
+    import torch
+
+    import lapcli
+
+    stack = rng.random((40, 12, 12)).astype(np.float32)
+    cols = lapcli.batch_linear_assignment(cupy.asarray(stack))
+    assert isinstance(cols, cupy.ndarray) and cols.shape == (40, 12)
+    tensor = torch.tensor(stack, device="cuda")
+    tcols = lapcli.batch_linear_assignment(tensor)
+    assert isinstance(tcols, torch.Tensor) and tcols.is_cuda and tcols.shape == (40, 12)
+    np.testing.assert_array_equal(tcols.cpu().numpy(), cupy.asnumpy(cols))
+    auto = lapcli.solve_batch(stack)
+    assert auto.report.solver == "cuda-batch" and "GPU" in auto.report.reason
+
+
+@pytest.mark.gpu
+def test_batch_infeasible_members_are_named_on_the_gpu(rng):
+    import lapcli
+
+    stack = rng.random((64, 5, 5))
+    stack[[3, 17], 2, :] = np.inf
+    with pytest.raises(lapcli.InfeasibleError, match="problems 3, 17 of 64"):
+        lapcli.solve_batch(stack, solver="cuda-batch")

@@ -284,3 +284,47 @@ def check_duals(costs: np.ndarray, col_of_row: np.ndarray, u: np.ndarray, v: np.
         free = np.ones(m, dtype=bool)
         free[cols] = False
         assert np.all(np.abs(v[b][free]) <= eps), f"problem {b}: v != 0 on a free column"
+
+
+# --------------------------------------------------------------------------------------------
+# The engine ``cuda-batch`` (registry): a BatchProblem in, certified columns out.
+
+def run_batch(problem, *, timeout: float | None = None, device: int | None = None):
+    """Upload (pinned staging), build the work stack on the device (lapcli.batch.work_stack),
+    solve every problem in one launch, certify every answer on the device, map the columns back."""
+    import cupy
+
+    from ..batch import columns_of_rows, work_stack
+    from ..certificate import certify_stack
+    from ..errors import SolverError
+    from .base import BatchEngineResult
+
+    with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
+        start, copied_in, solved, copied_out = (cupy.cuda.Event() for _ in range(4))
+        start.record()
+        on_host = problem.xp is np
+        source = upload_stack(problem.original) if on_host else problem.original
+        copied_in.record()
+        values, eps, notes = work_stack(problem, cupy, source=source)
+        result = solve_stack(values, eps, timeout=timeout)
+        status = result.status.get()
+        if status.any():
+            failed = np.flatnonzero(status)
+            code = int(status[failed[0]])
+            raise SolverError(f"the cuda-batch engine stopped on problems {', '.join(map(str, failed[:20]))} of "
+                              f"{len(status)}: {STATUS_MESSAGES.get(code, f'status {code}')}")
+        certificate = certify_stack(values, result.col_of_row, result.u, result.v, eps, "cuda-batch")
+        col_ind = columns_of_rows(problem, result.col_of_row, cupy)
+        solved.record()
+        if on_host:
+            col_ind = col_ind.get()
+        copied_out.record()
+        copied_out.synchronize()
+        details = dict(result.details)
+        details.update(h2d_ms=round(cupy.cuda.get_elapsed_time(start, copied_in), 4),
+                       d2h_ms=round(cupy.cuda.get_elapsed_time(solved, copied_out), 4),
+                       certify_ms=round(certificate.ms, 4))
+        from .cuda_hungarian import device_name
+
+        return BatchEngineResult(col_ind=col_ind, device=device_name(), dtype=str(values.dtype), details=details,
+                                 certificate=certificate.to_dict(), notes=notes)
