@@ -16,7 +16,7 @@ import click
 
 from . import __version__
 from .cli_support import FailedError, FiniteFloatRange, InputError, OneLineGroup, run_library_call, stderr_console
-from .generate import GENERATED_DTYPES, KINDS, check_options, generate, new_seed
+from .generate import GENERATED_DTYPES, KINDS, check_options, generate, generate_stack, new_seed
 from .bench_cli import bench_command
 from .io import (
     ASSIGNMENT_SUFFIXES,
@@ -45,6 +45,8 @@ def cli():
 @cli.command("generate")
 @click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Rows.")
 @click.option("--m", "m", type=click.IntRange(min=1), help="Columns (default: n).")
+@click.option("--batch", type=click.IntRange(min=1),
+              help="Write a stack of BATCH problems (B×n×m; .npy or .h5), problem b seeded from --seed and b.")
 @click.option("--range", "range_factor", type=FiniteFloatRange(0.001, 1000), default=1.0, show_default=True,
               help="R: integers uniform in [0, max(1, round(R·n))).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed (default: random, printed to stderr).")
@@ -53,29 +55,32 @@ def cli():
 @click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5) or '-' for NPY on stdout (the default when it is not a terminal).")
 @click.option("--dataset", default="costs", show_default=True, help="HDF5 dataset name.")
 @click.option("--quiet", "-q", is_flag=True, help="No messages on stderr.")
-def generate_command(n, m, range_factor, seed, dtype, kind, output, dataset, quiet):
-    """Write a reproducible random cost matrix."""
+def generate_command(n, m, batch, range_factor, seed, dtype, kind, output, dataset, quiet):
+    """Write a reproducible random cost matrix (or, with --batch, a stack of them)."""
     console = stderr_console(quiet)
     if output == "-":
         output = None  # NPY on stdout, as without -o
     if output is None and sys.stdout.isatty():
         raise InputError("stdout is a terminal; give -o FILE (.npy, .csv, .h5) or pipe into 'lap solve -'")
     if output is not None:
-        run_library_call(check_output_path, output, MATRIX_SUFFIXES[:2] + (".h5", ".hdf5"), "matrix")
+        suffixes = (".npy", ".h5", ".hdf5") if batch else MATRIX_SUFFIXES[:2] + (".h5", ".hdf5")
+        if batch and output.lower().endswith((".csv", ".tsv", ".txt")):
+            raise InputError(f"{output}: CSV holds one matrix; write a stack (--batch) to .npy or .h5")
+        run_library_call(check_output_path, output, suffixes, "matrix")
     run_library_call(check_options, n, m or n, range_factor, kind, dtype)
     if seed is None:
         seed = new_seed()
         console.print(f"seed {seed}")
-    rows = n
-    if rows >= 4096 and console.is_terminal and not quiet:
+    options = dict(range_factor=range_factor, seed=seed, kind=kind, dtype=dtype)
+    make, args, units = (generate_stack, (batch, n, m), batch) if batch else (generate, (n, m), n)
+    if n * (batch or 1) >= 4096 and console.is_terminal and not quiet:
         from rich.progress import Progress
 
         with Progress(console=console, transient=True) as bar:
-            task = bar.add_task("generating", total=rows)
-            matrix = run_library_call(generate, n, m, range_factor=range_factor, seed=seed, kind=kind,
-                                      dtype=dtype, progress=lambda done: bar.update(task, completed=done))
+            task = bar.add_task("generating", total=units)
+            matrix = run_library_call(make, *args, **options, progress=lambda done: bar.update(task, completed=done))
     else:
-        matrix = run_library_call(generate, n, m, range_factor=range_factor, seed=seed, kind=kind, dtype=dtype)
+        matrix = run_library_call(make, *args, **options)
     if output is None:
         import io
 
@@ -86,7 +91,7 @@ def generate_command(n, m, range_factor, seed, dtype, kind, output, dataset, qui
         write_bytes("-", buffer.getvalue())
     else:
         run_library_call(write_matrix, output, matrix, dataset)
-        console.print(f"wrote {output} ({matrix.shape[0]}×{matrix.shape[1]} {matrix.dtype})")
+        console.print(f"wrote {output} ({'×'.join(map(str, matrix.shape))} {matrix.dtype})")
 
 
 # ----------------------------------------------------------------------------- solve

@@ -178,3 +178,41 @@ def test_one_file_outputs_with_several_inputs_are_refused(tmp_path, monkeypatch,
     result = invoke("solve", "a.npy", "a.npy", *option)
     assert_one_line_error(result, 2, f"{option[0]} with 2 inputs: run one input per output file")
     assert sorted(os.listdir(tmp_path)) == ["a.npy"]
+
+
+# ----------------------------------------------------------------------------- generate --batch
+def test_generate_batch_is_reproducible_and_problem_b_does_not_depend_on_the_batch_size(tmp_path):
+    for name, batch in (("a.npy", 5), ("b.npy", 5), ("c.npy", 2)):
+        result = invoke("generate", "--batch", batch, "--n", 6, "--m", 9, "--range", 10, "--seed", 3, "-o", tmp_path / name)
+        assert result.exit_code == 0, result.output
+    a, b, c = (np.load(tmp_path / name) for name in ("a.npy", "b.npy", "c.npy"))
+    assert a.shape == (5, 6, 9) and a.dtype == np.int32 and np.array_equal(a, b)
+    assert np.array_equal(c, a[:2])  # problem b is seeded from (seed, b), not from one stream
+    assert a.min() >= 0 and a.max() < 60 and len({p.tobytes() for p in a}) == 5  # the problems differ
+    invoke("generate", "--batch", 5, "--n", 6, "--m", 9, "--range", 10, "--seed", 4, "-o", tmp_path / "d.npy")
+    assert not np.array_equal(np.load(tmp_path / "d.npy"), a)
+
+
+def test_generate_batch_writes_hdf5_and_npy_on_stdout_with_the_kinds_dtypes(tmp_path):
+    result = invoke("generate", "--batch", 3, "--n", 5, "--kind", "float", "--dtype", "float32", "--seed", 1,
+                    "-o", tmp_path / "s.h5", "--dataset", "stack")
+    assert result.exit_code == 0, result.output
+    with h5py.File(tmp_path / "s.h5") as f:
+        stack = f["stack"][()]
+    assert stack.shape == (3, 5, 5) and stack.dtype == np.float32 and 0 <= stack.min() and stack.max() <= 1
+    piped = invoke("generate", "--batch", 3, "--n", 5, "--kind", "float", "--dtype", "float32", "--seed", 1, "-o", "-")
+    assert np.array_equal(np.load(io.BytesIO(piped.stdout_bytes)), stack)
+    # and the stack solves as a stack
+    solved = invoke("solve", tmp_path / "s.h5", "--json", "--quiet")
+    assert json.loads(solved.stdout)["batch"] == 3
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["-o", "s.csv"], "CSV holds one matrix"),
+    (["-o", "s.npy", "--kind", "float", "--dtype", "int32"], "would truncate"),
+    (["-o", "s.npy", "--kind", "sanity", "--m", "4"], "square"),
+])
+def test_generate_batch_refusals_are_exit_2_and_write_nothing(tmp_path, monkeypatch, args, fragment):
+    monkeypatch.chdir(tmp_path)
+    assert_one_line_error(invoke("generate", "--batch", 2, "--n", 3, "--seed", 1, *args), 2, fragment)
+    assert os.listdir(tmp_path) == []
