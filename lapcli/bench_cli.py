@@ -58,7 +58,9 @@ def range_problem(r: float) -> str | None:
 
 
 @click.command(cls=OneLineCommand)
-@click.option("--suite", type=click.Choice(sorted(SUITES)), help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X).")
+@click.option("--suite", type=click.Choice(sorted(SUITES) + ["batch"]),
+              help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X); batch: issue #13's stacks, "
+                   "B×n = 10000×16 … 64×1024, through every batch runner.")
 @click.option("--sizes", callback=csv_list(int, size_problem), help="Comma-separated n, e.g. 256,1024.")
 @click.option("--ranges", callback=csv_list(float, range_problem), help="Comma-separated R (costs in [0, R·n)).")
 @click.option("--dtypes", callback=csv_list(str),
@@ -75,15 +77,29 @@ def range_problem(r: float) -> str | None:
 @click.option("--json", "json_path", help="Write every repeat, the environment and the settings.")
 @click.option("--csv", "csv_path", help="Write every repeat as CSV.")
 @click.option("--plot", "plot_path", help="PNG plot, time against n per range (needs lapcli[plot]).")
+@click.option("--scale", type=FiniteFloatRange(0, 1, min_open=True),
+              help="--suite batch: multiply every batch size by this (n is kept), e.g. 0.01 for a quick run.")
 @click.option("--quiet", "-q", is_flag=True)
-def bench_command(suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, seed, timeout, baseline,
-                  json_path, csv_path, plot_path, quiet):
-    """Benchmark lapcli's solvers and peers on the same matrices."""
+@click.pass_context
+def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, seed, timeout, baseline,
+                  json_path, csv_path, plot_path, scale, quiet):
+    """Benchmark lapcli's solvers and peers on the same matrices (or stacks: --suite batch)."""
     from rich.progress import Progress
 
     from .io import check_output_path
 
     console = stderr_console(quiet)
+    if suite == "batch":
+        from click.core import ParameterSource
+
+        given = {name for name in ("sizes", "ranges", "dtypes", "kind", "timeout", "baseline", "csv_path", "plot_path")
+                 if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)}
+        if given:
+            flags = ", ".join("--" + name.removesuffix("_path").replace("_", "-") for name in sorted(given))
+            raise InputError(f"--suite batch has its own cells, kinds and outputs; drop {flags}")
+        return batch_suite(console, solvers, repeat, warmup, seed, scale or 1.0, json_path, quiet)
+    if scale is not None:
+        raise InputError("--scale applies to --suite batch only")
     if suite and (sizes or ranges):
         raise InputError("give either --suite or --sizes/--ranges")
     cells = SUITES[suite] if suite else grid_cells(sizes or (256, 1024), ranges or (1, 100))
@@ -150,5 +166,58 @@ def bench_command(suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, s
         write_csv(csv_path, results, env)
     if plot_path:
         write_plot(plot_path, results, env)
+    if failure:
+        raise FailedError(f"objectives disagree: {failure}")
+
+
+def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet) -> None:
+    """``lap bench --suite batch``: see lapcli.bench_batch."""
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from . import bench_batch
+    from .bench_batch import BatchMismatch, BatchSettings, batch_environment, batch_table_rows, run_batch_bench, \
+        write_batch_json
+    from .io import check_output_path
+
+    runners = bench_batch.batch_runners()
+    wanted = tuple(runners) if solvers == ("auto",) else solvers
+    for name in wanted:
+        if name not in runners:
+            raise InputError(f"unknown batch runner {name!r}; choose from {', '.join(runners)}")
+    if json_path:
+        run_library_call(check_output_path, json_path, (".json",), "output")
+    skipped = {}
+    for name in wanted:
+        available, why = runners[name].available()
+        if not available:
+            skipped[name] = why
+    chosen = tuple(name for name in wanted if name not in skipped)
+    for name, why in skipped.items():
+        console.print(f"[dim]skipped {name}: {why}[/]")
+    if not chosen:
+        raise FailedError("no batch runner can run here")
+    settings = BatchSettings(cells=bench_batch.BATCH_CELLS, runners=chosen, repeat=repeat, warmup=warmup, seed=seed, scale=scale)
+    env = batch_environment()
+    total = len(settings.cells) * len(settings.kinds) * len(chosen)
+    failure = None
+    with Progress(console=console, transient=True, disable=quiet) as bar:
+        task = bar.add_task("benchmarking", total=total)
+        try:
+            results = run_batch_bench(settings, runners,
+                                      on_progress=lambda text: bar.update(task, advance=1, description=text))
+        except BatchMismatch as mismatch:
+            results, failure = mismatch.results, str(mismatch)
+    base = "torch-linear-assignment" if any(n.startswith("torch-la") for n in chosen) else "the scipy loop"
+    table = Table(title=f"median ms per batch (speedup over {base}) on {env.get('device')}", title_justify="left")
+    for column in ("B", "n", "kind", *chosen):
+        table.add_column(column, justify="right")
+    for row in batch_table_rows(results, chosen):
+        table.add_row(*row)
+    console.print(table)
+    console.print("[dim]int: float32 integers uniform in [0, 10n); float: float32 U[0, 1); "
+                  "d2d: stack on the GPU, result left there[/]")
+    if json_path:
+        write_batch_json(json_path, settings, results, env, skipped)
     if failure:
         raise FailedError(f"objectives disagree: {failure}")

@@ -16,7 +16,7 @@ import click
 
 from . import __version__
 from .cli_support import FailedError, FiniteFloatRange, InputError, OneLineGroup, run_library_call, stderr_console
-from .generate import GENERATED_DTYPES, KINDS, check_options, generate, new_seed
+from .generate import GENERATED_DTYPES, KINDS, check_options, generate, generate_stack, new_seed
 from .bench_cli import bench_command
 from .io import (
     ASSIGNMENT_SUFFIXES,
@@ -25,7 +25,9 @@ from .io import (
     assignment_bytes,
     duals_bytes,
     check_output_path,
+    input_rank,
     read_matrix_with_info,
+    stack_assignment_bytes,
     write_bytes,
     write_matrix,
 )
@@ -43,6 +45,8 @@ def cli():
 @cli.command("generate")
 @click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Rows.")
 @click.option("--m", "m", type=click.IntRange(min=1), help="Columns (default: n).")
+@click.option("--batch", type=click.IntRange(min=1),
+              help="Write a stack of BATCH problems (B×n×m; .npy or .h5), problem b seeded from --seed and b.")
 @click.option("--range", "range_factor", type=FiniteFloatRange(0.001, 1000), default=1.0, show_default=True,
               help="R: integers uniform in [0, max(1, round(R·n))).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed (default: random, printed to stderr).")
@@ -51,29 +55,32 @@ def cli():
 @click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5) or '-' for NPY on stdout (the default when it is not a terminal).")
 @click.option("--dataset", default="costs", show_default=True, help="HDF5 dataset name.")
 @click.option("--quiet", "-q", is_flag=True, help="No messages on stderr.")
-def generate_command(n, m, range_factor, seed, dtype, kind, output, dataset, quiet):
-    """Write a reproducible random cost matrix."""
+def generate_command(n, m, batch, range_factor, seed, dtype, kind, output, dataset, quiet):
+    """Write a reproducible random cost matrix (or, with --batch, a stack of them)."""
     console = stderr_console(quiet)
     if output == "-":
         output = None  # NPY on stdout, as without -o
     if output is None and sys.stdout.isatty():
         raise InputError("stdout is a terminal; give -o FILE (.npy, .csv, .h5) or pipe into 'lap solve -'")
     if output is not None:
-        run_library_call(check_output_path, output, MATRIX_SUFFIXES[:2] + (".h5", ".hdf5"), "matrix")
+        suffixes = (".npy", ".h5", ".hdf5") if batch else MATRIX_SUFFIXES[:2] + (".h5", ".hdf5")
+        if batch and output.lower().endswith((".csv", ".tsv", ".txt")):
+            raise InputError(f"{output}: CSV holds one matrix; write a stack (--batch) to .npy or .h5")
+        run_library_call(check_output_path, output, suffixes, "matrix")
     run_library_call(check_options, n, m or n, range_factor, kind, dtype)
     if seed is None:
         seed = new_seed()
         console.print(f"seed {seed}")
-    rows = n
-    if rows >= 4096 and console.is_terminal and not quiet:
+    options = dict(range_factor=range_factor, seed=seed, kind=kind, dtype=dtype)
+    make, args, units = (generate_stack, (batch, n, m), batch) if batch else (generate, (n, m), n)
+    if n * (batch or 1) >= 4096 and console.is_terminal and not quiet:
         from rich.progress import Progress
 
         with Progress(console=console, transient=True) as bar:
-            task = bar.add_task("generating", total=rows)
-            matrix = run_library_call(generate, n, m, range_factor=range_factor, seed=seed, kind=kind,
-                                      dtype=dtype, progress=lambda done: bar.update(task, completed=done))
+            task = bar.add_task("generating", total=units)
+            matrix = run_library_call(make, *args, **options, progress=lambda done: bar.update(task, completed=done))
     else:
-        matrix = run_library_call(generate, n, m, range_factor=range_factor, seed=seed, kind=kind, dtype=dtype)
+        matrix = run_library_call(make, *args, **options)
     if output is None:
         import io
 
@@ -84,64 +91,132 @@ def generate_command(n, m, range_factor, seed, dtype, kind, output, dataset, qui
         write_bytes("-", buffer.getvalue())
     else:
         run_library_call(write_matrix, output, matrix, dataset)
-        console.print(f"wrote {output} ({matrix.shape[0]}×{matrix.shape[1]} {matrix.dtype})")
+        console.print(f"wrote {output} ({'×'.join(map(str, matrix.shape))} {matrix.dtype})")
 
 
 # ----------------------------------------------------------------------------- solve
 @cli.command("solve")
-@click.argument("input_spec", metavar="INPUT")
+@click.argument("input_specs", metavar="INPUT...", nargs=-1, required=True)
 @click.option("--solver", type=click.Choice(solver_choices(batch=None)), default="auto", show_default=True,
-              help="Engine ('lap info' lists them and says which can run here).")
+              help="Engine ('lap info' lists them and says which can run here); a stack takes auto or a batch engine.")
 @click.option("--maximize", is_flag=True, help="Maximise the total instead of minimising it.")
 @click.option("--dtype", type=click.Choice(WORK_DTYPES), help="Working dtype of the Hungarian solvers.")
 @click.option("--dataset", help="HDF5 dataset (or write INPUT as FILE.h5:/path).")
 @click.option("--header/--no-header", default=None,
               help="Text input: the first line is (not) a header. Default: a first line without numbers is one.")
 @click.option("--index-col", is_flag=True, help="Text input: drop the first column (pandas' to_csv() index).")
-@click.option("-o", "--output", help="Assignment: .csv (row,col), .npy (column of each row), .json; '-' = CSV on stdout.")
-@click.option("--report", "report_path", help="Write the JSON report to this file.")
-@click.option("--json", "json_stdout", is_flag=True, help="Print the JSON report on stdout.")
-@click.option("--duals", "duals_path", help="Write the duals u (rows), v (columns): .npz or .json.")
-@click.option("--cost-limit", type=FiniteFloatRange(), help="As lapjv: a row whose pair would cost more stays unassigned (-1).")
+@click.option("-o", "--output",
+              help="Assignment: .csv (row,col; a stack: problem,row,col), .npy (column of each row, -1 unassigned; "
+                   "a stack: B×n), .json; '-' = CSV on stdout. One INPUT only.")
+@click.option("--report", "report_path", help="Write the JSON report to this file. One INPUT only.")
+@click.option("--json", "json_stdout", is_flag=True,
+              help="Print the JSON report on stdout (several INPUTs: one compact line each, in order).")
+@click.option("--duals", "duals_path", help="Write the duals u (rows), v (columns): .npz or .json. Not for stacks.")
+@click.option("--cost-limit", type=FiniteFloatRange(),
+              help="As lapjv: a row whose pair would cost more stays unassigned (-1). Not for stacks.")
 @click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
 @click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds before the CUDA solver gives up.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
-def solve_command(input_spec, solver, maximize, dtype, dataset, header, index_col, output, report_path, json_stdout,
+def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_col, output, report_path, json_stdout,
                   duals_path, cost_limit, device, timeout, quiet):
-    """Solve the assignment problem for INPUT (.npy, .csv/.tsv/.txt, .h5/.hdf5, or - for stdin)."""
+    """Solve the assignment problem for each INPUT in order (.npy, .csv/.tsv/.txt, .h5/.hdf5, or - for
+    stdin).
+
+    A 3-D INPUT (an NPY array or HDF5 dataset of shape B×n×m) is a stack of B problems, solved in one
+    batch. Every INPUT is checked before the first is solved.
+    """
+    several = len(input_specs) > 1
     if output == "-" and json_stdout:
         raise InputError("-o - and --json both write to stdout; send one of them to a file")
+    if several:
+        one_file = [flag for flag, value in (("-o", output), ("--report", report_path), ("--duals", duals_path))
+                    if value is not None]
+        if one_file:
+            raise InputError(f"{', '.join(one_file)} with {len(input_specs)} inputs: run one input per output file "
+                             "(--json prints one report line per input)")
+        if input_specs.count("-") > 1:
+            raise InputError("stdin ('-') is named more than once; it can be read only once")
     if output is not None:
         run_library_call(check_output_path, output, ASSIGNMENT_SUFFIXES, "assignment")
     if report_path is not None:
         run_library_call(check_output_path, report_path, (".json",), "report")
     if duals_path is not None:
         run_library_call(check_output_path, duals_path, DUALS_SUFFIXES, "duals")
-    cost, source = run_library_call(read_matrix_with_info, input_spec, dataset, header=header, index_col=index_col)
-    for note in source.notes:
-        stderr_console(quiet).print(note, markup=False, emoji=False, soft_wrap=True)
-    from .facade import solve
+    from .facade import check_device
 
-    solution = run_library_call(solve, cost, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout,
-                                device=device, cost_limit=cost_limit)
-    solution.report.notes.extend(source.notes)
+    run_library_call(check_device, device)
+    for spec in input_specs:  # cheap: file checks, NPY headers, HDF5 shapes; no matrix is loaded
+        rank = run_library_call(input_rank, spec, dataset, header=header, index_col=index_col)
+        check_rank_options(spec, rank, solver, duals_path, cost_limit)
+    console = stderr_console(quiet)
+    for spec in input_specs:
+        cost, source = run_library_call(read_matrix_with_info, spec, dataset, header=header, index_col=index_col)
+        check_rank_options(spec, cost.ndim, solver, duals_path, cost_limit)  # stdin: known only now
+        if several:
+            console.print(f"[bold]{spec}[/]", markup=True, highlight=False)
+        for note in source.notes:
+            console.print(note, markup=False, emoji=False, soft_wrap=True)
+        options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
+        if cost.ndim == 3:
+            report = solve_stack(cost, options, output, console)
+        else:
+            report = solve_matrix(cost, options, cost_limit, output, duals_path, console)
+        report.notes.extend(source.notes)
+        payload = {"input": spec} | report.to_dict()
+        report_json = (json.dumps(payload) if several else json.dumps(payload, indent=2)) + "\n"
+        if report_path is not None:
+            run_library_call(write_bytes, report_path, report_json.encode())
+        if json_stdout:
+            write_bytes("-", report_json.encode())
+
+
+def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cost_limit) -> None:
+    """Refuse what a matrix or a stack cannot take, before work; ``rank`` None: not known yet (stdin)."""
+    name = "stdin" if spec == "-" else spec
+    if rank is None:
+        return
+    if rank == 3:
+        for flag, value in (("--duals", duals_path), ("--cost-limit", cost_limit)):
+            if value is not None:
+                raise InputError(f"{flag} is not supported for stacks: {name} is 3-D (a stack of matrices)")
+        if solver not in solver_choices(batch=True):
+            raise InputError(f"solver {solver!r} solves one problem at a time; {name} is a stack (3-D): "
+                             f"use {', '.join(solver_choices(batch=True))}")
+    elif rank == 2:
+        if solver != "auto" and solver in solver_choices(batch=True):
+            raise InputError(f"solver {solver!r} solves stacks; {name} is one matrix (2-D): "
+                             f"use {', '.join(solver_choices(batch=False))}")
+    else:
+        raise InputError(f"{name} is {rank}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
+
+
+def solve_matrix(cost, options, cost_limit, output, duals_path, console):
+    """One 2-D problem: solve, write the assignment and duals, print the summary; the report."""
+    from .facade import solve
+    from .report import render_summary
+
+    solution = run_library_call(solve, cost, cost_limit=cost_limit, **options)
     report = solution.report
     if duals_path is not None and solution.duals is None:
         raise FailedError(f"--duals: solver {report.solver} gives no duals; use a Hungarian engine (cuda, numpy)")
     if output is not None:
-        data = assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows)
-        run_library_call(write_bytes, output, data)
+        run_library_call(write_bytes, output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
     if duals_path is not None:
         run_library_call(write_bytes, duals_path, duals_bytes(duals_path, *solution.duals))
-    report_json = json.dumps(report.to_dict(), indent=2) + "\n"
-    if report_path is not None:
-        run_library_call(write_bytes, report_path, report_json.encode())
-    if json_stdout:
-        write_bytes("-", report_json.encode())
-    if not quiet:  # --quiet imports no Rich at all
-        from .report import render_summary
+    render_summary(report, console)
+    return report
 
-        render_summary(report, stderr_console(quiet))
+
+def solve_stack(cost, options, output, console):
+    """A (B, n, m) stack through solve_batch: write col_ind (B, n), print one summary line; the report."""
+    from .batch import solve_batch
+    from .report import render_batch_summary
+
+    solution = run_library_call(solve_batch, cost, **options)
+    if output is not None:
+        run_library_call(write_bytes, output, stack_assignment_bytes(output, solution.col_ind))
+    render_batch_summary(solution.report, console)
+    return solution.report
 
 
 # ----------------------------------------------------------------------------- info

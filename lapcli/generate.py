@@ -3,7 +3,8 @@
 ``uniform`` with range factor R draws integers uniform in [0, max(1, round(R·n))) as LAP19 and
 Kawtikwar et al. do (R from 0.001 to 1000). Rows are drawn in fixed chunks from one
 ``numpy.random.Generator`` seeded with ``seed``, so the same seed gives the same matrix whether or
-not a progress bar is shown.
+not a progress bar is shown. A stack (:func:`generate_stack`) seeds problem b with child b of
+``SeedSequence(seed)``, so problem b does not depend on the batch size.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def generate(
     m: int | None = None,
     *,
     range_factor: float = 1.0,
-    seed: int = 0,
+    seed: int | np.random.SeedSequence = 0,
     kind: str = "uniform",
     dtype: str | None = None,
     progress: Callable[[int], None] | None = None,
@@ -94,4 +95,37 @@ def generate(
         out[start:stop] = block
         if progress is not None:
             progress(stop)
+    return out
+
+
+def problem_seed(seed: int, index: int) -> np.random.SeedSequence:
+    """The seed of problem ``index`` of a stack: child ``index`` of ``SeedSequence(seed)`` (what
+    ``SeedSequence(seed).spawn`` hands out), so that problem b is the same whatever the batch size."""
+    return np.random.SeedSequence(seed, spawn_key=(index,))
+
+
+def generate_stack(
+    batch: int,
+    n: int,
+    m: int | None = None,
+    *,
+    range_factor: float = 1.0,
+    seed: int = 0,
+    kind: str = "uniform",
+    dtype: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """A (batch, n, m) stack of independent problems of the given kind, as :func:`generate` makes
+    them (same kinds, ranges and dtypes). Problem b is drawn from its own generator seeded with
+    :func:`problem_seed` (seed, b): the first B' problems of a stack of B > B' are the stack of B'.
+    ``progress(problems_done)`` is called per problem."""
+    m = n if m is None else m
+    if batch < 1:
+        raise ValueError("the batch size must be at least 1")
+    dtype = check_options(n, m, range_factor, kind, dtype)
+    out = np.empty((batch, n, m), dtype=dtype)
+    for b in range(batch):
+        out[b] = generate(n, m, range_factor=range_factor, seed=problem_seed(seed, b), kind=kind, dtype=dtype)
+        if progress is not None:
+            progress(b + 1)
     return out

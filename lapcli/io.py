@@ -4,6 +4,8 @@ Readers: ``.npy`` (memory-mapped: nothing is loaded until a solver reads it), ``
 ``.txt`` (comma, tab or whitespace; a first line without numbers is a header, and the
 reader says so; an ambiguous first line is refused: see :func:`read_text_with_info`), ``.h5``/``.hdf5``
 (``--dataset NAME`` or ``FILE.h5:/path``), and ``-`` for stdin (NPY by its magic bytes, else CSV).
+NPY and HDF5 may also hold a stack of matrices (3-D, batch first); :func:`input_rank` tells which
+without loading the data.
 
 Writers never leave a partial file: they write a temporary file in the target folder and rename
 it over the target only once it is complete and fsync'ed (the rename is atomic on POSIX); the file
@@ -69,8 +71,23 @@ def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, 
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         return read_stdin_with_info(stream.read(), **text_options)
+    path, dataset = check_input_spec(spec, dataset)
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        _refuse_text_options(str(path), "NPY", text_options)
+        return read_npy(path), MatrixSource(str(path))
+    if suffix in HDF5_SUFFIXES:
+        _refuse_text_options(str(path), "HDF5", text_options)
+        return read_hdf5(path, dataset), MatrixSource(str(path))
+    return read_text_with_info(path.read_bytes(), str(path), delimiter="\t" if suffix == ".tsv" else None,
+                               **text_options)
+
+
+def check_input_spec(spec: str, dataset: str | None = None) -> tuple[Path, str | None]:
+    """The cheap checks of an input named on the command line, before anything is read: the file
+    exists, is a readable regular file with a known extension and is not empty. Returns the path
+    and the HDF5 dataset (``--dataset`` or the ``FILE.h5:/path`` tail)."""
     path_text, inner = split_hdf5_path(spec)
-    dataset = dataset or inner
     path = Path(path_text)
     check_readable_file(path)
     suffix = path.suffix.lower()
@@ -80,14 +97,27 @@ def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, 
         )
     if path.stat().st_size == 0:
         raise LapInputError(f"{path} is empty")
+    return path, dataset or inner
+
+
+def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = None,
+               index_col: bool = False) -> int | None:
+    """How many dimensions the input named by ``spec`` has, found without loading its data (NPY:
+    the header, HDF5: the dataset's shape, text: 2); None for stdin, which can be read only once.
+    Raises what reading it would raise for a missing file, a bad extension, a bad NPY header, an
+    HDF5 file without a usable dataset, or text options on binary input."""
+    if spec == "-":
+        return None
+    path, dataset = check_input_spec(spec, dataset)
+    suffix = path.suffix.lower()
+    text_options = {"header": header, "index_col": index_col}
     if suffix == ".npy":
         _refuse_text_options(str(path), "NPY", text_options)
-        return read_npy(path), MatrixSource(str(path))
+        return read_npy(path).ndim  # memory-mapped: only the header is read
     if suffix in HDF5_SUFFIXES:
         _refuse_text_options(str(path), "HDF5", text_options)
-        return read_hdf5(path, dataset), MatrixSource(str(path))
-    return read_text_with_info(path.read_bytes(), str(path), delimiter="\t" if suffix == ".tsv" else None,
-                               **text_options)
+        return read_hdf5(path, dataset, load=False)
+    return 2
 
 
 def _refuse_text_options(name: str, kind: str, text_options: dict) -> None:
@@ -315,7 +345,9 @@ def _locate_bad_value(lines: list[str], start: int, delimiter: str | None, name:
     return None
 
 
-def read_hdf5(path: Path, dataset: str | None):
+def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
+    """The matrix (2-D) or stack of matrices (3-D) in ``dataset``, or, without ``dataset``, in the
+    file's only 2-D or 3-D dataset; ``load=False`` returns its number of dimensions instead."""
     import h5py
 
     try:
@@ -326,12 +358,12 @@ def read_hdf5(path: Path, dataset: str | None):
         if dataset is None:
             candidates = []
             handle.visititems(lambda name, obj: candidates.append(name)
-                              if isinstance(obj, h5py.Dataset) and obj.ndim == 2 else None)
+                              if isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3) else None)
             if not candidates:
-                raise LapInputError(f"{path} holds no 2-D dataset")
+                raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)")
             if len(candidates) > 1:
                 raise LapInputError(
-                    f"{path} holds several 2-D datasets ({', '.join('/' + c for c in candidates)}); "
+                    f"{path} holds several 2-D/3-D datasets ({', '.join('/' + c for c in candidates)}); "
                     "choose one with --dataset NAME or FILE.h5:/NAME"
                 )
             dataset = candidates[0]
@@ -340,11 +372,12 @@ def read_hdf5(path: Path, dataset: str | None):
         node = handle[dataset]
         if not isinstance(node, h5py.Dataset):
             raise LapInputError(f"{path}:{dataset} is a group, not a dataset")
-        if node.ndim != 2:
-            raise LapInputError(f"{path}:{dataset} is {node.ndim}-D; a cost matrix must be 2-D")
+        if node.ndim not in (2, 3):
+            raise LapInputError(f"{path}:{dataset} is {node.ndim}-D; a cost matrix must be 2-D "
+                                "(or 3-D: a stack of matrices)")
         if node.dtype.kind not in "biuf":
             raise LapInputError(f"{path}:{dataset} has dtype {node.dtype}; a cost matrix holds numbers")
-        return node[()]
+        return node[()] if load else node.ndim
 
 
 def first_line(error: BaseException) -> str:
@@ -416,8 +449,10 @@ def current_umask() -> int:
 
 
 def write_matrix(path: str, matrix: np.ndarray, dataset: str = "costs") -> None:
-    """Write a generated matrix to .npy, .csv or .h5/.hdf5 (atomically)."""
+    """Write a generated matrix to .npy, .csv or .h5/.hdf5 (atomically); a 3-D stack to .npy or .h5."""
     suffix = Path(path).suffix.lower()
+    if matrix.ndim == 3 and suffix not in (".npy",) + HDF5_SUFFIXES:
+        raise LapInputError(f"{path}: a stack of matrices (3-D) is written to .npy or .h5/.hdf5, not {suffix}")
     if suffix in HDF5_SUFFIXES:
         import h5py
 
@@ -449,6 +484,24 @@ def assignment_bytes(path: str, rows: np.ndarray, cols: np.ndarray, n_rows: int)
     if suffix == ".json":
         return (json.dumps({"row_ind": rows.tolist(), "col_ind": cols.tolist()}) + "\n").encode()
     lines = ["row,col"] + [f"{r},{c}" for r, c in zip(rows.tolist(), cols.tolist())]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def stack_assignment_bytes(path: str, col_ind: np.ndarray) -> bytes:
+    """Serialise the assignments of a stack, ``col_ind`` (B, n) with −1 for an unassigned row:
+    NPY the (B, n) int64 array; CSV ``problem,row,col`` (assigned pairs only); JSON
+    ``{"col_ind": [[...], ...]}``."""
+    suffix = ".csv" if path == "-" else Path(path).suffix.lower()
+    col_ind = np.asarray(col_ind, dtype=np.int64)
+    if suffix == ".npy":
+        buffer = io.BytesIO()
+        np.save(buffer, col_ind)
+        return buffer.getvalue()
+    if suffix == ".json":
+        return (json.dumps({"col_ind": col_ind.tolist()}) + "\n").encode()
+    problems, rows = np.nonzero(col_ind >= 0)
+    lines = ["problem,row,col"] + [f"{b},{r},{c}" for b, r, c in
+                                   zip(problems.tolist(), rows.tolist(), col_ind[problems, rows].tolist())]
     return ("\n".join(lines) + "\n").encode()
 
 

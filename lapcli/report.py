@@ -1,5 +1,6 @@
 """Render a SolveReport for people (Rich, on stderr). The report's schema lives in results.py and
-the step schema beside the engines (engines/steps.py); this module only draws them."""
+the step schema beside the engines (engines/steps.py); this module only draws them. A stack's
+BatchReport (batch.py) gets one summary line."""
 
 from __future__ import annotations
 
@@ -43,3 +44,16 @@ def render_summary(report: SolveReport, console) -> None:
     extras = [f"{key} {report.details[key]}" for key in timing_keys if key in report.details]
     if extras:
         console.print("[dim]" + "   ".join(extras) + "[/]")
+
+
+def render_batch_summary(report, console) -> None:
+    """One line for a whole stack (BatchReport): batch, shape, engine, device, time, throughput and
+    whether every answer is certified; no per-problem table (the objectives are in --json)."""
+    console.print(
+        f"[bold]batch[/] {report.batch}   [bold]size[/] {report.n_rows}×{report.n_cols}   "
+        f"[bold]solver[/] {report.solver}   [bold]device[/] {report.device}   [bold]dtype[/] {report.dtype}   "
+        f"[bold]total[/] {report.total_ms:.3f} ms   [bold]problems/s[/] {report.problems_per_second:,.0f}   "
+        f"[bold]certified[/] {'yes' if report.certified else 'no'}"
+    )
+    if report.reason:
+        console.print(f"[dim]{report.reason}[/]")

@@ -289,7 +289,7 @@ def error_cases(tmp_path):
     (tmp_path / "m.xyz").write_text("1,2\n3,4\n")
     (tmp_path / "ragged.csv").write_text("1,2,3\n4,5\n")
     (tmp_path / "words.csv").write_text("1,2\n3,abc\n")
-    np.save(tmp_path / "cube.npy", np.zeros((2, 2, 2)))
+    np.save(tmp_path / "cube.npy", np.zeros((2, 2, 2, 2)))  # 3-D is a stack; 4-D is nothing
     np.save(tmp_path / "strings.npy", np.array([["a", "b"], ["c", "d"]]))
     np.save(tmp_path / "nan.npy", np.array([[np.nan, 1.0], [1.0, 0.0]]))
     np.save(tmp_path / "objects.npy", np.array([[1, None]], dtype=object), allow_pickle=True)
@@ -299,7 +299,7 @@ def error_cases(tmp_path):
         f.create_dataset("a", data=np.zeros((2, 2)))
         f.create_dataset("b", data=np.zeros((2, 2)))
     with h5py.File(tmp_path / "rank.h5", "w") as f:
-        f.create_dataset("costs", data=np.zeros((2, 2, 2)))
+        f.create_dataset("costs", data=np.zeros((2, 2, 2, 2)))
     with h5py.File(tmp_path / "text.h5", "w") as f:
         f.create_dataset("costs", data=np.array([[b"a", b"b"]]))
     np.save(tmp_path / "ok.npy", np.eye(3))
@@ -309,14 +309,14 @@ def error_cases(tmp_path):
         "empty": (["empty.npy"], "is empty"),
         "ragged": (["ragged.csv"], "ragged rows"),
         "non-numeric": (["words.csv"], "words.csv line 2, column 2: 'abc' is not a number"),
-        "3-D": (["cube.npy"], "2-D"),
+        "4-D": (["cube.npy"], "4-D: expected a matrix (2-D) or a stack of matrices (3-D)"),
         "strings": (["strings.npy"], "Cannot cast"),
         "objects": (["objects.npy"], "Python objects"),
         "nan": (["nan.npy"], "invalid numeric entries"),
-        "h5 none": (["none.h5"], "no 2-D dataset"),
+        "h5 none": (["none.h5"], "no 2-D dataset (matrix) or 3-D dataset (stack of matrices)"),
         "h5 several": (["two.h5"], "/a, /b"),
         "h5 missing": (["two.h5", "--dataset", "zzz"], "no dataset 'zzz'"),
-        "h5 rank": (["rank.h5", "--dataset", "costs"], "3-D"),
+        "h5 rank": (["rank.h5", "--dataset", "costs"], "4-D"),
         "h5 dtype": (["text.h5", "--dataset", "costs"], "holds numbers"),
         "directory": ([".", ], "is a directory"),
         "bad dtype option": (["ok.npy", "--dtype", "int8"], "int8"),

@@ -1,0 +1,152 @@
+"""`lap bench --suite batch` on the CPU: the runners on tiny stacks, the objective check, the table."""
+
+import json
+import sys
+import types
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli.bench_batch as bench_batch
+from lapcli.bench_batch import (
+    BatchMismatch,
+    BatchRunner,
+    BatchSettings,
+    BatchTiming,
+    batch_runners,
+    batch_table_rows,
+    cell_stack,
+    run_batch_bench,
+    time_runner,
+)
+from lapcli.cli import cli
+
+TINY = ((6, 5), (3, 12))  # (B, n) cells that run in milliseconds
+
+
+def loop_objectives(stack):
+    return np.array([stack[b][scipy_lsa(stack[b])].astype(np.float64).sum() for b in range(len(stack))])
+
+
+def test_the_cell_stacks_are_the_issues_float32_kinds():
+    settings = BatchSettings(seed=4)
+    ints = cell_stack(settings, 50, 16, "int")
+    assert ints.shape == (50, 16, 16) and ints.dtype == np.float32
+    assert (ints == np.round(ints)).all() and ints.min() >= 0 and ints.max() < 160 and ints.max() > 140
+    floats = cell_stack(settings, 50, 16, "float")
+    assert floats.dtype == np.float32 and 0 <= floats.min() and floats.max() <= 1 and (floats != np.round(floats)).any()
+    assert np.array_equal(cell_stack(settings, 50, 16, "int"), ints)  # every runner gets the same stack
+
+
+def test_every_runner_available_here_solves_tiny_stacks_like_a_scipy_loop(rng):
+    settings = BatchSettings(repeat=2, warmup=1)
+    available = [r for r in batch_runners().values() if r.available()[0]]
+    assert {"scipy-batch", "scipy-loop"} <= {r.name for r in available}
+    for stack in (cell_stack(settings, 7, 9, "int"), cell_stack(settings, 7, 9, "float")):
+        expected = loop_objectives(stack)
+        for runner in available:
+            timing = BatchTiming(7, 9, "x", runner.name, "ok")
+            col_ind = time_runner(runner, stack, settings, timing)
+            assert timing.status == "ok" and len(timing.times_ms) == 2, timing.message
+            assert bench_batch.assignment_problem(col_ind, stack.shape) is None
+            np.testing.assert_allclose(bench_batch.stack_objectives(stack, col_ind), expected, rtol=1e-6)
+
+
+def test_the_sweep_checks_every_problem_and_names_the_first_that_differs():
+    runners = batch_runners()
+    honest = runners["scipy-loop"]
+
+    def worse(stack):  # a valid assignment, but problem 1 is not optimal: rows 0 and 1 swapped
+        col_ind = honest.solve(stack).copy()
+        col_ind[1, [0, 1]] = col_ind[1, [1, 0]]
+        return col_ind
+
+    runners["liar"] = BatchRunner("liar", honest.available, honest.setup, worse, honest.to_host)
+    runners["broken"] = BatchRunner("broken", honest.available, honest.setup,
+                                    lambda stack: np.zeros(stack.shape[:2], dtype=np.int64), honest.to_host)
+    settings = BatchSettings(cells=((4, 6),), kinds=("int",), runners=("scipy-loop", "liar", "broken"), repeat=1, warmup=0)
+    with pytest.raises(BatchMismatch, match=r"problem 1: scipy-loop found .*, liar found") as caught:
+        run_batch_bench(settings, runners)
+    statuses = {t.runner: t.status for t in caught.value.results}
+    assert statuses == {"scipy-loop": "ok", "liar": "mismatch", "broken": "invalid"}
+    # ties: another optimal assignment is no mismatch
+    settings.runners = ("scipy-loop", "scipy-batch")
+    assert all(t.status == "ok" for t in run_batch_bench(settings, runners))
+
+
+def test_speedups_are_over_torch_in_the_same_setting_else_over_the_scipy_loop():
+    def timing(runner, ms):
+        return BatchTiming(10, 16, "int", runner, "ok", [ms])
+
+    with_torch = [timing("cuda-batch", 2.0), timing("cuda-batch:d2d", 1.0), timing("torch-la", 8.0),
+                  timing("torch-la:d2d", 5.0), timing("scipy-loop", 100.0)]
+    row = batch_table_rows(with_torch, ("cuda-batch", "cuda-batch:d2d", "torch-la", "torch-la:d2d", "scipy-loop"))[0]
+    assert row == ["10", "16", "int", "2.00 (4.00×)", "1.00 (5.00×)", "8.00", "5.00", "100.00 (0.08×)"]
+    without = [timing("scipy-batch", 20.0), timing("scipy-loop", 100.0)]
+    assert batch_table_rows(without, ("scipy-batch", "scipy-loop"))[0][3:] == ["20.00 (5.00×)", "100.00"]
+
+
+def test_lapx_batch_adapter_reads_lapjvx_batchs_lists(monkeypatch):
+    def lapjvx_batch(costs, extend_cost=False, cost_limit=np.inf, return_cost=True, n_threads=0):
+        rows, cols = zip(*(scipy_lsa(c) for c in costs))
+        return loop_objectives(costs), list(rows), list(cols)
+
+    monkeypatch.setitem(sys.modules, "lapx", types.SimpleNamespace(lapjvx_batch=lapjvx_batch, __version__="0.9"))
+    runner = batch_runners()["lapx-batch"]
+    assert runner.available()[0]
+    stack = cell_stack(BatchSettings(), 5, 8, "float")
+    col_ind = runner.to_host(runner.solve(runner.setup(stack)))
+    np.testing.assert_allclose(bench_batch.stack_objectives(stack, col_ind), loop_objectives(stack))
+    monkeypatch.setitem(sys.modules, "lapx", types.SimpleNamespace(__version__="0.6"))
+    assert batch_runners()["lapx-batch"].available() == (False, "lapx 0.6 has no lapjvx_batch (lapx >= 0.8)")
+
+
+def test_batch_suite_through_the_cli_writes_json_and_skips_what_cannot_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench_batch, "BATCH_CELLS", TINY)
+    result = CliRunner().invoke(cli, ["bench", "--suite", "batch", "--repeat", "2", "--warmup", "0",
+                                      "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 0, result.output
+    payload = json.loads((tmp_path / "b.json").read_text())
+    ran = [name for name, runner in batch_runners().items() if runner.available()[0]]
+    assert payload["settings"]["runners"] == ran and set(payload["skipped"]) == set(batch_runners()) - set(ran)
+    assert len(payload["results"]) == len(TINY) * 2 * len(ran)  # cells × kinds × runners
+    assert all(r["status"] == "ok" and len(r["times_ms"]) == 2 and r["median_ms"] for r in payload["results"])
+    assert "median ms per batch" in result.stderr and "×" in result.stderr
+    for name in payload["skipped"]:
+        assert f"skipped {name}" in result.stderr
+
+
+def test_batch_suite_scale_shrinks_the_batches_and_a_liar_exits_1(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench_batch, "BATCH_CELLS", ((100, 4), (10, 8)))
+    original = bench_batch.batch_runners
+
+    def lying():
+        runners = original()
+        honest = runners["scipy-batch"]
+        runners["scipy-batch"] = BatchRunner("scipy-batch", honest.available, honest.setup,
+                                             lambda stack: np.roll(honest.solve(stack), 1, axis=1), honest.to_host)
+        return runners
+
+    result = CliRunner().invoke(cli, ["bench", "--suite", "batch", "--scale", "0.1", "--solvers", "scipy-loop",
+                                      "--repeat", "1", "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 0, result.output
+    payload = json.loads((tmp_path / "b.json").read_text())
+    assert payload["settings"]["cells"] == [[10, 4], [1, 8]]  # B scaled (at least one problem), n kept
+    assert sorted({(r["batch"], r["n"]) for r in payload["results"]}) == [(1, 8), (10, 4)]
+    monkeypatch.setattr(bench_batch, "batch_runners", lying)
+    result = CliRunner().invoke(cli, ["bench", "--suite", "batch", "--solvers", "scipy-loop,scipy-batch", "--repeat", "1"])
+    assert result.exit_code == 1 and "objectives disagree" in result.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--suite", "batch", "--sizes", "16"], "drop --sizes"),
+    (["--suite", "batch", "--kind", "float"], "drop --kind"),
+    (["--suite", "batch", "--csv", "x.csv"], "drop --csv"),
+    (["--suite", "batch", "--solvers", "cuda"], "unknown batch runner 'cuda'"),
+    (["--suite", "quick", "--scale", "0.5"], "--scale applies to --suite batch only"),
+])
+def test_batch_suite_options_are_checked_before_work(args, fragment):
+    result = CliRunner().invoke(cli, ["bench", *args])
+    assert result.exit_code == 2 and fragment in result.stderr

@@ -1,0 +1,218 @@
+"""Issue #13 on the command line: `lap solve` on stacks and on several inputs, `lap generate --batch`."""
+
+import io
+import json
+import os
+
+import h5py
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+from tests.test_cli import assert_one_line_error, invoke
+
+
+def scipy_loop(stack, maximize=False):
+    """(col_ind (B, n) with −1 unassigned, objectives (B,)) one problem at a time."""
+    cols = np.full(stack.shape[:2], -1, dtype=np.int64)
+    objectives = []
+    for b, cost in enumerate(stack):
+        rows, columns = scipy_lsa(cost, maximize=maximize)
+        cols[b, rows] = columns
+        objectives.append(cost[rows, columns].sum())
+    return cols, np.array(objectives)
+
+
+def objectives_of(stack, col_ind):
+    """The objective of each problem under the assignment ``col_ind``, after checking that it is
+    an assignment: min(n, m) distinct columns per problem."""
+    out = []
+    for cost, cols in zip(stack, col_ind):
+        rows = np.flatnonzero(cols >= 0)
+        assert rows.size == min(cost.shape) and np.unique(cols[rows]).size == rows.size
+        out.append(cost[rows, cols[rows]].sum())
+    return np.array(out)
+
+
+def write_stack(tmp_path, stack, kind):
+    if kind == "npy":
+        np.save(tmp_path / "s.npy", stack)
+        return tmp_path / "s.npy"
+    with h5py.File(tmp_path / "s.h5", "w") as f:
+        f.create_dataset("group/stack", data=stack)
+    return tmp_path / "s.h5"  # found on its own: the file's only 2-D/3-D dataset
+
+
+# ----------------------------------------------------------------------------- solve: stacks
+@pytest.mark.parametrize("kind", ["npy", "h5"])
+@pytest.mark.parametrize("shape", [(6, 5, 7), (5, 7, 4)])
+def test_a_stack_is_solved_like_a_scipy_loop_in_every_output_format(tmp_path, rng, kind, shape):
+    stack = rng.integers(0, 60, shape)
+    path = write_stack(tmp_path, stack, kind)
+    expected_cols, expected = scipy_loop(stack)
+
+    result = invoke("solve", path, "--json", "--quiet", "-o", tmp_path / "c.npy")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["batch"] == shape[0] and (report["n_rows"], report["n_cols"]) == shape[1:]
+    assert report["objectives"] == expected.tolist()  # exact integers, in problem order
+    assert report["solver"] == "scipy-batch" and report["input"] == str(path)
+    cols = np.load(tmp_path / "c.npy")
+    assert cols.dtype == np.int64 and cols.shape == shape[:2]
+    assert ((cols == -1).sum(axis=1) == max(0, shape[1] - shape[2])).all()  # −1 marks the unassigned rows
+    assert objectives_of(stack, cols).tolist() == expected.tolist()
+
+    assert invoke("solve", path, "--quiet", "-o", tmp_path / "c.csv").exit_code == 0
+    lines = (tmp_path / "c.csv").read_text().splitlines()
+    assert lines[0] == "problem,row,col"
+    triples = np.array([[int(x) for x in line.split(",")] for line in lines[1:]])
+    assert len(triples) == shape[0] * min(shape[1:])  # assigned pairs only
+    from_csv = np.full(shape[:2], -1)
+    from_csv[triples[:, 0], triples[:, 1]] = triples[:, 2]
+    assert objectives_of(stack, from_csv).tolist() == expected.tolist()
+
+    assert invoke("solve", path, "--quiet", "-o", tmp_path / "c.json").exit_code == 0
+    from_json = np.array(json.loads((tmp_path / "c.json").read_text())["col_ind"])
+    assert from_json.shape == shape[:2] and objectives_of(stack, from_json).tolist() == expected.tolist()
+    assert np.array_equal(from_json, cols) and np.array_equal(from_csv, cols)
+    del expected_cols  # ties may give another optimal assignment: only the objectives must agree
+
+
+def test_stack_report_file_maximize_and_the_summary_on_stderr(tmp_path, rng):
+    stack = rng.random((8, 6, 6)).astype(np.float32)
+    np.save(tmp_path / "s.npy", stack)
+    result = invoke("solve", tmp_path / "s.npy", "--maximize", "--solver", "scipy-batch", "--report", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""  # people's text goes to stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    _, expected = scipy_loop(stack.astype(np.float64), maximize=True)
+    np.testing.assert_allclose(report["objectives"], expected, rtol=1e-6)
+    assert report["maximize"] is True and report["batch"] == 8 and report["certified"] is False
+    summary = result.stderr
+    for fragment in ("batch 8", "size 6×6", "solver scipy-batch", "device cpu", "ms", "problems/s", "certified no"):
+        assert fragment in summary, summary
+    assert len(summary.splitlines()) <= 3  # no per-problem table
+    quiet = invoke("solve", tmp_path / "s.npy", "--quiet")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_a_stack_on_stdin_and_csv_assignment_on_stdout(rng):
+    stack = rng.integers(0, 9, (3, 4, 4))
+    buffer = io.BytesIO()
+    np.save(buffer, stack)
+    result = invoke("solve", "-", "-o", "-", "--quiet", input=buffer.getvalue())
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "problem,row,col" and len(lines) == 1 + 3 * 4
+    refused = invoke("solve", "-", "--duals", "d.npz", input=buffer.getvalue())  # rank known only once read
+    assert_one_line_error(refused, 2, "--duals is not supported for stacks")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--duals", "d.npz"], "--duals is not supported for stacks"),
+    (["--cost-limit", "5"], "--cost-limit is not supported for stacks"),
+    (["--solver", "numpy"], "solver 'numpy' solves one problem at a time"),
+])
+def test_what_a_stack_cannot_take_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, rng, args, fragment):
+    np.save(tmp_path / "s.npy", rng.integers(0, 9, (3, 4, 4)))
+    monkeypatch.chdir(tmp_path)
+    result = invoke("solve", "s.npy", *args, "-o", "c.csv", "--report", "r.json")
+    assert_one_line_error(result, 2, fragment)
+    assert sorted(os.listdir(tmp_path)) == ["s.npy"]
+
+
+def test_a_batch_engine_on_one_matrix_is_refused(tmp_path, rng):
+    np.save(tmp_path / "m.npy", rng.integers(0, 9, (4, 4)))
+    assert_one_line_error(invoke("solve", tmp_path / "m.npy", "--solver", "scipy-batch"), 2, "solves stacks")
+
+
+def test_hdf5_with_a_matrix_and_a_stack_asks_which(tmp_path):
+    with h5py.File(tmp_path / "two.h5", "w") as f:
+        f.create_dataset("m", data=np.eye(3))
+        f.create_dataset("s", data=np.zeros((2, 3, 3)))
+    assert_one_line_error(invoke("solve", tmp_path / "two.h5"), 2, "several 2-D/3-D datasets (/m, /s)")
+    result = invoke("solve", f"{tmp_path / 'two.h5'}:/s", "--json", "--quiet")
+    assert result.exit_code == 0 and json.loads(result.stdout)["batch"] == 2
+
+
+# ----------------------------------------------------------------------------- solve: several inputs
+def test_several_inputs_give_one_json_line_each_in_order(tmp_path, rng):
+    first = rng.integers(0, 40, (4, 5, 5))
+    second = rng.integers(0, 40, (6, 3))
+    third = rng.random((3, 4, 6))
+    np.save(tmp_path / "a.npy", first)
+    np.savetxt(tmp_path / "b.csv", second, delimiter=",", fmt="%d")
+    with h5py.File(tmp_path / "c.h5", "w") as f:
+        f.create_dataset("x", data=third)
+        f.create_dataset("other", data=np.eye(2))
+    specs = [str(tmp_path / "a.npy"), str(tmp_path / "b.csv"), f"{tmp_path / 'c.h5'}:/x"]
+    result = invoke("solve", *specs, "--json")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3 and all(line.startswith('{"input": ') for line in lines)  # compact: one line each
+    reports = [json.loads(line) for line in lines]
+    assert [r["input"] for r in reports] == specs
+    assert reports[0]["objectives"] == scipy_loop(first)[1].tolist()
+    assert reports[1]["objective"] == scipy_loop(second[None])[1][0] and "batch" not in reports[1]
+    np.testing.assert_allclose(reports[2]["objectives"], scipy_loop(third)[1], rtol=1e-12)
+    for spec in specs:  # each summary is headed by its input
+        assert spec in result.stderr
+
+
+def test_a_typo_in_the_third_input_fails_before_any_solving(tmp_path, rng):
+    np.save(tmp_path / "a.npy", rng.integers(0, 9, (2, 3, 3)))
+    np.save(tmp_path / "b.npy", rng.integers(0, 9, (3, 3)))
+    result = invoke("solve", tmp_path / "a.npy", tmp_path / "b.npy", tmp_path / "c.nyp", "--json")
+    assert_one_line_error(result, 2, "no such file")
+    assert result.stdout == ""  # nothing was solved
+    # a stack-only refusal is found before the matrix ahead of it is solved
+    late = invoke("solve", tmp_path / "b.npy", tmp_path / "a.npy", "--cost-limit", "3", "--json")
+    assert_one_line_error(late, 2, "--cost-limit is not supported for stacks")
+    assert late.stdout == ""
+
+
+@pytest.mark.parametrize("option", [["-o", "c.csv"], ["--report", "r.json"], ["--duals", "d.npz"]])
+def test_one_file_outputs_with_several_inputs_are_refused(tmp_path, monkeypatch, rng, option):
+    np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
+    monkeypatch.chdir(tmp_path)
+    result = invoke("solve", "a.npy", "a.npy", *option)
+    assert_one_line_error(result, 2, f"{option[0]} with 2 inputs: run one input per output file")
+    assert sorted(os.listdir(tmp_path)) == ["a.npy"]
+
+
+# ----------------------------------------------------------------------------- generate --batch
+def test_generate_batch_is_reproducible_and_problem_b_does_not_depend_on_the_batch_size(tmp_path):
+    for name, batch in (("a.npy", 5), ("b.npy", 5), ("c.npy", 2)):
+        result = invoke("generate", "--batch", batch, "--n", 6, "--m", 9, "--range", 10, "--seed", 3, "-o", tmp_path / name)
+        assert result.exit_code == 0, result.output
+    a, b, c = (np.load(tmp_path / name) for name in ("a.npy", "b.npy", "c.npy"))
+    assert a.shape == (5, 6, 9) and a.dtype == np.int32 and np.array_equal(a, b)
+    assert np.array_equal(c, a[:2])  # problem b is seeded from (seed, b), not from one stream
+    assert a.min() >= 0 and a.max() < 60 and len({p.tobytes() for p in a}) == 5  # the problems differ
+    invoke("generate", "--batch", 5, "--n", 6, "--m", 9, "--range", 10, "--seed", 4, "-o", tmp_path / "d.npy")
+    assert not np.array_equal(np.load(tmp_path / "d.npy"), a)
+
+
+def test_generate_batch_writes_hdf5_and_npy_on_stdout_with_the_kinds_dtypes(tmp_path):
+    result = invoke("generate", "--batch", 3, "--n", 5, "--kind", "float", "--dtype", "float32", "--seed", 1,
+                    "-o", tmp_path / "s.h5", "--dataset", "stack")
+    assert result.exit_code == 0, result.output
+    with h5py.File(tmp_path / "s.h5") as f:
+        stack = f["stack"][()]
+    assert stack.shape == (3, 5, 5) and stack.dtype == np.float32 and 0 <= stack.min() and stack.max() <= 1
+    piped = invoke("generate", "--batch", 3, "--n", 5, "--kind", "float", "--dtype", "float32", "--seed", 1, "-o", "-")
+    assert np.array_equal(np.load(io.BytesIO(piped.stdout_bytes)), stack)
+    # and the stack solves as a stack
+    solved = invoke("solve", tmp_path / "s.h5", "--json", "--quiet")
+    assert json.loads(solved.stdout)["batch"] == 3
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["-o", "s.csv"], "CSV holds one matrix"),
+    (["-o", "s.npy", "--kind", "float", "--dtype", "int32"], "would truncate"),
+    (["-o", "s.npy", "--kind", "sanity", "--m", "4"], "square"),
+])
+def test_generate_batch_refusals_are_exit_2_and_write_nothing(tmp_path, monkeypatch, args, fragment):
+    monkeypatch.chdir(tmp_path)
+    assert_one_line_error(invoke("generate", "--batch", 2, "--n", 3, "--seed", 1, *args), 2, fragment)
+    assert os.listdir(tmp_path) == []
