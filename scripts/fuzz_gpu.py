@@ -17,6 +17,7 @@ OUT/summary.json.
 from __future__ import annotations
 
 import argparse
+import re
 import json
 import math
 import time
@@ -135,6 +136,47 @@ def check(case: dict, cost: np.ndarray, solver: str = "cuda") -> tuple[str, str]
     return "ok", ""
 
 
+def check_batch(rng: np.random.Generator, solver: str) -> tuple[dict, np.ndarray, list[str]]:
+    """A stack of B problems of one case's kind and shape through solve_batch (``solver`` is the
+    batch engine), each objective against scipy's and the certificate. Returns (case, stack,
+    verdict per problem)."""
+    case = draw_case(rng, 64)
+    case["batch"] = int(rng.integers(1, 60))
+    case["route"] = "host"
+    rows = [build_matrix(dict(case, seed=case["seed"] + b)) for b in range(case["batch"])]
+    stack = np.stack(rows)
+    expected = []
+    for cost in stack:
+        try:
+            r, c = scipy_lsa(cost, maximize=case["maximize"])
+            expected.append(cost[r, c].sum())
+        except ValueError:
+            expected.append(None)
+    try:
+        solution = lapcli.solve_batch(stack, solver=solver, maximize=case["maximize"])
+    except lapcli.InfeasibleError as error:
+        listed = str(error).split(" of ")[0]
+        named = {int(x) for x in re.findall(r"\d+", listed)}
+        truth = {b for b, e in enumerate(expected) if e is None}
+        agree = named == truth or ("…" in listed and named <= truth)  # at most 20 are listed
+        return case, stack, ["ok" if agree else "mismatch"] * len(stack)
+    except Exception as error:  # noqa: BLE001
+        return dict(case, detail=f"{type(error).__name__}: {error}"), stack, ["error"] * len(stack)
+    from lapcli.engines import registry
+
+    needs_certificate = registry.get(solver).capabilities.duals
+    verdicts = []
+    for b, cost in enumerate(stack):
+        if expected[b] is None:
+            verdicts.append("mismatch")
+            continue
+        tolerance = objective_tolerance(cost) + (1e-5 * abs(expected[b]) if cost.dtype == np.float32 else 0)
+        good = abs(float(solution.objectives[b]) - float(expected[b])) <= tolerance
+        certified = solution.report.certified or not needs_certificate
+        verdicts.append("ok" if good and certified else ("mismatch" if not good else "uncertified"))
+    return case, stack, verdicts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="fuzz-out")
@@ -144,6 +186,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--replay", help="re-run one saved case (.npz)")
     parser.add_argument("--solver", default="cuda", help="solver under test (numpy: exercise the checker on a CPU)")
+    parser.add_argument("--batch-solver", default=None, help="batch engine to fuzz too, one stack in ten cases "
+                        "(cuda-batch on a GPU)")
     args = parser.parse_args()
     if args.replay:
         saved = np.load(args.replay, allow_pickle=False)
@@ -159,6 +203,18 @@ def main() -> None:
     start = time.perf_counter()
     largest = 0
     while time.perf_counter() - start < args.seconds and counts["solves"] < args.max_solves:
+        if args.batch_solver and rng.random() < 0.1:
+            case, stack, verdicts = check_batch(rng, args.batch_solver)
+            for verdict in verdicts:
+                counts["solves"] += 1
+                counts[verdict] += 1
+            counts["batches"] = counts.get("batches", 0) + 1
+            if any(v != "ok" for v in verdicts):
+                path = out / f"batch-{counts['solves']}.npz"
+                np.savez_compressed(path, cost=stack, case=json.dumps(case))
+                bad = [b for b, v in enumerate(verdicts) if v != "ok"]
+                print(f"batch {sorted(set(verdicts))}: {case} problems {bad[:10]} -> {path}", flush=True)
+            continue
         case = draw_case(rng, args.max_n)
         cost = build_matrix(case)
         verdict, detail = check(case, cost, args.solver)

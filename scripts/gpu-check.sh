@@ -81,7 +81,7 @@ fi
 if ! skip fuzz; then  # several processes share the GPU; each has its own seed
   workers=${FUZZ_WORKERS:-6}
   for w in $(seq 1 "$workers"); do
-    python3 scripts/fuzz_gpu.py --seconds "${FUZZ_SECONDS:-60}" --seed "$((RANDOM * 32768 + RANDOM + w))" \
+    python3 scripts/fuzz_gpu.py --seconds "${FUZZ_SECONDS:-60}" --batch-solver cuda-batch --seed "$((RANDOM * 32768 + RANDOM + w))" \
       --out "$out/fuzz-$w" >"$out/fuzz-$w.log" 2>&1 &
   done
   wait
@@ -94,7 +94,7 @@ for w in range(1, workers + 1):
         summary = json.load(open(f"{out}/fuzz-{w}/summary.json"))
     except FileNotFoundError:
         print(f"worker {w} wrote no summary"); sys.exit(1)
-    for key in ("solves", "ok", "mismatch", "error", "hang", "uncertified"):
+    for key in ("solves", "ok", "mismatch", "error", "hang", "uncertified", "batches"):
         total[key] = total.get(key, 0) + summary.get(key, 0)
     total["seconds"] = max(total.get("seconds", 0), summary["seconds"])
     total["largest_side"] = max(total.get("largest_side", 0), summary["largest_side"])
