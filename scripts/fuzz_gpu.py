@@ -68,6 +68,10 @@ def build_matrix(case: dict) -> np.ndarray:
         cost = cost.astype(np.float64)
         mask = np.random.default_rng(case["seed"] + 1).random(cost.shape) < case["forbidden"]
         cost[mask] = -np.inf if case["maximize"] else np.inf
+    if case["dtype"] == "float32" and cost.dtype == np.float64:
+        # float32 costs, as the user has them: solving float64 data with dtype="float32" rounds
+        # it (the documented price of halving the matrix), and scipy would see other numbers
+        cost = cost.astype(np.float32)
     return cost
 
 
