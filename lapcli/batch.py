@@ -149,7 +149,7 @@ def work_stack(problem: BatchProblem, xp, source=None):
         notes.append("integer costs too large for exact int64 duals: solved in float64 (as scipy does)")
         arr = arr.astype(np.float64)
     target = requested or ("float32" if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 else "float64")
-    values = arr.astype(target)
+    values = arr.astype(target, copy=False)
     if problem.maximize:
         values = -values
     if problem.forbidden.any():
@@ -261,7 +261,7 @@ def _finish(problem, name, reason, start, col_ind, device, dtype, details, certi
         total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,
         reason=reason, details=details, certified=certificate is not None,
         certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
-        notes=list(notes), objectives=[o.item() if hasattr(o, "item") else o for o in objectives],
+        notes=list(notes), objectives=objectives.tolist(),
     )
     return BatchSolution(col_ind=problem.origin.to_caller(col_ind), objectives=objectives, report=report)
 
