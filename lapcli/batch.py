@@ -24,7 +24,7 @@ import numpy as np
 from . import __version__
 from .arrays import Origin, as_array
 from .engines import registry
-from .errors import InfeasibleError, LapInputError
+from .errors import InfeasibleError, LapInputError, LapTypeError
 from .problem import WORK_DTYPES, _INT64_SAFE, float_eps, invalid_entries
 
 
@@ -92,7 +92,7 @@ def prepare_batch(costs, *, maximize=False, dtype=None) -> BatchProblem:
     if arr.ndim != 3:
         raise LapInputError(f"expected a stack of matrices (3-D array), got a {arr.ndim}-D array")
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') according to the rule 'safe'")
+        raise LapTypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') according to the rule 'safe'")
     forbidden = np.zeros(arr.shape[0], dtype=bool)
     if arr.dtype.kind == "f" and arr.size and not bool(xp.isfinite(arr).all()):
         if bool(xp.isnan(arr).any()):

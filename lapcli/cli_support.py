@@ -7,7 +7,9 @@ import math
 
 import click
 
-from .errors import InfeasibleError, LapInputError, SolverError, SolverUnavailable
+import os
+
+from .errors import InfeasibleError, LapInputError, LapTypeError, SolverError, SolverUnavailable
 
 
 class InputError(click.ClickException):
@@ -48,17 +50,26 @@ def stderr_console(quiet: bool = False, stderr: bool = True):
 
 
 def run_library_call(function, *args, **kwargs):
-    """Turn the library's exceptions into one-line CLI errors with the right exit code."""
+    """Turn the library's exceptions into one-line CLI errors with the right exit code. Only
+    lapcli's own input errors are "bad input" (exit 2); anything else raised inside is a bug of
+    lapcli or an engine: exit 1, one line saying so (LAPCLI_TRACEBACK=1 shows the traceback)."""
     try:
         return function(*args, **kwargs)
     except InfeasibleError as error:
         raise FailedError(str(error)) from None
-    except (LapInputError, TypeError, ValueError) as error:
+    except (LapInputError, LapTypeError) as error:
         raise InputError(str(error)) from None
     except (SolverError, SolverUnavailable) as error:
         raise FailedError(str(error)) from None
     except MemoryError:
         raise FailedError("out of host memory") from None
+    except click.ClickException:
+        raise
+    except Exception as error:  # noqa: BLE001 - a bug, reported as one
+        if os.environ.get("LAPCLI_TRACEBACK"):
+            raise
+        raise FailedError(f"internal error ({type(error).__name__}: {error}); this is a bug, please "
+                          "report it (LAPCLI_TRACEBACK=1 shows the traceback)") from None
 
 
 class OneLineUsage:

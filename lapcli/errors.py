@@ -9,6 +9,10 @@ class LapInputError(ValueError):
     """The input cannot be read or is not a valid cost matrix (CLI exit code 2)."""
 
 
+class LapTypeError(TypeError):
+    """Costs of a non-numeric type (CLI exit code 2); a TypeError, as scipy raises for them."""
+
+
 class InfeasibleError(ValueError):
     """No assignment of finite cost exists (CLI exit code 1). Same message as scipy."""
 

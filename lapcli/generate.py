@@ -15,6 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .errors import LapInputError
+
 KINDS = ("uniform", "float", "geometric", "sanity")
 FLOAT_KINDS = ("float", "geometric", "sanity")  # values in [0, 2]: an integer dtype would truncate them
 GENERATED_DTYPES = ("int32", "int64", "float32", "float64")
@@ -44,20 +46,20 @@ def default_dtype(kind: str, n: int, range_factor: float) -> str:
 def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | None) -> str:
     """Refuse impossible combinations before any work; return the dtype to generate."""
     if kind not in KINDS:
-        raise ValueError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
+        raise LapInputError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
     if n < 1 or m < 1:
-        raise ValueError("n and m must be at least 1")
+        raise LapInputError("n and m must be at least 1")
     if not math.isfinite(range_factor) or range_factor <= 0:
-        raise ValueError(f"the range factor must be a finite number > 0, not {range_factor}")
+        raise LapInputError(f"the range factor must be a finite number > 0, not {range_factor}")
     if kind == "sanity" and m != n:
-        raise ValueError("the sanity kind needs a square matrix (its optimum is the identity)")
+        raise LapInputError("the sanity kind needs a square matrix (its optimum is the identity)")
     if kind in FLOAT_KINDS and dtype is not None and np.dtype(dtype).kind in "biu":
-        raise ValueError(f"the {kind} kind makes fractional values; {dtype} would truncate them "
+        raise LapInputError(f"the {kind} kind makes fractional values; {dtype} would truncate them "
                          "(choose float32 or float64)")
     dtype = dtype or default_dtype(kind, n, range_factor)
     high = uniform_high(n, range_factor)
     if kind == "uniform" and np.dtype(dtype).kind == "i" and high - 1 > np.iinfo(dtype).max:
-        raise ValueError(f"values up to {high - 1} do not fit {dtype}")
+        raise LapInputError(f"values up to {high - 1} do not fit {dtype}")
     return dtype
 
 
@@ -121,7 +123,7 @@ def generate_stack(
     ``progress(problems_done)`` is called per problem."""
     m = n if m is None else m
     if batch < 1:
-        raise ValueError("the batch size must be at least 1")
+        raise LapInputError("the batch size must be at least 1")
     dtype = check_options(n, m, range_factor, kind, dtype)
     out = np.empty((batch, n, m), dtype=dtype)
     for b in range(batch):

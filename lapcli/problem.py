@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InfeasibleError, LapInputError
+from .errors import InfeasibleError, LapInputError, LapTypeError
 
 WORK_DTYPES = ("int32", "int64", "float32", "float64")
 
@@ -110,7 +110,7 @@ def as_cost_matrix(cost: Any):
         raise LapInputError(f"expected a matrix (2-D array), got a {arr.ndim} array")
     kind = arr.dtype.kind
     if kind not in "biuf":
-        raise TypeError(
+        raise LapTypeError(
             f"Cannot cast array data from {arr.dtype!r} to dtype('float64') "
             "according to the rule 'safe'"
         )

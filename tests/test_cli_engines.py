@@ -84,3 +84,19 @@ def test_device_without_a_gpu_is_a_one_line_error(tmp_path):
     assert ("CuPy" in result.stderr or "device" in result.stderr) and len(result.stderr.strip().splitlines()) == 1
     if cuda_status()[0]:
         assert "there" in result.stderr  # names how many devices exist
+
+
+def test_an_engine_bug_is_exit_1_not_bad_input(tmp_path, monkeypatch, rng):
+    from lapcli.engines import scipy_engine
+
+    def broken(problem, **options):
+        raise ValueError("index 7 is out of bounds")  # what a bug inside an engine looks like
+
+    monkeypatch.setattr(scipy_engine, "run", broken)
+    np.save(tmp_path / "m.npy", rng.integers(0, 9, (4, 4)))
+    result = invoke("solve", tmp_path / "m.npy", "--solver", "scipy", "--quiet")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "internal error" in lines[0] and "bug" in lines[0]
+    bad = invoke("solve", tmp_path / "missing.npy")  # lapcli's own input error stays exit 2
+    assert bad.exit_code == 2
