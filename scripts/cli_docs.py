@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from lapcli.cli import cli
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
-COMMANDS = ("generate", "solve", "bench")
+COMMANDS = ("generate", "solve", "bench", "info")
 
 
 def regenerated(doc: str) -> str:
