@@ -25,7 +25,7 @@ from . import __version__
 from .arrays import Origin, as_array
 from .engines import registry
 from .errors import InfeasibleError, LapInputError, LapTypeError
-from .problem import WORK_DTYPES, _INT64_SAFE, float_eps, invalid_entries
+from .problem import WORK_DTYPES, _INT64_SAFE, invalid_entries
 
 
 @dataclass
@@ -127,23 +127,40 @@ def raise_infeasible(bad: list[int], batch: int) -> None:
         raise InfeasibleError(f"cost matrix is infeasible: problem{'s' if len(bad) > 1 else ''} {shown} of {batch}")
 
 
-def work_stack(problem: BatchProblem, xp, source=None):
-    """(values (B, r, c) with r ≤ c, eps, notes): the stack a rectangular batch engine minimises."""
+@dataclass
+class WorkStack:
+    """The (B, r, c) stack (r ≤ c) a rectangular batch engine minimises, and how its answers map
+    back: objective = sign · (Σ work + Σ row_offset); ``scale`` (B,) the magnitude the float
+    tolerance follows where max |work| would not do (the forbidden entries' sentinel)."""
+
+    values: Any
+    sign: int = 1
+    row_offset: Any = None  # (B, r) float64 on the device, or None
+    scale: Any = None
+    notes: list[str] = field(default_factory=list)
+
+
+def work_stack(problem: BatchProblem, xp, source=None) -> WorkStack:
+    """Transpose tall problems, negate to maximise, widen or narrow to the working dtype, reduce
+    float64 rows, and put a per-problem sentinel on forbidden entries."""
     arr = problem.original if source is None else source
     if problem.transposed:
         arr = arr.transpose(0, 2, 1)
     notes: list[str] = []
     c = arr.shape[2]
+    sign = -1 if problem.maximize else 1
     requested = problem.requested_dtype
     if arr.dtype.kind in "biu" and (requested is None or requested.startswith("int")):
         values = arr.astype(np.int64) if (problem.maximize or arr.dtype.kind == "b") else arr
         if problem.maximize:
             values = -values
+        if values.dtype.itemsize <= 4 and values.dtype != np.uint32:  # |c| < 2^31: nothing to check
+            return WorkStack(xp.ascontiguousarray(values.astype(requested or "int32", copy=False)), sign)
         lo, hi = (int(values.min()), int(values.max())) if values.size else (0, 0)
         bound = max(abs(lo), abs(hi))
         if bound * 4 * (c + 1) < _INT64_SAFE and not (arr.dtype == np.uint64 and hi >= 2**63):
             target = requested or ("int32" if -(2**31) <= lo and hi < 2**31 else "int64")
-            return xp.ascontiguousarray(values.astype(target, copy=False)), 0.0, notes
+            return WorkStack(xp.ascontiguousarray(values.astype(target, copy=False)), sign)
         if requested is not None:
             raise LapInputError(f"integer costs are too large for exact solving as {requested}; drop --dtype")
         notes.append("integer costs too large for exact int64 duals: solved in float64 (as scipy does)")
@@ -152,20 +169,21 @@ def work_stack(problem: BatchProblem, xp, source=None):
     values = arr.astype(target, copy=False)
     if problem.maximize:
         values = -values
+    row_offset = scale = None
     if problem.forbidden.any():
         finite = xp.isfinite(values)
-        row_min = xp.where(finite, values, xp.inf).min(axis=2, keepdims=True)
-        values = values - xp.where(xp.isfinite(row_min), row_min, 0).astype(values.dtype)
-        spread = xp.where(finite, values, 0).max(axis=(1, 2))
-        sentinel = ((c + 2) * xp.where(spread > 0, spread, 1)).astype(values.dtype)
+        row_min = xp.where(finite, values, xp.inf).min(axis=2)
+        row_min = xp.where(xp.isfinite(row_min), row_min, 0).astype(values.dtype)
+        values = values - row_min[:, :, None]
+        scale = xp.where(finite, values, 0).max(axis=(1, 2)).astype(np.float64)
+        sentinel = ((c + 2) * xp.where(scale > 0, scale, 1)).astype(values.dtype)
         values = xp.where(finite, values, sentinel[:, None, None])
-    elif values.dtype == np.float32:  # exact float32 numbers: eps from |c| (see problem._float_work)
-        spread = xp.abs(values).max(axis=(1, 2)) if values.size else xp.zeros(0)
-    else:
-        values = values - values.min(axis=2, keepdims=True)
-        spread = values.max(axis=(1, 2)) if values.size else xp.zeros(0)
-    largest = float(spread.max()) if spread.size else 0.0
-    return xp.ascontiguousarray(values), float_eps(c, largest), notes
+        row_offset = row_min.astype(np.float64)
+    elif values.dtype == np.float64:  # float32 costs are exact float32 numbers: not reduced
+        row_min = values.min(axis=2)
+        values = values - row_min[:, :, None]
+        row_offset = row_min
+    return WorkStack(xp.ascontiguousarray(values), sign, row_offset, scale, notes)
 
 
 def columns_of_rows(problem: BatchProblem, work_col_of_row, xp):
@@ -242,7 +260,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     raise_infeasible(infeasible_members(problem), batch)
     result = registry.get(name).load().run_batch(problem, timeout=timeout, device=device)
     return _finish(problem, name, reason, start, result.col_ind, result.device, result.dtype, result.details,
-                   result.certificate, result.notes)
+                   result.certificate, result.notes, result.objectives)
 
 
 def _stackable(costs) -> bool:
@@ -250,10 +268,12 @@ def _stackable(costs) -> bool:
     return len(shapes) == 1
 
 
-def _finish(problem, name, reason, start, col_ind, device, dtype, details, certificate, notes) -> BatchSolution:
+def _finish(problem, name, reason, start, col_ind, device, dtype, details, certificate, notes,
+            objectives=None) -> BatchSolution:
     from .certificate import not_certified
 
-    objectives = objectives_of(problem, col_ind)
+    if objectives is None:  # engines that do not sum the objectives themselves
+        objectives = objectives_of(problem, col_ind)
     batch, n, m = problem.shape
     total_ms = (time.perf_counter() - start) * 1e3
     report = BatchReport(

@@ -64,3 +64,23 @@ def test_kernel_refuses_to_compile_without_the_launchers_defines(tmp_path):
     result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "k.cubin"),
                              str(source)], capture_output=True, text=True)
     assert result.returncode != 0 and "kernel_defines" in result.stderr
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_batch_finish_kernel_compiles_for_every_dtype(tmp_path):
+    from importlib import resources
+
+    from lapcli.engines import cuda_batch
+
+    source = tmp_path / "finish.cu"
+    body = resources.files("lapcli").joinpath("kernels/batch_finish.cu").read_text()
+    lines = []
+    for cost, dual, _ in cuda_batch.KERNEL_TYPES.values():
+        lines.append(f"template __global__ void batch_finish<{cost}, {dual}>(const {cost}*, int, int, int, const int*, "
+                     f"const {dual}*, const {dual}*, const int*, const double*, int, int, int, long long*, double*, "
+                     "long long*, int*);")
+    source.write_text(body + "\n" + "\n".join(lines) + "\n")
+    result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-Xptxas", "-v", "-o",
+                             str(tmp_path / "f.cubin"), str(source)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("0 bytes spill stores") == len(cuda_batch.KERNEL_TYPES)

@@ -46,3 +46,4 @@ class BatchEngineResult:
     details: dict[str, Any] = field(default_factory=dict)
     certificate: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    objectives: np.ndarray | None = None  # (B,) host, exact for integers; None: the caller sums them
