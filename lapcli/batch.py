@@ -48,10 +48,13 @@ class BatchReport:
     certified: bool = False
     certificate: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    objectives: list = field(default_factory=list)
+    objectives: Any = field(default_factory=list)  # (B,) array, as a list in to_dict()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if isinstance(self.objectives, np.ndarray):
+            data["objectives"] = self.objectives.tolist()  # Python ints stay exact
+        return data
 
 
 @dataclass
@@ -281,7 +284,7 @@ def _finish(problem, name, reason, start, col_ind, device, dtype, details, certi
         total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,
         reason=reason, details=details, certified=certificate is not None,
         certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
-        notes=list(notes), objectives=objectives.tolist(),
+        notes=list(notes), objectives=objectives,
     )
     return BatchSolution(col_ind=problem.origin.to_caller(col_ind), objectives=objectives, report=report)
 

@@ -97,9 +97,12 @@ def test_numpy_in_numpy_out(rng):
 
 
 def test_report_counts_problems(rng):
+    from lapcli.engines import cuda_status
+
     report = solve_batch(rng.random((20, 8, 8))).report
-    assert report.batch == 20 and report.problems_per_second > 0 and report.solver == "scipy-batch"
-    assert len(report.objectives) == 20 and "auto" in report.reason
+    expected = "cuda-batch" if cuda_status()[0] else "scipy-batch"
+    assert report.batch == 20 and report.problems_per_second > 0 and report.solver == expected
+    assert len(report.to_dict()["objectives"]) == 20 and "auto" in report.reason
 
 
 def test_single_problem_api_refuses_batch_engines(rng):

@@ -78,7 +78,7 @@ def test_batch_finish_kernel_compiles_for_every_dtype(tmp_path):
     for cost, dual, _ in cuda_batch.KERNEL_TYPES.values():
         lines.append(f"template __global__ void batch_finish<{cost}, {dual}>(const {cost}*, int, int, int, const int*, "
                      f"const {dual}*, const {dual}*, const int*, const double*, int, int, int, long long*, double*, "
-                     "long long*, int*);")
+                     "long long*);")
     source.write_text(body + "\n" + "\n".join(lines) + "\n")
     result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-Xptxas", "-v", "-o",
                              str(tmp_path / "f.cubin"), str(source)], capture_output=True, text=True)

@@ -9,8 +9,8 @@
 //   - writes the caller's columns: out[b, i] = col[i], or for a transposed problem (work rows are
 //     the caller's columns) out[b, col[i]] = i with -1 for the caller's rows no column took.
 // A block per problem (one pass over its costs, coalesced), a grid-stride loop over problems.
-// Per problem, stats[b] = {objective, min slack, max assigned slack, tol}, ok[b] = 1 when proved
-// (0 when the solve reported a status or a check failed).
+// Per problem, stats[b] = {objective, min slack, max assigned slack, tol, proved}: proved is 1, or 0
+// when the solve reported a status or a check failed.
 
 #define FINISH_WARPS 4
 #define FINISH_MAX_COLUMNS 2048
@@ -61,8 +61,7 @@ __global__ void __launch_bounds__(32 * FINISH_WARPS) batch_finish(
         const T* __restrict__ cost, int batch, int r, int c, const int* __restrict__ col_of_row,
         const D* __restrict__ u, const D* __restrict__ v, const int* __restrict__ status,
         const double* __restrict__ row_offset, int transposed, int n_out, int exact,
-        long long* __restrict__ out, double* __restrict__ stats, long long* __restrict__ objective_exact,
-        int* __restrict__ ok) {
+        long long* __restrict__ out, double* __restrict__ stats, long long* __restrict__ objective_exact) {
     __shared__ unsigned taken[FINISH_MAX_COLUMNS / 32];
     __shared__ D slots_d[FINISH_WARPS];
     __shared__ double slots_f[FINISH_WARPS];
@@ -124,12 +123,13 @@ __global__ void __launch_bounds__(32 * FINISH_WARPS) batch_finish(
             for (int i = threadIdx.x; i < r; i += threads) row_out[i] = col[i];
         }
         if (threadIdx.x == 0) {
-            stats[4LL * b + 0] = (double)total + offsets;
-            stats[4LL * b + 1] = (double)smallest;
-            stats[4LL * b + 2] = (double)loosest;
-            stats[4LL * b + 3] = tol;
+            double* mine = stats + 5LL * b;
+            mine[0] = (double)total + offsets;
+            mine[1] = (double)smallest;
+            mine[2] = (double)loosest;
+            mine[3] = tol;
+            mine[4] = good ? 1.0 : 0.0;
             if (objective_exact) objective_exact[b] = (long long)total;
-            ok[b] = good ? 1 : 0;
         }
         __syncthreads();  // taken and the slots are reused by the next problem of this block
     }
