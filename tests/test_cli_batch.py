@@ -56,7 +56,9 @@ def test_a_stack_is_solved_like_a_scipy_loop_in_every_output_format(tmp_path, rn
     report = json.loads(result.stdout)
     assert report["batch"] == shape[0] and (report["n_rows"], report["n_cols"]) == shape[1:]
     assert report["objectives"] == expected.tolist()  # exact integers, in problem order
-    assert report["solver"] == "scipy-batch" and report["input"] == str(path)
+    from lapcli.engines import cuda_status
+
+    assert report["solver"] == ("cuda-batch" if cuda_status()[0] else "scipy-batch") and report["input"] == str(path)
     cols = np.load(tmp_path / "c.npy")
     assert cols.dtype == np.int64 and cols.shape == shape[:2]
     assert ((cols == -1).sum(axis=1) == max(0, shape[1] - shape[2])).all()  # −1 marks the unassigned rows
