@@ -4,7 +4,9 @@
 # HyLAC comparison points, the step table at n=4096 R=100, a cold `lap solve` against its kernel
 # time, and the fuzzer in parallel processes. Logs go to the folder given as $1 (default ./gpu-logs).
 # Environment: FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
-# SKIP (space-separated parts to skip: tests sanitizer crossover hylac solve cold fuzz).
+# SKIP (space-separated parts to skip: tests sanitizer crossover hylac batch solve startup cold fuzz).
+# Peers travel as wheels (.whl, see the device notes): with torch-linear-assignment on PYTHONPATH
+# the batch part runs it beside lapcli's batch engine.
 set -uo pipefail
 out=${1:-gpu-logs}
 mkdir -p "$out"
@@ -58,6 +60,10 @@ fi
 if ! skip hylac; then
   lap bench --suite hylac --solvers cuda,cuda-stepwise --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
     --json "$out/bench-hylac.json" 2>&1 | tee "$out/bench-hylac.txt" || status=1
+fi
+if ! skip batch; then  # issue #13: the eight cells, lapcli's batch engine beside torch-linear-assignment
+  lap bench --suite batch --solvers cuda-batch,cuda-batch:d2d,torch-la,torch-la:d2d --repeat "${BENCH_REPEAT:-5}" \
+    --warmup 2 --json "$out/bench-batch.json" 2>&1 | tee "$out/bench-batch.txt" || status=1
 fi
 matrix=$(mktemp -d)/m4096-r100.npy
 lap generate --n 4096 --range 100 --seed 4096 -o "$matrix" --quiet
