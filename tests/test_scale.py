@@ -12,6 +12,7 @@ da = pytest.importorskip("dask.array")
 import lapcli  # noqa: E402
 from lapcli import scale  # noqa: E402
 from lapcli.errors import LapInputError  # noqa: E402
+from lapcli.io import read_matrix  # noqa: E402
 from lapcli.scale import Failed, solve_dask_array, solve_many  # noqa: E402
 from tests.test_cli import invoke  # noqa: E402
 
@@ -34,7 +35,7 @@ def mixed_inputs(tmp_path, rng):
 
 
 def in_process(item):
-    cost = lapcli.io.read_matrix(item) if isinstance(item, str) else item
+    cost = read_matrix(item) if isinstance(item, str) else item
     return lapcli.solve(cost) if np.ndim(cost) == 2 else lapcli.solve_batch(cost)
 
 
@@ -50,7 +51,7 @@ def test_results_come_back_in_input_order_with_the_in_process_objectives(client,
             assert got.col_ind.shape == want.col_ind.shape
         else:
             assert got.objective == pytest.approx(want.objective, rel=1e-12)
-            assert got.report.n_rows == np.shape(lapcli.io.read_matrix(item) if isinstance(item, str) else item)[0]
+            assert got.report.n_rows == np.shape(read_matrix(item) if isinstance(item, str) else item)[0]
 
 
 def test_an_infeasible_and_a_bad_dtype_member_are_named_and_the_others_solve(client, rng):
