@@ -137,7 +137,7 @@ def _client(client, scheduler, n_inputs: int):
     if cluster is None:
         workers = max(1, min(os.cpu_count() or 1, n_inputs))
         cluster = distributed.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
-                                           dashboard_address=None)
+                                           dashboard_address=":0")
     with cluster, distributed.Client(cluster) as own:
         yield own
 
