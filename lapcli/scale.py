@@ -21,6 +21,7 @@ import numpy as np
 from .errors import InfeasibleError, LapInputError
 
 NEEDS_DASK = "scale-out needs Dask: pip install 'lapcli[dask]'"
+CONNECT_TIMEOUT_S = 10  # a scheduler address that answers nothing fails this soon
 
 
 @dataclass
@@ -123,7 +124,11 @@ def _client(client, scheduler, n_inputs: int):
         yield client
         return
     if scheduler is not None:
-        with distributed.Client(scheduler) as own:
+        try:
+            own = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError, ValueError) as error:
+            raise LapInputError(f"cannot reach the Dask scheduler at {scheduler}: {_one_line(error)}") from None
+        with own:
             yield own
         return
     cluster = None

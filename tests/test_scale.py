@@ -14,7 +14,7 @@ from lapcli import scale  # noqa: E402
 from lapcli.errors import LapInputError  # noqa: E402
 from lapcli.io import read_matrix  # noqa: E402
 from lapcli.scale import Failed, solve_dask_array, solve_many  # noqa: E402
-from tests.test_cli import invoke  # noqa: E402
+from tests.test_cli import assert_one_line_error, invoke  # noqa: E402
 
 TIMING_KEYS = {"total_ms", "problems_per_second", "details", "certificate"}
 
@@ -113,7 +113,8 @@ def test_cli_a_failed_input_is_one_error_line_and_the_others_still_print(client,
     assert [json.loads(line)["input"] for line in bad.stdout.splitlines()] == [str(tmp_path / "a.npy")]
 
 
-def test_without_dask_the_error_says_how_to_install_it(monkeypatch, rng):
+def block_dask_imports(monkeypatch):
+    """From now on `import dask…` and `import distributed…` fail, as where Dask is not installed."""
     real_import = builtins.__import__
 
     def no_dask(name, *args, **kwargs):
@@ -122,8 +123,21 @@ def test_without_dask_the_error_says_how_to_install_it(monkeypatch, rng):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_dask)
+
+
+def test_without_dask_the_error_says_how_to_install_it(monkeypatch, rng):
+    block_dask_imports(monkeypatch)
     assert not scale.dask_available()
     with pytest.raises(LapInputError, match=r"^scale-out needs Dask: pip install 'lapcli\[dask\]'$"):
         solve_many([rng.random((3, 3))])
     with pytest.raises(LapInputError, match="scale-out needs Dask"):
         solve_dask_array(None)
+
+
+def test_cli_without_dask_or_with_a_bad_scheduler_address_is_one_line_exit_2(monkeypatch, tmp_path, rng):
+    np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
+    bad_address = invoke("solve", tmp_path / "a.npy", "--scheduler", "nonsense::")
+    assert_one_line_error(bad_address, 2, "cannot reach the Dask scheduler at nonsense::")
+    block_dask_imports(monkeypatch)
+    missing = invoke("solve", tmp_path / "a.npy", tmp_path / "a.npy", "--dask")
+    assert_one_line_error(missing, 2, "scale-out needs Dask: pip install 'lapcli[dask]'")
