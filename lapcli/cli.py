@@ -116,14 +116,18 @@ def generate_command(n, m, batch, range_factor, seed, dtype, kind, output, datas
               help="As lapjv: a row whose pair would cost more stays unassigned (-1). Not for stacks.")
 @click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
 @click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds before the CUDA solver gives up.")
+@click.option("--dask", "use_dask", is_flag=True,
+              help="Spread the INPUTs over a local Dask cluster (default with several INPUTs when several GPUs are visible).")
+@click.option("--scheduler", metavar="ADDRESS", help="Spread the INPUTs over the Dask cluster of this scheduler.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
 def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_col, output, report_path, json_stdout,
-                  duals_path, cost_limit, device, timeout, quiet):
+                  duals_path, cost_limit, device, timeout, use_dask, scheduler, quiet):
     """Solve the assignment problem for each INPUT in order (.npy, .csv/.tsv/.txt, .h5/.hdf5, or - for
     stdin).
 
     A 3-D INPUT (an NPY array or HDF5 dataset of shape B×n×m) is a stack of B problems, solved in one
-    batch. Every INPUT is checked before the first is solved.
+    batch. Every INPUT is checked before the first is solved. With --dask or --scheduler each INPUT is
+    one Dask task: an INPUT that fails is reported on stderr and the others are still solved.
     """
     several = len(input_specs) > 1
     if output == "-" and json_stdout:
@@ -149,25 +153,96 @@ def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_c
         rank = run_library_call(input_rank, spec, dataset, header=header, index_col=index_col)
         check_rank_options(spec, rank, solver, duals_path, cost_limit)
     console = stderr_console(quiet)
+    read_options = dict(dataset=dataset, header=header, index_col=index_col)
+    if use_dask or scheduler is not None or (several and device is None and dask_by_default()):
+        for flag, value in (("-o", output), ("--duals", duals_path), ("--device", device)):
+            if value is not None:
+                raise InputError(f"{flag} does not go with Dask (--dask, --scheduler, or several GPUs): "
+                                 "each worker solves on its own device and prints its report")
+        from .scale import solve_inputs
+
+        solve_on_dask(solve_inputs, input_specs, read_options, dict(solver=solver, maximize=maximize, dtype=dtype,
+                      timeout=timeout, cost_limit=cost_limit), scheduler, several, console, report_path, json_stdout)
+        return
     for spec in input_specs:
-        cost, source = run_library_call(read_matrix_with_info, spec, dataset, header=header, index_col=index_col)
+        cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
         check_rank_options(spec, cost.ndim, solver, duals_path, cost_limit)  # stdin: known only now
-        if several:
-            console.print(f"[bold]{spec}[/]", markup=True, highlight=False)
-        for note in source.notes:
-            console.print(note, markup=False, emoji=False, soft_wrap=True)
+        announce_input(spec, source.notes, several, console)
         options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
         if cost.ndim == 3:
             report = solve_stack(cost, options, output, console)
         else:
             report = solve_matrix(cost, options, cost_limit, output, duals_path, console)
-        report.notes.extend(source.notes)
-        payload = {"input": spec} | report.to_dict()
-        report_json = (json.dumps(payload) if several else json.dumps(payload, indent=2)) + "\n"
-        if report_path is not None:
-            run_library_call(write_bytes, report_path, report_json.encode())
-        if json_stdout:
-            write_bytes("-", report_json.encode())
+        emit_report(spec, report, source.notes, several, report_path, json_stdout)
+
+
+def announce_input(spec, notes, several, console) -> None:
+    """On stderr, ahead of an input's summary: its name (several inputs) and the reader's notes."""
+    if several:
+        console.print(f"[bold]{spec}[/]", markup=True, highlight=False)
+    for note in notes:
+        console.print(note, markup=False, emoji=False, soft_wrap=True)
+
+
+def emit_report(spec, report, notes, several, report_path, json_stdout) -> None:
+    """The JSON report of one input: to --report and/or stdout (one compact line each when several)."""
+    report.notes.extend(notes)
+    payload = {"input": spec} | report.to_dict()
+    report_json = (json.dumps(payload) if several else json.dumps(payload, indent=2)) + "\n"
+    if report_path is not None:
+        run_library_call(write_bytes, report_path, report_json.encode())
+    if json_stdout:
+        write_bytes("-", report_json.encode())
+
+
+def dask_by_default() -> bool:
+    """Several inputs go to Dask by themselves only where it pays: more than one GPU, Dask installed."""
+    from .scale import dask_available, visible_gpus
+
+    return visible_gpus() > 1 and dask_available()
+
+
+def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, several, console, report_path,
+                  json_stdout) -> None:
+    """Each input one Dask task (stdin is read here); the output as the in-process path gives it, in
+    input order. A failed input prints its one-line error and sets the exit code (2: bad input, 1:
+    infeasible or solver failure); the others still give their output."""
+    from .batch import BatchReport
+    from .report import render_batch_summary, render_summary
+    from .scale import Solved
+
+    items, local_notes = [], {}
+    for index, spec in enumerate(input_specs):
+        if spec == "-":
+            cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
+            check_rank_options(spec, cost.ndim, options["solver"], None, options["cost_limit"])
+            items.append(cost)
+            local_notes[index] = source.notes
+        else:
+            items.append(spec)
+    call = dict(scheduler=scheduler, read_options=read_options, **options)
+    if console.is_terminal and not console.quiet:
+        from rich.progress import Progress
+
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("solving", total=len(items))
+            results = run_library_call(solve_inputs, items, **call,
+                                       progress=lambda done, total: bar.update(task, completed=done))
+    else:
+        results = run_library_call(solve_inputs, items, **call)
+    code = 0
+    for spec, result in zip(input_specs, results):
+        if not isinstance(result, Solved):
+            click.echo(f"Error: {spec}: {result.message}", err=True)
+            code = max(code, 2 if result.bad_input else 1)
+            continue
+        notes = local_notes.get(result.index, []) + result.source_notes
+        announce_input(spec, notes, several, console)
+        report = result.solution.report
+        (render_batch_summary if isinstance(report, BatchReport) else render_summary)(report, console)
+        emit_report(spec, report, notes, several, report_path, json_stdout)
+    if code:
+        raise click.exceptions.Exit(code)
 
 
 def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cost_limit) -> None:

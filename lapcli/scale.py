@@ -1,0 +1,253 @@
+"""Scale-out through Dask: many problems spread over the workers of a Dask cluster.
+
+This module only schedules; the solving is ``lapcli.solve`` (a 2-D matrix) and
+``lapcli.solve_batch`` (a 3-D stack), called unchanged on the workers. Each input is one task
+(``client.submit``); dask-cuda's ``LocalCUDACluster`` gives one worker per visible GPU, a
+``distributed.LocalCluster`` of single-threaded processes runs the same tasks on CPUs (CI). A
+(B, n, m) dask array is solved lazily, one ``solve_batch`` per block (``solve_dask_array``).
+
+Dask is optional (``pip install 'lapcli[dask]'``): importing this module never imports it.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .errors import InfeasibleError, LapInputError
+
+NEEDS_DASK = "scale-out needs Dask: pip install 'lapcli[dask]'"
+CONNECT_TIMEOUT_S = 10  # a scheduler address that answers nothing fails this soon
+
+
+@dataclass
+class Failed:
+    """An input that gave no answer: its position among the inputs, the exception's class name and
+    its one-line message. ``bad_input``: the input or options were at fault (the CLI's exit code 2),
+    not the problem (infeasible) or the solver (exit code 1)."""
+
+    index: int
+    error_type: str
+    message: str
+    bad_input: bool = False
+
+
+@dataclass
+class Solved:
+    """An input that was solved: the Solution (2-D) or BatchSolution (3-D), and the notes of the
+    reader (e.g. a skipped CSV header) for a file input."""
+
+    index: int
+    solution: Any
+    source_notes: list[str] = field(default_factory=list)
+
+
+def dask_available() -> bool:
+    try:
+        import dask.array  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _require_dask():
+    try:
+        import distributed
+    except ImportError:
+        raise LapInputError(NEEDS_DASK) from None
+    return distributed
+
+
+def visible_gpus() -> int:
+    """How many CUDA devices this process sees (0 without CuPy or a device)."""
+    from .engines.registry import cuda_status
+
+    if not cuda_status()[0]:
+        return 0
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+# ----------------------------------------------------------------------------- the worker's side
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def _failed(index: int, error: BaseException) -> Failed:
+    bad_input = isinstance(error, (LapInputError, TypeError, ValueError)) and not isinstance(error, InfeasibleError)
+    return Failed(index, type(error).__name__, _one_line(error), bad_input)
+
+
+def solve_input(index: int, item, options: dict, read_options: dict) -> Solved | Failed:
+    """One task: read ``item`` if it is a file spec, solve it, and turn any failure into Failed."""
+    from .batch import solve_batch
+    from .facade import solve
+    from .io import read_matrix_with_info
+
+    try:
+        notes: list[str] = []
+        if isinstance(item, (str, os.PathLike)):
+            cost, source = read_matrix_with_info(str(item), **read_options)
+            notes = list(source.notes)
+        else:
+            cost = item
+        ndim = np.ndim(cost)
+        options = dict(options)
+        cost_limit = options.pop("cost_limit", None)
+        if ndim == 2:
+            solution = solve(cost, cost_limit=cost_limit, **options)
+        elif ndim == 3:
+            if cost_limit is not None:
+                raise LapInputError("cost_limit is not supported for stacks: this input is 3-D")
+            solution = solve_batch(cost, **options)
+        else:
+            raise LapInputError(f"input is {ndim}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
+        return Solved(index, solution, notes)
+    except Exception as error:  # one bad member costs none of the others
+        return _failed(index, error)
+
+
+# ----------------------------------------------------------------------------- the client's side
+@contextmanager
+def _client(client, scheduler, n_inputs: int):
+    """The given client, a client of ``scheduler``, or a local cluster started (and closed) here:
+    one worker per GPU when several are visible and dask-cuda imports, else CPU processes."""
+    distributed = _require_dask()
+    if client is not None:
+        yield client
+        return
+    if scheduler is not None:
+        try:
+            own = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError, ValueError) as error:
+            raise LapInputError(f"cannot reach the Dask scheduler at {scheduler}: {_one_line(error)}") from None
+        with own:
+            yield own
+        return
+    cluster = None
+    if visible_gpus() > 1:
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            pass
+        else:
+            cluster = LocalCUDACluster()
+    if cluster is None:
+        workers = max(1, min(os.cpu_count() or 1, n_inputs))
+        cluster = distributed.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
+                                           dashboard_address=":0")
+    with cluster, distributed.Client(cluster) as own:
+        yield own
+
+
+def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None, solver: str = "auto",
+                 maximize: bool = False, dtype: str | None = None, timeout: float | None = None,
+                 cost_limit: float | None = None, read_options: dict | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> list[Solved | Failed]:
+    """:func:`solve_many`, keeping each input's reader notes apart (``Solved``): what the CLI prints."""
+    distributed = _require_dask()
+    inputs = list(inputs)
+    options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout)
+    if cost_limit is not None:
+        options["cost_limit"] = cost_limit
+    read_options = dict(read_options or {})
+    total = len(inputs)
+    if total == 0:
+        return []
+    with _client(client, scheduler, total) as active:
+        futures = []
+        for index, item in enumerate(inputs):
+            if not isinstance(item, (str, os.PathLike)):
+                item = active.scatter(item, hash=False)  # the data travels once, not inside the graph
+            futures.append(active.submit(solve_input, index, item, options, read_options, pure=False))
+        position = {future.key: index for index, future in enumerate(futures)}
+        results: list = [None] * total
+        for done, future in enumerate(distributed.as_completed(futures), start=1):
+            index = position[future.key]
+            try:
+                results[index] = future.result()
+            except Exception as error:  # the worker died, or the result did not come back
+                results[index] = _failed(index, error)
+            if progress is not None:
+                progress(done, total)
+        return results
+
+
+def solve_many(inputs: Sequence, *, client=None, scheduler: str | None = None, solver: str = "auto",
+               maximize: bool = False, dtype: str | None = None, timeout: float | None = None,
+               cost_limit: float | None = None, read_options: dict | None = None,
+               progress: Callable[[int, int], None] | None = None) -> list:
+    """Solve every input on the workers of a Dask cluster; the results in input order.
+
+    Parameters
+    ----------
+    inputs : sequence
+        Cost matrices (2-D), stacks (3-D, solved by ``solve_batch``) or file specs (str paths, read
+        on the workers by ``lapcli.io.read_matrix``: the workers must see the same files). Each
+        input is one task.
+    client : distributed.Client, optional
+        Use this cluster. ``scheduler``: the address of one (``Client(scheduler)``). Neither: a
+        local cluster is started and closed here: dask-cuda's ``LocalCUDACluster`` (one worker per
+        GPU) when more than one GPU is visible and dask-cuda imports, else a ``LocalCluster`` of
+        min(CPUs, inputs) single-threaded processes.
+    solver, maximize, dtype, timeout, cost_limit
+        As ``lapcli.solve`` (``cost_limit``: 2-D inputs only).
+    read_options : dict, optional
+        ``dataset``, ``header``, ``index_col`` for ``read_matrix``.
+    progress : callable, optional
+        ``progress(done, total)``, called each time an input finishes.
+
+    Returns
+    -------
+    list
+        Per input, in order: a ``Solution`` (2-D), a ``BatchSolution`` (3-D), or ``Failed`` (its
+        index, exception class and message) for an input that gave no answer. One failure never
+        raises and costs none of the others.
+    """
+    results = solve_inputs(inputs, client=client, scheduler=scheduler, solver=solver, maximize=maximize,
+                           dtype=dtype, timeout=timeout, cost_limit=cost_limit, read_options=read_options,
+                           progress=progress)
+    out = []
+    for result in results:
+        if isinstance(result, Solved):
+            result.solution.report.notes.extend(result.source_notes)
+            out.append(result.solution)
+        else:
+            out.append(result)
+    return out
+
+
+# ----------------------------------------------------------------------------- dask arrays
+def _solve_block(block, solver: str, maximize: bool):
+    from .batch import solve_batch
+
+    return solve_batch(block, solver=solver, maximize=maximize).col_ind
+
+
+def solve_dask_array(costs, *, maximize: bool = False, solver: str = "auto"):
+    """The column of each row for every problem of a (B, n, m) dask array, lazily: a (B, n) int64
+    dask array, one ``solve_batch`` per block along B (the other axes are rechunked whole).
+    Computing it gives what ``solve_batch(costs.compute()).col_ind`` gives; an infeasible member
+    raises then (InfeasibleError), as solve_batch does."""
+    _require_dask()
+    import dask.array as da
+
+    if not isinstance(costs, da.Array):
+        raise LapInputError("solve_dask_array takes a dask array; use solve_batch for NumPy, CuPy or torch")
+    if costs.ndim != 3:
+        raise LapInputError(f"costs is {costs.ndim}-D: expected a stack of matrices (B, n, m)")
+    if any(np.isnan(size) for size in costs.shape):
+        raise LapInputError("costs has unknown chunk sizes: call compute_chunk_sizes() first")
+    if len(costs.chunks[1]) > 1 or len(costs.chunks[2]) > 1:
+        costs = costs.rechunk({1: -1, 2: -1})  # a problem must live in one block
+    n = costs.shape[1]
+    meta = np.empty((0, 0), dtype=np.int64)
+    return costs.map_blocks(_solve_block, solver, maximize, drop_axis=2, chunks=(costs.chunks[0], (n,)),
+                            dtype=np.int64, meta=meta)

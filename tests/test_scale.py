@@ -1,0 +1,143 @@
+"""Issue #15: scale-out through Dask, on a real LocalCluster of CPU worker processes."""
+
+import builtins
+import json
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+import lapcli  # noqa: E402
+from lapcli import scale  # noqa: E402
+from lapcli.errors import LapInputError  # noqa: E402
+from lapcli.io import read_matrix  # noqa: E402
+from lapcli.scale import Failed, solve_dask_array, solve_many  # noqa: E402
+from tests.test_cli import assert_one_line_error, invoke  # noqa: E402
+
+TIMING_KEYS = {"total_ms", "problems_per_second", "details", "certificate"}
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0") as cluster:
+        with distributed.Client(cluster) as client:
+            yield client
+
+
+def mixed_inputs(tmp_path, rng):
+    """2-D and 3-D arrays, integer and float, and file specs of both ranks."""
+    np.save(tmp_path / "stack.npy", rng.integers(0, 50, (4, 6, 7)))
+    np.savetxt(tmp_path / "m.csv", rng.integers(0, 50, (5, 3)), delimiter=",", fmt="%d")
+    return [rng.integers(0, 100, (8, 8)), rng.random((3, 5, 4)), str(tmp_path / "stack.npy"),
+            rng.random((6, 9)), str(tmp_path / "m.csv")]
+
+
+def in_process(item):
+    cost = read_matrix(item) if isinstance(item, str) else item
+    return lapcli.solve(cost) if np.ndim(cost) == 2 else lapcli.solve_batch(cost)
+
+
+def test_results_come_back_in_input_order_with_the_in_process_objectives(client, tmp_path, rng):
+    inputs = mixed_inputs(tmp_path, rng)
+    results = solve_many(inputs, client=client)
+    assert len(results) == len(inputs)
+    for item, got in zip(inputs, results):
+        want = in_process(item)
+        assert type(got) is type(want)
+        if isinstance(want, lapcli.BatchSolution):
+            np.testing.assert_allclose(got.objectives, want.objectives, rtol=1e-12)
+            assert got.col_ind.shape == want.col_ind.shape
+        else:
+            assert got.objective == pytest.approx(want.objective, rel=1e-12)
+            assert got.report.n_rows == np.shape(read_matrix(item) if isinstance(item, str) else item)[0]
+
+
+def test_an_infeasible_and_a_bad_dtype_member_are_named_and_the_others_solve(client, rng):
+    good = rng.integers(0, 9, (4, 4))
+    infeasible = np.array([[np.inf, np.inf], [1.0, 2.0]])
+    bad_dtype = np.array([["a", "b"], ["c", "d"]])
+    results = solve_many([good, infeasible, good.T.copy(), bad_dtype, rng.random((2, 3, 3))], client=client)
+    assert results[0].objective == lapcli.solve(good).objective
+    assert results[2].objective == lapcli.solve(good.T).objective
+    assert isinstance(results[4], lapcli.BatchSolution)
+    assert results[1] == Failed(1, "InfeasibleError", "cost matrix is infeasible", bad_input=False)
+    assert isinstance(results[3], Failed) and results[3].index == 3 and results[3].bad_input
+    assert results[3].error_type == "TypeError" and "\n" not in results[3].message
+
+
+def test_progress_is_called_once_per_input_with_done_increasing(client, rng):
+    calls = []
+    inputs = [rng.integers(0, 9, (5, 5)) for _ in range(6)]
+    solve_many(inputs, client=client, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(done, 6) for done in range(1, 7)]
+
+
+def test_solve_dask_array_equals_solve_batch_on_the_whole_stack(client, rng):
+    stack = rng.random((12, 7, 9))
+    costs = da.from_array(stack, chunks=(4, 3, 9))  # 3 blocks along B; the other axes get rechunked
+    lazy = solve_dask_array(costs)
+    assert isinstance(lazy, da.Array) and lazy.shape == (12, 7) and lazy.dtype == np.int64
+    assert lazy.numblocks == (3, 1)
+    np.testing.assert_array_equal(client.compute(lazy).result(), lapcli.solve_batch(stack).col_ind)
+
+
+def test_cli_dask_and_scheduler_give_the_same_json_lines_as_in_process(client, tmp_path, rng):
+    np.save(tmp_path / "a.npy", rng.integers(0, 40, (3, 5, 5)))
+    np.savetxt(tmp_path / "b.csv", rng.integers(0, 40, (6, 4)), delimiter=",", fmt="%d", header="x,y,z,w", comments="")
+    np.save(tmp_path / "c.npy", rng.random((7, 7)))
+    specs = [tmp_path / "a.npy", tmp_path / "b.csv", tmp_path / "c.npy"]
+
+    def lines(*extra):
+        result = invoke("solve", *specs, "--json", *extra)
+        assert result.exit_code == 0, result.output
+        return [{k: v for k, v in json.loads(line).items() if k not in TIMING_KEYS} for line in result.stdout.splitlines()]
+
+    expected = lines()
+    assert [line["input"] for line in expected] == [str(s) for s in specs]
+    assert lines("--scheduler", client.scheduler.address) == expected
+    assert lines("--dask") == expected  # a local cluster of its own, closed afterwards
+
+
+def test_cli_a_failed_input_is_one_error_line_and_the_others_still_print(client, tmp_path, rng):
+    np.save(tmp_path / "a.npy", rng.integers(0, 40, (5, 5)))
+    np.save(tmp_path / "inf.npy", np.array([[np.inf, np.inf], [1.0, 2.0]]))
+    np.save(tmp_path / "text.npy", np.array([["a", "b"], ["c", "d"]]))
+    address = client.scheduler.address
+    infeasible = invoke("solve", tmp_path / "a.npy", tmp_path / "inf.npy", "--json", "--scheduler", address)
+    assert infeasible.exit_code == 1
+    assert len(infeasible.stdout.splitlines()) == 1 and f"Error: {tmp_path / 'inf.npy'}: cost matrix is infeasible" in infeasible.stderr
+    bad = invoke("solve", tmp_path / "inf.npy", tmp_path / "text.npy", tmp_path / "a.npy", "--json", "--scheduler", address)
+    assert bad.exit_code == 2  # bad input outranks an infeasible one
+    assert [json.loads(line)["input"] for line in bad.stdout.splitlines()] == [str(tmp_path / "a.npy")]
+
+
+def block_dask_imports(monkeypatch):
+    """From now on `import dask…` and `import distributed…` fail, as where Dask is not installed."""
+    real_import = builtins.__import__
+
+    def no_dask(name, *args, **kwargs):
+        if name.split(".")[0] in ("dask", "distributed"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_dask)
+
+
+def test_without_dask_the_error_says_how_to_install_it(monkeypatch, rng):
+    block_dask_imports(monkeypatch)
+    assert not scale.dask_available()
+    with pytest.raises(LapInputError, match=r"^scale-out needs Dask: pip install 'lapcli\[dask\]'$"):
+        solve_many([rng.random((3, 3))])
+    with pytest.raises(LapInputError, match="scale-out needs Dask"):
+        solve_dask_array(None)
+
+
+def test_cli_without_dask_or_with_a_bad_scheduler_address_is_one_line_exit_2(monkeypatch, tmp_path, rng):
+    np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
+    bad_address = invoke("solve", tmp_path / "a.npy", "--scheduler", "nonsense::")
+    assert_one_line_error(bad_address, 2, "cannot reach the Dask scheduler at nonsense::")
+    block_dask_imports(monkeypatch)
+    missing = invoke("solve", tmp_path / "a.npy", tmp_path / "a.npy", "--dask")
+    assert_one_line_error(missing, 2, "scale-out needs Dask: pip install 'lapcli[dask]'")
