@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .errors import InfeasibleError, LapInputError
+from .errors import InfeasibleError, LapInputError, LapTypeError
 
 NEEDS_DASK = "scale-out needs Dask: pip install 'lapcli[dask]'"
 CONNECT_TIMEOUT_S = 10  # a scheduler address that answers nothing fails this soon
@@ -81,7 +81,7 @@ def _one_line(error: BaseException) -> str:
 
 
 def _failed(index: int, error: BaseException) -> Failed:
-    bad_input = isinstance(error, (LapInputError, TypeError, ValueError)) and not isinstance(error, InfeasibleError)
+    bad_input = isinstance(error, (LapInputError, LapTypeError))  # lapcli's own input errors only
     return Failed(index, type(error).__name__, _one_line(error), bad_input)
 
 
