@@ -15,6 +15,7 @@ to a per-problem sentinel after a feasibility check.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -218,7 +219,11 @@ def objectives_of(problem: BatchProblem, col_ind) -> np.ndarray:
         return np.array([sum(int(x) for x in row) for row in host.tolist()], dtype=object)
     values = xp.where(assigned, values.astype(np.float64), 0.0)
     host = values if xp is np else xp.asnumpy(values)
-    return host.sum(axis=1)  # float64 pairwise sums: a Python fsum per problem costs more than the solve
+    if problem.original.dtype.itemsize <= 4:  # float32 values sum exactly in float64 at these sizes
+        return host.sum(axis=1)
+    # float64: correctly rounded, as Solution.objective (a pairwise sum of 1e6 + U(0, 1e-7) costs
+    # errs by several ulps of the total, more than the tolerance the fuzzer holds us to)
+    return np.array([math.fsum(row) for row in host.tolist()])
 
 
 def choose_batch_engine(name: str, problem: BatchProblem) -> tuple[str, str]:
