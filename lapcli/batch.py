@@ -190,18 +190,6 @@ def work_stack(problem: BatchProblem, xp, source=None) -> WorkStack:
     return WorkStack(xp.ascontiguousarray(values), sign, row_offset, scale, notes)
 
 
-def columns_of_rows(problem: BatchProblem, work_col_of_row, xp):
-    """The engine's (B, r) columns of work rows as the caller's (B, n) columns, −1 unassigned."""
-    batch, n, m = problem.shape
-    work_col_of_row = work_col_of_row.astype(np.int64)
-    if not problem.transposed:
-        return work_col_of_row
-    out = xp.full((batch, n), -1, dtype=np.int64)
-    r = work_col_of_row.shape[1]
-    out[xp.arange(batch)[:, None], work_col_of_row] = xp.arange(r)[None, :]
-    return out
-
-
 def objectives_of(problem: BatchProblem, col_ind) -> np.ndarray:
     """Per problem, the sum of the chosen original costs: exact for integers."""
     xp = problem.xp
