@@ -103,10 +103,12 @@ def _torch_probe(cuda: bool = True) -> Callable[[], tuple[bool, str]]:
 
 
 def _lapx_probe() -> tuple[bool, str]:
+    from .engines.lapx_engine import lapx_module
+
     try:
-        import lapx
+        lapx = lapx_module()
     except Exception as error:
-        return False, f"lapx is not importable ({type(error).__name__})"
+        return False, f"lapx is not importable ({error})"
     if not hasattr(lapx, "lapjvx_batch"):
         return False, f"lapx {getattr(lapx, '__version__', '?')} has no lapjvx_batch (lapx >= 0.8)"
     return True, "lapx is installed"
@@ -175,9 +177,10 @@ def torch_runner(device_to_device: bool = False) -> BatchRunner:
 
 def lapx_runner() -> BatchRunner:
     def solve(stack):
-        import lapx
+        from .engines.lapx_engine import lapx_module
 
-        return stack.shape, lapx.lapjvx_batch(stack, extend_cost=stack.shape[1] != stack.shape[2], return_cost=True)
+        return stack.shape, lapx_module().lapjvx_batch(stack, extend_cost=stack.shape[1] != stack.shape[2],
+                                                       return_cost=True)
 
     def to_host(answer):
         (batch, n, _), (_, rows, cols) = answer

@@ -93,14 +93,28 @@ def test_lapx_batch_adapter_reads_lapjvx_batchs_lists(monkeypatch):
         rows, cols = zip(*(scipy_lsa(c) for c in costs))
         return loop_objectives(costs), list(rows), list(cols)
 
-    monkeypatch.setitem(sys.modules, "lapx", types.SimpleNamespace(lapjvx_batch=lapjvx_batch, __version__="0.9"))
+    from lapcli.engines import lapx_engine
+
+    fake = types.SimpleNamespace(lapjvx_batch=lapjvx_batch, __version__="0.9")
+    monkeypatch.setattr(lapx_engine, "lapx_module", lambda: fake)
     runner = batch_runners()["lapx-batch"]
     assert runner.available()[0]
     stack = cell_stack(BatchSettings(), 5, 8, "float")
     col_ind = runner.to_host(runner.solve(runner.setup(stack)))
     np.testing.assert_allclose(bench_batch.stack_objectives(stack, col_ind), loop_objectives(stack))
-    monkeypatch.setitem(sys.modules, "lapx", types.SimpleNamespace(__version__="0.6"))
+    monkeypatch.setattr(lapx_engine, "lapx_module", lambda: types.SimpleNamespace(__version__="0.6"))
     assert batch_runners()["lapx-batch"].available() == (False, "lapx 0.6 has no lapjvx_batch (lapx >= 0.8)")
+
+
+def test_lapx_batch_runner_runs_the_installed_lapx():
+    pytest.importorskip("lap")
+    runner = batch_runners()["lapx-batch"]
+    available, why = runner.available()
+    if not available:
+        pytest.skip(why)
+    stack = cell_stack(BatchSettings(), 6, 9, "int")
+    col_ind = runner.to_host(runner.solve(runner.setup(stack)))
+    np.testing.assert_allclose(bench_batch.stack_objectives(stack, col_ind), loop_objectives(stack))
 
 
 def test_batch_suite_through_the_cli_writes_json_and_skips_what_cannot_run(tmp_path, monkeypatch):

@@ -6,7 +6,11 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli
 
 from lapcli.cli import cli
 from lapcli.engines import ENGINES
@@ -100,3 +104,31 @@ def test_an_engine_bug_is_exit_1_not_bad_input(tmp_path, monkeypatch, rng):
     assert len(lines) == 1 and "internal error" in lines[0] and "bug" in lines[0]
     bad = invoke("solve", tmp_path / "missing.npy")  # lapcli's own input error stays exit 2
     assert bad.exit_code == 2
+
+
+@pytest.mark.parametrize("shape, maximize", [((40, 40), False), ((30, 45), True), ((45, 30), False)])
+def test_lapx_engine_solves_through_lapxs_import_name(rng, shape, maximize):
+    """lapx installs the package ``lap``; the engine must find it there (it once imported ``lapx``)."""
+    from lapcli.engines import registry
+
+    available, why = registry.get("lapx").available()
+    if not available:
+        pytest.skip(why)
+    costs = rng.integers(0, 1000, shape).astype(np.float64)
+    costs[3, 5] = np.inf if not maximize else -np.inf
+    solution = lapcli.solve(costs, solver="lapx", maximize=maximize)
+    rows, cols = scipy_lsa(costs, maximize=maximize)
+    assert solution.objective == pytest.approx(costs[rows, cols].sum())
+    assert solution.report.solver == "lapx"
+
+
+def test_lapx_probe_reads_the_distribution_not_a_module_named_lapx(monkeypatch):
+    from importlib import metadata
+
+    from lapcli.engines import registry
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    assert registry.get("lapx").available() == (False, "lapx is not installed (pip install 'lapcli[lapx]')")

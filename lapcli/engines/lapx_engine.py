@@ -1,6 +1,10 @@
 """Engine ``lapx``: lapx's ``lapjv`` (Jonker–Volgenant, one CPU core), when installed
 (``pip install 'lapcli[lapx]'``). Rectangular input via lapjv's ``extend_cost``; forbidden entries
-become a large finite cost and are checked afterwards. No steps, no duals: not certified."""
+become a large finite cost and are checked afterwards. No steps, no duals: not certified.
+
+The lapx distribution installs the import package ``lap`` (a drop-in for gatagat/lap), not
+``lapx``; ``lapx_module`` finds it and checks that it is lapx's.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,20 @@ from ..errors import InfeasibleError
 from .base import EngineResult
 
 
+def lapx_module():
+    """lapx's import package ``lap``; ImportError when lapx is not the distribution behind it."""
+    from .registry import distribution_probe
+
+    available, why = distribution_probe("lapx", "pip install 'lapcli[lapx]'")()
+    if not available:
+        raise ImportError(why)
+    import lap
+
+    return lap
+
+
 def run(problem, **_options) -> EngineResult:
-    import lapx
+    lapx = lapx_module()
 
     cost = problem.original
     if problem.xp is not np:

@@ -92,11 +92,16 @@ def cuda_status() -> tuple[bool, str]:
     return True, f"CuPy {cupy.__version__} sees {count} CUDA device{'s' if count > 1 else ''}"
 
 
-def module_probe(module: str, install: str) -> Callable[[], tuple[bool, str]]:
+def distribution_probe(distribution: str, install: str) -> Callable[[], tuple[bool, str]]:
+    """Available when the named distribution is installed (its import name may differ: lapx's is
+    ``lap``); reads package metadata only, imports nothing."""
     def probe() -> tuple[bool, str]:
-        if importlib.util.find_spec(module) is None:
-            return False, f"{module} is not installed ({install})"
-        return True, f"{module} is installed"
+        from importlib import metadata
+
+        try:
+            return True, f"{distribution} {metadata.version(distribution)} is installed"
+        except metadata.PackageNotFoundError:
+            return False, f"{distribution} is not installed ({install})"
 
     return probe
 
@@ -134,7 +139,7 @@ register(Engine(
     "lapx", "lapx's lapjv (Jonker-Volgenant, one CPU core), an optional peer",
     "lapcli.engines.lapx_engine",
     Capabilities(device="cpu", rectangular=True, dtypes=("float64",)),
-    module_probe("lapx", "pip install 'lapcli[lapx]'"),
+    distribution_probe("lapx", "pip install 'lapcli[lapx]'"),
 ))
 register(Engine(
     "cuda-batch", "shortest augmenting path per problem, the whole stack in one CUDA launch",
