@@ -71,6 +71,8 @@ def objective_tolerance(cost) -> float:
     if cost.dtype.kind in "biu" or cost.size == 0:
         return 0.0
     values = np.asarray(cost, dtype=np.float64)
+    if values.ndim == 2 and values.shape[0] > values.shape[1]:
+        values = values.T  # the work matrix of a tall problem is its transpose: rows are reduced there
     finite = np.isfinite(values)
     k = max(values.shape)
     if not finite.any():

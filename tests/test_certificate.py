@@ -47,6 +47,17 @@ def test_near_ties_below_the_integer_grid_are_resolved_exactly(rng):
         assert abs(solution.objective - optimum) <= 2 * n * 10 * 2.0**-40
 
 
+def test_objective_tolerance_of_a_tall_matrix_follows_its_transposed_work_matrix(rng):
+    """A tall k × 1 problem is solved as its 1 × k transpose: the solver reduces that row, whose
+    spread is the spread of the column (found by the GPU fuzzer: a 1635 × 1 near-tie case whose
+    tolerance was computed from rows of one entry each, spread 0, while the certificate rightly
+    used the column's spread)."""
+    column = rng.integers(0, 10, (300, 1)) + 1e-8 * rng.random((300, 1))
+    assert objective_tolerance(column) == objective_tolerance(column.T) > 0
+    wide = rng.random((3, 40))
+    assert objective_tolerance(wide.T) == objective_tolerance(wide)
+
+
 def test_the_float_tolerance_follows_the_spread_not_the_magnitude(rng):
     small = rng.random((64, 64))
     assert prepare(small + 1e9).eps == pytest.approx(prepare(small).eps, rel=1e-3)
