@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ import numpy as np
 from . import __version__
 from .arrays import Origin, as_array
 from .engines import registry
+from .engines.base import EntriesNeedChecking
 from .errors import InfeasibleError, LapInputError, LapTypeError
 from .problem import WORK_DTYPES, _INT64_SAFE, invalid_entries
 
@@ -76,8 +77,9 @@ class BatchProblem:
     xp: Any
     origin: Origin
     maximize: bool
-    forbidden: np.ndarray  # (B,) bool: problem b has forbidden entries
+    forbidden: np.ndarray  # (B,) bool: problem b has forbidden entries (known once entries_checked)
     requested_dtype: str | None = None
+    entries_checked: bool = True  # False: float entries not yet checked for NaN / infinities
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -88,7 +90,10 @@ class BatchProblem:
         return self.shape[1] > self.shape[2]
 
 
-def prepare_batch(costs, *, maximize=False, dtype=None) -> BatchProblem:
+def prepare_batch(costs, *, maximize=False, dtype=None, check_entries: bool = True) -> BatchProblem:
+    """Validate the stack's shape and dtype; with ``check_entries``, also its entries (one pass:
+    NaN and wrong-signed infinities refused, forbidden entries found per problem). Without it,
+    the entries are left to an engine that finds non-finite values itself (``checks_entries``)."""
     if dtype is not None and dtype not in WORK_DTYPES:
         raise LapInputError(f"unknown working dtype {dtype!r}; choose one of {', '.join(WORK_DTYPES)}")
     arr, origin = as_array(costs)
@@ -97,16 +102,27 @@ def prepare_batch(costs, *, maximize=False, dtype=None) -> BatchProblem:
         raise LapInputError(f"expected a stack of matrices (3-D array), got a {arr.ndim}-D array")
     if arr.dtype.kind not in "biuf":
         raise LapTypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') according to the rule 'safe'")
+    problem = BatchProblem(arr, xp, origin, bool(maximize), np.zeros(arr.shape[0], dtype=bool), dtype,
+                           entries_checked=arr.dtype.kind != "f")
+    return with_checked_entries(problem) if check_entries else problem
+
+
+def with_checked_entries(problem: BatchProblem) -> BatchProblem:
+    """The problem with its float entries checked: InvalidEntries for NaN or an infinity of the
+    wrong sign (scipy's message), ``forbidden[b]`` set where problem b holds an allowed one."""
+    if problem.entries_checked:
+        return problem
+    arr, xp = problem.original, problem.xp
     forbidden = np.zeros(arr.shape[0], dtype=bool)
-    if arr.dtype.kind == "f" and arr.size and not bool(xp.isfinite(arr).all()):
+    if arr.size and not bool(xp.isfinite(arr).all()):
         if bool(xp.isnan(arr).any()):
             raise invalid_entries()
-        wrong, allowed = (np.inf, -np.inf) if maximize else (-np.inf, np.inf)
+        wrong, allowed = (np.inf, -np.inf) if problem.maximize else (-np.inf, np.inf)
         if bool((arr == wrong).any()):
             raise invalid_entries()
         per_problem = (arr == allowed).any(axis=(1, 2))
-        forbidden = per_problem if xp is np else xp.asnumpy(per_problem)
-    return BatchProblem(arr, xp, origin, bool(maximize), np.asarray(forbidden), dtype)
+        forbidden = np.asarray(per_problem if xp is np else xp.asnumpy(per_problem))
+    return replace(problem, forbidden=forbidden, entries_checked=True)
 
 
 def infeasible_members(problem: BatchProblem) -> list[int]:
@@ -247,14 +263,24 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     if isinstance(costs, (list, tuple)) and costs and not _stackable(costs):
         return _solve_ragged(costs, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
     start = time.perf_counter()
-    problem = prepare_batch(costs, maximize=maximize, dtype=dtype)
+    problem = prepare_batch(costs, maximize=maximize, dtype=dtype, check_entries=False)
     name, reason = choose_batch_engine(solver, problem)
     batch, n, m = problem.shape
     if batch == 0 or n == 0 or m == 0:
         col = problem.xp.full((batch, n), -1, dtype=np.int64)
         return _finish(problem, name, reason, start, col, "none", str(problem.original.dtype), {}, None, [])
-    raise_infeasible(infeasible_members(problem), batch)
-    result = registry.get(name).load().run_batch(problem, timeout=timeout, device=device)
+    engine = registry.get(name)
+    if not engine.capabilities.checks_entries:
+        problem = with_checked_entries(problem)
+    module = engine.load()
+    try:
+        if problem.entries_checked:
+            raise_infeasible(infeasible_members(problem), batch)
+        result = module.run_batch(problem, timeout=timeout, device=device)
+    except EntriesNeedChecking:  # the engine saw NaN or an infinity: check them, then solve properly
+        problem = with_checked_entries(problem)
+        raise_infeasible(infeasible_members(problem), batch)
+        result = module.run_batch(problem, timeout=timeout, device=device)
     return _finish(problem, name, reason, start, result.col_ind, result.device, result.dtype, result.details,
                    result.certificate, result.notes, result.objectives)
 

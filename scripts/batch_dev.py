@@ -5,7 +5,7 @@
    integers) and the dual certificate;
 2. timings, every cell of the issue (float32 stacks B x n x n, integers in [0, 10n) or U[0, 1)):
    solve_stack device->device (CUDA events around the call, median of REPEATS, inputs rotated over
-   3 stacks) per layout, host->host (pageable cupy.asarray or upload_stack, solve, copy the
+   3 stacks) per layout, host->host (pageable cupy.asarray or staging.upload, solve, copy the
    columns back) beside torch-linear-assignment 0.1.0 in the same process.
 
 Usage: python3 scripts/batch_dev.py [--quick] [--out DIR]
@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import cupy  # noqa: E402
 
+from lapcli import staging  # noqa: E402
 from lapcli.engines import cuda_batch as cb  # noqa: E402
 
 REPEATS = 15
@@ -226,13 +227,13 @@ def timings(rng, out_dir, no_tla):
                 assert np.allclose(got, ref_obj, rtol=0, atol=1e-6 * n), f"variant {name} is wrong"
             best = min(variants, key=lambda k: variants[k][0])
             h2h_page = time_ours_h2h(hosts, cupy.asarray)
-            h2h_pin = time_ours_h2h(hosts, cb.upload_stack)
+            h2h_pin = time_ours_h2h(hosts, staging.upload)
             up_page = time_upload(hosts, cupy.asarray)
-            up_pin = time_upload(hosts, cb.upload_stack)
+            up_pin = time_upload(hosts, staging.upload)
             for chunk in (1 << 20, 4 << 20):
                 for threads in (4, 8):
                     print(f"  upload chunk {chunk >> 20} MiB threads {threads}: "
-                          f"{time_upload(hosts, lambda h: cb.upload_stack(h, chunk_bytes=chunk, threads=threads)):.3f} ms")
+                          f"{time_upload(hosts, lambda h: staging.upload(h, chunk_bytes=chunk, threads=threads)):.3f} ms")
             row = {"kind": kind, "B": batch, "n": n, "variants": variants, "best": best,
                    "default": f"K{cb.choose_layout(n)[0]}W{cb.choose_layout(n)[1]}",
                    "overhead_ms": variants["default"][0] - variants["default"][1],

@@ -108,3 +108,46 @@ def test_report_counts_problems(rng):
 def test_single_problem_api_refuses_batch_engines(rng):
     with pytest.raises(ValueError, match="stacks"):
         lapcli.solve(rng.random((4, 4)), solver="scipy-batch")
+
+
+def test_an_engine_that_checks_entries_itself_gets_them_checked_on_request(monkeypatch, rng):
+    """solve_batch skips the finiteness pass for a ``checks_entries`` engine; when the engine
+    raises EntriesNeedChecking the entries are checked (bad input refused, forbidden entries
+    found) and the engine runs again on the checked problem."""
+    import dataclasses
+    import types
+
+    from lapcli.engines import registry, scipy_batch
+    from lapcli.engines.base import EntriesNeedChecking
+
+    seen = []
+
+    def run_batch(problem, **options):
+        seen.append(problem.entries_checked)
+        if not problem.entries_checked and not np.isfinite(problem.original).all():
+            raise EntriesNeedChecking()
+        return scipy_batch.run_batch(problem, **options)
+
+    engine = registry.get("scipy-batch")
+    fake = dataclasses.replace(engine, capabilities=dataclasses.replace(engine.capabilities, checks_entries=True),
+                               module="fake")
+    monkeypatch.setattr(fake.__class__, "load", lambda self: types.SimpleNamespace(run_batch=run_batch))
+    monkeypatch.setitem(registry.ENGINES, "scipy-batch", fake)
+
+    finite = rng.random((4, 5, 5))
+    assert solve_batch(finite, solver="scipy-batch").col_ind.shape == (4, 5) and seen == [False]
+    seen.clear()
+    with pytest.raises(ValueError, match="invalid numeric entries"):
+        solve_batch(np.where(finite > 0.9, np.nan, finite), solver="scipy-batch")
+    assert seen == [False]
+    seen.clear()
+    forbidden = finite.copy()
+    forbidden[2, 1, :] = np.inf
+    with pytest.raises(InfeasibleError, match="problem 2 of 4"):
+        solve_batch(forbidden, solver="scipy-batch")
+    assert seen == [False]
+    seen.clear()
+    forbidden[2, 1, 0] = 0.5
+    solution = solve_batch(forbidden, solver="scipy-batch")
+    assert seen == [False, True]
+    np.testing.assert_allclose(solution.objectives, scipy_loop(forbidden)[1])

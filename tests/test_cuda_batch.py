@@ -95,11 +95,24 @@ def test_gpu_timeout_sets_status(rng):
 
 
 @pytest.mark.gpu
-def test_upload_stack_round_trips(rng):
-    host = rng.random((300, 64, 64), dtype=np.float32)
-    assert np.array_equal(cb.upload_stack(host).get(), host)
-    host = rng.integers(0, 9, (7, 3, 5)).astype(np.int64)
-    assert np.array_equal(cb.upload_stack(host, chunk_bytes=64).get(), host)
+def test_staged_upload_round_trips_through_every_path(rng):
+    """Pageable (small), one chunk per thread, and more chunks than ring slots (slots reused while
+    earlier DMAs may still run), into a new array and into a given one, twice in a row."""
+    import cupy
+
+    from lapcli import staging
+
+    small = rng.integers(0, 9, (7, 3, 5)).astype(np.int64)
+    assert np.array_equal(staging.upload(small).get(), small)
+    big = rng.random((300, 64, 64), dtype=np.float32)  # 4.9 MB
+    assert np.array_equal(staging.upload(big).get(), big)
+    for _ in range(2):
+        fresh = rng.integers(-2**31, 2**31 - 1, (1_300_001,), dtype=np.int32)  # 5.2 MB, uneven tail
+        out = cupy.zeros(fresh.shape, dtype=np.int32)
+        staging.upload(fresh, out, chunk_bytes=40_000, threads=6)  # 130 chunks through 32 slots
+        assert np.array_equal(out.get(), fresh)
+    with pytest.raises(ValueError, match="host array's size"):
+        staging.upload(big, cupy.empty(10, dtype=np.float32))
 
 
 # ----------------------------------------------------------------------------- the public batch API
@@ -162,3 +175,25 @@ def test_batch_infeasible_members_are_named_on_the_gpu(rng):
     stack[[3, 17], 2, :] = np.inf
     with pytest.raises(lapcli.InfeasibleError, match="problems 3, 17 of 64"):
         lapcli.solve_batch(stack, solver="cuda-batch")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("on_gpu", [False, True])
+def test_cuda_batch_finds_bad_entries_without_a_pre_pass(rng, on_gpu):
+    """cuda-batch skips the finiteness pass: its finish kernel flags NaN and infinities, and the
+    call then checks them as scipy would (one bad entry in one problem of many is enough)."""
+    import cupy
+
+    import lapcli
+
+    xp = cupy if on_gpu else np
+    for bad, maximize in ((np.nan, False), (-np.inf, False), (np.inf, True), (np.nan, True)):
+        stack = rng.random((500, 24, 24))
+        stack[321, 23, 7] = bad
+        with pytest.raises(ValueError, match="invalid numeric entries"):
+            lapcli.solve_batch(xp.asarray(stack), solver="cuda-batch", maximize=maximize)
+    stack = rng.random((500, 24, 24)).astype(np.float32)
+    stack[321, 5, :20] = np.inf  # allowed: forbidden pairs, found after the optimistic launch
+    solution = lapcli.solve_batch(xp.asarray(stack), solver="cuda-batch")
+    np.testing.assert_allclose(solution.objectives, _scipy_objectives(stack, False), rtol=1e-5)
+    assert solution.report.certified

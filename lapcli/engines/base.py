@@ -47,3 +47,9 @@ class BatchEngineResult:
     certificate: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     objectives: np.ndarray | None = None  # (B,) host, exact for integers; None: the caller sums them
+
+
+class EntriesNeedChecking(Exception):
+    """Raised by a batch engine with ``checks_entries`` when it met NaN or an infinity in a stack
+    whose entries the caller has not checked: the caller checks them (which raises for bad input
+    or finds the forbidden entries) and solves again. Never reaches a user."""

@@ -9,15 +9,13 @@ forbidden entries, transposing tall problems and torch interop are the caller's 
 ``reference_stack`` is the NumPy twin of the kernel (same steps, same tie-breaks, same duals): the
 readable specification, and what the CPU tests run.
 
-``upload_stack`` copies a host stack to the device through a reused page-locked staging buffer,
-several threads filling it chunk by chunk while the DMA of the previous chunk runs.
+Host stacks reach the device through lapcli.staging's pinned ring.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -105,7 +103,18 @@ def launch_shape(batch: int, warps: int) -> tuple[int, int]:
     return batch, 32 * warps
 
 
-_events: dict[int, tuple] = {}  # per device: a reused (begin, end) pair of CUDA events
+_reused: dict[tuple, tuple] = {}  # (thread, device, role) -> CUDA events reused call after call
+
+
+def reused_events(device: int, role: str, count: int) -> tuple:
+    """``count`` timing events for one role (a launch, a batch call) on one device and thread:
+    created once, so a call records instead of creating them."""
+    import cupy
+
+    key = (threading.get_ident(), device, role)
+    if key not in _reused:
+        _reused[key] = tuple(cupy.cuda.Event() for _ in range(count))
+    return _reused[key]
 
 
 def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchronize: bool = True,
@@ -152,9 +161,7 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
     stream = cupy.cuda.get_current_stream()
     device = cupy.cuda.runtime.getDevice()
-    if device not in _events:
-        _events[device] = (cupy.cuda.Event(), cupy.cuda.Event())
-    begin, end = _events[device]
+    begin, end = reused_events(device, "launch", 2)
     cupy.cuda.runtime.memsetAsync(ints.data.ptr, 0, 8, stream.ptr)  # the launch stamp
     begin.record(stream)
     kernel((grid,), (block,), (costs, np.int32(batch), np.int32(n), np.int32(m), col_of_row, u, v,
@@ -169,59 +176,6 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     kernel_ms = cupy.cuda.get_elapsed_time(begin, end)
     details["kernel_ms"] = round(kernel_ms, 4)
     return StackResult(col_of_row, u, v, status, kernel_ms, details)
-
-
-# --------------------------------------------------------------------------------------------
-# Host -> device upload through a reused pinned staging buffer.
-
-_staging_lock = threading.Lock()
-_staging: dict[str, Any] = {"buffer": None, "bytes": 0, "event": None}
-_pool = None
-
-
-def upload_stack(host: np.ndarray, *, chunk_bytes: int = 4 << 20, threads: int = 8):
-    """Copy a host array to a new CuPy array: host memcpy into page-locked staging (``threads``
-    threads, ``chunk_bytes`` chunks) pipelined with the asynchronous DMA of earlier chunks. The
-    staging buffer is kept for the next call (its size: the largest stack seen). Returns a device
-    array whose copy is ordered on the current stream (no synchronisation needed before use)."""
-    import cupy
-
-    global _pool
-    host = np.ascontiguousarray(host)
-    out = cupy.empty(host.shape, dtype=host.dtype)
-    nbytes = host.nbytes
-    if nbytes == 0:
-        return out
-    with _staging_lock:
-        if _staging["event"] is not None:
-            _staging["event"].synchronize()  # the last upload's DMA has read the staging buffer
-        if _staging["bytes"] < nbytes:
-            _staging["buffer"] = cupy.cuda.alloc_pinned_memory(nbytes)
-            _staging["bytes"] = nbytes
-        if _pool is None or _pool._max_workers != threads:
-            _pool = ThreadPoolExecutor(max_workers=threads)
-        staging = np.frombuffer(_staging["buffer"], dtype=np.uint8, count=nbytes)
-        source = host.reshape(-1).view(np.uint8)
-        bounds = [(a, min(a + chunk_bytes, nbytes)) for a in range(0, nbytes, chunk_bytes)]
-
-        stream = cupy.cuda.get_current_stream().ptr
-        device = cupy.cuda.runtime.getDevice()
-
-        def fill(a, b):  # host copy into staging, then this chunk's DMA (ordered on one stream)
-            np.copyto(staging[a:b], source[a:b])
-            cupy.cuda.runtime.setDevice(device)
-            cupy.cuda.runtime.memcpyAsync(out.data.ptr + a, staging.ctypes.data + a, b - a,
-                                          cupy.cuda.runtime.memcpyHostToDevice, stream)
-
-        if len(bounds) == 1:
-            fill(*bounds[0])
-        else:
-            for future in [_pool.submit(fill, a, b) for a, b in bounds]:
-                future.result()
-        event = cupy.cuda.Event()
-        event.record(cupy.cuda.get_current_stream())
-        _staging["event"] = event
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,24 +263,30 @@ def finish_kernel(dtype: str):
 
 FINISH_THREADS = 128  # FINISH_WARPS = 4 in batch_finish.cu
 FINISH_MAX_BLOCKS = 65535
-
+FINISH_STATS = 6  # per problem: objective, min slack, max assigned slack, tol, proved, non-finite
 
 def run_batch(problem, *, timeout: float | None = None, device: int | None = None):
-    """Upload (pinned staging), build the work stack on the device (lapcli.batch.work_stack),
-    solve every problem in one launch, then one launch that certifies every answer, sums the
-    objectives and writes the caller's columns; one copy back of the per-problem results."""
+    """Upload (pinned ring), build the work stack on the device (lapcli.batch.work_stack), solve
+    every problem in one launch, then one launch that certifies every answer, sums the objectives
+    and writes the caller's columns, all into one buffer; one copy back of that buffer (only its
+    per-problem part when the columns stay on the device) is the call's one synchronisation.
+
+    A stack whose entries the caller did not check (``problem.entries_checked`` False) is solved
+    as if finite; if the finish kernel met NaN or an infinity, EntriesNeedChecking asks the caller
+    to check them and call again (the launch on such input is harmless: every loop is bounded)."""
     import cupy
 
     from ..batch import work_stack
     from ..errors import SolverError
-    from .base import BatchEngineResult
+    from ..staging import upload
+    from .base import BatchEngineResult, EntriesNeedChecking
     from .cuda_hungarian import device_name
 
-    with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
-        start, copied_in, solved, finished = (cupy.cuda.Event() for _ in range(4))
+    with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id) as current:
+        start, copied_in, solved, finished = reused_events(current.id, "batch", 4)
         start.record()
         on_host = problem.xp is np
-        source = upload_stack(problem.original) if on_host else problem.original
+        source = upload(problem.original) if on_host else problem.original
         copied_in.record()
         work = work_stack(problem, cupy, source=source)
         values = work.values
@@ -335,44 +295,46 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
         solved.record()
         exact = values.dtype.kind in "iu"
         n_out = problem.shape[1]
-        col_ind = cupy.empty((batch, n_out), dtype=np.int64)
-        stats = cupy.empty((batch, 5), dtype=np.float64)  # objective, min slack, max assigned, tol, proved
-        objective_exact = cupy.empty(batch, dtype=np.int64) if exact else None
-        row_offset = work.row_offset if work.row_offset is not None else None
+        # one int64 buffer: stats (FINISH_STATS, B) as float64 | exact objectives (B) | columns (B, n_out)
+        head = batch * (FINISH_STATS + 1)
+        buffer = cupy.empty(head + batch * n_out, dtype=np.int64)
+        stats = buffer[:batch * FINISH_STATS].view(np.float64).reshape(FINISH_STATS, batch)
+        objective_exact = buffer[batch * FINISH_STATS:head]
+        col_ind = buffer[head:].reshape(batch, n_out)
         finish_kernel(str(values.dtype))(
             (min(batch, FINISH_MAX_BLOCKS),), (FINISH_THREADS,),
             (values, np.int32(batch), np.int32(r), np.int32(c), result.col_of_row, result.u, result.v,
-             result.status, row_offset if row_offset is not None else np.uint64(0), np.int32(problem.transposed),
-             np.int32(n_out), np.int32(exact), col_ind, stats, objective_exact if exact else np.uint64(0)))
+             result.status, work.row_offset if work.row_offset is not None else np.uint64(0),
+             np.int32(problem.transposed), np.int32(n_out), np.int32(exact), col_ind, stats,
+             objective_exact if exact else np.uint64(0)))
         if work.scale is not None:  # forbidden entries: the tolerance follows the finite costs
             _recheck_with_scale(stats, work.scale, c)
         finished.record()
-        host_stats = stats.get()  # the one synchronisation of a device→device solve
-        host_proved = host_stats[:, 4] == 1
-        if not host_proved.all():
-            failed = np.flatnonzero(host_proved == 0)
-            status = result.status.get()
-            code = int(status[failed[0]])
+        host = (buffer if on_host else buffer[:head]).get()  # the one synchronisation
+        objective, min_slack, max_assigned, tolerance, proved, nonfinite = \
+            host[:batch * FINISH_STATS].view(np.float64).reshape(FINISH_STATS, batch)
+        if not problem.entries_checked and nonfinite.any():
+            raise EntriesNeedChecking()
+        if proved.min() != 1:
+            failed = np.flatnonzero(proved != 1)
+            code = int(result.status[int(failed[0])].get())
             why = STATUS_MESSAGES.get(code, "") if code else "their optimality certificate failed"
             raise SolverError(f"the cuda-batch engine failed on problems {', '.join(map(str, failed[:20]))} of "
                               f"{batch}: {why} (a bug, please report it)")
         if exact:
-            objectives = objective_exact.get() * work.sign
+            objectives = host[batch * FINISH_STATS:head] * work.sign
         elif work.row_offset is None:  # float32 costs, unreduced: their float64 sum is exact here
-            objectives = host_stats[:, 0] * work.sign
+            objectives = objective * work.sign
         else:  # reduced rows: the offsets' sum rounds; the caller sums the original costs (fsum)
             objectives = None
         if on_host:
-            col_ind = col_ind.get()
-        done = cupy.cuda.Event()
-        done.record()
-        done.synchronize()
+            col_ind = host[head:].reshape(batch, n_out)
         begin, end = result.details.pop("events")
         certificate = {
             "checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, v = 0 on free columns, per problem",
-            "min_slack": float(host_stats[:, 1].min()) if batch else 0.0,
-            "max_assigned_slack": float(host_stats[:, 2].max()) if batch else 0.0,
-            "tolerance": float(host_stats[:, 3].max()) if batch else 0.0,
+            "min_slack": float(min_slack.min()),
+            "max_assigned_slack": float(max_assigned.max()),
+            "tolerance": float(tolerance.max()),
             "ms": round(cupy.cuda.get_elapsed_time(solved, finished), 4),
             "where": "device",
             "problems": batch,
@@ -380,7 +342,7 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
         details = dict(result.details)
         details.update(h2d_ms=round(cupy.cuda.get_elapsed_time(start, copied_in), 4),
                        kernel_ms=round(cupy.cuda.get_elapsed_time(begin, end), 4),
-                       total_device_ms=round(cupy.cuda.get_elapsed_time(start, done), 4))
+                       total_device_ms=round(cupy.cuda.get_elapsed_time(start, finished), 4))
         return BatchEngineResult(col_ind=col_ind, device=device_name(), dtype=str(values.dtype), details=details,
                                  certificate=certificate, notes=work.notes, objectives=objectives)
 
@@ -389,5 +351,5 @@ def _recheck_with_scale(stats, scale, c):
     """Problems with forbidden entries: their max |cost| includes the sentinel, so the kernel's
     tolerance was looser than eps of the finite costs; recheck min slack against that eps."""
     tol = c * scale * 2.0**-50
-    stats[:, 3] = tol
-    stats[:, 4] *= (stats[:, 1] >= -tol)
+    stats[3] = tol
+    stats[4] *= (stats[1] >= -tol)

@@ -31,6 +31,7 @@ class Capabilities:
     duals: bool = False  # returns duals, so every answer is certified
     dtypes: tuple[str, ...] = ALL_DTYPES  # working dtypes
     max_columns: int | None = None  # the most columns (after transposing tall problems) it takes
+    checks_entries: bool = False  # finds NaN / infinities itself (EntriesNeedChecking): no pre-pass
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,8 @@ register(Engine(
 register(Engine(
     "cuda-batch", "shortest augmenting path per problem, the whole stack in one CUDA launch",
     "lapcli.engines.cuda_batch",
-    Capabilities(device="cuda", batch=True, rectangular=True, timeout=True, duals=True, max_columns=2048),
+    Capabilities(device="cuda", batch=True, rectangular=True, timeout=True, duals=True, max_columns=2048,
+                 checks_entries=True),
     cuda_status,
 ))
 register(Engine(

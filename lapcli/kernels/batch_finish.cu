@@ -9,8 +9,11 @@
 //   - writes the caller's columns: out[b, i] = col[i], or for a transposed problem (work rows are
 //     the caller's columns) out[b, col[i]] = i with -1 for the caller's rows no column took.
 // A block per problem (one pass over its costs, coalesced), a grid-stride loop over problems.
-// Per problem, stats[b] = {objective, min slack, max assigned slack, tol, proved}: proved is 1, or 0
-// when the solve reported a status or a check failed.
+// Per problem, stats[k * batch + b] for k = objective, min slack, max assigned slack, tol, proved,
+// non-finite (one row per statistic, so the host reduces each row contiguously): proved
+// is 1, or 0 when the solve reported a status or a check failed; non-finite is 1 when some cost is
+// NaN or infinite (the caller then checks the entries it skipped and solves again).
+#define FINISH_STATS 6
 
 #define FINISH_WARPS 4
 #define FINISH_MAX_COLUMNS 2048
@@ -76,15 +79,18 @@ __global__ void __launch_bounds__(32 * FINISH_WARPS) batch_finish(
         // dual feasibility and the scale of the costs: one pass over the problem, coalesced
         D smallest = finish_largest<D>();
         double scale = 0.0;
-        const long long size = (long long)r * c;
-        for (long long q = threadIdx.x; q < size; q += threads) {
-            const int i = (int)(q / c), j = (int)(q - (long long)i * c);
+        int nonfinite = 0;
+        const int size = r * c;  // r <= c <= FINISH_MAX_COLUMNS: fits an int
+        for (int q = threadIdx.x; q < size; q += threads) {
+            const int i = q / c, j = q - i * c;
             const T x = costs[q];
             smallest = min(smallest, (D)x - ub[i] - vb[j]);
             scale = fmax(scale, fabs((double)x));
+            nonfinite |= !isfinite((double)x);  // NaN or +-inf: the entries were not checked
         }
         smallest = block_reduce(smallest, slots_d, MinOp());
         scale = block_reduce(scale, slots_f, MaxOp());
+        nonfinite = block_reduce(nonfinite, slots_i, MaxOp());
         const double tol = exact ? 0.0 : (double)c * scale * 0x1p-50;
         // tight pairs, objective, taken columns
         D loosest = 0, total = 0;
@@ -112,7 +118,7 @@ __global__ void __launch_bounds__(32 * FINISH_WARPS) batch_finish(
             }
         }
         bad = block_reduce(bad, slots_i, MaxOp());
-        const bool good = !bad && status[b] == 0 && (double)smallest >= -tol && (double)loosest <= tol;
+        const bool good = !bad && !nonfinite && status[b] == 0 && (double)smallest >= -tol && (double)loosest <= tol;
         // the caller's columns
         long long* row_out = out + (long long)b * n_out;
         if (transposed) {
@@ -123,12 +129,13 @@ __global__ void __launch_bounds__(32 * FINISH_WARPS) batch_finish(
             for (int i = threadIdx.x; i < r; i += threads) row_out[i] = col[i];
         }
         if (threadIdx.x == 0) {
-            double* mine = stats + 5LL * b;
+            double* mine = stats + b;
             mine[0] = (double)total + offsets;
-            mine[1] = (double)smallest;
-            mine[2] = (double)loosest;
-            mine[3] = tol;
-            mine[4] = good ? 1.0 : 0.0;
+            mine[1LL * batch] = (double)smallest;
+            mine[2LL * batch] = (double)loosest;
+            mine[3LL * batch] = tol;
+            mine[4LL * batch] = good ? 1.0 : 0.0;
+            mine[5LL * batch] = nonfinite ? 1.0 : 0.0;
             if (objective_exact) objective_exact[b] = (long long)total;
         }
         __syncthreads();  // taken and the slots are reused by the next problem of this block
