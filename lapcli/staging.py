@@ -8,8 +8,9 @@ small ring of pinned buffers (NumPy's copy releases the GIL) and issues that slo
 DMA, so host copies, DMAs and the next chunks' host copies overlap. A slot is refilled only after
 the DMA that read it has completed (one CUDA event per slot). The ring is allocated once per
 device and process and kept, each slot allocated when first used: its size does not grow with the
-array (the 17 GB of an n = 65,536 int32 matrix pass through 32 slots of 8 MB). Arrays under 4 MB
-take one plain pageable copy.
+array (the 17 GB of an n = 65,536 int32 matrix pass through 32 slots of 8 MB). Arrays under 4 MB,
+and a process's first upload unless it exceeds 2 GB, take one plain pageable copy (see
+FIRST_UPLOAD_RING_ABOVE).
 
 Measured on the H100 machine (16 cores), 17.2 GB int32: pageable copy 1.88 s (9 GB/s); pinning the
 array in place 0.44 s + copy 0.31 s + unpinning 0.25 s; this ring 0.34-0.41 s (42-50 GB/s).
@@ -30,7 +31,12 @@ import numpy as np
 # threads and in 0.41 s with 12 (8 MB chunks); 10 MB best in chunks of 4 MB.
 CHUNK_BYTES = 8 << 20  # the largest chunk
 MIN_CHUNK_BYTES = 4 << 20  # below this a chunk's Python overhead outweighs its copy
-PAGEABLE_BELOW = 4 << 20  # smaller arrays: one pageable copy beats allocating pinned slots
+PAGEABLE_BELOW = 4 << 20  # smaller arrays: one pageable copy beats the ring's overhead
+# Allocating pinned memory costs ~0.65 ms per MB (170 ms for the 256 MB of a full ring, measured),
+# where a pageable copy costs ~0.11 ms per MB: a process's first upload goes pageable unless it is
+# large enough to repay the allocation (a one-shot `lap solve` of a 64 MB matrix: h2d 56 ms through
+# a fresh ring against ~7 ms pageable); later uploads, repeated calls of a long-lived process, use it.
+FIRST_UPLOAD_RING_ABOVE = 2 << 30
 THREADS = max(2, min(12, (os.cpu_count() or 1) - 2))  # leave cores to the caller and the driver
 SLOTS = 32
 
@@ -57,6 +63,7 @@ class _Ring:
         return current
 
 
+_uploads = {"seen": 0}
 _rings: dict[int, _Ring] = {}
 _rings_lock = threading.Lock()
 _pools: dict[int, ThreadPoolExecutor] = {}
@@ -91,7 +98,9 @@ def upload(host: np.ndarray, out=None, *, chunk_bytes: int = CHUNK_BYTES, thread
     nbytes = host.nbytes
     if nbytes == 0:
         return out
-    if nbytes < PAGEABLE_BELOW:
+    first = _uploads["seen"] == 0
+    _uploads["seen"] += 1
+    if nbytes < PAGEABLE_BELOW or (first and nbytes < FIRST_UPLOAD_RING_ABOVE):
         out.set(host)
         return out
     source = host.reshape(-1).view(np.uint8)

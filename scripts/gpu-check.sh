@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One call on a GPU machine without network: install from the checkout (no downloads), run the GPU
 # tests, compute-sanitizer on small solves, the auto/crossover grid (scipy vs cuda vs auto), the
-# HyLAC comparison points, the step table at n=4096 R=100, a cold `lap solve` against its kernel
+# HyLAC comparison points, the batch suite, the largest single solve (n = 65,536 host -> host), the
+# step table at n=4096 R=100, a cold `lap solve` against its kernel
 # time, and the fuzzer in parallel processes. Logs go to the folder given as $1 (default ./gpu-logs).
 # Environment: FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
-# SKIP (space-separated parts to skip: tests sanitizer crossover hylac batch solve startup cold fuzz).
+# SKIP (space-separated parts to skip: tests sanitizer crossover hylac batch big solve startup cold fuzz).
 # Peers travel as wheels (.whl, see the device notes): with torch-linear-assignment on PYTHONPATH
 # the batch part runs it beside lapcli's batch engine.
 set -uo pipefail
@@ -64,6 +65,9 @@ fi
 if ! skip batch; then  # issue #13: the eight cells, lapcli's batch engine beside torch-linear-assignment
   lap bench --suite batch --solvers cuda-batch,cuda-batch:d2d,torch-la,torch-la:d2d --repeat "${BENCH_REPEAT:-5}" \
     --warmup 2 --json "$out/bench-batch.json" 2>&1 | tee "$out/bench-batch.txt" || status=1
+fi
+if ! skip big; then  # issue #15: the largest single problem host -> host (n = 65,536 int32, 17 GB)
+  python3 scripts/big_solve.py --n "${BIG_N:-65536}" --out "$out/big-solve.json" 2>&1 | tee "$out/big-solve.txt" || status=1
 fi
 matrix=$(mktemp -d)/m4096-r100.npy
 lap generate --n 4096 --range 100 --seed 4096 -o "$matrix" --quiet

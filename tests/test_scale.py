@@ -141,3 +141,21 @@ def test_cli_without_dask_or_with_a_bad_scheduler_address_is_one_line_exit_2(mon
     block_dask_imports(monkeypatch)
     missing = invoke("solve", tmp_path / "a.npy", tmp_path / "a.npy", "--dask")
     assert_one_line_error(missing, 2, "scale-out needs Dask: pip install 'lapcli[dask]'")
+
+
+@pytest.mark.gpu
+def test_local_cuda_cluster_spreads_stacks_over_every_gpu_in_input_order(rng):
+    """With dask-cuda, solve_many's own cluster is a LocalCUDACluster (one worker per GPU, each
+    solving on its device 0): the answers equal the in-process ones, in input order, and the
+    cluster has one worker per visible GPU, each pinned to a different one."""
+    pytest.importorskip("dask_cuda")
+    from dask_cuda import LocalCUDACluster
+
+    stacks = [rng.random((40, 64, 64), dtype=np.float32) for _ in range(8)]
+    with LocalCUDACluster() as cluster, distributed.Client(cluster) as client:
+        results = solve_many(stacks, client=client)
+        devices = client.run(lambda: __import__("os").environ.get("CUDA_VISIBLE_DEVICES", ""))
+    for stack, result in zip(stacks, results):
+        assert result.report.solver == "cuda-batch" and result.report.certified
+        np.testing.assert_allclose(result.objectives, lapcli.solve_batch(stack).objectives, rtol=1e-6)
+    assert len({value.split(",")[0] for value in devices.values()}) == scale.visible_gpus()
