@@ -105,8 +105,12 @@ def test_staged_upload_round_trips_through_every_path(rng):
     small = rng.integers(0, 9, (7, 3, 5)).astype(np.int64)
     assert np.array_equal(staging.upload(small).get(), small)
     big = rng.random((300, 64, 64), dtype=np.float32)  # 4.9 MB
-    for _ in range(2):  # a process's first upload may go pageable, the next through the ring
+    for _ in range(2):  # a process's first upload may be pinned in place, the next goes through the ring
         assert np.array_equal(staging.upload(big).get(), big)
+    read_only = big.copy()
+    read_only.flags.writeable = False  # as np.load's memory map: registered read-only
+    staging._uploads["seen"] = 0
+    assert np.array_equal(staging.upload(read_only).get(), big)
     for _ in range(2):
         fresh = rng.integers(-2**31, 2**31 - 1, (1_300_001,), dtype=np.int32)  # 5.2 MB, uneven tail
         out = cupy.zeros(fresh.shape, dtype=np.int32)
