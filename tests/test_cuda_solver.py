@@ -141,6 +141,20 @@ def test_too_little_device_memory_fails_before_allocating(rng, monkeypatch):
     assert pool.used_bytes() == used_before
 
 
+@pytest.mark.parametrize("bits", [11, 29])
+def test_zeros_packed_with_wide_columns_leave_the_rows_their_bits(rng, monkeypatch, bits):
+    """The kernel packs (local_row << column_bits) | column with the launcher's width: at 29 bits
+    the 8 local rows of a 1,024-row grid share the top 3 bits (n = 131,072 uses 17 + 10)."""
+    from lapcli.engines import cuda_hungarian as cuda_solver
+
+    monkeypatch.setattr(cuda_solver, "column_bits", lambda size: bits)
+    for range_factor in (0.01, 1, 100):
+        cost = uniform_costs(rng, 1024, 1024, range_factor, dtype=np.int32)
+        solution = lapcli.solve(cost, solver="cuda")
+        assert solution.report.details["grid"] < 1024  # several local rows per block
+        assert_matches_scipy(solution, cost)
+
+
 def test_float32_working_dtype_halves_the_matrix(rng):
     cost = rng.random((512, 512))
     wide = lapcli.solve(cost, solver="cuda", dtype="float64").report.details["device_bytes"]

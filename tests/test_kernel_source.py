@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+import lapcli
 from lapcli.engines import cuda_hungarian as cuda_solver
 
 NVCC = shutil.which("nvcc")
@@ -42,11 +43,14 @@ def signature(function, dtype):
 
 
 def test_state_struct_layout_matches_the_kernel():
-    # the pointers in order, then segment_capacity, eps, k, unused, time_limit_ns, max_rounds
+    # the pointers in order, then segment_capacity, eps, k, column_bits, time_limit_ns, max_rounds
     source = cuda_solver.kernel_source()
     body = source[source.index("struct State {"):source.index("};", source.index("struct State {"))]
     pointer_fields = [line.split("*")[1].strip(" ;").split(";")[0] for line in body.splitlines() if "*" in line.split("//")[0]]
     assert tuple(pointer_fields) == cuda_solver.STATE_POINTERS
+    declarations = [line.split("//")[0].strip() for line in body.splitlines()[1:]]
+    scalar_fields = [d.split()[-1].rstrip(";") for d in declarations if d and "*" not in d]
+    assert tuple(scalar_fields) == cuda_solver.STATE_SCALARS
 
 
 def test_kernel_takes_slots_and_statuses_from_the_launcher_only():
@@ -84,3 +88,11 @@ def test_batch_finish_kernel_compiles_for_every_dtype(tmp_path):
                              str(tmp_path / "f.cubin"), str(source)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("0 bytes spill stores") == len(cuda_batch.KERNEL_TYPES)
+
+
+def test_zero_packing_widens_the_column_field_with_n():
+    assert [cuda_solver.column_bits(n) for n in (1, 2, 3, 65536, 65537, 131072)] == [1, 1, 2, 16, 17, 17]
+    cuda_solver.check_zero_packing(131072, 132)  # 993 local rows: 10 + 17 bits
+    cuda_solver.check_zero_packing(65536, 1)  # 16 + 16
+    with pytest.raises(lapcli.SolverError, match="cannot index n = 131072 on 2 blocks"):
+        cuda_solver.check_zero_packing(131072, 2)  # 65,536 local rows need 16 bits, 17 are taken

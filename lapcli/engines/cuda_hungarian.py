@@ -28,7 +28,7 @@ from .steps import STEP_NAMES, StepStat
 
 BLOCK_SIZE = 512
 BLOCKS_PER_SM = 1  # one resident block per SM: the cheapest grid.sync() (shared/design.md §4)
-MAX_SIZE = 65536  # zeros are packed as (local_row << 16) | column
+ZERO_BITS = 32  # a zero is packed in 32 bits: (local_row << column_bits) | column
 
 # working dtype -> (C++ cost type, C++ dual type, NumPy dual type, struct code of the dual)
 KERNEL_TYPES = {
@@ -67,7 +67,8 @@ def kernel_defines(block_size: int = BLOCK_SIZE) -> tuple[str, ...]:
     return (f"-DLAP_BLOCK={block_size}", *(f"-D{name}={value}" for name, value in SLOTS.items()),
             *(f"-D{name}={code}" for code, (name, _) in STATUSES.items()))
 
-# struct State<T, D> of the kernel: 20 pointers, then the scalars (all 8-byte aligned).
+# struct State<T, D> of the kernel: 20 pointers, then the scalars (packed by DeviceState in this order).
+STATE_SCALARS = ("segment_capacity", "eps", "k", "column_bits", "time_limit_ns", "max_rounds")
 STATE_POINTERS = ("cost", "u", "v", "v_masked", "row_min", "partial", "new_cols", "incremental", "zeros", "zeros_size", "cover_row",
                   "cover_col", "column_of_star_at_row", "row_of_star_at_column", "column_of_prime_at_row",
                   "row_of_green_at_column", "slots", "step_ns", "step_count", "status")
@@ -107,6 +108,22 @@ class LaunchPlan:
     block_size: int
     segment_capacity: int
     bytes_needed: int
+    column_bits: int
+
+
+def column_bits(size: int) -> int:
+    """Bits of a packed zero's column: enough for columns 0 .. size − 1."""
+    return max(1, (size - 1).bit_length())
+
+
+def check_zero_packing(size: int, blocks: int) -> None:
+    """A zero is (local_row << column_bits) | column in 32 bits: the local rows of a block
+    (ceil(size / blocks)) must fit the bits the columns leave. k = 131,072 on 132 blocks needs
+    17 + 10 bits; only a GPU with very few SMs and a huge k runs out."""
+    rows = math.ceil(size / blocks)
+    if (rows - 1).bit_length() + column_bits(size) > ZERO_BITS:
+        raise SolverError(f"the CUDA solver cannot index n = {size} on {blocks} blocks "
+                          f"({rows} rows per block); use --solver scipy")
 
 
 def plan_launch(kernel, size: int, cost_itemsize: int, block_size: int, blocks_per_sm: int) -> LaunchPlan:
@@ -118,8 +135,10 @@ def plan_launch(kernel, size: int, cost_itemsize: int, block_size: int, blocks_p
     if resident < 1:
         raise SolverError(f"the kernel cannot be resident with {block_size} threads per block")
     blocks = max(1, min(sms * min(resident, blocks_per_sm), size))
+    check_zero_packing(size, blocks)
     segment_capacity = math.ceil(size / blocks) * size
-    return LaunchPlan(blocks, block_size, segment_capacity, launch_bytes(size, cost_itemsize, blocks))
+    return LaunchPlan(blocks, block_size, segment_capacity, launch_bytes(size, cost_itemsize, blocks),
+                      column_bits(size))
 
 
 def launch_bytes(size: int, cost_itemsize: int, blocks: int) -> int:
@@ -139,10 +158,21 @@ def check_memory_before_upload(problem, blocks_per_sm: int) -> None:
     matrix can have, plus the uploaded input where it is not the work matrix itself."""
     import cupy
 
+    blocks = max(1, min(problem.size, cupy.cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm))
+    if work_is_the_input(problem):  # n = 131,072 int32 on an H200: 68.7 GB of costs + 68.7 GB of zeros
+        check_device_memory(launch_bytes(problem.size, 4, blocks))
+        return
     itemsize = 4 if problem.original.dtype.itemsize <= 2 else 8
-    blocks = min(problem.size, cupy.cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm)
     upload_bytes = 0 if problem.xp is cupy else problem.original.nbytes
-    check_device_memory(launch_bytes(problem.size, itemsize, max(blocks, 1)) + upload_bytes)
+    check_device_memory(launch_bytes(problem.size, itemsize, blocks) + upload_bytes)
+
+
+def work_is_the_input(problem) -> bool:
+    """A square int32 matrix minimised in int32 is its own work matrix (problem._integer_work
+    casts with copy=False): the device holds one copy of it, not an upload and a work matrix."""
+    original = problem.original
+    return (original.dtype == np.int32 and original.shape[0] == original.shape[1] and not problem.maximize
+            and problem.requested_dtype in (None, "int32"))
 
 
 def free_device_bytes() -> int:
@@ -200,7 +230,7 @@ class DeviceState:
         packed = struct.pack(
             f"<{len(STATE_POINTERS)}Qq{dual_code}iiQq",
             *(self.buffers[name].data.ptr for name in STATE_POINTERS),
-            plan.segment_capacity, dual_dtype(eps).item(), size, 0, time_limit_ns, max_rounds,
+            plan.segment_capacity, dual_dtype(eps).item(), size, plan.column_bits, time_limit_ns, max_rounds,
         )
         self.struct = cupy.asarray(np.frombuffer(packed, dtype=np.uint8))
 
@@ -243,15 +273,13 @@ def device_work(problem):
 
 def prepare_launch(problem, work, stepwise: bool, block_size: int, blocks_per_sm: int, defines: tuple = ()):
     size = problem.size
-    if size > MAX_SIZE:
-        raise SolverError(f"the CUDA solver handles n ≤ {MAX_SIZE}; use --solver scipy for n = {size}")
     dtype = work.dtype
     was_cached = compiled_module.cache_info().currsize
     module, compile_ms = compiled_module(dtype, stepwise, block_size, defines)
     fresh_compile = compiled_module.cache_info().currsize > was_cached
     first_kernel = module.get_function(kernel_name("hungarian" if not stepwise else "step_4", dtype))
     plan = plan_launch(first_kernel, size, work.values.dtype.itemsize, block_size, blocks_per_sm)
-    check_device_memory(plan.bytes_needed)
+    check_device_memory(plan.bytes_needed - work.values.nbytes)  # the work matrix is on the device already
     return module, dtype, plan, (compile_ms if fresh_compile else 0.0)
 
 

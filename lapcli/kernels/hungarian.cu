@@ -27,7 +27,8 @@
 // host, see lapcli/problem.py).
 //
 // Row ownership: row i belongs to block i % gridDim.x as local row i / gridDim.x. A zero is packed
-// as (local_row << 16) | column, so k <= 65536 (checked on the host).
+// in 32 bits as (local_row << column_bits) | column, column_bits = bits of k - 1 (chosen and checked
+// on the host: the local rows must fit the other bits, e.g. k = 131,072 on 132 blocks: 17 + 10).
 
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
@@ -79,7 +80,7 @@ struct State {
     long long segment_capacity;
     D eps;
     int k;
-    int unused;
+    int column_bits;     // a packed zero: (local_row << column_bits) | column
     unsigned long long time_limit_ns;
     long long max_rounds;
 };
@@ -170,7 +171,15 @@ __device__ __forceinline__ void append_zero(bool hit, unsigned packed, unsigned*
 
 __device__ __forceinline__ int owned_rows(int k) { return (k - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x; }
 __device__ __forceinline__ int row_of_local(int local) { return (int)blockIdx.x + local * (int)gridDim.x; }
-__device__ __forceinline__ int row_of_zero(unsigned z) { return (int)blockIdx.x + (int)(z >> 16) * (int)gridDim.x; }
+template <typename S> __device__ __forceinline__ unsigned pack_zero(const S& s, int local, int j) {
+    return ((unsigned)local << s.column_bits) | (unsigned)j;
+}
+template <typename S> __device__ __forceinline__ int row_of_zero(const S& s, unsigned z) {
+    return (int)blockIdx.x + (int)(z >> s.column_bits) * (int)gridDim.x;
+}
+template <typename S> __device__ __forceinline__ int column_of_zero(const S& s, unsigned z) {
+    return (int)(z & ((1u << s.column_bits) - 1u));
+}
 __device__ __forceinline__ int global_tid() { return blockIdx.x * LAP_BLOCK + threadIdx.x; }
 __device__ __forceinline__ int global_threads() { return gridDim.x * LAP_BLOCK; }
 
@@ -264,7 +273,7 @@ __device__ void step1_zeros(const State<T, D>& s, Shared<D>& sh) {
         const D ui = s.u[i];
         for (int j = threadIdx.x; j < padded; j += LAP_BLOCK) {
             const bool hit = j < k && (D)row[j] - ui - s.v[j] <= s.eps;
-            append_zero(hit, ((unsigned)local << 16) | (unsigned)j, my_zeros, &sh.zero_count);
+            append_zero(hit, pack_zero(s, local, j), my_zeros, &sh.zero_count);
         }
     }
     __syncthreads();
@@ -280,7 +289,7 @@ __device__ void step2_pass(const State<T, D>& s, int* slot) {
     const int count = s.zeros_size[blockIdx.x];
     for (int q = threadIdx.x; q < count; q += LAP_BLOCK) {
         const unsigned z = my_zeros[q];
-        const int r = row_of_zero(z), c = z & 0xffff;
+        const int r = row_of_zero(s, z), c = column_of_zero(s, z);
         if (load_volatile(s.cover_row + r) == 0 && load_volatile(s.cover_col + c) == 0) {
             if (atomicExch(s.cover_row + r, 1) == 0) {
                 if (atomicExch(s.cover_col + c, 1) == 0) {
@@ -320,7 +329,7 @@ __device__ void step4_round(const State<T, D>& s, int* slot) {
     const int count = s.zeros_size[blockIdx.x];
     for (int q = threadIdx.x; q < count; q += LAP_BLOCK) {
         const unsigned z = my_zeros[q];
-        const int r = row_of_zero(z), c = z & 0xffff;
+        const int r = row_of_zero(s, z), c = column_of_zero(s, z);
         // LAP19 App. A: check the column cover before the row cover. Columns are only ever
         // uncovered here, so a zero seen with its column and then its row uncovered was uncovered
         // at one instant, and some serial order primes it too. The column read is an ACQUIRE: it
@@ -448,7 +457,7 @@ __device__ bool step6_shift(const State<T, D>& s, Shared<D>& sh) {
         bool keep = false;
         if (q < count) {
             z = my_zeros[q];
-            keep = !(s.cover_row[row_of_zero(z)] && s.cover_col[z & 0xffff]);
+            keep = !(s.cover_row[row_of_zero(s, z)] && s.cover_col[column_of_zero(s, z)]);
         }
         const unsigned ballot = __ballot_sync(FULL_MASK, keep);
         if (lane == 0) sh.scratch_i[warp] = __popc(ballot);
@@ -488,7 +497,7 @@ __device__ bool step6_shift(const State<T, D>& s, Shared<D>& sh) {
             for (int j = lane; j < padded; j += 32) {
                 const D slack = j < k ? (D)row[j] - ui - s.v_masked[j] : largest<D>();
                 new_min = min(new_min, slack);
-                append_zero(slack <= s.eps, ((unsigned)local << 16) | (unsigned)j, my_zeros, &sh.zero_count);
+                append_zero(slack <= s.eps, pack_zero(s, local, j), my_zeros, &sh.zero_count);
             }
             new_min = warp_min(new_min);
         }
