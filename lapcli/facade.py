@@ -101,12 +101,14 @@ def solve(
 
         return solve_with_cost_limit(cost, cost_limit, solver=solver, maximize=maximize, dtype=dtype,
                                      timeout=timeout, device=device)
-    problem = prepare(cost, maximize=maximize, dtype=dtype)
+    problem = prepare(cost, maximize=maximize, dtype=dtype, check=False)
     name, reason = choose_engine(solver, problem)
+    engine = registry.get(name)
+    if not engine.capabilities.checks_entries:
+        problem.has_forbidden  # noqa: B018 - scipy's entry checks on the host; a GPU engine checks its copy
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
         return _solution(problem, name, reason, start, empty, empty, "none", str(problem.original.dtype))
-    engine = registry.get(name)
     result = engine.load().run(problem, timeout=timeout, device=device)
     return _solution(problem, name, reason, start, result.rows, result.cols, result.device, result.dtype,
                      result=result)

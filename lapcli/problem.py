@@ -160,9 +160,23 @@ class Problem:
     original: Any  # the validated 2-D array (NumPy or CuPy), never modified
     xp: Any
     maximize: bool
-    has_forbidden: bool
+    forbidden: bool | None  # any forbidden entry; None: the entries are not checked yet
     requested_dtype: str | None = None
     _works: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def has_forbidden(self) -> bool:
+        """Whether an entry is forbidden (+inf minimising, −inf maximising); checks the entries
+        where the input lives (scipy's errors for NaN or the wrong infinity) if nobody has yet."""
+        if self.forbidden is None:
+            self.forbidden = check_entries(self.original, self.xp, self.maximize)
+        return self.forbidden
+
+    def check_entries_on(self, copy, xp) -> None:
+        """Check the entries on ``copy``, the input already copied to module ``xp`` (the GPU: one
+        pass at device bandwidth instead of a host pass before the upload), unless done already."""
+        if self.forbidden is None:
+            self.forbidden = check_entries(copy, xp, self.maximize)
 
     @property
     def n_rows(self) -> int:
@@ -283,15 +297,17 @@ def _always_fits(source: np.dtype, target: np.dtype) -> bool:
     return np.can_cast(source, target, casting="safe")
 
 
-def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None) -> Problem:
-    """Validate ``cost`` and wrap it in a Problem (the work matrix is built lazily)."""
+def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, check: bool = True) -> Problem:
+    """Validate ``cost`` and wrap it in a Problem (the work matrix is built lazily). With
+    ``check=False`` the entries (NaN, infinities) are checked later, by the first use of
+    ``has_forbidden`` or by an engine that checks them on its own copy (``check_entries_on``)."""
     if dtype is not None and dtype not in WORK_DTYPES:
         raise LapInputError(f"unknown working dtype {dtype!r}; choose one of {', '.join(WORK_DTYPES)}")
     arr, xp = as_cost_matrix(cost)
-    has_forbidden = check_entries(arr, xp, maximize)
-    return Problem(
-        original=arr, xp=xp, maximize=bool(maximize), has_forbidden=has_forbidden, requested_dtype=dtype
-    )
+    problem = Problem(original=arr, xp=xp, maximize=bool(maximize), forbidden=None, requested_dtype=dtype)
+    if check:
+        problem.has_forbidden  # noqa: B018 - checks the entries now
+    return problem
 
 
 # ----------------------------------------------------------------------------- the work matrix

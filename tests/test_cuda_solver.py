@@ -155,6 +155,31 @@ def test_zeros_packed_with_wide_columns_leave_the_rows_their_bits(rng, monkeypat
         assert_matches_scipy(solution, cost)
 
 
+@pytest.mark.parametrize("solver", ["cuda", "cuda-stepwise"])
+def test_gpu_engines_check_host_floats_on_their_device_copy(rng, monkeypatch, solver):
+    """No host pass over a NumPy float input before its upload: NaN and the wrong infinity are
+    found on the GPU copy (scipy's ValueError), forbidden entries too."""
+    import cupy
+
+    from lapcli import problem as problem_module
+
+    seen = []
+    real_check = problem_module.check_entries
+    monkeypatch.setattr(problem_module, "check_entries",
+                        lambda arr, xp, maximize: seen.append(xp.__name__) or real_check(arr, xp, maximize))
+    cost = rng.random((300, 300))
+    assert_matches_scipy(lapcli.solve(cost, solver=solver), cost)
+    forbidden = cost.copy()
+    forbidden[0, :150] = np.inf
+    assert_matches_scipy(lapcli.solve(forbidden, solver=solver), forbidden)
+    for bad, maximize in ((np.nan, False), (-np.inf, False), (np.inf, True)):
+        broken = cost.copy()
+        broken[7, 9] = bad
+        with pytest.raises(ValueError, match="matrix contains invalid numeric entries"):
+            lapcli.solve(broken, solver=solver, maximize=maximize)
+    assert seen and set(seen) == {cupy.__name__}
+
+
 def test_float32_working_dtype_halves_the_matrix(rng):
     cost = rng.random((512, 512))
     wide = lapcli.solve(cost, solver="cuda", dtype="float64").report.details["device_bytes"]

@@ -265,6 +265,7 @@ def device_work(problem):
     import cupy
 
     source = problem.original if problem.xp is cupy else upload(problem.original)
+    problem.check_entries_on(source, cupy)  # NaN / infinities: one pass on the device, none on the host
     work = problem.work_on(cupy, source=source)
     if work.values.data.ptr % 16:
         work.values = work.values.copy()

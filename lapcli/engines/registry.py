@@ -31,7 +31,9 @@ class Capabilities:
     duals: bool = False  # returns duals, so every answer is certified
     dtypes: tuple[str, ...] = ALL_DTYPES  # working dtypes
     max_columns: int | None = None  # the most columns (after transposing tall problems) it takes
-    checks_entries: bool = False  # finds NaN / infinities itself (EntriesNeedChecking): no pre-pass
+    # checks NaN / infinities itself, where its copy of the input lives (Problem.check_entries_on;
+    # a batch engine raises EntriesNeedChecking): no host pass over the input before the upload
+    checks_entries: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,13 +117,13 @@ def always() -> tuple[bool, str]:
 register(Engine(
     "cuda", "classical Hungarian, steps 1-6 in one cooperative CUDA launch",
     "lapcli.engines.cuda_hungarian",
-    Capabilities(device="cuda", steps=True, timeout=True, duals=True),
+    Capabilities(device="cuda", steps=True, timeout=True, duals=True, checks_entries=True),
     cuda_status,
 ))
 register(Engine(
     "cuda-stepwise", "the same CUDA steps, one launch per step (the ablation baseline)",
     "lapcli.engines.cuda_stepwise",
-    Capabilities(device="cuda", steps=True, timeout=True, duals=True),
+    Capabilities(device="cuda", steps=True, timeout=True, duals=True, checks_entries=True),
     cuda_status,
 ))
 register(Engine(
