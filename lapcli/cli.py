@@ -16,7 +16,7 @@ import click
 
 from . import __version__
 from .cli_support import FailedError, FiniteFloatRange, InputError, OneLineGroup, run_library_call, stderr_console
-from .generate import GENERATED_DTYPES, KINDS, check_options, generate, generate_stack, new_seed
+from .generate import GENERATED_DTYPES, KINDS, check_options, generate_blocks, generate_stack_blocks, new_seed
 from .bench_cli import bench_command
 from .io import (
     ASSIGNMENT_SUFFIXES,
@@ -29,7 +29,7 @@ from .io import (
     read_matrix_with_info,
     stack_assignment_bytes,
     write_bytes,
-    write_matrix,
+    write_matrix_blocks,
 )
 from .engines.registry import solver_choices
 from .problem import WORK_DTYPES
@@ -67,31 +67,40 @@ def generate_command(n, m, batch, range_factor, seed, dtype, kind, output, datas
         if batch and output.lower().endswith((".csv", ".tsv", ".txt")):
             raise InputError(f"{output}: CSV holds one matrix; write a stack (--batch) to .npy or .h5")
         run_library_call(check_output_path, output, suffixes, "matrix")
-    run_library_call(check_options, n, m or n, range_factor, kind, dtype)
+    m = m or n
+    dtype = run_library_call(check_options, n, m, range_factor, kind, dtype)
     if seed is None:
         seed = new_seed()
         console.print(f"seed {seed}")
     options = dict(range_factor=range_factor, seed=seed, kind=kind, dtype=dtype)
-    make, args, units = (generate_stack, (batch, n, m), batch) if batch else (generate, (n, m), n)
+    shape, make, args, units = ((batch, n, m), generate_stack_blocks, (batch, n, m), batch) if batch \
+        else ((n, m), generate_blocks, (n, m), n)
+
+    def stream(progress=None):  # each block is written as it is made: memory holds one, not the matrix
+        blocks = run_library_call(make, *args, **options, progress=progress)
+        if run_library_call(write_unless_pipe_closed, output or "-", shape, dtype, blocks, dataset):
+            raise BrokenPipeError  # for main(): exit 1 without a word, not an "internal error"
+
     if n * (batch or 1) >= 4096 and console.is_terminal and not quiet:
         from rich.progress import Progress
 
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task("generating", total=units)
-            matrix = run_library_call(make, *args, **options, progress=lambda done: bar.update(task, completed=done))
+            stream(progress=lambda done: bar.update(task, completed=done))
     else:
-        matrix = run_library_call(make, *args, **options)
-    if output is None:
-        import io
+        stream()
+    if output is not None:
+        console.print(f"wrote {output} ({'×'.join(map(str, shape))} {dtype})")
 
-        import numpy as np
 
-        buffer = io.BytesIO()
-        np.save(buffer, matrix)
-        write_bytes("-", buffer.getvalue())
-    else:
-        run_library_call(write_matrix, output, matrix, dataset)
-        console.print(f"wrote {output} ({'×'.join(map(str, matrix.shape))} {matrix.dtype})")
+def write_unless_pipe_closed(*args) -> bool:
+    """:func:`write_matrix_blocks`; True if the reader of stdout went away meanwhile (``| head``),
+    which run_library_call would otherwise report as a bug."""
+    try:
+        write_matrix_blocks(*args)
+    except BrokenPipeError:
+        return True
+    return False
 
 
 # ----------------------------------------------------------------------------- solve

@@ -5,13 +5,17 @@ Kawtikwar et al. do (R from 0.001 to 1000). Rows are drawn in fixed chunks from 
 ``numpy.random.Generator`` seeded with ``seed``, so the same seed gives the same matrix whether or
 not a progress bar is shown. A stack (:func:`generate_stack`) seeds problem b with child b of
 ``SeedSequence(seed)``, so problem b does not depend on the batch size.
+
+:func:`generate_blocks` and :func:`generate_stack_blocks` yield the same values as row blocks, one
+chunk at a time, for writers that stream a matrix larger than memory (``lap generate``);
+:func:`generate` and :func:`generate_stack` assemble those blocks.
 """
 
 from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -76,8 +80,33 @@ def generate(
     """An n×m cost matrix of the given kind; ``progress(rows_done)`` is called per chunk."""
     m = n if m is None else m
     dtype = check_options(n, m, range_factor, kind, dtype)
-    rng = np.random.default_rng(seed)
-    out = np.empty((n, m), dtype=dtype)
+    blocks = generate_blocks(n, m, range_factor=range_factor, seed=seed, kind=kind, dtype=dtype, progress=progress)
+    return assemble((n, m), dtype, blocks)
+
+
+def generate_blocks(
+    n: int,
+    m: int | None = None,
+    *,
+    range_factor: float = 1.0,
+    seed: int | np.random.SeedSequence = 0,
+    kind: str = "uniform",
+    dtype: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[np.ndarray]:
+    """The rows of :func:`generate`'s matrix as consecutive C-contiguous blocks of ``CHUNK_ROWS``
+    rows (the last one shorter), already in the final dtype, so that a writer can stream a matrix
+    far larger than memory. The options are checked now, not at the first block;
+    ``progress(rows_done)`` is called once a block has been consumed."""
+    m = n if m is None else m
+    dtype = check_options(n, m, range_factor, kind, dtype)
+    return _blocks(n, m, range_factor, np.random.default_rng(seed), kind, np.dtype(dtype), progress)
+
+
+def _blocks(n, m, range_factor, rng, kind, dtype, progress) -> Iterator[np.ndarray]:
+    # The draws, their order and their shapes are the seed's contract: changing them changes every
+    # matrix made so far (tests/test_generate_stream.py pins some). Only 8- and 16-bit bounded
+    # integers are buffered per call; these int64 draws come out the same in chunks of any size.
     if kind == "geometric":
         rows_points, cols_points = rng.random((n, 2)), rng.random((m, 2))
     elif kind == "sanity":
@@ -94,9 +123,25 @@ def generate(
         else:  # sanity: 0.1·(J − I) + a⊗1 + 1⊗b, the identity is the unique optimum
             block = 0.1 * (1.0 - (np.arange(start, stop)[:, None] == np.arange(m)[None, :]))
             block += row_offsets[start:stop, None] + col_offsets[None, :]
-        out[start:stop] = block
+        block = np.ascontiguousarray(block, dtype=dtype)  # the cast ``out[start:stop] = block`` made
+        yield block
+        del block  # not held here while the next one is drawn
         if progress is not None:
             progress(stop)
+
+
+def assemble(shape: tuple[int, ...], dtype, blocks: Iterable[np.ndarray]) -> np.ndarray:
+    """The array of ``shape`` whose rows (along the last axis, in C order) are the rows of
+    ``blocks``, one after the other: what the block generators stream, in memory."""
+    out = np.empty(shape, dtype=dtype)
+    rows = out.reshape(-1, shape[-1])  # a view: ``out`` is fresh and C-contiguous
+    start = 0
+    for block in blocks:
+        block = block.reshape(-1, shape[-1])
+        rows[start:start + len(block)] = block
+        start += len(block)
+    if start != len(rows):
+        raise ValueError(f"the blocks hold {start} rows; the array has {len(rows)}")
     return out
 
 
@@ -122,12 +167,36 @@ def generate_stack(
     :func:`problem_seed` (seed, b): the first B' problems of a stack of B > B' are the stack of B'.
     ``progress(problems_done)`` is called per problem."""
     m = n if m is None else m
+    blocks = generate_stack_blocks(batch, n, m, range_factor=range_factor, seed=seed, kind=kind, dtype=dtype,
+                                   progress=progress)
+    return assemble((batch, n, m), check_options(n, m, range_factor, kind, dtype), blocks)
+
+
+def generate_stack_blocks(
+    batch: int,
+    n: int,
+    m: int | None = None,
+    *,
+    range_factor: float = 1.0,
+    seed: int = 0,
+    kind: str = "uniform",
+    dtype: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[np.ndarray]:
+    """:func:`generate_stack`'s stack as (rows, m) blocks: problem 0's :func:`generate_blocks`,
+    then problem 1's, and so on, i.e. the rows of the (batch·n, m) view of the stack in order.
+    Row blocks, not whole problems, so that a stack of large problems streams in one chunk of
+    memory too. The options are checked now; ``progress(problems_done)`` is called once a
+    problem's last block has been consumed."""
+    m = n if m is None else m
     if batch < 1:
         raise LapInputError("the batch size must be at least 1")
     dtype = check_options(n, m, range_factor, kind, dtype)
-    out = np.empty((batch, n, m), dtype=dtype)
+    return _stack_blocks(batch, n, m, dict(range_factor=range_factor, kind=kind, dtype=dtype), seed, progress)
+
+
+def _stack_blocks(batch, n, m, options, seed, progress) -> Iterator[np.ndarray]:
     for b in range(batch):
-        out[b] = generate(n, m, range_factor=range_factor, seed=problem_seed(seed, b), kind=kind, dtype=dtype)
+        yield from generate_blocks(n, m, seed=problem_seed(seed, b), **options)
         if progress is not None:
             progress(b + 1)
-    return out

@@ -377,7 +377,21 @@ def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
                                 "(or 3-D: a stack of matrices)")
         if node.dtype.kind not in "biuf":
             raise LapInputError(f"{path}:{dataset} has dtype {node.dtype}; a cost matrix holds numbers")
-        return node[()] if load else node.ndim
+        if not load:
+            return node.ndim
+        mapped = _memory_map(path, node)
+        return mapped if mapped is not None else node[()]  # chunked, filtered or unwritten: read whole
+
+
+def _memory_map(path: Path, node):
+    """A contiguous, unfiltered HDF5 dataset lies in the file as one C-order block, as an NPY
+    body does: map it read-only instead of reading it, so a GPU solve pages it straight into the
+    pinned upload ring, as it does an NPY file (issue #15). Anything else (chunks, compression,
+    storage not yet allocated): None."""
+    offset = node.id.get_offset()
+    if node.chunks is not None or node.compression is not None or offset is None or node.size == 0:
+        return None
+    return np.memmap(path, dtype=node.dtype, mode="r", offset=offset, shape=node.shape)
 
 
 def first_line(error: BaseException) -> str:
@@ -449,26 +463,100 @@ def current_umask() -> int:
 
 
 def write_matrix(path: str, matrix: np.ndarray, dataset: str = "costs") -> None:
-    """Write a generated matrix to .npy, .csv or .h5/.hdf5 (atomically); a 3-D stack to .npy or .h5."""
-    suffix = Path(path).suffix.lower()
-    if matrix.ndim == 3 and suffix not in (".npy",) + HDF5_SUFFIXES:
+    """Write a matrix to .npy, .csv or .h5/.hdf5 (atomically), or NPY to stdout for ``-``; a 3-D
+    stack to .npy or .h5. :func:`write_matrix_blocks` with the whole array as its one block."""
+    matrix = np.asarray(matrix)
+    write_matrix_blocks(path, matrix.shape, matrix.dtype, [matrix], dataset)
+
+
+def write_matrix_blocks(path: str, shape: tuple[int, ...], dtype, blocks,
+                        dataset: str = "costs", stdout=None) -> None:
+    """Write the array of ``shape`` and ``dtype`` that ``blocks`` make, streaming: each block is
+    written as it comes, so a matrix larger than memory takes one block's memory (issue #15).
+
+    The blocks are consecutive rows of the array in C order: arrays of ``dtype`` whose last axis
+    is the array's (a 2-D matrix's blocks are row blocks; a stack's may be rows of its (B·n, m)
+    view or whole problems). Blocks that do not fill ``shape`` exactly raise ValueError: no short
+    file is ever written. ``path`` is a file (written atomically, as every writer here: an error,
+    Ctrl-C or SIGTERM leaves no file) or ``-`` for NPY on stdout. Formats as :func:`write_matrix`:
+    NPY (the bytes ``np.save`` writes), CSV (``np.savetxt``, one block at a time), HDF5 (one
+    contiguous dataset, no chunks or compression, as memory-mapping readers want)."""
+    shape, dtype = tuple(int(size) for size in shape), np.dtype(dtype)
+    suffix = ".npy" if path == "-" else Path(path).suffix.lower()
+    if len(shape) not in (2, 3):
+        raise ValueError(f"a matrix is 2-D and a stack 3-D, not {len(shape)}-D {shape}")
+    if len(shape) == 3 and suffix not in (".npy",) + HDF5_SUFFIXES:
         raise LapInputError(f"{path}: a stack of matrices (3-D) is written to .npy or .h5/.hdf5, not {suffix}")
+    rows = _checked_rows(shape, dtype, blocks)
+    if path == "-":
+        stream = stdout if stdout is not None else sys.stdout.buffer
+        _write_npy(stream, shape, dtype, rows)
+        stream.flush()
+        return
     if suffix in HDF5_SUFFIXES:
         import h5py
 
         with atomic_output(path) as handle:
             with h5py.File(handle, "w") as h5:
-                h5.create_dataset(dataset, data=matrix)
+                _write_hdf5_rows(h5.create_dataset(dataset, shape=shape, dtype=dtype), rows)
         return
     with atomic_output(path) as handle:
         if suffix == ".npy":
-            np.save(handle, matrix)
+            _write_npy(handle, shape, dtype, rows)
         else:
-            np.savetxt(handle, matrix, delimiter=",", fmt=_text_format(matrix))
+            for start, block in rows:
+                np.savetxt(handle, block, delimiter=",", fmt=_text_format(dtype))
 
 
-def _text_format(matrix: np.ndarray) -> str:
-    return "%d" if matrix.dtype.kind in "biu" else "%.17g"
+def _checked_rows(shape: tuple[int, ...], dtype: np.dtype, blocks):
+    """Yield ``(first_row, block)`` for each block as a C-contiguous (rows, m) view, rows counted
+    in the (prod(shape[:-1]), m) view of the array; raise ValueError (before anything of it is
+    written) for a block of another dtype or width, or one too many rows, and after the last
+    block if the rows fall short."""
+    width, total, start = shape[-1], int(np.prod(shape[:-1], dtype=np.int64)), 0
+    for block in blocks:
+        if block.dtype != dtype or block.ndim < 1 or block.shape[-1] != width:
+            raise ValueError(f"a block of {block.shape} {block.dtype} in an array of {shape} {dtype}")
+        block = np.ascontiguousarray(block).reshape(int(np.prod(block.shape[:-1], dtype=np.int64)), width)
+        if start + len(block) > total:
+            raise ValueError(f"the blocks hold more than the {total} rows of {shape}")
+        yield start, block
+        start += len(block)
+    if start != total:
+        raise ValueError(f"the blocks hold {start} of the {total} rows of {shape}; nothing more to write")
+
+
+def _write_npy(handle, shape: tuple[int, ...], dtype: np.dtype, rows) -> None:
+    """NPY: the header ``np.save`` writes (format 1.0, or 2.0 when it needs to be), then the raw
+    C-order bytes of each block, written from its buffer (no copy)."""
+    from numpy.lib import format as npy
+
+    header = {"descr": npy.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    try:
+        npy.write_array_header_1_0(handle, header)
+    except ValueError:  # the header is over 64 KiB: format 2.0, as np.save would switch to
+        npy.write_array_header_2_0(handle, header)
+    for start, block in rows:
+        if block.size:  # memoryview cannot cast an empty view
+            handle.write(memoryview(block).cast("B"))
+
+
+def _write_hdf5_rows(ds, rows) -> None:
+    """Write each (rows, m) block into dataset ``ds``, splitting a block that crosses from one
+    problem of a stack into the next (h5py cannot address the stack's (B·n, m) view)."""
+    height = ds.shape[-2]
+    for start, block in rows:
+        done = 0
+        while done < len(block):
+            index, row = divmod(start + done, height)
+            count = min(len(block) - done, height - row)
+            where = (slice(row, row + count),) if ds.ndim == 2 else (index, slice(row, row + count))
+            ds[where] = block[done:done + count]
+            done += count
+
+
+def _text_format(dtype) -> str:
+    return "%d" if np.dtype(dtype).kind in "biu" else "%.17g"
 
 
 def assignment_bytes(path: str, rows: np.ndarray, cols: np.ndarray, n_rows: int) -> bytes:

@@ -440,24 +440,30 @@ def test_ctrl_c_and_sigterm_exit_with_one_line_and_no_partial_file(tmp_path, com
 
 SIGTERM_MID_WRITE = """
 import os, signal, sys
-import numpy as np
+import lapcli.cli
 from lapcli.cli import main
 
-def save_half_then_sigterm(handle, array):
-    handle.write(b"\\x93NUMPY partial")
+real_blocks = lapcli.cli.generate_blocks
+
+def first_block_then_sigterm(*args, **kwargs):
+    blocks = real_blocks(*args, **kwargs)
+    yield next(blocks)  # 1024 rows, written to the .part file before the next block is asked for
+    parts = [name for name in os.listdir() if name.endswith(".part")]
+    assert len(parts) == 1 and os.path.getsize(parts[0]) > 1_000_000, parts  # really mid-write
     os.kill(os.getpid(), signal.SIGTERM)
     for _ in range(1000):  # the handler runs at the next bytecode; nothing below is reached
-        handle.write(b"x")
+        pass
     raise AssertionError("SIGTERM was not delivered")
 
-np.save = save_half_then_sigterm  # this process only
+lapcli.cli.generate_blocks = first_block_then_sigterm  # this process only
 main(sys.argv[1:])
 """
 
 
-def test_sigterm_in_the_middle_of_a_write_leaves_no_file_and_no_part_file(tmp_path):
-    process = subprocess.run([sys.executable, "-c", SIGTERM_MID_WRITE, "generate", "--n", "5", "--seed", "1",
-                              "-o", "out.npy"], cwd=tmp_path, capture_output=True, timeout=60)
+@pytest.mark.parametrize("name", ["out.npy", "out.csv", "out.h5"])
+def test_sigterm_in_the_middle_of_a_write_leaves_no_file_and_no_part_file(tmp_path, name):
+    process = subprocess.run([sys.executable, "-c", SIGTERM_MID_WRITE, "generate", "--n", "2000", "--m", "300",
+                              "--seed", "1", "-o", name], cwd=tmp_path, capture_output=True, timeout=60)
     assert process.returncode == 143, process.stderr
     assert process.stderr.decode().strip().splitlines() == ["lap: terminated"]
     assert os.listdir(tmp_path) == []

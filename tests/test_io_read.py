@@ -1,0 +1,54 @@
+"""Reading inputs: NPY and contiguous HDF5 datasets are memory-mapped, not read whole (issue #15:
+a GPU solve pages them straight into the pinned upload ring)."""
+
+import h5py
+import numpy as np
+import pytest
+
+import lapcli
+from lapcli.io import read_matrix
+
+
+def test_npy_input_is_memory_mapped(tmp_path, rng):
+    cost = rng.integers(0, 100, size=(30, 40))
+    np.save(tmp_path / "m.npy", cost)
+    loaded = read_matrix(str(tmp_path / "m.npy"))
+    assert isinstance(loaded, np.memmap) and not loaded.flags.writeable
+    np.testing.assert_array_equal(loaded, cost)
+
+
+@pytest.mark.parametrize("dtype", ["<i4", ">f8", "<f4", "u1"])
+def test_contiguous_hdf5_dataset_is_memory_mapped_in_place(tmp_path, rng, dtype):
+    cost = (rng.random((3, 20, 25)) * 100).astype(dtype)
+    with h5py.File(tmp_path / "m.h5", "w") as f:
+        f.create_dataset("other", data=np.arange(1000))  # the dataset does not start the file
+        f.create_dataset("group/costs", data=cost)
+    loaded = read_matrix(str(tmp_path / "m.h5") + ":/group/costs")
+    assert isinstance(loaded, np.memmap) and not loaded.flags.writeable
+    assert loaded.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(loaded, cost)
+
+
+@pytest.mark.parametrize("options", [dict(chunks=(5, 5)), dict(compression="gzip"), dict(fillvalue=7)])
+def test_chunked_compressed_or_unwritten_hdf5_is_read_whole(tmp_path, rng, options):
+    cost = rng.random((20, 25))
+    with h5py.File(tmp_path / "m.h5", "w") as f:
+        if "fillvalue" in options:  # created, never written: no storage to map
+            f.create_dataset("costs", shape=cost.shape, dtype=cost.dtype, **options)
+            cost = np.full(cost.shape, 7.0)
+        else:
+            f.create_dataset("costs", data=cost, **options)
+    loaded = read_matrix(str(tmp_path / "m.h5"))
+    assert not isinstance(loaded, np.memmap)
+    np.testing.assert_array_equal(loaded, cost)
+
+
+def test_memory_mapped_hdf5_solves_like_the_array(tmp_path, rng):
+    cost = rng.integers(0, 50, size=(40, 60)).astype(np.int32)
+    with h5py.File(tmp_path / "m.h5", "w") as f:
+        f.create_dataset("costs", data=cost)
+    solution = lapcli.solve(read_matrix(str(tmp_path / "m.h5")))
+    from scipy.optimize import linear_sum_assignment
+
+    rows, cols = linear_sum_assignment(cost)
+    assert solution.objective == int(cost[rows, cols].sum())
