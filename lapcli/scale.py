@@ -12,6 +12,7 @@ Dask is optional (``pip install 'lapcli[dask]'``): importing this module never i
 from __future__ import annotations
 
 import os
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -44,6 +45,8 @@ class Solved:
     index: int
     solution: Any
     source_notes: list[str] = field(default_factory=list)
+    read_ms: float = 0.0  # reading the file on the worker (0 for an in-memory input)
+    solve_ms: float = 0.0  # the solve call on the worker, from the read array to the answer
 
 
 def dask_available() -> bool:
@@ -93,11 +96,13 @@ def solve_input(index: int, item, options: dict, read_options: dict) -> Solved |
 
     try:
         notes: list[str] = []
+        start = time.perf_counter()
         if isinstance(item, (str, os.PathLike)):
             cost, source = read_matrix_with_info(str(item), **read_options)
             notes = list(source.notes)
         else:
             cost = item
+        read = time.perf_counter()
         ndim = np.ndim(cost)
         options = dict(options)
         cost_limit = options.pop("cost_limit", None)
@@ -109,7 +114,7 @@ def solve_input(index: int, item, options: dict, read_options: dict) -> Solved |
             solution = solve_batch(cost, **options)
         else:
             raise LapInputError(f"input is {ndim}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
-        return Solved(index, solution, notes)
+        return Solved(index, solution, notes, (read - start) * 1e3, (time.perf_counter() - read) * 1e3)
     except Exception as error:  # one bad member costs none of the others
         return _failed(index, error)
 

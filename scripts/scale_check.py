@@ -9,7 +9,9 @@ worker per visible GPU); without dask-cuda or GPUs, ``LocalCluster``s of CPU pro
 the same files solved in this process, one after the other (no Dask). Every run's objectives must
 agree with the first run's (a failed input fails the check).
 
-Usage: python3 scripts/scale_check.py [--batch 2000] [--n 512] [--inputs 16] [--workers N] [--out FILE.json]
+Each cluster runs the workload --repeat times; the medians give the ratio.
+
+Usage: python3 scripts/scale_check.py [--batch 2000] [--n 512] [--inputs 16] [--workers N] [--repeat 3] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import lapcli  # noqa: E402
-from lapcli.scale import Failed, solve_many, visible_gpus  # noqa: E402
+from lapcli.scale import Solved, solve_inputs, visible_gpus  # noqa: E402
 from lapcli.io import read_matrix  # noqa: E402
 
 
@@ -57,25 +59,33 @@ def start_cluster(workers: int, gpus: int, threads: int = 1):
     return LocalCluster(n_workers=workers, processes=True, threads_per_worker=threads, dashboard_address=":0")
 
 
-def timed_run(paths: list[str], workers: int, gpus: int, threads: int = 1) -> tuple[float, list, float]:
-    """(seconds of solve_many, results, seconds to start the cluster and warm its workers)."""
+def timed_run(paths: list[str], workers: int, gpus: int, threads: int = 1, repeat: int = 1) -> dict:
+    """Start a cluster, warm its workers, run ``solve_inputs`` over the files ``repeat`` times.
+    Returns the seconds of each run, the start-up seconds, the last run's results and its per-task
+    sums (read, solve, and the solve reports' h2d and kernel times), summed over all tasks."""
     from distributed import Client
 
     begin = time.perf_counter()
     with start_cluster(workers, gpus, threads) as cluster, Client(cluster) as client:
         client.wait_for_workers(workers)
         client.run(warm_up)
-        start = time.perf_counter()
-        results = solve_many(paths, client=client)
-        seconds = time.perf_counter() - start
-    return seconds, results, start - begin
+        started = time.perf_counter() - begin
+        seconds = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            results = solve_inputs(paths, client=client)
+            seconds.append(time.perf_counter() - start)
+    solved = [r for r in results if isinstance(r, Solved)]
+    sums = {"read_ms": sum(r.read_ms for r in solved), "solve_ms": sum(r.solve_ms for r in solved),
+            **{key: sum(r.solution.report.details.get(key, 0.0) for r in solved) for key in ("h2d_ms", "kernel_ms")}}
+    return {"seconds": seconds, "start_s": started, "results": results, "task_sums_ms": sums}
 
 
 def objectives(results: list) -> np.ndarray:
-    failed = [r for r in results if isinstance(r, Failed)]
+    failed = [r for r in results if not isinstance(r, Solved)]
     if failed:
         raise SystemExit(f"scale_check: {len(failed)} input(s) failed, first: {failed[0]}")
-    return np.concatenate([np.asarray(r.objectives, dtype=np.float64) for r in results])
+    return np.concatenate([np.asarray(r.solution.objectives, dtype=np.float64) for r in results])
 
 
 def main() -> None:
@@ -87,6 +97,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads-per-worker", type=int, default=1,
                         help="worker threads (2: one task reads its file while another solves)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per cluster (the median is reported)")
     parser.add_argument("--no-in-process", action="store_true", help="skip the sequential in-process run")
     parser.add_argument("--out", help="also write the record as JSON here")
     args = parser.parse_args()
@@ -113,22 +124,31 @@ def main() -> None:
             start = time.perf_counter()
             reference = [lapcli.solve_batch(read_matrix(p)) for p in paths]
             record["in_process_s"] = time.perf_counter() - start
-        one_s, one, start_1 = timed_run(paths, 1, gpus, args.threads_per_worker)
-        many_s, many, start_n = timed_run(paths, workers, gpus, args.threads_per_worker)
-    base = objectives(one)
-    for name, other in (("N workers", objectives(many)),) + (() if args.no_in_process else (("in-process", objectives(reference)),)):
+        one = timed_run(paths, 1, gpus, args.threads_per_worker, args.repeat)
+        many = timed_run(paths, workers, gpus, args.threads_per_worker, args.repeat)
+    base = objectives(one["results"])
+    others = [("N workers", objectives(many["results"]))]
+    if not args.no_in_process:
+        others.append(("in-process", np.concatenate([np.asarray(r.objectives, dtype=np.float64) for r in reference])))
+    for name, other in others:
         if not np.allclose(other, base, rtol=1e-5, atol=1e-3):
             raise SystemExit(f"scale_check: objectives of {name} differ from 1 worker's")
-    record |= {"threads_per_worker": args.threads_per_worker, "cluster_start_s_1": start_1, "cluster_start_s_n": start_n,
+    one_s, many_s = float(np.median(one["seconds"])), float(np.median(many["seconds"]))
+    record |= {"threads_per_worker": args.threads_per_worker, "repeat": args.repeat,
+               "cluster_start_s_1": one["start_s"], "cluster_start_s_n": many["start_s"],
+               "one_worker_runs_s": one["seconds"], "n_workers_runs_s": many["seconds"],
                "one_worker_s": one_s, "n_workers_s": many_s, "speedup": one_s / many_s,
+               "task_sums_ms_1": one["task_sums_ms"], "task_sums_ms_n": many["task_sums_ms"],
                "problems_per_second_1": args.batch / one_s, "problems_per_second_n": args.batch / many_s}
     print(f"{args.batch} x {args.n}² float32 in {args.inputs} inputs ({'GPUs' if gpus else 'CPU processes'})")
     if "in_process_s" in record:
         print(f"  in process, sequential: {record['in_process_s']:.3f} s")
-    print(f"  1 worker:   {one_s:.3f} s ({record['problems_per_second_1']:,.0f} problems/s)")
-    print(f"  {workers} workers: {many_s:.3f} s ({record['problems_per_second_n']:,.0f} problems/s)")
+    for label, run, median in (("1 worker", one, one_s), (f"{workers} workers", many, many_s)):
+        sums = ", ".join(f"{key[:-3]} {value:.0f}" for key, value in run["task_sums_ms"].items())
+        print(f"  {label + ':':11s} median {median:.3f} s ({args.batch / median:,.0f} problems/s); runs "
+              f"{' '.join(f'{s:.3f}' for s in run['seconds'])}; task sums ms: {sums}")
     print(f"  ratio 1 / {workers}: {record['speedup']:.2f}x (threads per worker {args.threads_per_worker}; cluster start "
-          f"and warm-up, not timed: {start_1:.1f} s / {start_n:.1f} s)")
+          f"and warm-up, not timed: {one['start_s']:.1f} s / {many['start_s']:.1f} s)")
     if args.out:
         with open(args.out, "w") as handle:
             json.dump(record, handle, indent=2)
