@@ -8,12 +8,12 @@ small ring of pinned buffers (NumPy's copy releases the GIL) and issues that slo
 DMA, so host copies, DMAs and the next chunks' host copies overlap. A slot is refilled only after
 the DMA that read it has completed (one CUDA event per slot). The ring is allocated once per
 device and process and kept, each slot allocated when first used: its size does not grow with the
-array (the 17 GB of an n = 65,536 int32 matrix pass through 32 slots of 8 MB). Arrays under 4 MB
+array (the 17 GB of an n = 65,536 int32 matrix pass through 32 slots of 16 MB). Arrays under 4 MB
 take one plain pageable copy; a process's first upload, unless it exceeds 2 GB, is pinned in
 place instead of building the ring (see FIRST_UPLOAD_RING_ABOVE).
 
 Measured on the H100 machine (16 cores), 17.2 GB int32: pageable copy 1.88 s (9 GB/s); pinning the
-array in place 0.44 s + copy 0.31 s + unpinning 0.25 s; this ring 0.34-0.41 s (42-50 GB/s).
+array in place 0.44 s + copy 0.31 s + unpinning 0.25 s; this ring 0.39-0.45 s (38-44 GB/s).
 
 Used by both GPU engines for host input (issue #13's stacks, issue #15's largest matrices).
 """
@@ -27,19 +27,24 @@ from typing import Any
 
 import numpy as np
 
-# Chosen on the H100 machine (16 cores; docs/scaling.md): 17.2 GB moved in 0.34-0.57 s with 8
-# threads and in 0.41 s with 12 (8 MB chunks); 10 MB best in chunks of 4 MB.
-CHUNK_BYTES = 8 << 20  # the largest chunk
+# Chosen on the H100 machine (16 cores; docs/scaling.md). 17.2 GB, medians of 3, ms, one machine:
+#   chunk \ threads    6     8    12    14
+#   8 MB              701   605   733  1050
+#   16 MB             645   541   454   392
+#   32 MB             628   522   422   398
+# Each chunk hands the GIL around several times (copy, DMA call, event): with many threads small
+# chunks queue on it. 10 MB (a batch stack) is best in chunks of 4 MB.
+CHUNK_BYTES = 16 << 20  # the largest chunk
 MIN_CHUNK_BYTES = 4 << 20  # below this a chunk's Python overhead outweighs its copy
 PAGEABLE_BELOW = 4 << 20  # smaller arrays: one pageable copy beats the ring's overhead
-# Allocating pinned memory costs ~0.65 ms per MB (170 ms for the 256 MB of a full ring, measured),
+# Allocating pinned memory costs ~0.65 ms per MB (170 ms for 256 MB, measured; a full ring is 512 MB),
 # so a process's first upload does not build the ring unless it is large enough to repay it (a
 # one-shot `lap solve` of a 64 MB matrix: h2d 56 ms through a fresh ring). It pins the caller's
 # array in place instead (cudaHostRegister: 5 ms for 64 MB, 17 ms for 256 MB, but 1.0 s for 17 GB
 # where the ring takes 0.4 s); later uploads, repeated calls of a long-lived process, use the ring.
 FIRST_UPLOAD_RING_ABOVE = 2 << 30
 HOST_REGISTER_READ_ONLY = 8  # cudaHostRegisterReadOnly: pins a read-only mapping (np.load's mmap) too
-THREADS = max(2, min(12, (os.cpu_count() or 1) - 2))  # leave cores to the caller and the driver
+THREADS = max(2, min(14, (os.cpu_count() or 1) - 2))  # leave cores to the caller and the driver
 SLOTS = 32
 
 
