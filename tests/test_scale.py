@@ -67,6 +67,39 @@ def test_an_infeasible_and_a_bad_dtype_member_are_named_and_the_others_solve(cli
     assert results[3].error_type == "LapTypeError" and "\n" not in results[3].message
 
 
+def _explode():
+    raise RuntimeError("this input cannot be unpickled on a worker")
+
+
+class ExplodesOnArrival:
+    """Pickles on the client; unpickling it on a worker raises: scattering it fails."""
+
+    def __reduce__(self):
+        return _explode, ()
+
+
+class PathThatExplodesOnArrival(str):
+    """A file spec (not scattered: it travels inside its task) whose unpickling raises where the
+    task graph is read: the task itself errors, outside solve_input's handler, as when a worker
+    dies."""
+
+    def __reduce__(self):
+        return _explode, ()
+
+
+@pytest.mark.parametrize("bad", [ExplodesOnArrival(), PathThatExplodesOnArrival("m.npy")],
+                         ids=["scatter-fails", "task-fails"])
+def test_an_input_that_cannot_reach_or_run_on_a_worker_fails_alone(client, rng, bad):
+    good = rng.integers(0, 9, (5, 5))
+    calls = []
+    results = solve_many([good, bad, good.T.copy()], client=client, progress=lambda *args: calls.append(args))
+    assert results[0].objective == lapcli.solve(good).objective
+    assert results[2].objective == lapcli.solve(good.T).objective
+    assert isinstance(results[1], Failed) and results[1].index == 1 and not results[1].bad_input
+    assert results[1].message and "\n" not in results[1].message
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+
+
 def test_progress_is_called_once_per_input_with_done_increasing(client, rng):
     calls = []
     inputs = [rng.integers(0, 9, (5, 5)) for _ in range(6)]
