@@ -10,9 +10,13 @@ from .bench import (
     SUITES,
     bench_solvers,
     BenchSettings,
+    baseline_title,
+    fixed_options,
     grid_cells,
     ObjectiveMismatch,
     environment,
+    open_suite,
+    results_table_columns,
     results_table_rows,
     run_bench,
     solver_available,
@@ -21,7 +25,7 @@ from .bench import (
     write_plot,
 )
 from .cli_support import FailedError, FiniteFloatRange, InputError, OneLineCommand, run_library_call, stderr_console
-from .generate import FLOAT_KINDS, KINDS, kind_dtype
+from .generate import FLOAT_KINDS, KINDS
 from .problem import WORK_DTYPES
 
 
@@ -59,8 +63,10 @@ def range_problem(r: float) -> str | None:
 
 @click.command(cls=OneLineCommand)
 @click.option("--suite", type=click.Choice(sorted(SUITES) + ["batch"]),
-              help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X); batch: issue #13's stacks, "
-                   "B×n = 10000×16 … 64×1024, through every batch runner.")
+              help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X); ranges: issue #14's cells, "
+                   "n = 1024 … 8192 × int32 [0, R·n) for R = 0.1 … 1000, float32 and float64 U[0, 1) and "
+                   "geometric, kinds and dtypes fixed; batch: issue #13's stacks, B×n = 10000×16 … 64×1024, "
+                   "through every batch runner.")
 @click.option("--sizes", callback=csv_list(int, size_problem), help="Comma-separated n, e.g. 256,1024.")
 @click.option("--ranges", callback=csv_list(float, range_problem), help="Comma-separated R (costs in [0, R·n)).")
 @click.option("--dtypes", callback=csv_list(str),
@@ -73,7 +79,9 @@ def range_problem(r: float) -> str | None:
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds per solve; slower solvers are skipped for larger n.")
-@click.option("--baseline", help="Solver the speedups are relative to (default: the last solver).")
+@click.option("--baseline", callback=csv_list(str),
+              help="Solver the speedups are relative to (default: the last solver); several, comma-separated: "
+                   "the fastest of them in each cell.")
 @click.option("--json", "json_path", help="Write every repeat, the environment and the settings.")
 @click.option("--csv", "csv_path", help="Write every repeat as CSV.")
 @click.option("--plot", "plot_path", help="PNG plot, time against n per range (needs lapcli[plot]).")
@@ -102,14 +110,22 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         raise InputError("--scale applies to --suite batch only")
     if suite and (sizes or ranges):
         raise InputError("give either --suite or --sizes/--ranges")
-    cells = SUITES[suite] if suite else grid_cells(sizes or (256, 1024), ranges or (1, 100))
-    dtypes = dtypes or (kind_dtype(kind),)
-    for dtype in dtypes:
+    groups = SUITES[suite] if suite else open_suite(grid_cells(sizes or (256, 1024), ranges or (1, 100)))
+    if fixed_options(groups):
+        from click.core import ParameterSource
+
+        given = [name for name in fixed_options(groups)
+                 if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+        if given:
+            flags = ", ".join("--" + name for name in given)
+            raise InputError(f"--suite {suite} has its own kinds and dtypes; drop {flags}")
+    for dtype in dtypes or ():
         if dtype not in WORK_DTYPES:
             raise InputError(f"unknown dtype {dtype!r}; choose from {', '.join(WORK_DTYPES)}")
         if kind in FLOAT_KINDS and dtype.startswith("int"):
             raise InputError(f"--kind {kind} makes fractional values; --dtypes {dtype} would truncate them "
                              "(choose float32 or float64)")
+    groups = tuple(group.resolve(kind, dtypes) for group in groups)
     if solvers == ("auto",):
         solvers = tuple(s for s in bench_solvers() if s != "auto" and solver_available(s)[0] and s != "numpy")
         if not any(s.startswith("cuda") for s in solvers):
@@ -120,9 +136,11 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         available, why = solver_available(solver)
         if not available:
             raise FailedError(f"solver {solver!r} cannot run here: {why}")
-    if baseline is not None and baseline not in solvers:
-        raise InputError(f"--baseline {baseline!r} is not among the solvers ({', '.join(solvers)})")
-    baseline = baseline or solvers[-1]
+    for name in baseline or ():
+        if name not in solvers:
+            raise InputError(f"--baseline {name!r} is not among the solvers ({', '.join(solvers)})")
+    baseline = tuple(dict.fromkeys(baseline or (solvers[-1],)))
+    baseline = baseline[0] if len(baseline) == 1 else baseline  # one name is recorded as before, a string
     for path, suffixes in ((json_path, (".json",)), (csv_path, (".csv",)), (plot_path, (".png",))):
         if path:
             run_library_call(check_output_path, path, suffixes, "output")
@@ -132,18 +150,22 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         except ImportError:
             raise FailedError("--plot needs matplotlib: pip install 'lapcli[plot]'") from None
 
-    settings = BenchSettings(cells=tuple(cells), solvers=tuple(solvers), dtypes=tuple(dtypes),
-                             kind=kind, repeat=repeat, warmup=warmup, seed=seed, timeout=timeout, baseline=baseline)
-    if any(s.startswith("cuda") for s in solvers):  # context creation and NVRTC compile stay out of the numbers
+    settings = BenchSettings(cells=(), solvers=tuple(solvers), kind=None, groups=groups, repeat=repeat,
+                             warmup=warmup, seed=seed, timeout=timeout, baseline=baseline, suite=suite)
+    warm = [s for s in solvers if s.startswith("cuda")]
+    if "auto" in solvers and "cuda" not in warm:  # auto runs cuda for large n when a GPU is here
+        from .engines import registry
+
+        warm += ["cuda"] if registry.cuda_status()[0] else []
+    if warm:  # context creation and NVRTC compile stay out of the numbers
         from .facade import solve
 
         import numpy as np
 
-        for s in solvers:
-            if s.startswith("cuda"):
-                solve(np.eye(4, dtype=np.int32), solver=s)
+        for s in warm:
+            solve(np.eye(4, dtype=np.int32), solver=s)
     env = environment()
-    total = len(cells) * len(dtypes) * len(solvers)
+    total = settings.cell_count * len(solvers)
     failure = None
     with Progress(console=console, transient=True, disable=quiet) as bar:
         task = bar.add_task("benchmarking", total=total)
@@ -154,12 +176,21 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
 
     from rich.table import Table
 
-    table = Table(title=f"median ms (speedup over {baseline}) on {env.get('device')}", title_justify="left")
-    for column in ("n", "R", "dtype", *solvers):
+    table = Table(title=f"median ms (speedup over {baseline_title(baseline)}) on {env.get('device')}",
+                  title_justify="left")
+    for column in results_table_columns(results, solvers):
         table.add_column(column, justify="right")
-    for row in results_table_rows(results, solvers, baseline):
+    rows = results_table_rows(results, solvers, baseline)
+    for row in rows:
         table.add_row(*row)
     console.print(table)
+    notes = []
+    if any(row[1] == "—" for row in rows):
+        notes.append("R —: the float kinds' values do not depend on R")
+    if "auto" in solvers:
+        notes.append("auto: the engine it chose follows its time")
+    if notes:
+        console.print(f"[dim]{'; '.join(notes)}[/]")
     if json_path:
         write_json(json_path, settings, results, env)
     if csv_path:

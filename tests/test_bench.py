@@ -82,9 +82,10 @@ def test_same_matrix_for_every_solver_in_a_cell():
 
 
 def test_papers_suite_is_kawtikwars_grid_and_hylac_the_issues_points():
-    assert len(SUITES["papers"]) == 6 * 7
-    assert {n for n, _ in SUITES["papers"]} == {256, 512, 1024, 2048, 4096, 8192}
-    assert SUITES["hylac"] == ((1024, 1), (4096, 1), (4096, 100), (8192, 10), (8192, 1000))
+    (papers,), (hylac,) = SUITES["papers"], SUITES["hylac"]  # one group each, taking --kind and --dtypes
+    assert len(papers.cells) == 6 * 7
+    assert {n for n, _ in papers.cells} == {256, 512, 1024, 2048, 4096, 8192}
+    assert hylac.cells == ((1024, 1), (4096, 1), (4096, 100), (8192, 10), (8192, 1000))
 
 
 def test_float_kind_is_benchmarked_in_float64_not_on_zeros(tmp_path):
