@@ -64,14 +64,23 @@ def test_same_matrix_gives_same_objective_twenty_times(rng):
     assert len(objectives) == 1
 
 
-def test_step_counts_have_the_numpy_twins_magnitude(rng):  # not yet equal: see issue #12
-    cost = uniform_costs(rng, 256, 256, 1000, dtype=np.int32)
-    gpu = {s.step: s.count for s in lapcli.solve(cost, solver="cuda").report.steps}
-    cpu = {s.step: s.count for s in lapcli.solve(cost, solver="numpy").report.steps}
-    assert gpu[1] == cpu[1] == 1
-    for step in (3, 5, 6):
-        assert cpu[step] / 4 <= gpu[step] <= cpu[step] * 4, (step, gpu[step], cpu[step])
-    assert gpu[6] > 0 and gpu[4] >= gpu[6]
+def step_counts(solution):
+    return {s.step: s.count for s in solution.report.steps}
+
+
+def test_step_counts_equal_the_numpy_twins(rng):
+    """The kernel makes the twin's choices (smallest column per row, smallest row per column,
+    largest green, synchronous step-4 rounds), so both take the same steps, ties included."""
+    cases = [uniform_costs(rng, n, n, r, dtype=np.int32) for n in (64, 256, 257) for r in (0.01, 1, 1000)]
+    cases += [rng.random((200, 200)).astype(np.float32), rng.random((150, 150)), rng.integers(0, 50, (30, 70))]
+    dual_updates = 0
+    for cost in cases:
+        for maximize in (False, True):
+            twin = step_counts(lapcli.solve(cost, solver="numpy", maximize=maximize))
+            dual_updates += twin[6]
+            assert step_counts(lapcli.solve(cost, solver="cuda", maximize=maximize)) == twin, (cost.shape, cost.dtype)
+            assert step_counts(lapcli.solve(cost, solver="cuda-stepwise", maximize=maximize)) == twin
+    assert dual_updates > 1000  # the cases exercise step 6, not only steps 1-3
 
 
 def test_no_step6_when_reduction_already_gives_a_perfect_matching(rng):

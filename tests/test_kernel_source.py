@@ -39,7 +39,7 @@ def test_kernel_compiles_for_sm90_with_runtime_defines(tmp_path):
 def signature(function, dtype):
     cost, dual, _, _ = cuda_solver.KERNEL_TYPES[dtype]
     state = f"const State<{cost}, {dual}>*"
-    return f"{state}, int" if function in ("step_2", "step_3", "step_4") else state
+    return f"{state}, int" if function in cuda_solver.EPOCH_KERNELS else state
 
 
 def test_state_struct_layout_matches_the_kernel():

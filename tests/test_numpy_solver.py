@@ -5,7 +5,7 @@ import pytest
 
 import lapcli
 from lapcli.errors import SolverError
-from lapcli.engines.numpy_hungarian import step6_shift_duals
+from lapcli.engines.numpy_hungarian import step2_star_zeros, step5_augment, step6_shift_duals
 
 from .helpers import RANGES, assert_matches_scipy, uniform_costs
 
@@ -73,3 +73,26 @@ def test_step6_refuses_a_non_positive_delta():
     empty = np.empty(0, dtype=np.int64)
     with pytest.raises(SolverError, match="Δ"):
         step6_shift_duals(cost, u, v, no_cover, no_cover, empty, empty, 0.0)
+
+
+def test_step2_rows_take_their_smallest_free_column_and_columns_their_smallest_row():
+    # the kernel's rule (step2_pick / step2_star), independent of the zero list's order
+    zeros = [(2, 1), (0, 3), (0, 1), (1, 1), (1, 0), (3, 3)]
+    for order in (zeros, zeros[::-1]):
+        rows, cols = (np.array(a) for a in zip(*order))
+        star_col, star_row = np.full(4, -1), np.full(4, -1)
+        passes = step2_star_zeros(rows, cols, star_col, star_row)
+        # pass 1: rows pick 1, 0, 1, 3 -> column 1 stars row 0 (not 2), 0 stars 1, 3 stars 3;
+        # pass 2: row 2's only zero is in a starred column; pass 3 is not needed
+        assert star_col.tolist() == [1, 0, -1, 3] and passes == 2
+
+
+def test_step5_green_of_a_column_is_its_largest_visiting_row():
+    # rows 0 and 2 have no star; row 0 is primed in column 0, whose star row 3 is primed in
+    # column 2; row 2 is primed in column 2 too. Both walks reach column 2 (no star: a path end),
+    # the one from row 0 through row 3, which is the larger row and so column 2's green.
+    star_col, star_row = np.array([-1, 1, -1, 0]), np.array([3, 1, -1, -1])
+    prime = np.array([0, -1, 2, 2])
+    step5_augment(prime, star_col, star_row)
+    # flipped: row 3 -> column 2, row 0 -> column 0; row 2 stays without a star
+    assert star_col.tolist() == [0, 1, -1, 2] and star_row.tolist() == [0, 1, 3, -1]

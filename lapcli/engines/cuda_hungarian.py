@@ -37,13 +37,15 @@ KERNEL_TYPES = {
     "float32": ("float", "double", np.float64, "d"),
     "float64": ("double", "double", np.float64, "d"),
 }
-STEPWISE_KERNELS = ("step_1_rows", "step_1_columns", "step_1_zeros", "step_2", "step_3", "step_4",
-                    "step_5a", "step_5b", "step_6_min", "step_6_shift")
+STEPWISE_KERNELS = ("step_1_rows", "step_1_columns", "step_1_zeros", "step_2_pick", "step_2_star", "step_3",
+                    "step_4", "step_5a", "step_5b", "step_6_min", "step_6_shift")
+EPOCH_KERNELS = ("step_2_pick", "step_3", "step_4")  # stepwise kernels that take the flag slot's epoch
+SHARED_KERNELS = ("hungarian", "step_2_pick", "step_4")  # kernels that use the row_choice shared array
 # What the kernel and this launcher share, defined HERE only: compiled_module passes them to the
 # kernel as -D defines (kernel_defines), and the kernel refuses to compile without them.
 # Flag slots: what a phase's threads report, read by every thread after the barrier.
 SLOTS = {
-    "SLOT_CHANGED": 0,  # step 2: a row had to be released / step 4: a row was covered
+    "SLOT_CHANGED": 0,  # step 2: a row picked a free zero (a star follows) / step 4: a row was covered
     "SLOT_PATH": 1,  # step 4: a primed zero in a row without a star (go to step 5)
     "SLOT_ABORT": 2,  # step 4: timeout or iteration cap (the value is the status)
     "SLOT_STARS": 3,  # step 3: number of starred columns
@@ -67,11 +69,12 @@ def kernel_defines(block_size: int = BLOCK_SIZE) -> tuple[str, ...]:
     return (f"-DLAP_BLOCK={block_size}", *(f"-D{name}={value}" for name, value in SLOTS.items()),
             *(f"-D{name}={code}" for code, (name, _) in STATUSES.items()))
 
-# struct State<T, D> of the kernel: 20 pointers, then the scalars (packed by DeviceState in this order).
+# struct State<T, D> of the kernel: 22 pointers, then the scalars (packed by DeviceState in this order).
 STATE_SCALARS = ("segment_capacity", "eps", "k", "column_bits", "time_limit_ns", "max_rounds")
 STATE_POINTERS = ("cost", "u", "v", "v_masked", "row_min", "partial", "new_cols", "incremental", "zeros", "zeros_size", "cover_row",
                   "cover_col", "column_of_star_at_row", "row_of_star_at_column", "column_of_prime_at_row",
-                  "row_of_green_at_column", "slots", "step_ns", "step_count", "status")
+                  "row_of_green_at_column", "column_claim", "uncovered_round", "slots", "step_ns", "step_count",
+                  "status")
 
 
 def kernel_source() -> str:
@@ -109,6 +112,7 @@ class LaunchPlan:
     segment_capacity: int
     bytes_needed: int
     column_bits: int
+    shared_bytes: int  # dynamic shared memory per block: row_choice, one int per row of the block
 
 
 def column_bits(size: int) -> int:
@@ -126,19 +130,34 @@ def check_zero_packing(size: int, blocks: int) -> None:
                           f"({rows} rows per block); use --solver scipy")
 
 
+def row_choice_bytes(size: int, blocks: int) -> int:
+    """Shared memory of the kernel's row_choice array: one int per row a block owns."""
+    return 4 * math.ceil(size / blocks)
+
+
 def plan_launch(kernel, size: int, cost_itemsize: int, block_size: int, blocks_per_sm: int) -> LaunchPlan:
     """Grid = co-resident blocks (occupancy × SMs, capped by blocks_per_sm and by the rows)."""
     import cupy
 
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    resident = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block_size, 0)
+    device = cupy.cuda.Device()
+    sms = device.attributes["MultiProcessorCount"]
+    widest = row_choice_bytes(size, min(sms, size))  # the most a block of a one-per-SM grid needs
+    if widest > device.attributes["MaxSharedMemoryPerBlockOptin"] - 4096:
+        raise SolverError(f"the CUDA solver cannot hold n = {size} rows on {sms} multiprocessors; use --solver scipy")
+    resident = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block_size, widest)
     if resident < 1:
         raise SolverError(f"the kernel cannot be resident with {block_size} threads per block")
     blocks = max(1, min(sms * min(resident, blocks_per_sm), size))
     check_zero_packing(size, blocks)
     segment_capacity = math.ceil(size / blocks) * size
     return LaunchPlan(blocks, block_size, segment_capacity, launch_bytes(size, cost_itemsize, blocks),
-                      column_bits(size))
+                      column_bits(size), row_choice_bytes(size, blocks))
+
+
+def allow_shared_memory(kernel, plan: LaunchPlan) -> None:
+    """Above 48 KB of dynamic shared memory a kernel must opt in (only tiny GPUs with huge n)."""
+    if plan.shared_bytes > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = plan.shared_bytes
 
 
 def launch_bytes(size: int, cost_itemsize: int, blocks: int) -> int:
@@ -149,7 +168,7 @@ def launch_bytes(size: int, cost_itemsize: int, blocks: int) -> int:
         size * size * cost_itemsize  # cost
         + blocks * segment_capacity * 4  # zero segments (a zero is 4 bytes)
         + blocks * size * 8  # step-1 column minima per block
-        + size * (4 * 8 + 7 * 4)  # u, v, v_masked, row_min; covers, stars, primes, greens, new_cols
+        + size * (4 * 8 + 9 * 4)  # u, v, v_masked, row_min; covers, stars, primes, greens, new_cols, claims, rounds
     )
 
 
@@ -220,6 +239,8 @@ class DeviceState:
             "row_of_star_at_column": cupy.full(size, -1, dtype=np.int32),
             "column_of_prime_at_row": cupy.full(size, -1, dtype=np.int32),
             "row_of_green_at_column": cupy.full(size, -1, dtype=np.int32),
+            "column_claim": cupy.empty(size, dtype=np.int32),  # set by step 1
+            "uncovered_round": cupy.empty(size, dtype=np.int32),  # set by step 3
             "slots": cupy.zeros(SLOT_INTS * SLOT_COUNT, dtype=np.int32),
             "step_ns": cupy.zeros(7, dtype=np.uint64),
             "step_count": cupy.zeros(7, dtype=np.int32),
@@ -322,9 +343,10 @@ def run(problem, *, timeout: float | None = None, device: int | None = None, blo
         copied_in.record()
         module, dtype, plan, compile_ms = prepare_launch(problem, work, False, block_size, blocks_per_sm, defines)
         kernel = module.get_function(kernel_name("hungarian", dtype))
+        allow_shared_memory(kernel, plan)
         state = DeviceState(work.values, plan, dtype, work.eps, timeout)
         launched.record()
-        kernel((plan.blocks,), (plan.block_size,), (state.struct,))
+        kernel((plan.blocks,), (plan.block_size,), (state.struct,), shared_mem=plan.shared_bytes)
         solved.record()
         clocks_ns, counts = state["step_ns"].get(), state["step_count"].get()
         status_word = int(state["status"].get()[0])
@@ -358,6 +380,8 @@ def _run_stepwise(problem, timeout, block_size, blocks_per_sm) -> EngineResult:
     copied_in.record()
     module, dtype, plan, compile_ms = prepare_launch(problem, work, True, block_size, blocks_per_sm)
     kernels = {name: module.get_function(kernel_name(name, dtype)) for name in STEPWISE_KERNELS}
+    for name in SHARED_KERNELS[1:]:
+        allow_shared_memory(kernels[name], plan)
     grid, block = (plan.blocks,), (plan.block_size,)
     state = DeviceState(work.values, plan, dtype, work.eps, None)
     args = (state.struct,)
@@ -366,16 +390,18 @@ def _run_stepwise(problem, timeout, block_size, blocks_per_sm) -> EngineResult:
     launches = 0
     deadline = time.perf_counter() + timeout if timeout else math.inf
 
-    def launch_step(step: int, names: tuple[str, ...], epoch: int | None = None):
+    def launch_step(step: int, names: tuple[str, ...], epoch: int | None = None, count: bool = True):
         nonlocal launches
         begin, end = cupy.cuda.Event(), cupy.cuda.Event()
         begin.record()
         for name in names:
-            kernels[name](grid, block, args if epoch is None else (state.struct, np.int32(epoch)))
+            shared = plan.shared_bytes if name in SHARED_KERNELS else 0
+            kernels[name](grid, block, (state.struct, np.int32(epoch)) if name in EPOCH_KERNELS else args,
+                          shared_mem=shared)
             launches += 1
         end.record()
         timed.append((step, begin, end))
-        counts[step] += 1
+        counts[step] += count
 
     def read_slot(epoch: int):
         slots = state["slots"].get()  # the host round trip the cooperative launch avoids
@@ -383,12 +409,13 @@ def _run_stepwise(problem, timeout, block_size, blocks_per_sm) -> EngineResult:
 
     launch_step(1, ("step_1_rows", "step_1_columns", "step_1_zeros"))
     epoch = 0
-    while True:
-        launch_step(2, ("step_2",), epoch)
-        repeat = read_slot(epoch)[SLOT_CHANGED]
+    while True:  # one pass: the rows pick (the host reads whether any did), then the columns star
+        launch_step(2, ("step_2_pick",), epoch)
+        picked = read_slot(epoch)[SLOT_CHANGED]
         epoch += 1
-        if not repeat:
+        if not picked:
             break
+        launch_step(2, ("step_2_star",), count=False)
     status_word = 0
     while status_word == 0:
         launch_step(3, ("step_3",), epoch)

@@ -1,8 +1,12 @@
 """Classical Hungarian algorithm (Munkres, six steps) in vectorised NumPy.
 
 This is the readable specification of ``kernels/hungarian.cu``: the same steps, the same data
-structures and names, the same per-step accounting. Where the kernel runs a step in parallel
-over zeros, rows or columns, this module runs the same step as one array operation.
+structures and names, the same per-step accounting, and the same choices. Where the kernel runs a
+step in parallel over zeros, rows or columns, this module runs the same step as one array
+operation; where threads could race, both follow one rule (a row takes its smallest available
+column, a column its smallest claiming row, a column's green is its largest visiting row, a step-4
+round sees the covers as they were when it began), so the twin and the kernel take the same steps
+and their step counts are equal (asserted by the GPU tests).
 
 Data (LAP19 §4.1, shared/design.md §2):
   u, v                    dual variables; the reduced cost ("slack") of (i, j) is
@@ -47,10 +51,13 @@ class RowMinima:
         self.new_cols.clear()
 
 
-def first_per_row(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Keep one (row, col) pair per distinct row: the first in list order."""
-    _, first = np.unique(rows, return_index=True)
-    return rows[first], cols[first]
+def smallest_per_key(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One (key, value) pair per distinct key: its smallest value (the kernel's atomicMin)."""
+    order = np.lexsort((values, keys))
+    keys, values = keys[order], values[order]
+    first = np.ones(keys.size, dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    return keys[first], values[first]
 
 
 def step1_reduce(cost: np.ndarray, eps: float):
@@ -62,17 +69,17 @@ def step1_reduce(cost: np.ndarray, eps: float):
 
 
 def step2_star_zeros(zero_rows, zero_cols, column_of_star_at_row, row_of_star_at_column) -> int:
-    """Star a maximal set of independent zeros, several per pass (the kernel's atomicExch race,
-    resolved here by taking the first candidate of each row and then of each column).
-    Returns the number of passes."""
+    """Star a maximal set of independent zeros, several per pass: each row without a star picks its
+    smallest free column, each picked column stars its smallest picking row (the kernel's
+    step2_pick / step2_star). Returns the number of passes, the last one finding nothing."""
     passes = 0
     while True:
         passes += 1
         free = (column_of_star_at_row[zero_rows] < 0) & (row_of_star_at_column[zero_cols] < 0)
         if not free.any():
             return passes
-        rows, cols = first_per_row(zero_rows[free], zero_cols[free])
-        cols, rows = first_per_row(cols, rows)
+        rows, cols = smallest_per_key(zero_rows[free], zero_cols[free])
+        cols, rows = smallest_per_key(cols, rows)
         column_of_star_at_row[rows] = cols
         row_of_star_at_column[cols] = rows
 
@@ -81,7 +88,8 @@ def step5_augment(column_of_prime_at_row, column_of_star_at_row, row_of_star_at_
     """Flip every vertex-disjoint augmenting path at once (LAP19 step 5a/5b).
 
     5a: from each primed row without a star, walk prime → star-in-that-column → prime … and
-        mark each column's green row (one per column: paths that join share their tail).
+        mark each column's green row: the largest row that reaches it (paths that join share
+        their tail; the kernel's atomicMax).
     5b: from each green column without a star (a path end), walk back along greens, turning
         the primes into stars and the stars into nothing.
     """
@@ -90,10 +98,10 @@ def step5_augment(column_of_prime_at_row, column_of_star_at_row, row_of_star_at_
     starts = np.flatnonzero((column_of_prime_at_row >= 0) & (column_of_star_at_row < 0))
     for row in starts:  # 5a
         col = column_of_prime_at_row[row]
-        row_of_green_at_column[col] = row
+        row_of_green_at_column[col] = max(row_of_green_at_column[col], row)
         while (row := row_of_star_at_column[col]) >= 0:
             col = column_of_prime_at_row[row]
-            row_of_green_at_column[col] = row
+            row_of_green_at_column[col] = max(row_of_green_at_column[col], row)
     ends = np.flatnonzero((row_of_green_at_column >= 0) & (row_of_star_at_column < 0))
     for col in ends:  # 5b
         row = row_of_green_at_column[col]
@@ -142,13 +150,14 @@ def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_itera
             if iterations > max_iterations:
                 raise SolverError(f"iteration cap of {max_iterations} reached (this is a bug; please report it)")
             with recorder.step(4):
-                # All uncovered zeros are primed in one round, at most one per row: rows are
-                # distinct, so covering one never hides another's zero, and uncovering columns
-                # only adds zeros. Some serial order of step 4 does exactly the same (LAP19 App. A).
+                # One round primes, in every row with an uncovered zero, its smallest such column
+                # (covers as they were when the round began): rows are distinct, so covering one
+                # never hides another's zero, and some serial order of step 4 does exactly the
+                # same (LAP19 App. A). Zeros in the columns it uncovers wait for the next round.
                 uncovered = ~cover_row[zero_rows] & ~cover_col[zero_cols]
                 found = bool(uncovered.any())
                 if found:
-                    rows, cols = first_per_row(zero_rows[uncovered], zero_cols[uncovered])
+                    rows, cols = smallest_per_key(zero_rows[uncovered], zero_cols[uncovered])
                     column_of_prime_at_row[rows] = cols
                     star_cols = column_of_star_at_row[rows]
                     has_star = star_cols >= 0

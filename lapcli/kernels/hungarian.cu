@@ -20,7 +20,13 @@
 // rows. Same delta, same zeros, same step counts as recomputing everything.
 //
 // The NumPy twin lapcli/engines/numpy_hungarian.py is the readable specification: same steps,
-// same array names.
+// same array names, and the same choices, so that both take the same steps (the GPU tests assert
+// equal step counts). Every choice that threads could race for is a fixed rule instead: a row
+// takes its smallest available column (steps 2 and 4, through row_choice in shared memory), a
+// column its smallest claiming row (step 2, column_claim), a column's green is its largest
+// visiting row (step 5a, atomicMax). Step 4 rounds are synchronous: a round reads the covers as
+// they were when it began (a column uncovered in this round carries the round's number in
+// uncovered_round), so one round primes exactly the zeros that the twin's round primes.
 //
 // Types: T is the stored cost (int, long long, float, double); D the dual / slack type (long long
 // for integer costs: exact; double for float costs: slack <= eps counts as zero, eps chosen on the
@@ -44,6 +50,7 @@ namespace cg = cooperative_groups;
 #endif
 constexpr int step6_unroll = LAP_UNROLL;  // 16-byte loads in flight per lane in step 6 (warp_row_min)
 #define FULL_MASK 0xffffffffu
+constexpr int unclaimed = 0x7fffffff;  // an empty row_choice / column_claim entry (atomicMin's identity)
 
 template <typename D> __device__ __forceinline__ D largest();
 template <> __device__ __forceinline__ long long largest<long long>() { return 0x7fffffffffffffffLL; }
@@ -73,6 +80,8 @@ struct State {
     int* row_of_star_at_column;
     int* column_of_prime_at_row;
     int* row_of_green_at_column;
+    int* column_claim;   // step 2: the smallest row that picked column j this pass (or unclaimed)
+    int* uncovered_round;  // step 4: the round that uncovered column j in this phase (-1: none)
     int* slots;
     unsigned long long* step_ns;
     int* step_count;
@@ -174,8 +183,11 @@ __device__ __forceinline__ int row_of_local(int local) { return (int)blockIdx.x 
 template <typename S> __device__ __forceinline__ unsigned pack_zero(const S& s, int local, int j) {
     return ((unsigned)local << s.column_bits) | (unsigned)j;
 }
+template <typename S> __device__ __forceinline__ int local_of_zero(const S& s, unsigned z) {
+    return (int)(z >> s.column_bits);
+}
 template <typename S> __device__ __forceinline__ int row_of_zero(const S& s, unsigned z) {
-    return (int)blockIdx.x + (int)(z >> s.column_bits) * (int)gridDim.x;
+    return row_of_local(local_of_zero(s, z));
 }
 template <typename S> __device__ __forceinline__ int column_of_zero(const S& s, unsigned z) {
     return (int)(z & ((1u << s.column_bits) - 1u));
@@ -256,6 +268,7 @@ __device__ void step1_columns(const State<T, D>& s) {
         D m = largest<D>();
         for (int b = 0; b < (int)gridDim.x; ++b) m = min(m, s.partial[(long long)b * s.k + j]);
         s.v[j] = m;
+        s.column_claim[j] = unclaimed;
     }
 }
 
@@ -280,27 +293,47 @@ __device__ void step1_zeros(const State<T, D>& s, Shared<D>& sh) {
     if (threadIdx.x == 0) s.zeros_size[blockIdx.x] = sh.zero_count;
 }
 
-// Step 2, one pass: each zero takes its row, then its column (atomicExch on the covers). Losing
-// the column releases the row and asks for another pass (each such pass also made a star, so the
-// passes end). LAP19 §4.2.
+// Per-row choices live in shared memory: row_choice[local] for each row of this block (a zero's
+// row always belongs to the block whose segment holds it). Every entry is unclaimed between uses.
+__device__ __forceinline__ void clear_row_choices(int* row_choice, int k) {
+    for (int local = threadIdx.x; local < owned_rows(k); local += LAP_BLOCK) row_choice[local] = unclaimed;
+    __syncthreads();
+}
+
+// Step 2, one pass, first half: every row of mine without a star takes its smallest column among
+// its free zeros (row and column uncovered) and claims that column for itself (the smallest row
+// wins). Covers change only in the second half, after a barrier, so the pass is deterministic.
+// LAP19 §4.2 races atomicExch on the covers instead; the rule here is what the twin does.
 template <typename T, typename D>
-__device__ void step2_pass(const State<T, D>& s, int* slot) {
+__device__ void step2_pick(const State<T, D>& s, int* row_choice, int* slot) {
     const unsigned* my_zeros = s.zeros + (long long)blockIdx.x * s.segment_capacity;
     const int count = s.zeros_size[blockIdx.x];
     for (int q = threadIdx.x; q < count; q += LAP_BLOCK) {
         const unsigned z = my_zeros[q];
-        const int r = row_of_zero(s, z), c = column_of_zero(s, z);
-        if (load_volatile(s.cover_row + r) == 0 && load_volatile(s.cover_col + c) == 0) {
-            if (atomicExch(s.cover_row + r, 1) == 0) {
-                if (atomicExch(s.cover_col + c, 1) == 0) {
-                    s.column_of_star_at_row[r] = c;
-                    s.row_of_star_at_column[c] = r;
-                } else {
-                    atomicExch(s.cover_row + r, 0);
-                    store_volatile(slot + SLOT_CHANGED, 1);
-                }
-            }
-        }
+        const int c = column_of_zero(s, z);
+        if (s.cover_row[row_of_zero(s, z)] == 0 && s.cover_col[c] == 0) atomicMin(row_choice + local_of_zero(s, z), c);
+    }
+    __syncthreads();
+    for (int local = threadIdx.x; local < owned_rows(s.k); local += LAP_BLOCK) {
+        const int c = row_choice[local];
+        if (c == unclaimed) continue;
+        row_choice[local] = unclaimed;
+        atomicMin(s.column_claim + c, row_of_local(local));
+        store_volatile(slot + SLOT_CHANGED, 1);
+    }
+}
+
+// Step 2, second half: each claimed column stars its claiming row; both become covered.
+template <typename T, typename D>
+__device__ void step2_star(const State<T, D>& s) {
+    for (int j = global_tid(); j < s.k; j += global_threads()) {
+        const int r = s.column_claim[j];
+        if (r == unclaimed) continue;
+        s.column_claim[j] = unclaimed;
+        s.cover_row[r] = 1;
+        s.cover_col[j] = 1;
+        s.column_of_star_at_row[r] = j;
+        s.row_of_star_at_column[j] = r;
     }
 }
 
@@ -315,6 +348,7 @@ __device__ void step3_cover(const State<T, D>& s, Shared<D>& sh, int* slot) {
         s.cover_row[j] = 0;
         s.column_of_prime_at_row[j] = -1;
         s.row_of_green_at_column[j] = -1;
+        s.uncovered_round[j] = -1;
         starred += has_star;
     }
     starred = block_sum(starred, sh.scratch_i);  // a reduction, then one atomic per block
@@ -322,47 +356,54 @@ __device__ void step3_cover(const State<T, D>& s, Shared<D>& sh, int* slot) {
     if (global_tid() == 0) { s.incremental[0] = 0; s.incremental[1] = 0; }  // a new phase
 }
 
-// Step 4, one round (LAP19 Alg. 4, block-distributed over the zero segments).
+// Step 4, one round (LAP19 Alg. 4, block-distributed over the zero segments), synchronous: the
+// first half offers every uncovered zero to its row, which takes its smallest column; the second
+// half primes those zeros. A row with a star is covered and its star's column uncovered (the new
+// zeros there count from the next round on); a row without one ends a path (step 5). Rows are
+// distinct, so covering one never hides another's zero: some serial order of step 4 primes the
+// same zeros (LAP19 App. A).
 template <typename T, typename D>
-__device__ void step4_round(const State<T, D>& s, int* slot) {
+__device__ void step4_round(const State<T, D>& s, int* row_choice, int* slot, int round) {
     const unsigned* my_zeros = s.zeros + (long long)blockIdx.x * s.segment_capacity;
     const int count = s.zeros_size[blockIdx.x];
     for (int q = threadIdx.x; q < count; q += LAP_BLOCK) {
         const unsigned z = my_zeros[q];
-        const int r = row_of_zero(s, z), c = column_of_zero(s, z);
-        // LAP19 App. A: check the column cover before the row cover. Columns are only ever
-        // uncovered here, so a zero seen with its column and then its row uncovered was uncovered
-        // at one instant, and some serial order primes it too. The column read is an ACQUIRE: it
-        // pairs with the writer's fence below, so a thread that sees the column uncovered also
-        // sees the row cover written before it (with relaxed loads the row read could be
-        // satisfied first, and read a stale 0).
-        if (load_acquire(s.cover_col + c) == 0 && load_volatile(s.cover_row + r) == 0) {
-            store_volatile(s.column_of_prime_at_row + r, c);
-            const int star_col = s.column_of_star_at_row[r];
-            if (star_col >= 0) {
-                store_volatile(s.cover_row + r, 1);
-                // The row cover must be visible before the column is uncovered, or a thread could
-                // see the star's column uncovered and this row not yet covered, and prime a second
-                // zero of this row that no serial order allows.
-                __threadfence();
-                s.v_masked[star_col] = s.v[star_col];
-                store_volatile(s.cover_col + star_col, 0);
-                // Remember the column for step 6. Races may list it twice (harmless); a full list
-                // makes the next step 6 recompute whole rows instead.
-                const int entry = atomicAdd(s.incremental, 1);
-                if (entry < s.k) s.new_cols[entry] = star_col;
-                else s.incremental[1] = 0;
-                store_volatile(slot + SLOT_CHANGED, 1);
-            } else {
-                store_volatile(slot + SLOT_PATH, 1);
-            }
+        const int c = column_of_zero(s, z);
+        // Rows are mine and change only in my second half. A column may be uncovered by another
+        // block during this round: the ACQUIRE load pairs with that writer's fence, so a thread
+        // that sees the column uncovered also sees the round number written before it.
+        if (s.cover_row[row_of_zero(s, z)] == 0 && load_acquire(s.cover_col + c) == 0
+            && load_volatile(s.uncovered_round + c) != round)
+            atomicMin(row_choice + local_of_zero(s, z), c);
+    }
+    __syncthreads();
+    for (int local = threadIdx.x; local < owned_rows(s.k); local += LAP_BLOCK) {
+        const int c = row_choice[local];
+        if (c == unclaimed) continue;
+        row_choice[local] = unclaimed;
+        const int r = row_of_local(local), star_col = s.column_of_star_at_row[r];
+        s.column_of_prime_at_row[r] = c;
+        if (star_col >= 0) {
+            s.cover_row[r] = 1;
+            s.v_masked[star_col] = s.v[star_col];
+            store_volatile(s.uncovered_round + star_col, round);
+            __threadfence();  // the round number before the uncovering (see the first half)
+            store_volatile(s.cover_col + star_col, 0);
+            // Remember the column for step 6; a full list makes the next step 6 read whole rows.
+            const int entry = atomicAdd(s.incremental, 1);
+            if (entry < s.k) s.new_cols[entry] = star_col;
+            else s.incremental[1] = 0;
+            store_volatile(slot + SLOT_CHANGED, 1);
+        } else {
+            store_volatile(slot + SLOT_PATH, 1);
         }
     }
 }
 
 // Step 5a: from every primed row without a star, walk prime -> star in its column -> prime ...
-// marking each column's green row. One green per column: walks that join overwrite each other's
-// greens, so the backward walks of 5b follow vertex-disjoint paths.
+// marking each column's green row. One green per column, the largest row that reaches it (atomicMax,
+// so the result does not depend on which walk runs first): a column's green is always a row primed
+// in it, so the backward walks of 5b follow vertex-disjoint paths.
 // A walk is bounded by k links; one that is longer, or meets a row without a prime, means the
 // covers or stars are inconsistent: it stops and reports STATUS_PATH_WALK instead of looping or
 // indexing with -1 (the host turns the status into an error; never a hang).
@@ -371,12 +412,12 @@ __device__ void step5a_greens(const State<T, D>& s) {
     for (int r0 = global_tid(); r0 < s.k; r0 += global_threads()) {
         int c = load_volatile(s.column_of_prime_at_row + r0);
         if (c < 0 || s.column_of_star_at_row[r0] >= 0) continue;
-        store_volatile(s.row_of_green_at_column + c, r0);
+        atomicMax(s.row_of_green_at_column + c, r0);
         int r, links = 0;
         while ((r = s.row_of_star_at_column[c]) >= 0) {
             c = load_volatile(s.column_of_prime_at_row + r);
             if (c < 0 || ++links > s.k) { atomicExch(s.status, STATUS_PATH_WALK); break; }
-            store_volatile(s.row_of_green_at_column + c, r);
+            atomicMax(s.row_of_green_at_column + c, r);
         }
     }
 }
@@ -519,12 +560,14 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) hungarian(const State<T, D>* __r
     cg::grid_group grid = cg::this_grid();
     const State<T, D>& s = *state;
     __shared__ Shared<D> sh;
+    extern __shared__ int row_choice[];  // owned_rows(k) ints: the launch's dynamic shared memory
     const bool clock_thread = blockIdx.x == 0 && threadIdx.x == 0;
     if (clock_thread) { sh.clock.start(); sh.kernel_start = sh.clock.last; }
     int epoch = 0;  // the flag slot in use; the same in every block
     long long rounds = 0;
     int result = STATUS_OK;
 
+    clear_row_choices(row_choice, s.k);
     step1_rows(s, sh);
     grid.sync();
     step1_columns(s);
@@ -536,12 +579,16 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) hungarian(const State<T, D>* __r
     while (true) {
         int* slot = s.slots + SLOT_INTS * (epoch % SLOT_COUNT);
         clear_next_slot(s.slots, epoch);
-        step2_pass(s, slot);
+        step2_pick(s, row_choice, slot);
         grid.sync();
-        const bool repeat = load_volatile(slot + SLOT_CHANGED) != 0;
+        const bool picked = load_volatile(slot + SLOT_CHANGED) != 0;
         ++epoch;
+        if (picked) {
+            step2_star(s);
+            grid.sync();
+        }
         if (clock_thread) sh.clock.mark(2);
-        if (!repeat) break;
+        if (!picked) break;
     }
 
     while (true) {
@@ -565,7 +612,7 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) hungarian(const State<T, D>* __r
                 if (global_timer_ns() - sh.kernel_start > s.time_limit_ns) slot[SLOT_ABORT] = STATUS_TIMEOUT;
                 else if (rounds > s.max_rounds) slot[SLOT_ABORT] = STATUS_ITERATION_CAP;
             }
-            step4_round(s, slot);
+            step4_round(s, row_choice, slot, epoch);
             grid.sync();
             const int abort = load_volatile(slot + SLOT_ABORT);
             const bool path = load_volatile(slot + SLOT_PATH) != 0;
@@ -619,9 +666,15 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_zeros(const State<T, D>* 
     step1_zeros(*state, sh);
 }
 template <typename T, typename D>
-__global__ void __launch_bounds__(LAP_BLOCK, 1) step_2(const State<T, D>* __restrict__ state, int epoch) {
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_2_pick(const State<T, D>* __restrict__ state, int epoch) {
+    extern __shared__ int row_choice[];
+    clear_row_choices(row_choice, state->k);
     clear_next_slot(state->slots, epoch);
-    step2_pass(*state, state->slots + SLOT_INTS * (epoch % SLOT_COUNT));
+    step2_pick(*state, row_choice, state->slots + SLOT_INTS * (epoch % SLOT_COUNT));
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_2_star(const State<T, D>* __restrict__ state) {
+    step2_star(*state);
 }
 template <typename T, typename D>
 __global__ void __launch_bounds__(LAP_BLOCK, 1) step_3(const State<T, D>* __restrict__ state, int epoch) {
@@ -631,8 +684,10 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) step_3(const State<T, D>* __rest
 }
 template <typename T, typename D>
 __global__ void __launch_bounds__(LAP_BLOCK, 1) step_4(const State<T, D>* __restrict__ state, int epoch) {
+    extern __shared__ int row_choice[];
+    clear_row_choices(row_choice, state->k);
     clear_next_slot(state->slots, epoch);
-    step4_round(*state, state->slots + SLOT_INTS * (epoch % SLOT_COUNT));
+    step4_round(*state, row_choice, state->slots + SLOT_INTS * (epoch % SLOT_COUNT), epoch);
 }
 template <typename T, typename D>
 __global__ void __launch_bounds__(LAP_BLOCK, 1) step_5a(const State<T, D>* __restrict__ state) {
