@@ -8,6 +8,8 @@ from .results import SolveReport
 
 def render_summary(report: SolveReport, console) -> None:
     """Print the human summary (objective, solver, device, total time, step table) to ``console``."""
+    if console.quiet:  # --quiet: build nothing (Rich's tables cost a one-shot solve ~20 ms)
+        return
     from rich.markup import escape
     from rich.table import Table
 

@@ -508,3 +508,22 @@ def test_unwritable_output_folder_is_exit_2(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     assert_one_line_error(invoke("solve", tmp_path / "m.npy", "-o", locked / "a.csv"), 2, "not writable")
+
+
+def test_quiet_one_shot_solve_imports_neither_rich_nor_cupy(tmp_path, rng):
+    """Start-up is part of a one-shot solve (issue #12): --quiet prints nothing, so Rich (~40 ms
+    on the H100 machine) is not imported; nor is CuPy (~0.25 s; cuda_status asks the driver)."""
+    import json
+    import subprocess
+    import sys
+
+    matrix = tmp_path / "m.npy"
+    np.save(matrix, rng.integers(0, 100, (50, 50)).astype(np.int32))
+    script = ("import sys, json; from lapcli.cli import main\n"
+              "try:\n    main(['solve', sys.argv[1], '-o', sys.argv[2], '--quiet'])\nexcept SystemExit:\n    pass\n"
+              "print(json.dumps(sorted(m for m in ('rich', 'cupy', 'scipy.optimize') if m in sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", script, str(matrix), str(tmp_path / "a.npy")],
+                            capture_output=True, text=True, check=True)
+    imported = json.loads(result.stdout.strip().splitlines()[-1])
+    assert "rich" not in imported and "cupy" not in imported, imported
+    assert np.load(tmp_path / "a.npy").shape == (50,)
