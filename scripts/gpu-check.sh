@@ -85,7 +85,7 @@ if ! skip cold; then  # issue #12: a cold one-shot solve's wall time against its
     sync; start=$(date +%s.%N)
     lap solve "$matrix" -o /tmp/a.npy --quiet --report /tmp/cold.json
     end=$(date +%s.%N)
-    python3 -c "import json,sys; r=json.load(open('/tmp/cold.json')); print(f'cold lap solve n=4096: wall {($end-$start)*1e3:.0f} ms, kernel {r[\"details\"][\"kernel_ms\"]:.0f} ms, solver {r[\"solver\"]}, compile {r[\"details\"][\"compile_ms\"]:.0f} ms')"
+    python3 -c "import json,sys; r=json.load(open('/tmp/cold.json')); print(f'cold lap solve n=4096: wall {($end-$start)*1e3:.0f} ms, kernel {r[\"details\"][\"kernel_ms\"]:.0f} ms, solver {r[\"solver\"]}, launcher {r[\"details\"].get(\"launcher\")}, compile {r[\"details\"][\"compile_ms\"]:.0f} ms')"
   done | tee "$out/cold-solve.txt"
 fi
 if ! skip fuzz; then  # several processes share the GPU; each has its own seed

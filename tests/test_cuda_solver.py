@@ -6,6 +6,8 @@ import pytest
 import lapcli
 from lapcli.errors import InfeasibleError
 
+from lapcli.problem import prepare
+
 from .helpers import RANGES, assert_matches_scipy, uniform_costs
 
 pytestmark = pytest.mark.gpu
@@ -90,10 +92,11 @@ def test_no_step6_when_reduction_already_gives_a_perfect_matching(rng):
 
 
 def test_report_carries_launch_details(rng):
-    report = lapcli.solve(uniform_costs(rng, 64, 64, 10), solver="cuda").report
+    report = lapcli.solve(uniform_costs(rng, 64, 64, 10, dtype=np.int32), solver="cuda").report
     assert report.solver == "cuda" and report.device.startswith("cuda:")
     for key in ("grid", "block", "h2d_ms", "kernel_ms", "d2h_ms", "compile_ms"):
         assert key in report.details
+    assert report.details["launcher"] == "driver"  # a host input: the driver API, no CuPy
     assert sum(s.ms for s in report.steps) <= report.details["kernel_ms"] * 1.05 + 0.05
 
 
@@ -137,17 +140,22 @@ def test_stepwise_baseline_matches_scipy_and_the_cooperative_counts(rng):
     assert_matches_scipy(lapcli.solve(cost, solver="cuda-stepwise"), cost)
 
 
-def test_too_little_device_memory_fails_before_allocating(rng, monkeypatch):
+@pytest.mark.parametrize("launcher", ["driver", "cupy"])
+def test_too_little_device_memory_fails_before_allocating(rng, monkeypatch, launcher):
     import cupy
 
-    from lapcli.engines import cuda_hungarian as cuda_solver
+    from lapcli.engines import cuda_driver, cuda_hungarian
 
-    monkeypatch.setattr(cuda_solver, "free_device_bytes", lambda: 1 << 20)
+    monkeypatch.setattr(cuda_hungarian, "free_device_bytes", lambda: 1 << 20)  # CuPy's launcher
+    monkeypatch.setattr(cuda_driver.Gpu, "free_bytes", lambda self: 1 << 20)  # the driver's
+    allocations = []
+    real_arena = cuda_driver.DeviceArena
+    monkeypatch.setattr(cuda_driver, "DeviceArena", lambda sizes: allocations.append(sizes) or real_arena(sizes))
     pool = cupy.get_default_memory_pool()
     used_before = pool.used_bytes()
     with pytest.raises(lapcli.SolverError, match=r"needs \d+ MiB.*--dtype float32.*--solver scipy"):
-        lapcli.solve(uniform_costs(rng, 2048, 2048, 10, dtype=np.int32), solver="cuda")
-    assert pool.used_bytes() == used_before
+        cuda_hungarian.run(prepare(uniform_costs(rng, 2048, 2048, 10, dtype=np.int32)), launcher=launcher)
+    assert pool.used_bytes() == used_before and not allocations
 
 
 @pytest.mark.parametrize("bits", [11, 29])
@@ -297,3 +305,37 @@ def test_auto_picks_by_size_range_and_shape_on_the_gpu(rng):
     assert lapcli.solve(uniform_costs(rng, 2048, 2048, 1)).report.solver == "cuda"
     wide = lapcli.solve(uniform_costs(rng, 20, 3000, 1))
     assert wide.report.solver == "scipy" and "wide" in wide.report.reason
+
+
+def test_driver_and_cupy_launchers_take_the_same_steps_to_the_same_answer(rng):
+    from lapcli.engines import cuda_hungarian
+
+    for cost in (uniform_costs(rng, 300, 300, 100, dtype=np.int32), rng.random((257, 190)),
+                 rng.integers(0, 3, (128, 128))):
+        results = {launcher: cuda_hungarian.run(prepare(cost), launcher=launcher) for launcher in ("driver", "cupy")}
+        driver, cupy_run = results["driver"], results["cupy"]
+        assert driver.details["launcher"] == "driver" and cupy_run.details["launcher"] == "cupy"
+        assert np.array_equal(driver.cols, cupy_run.cols)  # the kernel is deterministic
+        assert [s.count for s in driver.steps] == [s.count for s in cupy_run.steps]
+        assert driver.certificate["where"] == cupy_run.certificate["where"] == "device"
+        assert driver.certificate["min_slack"] == cupy_run.certificate["min_slack"]
+
+
+def test_compiled_kernel_is_cached_on_disk_for_the_next_process(tmp_path, rng):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    matrix = tmp_path / "m.npy"
+    np.save(matrix, uniform_costs(rng, 200, 200, 10, dtype=np.int32))
+    script = ("import sys, json, numpy as np, lapcli; "
+              "r = lapcli.solve(np.load(sys.argv[1]), solver='cuda').report; "
+              "print(json.dumps([r.details['compile_ms'], r.details['launcher'], 'cupy' in sys.modules]))")
+    env = {**os.environ, "LAPCLI_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", script, str(matrix)], env=env, check=True,
+                                      capture_output=True, text=True).stdout) for _ in range(2)]
+    assert sorted(p.suffix for p in (tmp_path / "cache").iterdir()) == [".cubin", ".json"]
+    (first_ms, launcher, cupy_imported), (second_ms, _, _) = runs
+    assert launcher == "driver" and not cupy_imported  # the one-shot path never imports CuPy
+    assert second_ms < first_ms / 5, runs  # loaded from the cubin, not compiled again

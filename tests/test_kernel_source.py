@@ -19,7 +19,7 @@ def test_kernel_compiles_for_sm90_with_runtime_defines(tmp_path):
     instantiations = "\n".join(
         f"template __global__ void {cuda_solver.kernel_name(function, d)}({signature(function, d)});"
         for d in cuda_solver.KERNEL_TYPES
-        for function in ("hungarian",) + cuda_solver.STEPWISE_KERNELS
+        for function in ("hungarian", "row_min_slack") + cuda_solver.STEPWISE_KERNELS
     )
     source.write_text(cuda_solver.kernel_source() + "\n" + instantiations + "\n")
     result = subprocess.run(
@@ -28,7 +28,7 @@ def test_kernel_compiles_for_sm90_with_runtime_defines(tmp_path):
         capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stderr
-    kernels_per_type = 1 + len(cuda_solver.STEPWISE_KERNELS)
+    kernels_per_type = 2 + len(cuda_solver.STEPWISE_KERNELS)
     assert result.stderr.count("Compiling entry function") == kernels_per_type * len(cuda_solver.KERNEL_TYPES)
     # the cooperative kernels must not spill to local memory
     for entry in re.split(r"Compiling entry function", result.stderr)[1:]:
@@ -39,6 +39,8 @@ def test_kernel_compiles_for_sm90_with_runtime_defines(tmp_path):
 def signature(function, dtype):
     cost, dual, _, _ = cuda_solver.KERNEL_TYPES[dtype]
     state = f"const State<{cost}, {dual}>*"
+    if function == "row_min_slack":
+        return f"const {cost}*, const {dual}*, const {dual}*, int, {dual}*"
     return f"{state}, int" if function in cuda_solver.EPOCH_KERNELS else state
 
 

@@ -24,12 +24,14 @@ class EngineResult:
 
 
 def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: str,
-                     steps: list[StepStat] | None = None, details: dict[str, Any] | None = None) -> EngineResult:
+                     steps: list[StepStat] | None = None, details: dict[str, Any] | None = None,
+                     row_min_slack=None) -> EngineResult:
     """Prove the work matrix's assignment optimal with its duals (lapcli.certificate: raises
-    SolverError when the proof fails), then map assignment and duals to the caller's matrix."""
+    SolverError when the proof fails), then map assignment and duals to the caller's matrix.
+    ``row_min_slack``: the certificate's read pass, already run on the device (see certify)."""
     from ..certificate import certify
 
-    certificate = certify(work.values, col_of_row, u, v, work.eps, engine)
+    certificate = certify(work.values, col_of_row, u, v, work.eps, engine, row_min_slack)
     host = lambda a: a.get() if hasattr(a, "get") else np.asarray(a)  # noqa: E731 - CuPy or NumPy
     rows, cols = problem.assignment_from_work(host(col_of_row))
     return EngineResult(

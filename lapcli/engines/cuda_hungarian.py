@@ -140,11 +140,20 @@ def plan_launch(kernel, size: int, cost_itemsize: int, block_size: int, blocks_p
     import cupy
 
     device = cupy.cuda.Device()
-    sms = device.attributes["MultiProcessorCount"]
+    return plan_from_occupancy(
+        size, cost_itemsize, block_size, blocks_per_sm, device.attributes["MultiProcessorCount"],
+        device.attributes["MaxSharedMemoryPerBlockOptin"],
+        lambda shared: cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block_size, shared))
+
+
+def plan_from_occupancy(size: int, cost_itemsize: int, block_size: int, blocks_per_sm: int, sms: int,
+                        max_shared: int, resident_blocks) -> LaunchPlan:
+    """The plan from the device's numbers; ``resident_blocks(shared_bytes)`` asks the occupancy
+    calculator (CuPy's or the driver's) how many blocks an SM holds."""
     widest = row_choice_bytes(size, min(sms, size))  # the most a block of a one-per-SM grid needs
-    if widest > device.attributes["MaxSharedMemoryPerBlockOptin"] - 4096:
+    if widest > max_shared - 4096:
         raise SolverError(f"the CUDA solver cannot hold n = {size} rows on {sms} multiprocessors; use --solver scipy")
-    resident = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block_size, widest)
+    resident = resident_blocks(widest)
     if resident < 1:
         raise SolverError(f"the kernel cannot be resident with {block_size} threads per block")
     blocks = max(1, min(sms * min(resident, blocks_per_sm), size))
@@ -202,9 +211,9 @@ def free_device_bytes() -> int:
     return free + cupy.get_default_memory_pool().free_bytes()
 
 
-def check_device_memory(bytes_needed: int) -> None:
+def check_device_memory(bytes_needed: int, free: int | None = None) -> None:
     """Fail before allocating when the solve cannot fit, naming what would."""
-    free = free_device_bytes()
+    free = free_device_bytes() if free is None else free
     if bytes_needed > free:
         raise SolverError(
             f"not enough GPU memory: the CUDA solver needs {bytes_needed / 2**20:.0f} MiB, "
@@ -220,43 +229,48 @@ class DeviceState:
         import cupy
 
         size = cost.shape[0]
-        _, _, dual_dtype, dual_code = KERNEL_TYPES[dtype]
         self.size = size
-        self.buffers = {
-            "cost": cost,
-            "u": cupy.empty(size, dtype=dual_dtype),
-            "v": cupy.empty(size, dtype=dual_dtype),
-            "v_masked": cupy.empty(size, dtype=dual_dtype),
-            "row_min": cupy.empty(size, dtype=dual_dtype),
-            "partial": cupy.empty(plan.blocks * size, dtype=dual_dtype),
-            "new_cols": cupy.empty(size, dtype=np.int32),
-            "incremental": cupy.zeros(2, dtype=np.int32),
-            "zeros": cupy.empty(plan.blocks * plan.segment_capacity, dtype=np.uint32),
-            "zeros_size": cupy.zeros(plan.blocks, dtype=np.int32),
-            "cover_row": cupy.zeros(size, dtype=np.int32),
-            "cover_col": cupy.zeros(size, dtype=np.int32),
-            "column_of_star_at_row": cupy.full(size, -1, dtype=np.int32),
-            "row_of_star_at_column": cupy.full(size, -1, dtype=np.int32),
-            "column_of_prime_at_row": cupy.full(size, -1, dtype=np.int32),
-            "row_of_green_at_column": cupy.full(size, -1, dtype=np.int32),
-            "column_claim": cupy.empty(size, dtype=np.int32),  # set by step 1
-            "uncovered_round": cupy.empty(size, dtype=np.int32),  # set by step 3
-            "slots": cupy.zeros(SLOT_INTS * SLOT_COUNT, dtype=np.int32),
-            "step_ns": cupy.zeros(7, dtype=np.uint64),
-            "step_count": cupy.zeros(7, dtype=np.int32),
-            "status": cupy.zeros(1, dtype=np.int32),
-        }
-        time_limit_ns = min(int((timeout if timeout else 1e9) * 1e9), 2**63)
-        max_rounds = min(4 * size**3 + 1000, 2**62)
-        packed = struct.pack(
-            f"<{len(STATE_POINTERS)}Qq{dual_code}iiQq",
-            *(self.buffers[name].data.ptr for name in STATE_POINTERS),
-            plan.segment_capacity, dual_dtype(eps).item(), size, plan.column_bits, time_limit_ns, max_rounds,
-        )
+        self.buffers = {"cost": cost}
+        for name, (kind, count, fill) in buffer_layout(size, plan, dtype).items():
+            self.buffers[name] = cupy.empty(count, dtype=kind) if fill is None else cupy.full(count, fill, dtype=kind)
+        packed = pack_state({name: self.buffers[name].data.ptr for name in STATE_POINTERS}, plan, size, dtype,
+                            eps, timeout)
         self.struct = cupy.asarray(np.frombuffer(packed, dtype=np.uint8))
 
     def __getitem__(self, name):
         return self.buffers[name]
+
+
+def buffer_layout(size: int, plan: LaunchPlan, dtype: str) -> dict[str, tuple[np.dtype, int, int | None]]:
+    """Every device buffer of a solve but the costs: name -> (dtype, elements, fill), where fill
+    is 0, -1 or None (left as allocated: written by the kernel before it is read)."""
+    dual = np.dtype(KERNEL_TYPES[dtype][2])
+    i32 = np.dtype(np.int32)
+    return {
+        "u": (dual, size, None), "v": (dual, size, None), "v_masked": (dual, size, None),
+        "row_min": (dual, size, None), "partial": (dual, plan.blocks * size, None),
+        "new_cols": (i32, size, None), "incremental": (i32, 2, 0),
+        "zeros": (np.dtype(np.uint32), plan.blocks * plan.segment_capacity, None),
+        "zeros_size": (i32, plan.blocks, 0), "cover_row": (i32, size, 0), "cover_col": (i32, size, 0),
+        "column_of_star_at_row": (i32, size, -1), "row_of_star_at_column": (i32, size, -1),
+        "column_of_prime_at_row": (i32, size, -1), "row_of_green_at_column": (i32, size, -1),
+        "column_claim": (i32, size, None), "uncovered_round": (i32, size, None),  # set by steps 1 and 3
+        "slots": (i32, SLOT_INTS * SLOT_COUNT, 0), "step_ns": (np.dtype(np.uint64), 7, 0),
+        "step_count": (i32, 7, 0), "status": (i32, 1, 0),
+    }
+
+
+def pack_state(pointers: dict[str, int], plan: LaunchPlan, size: int, dtype: str, eps: float,
+               timeout: float | None) -> bytes:
+    """The bytes of struct State<T, D>: the buffers' device addresses, then the scalars."""
+    _, _, dual_dtype, dual_code = KERNEL_TYPES[dtype]
+    time_limit_ns = min(int((timeout if timeout else 1e9) * 1e9), 2**63)
+    max_rounds = min(4 * size**3 + 1000, 2**62)
+    return struct.pack(
+        f"<{len(STATE_POINTERS)}Qq{dual_code}iiQq",
+        *(pointers[name] for name in STATE_POINTERS),
+        plan.segment_capacity, dual_dtype(eps).item(), size, plan.column_bits, time_limit_ns, max_rounds,
+    )
 
 
 @lru_cache(maxsize=None)
@@ -317,22 +331,46 @@ def launch_details(plan: LaunchPlan, compile_ms: float, launches: int, **times_m
     }
 
 
-def finish(problem, work, state, status_word: int, counts, step_ms, engine: str, details: dict) -> EngineResult:
-    """Raise on a bad status or a non-permutation; certify on the device; map back; the steps."""
+def check_result(status_word: int, host_columns: np.ndarray) -> None:
+    """Raise on a bad status word or when the columns are not a permutation."""
     if status_word != 0:
         raise SolverError(STATUS_MESSAGES.get(status_word, f"the CUDA kernel ended with status {status_word}"))
-    column_of_star = state["column_of_star_at_row"]
-    host_columns = column_of_star.get()
     if host_columns.min() < 0 or np.bincount(host_columns, minlength=host_columns.size).max() != 1:
         raise SolverError("the CUDA kernel returned an incomplete assignment (a bug, please report it)")
-    steps = [StepStat(s, STEP_NAMES[s], int(counts[s]), float(step_ms[s])) for s in range(1, 7)]
+
+
+def step_stats(counts, step_ms) -> list[StepStat]:
+    """The report's steps 1-6 from the kernel's step counts and times (ms)."""
+    return [StepStat(s, STEP_NAMES[s], int(counts[s]), float(step_ms[s])) for s in range(1, 7)]
+
+
+def finish(problem, work, state, status_word: int, counts, step_ms, engine: str, details: dict) -> EngineResult:
+    """Raise on a bad status or a non-permutation; certify on the device; map back; the steps."""
+    column_of_star = state["column_of_star_at_row"]
+    check_result(status_word, column_of_star.get())
     return certified_result(problem, work, column_of_star, state["u"], state["v"], engine=engine,
-                            device=device_name(), steps=steps, details=details)
+                            device=device_name(), steps=step_stats(counts, step_ms), details=details)
 
 
 def run(problem, *, timeout: float | None = None, device: int | None = None, block_size: int = BLOCK_SIZE,
-        blocks_per_sm: int = BLOCKS_PER_SM, defines: tuple = (), **_options) -> EngineResult:
-    """Engine ``cuda``: one cooperative launch."""
+        blocks_per_sm: int = BLOCKS_PER_SM, defines: tuple = (), launcher: str | None = None,
+        **_options) -> EngineResult:
+    """Engine ``cuda``: one cooperative launch. ``launcher``: "driver" (the driver API, no CuPy:
+    lapcli/engines/cuda_driver.py) or "cupy"; by default the driver for host inputs it serves."""
+    from . import cuda_driver
+
+    if launcher is None:
+        launcher = "driver" if not defines and cuda_driver.usable(problem) else "cupy"
+    if launcher == "driver":
+        return cuda_driver.run(problem, timeout=timeout, device=device, block_size=block_size,
+                               blocks_per_sm=blocks_per_sm)
+    return run_with_cupy(problem, timeout=timeout, device=device, block_size=block_size,
+                         blocks_per_sm=blocks_per_sm, defines=defines)
+
+
+def run_with_cupy(problem, *, timeout: float | None, device: int | None, block_size: int, blocks_per_sm: int,
+                  defines: tuple) -> EngineResult:
+    """The CuPy launcher: device inputs stay where they are, host inputs go through the pinned ring."""
     import cupy
 
     with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
@@ -358,6 +396,7 @@ def run(problem, *, timeout: float | None = None, device: int | None = None, blo
             kernel_ms=cupy.cuda.get_elapsed_time(launched, solved),
             d2h_ms=cupy.cuda.get_elapsed_time(solved, copied_out),
         )
+        details["launcher"] = "cupy"
         return finish(problem, work, state, status_word, counts, clocks_ns / 1e6, "cuda", details)
 
 

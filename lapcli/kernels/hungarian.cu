@@ -707,3 +707,22 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) step_6_shift(const State<T, D>* 
     __shared__ Shared<D> sh;
     if (!step6_shift(*state, sh) && blockIdx.x == 0 && threadIdx.x == 0) *state->status = STATUS_DELTA_NOT_POSITIVE;
 }
+
+// ================================ the certificate's read pass ==================================
+// For the driver-API launcher (lapcli/engines/cuda_driver.py): the minimum reduced cost of each
+// row, min_j cost[i, j] - u[i] - v[j], a block per row. The host checks these minima and the
+// assigned pairs against the tolerance (lapcli/certificate.py); CuPy's launcher does the same
+// pass with a CuPy reduction.
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK) row_min_slack(const T* __restrict__ cost, const D* __restrict__ u,
+                                                           const D* __restrict__ v, int k, D* __restrict__ out) {
+    __shared__ D scratch[LAP_WARPS];
+    for (int i = blockIdx.x; i < k; i += gridDim.x) {
+        const T* row = cost + (long long)i * k;
+        const D ui = u[i];
+        D m = largest<D>();
+        for (int j = threadIdx.x; j < k; j += LAP_BLOCK) m = min(m, (D)row[j] - ui - v[j]);
+        m = block_min(m, scratch);
+        if (threadIdx.x == 0) out[i] = m;
+    }
+}
