@@ -2,27 +2,41 @@
 certificate on every answer of an engine with duals.
 
 ``linear_sum_assignment`` is a drop-in for scipy's; ``solve`` returns the full Solution.
+
+The public names are imported on first use (PEP 562), so that ``import lapcli.<module>`` costs no
+NumPy import: the ``lap`` command starts the CUDA driver before NumPy loads (lapcli/gpu_start.py).
 """
 
 __version__ = "0.2.0"
 
-from .api import linear_sum_assignment  # noqa: E402
-from .batch import BatchSolution, batch_linear_assignment, solve_batch  # noqa: E402
-from .errors import InfeasibleError, LapInputError, SolverError, SolverUnavailable  # noqa: E402
-from .facade import solve  # noqa: E402
-from .results import Solution, SolveReport  # noqa: E402
+# public name -> the module that defines it
+_EXPORTS = {
+    "linear_sum_assignment": "api",
+    "BatchSolution": "batch",
+    "batch_linear_assignment": "batch",
+    "solve_batch": "batch",
+    "InfeasibleError": "errors",
+    "LapInputError": "errors",
+    "SolverError": "errors",
+    "SolverUnavailable": "errors",
+    "solve": "facade",
+    "Solution": "results",
+    "SolveReport": "results",
+}
 
-__all__ = [
-    "BatchSolution",
-    "batch_linear_assignment",
-    "solve_batch",
-    "InfeasibleError",
-    "LapInputError",
-    "Solution",
-    "SolveReport",
-    "SolverError",
-    "SolverUnavailable",
-    "__version__",
-    "linear_sum_assignment",
-    "solve",
-]
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lapcli' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # once: later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -1,6 +1,6 @@
 """``python -m lapcli``: the same as the ``lap`` command."""
 
-from .cli import main
+from .entry import main
 
 if __name__ == "__main__":
     main()

@@ -81,12 +81,15 @@ if ! skip startup; then  # where a one-shot solve's wall time goes: imports, the
   python3 -m cProfile -s cumulative -m lapcli solve "$matrix" -o /tmp/a.npy --quiet 2>&1 | head -70 > "$out/profile-solve.txt"
 fi
 if ! skip cold; then  # issue #12: a cold one-shot solve's wall time against its kernel time
-  for i in 1 2 3; do
+  cold() {  # $1 label; the rest: environment for the run
+    local label=$1; shift
     sync; start=$(date +%s.%N)
-    lap solve "$matrix" -o /tmp/a.npy --quiet --report /tmp/cold.json
+    env "$@" python3 -m lapcli solve "$matrix" -o /tmp/a.npy --quiet --report /tmp/cold.json
     end=$(date +%s.%N)
-    python3 -c "import json,sys; r=json.load(open('/tmp/cold.json')); print(f'cold lap solve n=4096: wall {($end-$start)*1e3:.0f} ms, kernel {r[\"details\"][\"kernel_ms\"]:.0f} ms, solver {r[\"solver\"]}, launcher {r[\"details\"].get(\"launcher\")}, compile {r[\"details\"][\"compile_ms\"]:.0f} ms')"
-  done | tee "$out/cold-solve.txt"
+    python3 -c "import json,sys; r=json.load(open('/tmp/cold.json')); d=r['details']; w=($end-$start)*1e3; print(f'cold lap solve n=4096 ($label): wall {w:.0f} ms, kernel {d[\"kernel_ms\"]:.0f} ms, over the kernel {w-d[\"kernel_ms\"]:.0f} ms, solver {r[\"solver\"]}, launcher {d.get(\"launcher\")}, early start {d.get(\"driver_started_early\")}, compile {d[\"compile_ms\"]:.0f} ms')"
+  }
+  for i in 1 2 3 4 5; do cold default LAPCLI_COLD_RUN=$i; done | tee "$out/cold-solve.txt"
+  for i in 1 2 3; do cold "teardown in the process" LAPCLI_DETACH_TEARDOWN=0; done | tee -a "$out/cold-solve.txt"
 fi
 if ! skip fuzz; then  # several processes share the GPU; each has its own seed
   workers=${FUZZ_WORKERS:-6}

@@ -339,3 +339,27 @@ def test_compiled_kernel_is_cached_on_disk_for_the_next_process(tmp_path, rng):
     (first_ms, launcher, cupy_imported), (second_ms, _, _) = runs
     assert launcher == "driver" and not cupy_imported  # the one-shot path never imports CuPy
     assert second_ms < first_ms / 5, runs  # loaded from the cubin, not compiled again
+
+
+def test_the_lap_process_starts_the_driver_early_and_solves_right(tmp_path, rng):
+    """``lap solve`` of a matrix auto gives to the kernel: the driver starts in a thread before
+    NumPy's import (lapcli/gpu_start.py), the answer is scipy's, and the command returns with
+    its output whole although the CUDA teardown is left to a child."""
+    import json
+    import subprocess
+    import sys
+
+    from scipy.optimize import linear_sum_assignment
+
+    cost = uniform_costs(rng, 1024, 1024, 100, dtype=np.int32)
+    np.save(tmp_path / "m.npy", cost)
+    result = subprocess.run([sys.executable, "-m", "lapcli", "solve", str(tmp_path / "m.npy"), "-o",
+                             str(tmp_path / "a.npy"), "--quiet", "--report", str(tmp_path / "r.json")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout == result.stderr == "", result
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["solver"] == "cuda" and report["details"]["launcher"] == "driver"
+    assert report["details"]["driver_started_early"] is True
+    cols = np.load(tmp_path / "a.npy")
+    rows, expected = linear_sum_assignment(cost)
+    assert cost[rows, cols].sum() == cost[rows, expected].sum()

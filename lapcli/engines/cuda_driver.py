@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import gpu_start
 from ..errors import SolverError
 from .base import EngineResult, certified_result
 from .cuda_hungarian import (
@@ -76,6 +77,7 @@ def _check(result):
 
 def device_count() -> int:
     """Visible CUDA devices, asked of the driver (initialising it; no context is created)."""
+    gpu_start.wait()  # the lap command may be initialising the driver in a thread already
     driver = _driver()
     _check(driver.cuInit(0))
     return int(_check(driver.cuDeviceGetCount()))
@@ -85,11 +87,13 @@ class Gpu:
     """One device with its primary context (the one CuPy and the runtime API use too)."""
 
     def __init__(self, ordinal: int):
+        gpu_start.wait()
         driver = _driver()
         _check(driver.cuInit(0))
         self.ordinal = ordinal
         self.handle = _check(driver.cuDeviceGet(ordinal))
         self.context = _check(driver.cuDevicePrimaryCtxRetain(self.handle))
+        gpu_start.note_context()
         attribute = driver.CUdevice_attribute
         read = lambda a: int(_check(driver.cuDeviceGetAttribute(a, self.handle)))  # noqa: E731
         self.sms = read(attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -330,6 +334,7 @@ def run(problem, *, timeout: float | None = None, device: int | None = None, blo
         details = launch_details(plan, compile_ms, launches=2, h2d_ms=elapsed(0, 1), kernel_ms=elapsed(1, 2),
                                  d2h_ms=elapsed(2, 3))
         details["launcher"] = "driver"
+        details["driver_started_early"] = gpu_start.started_early()
         check_result(status_word, columns)
         # the certificate's read pass, on the device that holds the matrix (a block per row)
         holders, params = kernel_arguments(PointerArg(arena["cost"]), PointerArg(arena["u"]), PointerArg(arena["v"]),

@@ -1,0 +1,25 @@
+"""The ``lap`` process: start the CUDA driver early when the command will need it, run the command
+line (lapcli/cli.py), and leave the CUDA context's teardown to a child (lapcli/gpu_start.py).
+
+Kept apart from cli.py, which imports NumPy: the early start must begin before that import."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from . import gpu_start
+
+    gpu_start.start_early(sys.argv[1:])
+    from .cli import main as cli_main
+
+    try:
+        cli_main()
+    except SystemExit:
+        gpu_start.detach_teardown()
+        raise
+
+
+if __name__ == "__main__":
+    main()
