@@ -67,5 +67,5 @@ def render(facts: dict[str, Any], out) -> None:
             out.print(f"cuda:{device['id']} {device['name']}  {device['memory_gib']} GiB  "
                       f"{device['multiprocessors']} SMs  sm_{device['compute_capability'].replace('.', '')}")
     else:
-        out.print(f"no CUDA device: {cuda_status()[1]}")
+        out.print(f"no CUDA device: {escape(cuda_status()[1])}")  # its install hint has brackets
     out.print("  ".join(f"{name} {version}" for name, version in facts["versions"].items()))

@@ -32,6 +32,14 @@ def test_info_lists_every_registered_engine_and_why_it_cannot_run():
     assert all(name in table.stdout for name in ENGINES)
 
 
+def test_info_prints_the_no_device_reason_whole(monkeypatch):
+    from lapcli import info
+
+    monkeypatch.setattr(info, "cuda_status", lambda: (False, "CuPy is not installed (pip install 'lapcli[cuda13]')"))
+    monkeypatch.setattr(info, "collect", lambda: {"engines": [], "devices": [], "versions": {"lapcli": "x"}})
+    assert "no CUDA device: CuPy is not installed (pip install 'lapcli[cuda13]')" in invoke("info").stdout
+
+
 def test_version_names_lap_and_python_dash_m_works():
     assert invoke("--version").stdout.startswith("lap (lapcli) ")
     result = subprocess.run([sys.executable, "-m", "lapcli", "--version"], capture_output=True, text=True)
