@@ -33,6 +33,9 @@ import sys
 import threading
 
 GPU_SOLVERS = ("auto", "cuda", "cuda-stepwise", "cuda-batch")
+# `lap solve`'s options that take a value (a test checks this against the command's own list)
+SOLVE_OPTIONS_WITH_VALUES = frozenset({"--solver", "--dtype", "--dataset", "-o", "--output", "--report", "--duals",
+                                       "--cost-limit", "--device", "--timeout", "--scheduler"})
 _NPY_MAGIC = b"\x93NUMPY"
 _SHAPE = re.compile(rb"'shape':\s*\(([\d,\s]*)\)")
 
@@ -74,19 +77,20 @@ def likely_on_gpu(argv: list[str]) -> int | None:
     """The device ordinal when ``lap <argv>`` will probably solve on the GPU, else None.
 
     Only ``lap solve`` of one .npy input whose header shows a stack, or a matrix that ``auto``
-    gives to the kernel by its shape alone (engines/auto.py), with a solver that may use CUDA."""
-    if not argv or argv[0] != "solve" or any(a in ("-h", "--help") for a in argv):
+    gives to the kernel by its shape alone (engines/auto.py), with a solver that may use CUDA,
+    in this process (not on Dask workers)."""
+    if not argv or argv[0] != "solve" or any(a in ("-h", "--help", "--dask") for a in argv):
+        return None  # (with Dask the workers solve, each on its own device)
+    if option_value(argv, "--scheduler") is not None:
         return None
     solver = option_value(argv, "--solver") or "auto"
     if solver not in GPU_SOLVERS:
         return None
-    options_with_values = {"--solver", "--dtype", "--dataset", "-o", "--output", "--report", "--duals",
-                           "--cost-limit", "--device", "--timeout", "--scheduler"}
     inputs, skip = [], False
     for arg in argv[1:]:
         if skip:
             skip = False
-        elif arg in options_with_values:
+        elif arg in SOLVE_OPTIONS_WITH_VALUES:
             skip = True
         elif not arg.startswith("-") or arg == "-":
             inputs.append(arg)

@@ -61,8 +61,18 @@ def test_the_driver_starts_early_only_where_auto_or_the_solver_goes_to_the_gpu(f
     assert on(["solve", "-o", files["small"], files["big"]]) == 0  # -o's value is not an input
     assert on(["solve", "-", "--solver", "cuda"]) is None  # stdin
     assert on(["solve", files["big"], "--help"]) is None
+    assert on(["solve", files["big"], "--dask"]) is None  # Dask workers solve, each on its own GPU
+    assert on(["solve", files["big"], "--scheduler", "tcp://h:8786"]) is None
     assert on(["generate", "--n", "4096"]) is None
     assert on([]) is None
+
+
+def test_the_options_that_take_a_value_are_those_of_lap_solve():
+    from lapcli.cli import solve_command
+
+    taking = {name for p in solve_command.params if not getattr(p, "is_flag", True) and p.param_type_name == "option"
+              for name in p.opts}
+    assert taking == gpu_start.SOLVE_OPTIONS_WITH_VALUES
 
 
 def test_import_lapcli_imports_no_numpy_until_a_public_name_is_used():
