@@ -96,3 +96,72 @@ def test_step5_green_of_a_column_is_its_largest_visiting_row():
     step5_augment(prime, star_col, star_row)
     # flipped: row 3 -> column 2, row 0 -> column 0; row 2 stays without a star
     assert star_col.tolist() == [0, 1, -1, 2] and star_row.tolist() == [0, 1, 3, -1]
+
+
+# ------------------------------------------------------------------ the auction start (issue #14 lead)
+def _work(cost, maximize=False):
+    from lapcli.problem import prepare
+
+    work = prepare(cost, maximize=maximize).work_on(np)
+    return work.values, work.eps
+
+
+def _certify(values, eps, cols, u, v):
+    reduced = values.astype(np.float64) - u[:, None] - v[None, :]
+    assert reduced.min() >= -max(eps, 0) * 4, reduced.min()
+    assert np.abs(reduced[np.arange(len(cols)), cols]).max() <= max(eps, 0) * 4
+    assert np.unique(cols).size == len(cols)
+
+
+@pytest.mark.parametrize("rounds", [1, 5, 100])
+def test_the_auction_start_gives_optimal_certified_answers(rng, rounds):
+    from scipy.optimize import linear_sum_assignment
+
+    from lapcli.engines.numpy_hungarian import solve_square
+    from lapcli.engines.steps import StepRecorder
+
+    cases = [uniform_costs(rng, n, n, r) for n in (1, 2, 7, 64) for r in RANGES]
+    cases += [rng.random((50, 50)), np.zeros((9, 9)), np.full((6, 6), 3.5), rng.random((20, 20)) * 1e9]
+    cases += [(rng.random((30, 30)) * 4).round(), -uniform_costs(rng, 40, 40, 10)]
+    with_forbidden = rng.random((25, 25))
+    with_forbidden[rng.random((25, 25)) < 0.3] = np.inf
+    with_forbidden[np.arange(25), np.arange(25)] = 1.0  # keeps it feasible
+    for cost, maximize in [(c, False) for c in cases] + [(cases[-3], True), (with_forbidden, False)]:
+        values, eps = _work(cost, maximize)
+        cols, u, v = solve_square(values, eps, StepRecorder(), auction_rounds=rounds)
+        _certify(values, eps, cols, u, v)
+        finite = np.where(np.isfinite(cost), cost, 0.0)
+        rows, expected = linear_sum_assignment(cost, maximize=maximize)
+        assert np.isclose(finite[rows, cols].sum(), finite[rows, expected].sum(), rtol=1e-12, atol=1e-9)
+
+
+def test_every_auction_round_keeps_the_duals_feasible_and_the_stars_tight(rng):
+    from lapcli.engines.numpy_hungarian import auction_start
+
+    for cost in (uniform_costs(rng, 80, 80, 1000).astype(np.int64), rng.random((60, 60)), np.zeros((5, 5))):
+        previous_stars = -1
+        for rounds in (0, 1, 2, 10, 1000):
+            u, v, column_of_star_at_row, row_of_star_at_column, ran = auction_start(cost, rounds)
+            assert ran <= rounds
+            reduced = cost - u[:, None] - v[None, :]
+            assert reduced.min() >= -1e-12
+            starred = np.flatnonzero(column_of_star_at_row >= 0)
+            assert np.abs(reduced[starred, column_of_star_at_row[starred]]).max(initial=0) <= 1e-12
+            assert np.array_equal(row_of_star_at_column[column_of_star_at_row[starred]], starred)
+            assert starred.size >= previous_stars  # a round stars every column bid for: never fewer stars
+            previous_stars = starred.size
+        if np.ptp(cost) > 0:  # (all-equal costs stall on ties: step 2 stars those)
+            assert starred.size >= 0.9 * cost.shape[0]  # enough rounds star almost every row
+
+
+def test_the_auction_start_cuts_the_dual_updates_at_high_ranges(rng):
+    """The point of the start: ~10× fewer step-6 updates at R = 1000 (docs/benchmarks.md)."""
+    from lapcli.engines.numpy_hungarian import solve_square
+    from lapcli.engines.steps import StepRecorder
+
+    cost = uniform_costs(rng, 256, 256, 1000).astype(np.int64)
+    plain, auction = StepRecorder(), StepRecorder()
+    solve_square(cost, 0, plain)
+    solve_square(cost, 0, auction, auction_rounds=100)
+    assert auction.counts[6] * 5 <= plain.counts[6], (auction.counts, plain.counts)
+    assert auction.counts[4] * 5 <= plain.counts[4], (auction.counts, plain.counts)

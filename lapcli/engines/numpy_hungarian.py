@@ -84,6 +84,59 @@ def step2_star_zeros(zero_rows, zero_cols, column_of_star_at_row, row_of_star_at
         row_of_star_at_column[cols] = rows
 
 
+def auction_start(cost: np.ndarray, rounds: int):
+    """A start for the Hungarian phases from parallel rounds of Jonker–Volgenant's augmenting row
+    reduction (an auction with bids u2 − u1), instead of step 1's reduction and step 2's greedy
+    stars. Returns (u, v, column_of_star_at_row, row_of_star_at_column, rounds run).
+
+    Why: at high cost ranges the classical phases pay one step 6 per new zero, thousands of them;
+    after a few hundred rounds of this auction only ~1 % of the rows are free and the phases need
+    ~10× fewer steps 4 and 6 (docs/benchmarks.md, issue #14). Every round is one parallel pass,
+    so a kernel can run it as a few grid-wide steps per round; this function is its specification.
+
+    v starts at the column minima (JV's column reduction), so c − v ≥ 0. A round: every free row
+    i finds its smallest reduced cost u1 = c[i, j1] − v[j1] (smallest j1 among ties) and its
+    second smallest u2 = c[i, j2] − v[j2], and bids u2 − u1 for j1 (for j2 when u1 = u2 and j1
+    has a star, as JV's reduction does); each bid-for column takes its largest bid (ties: the
+    smallest row), lowers v by it and frees its previous row. The winner's c − v is then
+    u2, still its row's minimum (v only decreases, so other reduced costs only grow), so with
+    u[i] = min_j (c[i, j] − v[j]) at the end the duals are feasible and every star is tight, as
+    steps 3–6 require; the result is optimal whatever the number of rounds (0: no star, v the
+    column minima). Ties (bids of 0) can pass a column back and forth: ``rounds`` bounds it.
+    """
+    size = cost.shape[0]
+    v = cost.min(axis=0)
+    column_of_star_at_row = np.full(size, -1, dtype=np.int64)
+    row_of_star_at_column = np.full(size, -1, dtype=np.int64)
+    done = 0
+    while done < rounds and size > 1:
+        free = np.flatnonzero(column_of_star_at_row < 0)
+        if free.size == 0:
+            break
+        done += 1
+        reduced = cost[free] - v[None, :]
+        best = reduced.argmin(axis=1)
+        first = reduced[np.arange(free.size), best]
+        reduced[np.arange(free.size), best] = np.inf if reduced.dtype.kind == "f" else np.iinfo(reduced.dtype).max
+        second = reduced.argmin(axis=1)
+        bid = reduced[np.arange(free.size), second] - first
+        # JV's rule for a tie (bid 0) on a starred column: take the other smallest column instead,
+        # so that equal costs spread over the columns instead of passing one column around
+        best = np.where((bid == 0) & (row_of_star_at_column[best] >= 0), second, best)
+        order = np.lexsort((free, -bid, best))  # by column, then largest bid, then smallest row
+        first_of_column = np.ones(order.size, dtype=bool)
+        first_of_column[1:] = best[order][1:] != best[order][:-1]
+        winners = order[first_of_column]
+        cols, rows, bids = best[winners], free[winners], bid[winners]
+        displaced = row_of_star_at_column[cols]
+        column_of_star_at_row[displaced[displaced >= 0]] = -1
+        v[cols] -= bids
+        row_of_star_at_column[cols] = rows
+        column_of_star_at_row[rows] = cols
+    u = (cost - v[None, :]).min(axis=1)
+    return u, v, column_of_star_at_row, row_of_star_at_column, done
+
+
 def step5_augment(column_of_prime_at_row, column_of_star_at_row, row_of_star_at_column) -> None:
     """Flip every vertex-disjoint augmenting path at once (LAP19 step 5a/5b).
 
@@ -115,22 +168,29 @@ def step5_augment(column_of_prime_at_row, column_of_star_at_row, row_of_star_at_
             row = row_of_green_at_column[col]
 
 
-def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_iterations: int | None = None):
+def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_iterations: int | None = None,
+                 auction_rounds: int = 0):
     """Solve the k×k work matrix; return (column_of_star_at_row, u, v): a permutation and the
     duals that prove it optimal (cost − u − v ≥ −eps, = 0 within eps on the stars).
 
     ``eps`` is 0 for integer costs (exact) and the problem's tolerance for floats.
     ``max_iterations`` caps step-4 rounds + step-6 shifts (a guard; never reached by a correct run).
+    ``auction_rounds`` > 0 replaces step 1 by ``auction_start`` (its time counted as step 1; the
+    kernel has no such phase yet, so the default 0 keeps the twin's steps equal to the kernel's).
     """
     size = work.shape[0]
     cost = work.astype(np.int64 if work.dtype.kind in "iu" else np.float64, copy=False)
     if max_iterations is None:
         max_iterations = 4 * size * size + 100
-    with recorder.step(1):
-        u, v, zero_rows, zero_cols = step1_reduce(cost, eps)
-
     column_of_star_at_row = np.full(size, -1, dtype=np.int64)
     row_of_star_at_column = np.full(size, -1, dtype=np.int64)
+    with recorder.step(1):
+        if auction_rounds > 0:
+            u, v, column_of_star_at_row, row_of_star_at_column, _ = auction_start(cost, auction_rounds)
+            zero_rows, zero_cols = np.nonzero(cost - u[:, None] - v[None, :] <= eps)
+        else:
+            u, v, zero_rows, zero_cols = step1_reduce(cost, eps)
+
     with recorder.step(2):
         passes = step2_star_zeros(zero_rows, zero_cols, column_of_star_at_row, row_of_star_at_column)
     recorder.counts[2] += passes - 1
