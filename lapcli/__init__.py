@@ -28,11 +28,14 @@ __all__ = sorted([*_EXPORTS, "__version__"])
 
 
 def __getattr__(name: str):
+    from importlib import import_module
+    from importlib.util import find_spec
+
     module = _EXPORTS.get(name)
     if module is None:
+        if not name.startswith("_") and find_spec(f"{__name__}.{name}") is not None:
+            return import_module(f".{name}", __name__)  # a submodule, as `import lapcli` used to give
         raise AttributeError(f"module 'lapcli' has no attribute {name!r}")
-    from importlib import import_module
-
     value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value  # once: later lookups do not come back here
     return value

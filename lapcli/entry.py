@@ -16,9 +16,11 @@ def main() -> None:
 
     try:
         cli_main()
-    except SystemExit:
-        gpu_start.detach_teardown()
-        raise
+    finally:
+        try:
+            gpu_start.detach_teardown()
+        except BaseException:  # noqa: BLE001 - the command's own exit (code, output) comes first
+            pass
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ and the file read (~0.2 s); and at exit ~0.14 s in the driver tearing the contex
   GIL during the calls), only when the command will probably run on the GPU: ``lap solve`` of one
   NPY file whose header shows a matrix ``auto`` gives to the kernel (or a stack), with an engine
   that may use CUDA. The launchers find the driver initialised and the context made; they call
-  ``wait()`` first, so two threads never initialise the driver at once.
+  ``wait()`` first (the CuPy paths do not: the driver's initialisation is thread-safe).
 - ``detach_teardown()``, called by the entry point after the command has finished and flushed its
   output, forks a child that only holds the process's open files (among them the driver's) until
   this process has exited, then exits: the driver releases the context in the child, after the
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 import threading
 
@@ -41,11 +42,14 @@ _SHAPE = re.compile(rb"'shape':\s*\(([\d,\s]*)\)")
 
 _thread: threading.Thread | None = None
 _context_made = False  # a CUDA context exists in this process (made here or by a launcher)
+_ordinal = 0  # the device whose primary context was made
 
 
 def npy_shape(path: str) -> tuple[int, ...] | None:
     """The shape in an NPY file's header (read without NumPy), or None if it is not one."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block the open
+            return None
         with open(path, "rb") as file:
             head = file.read(16)
             if not head.startswith(_NPY_MAGIC) or len(head) < 10:
@@ -99,6 +103,12 @@ def likely_on_gpu(argv: list[str]) -> int | None:
     shape = npy_shape(inputs[0])
     if shape is None or len(shape) not in (2, 3) or 0 in shape:
         return None
+    import importlib.util
+
+    if importlib.util.find_spec("cupy") is None:  # the CUDA engines need lapcli's cuda extra
+        return None
+    if len(shape) == 3 and max(shape[1:]) > 2048:  # auto gives such stacks to scipy-batch
+        return None
     if len(shape) == 2 and solver == "auto":
         from .engines.auto import CROSSOVERS  # no NumPy behind it
 
@@ -106,13 +116,14 @@ def likely_on_gpu(argv: list[str]) -> int | None:
         if large > CROSSOVERS.wide_ratio * small or large < CROSSOVERS.cuda_low_range:
             return None
     device = option_value(argv, "--device")
-    return int(device) if device is not None and device.isdigit() else 0
+    return int(device) if device is not None and device.isascii() and device.isdigit() else 0
 
 
 def _start_driver(ordinal: int) -> None:
     """cuInit and the primary context of one device, through ctypes (the GIL is released during
     each call). Any failure leaves the work to the launchers."""
-    global _context_made
+    global _context_made, _ordinal
+    _ordinal = ordinal
     import ctypes
 
     try:
@@ -129,9 +140,13 @@ def _start_driver(ordinal: int) -> None:
 
 
 def start_early(argv: list[str]) -> bool:
-    """Start the driver in a thread when ``lap <argv>`` will probably need it; True if started."""
+    """Start the driver in a thread when ``lap <argv>`` will probably need it; True if started.
+    A guess only: any error in it leaves everything to the command."""
     global _thread
-    ordinal = likely_on_gpu(argv)
+    try:
+        ordinal = likely_on_gpu(argv)
+    except Exception:  # noqa: BLE001 - never let the guess break the command
+        return False
     if ordinal is None or _thread is not None:
         return False
     _thread = threading.Thread(target=_start_driver, args=(ordinal,), name="lapcli-cuda-start", daemon=True)
@@ -145,10 +160,25 @@ def wait() -> None:
         _thread.join()
 
 
-def note_context() -> None:
-    """A launcher made a CUDA context in this process."""
-    global _context_made
-    _context_made = True
+def note_context(ordinal: int = 0) -> None:
+    """A launcher made a CUDA context in this process (on device ``ordinal``)."""
+    global _context_made, _ordinal
+    _context_made, _ordinal = True, ordinal
+
+
+def _default_compute_mode() -> bool:
+    """Whether the device shares itself between processes (compute mode DEFAULT). In an exclusive
+    mode the next process could not open the device while the child still holds the context."""
+    import ctypes
+
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+        device, mode = ctypes.c_int(), ctypes.c_int(-1)
+        if driver.cuDeviceGet(ctypes.byref(device), _ordinal) != 0:
+            return False
+        return driver.cuDeviceGetAttribute(ctypes.byref(mode), 20, device) == 0 and mode.value == 0  # COMPUTE_MODE
+    except (OSError, AttributeError):
+        return False
 
 
 def started_early() -> bool:
@@ -156,27 +186,54 @@ def started_early() -> bool:
     return _thread is not None
 
 
+def _pipe_above_stdio() -> tuple[int, int]:
+    """os.pipe() with both ends above fd 2 (the child closes 0-2, which a caller may have left free)."""
+    import fcntl
+
+    ends = []
+    for fd in os.pipe():
+        if fd <= 2:
+            moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+            os.close(fd)
+            fd = moved
+        ends.append(fd)
+    return ends[0], ends[1]
+
+
 def detach_teardown() -> int | None:
     """Fork a child that keeps this process's files open until this process has exited, so that
     the CUDA driver tears the context down in the child (after the command has returned). Only
     when a context exists; returns the child's pid, or None. Call it last, after all output is
     flushed."""
+    wait()  # the thread may still be in cuInit: never exit under it
     if not (_context_made or "cupy" in sys.modules) or os.environ.get("LAPCLI_DETACH_TEARDOWN", "1") == "0":
         return None
-    wait()
+    if not hasattr(os, "fork") or not _default_compute_mode():
+        return None
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError, AttributeError):
             pass
+    import signal
     import warnings
 
     try:
-        read_end, write_end = os.pipe()
+        read_end, write_end = _pipe_above_stdio()
+    except OSError:
+        return None
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})  # the child keeps them blocked
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded fork": the child runs no Python code of others
             pid = os.fork()
     except (OSError, RuntimeError, DeprecationWarning):
+        pid = None
+    if pid != 0:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    if pid is None:
+        os.close(read_end)
+        os.close(write_end)
         return None
     if pid == 0:  # the child: no CUDA call, no flush, no finaliser; only wait for the parent's exit
         try:

@@ -45,7 +45,23 @@ def files(tmp_path):
     return made
 
 
-def test_the_driver_starts_early_only_where_auto_or_the_solver_goes_to_the_gpu(files):
+@pytest.fixture
+def cupy_installed(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "cupy" else real(name, *a))
+
+
+def test_no_early_start_without_cupy(files, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cupy" else real(name, *a))
+    assert gpu_start.likely_on_gpu(["solve", files["big"]]) is None  # auto and the CUDA engines need CuPy
+
+
+def test_the_driver_starts_early_only_where_auto_or_the_solver_goes_to_the_gpu(files, cupy_installed):
     on = gpu_start.likely_on_gpu
     assert on(["solve", files["big"]]) == 0
     assert on(["solve", files["big"], "-o", "a.npy", "--quiet", "--device", "1"]) == 1
@@ -75,6 +91,16 @@ def test_the_options_that_take_a_value_are_those_of_lap_solve():
     assert taking == gpu_start.SOLVE_OPTIONS_WITH_VALUES
 
 
+def test_a_fifo_or_an_odd_device_number_never_hangs_or_breaks_the_guess(tmp_path, cupy_installed):
+    fifo = tmp_path / "m.npy"
+    os.mkfifo(fifo)
+    assert gpu_start.npy_shape(str(fifo)) is None  # returns at once: no open() of the pipe
+    assert gpu_start.likely_on_gpu(["solve", str(fifo)]) is None
+    big = tmp_path / "big.npy"
+    np.save(big, np.zeros((1024, 1024), dtype=np.int8))
+    assert gpu_start.likely_on_gpu(["solve", str(big), "--device", "\u00b2"]) == 0  # '²' is a digit to str.isdigit
+
+
 def test_import_lapcli_imports_no_numpy_until_a_public_name_is_used():
     script = ("import sys, lapcli, lapcli.gpu_start, lapcli.engines.auto\n"
               "before = 'numpy' in sys.modules\n"
@@ -82,6 +108,9 @@ def test_import_lapcli_imports_no_numpy_until_a_public_name_is_used():
               "print(before, 'numpy' in sys.modules, solve.__module__, 'solve' in dir(lapcli))")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "True", "lapcli.facade", "True"]
+    errors = subprocess.run([sys.executable, "-c", "import lapcli; print(lapcli.errors.SolverError.__name__)"],
+                            capture_output=True, text=True, check=True)
+    assert errors.stdout.strip() == "SolverError"  # submodules are attributes, as before the lazy exports
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         import lapcli
 
@@ -91,6 +120,7 @@ def test_import_lapcli_imports_no_numpy_until_a_public_name_is_used():
 DETACH = """
 import os, sys, time
 from lapcli import gpu_start
+gpu_start._default_compute_mode = lambda: True  # no driver here: take the device as shared
 if sys.argv[1] == "context":
     gpu_start.note_context()
 print("started", flush=True)
@@ -108,8 +138,10 @@ def _gone(pid: int, within: float = 5.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":  # exited, not yet reaped by its new parent
+                    return True
+        except (FileNotFoundError, ProcessLookupError):
             return True
         time.sleep(0.02)
     return False

@@ -93,7 +93,7 @@ class Gpu:
         self.ordinal = ordinal
         self.handle = _check(driver.cuDeviceGet(ordinal))
         self.context = _check(driver.cuDevicePrimaryCtxRetain(self.handle))
-        gpu_start.note_context()
+        gpu_start.note_context(ordinal)
         attribute = driver.CUdevice_attribute
         read = lambda a: int(_check(driver.cuDeviceGetAttribute(a, self.handle)))  # noqa: E731
         self.sms = read(attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
