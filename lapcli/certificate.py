@@ -10,8 +10,9 @@ prove σ optimal up to 2·k·tol: for any permutation π, Σ c[i, π(i)] ≥ Σ 
 pass over the matrix, on the device that solved it (CuPy) or on the host (NumPy, in row chunks).
 Rectangular work matrices (batch engines solve k × m, k ≤ m, natively) also need v[j] ≤ tol for
 every column and v[j] ≥ −tol for the columns no row took, the dual constraints of the columns
-that may stay free. The batch engine runs the same checks per problem inside one fused kernel
-(kernels/batch_finish.cu), with tol = m · max|c| · 2^-50 per problem.
+that may stay free. The batch engine runs the same checks per problem inside its solve launch
+(kernels/batch_lap.cu, certify_problem: each group re-reads its problem's costs once it has
+solved it), with tol = m · max|c| · 2^-50 per problem.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a GPU machine without network: install from the checkout (no downloads), run the GPU
-# tests, compute-sanitizer on small solves, the auto/crossover grid (scipy vs cuda vs auto), the
+# tests, compute-sanitizer on small solves and batches, the auto/crossover grid (scipy vs cuda vs auto), the
 # HyLAC comparison points, the batch suite, the largest single solve (n = 65,536 host -> host), the
 # step table at n=4096 R=100, a cold `lap solve` against its kernel
 # time, and the fuzzer in parallel processes. Logs go to the folder given as $1 (default ./gpu-logs).
@@ -42,6 +42,9 @@ for n, r in ((37, 10), (130, 1000), (300, 1)):
     for dtype in ("int32", "float64"):
         lapcli.solve((rng.integers(0, max(1, r * n), (n, n))).astype(dtype), solver="cuda")
 lapcli.solve(rng.random((90, 60)), solver="cuda", maximize=True)
+for shape in ((40, 16, 16), (20, 30, 70), (20, 70, 30), (3, 300, 300)):  # the batch kernel, certify fused
+    lapcli.solve_batch(rng.integers(0, 1000, shape).astype("int32"), solver="cuda-batch")
+    lapcli.solve_batch(rng.random(shape).astype("float32"), solver="cuda-batch", maximize=True)
 print("sanitized solves done")
 PY
   for tool in memcheck racecheck synccheck; do

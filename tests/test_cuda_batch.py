@@ -46,7 +46,9 @@ def test_layout_choice_covers_every_width():
 def test_kernel_source_instantiates_one_name_per_layout():
     source = cb.kernel_source()
     assert "batch_lap" in source and "__reduce_min_sync" in source
-    assert cb.kernel_name("float32", 4, 8) == "batch_lap<float, double, 4, 8>"
+    assert cb.kernel_name("float32", 4, 8) == "batch_lap<float, double, 4, 8, false>"
+    assert cb.kernel_name("int32", 1, 1, certify=True) == "batch_lap<int, long long, 1, 1, true>"
+    assert "certify_problem" in source and "atomicExch(&taken[j], r)" in source
 
 
 @pytest.mark.gpu
@@ -202,3 +204,30 @@ def test_cuda_batch_finds_bad_entries_without_a_pre_pass(rng, on_gpu):
     solution = lapcli.solve_batch(xp.asarray(stack), solver="cuda-batch")
     np.testing.assert_allclose(solution.objectives, _scipy_objectives(stack, False), rtol=1e-5)
     assert solution.report.certified
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", [1, 2])
+@pytest.mark.parametrize("shape", [(8, 12, 12), (8, 5, 40), (4, 300, 300)])
+def test_the_fused_certificate_refuses_a_spoilt_answer(rng, monkeypatch, mode, shape):
+    """The solve launch proves each problem itself: spoil problem 3's answer inside the kernel (two
+    rows' columns swapped, or one column given twice) and only problem 3 must fail its proof, and
+    solve_batch must refuse the whole batch naming it."""
+    import functools
+
+    import cupy
+
+    import lapcli
+
+    stack = rng.random(shape)
+    run = cb.certified_stack(cupy.asarray(stack), n_out=shape[1], transposed=False,
+                             defines=("BATCH_CORRUPT_PROBLEM=3", f"BATCH_CORRUPT_MODE={mode}"))
+    summary = run.summary.get()
+    proved = run.stats[4].get()
+    assert int(summary[1]) == 1 and list(np.flatnonzero(proved != 1)) == [3]
+    clean = cb.certified_stack(cupy.asarray(stack), n_out=shape[1], transposed=False)
+    assert int(clean.summary.get()[1]) == 0 and np.all(clean.stats[4].get() == 1)
+    spoilt = functools.partial(cb.certified_stack, defines=("BATCH_CORRUPT_PROBLEM=3", f"BATCH_CORRUPT_MODE={mode}"))
+    monkeypatch.setattr(cb, "certified_stack", spoilt)
+    with pytest.raises(lapcli.SolverError, match=f"failed on problems 3 of {shape[0]}: their optimality certificate"):
+        lapcli.solve_batch(cupy.asarray(stack), solver="cuda-batch")

@@ -70,25 +70,26 @@ def kernel_source() -> str:
     return resources.files("lapcli").joinpath("kernels/batch_lap.cu").read_text()
 
 
-def kernel_name(dtype: str, k: int, warps: int) -> str:
+def kernel_name(dtype: str, k: int, warps: int, certify: bool = False) -> str:
     cost_type, dual_type, _ = KERNEL_TYPES[dtype]
-    return f"batch_lap<{cost_type}, {dual_type}, {k}, {warps}>"
+    return f"batch_lap<{cost_type}, {dual_type}, {k}, {warps}, {'true' if certify else 'false'}>"
 
 
-_kernels: dict[tuple, tuple] = {}  # (dtype, k, warps, defines) -> (kernel, compile_ms)
+_kernels: dict[tuple, tuple] = {}  # (dtype, k, warps, defines, certify) -> (kernel, compile_ms)
 
 
-def compiled_kernel(dtype: str, k: int, warps: int, defines: tuple = ()):
+def compiled_kernel(dtype: str, k: int, warps: int, defines: tuple = (), certify: bool = False):
     """Compile one instantiation once per process; return (kernel, compile_ms, fresh). ``defines``
-    (e.g. ("BATCH_SHFL=1",)) exist for measurements."""
-    key = (dtype, k, warps, defines)
+    (e.g. ("BATCH_SHFL=1",)) exist for measurements; ``certify`` selects the launch that also
+    proves each answer and writes the caller's columns (certified_stack)."""
+    key = (dtype, k, warps, defines, certify)
     found = _kernels.get(key)
     if found is not None:
         return found[0], found[1], False
     import cupy
 
     start = time.perf_counter()
-    name = kernel_name(dtype, k, warps)
+    name = kernel_name(dtype, k, warps, certify)
     module = cupy.RawModule(code=kernel_source(), options=("-std=c++17", *(f"-D{d}" for d in defines)),
                             name_expressions=[name])
     kernel = module.get_function(name)
@@ -102,6 +103,10 @@ def launch_shape(batch: int, warps: int) -> tuple[int, int]:
         return (batch + 1) // 2, 64
     return batch, 32 * warps
 
+
+# The certify arguments of a launch that does not certify: null pointers and zeros.
+_NO_CERTIFY = (np.uint64(0), np.int32(0), np.int32(0), np.int32(0), np.uint64(0), np.uint64(0), np.uint64(0),
+               np.uint64(0))
 
 _reused: dict[tuple, tuple] = {}  # (thread, device, role) -> CUDA events reused call after call
 
@@ -165,7 +170,7 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     cupy.cuda.runtime.memsetAsync(ints.data.ptr, 0, 8, stream.ptr)  # the launch stamp
     begin.record(stream)
     kernel((grid,), (block,), (costs, np.int32(batch), np.int32(n), np.int32(m), col_of_row, u, v,
-                               status, ints, np.uint64(limit_ns)))
+                               status, ints, np.uint64(limit_ns), *_NO_CERTIFY))
     end.record(stream)
     details = {"layout": f"K={k} warps={warps}", "grid": grid, "block": block, "launches": 1,
                "compile_ms": round(compile_ms if fresh else 0.0, 3)}
@@ -248,42 +253,97 @@ def check_duals(costs: np.ndarray, col_of_row: np.ndarray, u: np.ndarray, v: np.
 # --------------------------------------------------------------------------------------------
 # The engine ``cuda-batch`` (registry): a BatchProblem in, certified columns and objectives out.
 
-@lru_cache(maxsize=None)
-def finish_kernel(dtype: str):
-    """kernels/batch_finish.cu for one working dtype: the certificate, the objectives and the
-    caller's columns of every problem in one launch (instead of ~40 small CuPy operations)."""
+CERTIFY_STATS = 6  # per problem: objective, min slack, max assigned slack, tol, proved, non-finite
+SUMMARY_SLOTS = 6  # launch stamp, not proved, non-finite, ~key(min slack), key(max assigned), key(tol)
+
+
+@dataclass
+class CertifiedStack:
+    """One certifying launch in flight (certified_stack): device views into one int64 buffer."""
+
+    buffer: Any  # summary | objectives | columns | stats | status
+    summary: Any
+    objective: Any  # (B,) int64: the objective for integer costs, else the bits of a float64
+    col_ind: Any  # (B, n_out) int64, the caller's columns
+    stats: Any  # (CERTIFY_STATS, B) float64
+    status: Any  # (B,) int32
+    events: tuple
+    details: dict
+
+
+def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None,
+                    timeout: float | None = None, defines: tuple = ()) -> CertifiedStack:
+    """Launch the kernel that solves every problem of the (B, r, c) work stack (r <= c, minimise)
+    and, in the same launch, proves each answer optimal, sums its objective and writes the caller's
+    columns (kernels/batch_lap.cu, certify_problem). Nothing is copied back and nothing waits:
+    the caller reads ``summary`` (48 bytes) to learn whether every problem was proved. ``defines``
+    set the kernel's switches (tests spoil an answer with BATCH_CORRUPT_PROBLEM / _MODE)."""
     import cupy
 
-    cost_type, dual_type, _ = KERNEL_TYPES[dtype]
-    name = f"batch_finish<{cost_type}, {dual_type}>"
-    source = resources.files("lapcli").joinpath("kernels/batch_finish.cu").read_text()
-    module = cupy.RawModule(code=source, options=("-std=c++17",), name_expressions=[name])
-    return module.get_function(name)
+    batch, r, c = (int(x) for x in values.shape)
+    dtype = values.dtype.name
+    k, warps = choose_layout(c)
+    kernel, compile_ms, fresh = compiled_kernel(dtype, k, warps, defines, certify=True)
+    grid, block = launch_shape(batch, warps)
+    stride = batch * n_out
+    buffer = cupy.empty(SUMMARY_SLOTS + batch * (1 + CERTIFY_STATS + 1) + stride, dtype=np.int64)
+    summary = buffer[:SUMMARY_SLOTS]
+    objective = buffer[SUMMARY_SLOTS:SUMMARY_SLOTS + batch]
+    columns_at = SUMMARY_SLOTS + batch
+    col_ind = buffer[columns_at:columns_at + stride].reshape(batch, n_out)
+    stats_at = columns_at + stride
+    stats = buffer[stats_at:stats_at + CERTIFY_STATS * batch].view(np.float64).reshape(CERTIFY_STATS, batch)
+    status = buffer[stats_at + CERTIFY_STATS * batch:].view(np.int32)[:batch]
+    stream = cupy.cuda.get_current_stream()
+    begin, end = reused_events(cupy.cuda.runtime.getDevice(), "launch", 2)
+    cupy.cuda.runtime.memsetAsync(summary.data.ptr, 0, SUMMARY_SLOTS * 8, stream.ptr)
+    limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
+    begin.record(stream)
+    kernel((grid,), (block,), (values, np.int32(batch), np.int32(r), np.int32(c), np.uint64(0), np.uint64(0),
+                               np.uint64(0), status, summary, np.uint64(limit_ns),
+                               row_offset if row_offset is not None else np.uint64(0), np.int32(transposed),
+                               np.int32(n_out), np.int32(values.dtype.kind in "iu"), col_ind, stats, objective, summary))
+    end.record(stream)
+    details = {"layout": f"K={k} warps={warps}", "grid": grid, "block": block, "launches": 1,
+               "compile_ms": round(compile_ms if fresh else 0.0, 3)}
+    return CertifiedStack(buffer, summary, objective, col_ind, stats, status, (begin, end), details)
 
 
-FINISH_THREADS = 128  # FINISH_WARPS = 4 in batch_finish.cu
-FINISH_MAX_BLOCKS = 65535
-FINISH_STATS = 6  # per problem: objective, min slack, max assigned slack, tol, proved, non-finite
+def decode_key(key: np.ndarray) -> np.ndarray:
+    """The float64 values of DualTraits<double>::key (batch_lap.cu): an order-preserving map of the
+    IEEE bits to unsigned 64 bits, so that the kernel can atomicMax them."""
+    key = np.asarray(key, dtype=np.uint64)
+    sign = np.uint64(1 << 63)
+    bits = np.where(key & sign, key ^ sign, ~key)
+    return bits.view(np.float64)
+
+
+@lru_cache(maxsize=None)
+def _device_label(ordinal: int) -> str:
+    from .cuda_hungarian import device_name
+
+    return device_name()
+
 
 def run_batch(problem, *, timeout: float | None = None, device: int | None = None):
-    """Upload (pinned ring), build the work stack on the device (lapcli.batch.work_stack), solve
-    every problem in one launch, then one launch that certifies every answer, sums the objectives
-    and writes the caller's columns, all into one buffer; one copy back of that buffer (only its
-    per-problem part when the columns stay on the device) is the call's one synchronisation.
+    """Upload (pinned ring), build the work stack on the device (lapcli.batch.work_stack), then
+    ONE launch that solves every problem, certifies every answer, sums the objectives and writes the
+    caller's columns into one buffer; one copy back (the 48-byte summary and the objectives, plus the
+    columns for host input) is the call's one synchronisation. Per-problem statistics are copied
+    only when some problem was not proved (to name it) or has forbidden entries (own tolerance).
 
     A stack whose entries the caller did not check (``problem.entries_checked`` False) is solved
-    as if finite; if the finish kernel met NaN or an infinity, EntriesNeedChecking asks the caller
-    to check them and call again (the launch on such input is harmless: every loop is bounded)."""
+    as if finite; if the kernel met NaN or an infinity, EntriesNeedChecking asks the caller to check
+    them and call again (the launch on such input is harmless: every loop is bounded)."""
     import cupy
 
     from ..batch import work_stack
     from ..errors import SolverError
     from ..staging import upload
     from .base import BatchEngineResult, EntriesNeedChecking
-    from .cuda_hungarian import device_name
 
     with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id) as current:
-        start, copied_in, solved, finished = reused_events(current.id, "batch", 4)
+        start, copied_in, finished = reused_events(current.id, "batch", 3)
         start.record()
         on_host = problem.xp is np
         source = upload(problem.original) if on_host else problem.original
@@ -291,60 +351,55 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
         work = work_stack(problem, cupy, source=source)
         values = work.values
         batch, r, c = (int(x) for x in values.shape)
-        result = solve_stack(values, 0.0, timeout=timeout, synchronize=False)
-        solved.record()
-        exact = values.dtype.kind in "iu"
-        n_out = problem.shape[1]
-        # one int64 buffer: stats (FINISH_STATS, B) as float64 | exact objectives (B) | columns (B, n_out)
-        head = batch * (FINISH_STATS + 1)
-        buffer = cupy.empty(head + batch * n_out, dtype=np.int64)
-        stats = buffer[:batch * FINISH_STATS].view(np.float64).reshape(FINISH_STATS, batch)
-        objective_exact = buffer[batch * FINISH_STATS:head]
-        col_ind = buffer[head:].reshape(batch, n_out)
-        finish_kernel(str(values.dtype))(
-            (min(batch, FINISH_MAX_BLOCKS),), (FINISH_THREADS,),
-            (values, np.int32(batch), np.int32(r), np.int32(c), result.col_of_row, result.u, result.v,
-             result.status, work.row_offset if work.row_offset is not None else np.uint64(0),
-             np.int32(problem.transposed), np.int32(n_out), np.int32(exact), col_ind, stats,
-             objective_exact if exact else np.uint64(0)))
-        if work.scale is not None:  # forbidden entries: the tolerance follows the finite costs
-            _recheck_with_scale(stats, work.scale, c)
+        run = certified_stack(values, n_out=problem.shape[1], transposed=problem.transposed,
+                              row_offset=work.row_offset, timeout=timeout)
         finished.record()
-        host = (buffer if on_host else buffer[:head]).get()  # the one synchronisation
-        objective, min_slack, max_assigned, tolerance, proved, nonfinite = \
-            host[:batch * FINISH_STATS].view(np.float64).reshape(FINISH_STATS, batch)
-        if not problem.entries_checked and nonfinite.any():
+        exact = values.dtype.kind in "iu"
+        # summary | objectives | columns are adjacent: one copy (columns only for host input)
+        head = SUMMARY_SLOTS + batch
+        host = run.buffer[:head + (run.col_ind.size if on_host else 0)].get()  # the one synchronisation
+        summary = host[:SUMMARY_SLOTS].view(np.uint64)
+        failed, nonfinite = int(summary[1]), int(summary[2])
+        if not problem.entries_checked and nonfinite:
             raise EntriesNeedChecking()
-        if proved.min() != 1:
-            failed = np.flatnonzero(proved != 1)
-            code = int(result.status[int(failed[0])].get())
-            why = STATUS_MESSAGES.get(code, "") if code else "their optimality certificate failed"
-            raise SolverError(f"the cuda-batch engine failed on problems {', '.join(map(str, failed[:20]))} of "
-                              f"{batch}: {why} (a bug, please report it)")
+        min_slack = float(decode_key(~summary[3:4])[0])
+        max_assigned, tolerance = (float(x) for x in decode_key(summary[4:6]))
+        stats = None
+        if failed or work.scale is not None:
+            stats = run.stats.get()
+            if work.scale is not None:  # forbidden entries: the tolerance follows the finite costs
+                _recheck_with_scale(stats, cupy.asnumpy(work.scale), c)
+                min_slack, max_assigned, tolerance = float(stats[1].min()), float(stats[2].max()), float(stats[3].max())
+            if (stats[4] != 1).any():
+                failed_at = np.flatnonzero(stats[4] != 1)
+                code = int(run.status[int(failed_at[0])].get())
+                why = STATUS_MESSAGES.get(code, "") if code else "their optimality certificate failed"
+                raise SolverError(f"the cuda-batch engine failed on problems {', '.join(map(str, failed_at[:20]))} "
+                                  f"of {batch}: {why} (a bug, please report it)")
         if exact:
-            objectives = host[batch * FINISH_STATS:head] * work.sign
+            objectives = host[SUMMARY_SLOTS:head] * work.sign
         elif work.row_offset is None:  # float32 costs, unreduced: their float64 sum is exact here
-            objectives = objective * work.sign
+            objectives = host[SUMMARY_SLOTS:head].view(np.float64) * work.sign
         else:  # reduced rows: the offsets' sum rounds; the caller sums the original costs (fsum)
             objectives = None
-        if on_host:
-            col_ind = host[head:].reshape(batch, n_out)
-        begin, end = result.details.pop("events")
+        col_ind = host[head:].reshape(batch, problem.shape[1]) if on_host else run.col_ind
         certificate = {
             "checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, v = 0 on free columns, per problem",
-            "min_slack": float(min_slack.min()),
-            "max_assigned_slack": float(max_assigned.max()),
-            "tolerance": float(tolerance.max()),
-            "ms": round(cupy.cuda.get_elapsed_time(solved, finished), 4),
+            "min_slack": min_slack,
+            "max_assigned_slack": max_assigned,
+            "tolerance": tolerance,
+            "ms": None,  # no time of its own: each group checks its problem inside the solve launch (kernel_ms)
             "where": "device",
+            "fused": "in the solve launch",
             "problems": batch,
         }
-        details = dict(result.details)
+        begin, end = run.events
+        details = dict(run.details)
         details.update(h2d_ms=round(cupy.cuda.get_elapsed_time(start, copied_in), 4),
                        kernel_ms=round(cupy.cuda.get_elapsed_time(begin, end), 4),
                        total_device_ms=round(cupy.cuda.get_elapsed_time(start, finished), 4))
-        return BatchEngineResult(col_ind=col_ind, device=device_name(), dtype=str(values.dtype), details=details,
-                                 certificate=certificate, notes=work.notes, objectives=objectives)
+        return BatchEngineResult(col_ind=col_ind, device=_device_label(current.id), dtype=str(values.dtype),
+                                 details=details, certificate=certificate, notes=work.notes, objectives=objectives)
 
 
 def _recheck_with_scale(stats, scale, c):

@@ -110,12 +110,164 @@ __device__ __forceinline__ void group_sync() {
     if constexpr (WARPS == 1) __syncwarp(); else __syncthreads();
 }
 
+// ---- The certificate, fused into the solve (CERTIFY): each group proves its own problem --------
+// Once a group has solved problem b, it re-reads the problem's costs and checks the LP optimality
+// conditions of its answer (lapcli/certificate.py states them): with u[i] = c[i][col[i]] - v[col[i]]
+// (tight by definition), c - u - v >= -tol on every pair; col a one-to-one map of the rows into the
+// columns; for m > n, v <= tol and v == 0 (within tol) on the columns no row took (complementary
+// slackness of the rectangular problem). tol = m * max|c| * 2^-50 for float costs, 0 for integers.
+// It also sums the objective (exact in long long for integer costs, plus the row offsets a float64
+// reduction subtracted) and writes the caller's columns (int64; for a transposed problem the work
+// rows are the caller's columns: out[col[i]] = i, -1 where no work row took a caller's row).
+// Per problem: stats[k * B + b] for k = objective, min slack, max assigned slack, tol, proved,
+// non-finite cost seen. For the whole launch (so that the host copies 48 bytes, not 48 per
+// problem): summary[0] the launch stamp, [1] problems not proved, [2] problems with a non-finite
+// cost, [3] ~key(min slack), [4] key(max assigned slack), [5] key(max tol) (atomicMax on the
+// order-preserving keys of DualTraits<double>; the host decodes them). objective_out[b]: the
+// objective as a long long for integer costs, else the bits of its double.
+#define CERTIFY_STATS 6
+
+__device__ __forceinline__ unsigned long long to_bits(long long x) { return (unsigned long long)x; }
+__device__ __forceinline__ unsigned long long to_bits(double x) { return (unsigned long long)__double_as_longlong(x); }
+__device__ __forceinline__ unsigned long long to_bits(int x) { return (unsigned long long)(unsigned)x; }
+template <typename X> __device__ __forceinline__ X from_bits(unsigned long long b);
+template <> __device__ __forceinline__ long long from_bits<long long>(unsigned long long b) { return (long long)b; }
+template <> __device__ __forceinline__ double from_bits<double>(unsigned long long b) { return __longlong_as_double((long long)b); }
+template <> __device__ __forceinline__ int from_bits<int>(unsigned long long b) { return (int)(unsigned)b; }
+
+struct MinOf { template <typename X> __device__ X operator()(X a, X b) const { return a < b ? a : b; } };
+struct MaxOf { template <typename X> __device__ X operator()(X a, X b) const { return a > b ? a : b; } };
+struct SumOf { template <typename X> __device__ X operator()(X a, X b) const { return a + b; } };
+
+// Reduce x over the group (a warp, or the block for WARPS > 1, through `scratch` of WARPS slots).
+template <int WARPS, typename X, typename Op>
+__device__ __forceinline__ X group_reduce(X x, Op op, unsigned long long* scratch) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) x = op(x, __shfl_xor_sync(BATCH_FULL_MASK, x, offset));
+    if constexpr (WARPS == 1) {
+        return x;
+    } else {
+        __syncthreads();  // the slots may still be read by the previous reduction
+        if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = to_bits(x);
+        __syncthreads();
+        X y = from_bits<X>(scratch[0]);
+#pragma unroll
+        for (int w = 1; w < WARPS; ++w) y = op(y, from_bits<X>(scratch[w]));
+        return y;
+    }
+}
+
 template <typename T, typename D, int K, int WARPS>
+__device__ __forceinline__ void certify_problem(
+        const T* __restrict__ problem, long long b, int B, int n, int m, int t, int st, const D (&v)[K],
+        unsigned dead, const int* col4row, int* taken, const D* v_sh, unsigned long long* scratch,
+        const double* __restrict__ row_offset, int transposed, int n_out, int exact,
+        long long* __restrict__ out, double* __restrict__ stats, long long* __restrict__ objective_out,
+        unsigned long long* __restrict__ summary) {
+    typedef DualTraits<D> DT;
+    constexpr int G = 32 * WARPS;
+    // taken[j]: the row that took column j, -1 for none (the path array: the walks are over)
+    for (int j = t; j < G * K; j += G) taken[j] = -1;
+    group_sync<WARPS>();
+    int bad = st != BATCH_OK;
+    for (int r = t; r < n; r += G) {
+        const int j = col4row[r];
+        if (j < 0 || j >= m || atomicExch(&taken[j], r) != -1) bad = 1;  // unassigned, or a column twice
+    }
+    group_sync<WARPS>();
+    // One pass over the costs, ROWS rows at a time: every load of a chunk is issued before the first
+    // use (each thread its K columns, coalesced; v in registers), so a block-per-problem layout
+    // whose costs have left L2 waits one memory latency per chunk, not per row.
+    constexpr int ROWS = 4;
+    D smallest = DT::inf(), loosest = 0, total = 0;
+    double scale = 0.0, offsets = 0.0;
+    int nonfinite = 0;
+    for (int i0 = 0; i0 < n; i0 += ROWS) {
+        T x[ROWS][K];
+        D ui[ROWS];
+        int ji[ROWS];
+#pragma unroll
+        for (int q = 0; q < ROWS; ++q) {
+            const int i = min(i0 + q, n - 1);  // past the last row: reload it, skipped below
+            const T* row = problem + (long long)i * m;
+            ji[q] = col4row[i];
+            const bool ok = ji[q] >= 0 && ji[q] < m;
+            ui[q] = ok ? (D)__ldg(row + ji[q]) - v_sh[ji[q]] : (D)0;
+#pragma unroll
+            for (int k = 0; k < K; ++k) x[q][k] = ((dead >> k) & 1) ? (T)0 : __ldg(row + t + k * G);
+        }
+#pragma unroll
+        for (int q = 0; q < ROWS; ++q) {
+            if (i0 + q >= n) break;
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                if ((dead >> k) & 1) continue;
+                const D slack = (D)x[q][k] - ui[q] - v[k];
+                smallest = slack < smallest ? slack : smallest;
+                scale = fmax(scale, fabs((double)x[q][k]));
+                nonfinite |= !isfinite((double)x[q][k]);  // NaN or +-inf: the entries were not checked
+                if (t + k * G == ji[q]) {
+                    loosest = max(loosest, slack < 0 ? -slack : slack);
+                    total += (D)x[q][k];
+                }
+            }
+        }
+    }
+    if (row_offset)
+        for (int r = t; r < n; r += G) offsets += row_offset[b * n + r];
+    smallest = group_reduce<WARPS>(smallest, MinOf(), scratch);
+    loosest = group_reduce<WARPS>(loosest, MaxOf(), scratch);
+    total = group_reduce<WARPS>(total, SumOf(), scratch);
+    scale = group_reduce<WARPS>(scale, MaxOf(), scratch);
+    offsets = group_reduce<WARPS>(offsets, SumOf(), scratch);
+    nonfinite = group_reduce<WARPS>(nonfinite, MaxOf(), scratch);
+    const double tol = exact ? 0.0 : (double)m * scale * 0x1p-50;
+    if (m > n) {  // the columns' own constraints: v <= tol, v == 0 on the columns no row took
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            if ((dead >> k) & 1) continue;
+            const double vj = (double)v[k];
+            if (vj > tol || (taken[t + k * G] < 0 && fabs(vj) > tol)) bad = 1;
+        }
+    }
+    bad = group_reduce<WARPS>(bad, MaxOf(), scratch);
+    const bool good = !bad && !nonfinite && (double)smallest >= -tol && (double)loosest <= tol;
+    // the caller's columns
+    long long* row_out = out + b * n_out;
+    if (transposed) {
+        for (int i = t; i < n_out; i += G) row_out[i] = -1;
+        group_sync<WARPS>();
+        for (int r = t; r < n; r += G) { const int j = col4row[r]; if (j >= 0 && j < m) row_out[j] = r; }
+    } else {
+        for (int r = t; r < n; r += G) row_out[r] = col4row[r];
+    }
+    if (t == 0) {
+        double* mine = stats + b;
+        mine[0] = (double)total + offsets;
+        mine[1LL * B] = (double)smallest;
+        mine[2LL * B] = (double)loosest;
+        mine[3LL * B] = tol;
+        mine[4LL * B] = good ? 1.0 : 0.0;
+        mine[5LL * B] = nonfinite ? 1.0 : 0.0;
+        objective_out[b] = exact ? (long long)total : __double_as_longlong((double)total + offsets);
+        if (!good) atomicAdd(summary + 1, 1ull);
+        if (nonfinite) atomicAdd(summary + 2, 1ull);
+        atomicMax(summary + 3, ~DualTraits<double>::key((double)smallest));
+        atomicMax(summary + 4, DualTraits<double>::key((double)loosest));
+        atomicMax(summary + 5, DualTraits<double>::key(tol));
+    }
+}
+
+template <typename T, typename D, int K, int WARPS, bool CERTIFY>
 __global__ void __launch_bounds__(WARPS == 1 ? 64 : 32 * WARPS)
 batch_lap(const T* __restrict__ cost, int B, int n, int m,
           int* __restrict__ col_of_row, D* __restrict__ u_out, D* __restrict__ v_out,
           int* __restrict__ status, unsigned long long* __restrict__ launch_start,
-          unsigned long long time_limit_ns) {
+          unsigned long long time_limit_ns,
+          // CERTIFY only (see certify_problem): where the caller's answer and the proof go
+          const double* __restrict__ row_offset, int transposed, int n_out, int exact,
+          long long* __restrict__ out, double* __restrict__ stats, long long* __restrict__ objective_out,
+          unsigned long long* __restrict__ summary) {
     static_assert(K >= 1 && K <= 32, "K columns per thread, one bit each in the masks");
     typedef DualTraits<D> DT;
     constexpr int G = 32 * WARPS;                 // threads per problem
@@ -265,8 +417,22 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
         if (abort_s[group]) { st = abort_s[group]; break; }
     }
 
-    // ---- outputs: col_of_row, u = c - v on the assignment, v ------------------------------------
     group_sync<WARPS>();
+    if constexpr (CERTIFY) {
+#ifdef BATCH_CORRUPT_PROBLEM  // tests only: spoil one problem's answer; its certificate must fail
+        if (b == BATCH_CORRUPT_PROBLEM && t == 0 && n >= 2) {
+            if (BATCH_CORRUPT_MODE == 1) { const int j = col4row[0]; col4row[0] = col4row[1]; col4row[1] = j; }
+            else col4row[1] = col4row[0];  // one column twice
+        }
+        group_sync<WARPS>();
+#endif
+        certify_problem<T, D, K, WARPS>(problem, b, B, n, m, t, st, v, dead, col4row, path_sh, v_sh,
+                                        red_key[0], row_offset, transposed, n_out, exact, out, stats,
+                                        objective_out, summary);
+        if (t == 0) status[b] = st;
+        return;
+    }
+    // ---- outputs: col_of_row, u = c - v on the assignment, v ------------------------------------
     for (int j = t; j < m; j += G) v_out[b * m + j] = v_sh[j];
     for (int r = t; r < n; r += G) {
         const int j = col4row[r];
