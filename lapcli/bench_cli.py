@@ -228,7 +228,8 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet)
         console.print(f"[dim]skipped {name}: {why}[/]")
     if not chosen:
         raise FailedError("no batch runner can run here")
-    settings = BatchSettings(cells=bench_batch.BATCH_CELLS, runners=chosen, repeat=repeat, warmup=warmup, seed=seed, scale=scale)
+    settings = BatchSettings(cells=bench_batch.BATCH_CELLS, runners=chosen, repeat=repeat, warmup=warmup, seed=seed,
+                             scale=scale, min_seconds=bench_batch.SUITE_MIN_SECONDS)
     env = batch_environment()
     total = len(settings.cells) * len(settings.kinds) * len(chosen)
     failure = None

@@ -119,6 +119,7 @@ def test_lapx_batch_runner_runs_the_installed_lapx():
 
 def test_batch_suite_through_the_cli_writes_json_and_skips_what_cannot_run(tmp_path, monkeypatch):
     monkeypatch.setattr(bench_batch, "BATCH_CELLS", TINY)
+    monkeypatch.setattr(bench_batch, "SUITE_MIN_SECONDS", 0.01)
     result = CliRunner().invoke(cli, ["bench", "--suite", "batch", "--repeat", "2", "--warmup", "0",
                                       "--json", str(tmp_path / "b.json")])
     assert result.exit_code == 0, result.output
@@ -126,7 +127,10 @@ def test_batch_suite_through_the_cli_writes_json_and_skips_what_cannot_run(tmp_p
     ran = [name for name, runner in batch_runners().items() if runner.available()[0]]
     assert payload["settings"]["runners"] == ran and set(payload["skipped"]) == set(batch_runners()) - set(ran)
     assert len(payload["results"]) == len(TINY) * 2 * len(ran)  # cells × kinds × runners
-    assert all(r["status"] == "ok" and len(r["times_ms"]) == 2 and r["median_ms"] for r in payload["results"])
+    assert payload["settings"]["min_seconds"] == 0.01
+    assert all(r["status"] == "ok" and r["median_ms"] for r in payload["results"])
+    assert all(len(r["times_ms"]) >= 2 and (sum(r["times_ms"]) >= 10 or len(r["times_ms"]) == bench_batch.MAX_REPEAT)
+               for r in payload["results"])
     assert "median ms per batch" in result.stderr and "×" in result.stderr
     for name in payload["skipped"]:
         assert f"skipped {name}" in result.stderr
@@ -164,3 +168,24 @@ def test_batch_suite_scale_shrinks_the_batches_and_a_liar_exits_1(tmp_path, monk
 def test_batch_suite_options_are_checked_before_work(args, fragment):
     result = CliRunner().invoke(cli, ["bench", *args])
     assert result.exit_code == 2 and fragment in result.stderr
+
+
+def test_fast_cells_are_timed_until_their_solves_fill_min_seconds(monkeypatch):
+    """A sub-millisecond runner gets many more than ``repeat`` samples (its median is then stable),
+    never more than MAX_REPEAT; a slow one stops at ``repeat``."""
+    stack = cell_stack(BatchSettings(), 3, 4, "int")
+    honest = batch_runners()["scipy-loop"]
+    clock = {"now": 0.0}
+    monkeypatch.setattr(bench_batch.time, "perf_counter", lambda: clock["now"])
+
+    def runner_taking(ms):
+        def solve(prepared):
+            clock["now"] += ms / 1e3
+            return honest.solve(prepared)
+        return BatchRunner(f"{ms} ms", honest.available, honest.setup, solve, honest.to_host)
+
+    settings = BatchSettings(repeat=5, warmup=0, min_seconds=0.2)
+    for ms, expected in ((1.0, 200), (50.0, 5), (0.01, bench_batch.MAX_REPEAT)):
+        timing = BatchTiming(3, 4, "int", "x", "ok")
+        time_runner(runner_taking(ms), stack, settings, timing)
+        assert len(timing.times_ms) == expected, (ms, len(timing.times_ms))
