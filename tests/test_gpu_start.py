@@ -65,7 +65,7 @@ def test_the_driver_starts_early_only_where_auto_or_the_solver_goes_to_the_gpu(f
     on = gpu_start.likely_on_gpu
     assert on(["solve", files["big"]]) == 0
     assert on(["solve", files["big"], "-o", "a.npy", "--quiet", "--device", "1"]) == 1
-    assert on(["solve", "--device=2", files["mid"]]) == 2  # auto: the kernel from 512 on (R decides up to 1024)
+    assert on(["solve", "--device=2", files["mid"]]) == 2  # auto: the kernel from 256 on at low ranges (R decides up to 1024)
     assert on(["solve", files["stack"]]) == 0  # auto sends a stack to cuda-batch
     assert on(["solve", files["small"], "--solver", "cuda"]) == 0  # named: the kernel whatever the size
     assert on(["solve", files["small"]]) is None  # auto: scipy below the crossover

@@ -19,10 +19,15 @@ from .registry import cuda_status
 class Crossovers:
     """Smallest square side k at which the CUDA kernel beat scipy (H100, docs/dispatch.md)."""
 
-    cuda_low_range: int = 512  # integers in [0, R·k) with R < 10
+    cuda_low_range: int = 256  # integers in [0, R·k) with R below high_range_at(k)
     cuda_high_range: int = 1024  # R ≥ 10, and floats
     wide_ratio: int = 4  # max(n, m) > wide_ratio · min(n, m): scipy (native k × m)
     high_range: float = 10.0  # R = (max − min) / k at and above which the range counts as high
+    small_side: int = 384  # below this side the kernel wins only at lower ranges:
+    small_high_range: float = 3.0  # n = 256: cuda 1.13–1.52× scipy at R ≤ 2, 0.73–0.92× at R = 4–16
+
+    def high_range_at(self, k: int) -> float:
+        return self.small_high_range if k < self.small_side else self.high_range
 
 
 CROSSOVERS = Crossovers()
@@ -53,7 +58,7 @@ def choose(problem) -> tuple[str, str]:
     if size >= CROSSOVERS.cuda_high_range:
         return "cuda", f"auto: n={size} ≥ {CROSSOVERS.cuda_high_range}: the CUDA kernel is faster there"
     range_factor = estimated_range(problem)  # only between the two crossovers does the range decide
-    if range_factor is not None and range_factor < CROSSOVERS.high_range:
+    if range_factor is not None and range_factor < CROSSOVERS.high_range_at(size):
         return "cuda", f"auto: n={size} ≥ {CROSSOVERS.cuda_low_range} with R≈{range_factor:.3g}: the CUDA kernel is faster there"
     kind = "floats" if range_factor is None else f"R≈{range_factor:.3g}"
     return "scipy", f"auto: n={size} < {CROSSOVERS.cuda_high_range} ({kind}): scipy is faster there on the GPU machine"
