@@ -103,9 +103,9 @@ def correctness(rng, quick):
     check(c, "float32", "100000x16x16", scipy_limit=3000)
     c = rng.random((20_000, 8, 24)).astype(np.float32)
     check(c, "float32", "20000x8x24", scipy_limit=2000)
-    for layout in [(1, 1), (2, 1), (4, 1), (8, 1), (1, 2), (2, 4), (4, 2), (1, 8), (4, 4), (4, 8), (2, 16),
-                   (8, 4), (1, 32), (4, 16), (8, 8)]:
-        m = 32 * layout[0] * layout[1]
+    for layout in [(1, 16), (2, 16), (4, 16), (1, 32), (2, 32), (4, 32), (8, 32), (1, 64), (2, 128), (4, 64),
+                   (1, 256), (4, 128), (4, 256), (2, 512), (8, 128), (1, 1024), (4, 512), (8, 256)]:
+        m = layout[0] * layout[1]
         for mm in (m, m - 5):
             c = rng.integers(0, 10 * mm, (3, max(1, mm - 3), mm)).astype(np.int32)
             check(c, "int32", f"layout {layout} {c.shape}", layout=layout)
@@ -199,11 +199,11 @@ SHFL = ("BATCH_SHFL=1",)
 # name -> (layout, defines); the default layout with the default switches is always timed as "default"
 PREF = ("BATCH_PREFETCH=1",)
 NOSCAN = ("BATCH_BLOCK_SCAN=0",)
-VARIANTS = {16: {"K1W1 shfl": ((1, 1), SHFL)},
-            64: {"K1W2": ((1, 2), ()), "K4W1": ((4, 1), ())},
-            256: {"K2W4 noscan": ((2, 4), NOSCAN), "K2W4 prefetch": ((2, 4), PREF), "K4W2": ((4, 2), ()),
-                  "K8W1": ((8, 1), ())},
-            1024: {"K4W8 scan": ((4, 8), ("BATCH_BLOCK_SCAN=1",)), "K8W4": ((8, 4), ()), "K2W16": ((2, 16), ())}}
+# layouts: (K columns per thread, threads per problem)
+VARIANTS = {16: {"K1T32": ((1, 32), ()), "K1T16 shfl": ((1, 16), SHFL)},
+            64: {"K4T16": ((4, 16), ()), "K1T64": ((1, 64), ()), "K4T16 shfl": ((4, 16), SHFL)},
+            256: {"K2T128 noscan": ((2, 128), NOSCAN), "K4T64": ((4, 64), ()), "K8T32": ((8, 32), ())},
+            1024: {"K4T256": ((4, 256), ()), "K8T128": ((8, 128), ())}}
 TARGETS = {(10000, 16, "int"): (3.6, 0.8), (2000, 64, "int"): (6.0, 1.2), (500, 256, "int"): (22.5, 6.0),
            (64, 1024, "int"): (135, 107), (10000, 16, "unif"): (1.6, 0.5), (2000, 64, "unif"): (4.5, 1.0),
            (500, 256, "unif"): (22.0, 5.9), (64, 1024, "unif"): (154, 120)}
@@ -235,7 +235,7 @@ def timings(rng, out_dir, no_tla):
                     print(f"  upload chunk {chunk >> 20} MiB threads {threads}: "
                           f"{time_upload(hosts, lambda h: staging.upload(h, chunk_bytes=chunk, threads=threads)):.3f} ms")
             row = {"kind": kind, "B": batch, "n": n, "variants": variants, "best": best,
-                   "default": f"K{cb.choose_layout(n)[0]}W{cb.choose_layout(n)[1]}",
+                   "default": f"K{cb.choose_layout(n)[0]}T{cb.choose_layout(n)[1]}",
                    "overhead_ms": variants["default"][0] - variants["default"][1],
                    "h2h_pageable": h2h_page, "h2h_pinned": h2h_pin, "upload_pageable": up_page,
                    "upload_pinned": up_pin, "target_h2h": TARGETS[(batch, n, kind)][0],

@@ -36,18 +36,40 @@ def test_reference_twin_matches_scipy_and_certifies(rng, dtype):
 
 def test_layout_choice_covers_every_width():
     for m in (1, 31, 32, 33, 64, 100, 128, 129, 256, 257, 512, 1000, 1024, 2047, 2048):
-        k, warps = cb.choose_layout(m)
-        assert m <= 32 * k * warps
+        k, threads = cb.choose_layout(m)
+        assert m <= k * threads
+    assert cb.choose_layout(16) == (1, 16) and cb.choose_layout(17) == (1, 32)
     with pytest.raises(ValueError):
         cb.choose_layout(cb.MAX_COLUMNS + 1)
-    assert cb.launch_shape(5, 1) == (3, 64) and cb.launch_shape(5, 8) == (5, 256)
+    assert cb.launch_shape(5, 16) == (2, 64) and cb.launch_shape(5, 32) == (3, 64)
+    assert cb.launch_shape(5, 256) == (5, 256)
+
+
+def _kernel_key(x: float) -> int:
+    """DualTraits<double>::key of batch_lap.cu, in Python: the IEEE bits made order-preserving."""
+    import struct
+
+    bits = struct.unpack("<Q", struct.pack("<d", x + 0.0))[0]
+    return bits ^ (0xFFFF_FFFF_FFFF_FFFF if bits >> 63 else 1 << 63)
+
+
+def test_summary_keys_decode_to_their_values_in_order():
+    """The launch's summary holds extreme slacks as atomicMax'd keys (the minimum as ~key): each
+    decodes to its value, and the keys order as the values do."""
+    values = [-np.inf, -1e300, -2.5, -1e-300, -0.0, 0.0, 5e-324, 1e-12, 3.75, 1e308, np.inf]
+    keys = [_kernel_key(x) for x in values]
+    assert keys == sorted(keys)
+    for x, key in zip(values, keys):
+        assert cb.decode_key(key) == x
+        assert cb.decode_key(~(~key & 0xFFFF_FFFF_FFFF_FFFF) & 0xFFFF_FFFF_FFFF_FFFF) == x
+    assert max(keys[2], keys[8]) == _kernel_key(3.75)
 
 
 def test_kernel_source_instantiates_one_name_per_layout():
     source = cb.kernel_source()
     assert "batch_lap" in source and "__reduce_min_sync" in source
-    assert cb.kernel_name("float32", 4, 8) == "batch_lap<float, double, 4, 8, false>"
-    assert cb.kernel_name("int32", 1, 1, certify=True) == "batch_lap<int, long long, 1, 1, true>"
+    assert cb.kernel_name("float32", 4, 256) == "batch_lap<float, double, 4, 256, false>"
+    assert cb.kernel_name("int32", 1, 16, certify=True) == "batch_lap<int, long long, 1, 16, true>"
     assert "certify_problem" in source and "atomicExch(&taken[j], r)" in source
 
 
@@ -97,9 +119,11 @@ def test_gpu_timeout_sets_status(rng):
 
 
 @pytest.mark.gpu
-def test_staged_upload_round_trips_through_every_path(rng):
-    """Pageable (small), one chunk per thread, and more chunks than ring slots (slots reused while
-    earlier DMAs may still run), into a new array and into a given one, twice in a row."""
+def test_staged_upload_round_trips_through_every_path(rng, monkeypatch):
+    """Pageable (small); pinned in place (a process's first upload); through the kept pinned buffer
+    (uneven pieces, the buffer grown, uploads back to back while the last one's DMAs may still
+    read it); and through the ring with more chunks than slots (slots reused while earlier DMAs may
+    still run); into a new array and into a given one."""
     import cupy
 
     from lapcli import staging
@@ -107,12 +131,20 @@ def test_staged_upload_round_trips_through_every_path(rng):
     small = rng.integers(0, 9, (7, 3, 5)).astype(np.int64)
     assert np.array_equal(staging.upload(small).get(), small)
     big = rng.random((300, 64, 64), dtype=np.float32)  # 4.9 MB
-    for _ in range(2):  # a process's first upload may be pinned in place, the next goes through the ring
+    for _ in range(2):  # a process's first upload may be pinned in place, the next is staged
         assert np.array_equal(staging.upload(big).get(), big)
     read_only = big.copy()
     read_only.flags.writeable = False  # as np.load's memory map: registered read-only
     staging._uploads["seen"] = 0
     assert np.array_equal(staging.upload(read_only).get(), big)
+    outs, sent = [], []
+    for size in (1_300_001, 2_600_003, 1_000_000, 9_000_017):  # 5.2 to 36 MB, uneven tails
+        fresh = rng.integers(-2**31, 2**31 - 1, (size,), dtype=np.int32)
+        outs.append(staging.upload(fresh))  # no synchronisation between these uploads
+        sent.append(fresh)
+    for out, fresh in zip(outs, sent):
+        assert np.array_equal(out.get(), fresh)
+    monkeypatch.setattr(staging, "STAGED_UP_TO", 0)  # the ring
     for _ in range(2):
         fresh = rng.integers(-2**31, 2**31 - 1, (1_300_001,), dtype=np.int32)  # 5.2 MB, uneven tail
         out = cupy.zeros(fresh.shape, dtype=np.int32)

@@ -82,9 +82,9 @@ def test_batch_kernel_compiles_for_every_dtype_layout_and_mode(tmp_path):
     source = tmp_path / "batch.cu"
     lines = [cuda_batch.kernel_source()]
     for dtype, (cost, dual, _) in cuda_batch.KERNEL_TYPES.items():
-        for _, (k, warps) in cuda_batch.LAYOUTS:
+        for _, (k, threads) in cuda_batch.LAYOUTS:
             for certify in (False, True):
-                name = cuda_batch.kernel_name(dtype, k, warps, certify)
+                name = cuda_batch.kernel_name(dtype, k, threads, certify)
                 lines.append(f"template __global__ void {name}(const {cost}*, int, int, int, int*, {dual}*, {dual}*, "
                              "int*, unsigned long long*, unsigned long long, const double*, int, int, int, long long*, "
                              "double*, long long*, unsigned long long*);")

@@ -14,6 +14,7 @@ Host stacks reach the device through lapcli.staging's pinned ring.
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,11 +32,11 @@ KERNEL_TYPES = {
     "float64": ("double", "double", np.float64),
 }
 
-# Layouts (K columns per thread, WARPS warps per problem), the first that holds m columns wins.
-# WARPS == 1: a warp per problem, two problems per 64-thread block; WARPS > 1: a block per problem.
-# Chosen by measurement on an H100 (docs/batch-notes.md).
-LAYOUTS = ((32, (1, 1)), (64, (2, 1)), (128, (4, 1)), (256, (2, 4)), (512, (4, 4)),
-           (1024, (2, 16)), (2048, (4, 16)))
+# Layouts (K columns per thread, THREADS threads per problem), the first that holds m columns wins.
+# THREADS 16: half a warp per problem, four problems per 64-thread block; 32: a warp, two per block;
+# 64 and more: a block per problem. Chosen by measurement on an H100 (docs/batch-notes.md).
+LAYOUTS = ((16, (1, 16)), (32, (1, 32)), (64, (2, 32)), (128, (4, 32)), (256, (2, 128)), (512, (4, 128)),
+           (1024, (2, 512)), (2048, (4, 512)))
 MAX_COLUMNS = LAYOUTS[-1][0]
 
 STATUS_OK = 0
@@ -70,26 +71,26 @@ def kernel_source() -> str:
     return resources.files("lapcli").joinpath("kernels/batch_lap.cu").read_text()
 
 
-def kernel_name(dtype: str, k: int, warps: int, certify: bool = False) -> str:
+def kernel_name(dtype: str, k: int, threads: int, certify: bool = False) -> str:
     cost_type, dual_type, _ = KERNEL_TYPES[dtype]
-    return f"batch_lap<{cost_type}, {dual_type}, {k}, {warps}, {'true' if certify else 'false'}>"
+    return f"batch_lap<{cost_type}, {dual_type}, {k}, {threads}, {'true' if certify else 'false'}>"
 
 
-_kernels: dict[tuple, tuple] = {}  # (dtype, k, warps, defines, certify) -> (kernel, compile_ms)
+_kernels: dict[tuple, tuple] = {}  # (dtype, k, threads, defines, certify) -> (kernel, compile_ms)
 
 
-def compiled_kernel(dtype: str, k: int, warps: int, defines: tuple = (), certify: bool = False):
+def compiled_kernel(dtype: str, k: int, threads: int, defines: tuple = (), certify: bool = False):
     """Compile one instantiation once per process; return (kernel, compile_ms, fresh). ``defines``
     (e.g. ("BATCH_SHFL=1",)) exist for measurements; ``certify`` selects the launch that also
     proves each answer and writes the caller's columns (certified_stack)."""
-    key = (dtype, k, warps, defines, certify)
+    key = (dtype, k, threads, defines, certify)
     found = _kernels.get(key)
     if found is not None:
         return found[0], found[1], False
     import cupy
 
     start = time.perf_counter()
-    name = kernel_name(dtype, k, warps, certify)
+    name = kernel_name(dtype, k, threads, certify)
     module = cupy.RawModule(code=kernel_source(), options=("-std=c++17", *(f"-D{d}" for d in defines)),
                             name_expressions=[name])
     kernel = module.get_function(name)
@@ -97,11 +98,13 @@ def compiled_kernel(dtype: str, k: int, warps: int, defines: tuple = (), certify
     return kernel, _kernels[key][1], True
 
 
-def launch_shape(batch: int, warps: int) -> tuple[int, int]:
-    """(grid, block): a warp per problem in blocks of two, or a block of `warps` warps per problem."""
-    if warps == 1:
-        return (batch + 1) // 2, 64
-    return batch, 32 * warps
+def launch_shape(batch: int, threads: int) -> tuple[int, int]:
+    """(grid, block): groups of `threads` < 64 share 64-thread blocks (kernel's Group::BLOCK), else
+    a block of `threads` per problem."""
+    if threads < 64:
+        per_block = 64 // threads
+        return -(-batch // per_block), 64
+    return batch, threads
 
 
 # The certify arguments of a launch that does not certify: null pointers and zeros.
@@ -133,7 +136,7 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     ones, v <= 0, and v == 0 on the columns no row took; exactly for integer costs, within float64
     rounding (far below any sensible eps) for float costs. ``eps`` is accepted for the interface:
     the algorithm needs no tolerance. ``timeout`` (seconds) bounds the launch; problems still open
-    then get status 2 (STATUS_MESSAGES). ``layout`` = (K, WARPS) overrides the choice and
+    then get status 2 (STATUS_MESSAGES). ``layout`` = (K, THREADS) overrides the choice and
     ``defines`` set the kernel's switches (both for measurements).
     """
     import cupy
@@ -158,11 +161,11 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
         return StackResult(col_of_row, u, v, status, 0.0, {"launches": 0})
     if not costs.flags.c_contiguous:
         costs = cupy.ascontiguousarray(costs)
-    k, warps = layout if layout is not None else choose_layout(m)
-    if m > 32 * warps * k:
-        raise ValueError(f"layout {(k, warps)} holds {32 * warps * k} columns, m = {m}")
-    kernel, compile_ms, fresh = compiled_kernel(dtype, k, warps, defines)
-    grid, block = launch_shape(batch, warps)
+    k, threads = layout if layout is not None else choose_layout(m)
+    if m > threads * k:
+        raise ValueError(f"layout {(k, threads)} holds {threads * k} columns, m = {m}")
+    kernel, compile_ms, fresh = compiled_kernel(dtype, k, threads, defines)
+    grid, block = launch_shape(batch, threads)
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
     stream = cupy.cuda.get_current_stream()
     device = cupy.cuda.runtime.getDevice()
@@ -172,7 +175,7 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     kernel((grid,), (block,), (costs, np.int32(batch), np.int32(n), np.int32(m), col_of_row, u, v,
                                status, ints, np.uint64(limit_ns), *_NO_CERTIFY))
     end.record(stream)
-    details = {"layout": f"K={k} warps={warps}", "grid": grid, "block": block, "launches": 1,
+    details = {"layout": f"K={k} threads={threads}", "grid": grid, "block": block, "launches": 1,
                "compile_ms": round(compile_ms if fresh else 0.0, 3)}
     if not synchronize:  # the caller synchronises later and reads the time then (events in details)
         details["events"] = (begin, end)
@@ -259,16 +262,42 @@ SUMMARY_SLOTS = 6  # launch stamp, not proved, non-finite, ~key(min slack), key(
 
 @dataclass
 class CertifiedStack:
-    """One certifying launch in flight (certified_stack): device views into one int64 buffer."""
+    """One certifying launch in flight (certified_stack). Its results lie in one int64 device
+    buffer, summary | objectives | columns | stats | status; the views are made when asked for
+    (each CuPy view costs microseconds, and a batch call that is proved needs only two)."""
 
-    buffer: Any  # summary | objectives | columns | stats | status
-    summary: Any
-    objective: Any  # (B,) int64: the objective for integer costs, else the bits of a float64
-    col_ind: Any  # (B, n_out) int64, the caller's columns
-    stats: Any  # (CERTIFY_STATS, B) float64
-    status: Any  # (B,) int32
+    buffer: Any
+    batch: int
+    n_out: int
     events: tuple
     details: dict
+
+    @property
+    def summary(self):
+        return self.buffer[:SUMMARY_SLOTS]
+
+    @property
+    def objective(self):
+        """(B,) int64: the objective for integer costs, else the bits of a float64."""
+        return self.buffer[SUMMARY_SLOTS:SUMMARY_SLOTS + self.batch]
+
+    @property
+    def col_ind(self):
+        """(B, n_out) int64, the caller's columns."""
+        at = SUMMARY_SLOTS + self.batch
+        return self.buffer[at:at + self.batch * self.n_out].reshape(self.batch, self.n_out)
+
+    @property
+    def stats(self):
+        """(CERTIFY_STATS, B) float64, per problem (kernel's certify_problem)."""
+        at = SUMMARY_SLOTS + self.batch * (1 + self.n_out)
+        return self.buffer[at:at + CERTIFY_STATS * self.batch].view(np.float64).reshape(CERTIFY_STATS, self.batch)
+
+    @property
+    def status(self):
+        """(B,) int32, STATUS_MESSAGES."""
+        at = SUMMARY_SLOTS + self.batch * (1 + self.n_out + CERTIFY_STATS)
+        return self.buffer[at:].view(np.int32)[:self.batch]
 
 
 def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None,
@@ -277,45 +306,47 @@ def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None,
     and, in the same launch, proves each answer optimal, sums its objective and writes the caller's
     columns (kernels/batch_lap.cu, certify_problem). Nothing is copied back and nothing waits:
     the caller reads ``summary`` (48 bytes) to learn whether every problem was proved. ``defines``
-    set the kernel's switches (tests spoil an answer with BATCH_CORRUPT_PROBLEM / _MODE)."""
+    set the kernel's switches (tests spoil an answer with BATCH_CORRUPT_PROBLEM / _MODE).
+
+    The launch is the whole call's fixed cost at small batches (a 10000 x 16 stack solves in
+    ~0.12 ms on an H100), so it is kept lean: device pointers go to the kernel as integers (an
+    array argument costs CuPy a descriptor each) and no view of the result buffer is made here."""
     import cupy
 
     batch, r, c = (int(x) for x in values.shape)
-    dtype = values.dtype.name
-    k, warps = choose_layout(c)
-    kernel, compile_ms, fresh = compiled_kernel(dtype, k, warps, defines, certify=True)
-    grid, block = launch_shape(batch, warps)
-    stride = batch * n_out
-    buffer = cupy.empty(SUMMARY_SLOTS + batch * (1 + CERTIFY_STATS + 1) + stride, dtype=np.int64)
-    summary = buffer[:SUMMARY_SLOTS]
-    objective = buffer[SUMMARY_SLOTS:SUMMARY_SLOTS + batch]
-    columns_at = SUMMARY_SLOTS + batch
-    col_ind = buffer[columns_at:columns_at + stride].reshape(batch, n_out)
-    stats_at = columns_at + stride
-    stats = buffer[stats_at:stats_at + CERTIFY_STATS * batch].view(np.float64).reshape(CERTIFY_STATS, batch)
-    status = buffer[stats_at + CERTIFY_STATS * batch:].view(np.int32)[:batch]
+    if not values.flags.c_contiguous:
+        values = cupy.ascontiguousarray(values)
+    k, threads = choose_layout(c)
+    kernel, compile_ms, fresh = compiled_kernel(values.dtype.name, k, threads, defines, certify=True)
+    grid, block = launch_shape(batch, threads)
+    buffer = cupy.empty(SUMMARY_SLOTS + batch * (1 + n_out + CERTIFY_STATS + 1), dtype=np.int64)
+    base = buffer.data.ptr
+    objective = base + 8 * SUMMARY_SLOTS
+    columns = objective + 8 * batch
+    stats = columns + 8 * batch * n_out
+    status = stats + 8 * batch * CERTIFY_STATS
     stream = cupy.cuda.get_current_stream()
     begin, end = reused_events(cupy.cuda.runtime.getDevice(), "launch", 2)
-    cupy.cuda.runtime.memsetAsync(summary.data.ptr, 0, SUMMARY_SLOTS * 8, stream.ptr)
+    cupy.cuda.runtime.memsetAsync(base, 0, SUMMARY_SLOTS * 8, stream.ptr)  # launch stamp, counters, keys
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
+    null = np.uint64(0)
     begin.record(stream)
-    kernel((grid,), (block,), (values, np.int32(batch), np.int32(r), np.int32(c), np.uint64(0), np.uint64(0),
-                               np.uint64(0), status, summary, np.uint64(limit_ns),
-                               row_offset if row_offset is not None else np.uint64(0), np.int32(transposed),
-                               np.int32(n_out), np.int32(values.dtype.kind in "iu"), col_ind, stats, objective, summary))
+    kernel((grid,), (block,), (np.uint64(values.data.ptr), np.int32(batch), np.int32(r), np.int32(c), null, null,
+                               null, np.uint64(status), np.uint64(base), np.uint64(limit_ns),
+                               np.uint64(row_offset.data.ptr) if row_offset is not None else null,
+                               np.int32(transposed), np.int32(n_out), np.int32(values.dtype.kind in "iu"),
+                               np.uint64(columns), np.uint64(stats), np.uint64(objective), np.uint64(base)))
     end.record(stream)
-    details = {"layout": f"K={k} warps={warps}", "grid": grid, "block": block, "launches": 1,
+    details = {"layout": f"K={k} threads={threads}", "grid": grid, "block": block, "launches": 1,
                "compile_ms": round(compile_ms if fresh else 0.0, 3)}
-    return CertifiedStack(buffer, summary, objective, col_ind, stats, status, (begin, end), details)
+    return CertifiedStack(buffer, batch, n_out, (begin, end), details)
 
 
-def decode_key(key: np.ndarray) -> np.ndarray:
-    """The float64 values of DualTraits<double>::key (batch_lap.cu): an order-preserving map of the
+def decode_key(key: int) -> float:
+    """The float64 value of DualTraits<double>::key (batch_lap.cu): an order-preserving map of the
     IEEE bits to unsigned 64 bits, so that the kernel can atomicMax them."""
-    key = np.asarray(key, dtype=np.uint64)
-    sign = np.uint64(1 << 63)
-    bits = np.where(key & sign, key ^ sign, ~key)
-    return bits.view(np.float64)
+    bits = key ^ (1 << 63) if key >> 63 else ~key & 0xFFFF_FFFF_FFFF_FFFF
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
 
 
 @lru_cache(maxsize=None)
@@ -326,7 +357,7 @@ def _device_label(ordinal: int) -> str:
 
 
 def run_batch(problem, *, timeout: float | None = None, device: int | None = None):
-    """Upload (pinned ring), build the work stack on the device (lapcli.batch.work_stack), then
+    """Upload (lapcli.staging), build the work stack on the device (lapcli.batch.work_stack), then
     ONE launch that solves every problem, certifies every answer, sums the objectives and writes the
     caller's columns into one buffer; one copy back (the 48-byte summary and the objectives, plus the
     columns for host input) is the call's one synchronisation. Per-problem statistics are copied
@@ -342,64 +373,69 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
     from ..staging import upload
     from .base import BatchEngineResult, EntriesNeedChecking
 
-    with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id) as current:
-        start, copied_in, finished = reused_events(current.id, "batch", 3)
-        start.record()
-        on_host = problem.xp is np
-        source = upload(problem.original) if on_host else problem.original
+    if device is not None and device != cupy.cuda.runtime.getDevice():
+        with cupy.cuda.Device(device):
+            return run_batch(problem, timeout=timeout)
+    current = cupy.cuda.runtime.getDevice()
+    on_host = problem.xp is np
+    start, copied_in = reused_events(current, "batch", 2)
+    start.record()  # the device time from here to the launch's end: upload, work stack, solve
+    if on_host:
+        source = upload(problem.original)
         copied_in.record()
-        work = work_stack(problem, cupy, source=source)
-        values = work.values
-        batch, r, c = (int(x) for x in values.shape)
-        run = certified_stack(values, n_out=problem.shape[1], transposed=problem.transposed,
-                              row_offset=work.row_offset, timeout=timeout)
-        finished.record()
-        exact = values.dtype.kind in "iu"
-        # summary | objectives | columns are adjacent: one copy (columns only for host input)
-        head = SUMMARY_SLOTS + batch
-        host = run.buffer[:head + (run.col_ind.size if on_host else 0)].get()  # the one synchronisation
-        summary = host[:SUMMARY_SLOTS].view(np.uint64)
-        failed, nonfinite = int(summary[1]), int(summary[2])
-        if not problem.entries_checked and nonfinite:
-            raise EntriesNeedChecking()
-        min_slack = float(decode_key(~summary[3:4])[0])
-        max_assigned, tolerance = (float(x) for x in decode_key(summary[4:6]))
-        stats = None
-        if failed or work.scale is not None:
-            stats = run.stats.get()
-            if work.scale is not None:  # forbidden entries: the tolerance follows the finite costs
-                _recheck_with_scale(stats, cupy.asnumpy(work.scale), c)
-                min_slack, max_assigned, tolerance = float(stats[1].min()), float(stats[2].max()), float(stats[3].max())
-            if (stats[4] != 1).any():
-                failed_at = np.flatnonzero(stats[4] != 1)
-                code = int(run.status[int(failed_at[0])].get())
-                why = STATUS_MESSAGES.get(code, "") if code else "their optimality certificate failed"
-                raise SolverError(f"the cuda-batch engine failed on problems {', '.join(map(str, failed_at[:20]))} "
-                                  f"of {batch}: {why} (a bug, please report it)")
-        if exact:
-            objectives = host[SUMMARY_SLOTS:head] * work.sign
-        elif work.row_offset is None:  # float32 costs, unreduced: their float64 sum is exact here
-            objectives = host[SUMMARY_SLOTS:head].view(np.float64) * work.sign
-        else:  # reduced rows: the offsets' sum rounds; the caller sums the original costs (fsum)
-            objectives = None
-        col_ind = host[head:].reshape(batch, problem.shape[1]) if on_host else run.col_ind
-        certificate = {
-            "checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, v = 0 on free columns, per problem",
-            "min_slack": min_slack,
-            "max_assigned_slack": max_assigned,
-            "tolerance": tolerance,
-            "ms": None,  # no time of its own: each group checks its problem inside the solve launch (kernel_ms)
-            "where": "device",
-            "fused": "in the solve launch",
-            "problems": batch,
-        }
-        begin, end = run.events
-        details = dict(run.details)
-        details.update(h2d_ms=round(cupy.cuda.get_elapsed_time(start, copied_in), 4),
-                       kernel_ms=round(cupy.cuda.get_elapsed_time(begin, end), 4),
-                       total_device_ms=round(cupy.cuda.get_elapsed_time(start, finished), 4))
-        return BatchEngineResult(col_ind=col_ind, device=_device_label(current.id), dtype=str(values.dtype),
-                                 details=details, certificate=certificate, notes=work.notes, objectives=objectives)
+    else:
+        source = problem.original
+    work = work_stack(problem, cupy, source=source)
+    values = work.values
+    batch, r, c = (int(x) for x in values.shape)
+    n_out = problem.shape[1]
+    run = certified_stack(values, n_out=n_out, transposed=problem.transposed, row_offset=work.row_offset,
+                          timeout=timeout)
+    exact = values.dtype.kind in "iu"
+    # summary | objectives | columns are adjacent: one copy (columns only for host input)
+    head = SUMMARY_SLOTS + batch
+    host = run.buffer[:head + (batch * n_out if on_host else 0)].get()  # the one synchronisation
+    summary = host[:SUMMARY_SLOTS].view(np.uint64).tolist()
+    failed, nonfinite = summary[1], summary[2]
+    if not problem.entries_checked and nonfinite:
+        raise EntriesNeedChecking()
+    min_slack = decode_key(~summary[3] & 0xFFFF_FFFF_FFFF_FFFF)
+    max_assigned, tolerance = decode_key(summary[4]), decode_key(summary[5])
+    if failed or work.scale is not None:
+        stats = run.stats.get()
+        if work.scale is not None:  # forbidden entries: the tolerance follows the finite costs
+            _recheck_with_scale(stats, cupy.asnumpy(work.scale), c)
+            min_slack, max_assigned, tolerance = float(stats[1].min()), float(stats[2].max()), float(stats[3].max())
+        if (stats[4] != 1).any():
+            failed_at = np.flatnonzero(stats[4] != 1)
+            code = int(run.status[int(failed_at[0])].get())
+            why = STATUS_MESSAGES.get(code, "") if code else "their optimality certificate failed"
+            raise SolverError(f"the cuda-batch engine failed on problems {', '.join(map(str, failed_at[:20]))} "
+                              f"of {batch}: {why} (a bug, please report it)")
+    if exact:
+        objectives = host[SUMMARY_SLOTS:head] * work.sign
+    elif work.row_offset is None:  # float32 costs, unreduced: their float64 sum is exact here
+        objectives = host[SUMMARY_SLOTS:head].view(np.float64) * work.sign
+    else:  # reduced rows: the offsets' sum rounds; the caller sums the original costs (fsum)
+        objectives = None
+    col_ind = host[head:].reshape(batch, n_out) if on_host else run.col_ind
+    certificate = {
+        "checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, v = 0 on free columns, per problem",
+        "min_slack": min_slack,
+        "max_assigned_slack": max_assigned,
+        "tolerance": tolerance,
+        "ms": None,  # no time of its own: each group checks its problem inside the solve launch (kernel_ms)
+        "where": "device",
+        "fused": "in the solve launch",
+        "problems": batch,
+    }
+    begin, end = run.events
+    details = run.details
+    details["kernel_ms"] = round(cupy.cuda.get_elapsed_time(begin, end), 4)
+    details["h2d_ms"] = round(cupy.cuda.get_elapsed_time(start, copied_in), 4) if on_host else 0.0
+    details["total_device_ms"] = round(cupy.cuda.get_elapsed_time(start, end), 4)
+    return BatchEngineResult(col_ind=col_ind, device=_device_label(current), dtype=str(values.dtype),
+                             details=details, certificate=certificate, notes=work.notes, objectives=objectives)
 
 
 def _recheck_with_scale(stats, scale, c):

@@ -1,6 +1,7 @@
 // Many small rectangular linear assignment problems (n <= m, minimise) in ONE launch: a GROUP of
-// threads per problem (one warp, or a block of WARPS warps), the hardware block scheduler handing
-// out the problems (grid = one block per 1 or 2 problems, so no persistent loop is needed).
+// THREADS threads per problem (half a warp, a warp, or a block of THREADS / 32 warps), the hardware
+// block scheduler handing out the problems (grid = one block per 1, 2 or 4 problems, so no
+// persistent loop is needed).
 //
 // Algorithm: shortest augmenting path, as scipy's linear_sum_assignment (Crouse 2016, after
 // Jonker-Volgenant). For each free row (in order 0..n-1) a Dijkstra over the columns on reduced
@@ -21,12 +22,12 @@
 // search uses u = 0 (it only shifts all distances of that search by a constant). The returned u
 // is computed the same way at the end.
 //
-// Layout: thread t of a group owns columns j = t + k*G (k < K, G = 32*WARPS threads): spc, v and
+// Layout: thread t of a group owns columns j = t + k*G (k < K, G = THREADS): spc, v and
 // path of those columns live in registers, the scanned / assigned flags in two bit masks. Shared
 // memory holds row4col, col4row (the walk of S4 and the next row of S2), v (the S2 winner's dual)
 // and path (written once per search, for S4). A row scan is K coalesced loads per thread; the
-// argmin is three __reduce_min_sync per warp (64-bit key split in two halves, then the tag), plus,
-// for WARPS > 1, one __syncthreads after which every thread scans the per-warp winners
+// argmin is three __reduce_min_sync per warp (64-bit key split in two halves, then the tag; for a
+// half-warp group over its 16 lanes), plus, for WARPS = THREADS / 32 > 1, one __syncthreads after which every thread scans the per-warp winners
 // (double-buffered scratch, so one barrier per iteration). Switches for measurements: BATCH_SHFL,
 // BATCH_BLOCK_SCAN, BATCH_PREFETCH below.
 //
@@ -77,6 +78,14 @@ __device__ __forceinline__ unsigned long long batch_global_timer_ns() {
 #define BATCH_BLOCK_SCAN 2 // WARPS > 1: 1 every thread scans the WARPS per-warp winners itself, 0 a second
                            // warp argmin over them, 2 the first up to 4 warps, the second beyond
 #endif
+#ifndef BATCH_CERTIFY_ROWS
+#define BATCH_CERTIFY_ROWS 0  // rows whose loads the certificate's read pass issues before using them;
+                              // 0: 16 where K > 1 and the registers allow, else 8. H100, certified
+                              // launch, float32 int / U[0,1), ms, rows 4 / 8 / 16: 10000x16 (K1)
+                              // 0.133 / 0.122 / 0.156 int; 2000x64 (K2) 0.361 / 0.356 / 0.345 int;
+                              // 500x256 (K2) 3.37 / 3.36 / 3.24 int; 1000x128 (K4) 1.42 / 1.33 / 1.19
+                              // U[0,1); 200x512 (K4) 12.7 / 12.6 / 12.1 U[0,1)
+#endif
 #ifndef BATCH_PREFETCH
 #define BATCH_PREFETCH 0   // 1: (WARPS > 1) each warp prefetches its winner's row into L1 before the
                            // barrier; measured slower at n = 1024 and no faster at 256 (docs/batch-notes.md)
@@ -86,28 +95,46 @@ __device__ __forceinline__ bool key_less(unsigned long long k1, unsigned t1, uns
     return k1 < k2 || (k1 == k2 && t1 < t2);
 }
 
-// Lexicographic minimum of (key, tag) over the warp, returned to every lane.
-__device__ __forceinline__ void warp_argmin(unsigned long long& key, unsigned& tag) {
+// A group of THREADS threads solves one problem. THREADS < 32: 32 / THREADS problems share a warp,
+// every warp-level step (barrier, shuffle, redux.sync) restricted to the group's lanes by its
+// membermask; the groups of a warp run independently (one may finish its search, or its problem,
+// before the other), as cooperative groups' 16-thread tiles do (they, too, reduce with a tile-mask
+// redux.sync). THREADS >= 64: a block of THREADS / 32 warps per problem.
+template <int THREADS> struct Group {
+    static_assert(THREADS == 16 || THREADS == 32 || (THREADS % 32 == 0 && THREADS <= 1024), "group size");
+    static constexpr int WARPS = THREADS >= 32 ? THREADS / 32 : 1;  // warps that reduce into one winner
+    static constexpr int WIDTH = THREADS < 32 ? THREADS : 32;       // lanes of a warp-level reduction
+    static constexpr int BLOCK = THREADS >= 64 ? THREADS : 64;      // threads per block
+    static constexpr int PER_BLOCK = BLOCK / THREADS;               // problems per block
+    // the lanes of this thread's group within its warp
+    static __device__ __forceinline__ unsigned lanes() {
+        if constexpr (THREADS >= 32) return BATCH_FULL_MASK;
+        else return ((1u << THREADS) - 1u) << ((threadIdx.x & 31) & ~(THREADS - 1));
+    }
+    static __device__ __forceinline__ void sync(unsigned mask) {
+        if constexpr (THREADS <= 32) __syncwarp(mask); else __syncthreads();
+    }
+};
+
+// Lexicographic minimum of (key, tag) over the `mask` lanes (WIDTH of them, aligned), returned
+// to each of them.
+template <int WIDTH>
+__device__ __forceinline__ void warp_argmin(unsigned long long& key, unsigned& tag, unsigned mask) {
 #if BATCH_SHFL
 #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) {
-        const unsigned long long k2 = __shfl_xor_sync(BATCH_FULL_MASK, key, offset);
-        const unsigned t2 = __shfl_xor_sync(BATCH_FULL_MASK, tag, offset);
+    for (int offset = WIDTH / 2; offset > 0; offset >>= 1) {
+        const unsigned long long k2 = __shfl_xor_sync(mask, key, offset);
+        const unsigned t2 = __shfl_xor_sync(mask, tag, offset);
         if (key_less(k2, t2, key, tag)) { key = k2; tag = t2; }
     }
 #else
     const unsigned hi = (unsigned)(key >> 32), lo = (unsigned)key;
-    const unsigned min_hi = __reduce_min_sync(BATCH_FULL_MASK, hi);
-    const unsigned min_lo = __reduce_min_sync(BATCH_FULL_MASK, hi == min_hi ? lo : 0xffffffffu);
+    const unsigned min_hi = __reduce_min_sync(mask, hi);
+    const unsigned min_lo = __reduce_min_sync(mask, hi == min_hi ? lo : 0xffffffffu);
     const bool best = hi == min_hi && lo == min_lo;
-    tag = __reduce_min_sync(BATCH_FULL_MASK, best ? tag : 0xffffffffu);
+    tag = __reduce_min_sync(mask, best ? tag : 0xffffffffu);
     key = ((unsigned long long)min_hi << 32) | min_lo;
 #endif
-}
-
-template <int WARPS>
-__device__ __forceinline__ void group_sync() {
-    if constexpr (WARPS == 1) __syncwarp(); else __syncthreads();
 }
 
 // ---- The certificate, fused into the solve (CERTIFY): each group proves its own problem --------
@@ -139,12 +166,14 @@ struct MinOf { template <typename X> __device__ X operator()(X a, X b) const { r
 struct MaxOf { template <typename X> __device__ X operator()(X a, X b) const { return a > b ? a : b; } };
 struct SumOf { template <typename X> __device__ X operator()(X a, X b) const { return a + b; } };
 
-// Reduce x over the group (a warp, or the block for WARPS > 1, through `scratch` of WARPS slots).
-template <int WARPS, typename X, typename Op>
-__device__ __forceinline__ X group_reduce(X x, Op op, unsigned long long* scratch) {
+// Reduce x over the group (its lanes of a warp, or the block for THREADS >= 64, through `scratch`
+// of one slot per warp).
+template <int THREADS, typename X, typename Op>
+__device__ __forceinline__ X group_reduce(X x, Op op, unsigned long long* scratch, unsigned mask) {
+    constexpr int WARPS = Group<THREADS>::WARPS;
 #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) x = op(x, __shfl_xor_sync(BATCH_FULL_MASK, x, offset));
-    if constexpr (WARPS == 1) {
+    for (int offset = Group<THREADS>::WIDTH / 2; offset > 0; offset >>= 1) x = op(x, __shfl_xor_sync(mask, x, offset));
+    if constexpr (THREADS <= 32) {
         return x;
     } else {
         __syncthreads();  // the slots may still be read by the previous reduction
@@ -157,28 +186,29 @@ __device__ __forceinline__ X group_reduce(X x, Op op, unsigned long long* scratc
     }
 }
 
-template <typename T, typename D, int K, int WARPS>
+template <typename T, typename D, int K, int THREADS>
 __device__ __forceinline__ void certify_problem(
-        const T* __restrict__ problem, long long b, int B, int n, int m, int t, int st, const D (&v)[K],
+        const T* __restrict__ problem, long long b, int B, int n, int m, int t, unsigned mask, int st, const D (&v)[K],
         unsigned dead, const int* col4row, int* taken, const D* v_sh, unsigned long long* scratch,
         const double* __restrict__ row_offset, int transposed, int n_out, int exact,
         long long* __restrict__ out, double* __restrict__ stats, long long* __restrict__ objective_out,
         unsigned long long* __restrict__ summary) {
     typedef DualTraits<D> DT;
-    constexpr int G = 32 * WARPS;
+    constexpr int G = THREADS;
     // taken[j]: the row that took column j, -1 for none (the path array: the walks are over)
     for (int j = t; j < G * K; j += G) taken[j] = -1;
-    group_sync<WARPS>();
+    Group<THREADS>::sync(mask);
     int bad = st != BATCH_OK;
     for (int r = t; r < n; r += G) {
         const int j = col4row[r];
         if (j < 0 || j >= m || atomicExch(&taken[j], r) != -1) bad = 1;  // unassigned, or a column twice
     }
-    group_sync<WARPS>();
+    Group<THREADS>::sync(mask);
     // One pass over the costs, ROWS rows at a time: every load of a chunk is issued before the first
     // use (each thread its K columns, coalesced; v in registers), so a block-per-problem layout
     // whose costs have left L2 waits one memory latency per chunk, not per row.
-    constexpr int ROWS = 4;
+    constexpr int ROWS = BATCH_CERTIFY_ROWS > 0 ? BATCH_CERTIFY_ROWS
+                         : (K == 1 || THREADS > 128 || K * sizeof(T) > 16) ? 8 : 16;  // 16: registers allow
     D smallest = DT::inf(), loosest = 0, total = 0;
     double scale = 0.0, offsets = 0.0;
     int nonfinite = 0;
@@ -215,12 +245,12 @@ __device__ __forceinline__ void certify_problem(
     }
     if (row_offset)
         for (int r = t; r < n; r += G) offsets += row_offset[b * n + r];
-    smallest = group_reduce<WARPS>(smallest, MinOf(), scratch);
-    loosest = group_reduce<WARPS>(loosest, MaxOf(), scratch);
-    total = group_reduce<WARPS>(total, SumOf(), scratch);
-    scale = group_reduce<WARPS>(scale, MaxOf(), scratch);
-    offsets = group_reduce<WARPS>(offsets, SumOf(), scratch);
-    nonfinite = group_reduce<WARPS>(nonfinite, MaxOf(), scratch);
+    smallest = group_reduce<THREADS>(smallest, MinOf(), scratch, mask);
+    loosest = group_reduce<THREADS>(loosest, MaxOf(), scratch, mask);
+    total = group_reduce<THREADS>(total, SumOf(), scratch, mask);
+    scale = group_reduce<THREADS>(scale, MaxOf(), scratch, mask);
+    offsets = group_reduce<THREADS>(offsets, SumOf(), scratch, mask);
+    nonfinite = group_reduce<THREADS>(nonfinite, MaxOf(), scratch, mask);
     const double tol = exact ? 0.0 : (double)m * scale * 0x1p-50;
     if (m > n) {  // the columns' own constraints: v <= tol, v == 0 on the columns no row took
 #pragma unroll
@@ -230,13 +260,13 @@ __device__ __forceinline__ void certify_problem(
             if (vj > tol || (taken[t + k * G] < 0 && fabs(vj) > tol)) bad = 1;
         }
     }
-    bad = group_reduce<WARPS>(bad, MaxOf(), scratch);
+    bad = group_reduce<THREADS>(bad, MaxOf(), scratch, mask);
     const bool good = !bad && !nonfinite && (double)smallest >= -tol && (double)loosest <= tol;
     // the caller's columns
     long long* row_out = out + b * n_out;
     if (transposed) {
         for (int i = t; i < n_out; i += G) row_out[i] = -1;
-        group_sync<WARPS>();
+        Group<THREADS>::sync(mask);
         for (int r = t; r < n; r += G) { const int j = col4row[r]; if (j >= 0 && j < m) row_out[j] = r; }
     } else {
         for (int r = t; r < n; r += G) row_out[r] = col4row[r];
@@ -258,8 +288,8 @@ __device__ __forceinline__ void certify_problem(
     }
 }
 
-template <typename T, typename D, int K, int WARPS, bool CERTIFY>
-__global__ void __launch_bounds__(WARPS == 1 ? 64 : 32 * WARPS)
+template <typename T, typename D, int K, int THREADS, bool CERTIFY>
+__global__ void __launch_bounds__(Group<THREADS>::BLOCK)
 batch_lap(const T* __restrict__ cost, int B, int n, int m,
           int* __restrict__ col_of_row, D* __restrict__ u_out, D* __restrict__ v_out,
           int* __restrict__ status, unsigned long long* __restrict__ launch_start,
@@ -270,9 +300,10 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
           unsigned long long* __restrict__ summary) {
     static_assert(K >= 1 && K <= 32, "K columns per thread, one bit each in the masks");
     typedef DualTraits<D> DT;
-    constexpr int G = 32 * WARPS;                 // threads per problem
+    constexpr int G = THREADS;                    // threads per problem
+    constexpr int WARPS = Group<THREADS>::WARPS;  // warps per problem (1 also when THREADS < 32)
     constexpr int M = G * K;                      // most columns a group handles
-    constexpr int GPB = WARPS == 1 ? 2 : 1;       // problems per block
+    constexpr int GPB = Group<THREADS>::PER_BLOCK;  // problems per block
     static_assert(M <= 65536, "a column index must fit the 16 bits of the tag");
 
     __shared__ int row4col_s[GPB][M];
@@ -284,11 +315,12 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     __shared__ int abort_s[GPB];
     __shared__ unsigned long long start_s[GPB];
 
-    const int group = WARPS == 1 ? (int)(threadIdx.x >> 5) : 0;
-    const int t = WARPS == 1 ? (int)(threadIdx.x & 31) : (int)threadIdx.x;
+    const int group = GPB > 1 ? (int)threadIdx.x / G : 0;
+    const int t = GPB > 1 ? (int)threadIdx.x % G : (int)threadIdx.x;
     const int lane = threadIdx.x & 31, warp = t >> 5;
+    const unsigned mask = Group<THREADS>::lanes();
     const long long b = (long long)blockIdx.x * GPB + group;
-    if (b >= B) return;  // WARPS == 1: the whole warp; WARPS > 1: the whole block
+    if (b >= B) return;  // the whole group: its lanes of a warp, or its whole block
     int* row4col = row4col_s[group];
     int* col4row = col4row_s[group];
     int* path_sh = path_s[group];
@@ -312,7 +344,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
         v[k] = 0; spc[k] = DT::inf(); path[k] = -1;
         if (t + k * G >= m) dead |= 1u << k;
     }
-    group_sync<WARPS>();  // start_s and the shared arrays (no block-wide barrier in warp mode:
+    Group<THREADS>::sync(mask);  // start_s and the shared arrays (no block-wide barrier in warp mode:
                           // the other warp of the block may have returned above)
     const unsigned long long start = start_s[group];
 
@@ -345,7 +377,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             }
             unsigned long long best_key = best_tag == 0xffffffffu ? ~0ull : DT::key(best_d);
             // S2: argmin over the group.
-            warp_argmin(best_key, best_tag);
+            warp_argmin<Group<THREADS>::WIDTH>(best_key, best_tag, mask);
             if constexpr (WARPS > 1) {
                 if (lane == 0) { red_key[parity][warp] = best_key; red_tag[parity][warp] = best_tag; }
 #if BATCH_PREFETCH
@@ -370,7 +402,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
                 } else {
                 best_key = lane < WARPS ? red_key[parity][lane] : ~0ull;
                 best_tag = lane < WARPS ? red_tag[parity][lane] : 0xffffffffu;
-                warp_argmin(best_key, best_tag);
+                warp_argmin<32>(best_key, best_tag, BATCH_FULL_MASK);
                 }
                 parity ^= 1;
             }
@@ -387,7 +419,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
         if (st != BATCH_OK) break;  // uniform over the group: every thread saw the same winners
 
         // ---- S3: dual update of the scanned columns; publish v and path for S4 ------------------
-        group_sync<WARPS>();  // every thread is done reading v_sh / row4col of this search
+        Group<THREADS>::sync(mask);  // every thread is done reading v_sh / row4col of this search
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             if (((scanned & ~dead) >> k) & 1) {
@@ -397,7 +429,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             }
         }
         if ((sink & (G - 1)) == t) assigned |= 1u << (sink / G);
-        group_sync<WARPS>();
+        Group<THREADS>::sync(mask);
         // ---- S4: augment (one thread; the walk is as long as the search found rows) -------------
         if (t == 0) {
             int j = sink, steps = 0, failed = 0;
@@ -413,20 +445,20 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             if (!failed && time_limit_ns && batch_global_timer_ns() - start > time_limit_ns) failed = BATCH_TIMEOUT;
             abort_s[group] = failed;
         }
-        group_sync<WARPS>();
+        Group<THREADS>::sync(mask);
         if (abort_s[group]) { st = abort_s[group]; break; }
     }
 
-    group_sync<WARPS>();
+    Group<THREADS>::sync(mask);
     if constexpr (CERTIFY) {
 #ifdef BATCH_CORRUPT_PROBLEM  // tests only: spoil one problem's answer; its certificate must fail
         if (b == BATCH_CORRUPT_PROBLEM && t == 0 && n >= 2) {
             if (BATCH_CORRUPT_MODE == 1) { const int j = col4row[0]; col4row[0] = col4row[1]; col4row[1] = j; }
             else col4row[1] = col4row[0];  // one column twice
         }
-        group_sync<WARPS>();
+        Group<THREADS>::sync(mask);
 #endif
-        certify_problem<T, D, K, WARPS>(problem, b, B, n, m, t, st, v, dead, col4row, path_sh, v_sh,
+        certify_problem<T, D, K, THREADS>(problem, b, B, n, m, t, mask, st, v, dead, col4row, path_sh, v_sh,
                                         red_key[0], row_offset, transposed, n_out, exact, out, stats,
                                         objective_out, summary);
         if (t == 0) status[b] = st;
