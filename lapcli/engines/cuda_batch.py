@@ -9,7 +9,7 @@ forbidden entries, transposing tall problems and torch interop are the caller's 
 ``reference_stack`` is the NumPy twin of the kernel (same steps, same tie-breaks, same duals): the
 readable specification, and what the CPU tests run.
 
-Host stacks reach the device through lapcli.staging's pinned ring.
+Host stacks reach the device through lapcli.staging (pinned memory, copied by several threads).
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ from .cuda_hungarian import (
 )
 
 # H100 machine, warm, int32 (docs/dispatch.md): the pageable copy here takes 0.5 / 9.2 / 37 ms at
-# n = 1024 / 4096 / 8192 where CuPy's pinned ring takes 0.7 / 4.1 / 10 ms.
+# n = 1024 / 4096 / 8192 where CuPy's pinned ring took 0.7 / 4.1 / 10 ms (measured before
+# lapcli.staging sent arrays up to 256 MB through its kept pinned buffer; not re-measured).
 HOST_MAX_BYTES = 256 << 20  # n = 8192 int32: above, the ring saves more than CuPy's start-up costs
 SMALL_BYTES = 16 << 20  # n = 2048 int32: below, the two copies cost about the same
 KERNELS = ("hungarian", "row_min_slack")

@@ -283,8 +283,8 @@ def device_name() -> str:
 
 
 def upload(work):
-    """Copy a host array to the device through lapcli.staging's pinned ring (threads copying
-    chunks into page-locked slots while earlier chunks' DMAs run): 50 GB/s on the H100 machine
+    """Copy a host array to the device through lapcli.staging's pinned memory (threads copying
+    pieces into page-locked memory while earlier pieces' DMAs run): 50 GB/s on the H100 machine
     where a pageable copy reaches 9-17 GB/s and pinning the array in place costs a page walk of
     it (issue #15, docs/scaling.md). The DMAs are ordered on the current stream."""
     from ..staging import upload as staged_upload
@@ -370,7 +370,7 @@ def run(problem, *, timeout: float | None = None, device: int | None = None, blo
 
 def run_with_cupy(problem, *, timeout: float | None, device: int | None, block_size: int, blocks_per_sm: int,
                   defines: tuple) -> EngineResult:
-    """The CuPy launcher: device inputs stay where they are, host inputs go through the pinned ring."""
+    """The CuPy launcher: device inputs stay where they are, host inputs go through lapcli.staging."""
     import cupy
 
     with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):

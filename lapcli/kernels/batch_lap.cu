@@ -27,7 +27,8 @@
 // memory holds row4col, col4row (the walk of S4 and the next row of S2), v (the S2 winner's dual)
 // and path (written once per search, for S4). A row scan is K coalesced loads per thread; the
 // argmin is three __reduce_min_sync per warp (64-bit key split in two halves, then the tag; for a
-// half-warp group over its 16 lanes), plus, for WARPS = THREADS / 32 > 1, one __syncthreads after which every thread scans the per-warp winners
+// half-warp group over its 16 lanes), plus, for WARPS = THREADS / 32 > 1, one __syncthreads after
+// which every thread scans the per-warp winners
 // (double-buffered scratch, so one barrier per iteration). Switches for measurements: BATCH_SHFL,
 // BATCH_BLOCK_SCAN, BATCH_PREFETCH below.
 //
