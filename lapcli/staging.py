@@ -206,7 +206,9 @@ def _copy_staged(source: np.ndarray, out) -> None:
     device = cupy.cuda.runtime.getDevice()
     stream = cupy.cuda.get_current_stream()
     with _rings_lock:
-        staging = _stagings.setdefault(device, _Staging())
+        if device not in _stagings:
+            _stagings[device] = _Staging()
+        staging = _stagings[device]
     threads = min(STAGED_THREADS, 4 if nbytes < (64 << 20) else 8)
     pieces = threads * (1 if nbytes < (16 << 20) else 4)
     step = -(-nbytes // pieces)
