@@ -104,8 +104,8 @@ def test_a_wrong_engine_answer_raises_instead_of_returning(monkeypatch, rng):
 
     real = numpy_engine.solve_square
 
-    def broken(work, eps, recorder):
-        columns, u, v = real(work, eps, recorder)
+    def broken(work, eps, recorder, **options):
+        columns, u, v = real(work, eps, recorder, **options)
         return columns[::-1].copy(), u, v  # a permutation, but not the optimal one
 
     monkeypatch.setattr(numpy_engine, "solve_square", broken)

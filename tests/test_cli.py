@@ -424,7 +424,7 @@ def interrupt(args, cwd, after, sig=signal.SIGINT):
 def test_ctrl_c_and_sigterm_exit_with_one_line_and_no_partial_file(tmp_path, command, sig, code, message):
     from lapcli.generate import generate as make
 
-    np.save(tmp_path / "big.npy", make(2500, range_factor=1000, seed=1))  # ~6 s on the NumPy solver
+    np.save(tmp_path / "big.npy", make(2500, seed=1, kind="geometric"))  # ~8 s on the NumPy solver
     args = {
         "solve": ["solve", "big.npy", "--solver", "numpy", "-o", "out.csv", "--report", "r.json"],
         "generate": ["generate", "--n", "12000", "--seed", "1", "-o", "out.npy"],

@@ -165,3 +165,24 @@ def test_the_auction_start_cuts_the_dual_updates_at_high_ranges(rng):
     solve_square(cost, 0, auction, auction_rounds=100)
     assert auction.counts[6] * 5 <= plain.counts[6], (auction.counts, plain.counts)
     assert auction.counts[4] * 5 <= plain.counts[4], (auction.counts, plain.counts)
+
+
+def test_the_auction_stops_when_ties_only_pass_columns_around(rng):
+    """The stopping rule the kernel shares: ``patience`` rounds without fewer free rows end it."""
+    from lapcli.engines.numpy_hungarian import auction_start
+
+    cost = np.zeros((40, 40), dtype=np.int64)  # every bid 0: a column passes between its bidders
+    *_, column_of_star_at_row, _, ran = auction_start(cost, rounds=1000, patience=5)
+    assert ran <= 1 + 5 + 1 and (column_of_star_at_row >= 0).sum() < 40
+    cost = uniform_costs(rng, 200, 200, 1000).astype(np.int64)
+    assert auction_start(cost, rounds=1000, patience=5)[4] < auction_start(cost, rounds=1000, patience=50)[4]
+
+
+def test_the_numpy_engine_starts_with_the_auction_as_the_kernel_does(rng):
+    from lapcli.engines import numpy_engine
+    from lapcli.problem import prepare
+
+    cost = uniform_costs(rng, 128, 128, 1000)
+    auction = {s.step: s.count for s in numpy_engine.run(prepare(cost)).steps}
+    classical = {s.step: s.count for s in numpy_engine.run(prepare(cost), auction_rounds=0).steps}
+    assert auction[6] * 3 <= classical[6], (auction, classical)

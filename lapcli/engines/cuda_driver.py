@@ -32,7 +32,7 @@ from .. import gpu_start
 from ..errors import SolverError
 from .base import EngineResult, certified_result
 from .cuda_hungarian import (
-    BLOCK_SIZE, BLOCKS_PER_SM, STATE_POINTERS, buffer_layout, check_device_memory, check_result,
+    AUCTION_ROUNDS, BLOCK_SIZE, BLOCKS_PER_SM, STATE_POINTERS, buffer_layout, check_device_memory, check_result,
     kernel_defines, kernel_name, kernel_source, launch_details, pack_state, plan_from_occupancy, step_stats,
     work_is_the_input,
 )
@@ -284,7 +284,7 @@ def copy_out(address: int, dtype, count: int) -> np.ndarray:
 
 
 def run(problem, *, timeout: float | None = None, device: int | None = None, block_size: int = BLOCK_SIZE,
-        blocks_per_sm: int = BLOCKS_PER_SM) -> EngineResult:
+        blocks_per_sm: int = BLOCKS_PER_SM, auction_rounds: int = AUCTION_ROUNDS) -> EngineResult:
     """Engine ``cuda`` for a host input: upload, one cooperative launch, the certificate's read
     pass on the device, the assignment and duals back."""
     driver = _driver()
@@ -310,7 +310,7 @@ def run(problem, *, timeout: float | None = None, device: int | None = None, blo
             if fill == -1:
                 _check(driver.cuMemsetD32(arena[name], 0xFFFFFFFF, count))
         state = pack_state({"cost": arena["cost"], **{name: arena[name] for name in STATE_POINTERS if name != "cost"}},
-                           plan, size, dtype, work.eps, timeout)
+                           plan, size, dtype, work.eps, timeout, auction_rounds)
         state_host = np.frombuffer(state, dtype=np.uint8)
         _check(driver.cuMemcpyHtoD(arena["state"], state_host.ctypes.data, len(state)))
         _check(driver.cuEventRecord(events[0], 0))
@@ -335,6 +335,7 @@ def run(problem, *, timeout: float | None = None, device: int | None = None, blo
         details = launch_details(plan, compile_ms, launches=2, h2d_ms=elapsed(0, 1), kernel_ms=elapsed(1, 2),
                                  d2h_ms=elapsed(2, 3))
         details["launcher"] = "driver"
+        details["auction_rounds"] = int(counts[0])
         details["driver_started_early"] = gpu_start.started_early()
         check_result(status_word, columns)
         # the certificate's read pass, on the device that holds the matrix (a block per row)

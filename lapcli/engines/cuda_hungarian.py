@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import SolverError
 from .base import EngineResult, certified_result
+from .numpy_hungarian import AUCTION_PATIENCE, AUCTION_ROUNDS
 from .steps import STEP_NAMES, StepStat
 
 BLOCK_SIZE = 512
@@ -37,9 +38,10 @@ KERNEL_TYPES = {
     "float32": ("float", "double", np.float64, "d"),
     "float64": ("double", "double", np.float64, "d"),
 }
-STEPWISE_KERNELS = ("step_1_rows", "step_1_columns", "step_1_zeros", "step_2_pick", "step_2_star", "step_3",
+STEPWISE_KERNELS = ("step_1_rows", "step_1_columns", "step_1_zeros", "step_1_auction_columns", "step_1_bid",
+                    "step_1_claim", "step_1_win", "step_1_auction_zeros", "step_2_pick", "step_2_star", "step_3",
                     "step_4", "step_5a", "step_5b", "step_6_min", "step_6_shift")
-EPOCH_KERNELS = ("step_2_pick", "step_3", "step_4")  # stepwise kernels that take the flag slot's epoch
+EPOCH_KERNELS = ("step_1_bid", "step_2_pick", "step_3", "step_4")  # stepwise kernels that take the flag slot's epoch
 SHARED_KERNELS = ("hungarian", "step_2_pick", "step_4")  # kernels that use the row_choice shared array
 # What the kernel and this launcher share, defined HERE only: compiled_module passes them to the
 # kernel as -D defines (kernel_defines), and the kernel refuses to compile without them.
@@ -48,7 +50,7 @@ SLOTS = {
     "SLOT_CHANGED": 0,  # step 2: a row picked a free zero (a star follows) / step 4: a row was covered
     "SLOT_PATH": 1,  # step 4: a primed zero in a row without a star (go to step 5)
     "SLOT_ABORT": 2,  # step 4: timeout or iteration cap (the value is the status)
-    "SLOT_STARS": 3,  # step 3: number of starred columns
+    "SLOT_STARS": 3,  # step 3: number of starred columns / step 1 by auction: number of free rows
     "SLOT_INTS": 4,  # ints per slot
     "SLOT_COUNT": 3,  # rotating slots: one is cleared two phases after it was last read
 }
@@ -69,12 +71,13 @@ def kernel_defines(block_size: int = BLOCK_SIZE) -> tuple[str, ...]:
     return (f"-DLAP_BLOCK={block_size}", *(f"-D{name}={value}" for name, value in SLOTS.items()),
             *(f"-D{name}={code}" for code, (name, _) in STATUSES.items()))
 
-# struct State<T, D> of the kernel: 22 pointers, then the scalars (packed by DeviceState in this order).
-STATE_SCALARS = ("segment_capacity", "eps", "k", "column_bits", "time_limit_ns", "max_rounds")
+# struct State<T, D> of the kernel: 25 pointers, then the scalars (packed by DeviceState in this order).
+STATE_SCALARS = ("segment_capacity", "eps", "k", "column_bits", "time_limit_ns", "max_rounds", "auction_rounds",
+                 "auction_patience")
 STATE_POINTERS = ("cost", "u", "v", "v_masked", "row_min", "partial", "new_cols", "incremental", "zeros", "zeros_size", "cover_row",
                   "cover_col", "column_of_star_at_row", "row_of_star_at_column", "column_of_prime_at_row",
                   "row_of_green_at_column", "column_claim", "uncovered_round", "slots", "step_ns", "step_count",
-                  "status")
+                  "status", "bid_of_column", "bid_of_row", "bid_column_of_row")
 
 
 def kernel_source() -> str:
@@ -177,7 +180,8 @@ def launch_bytes(size: int, cost_itemsize: int, blocks: int) -> int:
         size * size * cost_itemsize  # cost
         + blocks * segment_capacity * 4  # zero segments (a zero is 4 bytes)
         + blocks * size * 8  # step-1 column minima per block
-        + size * (4 * 8 + 9 * 4)  # u, v, v_masked, row_min; covers, stars, primes, greens, new_cols, claims, rounds
+        + size * (6 * 8 + 10 * 4)  # u, v, v_masked, row_min, auction bids (2); covers, stars, primes, greens,
+        # new_cols, claims, rounds, the auction's bid columns
     )
 
 
@@ -225,7 +229,8 @@ def check_device_memory(bytes_needed: int, free: int | None = None) -> None:
 class DeviceState:
     """The device buffers of one solve and the packed State struct that points at them."""
 
-    def __init__(self, cost, plan: LaunchPlan, dtype: str, eps: float, timeout: float | None):
+    def __init__(self, cost, plan: LaunchPlan, dtype: str, eps: float, timeout: float | None,
+                 auction_rounds: int = AUCTION_ROUNDS):
         import cupy
 
         size = cost.shape[0]
@@ -234,7 +239,7 @@ class DeviceState:
         for name, (kind, count, fill) in buffer_layout(size, plan, dtype).items():
             self.buffers[name] = cupy.empty(count, dtype=kind) if fill is None else cupy.full(count, fill, dtype=kind)
         packed = pack_state({name: self.buffers[name].data.ptr for name in STATE_POINTERS}, plan, size, dtype,
-                            eps, timeout)
+                            eps, timeout, auction_rounds)
         self.struct = cupy.asarray(np.frombuffer(packed, dtype=np.uint8))
 
     def __getitem__(self, name):
@@ -257,19 +262,24 @@ def buffer_layout(size: int, plan: LaunchPlan, dtype: str) -> dict[str, tuple[np
         "column_claim": (i32, size, None), "uncovered_round": (i32, size, None),  # set by steps 1 and 3
         "slots": (i32, SLOT_INTS * SLOT_COUNT, 0), "step_ns": (np.dtype(np.uint64), 7, 0),
         "step_count": (i32, 7, 0), "status": (i32, 1, 0),
+        "bid_of_column": (np.dtype(np.uint64), size, 0), "bid_of_row": (dual, size, None),
+        "bid_column_of_row": (i32, size, None),
     }
 
 
 def pack_state(pointers: dict[str, int], plan: LaunchPlan, size: int, dtype: str, eps: float,
-               timeout: float | None) -> bytes:
-    """The bytes of struct State<T, D>: the buffers' device addresses, then the scalars."""
+               timeout: float | None, auction_rounds: int = AUCTION_ROUNDS) -> bytes:
+    """The bytes of struct State<T, D>: the buffers' device addresses, then the scalars.
+    ``auction_rounds`` caps step 1's auction (0: the classical step 1; the twin's AUCTION_ROUNDS
+    by default, so that the kernel and the twin take the same steps)."""
     _, _, dual_dtype, dual_code = KERNEL_TYPES[dtype]
     time_limit_ns = min(int((timeout if timeout else 1e9) * 1e9), 2**63)
     max_rounds = min(4 * size**3 + 1000, 2**62)
     return struct.pack(
-        f"<{len(STATE_POINTERS)}Qq{dual_code}iiQq",
+        f"<{len(STATE_POINTERS)}Qq{dual_code}iiQqii",
         *(pointers[name] for name in STATE_POINTERS),
         plan.segment_capacity, dual_dtype(eps).item(), size, plan.column_bits, time_limit_ns, max_rounds,
+        auction_rounds, AUCTION_PATIENCE,
     )
 
 
@@ -354,22 +364,23 @@ def finish(problem, work, state, status_word: int, counts, step_ms, engine: str,
 
 def run(problem, *, timeout: float | None = None, device: int | None = None, block_size: int = BLOCK_SIZE,
         blocks_per_sm: int = BLOCKS_PER_SM, defines: tuple = (), launcher: str | None = None,
-        **_options) -> EngineResult:
+        auction_rounds: int = AUCTION_ROUNDS, **_options) -> EngineResult:
     """Engine ``cuda``: one cooperative launch. ``launcher``: "driver" (the driver API, no CuPy:
-    lapcli/engines/cuda_driver.py) or "cupy"; by default the driver for host inputs it serves."""
+    lapcli/engines/cuda_driver.py) or "cupy"; by default the driver for host inputs it serves.
+    ``auction_rounds`` (0: the classical step 1) and ``defines`` exist for experiments."""
     from . import cuda_driver
 
     if launcher is None:
         launcher = "driver" if not defines and cuda_driver.usable(problem) else "cupy"
     if launcher == "driver":
         return cuda_driver.run(problem, timeout=timeout, device=device, block_size=block_size,
-                               blocks_per_sm=blocks_per_sm)
+                               blocks_per_sm=blocks_per_sm, auction_rounds=auction_rounds)
     return run_with_cupy(problem, timeout=timeout, device=device, block_size=block_size,
-                         blocks_per_sm=blocks_per_sm, defines=defines)
+                         blocks_per_sm=blocks_per_sm, defines=defines, auction_rounds=auction_rounds)
 
 
 def run_with_cupy(problem, *, timeout: float | None, device: int | None, block_size: int, blocks_per_sm: int,
-                  defines: tuple) -> EngineResult:
+                  defines: tuple, auction_rounds: int = AUCTION_ROUNDS) -> EngineResult:
     """The CuPy launcher: device inputs stay where they are, host inputs go through lapcli.staging."""
     import cupy
 
@@ -382,7 +393,7 @@ def run_with_cupy(problem, *, timeout: float | None, device: int | None, block_s
         module, dtype, plan, compile_ms = prepare_launch(problem, work, False, block_size, blocks_per_sm, defines)
         kernel = module.get_function(kernel_name("hungarian", dtype))
         allow_shared_memory(kernel, plan)
-        state = DeviceState(work.values, plan, dtype, work.eps, timeout)
+        state = DeviceState(work.values, plan, dtype, work.eps, timeout, auction_rounds)
         launched.record()
         kernel((plan.blocks,), (plan.block_size,), (state.struct,), shared_mem=plan.shared_bytes)
         solved.record()
@@ -397,19 +408,21 @@ def run_with_cupy(problem, *, timeout: float | None, device: int | None, block_s
             d2h_ms=cupy.cuda.get_elapsed_time(solved, copied_out),
         )
         details["launcher"] = "cupy"
+        details["auction_rounds"] = int(counts[0])
         return finish(problem, work, state, status_word, counts, clocks_ns / 1e6, "cuda", details)
 
 
 def run_stepwise(problem, *, timeout: float | None = None, device: int | None = None,
-                 block_size: int = BLOCK_SIZE, blocks_per_sm: int = BLOCKS_PER_SM, **_options) -> EngineResult:
+                 block_size: int = BLOCK_SIZE, blocks_per_sm: int = BLOCKS_PER_SM,
+                 auction_rounds: int = AUCTION_ROUNDS, **_options) -> EngineResult:
     """Engine ``cuda-stepwise``: one launch per step from a host loop, steps timed with CUDA events."""
     import cupy
 
     with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
-        return _run_stepwise(problem, timeout, block_size, blocks_per_sm)
+        return _run_stepwise(problem, timeout, block_size, blocks_per_sm, auction_rounds)
 
 
-def _run_stepwise(problem, timeout, block_size, blocks_per_sm) -> EngineResult:
+def _run_stepwise(problem, timeout, block_size, blocks_per_sm, auction_rounds) -> EngineResult:
     import cupy
 
     check_memory_before_upload(problem, blocks_per_sm)
@@ -422,7 +435,7 @@ def _run_stepwise(problem, timeout, block_size, blocks_per_sm) -> EngineResult:
     for name in SHARED_KERNELS[1:]:
         allow_shared_memory(kernels[name], plan)
     grid, block = (plan.blocks,), (plan.block_size,)
-    state = DeviceState(work.values, plan, dtype, work.eps, None)
+    state = DeviceState(work.values, plan, dtype, work.eps, None, auction_rounds)
     args = (state.struct,)
     timed: list[tuple[int, object, object]] = []  # (step, start event, end event)
     counts = [0] * 7
@@ -446,8 +459,26 @@ def _run_stepwise(problem, timeout, block_size, blocks_per_sm) -> EngineResult:
         slots = state["slots"].get()  # the host round trip the cooperative launch avoids
         return slots[SLOT_INTS * (epoch % SLOT_COUNT):SLOT_INTS * (epoch % SLOT_COUNT + 1)]
 
-    launch_step(1, ("step_1_rows", "step_1_columns", "step_1_zeros"))
     epoch = 0
+    rounds_run = 0
+    if auction_rounds > 0 and state.size > 1:  # step 1 by auction, the cooperative kernel's loop
+        launch_step(1, ("step_1_auction_columns", "step_1_columns"))
+        fewest_free, fewest_at = state.size + 1, 0
+        while rounds_run < auction_rounds:
+            launch_step(1, ("step_1_bid",), epoch, count=False)
+            free_rows = read_slot(epoch)[SLOT_STARS]
+            epoch += 1
+            if free_rows == 0:
+                break
+            if free_rows < fewest_free:
+                fewest_free, fewest_at = free_rows, rounds_run
+            elif rounds_run - fewest_at >= AUCTION_PATIENCE:
+                break
+            rounds_run += 1
+            launch_step(1, ("step_1_claim", "step_1_win"), count=False)
+        launch_step(1, ("step_1_auction_zeros",), count=False)
+    else:
+        launch_step(1, ("step_1_rows", "step_1_columns", "step_1_zeros"))
     while True:  # one pass: the rows pick (the host reads whether any did), then the columns star
         launch_step(2, ("step_2_pick",), epoch)
         picked = read_slot(epoch)[SLOT_CHANGED]
@@ -490,4 +521,5 @@ def _run_stepwise(problem, timeout, block_size, blocks_per_sm) -> EngineResult:
         h2d_ms=cupy.cuda.get_elapsed_time(start, copied_in),
         kernel_ms=cupy.cuda.get_elapsed_time(copied_in, finished),  # all launches, host loop included
     )
+    details["auction_rounds"] = rounds_run
     return finish(problem, work, state, status_word, counts, step_ms, "cuda-stepwise", details)

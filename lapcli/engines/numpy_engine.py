@@ -7,13 +7,14 @@ import platform
 import numpy as np
 
 from .base import EngineResult, certified_result
-from .numpy_hungarian import solve_square
+from .numpy_hungarian import AUCTION_ROUNDS, solve_square
 from .steps import StepRecorder
 
 
-def run(problem, **_options) -> EngineResult:
+def run(problem, *, auction_rounds: int = AUCTION_ROUNDS, **_options) -> EngineResult:
+    """Step 1 by auction, as the ``cuda`` kernel (``auction_rounds`` = 0: the classical step 1)."""
     work = problem.work_on(np)
     recorder = StepRecorder()
-    column_of_star_at_row, u, v = solve_square(work.values, work.eps, recorder)
+    column_of_star_at_row, u, v = solve_square(work.values, work.eps, recorder, auction_rounds=auction_rounds)
     return certified_result(problem, work, column_of_star_at_row, u, v, engine="numpy",
                             device=f"cpu ({platform.machine()})", steps=recorder.stats())

@@ -84,7 +84,11 @@ def step2_star_zeros(zero_rows, zero_cols, column_of_star_at_row, row_of_star_at
         row_of_star_at_column[cols] = rows
 
 
-def auction_start(cost: np.ndarray, rounds: int):
+AUCTION_ROUNDS = 1024  # at most this many auction rounds before the Hungarian phases (the kernel's default)
+AUCTION_PATIENCE = 32  # and fewer when this many rounds in a row left as many rows free
+
+
+def auction_start(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUCTION_PATIENCE):
     """A start for the Hungarian phases from parallel rounds of Jonker–Volgenant's augmenting row
     reduction (an auction with bids u2 − u1), instead of step 1's reduction and step 2's greedy
     stars. Returns (u, v, column_of_star_at_row, row_of_star_at_column, rounds run).
@@ -102,16 +106,24 @@ def auction_start(cost: np.ndarray, rounds: int):
     u2, still its row's minimum (v only decreases, so other reduced costs only grow), so with
     u[i] = min_j (c[i, j] − v[j]) at the end the duals are feasible and every star is tight, as
     steps 3–6 require; the result is optimal whatever the number of rounds (0: no star, v the
-    column minima). Ties (bids of 0) can pass a column back and forth: ``rounds`` bounds it.
+    column minima). Ties (bids of 0) can pass a column back and forth without freeing a row (at low
+    ranges most of the rows stay free that way): the auction stops after ``rounds`` rounds, when no
+    row is free, or when the free rows have not become fewer for ``patience`` rounds. The kernel
+    (hungarian.cu, auction_*) counts the free rows in its bid pass and stops by the same rule.
     """
     size = cost.shape[0]
     v = cost.min(axis=0)
     column_of_star_at_row = np.full(size, -1, dtype=np.int64)
     row_of_star_at_column = np.full(size, -1, dtype=np.int64)
+    fewest_free, fewest_at = size + 1, 0
     done = 0
     while done < rounds and size > 1:
         free = np.flatnonzero(column_of_star_at_row < 0)
         if free.size == 0:
+            break
+        if free.size < fewest_free:
+            fewest_free, fewest_at = free.size, done
+        elif done - fewest_at >= patience:
             break
         done += 1
         reduced = cost[free] - v[None, :]
@@ -175,8 +187,9 @@ def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_itera
 
     ``eps`` is 0 for integer costs (exact) and the problem's tolerance for floats.
     ``max_iterations`` caps step-4 rounds + step-6 shifts (a guard; never reached by a correct run).
-    ``auction_rounds`` > 0 replaces step 1 by ``auction_start`` (its time counted as step 1; the
-    kernel has no such phase yet, so the default 0 keeps the twin's steps equal to the kernel's).
+    ``auction_rounds`` > 0 replaces step 1 by ``auction_start`` (its time counted as step 1), as
+    the kernel does with the same number (engines ``numpy`` and ``cuda`` both pass AUCTION_ROUNDS;
+    0, the default here, is the classical step 1).
     """
     size = work.shape[0]
     cost = work.astype(np.int64 if work.dtype.kind in "iu" else np.float64, copy=False)
@@ -185,7 +198,7 @@ def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_itera
     column_of_star_at_row = np.full(size, -1, dtype=np.int64)
     row_of_star_at_column = np.full(size, -1, dtype=np.int64)
     with recorder.step(1):
-        if auction_rounds > 0:
+        if auction_rounds > 0 and size > 1:
             u, v, column_of_star_at_row, row_of_star_at_column, _ = auction_start(cost, auction_rounds)
             zero_rows, zero_cols = np.nonzero(cost - u[:, None] - v[None, :] <= eps)
         else:

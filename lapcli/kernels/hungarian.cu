@@ -86,12 +86,17 @@ struct State {
     unsigned long long* step_ns;
     int* step_count;
     int* status;
+    unsigned long long* bid_of_column;  // step 1 by auction: the largest bid's key (bid_key) for column j
+    D* bid_of_row;       // step 1 by auction: free row i's bid this round ...
+    int* bid_column_of_row;  // ... and the column it bids for
     long long segment_capacity;
     D eps;
     int k;
     int column_bits;     // a packed zero: (local_row << column_bits) | column
     unsigned long long time_limit_ns;
     long long max_rounds;
+    int auction_rounds;    // step 1 by auction: at most this many rounds (0: the classical step 1) ...
+    int auction_patience;  // ... and fewer when this many rounds in a row left as many rows free
 };
 
 __device__ __forceinline__ unsigned long long global_timer_ns() {
@@ -291,6 +296,159 @@ __device__ void step1_zeros(const State<T, D>& s, Shared<D>& sh) {
     }
     __syncthreads();
     if (threadIdx.x == 0) s.zeros_size[blockIdx.x] = sh.zero_count;
+}
+
+// ================================ step 1 by auction (issue #14) ===============================
+// Jonker-Volgenant's augmenting row reduction, run as synchronous parallel rounds: an auction with
+// bids u2 - u1 (twin: numpy_hungarian.auction_start, the specification of every choice below).
+// It replaces step 1's reductions and most of step 2's stars: at high cost ranges the classical
+// phases pay one step 6 per new zero, and a few dozen rounds star ~99 % of the rows instead.
+// v starts at the column minima; a round is three grid-wide steps:
+//   bid    every free row finds its two smallest reduced costs c - v (u1 at j1, u2 at j2; ties
+//          to the smaller column) and bids u2 - u1 for j1 (for j2 when the bid is 0 and j1 has a
+//          star: JV's rule, so equal costs spread instead of passing a column around); each
+//          column keeps its largest bid (atomicMax on the bid's order-preserving bits);
+//   claim  a row whose bid equals its column's largest claims the column (the smallest row wins);
+//   win    the column lowers v by the winner's bid, stars it and frees its previous row.
+// The winner's c - v becomes u2, still its row's minimum (v only decreases), so with u = the row
+// minima of c - v afterwards the duals are feasible and every star is tight, as steps 3-6 need.
+
+// The bid as a key that atomicMax orders: a bid is >= 0, and the bits of a non-negative double
+// or long long order as unsigned integers; +1 keeps 0 for "no bid".
+__device__ __forceinline__ unsigned long long bid_key(long long bid) { return (unsigned long long)bid + 1ull; }
+__device__ __forceinline__ unsigned long long bid_key(double bid) {
+    return (unsigned long long)__double_as_longlong(bid) + 1ull;
+}
+
+// The two smallest reduced costs of a row and their columns, ordered by (value, column).
+template <typename D>
+struct TwoSmallest {
+    D first, second;
+    int first_col, second_col;
+    // Columns arrive in increasing order within a lane, so a strict "<" keeps the smaller column on a tie.
+    __device__ __forceinline__ void offer(D x, int j) {
+        if (x < first) { second = first; second_col = first_col; first = x; first_col = j; }
+        else if (x < second) { second = x; second_col = j; }
+    }
+};
+
+template <typename D>
+__device__ __forceinline__ bool before(D a, int a_col, D b, int b_col) {
+    return a < b || (a == b && a_col < b_col);
+}
+
+// Two smallest of c[i, j] - v[j] over the row, by one warp (16-byte loads as in warp_row_min),
+// merged across the lanes in (value, column) order; every lane gets the result.
+template <typename T, typename D>
+__device__ TwoSmallest<D> warp_row_two_smallest(const T* __restrict__ row, const D* v, int k) {
+    const int lane = threadIdx.x & 31;
+    constexpr int per_vec = 16 / sizeof(T);
+    TwoSmallest<D> t{largest<D>(), largest<D>(), k, k};
+    if (k % per_vec == 0) {
+        typedef typename Vec16<T>::type V;
+        const V* vectors = reinterpret_cast<const V*>(row);
+        const int count = k / per_vec;
+#pragma unroll step6_unroll
+        for (int q = lane; q < count; q += 32) {
+            const V x = __ldg(vectors + q);
+            const T* values = reinterpret_cast<const T*>(&x);
+#pragma unroll
+            for (int e = 0; e < per_vec; ++e) t.offer((D)values[e] - v[q * per_vec + e], q * per_vec + e);
+        }
+    } else {
+        for (int j = lane; j < k; j += 32) t.offer((D)__ldg(row + j) - v[j], j);
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const D o_first = __shfl_xor_sync(FULL_MASK, t.first, offset);
+        const D o_second = __shfl_xor_sync(FULL_MASK, t.second, offset);
+        const int o_first_col = __shfl_xor_sync(FULL_MASK, t.first_col, offset);
+        const int o_second_col = __shfl_xor_sync(FULL_MASK, t.second_col, offset);
+        if (before(o_first, o_first_col, t.first, t.first_col)) {  // theirs leads; mine may be second
+            if (before(t.first, t.first_col, o_second, o_second_col)) { t.second = t.first; t.second_col = t.first_col; }
+            else { t.second = o_second; t.second_col = o_second_col; }
+            t.first = o_first; t.first_col = o_first_col;
+        } else if (before(o_first, o_first_col, t.second, t.second_col)) {
+            t.second = o_first; t.second_col = o_first_col;
+        }
+    }
+    return t;
+}
+
+// v[j] = min_i cost[i, j] (JV's column reduction), first half: the minimum over my rows per column.
+template <typename T, typename D>
+__device__ void auction_column_minima(const State<T, D>& s) {
+    const int k = s.k, my_rows = owned_rows(k);
+    for (int j = threadIdx.x; j < k; j += LAP_BLOCK) {
+        D m = largest<D>();
+        for (int local = 0; local < my_rows; ++local) m = min(m, (D)s.cost[(long long)row_of_local(local) * k + j]);
+        s.partial[(long long)blockIdx.x * k + j] = m;
+    }
+}
+
+// A round's bid step: a warp per free row of mine. Also counts the free rows into slot (the
+// stopping rule is decided on that count after the barrier; the bids of a round not run are
+// left unread).
+template <typename T, typename D>
+__device__ void auction_bid(const State<T, D>& s, Shared<D>& sh, int* slot) {
+    const int k = s.k, my_rows = owned_rows(k), warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int free_rows = 0;
+    for (int local = warp; local < my_rows; local += LAP_WARPS) {
+        const int i = row_of_local(local);
+        if (s.column_of_star_at_row[i] >= 0) continue;  // warp-uniform
+        const TwoSmallest<D> t = warp_row_two_smallest(s.cost + (long long)i * k, s.v, k);
+        const D bid = t.second - t.first;
+        const int col = (bid == (D)0 && s.row_of_star_at_column[t.first_col] >= 0) ? t.second_col : t.first_col;
+        if (lane == 0) {
+            ++free_rows;
+            s.bid_of_row[i] = bid;
+            s.bid_column_of_row[i] = col;
+            atomicMax(s.bid_of_column + col, bid_key(bid));
+        }
+    }
+    free_rows = block_sum(free_rows, sh.scratch_i);
+    if (threadIdx.x == 0 && free_rows) atomicAdd(slot + SLOT_STARS, free_rows);
+}
+
+// A round's claim step: a bid that equals its column's largest claims it; the smallest row wins.
+template <typename T, typename D>
+__device__ void auction_claim(const State<T, D>& s) {
+    for (int i = global_tid(); i < s.k; i += global_threads()) {
+        if (s.column_of_star_at_row[i] >= 0) continue;
+        const int col = s.bid_column_of_row[i];
+        if (bid_key(s.bid_of_row[i]) == s.bid_of_column[col]) atomicMin(s.column_claim + col, i);
+    }
+}
+
+// A round's win step: each claimed column lowers v by its winner's bid, stars the winner and frees
+// its previous row. The winners were free and the freed rows starred when the round began, so no
+// two threads write the same row.
+template <typename T, typename D>
+__device__ void auction_win(const State<T, D>& s) {
+    for (int j = global_tid(); j < s.k; j += global_threads()) {
+        const int r = s.column_claim[j];
+        if (r == unclaimed) continue;
+        s.column_claim[j] = unclaimed;
+        s.bid_of_column[j] = 0;  // a bid-for column always has a claim, so every bid is cleared here
+        const int previous = s.row_of_star_at_column[j];
+        if (previous >= 0) s.column_of_star_at_row[previous] = -1;
+        s.v[j] -= s.bid_of_row[r];
+        s.row_of_star_at_column[j] = r;
+        s.column_of_star_at_row[r] = j;
+    }
+}
+
+// After the rounds: u[i] = min_j c[i, j] - v[j] for my rows, covers on the stars (step 2 then
+// stars what it can among the free rows, as after the classical step 1).
+template <typename T, typename D>
+__device__ void auction_duals(const State<T, D>& s) {
+    const int k = s.k, my_rows = owned_rows(k), warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int local = warp; local < my_rows; local += LAP_WARPS) {
+        const int i = row_of_local(local);
+        const D ui = warp_row_min(s.cost + (long long)i * k, s.v, k, (D)0);
+        if (lane == 0) { s.u[i] = ui; s.cover_row[i] = s.column_of_star_at_row[i] >= 0; }
+    }
+    for (int j = global_tid(); j < k; j += global_threads()) s.cover_col[j] = s.row_of_star_at_column[j] >= 0;
+    __syncthreads();  // step1_zeros reads u of my rows
 }
 
 // Per-row choices live in shared memory: row_choice[local] for each row of this block (a zero's
@@ -568,12 +726,42 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) hungarian(const State<T, D>* __r
     int result = STATUS_OK;
 
     clear_row_choices(row_choice, s.k);
-    step1_rows(s, sh);
-    grid.sync();
-    step1_columns(s);
-    grid.sync();
-    step1_zeros(s, sh);
-    grid.sync();
+    if (s.auction_rounds > 0 && s.k > 1) {  // step 1 by auction (issue #14)
+        auction_column_minima(s);
+        grid.sync();
+        step1_columns(s);  // v = the column minima; column claims cleared
+        grid.sync();
+        // The twin's stopping rule: no free row, or the rounds spent, or `patience` rounds in a
+        // row without fewer free rows than before. Every block reads the same count.
+        int fewest_free = s.k + 1, fewest_at = 0, done = 0;
+        while (done < s.auction_rounds) {
+            int* slot = s.slots + SLOT_INTS * (epoch % SLOT_COUNT);
+            clear_next_slot(s.slots, epoch);
+            auction_bid(s, sh, slot);
+            grid.sync();
+            const int free_rows = load_volatile(slot + SLOT_STARS);
+            ++epoch;
+            if (free_rows == 0) break;
+            if (free_rows < fewest_free) { fewest_free = free_rows; fewest_at = done; }
+            else if (done - fewest_at >= s.auction_patience) break;
+            ++done;
+            auction_claim(s);
+            grid.sync();
+            auction_win(s);
+            grid.sync();
+        }
+        if (clock_thread) sh.clock.count[0] = done;  // reported as the auction's rounds
+        auction_duals(s);
+        step1_zeros(s, sh);
+        grid.sync();
+    } else {
+        step1_rows(s, sh);
+        grid.sync();
+        step1_columns(s);
+        grid.sync();
+        step1_zeros(s, sh);
+        grid.sync();
+    }
     if (clock_thread) sh.clock.mark(1);
 
     while (true) {
@@ -663,6 +851,30 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_columns(const State<T, D>
 template <typename T, typename D>
 __global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_zeros(const State<T, D>* __restrict__ state) {
     __shared__ Shared<D> sh;
+    step1_zeros(*state, sh);
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_auction_columns(const State<T, D>* __restrict__ state) {
+    auction_column_minima(*state);
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_bid(const State<T, D>* __restrict__ state, int epoch) {
+    __shared__ Shared<D> sh;
+    clear_next_slot(state->slots, epoch);
+    auction_bid(*state, sh, state->slots + SLOT_INTS * (epoch % SLOT_COUNT));
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_claim(const State<T, D>* __restrict__ state) {
+    auction_claim(*state);
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_win(const State<T, D>* __restrict__ state) {
+    auction_win(*state);
+}
+template <typename T, typename D>
+__global__ void __launch_bounds__(LAP_BLOCK, 1) step_1_auction_zeros(const State<T, D>* __restrict__ state) {
+    __shared__ Shared<D> sh;
+    auction_duals(*state);
     step1_zeros(*state, sh);
 }
 template <typename T, typename D>
