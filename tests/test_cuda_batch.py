@@ -38,7 +38,8 @@ def test_layout_choice_covers_every_width():
     for m in (1, 31, 32, 33, 64, 100, 128, 129, 256, 257, 512, 1000, 1024, 2047, 2048):
         k, threads = cb.choose_layout(m)
         assert m <= k * threads
-    assert cb.choose_layout(16) == (1, 16) and cb.choose_layout(17) == (1, 32)
+    # half-warp groups ((1, 16): two problems per warp) measured no faster: a warp per problem
+    assert cb.choose_layout(16) == (1, 32) and cb.choose_layout(33) == (2, 32)
     with pytest.raises(ValueError):
         cb.choose_layout(cb.MAX_COLUMNS + 1)
     assert cb.launch_shape(5, 16) == (2, 64) and cb.launch_shape(5, 32) == (3, 64)
@@ -93,6 +94,23 @@ def test_gpu_matches_twin_and_scipy(rng, dtype):
             tc, tu, tv, _ = cb.reference_stack(c)
             if dtype.startswith("int"):
                 assert np.array_equal(tc, col) and np.array_equal(tu, u) and np.array_equal(tv, v)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", [*cb.MEASURED_LAYOUTS, (8, 32), (1, 128)])
+def test_gpu_layouts_not_chosen_still_solve(rng, layout):
+    """Every layout the template takes solves correctly (solve_stack's layout override, used by
+    the measurements in docs/batch-notes.md), half-warp groups included."""
+    import cupy
+
+    k, threads = layout
+    for m in (k * threads // 2 + 1, k * threads):
+        c = rng.integers(0, 10 * m, (37, m, m)).astype(np.int32)
+        res = cb.solve_stack(cupy.asarray(c), layout=layout)
+        col, u, v, status = (cupy.asnumpy(x) for x in (res.col_of_row, res.u, res.v, res.status))
+        assert np.all(status == 0)
+        cb.check_duals(c, col, u, v, 0)
+        assert [objective(c[b], col[b]) for b in range(37)] == [scipy_objective(c[b]) for b in range(37)]
 
 
 @pytest.mark.gpu

@@ -76,13 +76,13 @@ def test_kernel_refuses_to_compile_without_the_launchers_defines(tmp_path):
 def test_batch_kernel_compiles_for_every_dtype_layout_and_mode(tmp_path):
     """Every instantiation the launcher can ask for (kernel_name), with and without the fused
     certificate, compiles, and none spills more than a word or two (ptxas spills up to 16 bytes in
-    three of the 56; a per-thread array left in local memory would spill hundreds)."""
+    a few of them; a per-thread array left in local memory would spill hundreds)."""
     from lapcli.engines import cuda_batch
 
     source = tmp_path / "batch.cu"
     lines = [cuda_batch.kernel_source()]
     for dtype, (cost, dual, _) in cuda_batch.KERNEL_TYPES.items():
-        for _, (k, threads) in cuda_batch.LAYOUTS:
+        for k, threads in [layout for _, layout in cuda_batch.LAYOUTS] + list(cuda_batch.MEASURED_LAYOUTS):
             for certify in (False, True):
                 name = cuda_batch.kernel_name(dtype, k, threads, certify)
                 lines.append(f"template __global__ void {name}(const {cost}*, int, int, int, int*, {dual}*, {dual}*, "
@@ -93,7 +93,7 @@ def test_batch_kernel_compiles_for_every_dtype_layout_and_mode(tmp_path):
                              str(tmp_path / "b.cubin"), str(source)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     entries = result.stderr.split("Compiling entry function")[1:]
-    assert len(entries) == 2 * len(cuda_batch.KERNEL_TYPES) * len(cuda_batch.LAYOUTS)
+    assert len(entries) == 2 * len(cuda_batch.KERNEL_TYPES) * (len(cuda_batch.LAYOUTS) + len(cuda_batch.MEASURED_LAYOUTS))
     certifying = [e for e in entries if "Lb1E" in e.split("'")[1]]
     assert len(certifying) == len(entries) // 2
     spills = [int(re.search(r"(\d+) bytes spill stores", e).group(1)) for e in entries]
@@ -106,3 +106,13 @@ def test_zero_packing_widens_the_column_field_with_n():
     cuda_solver.check_zero_packing(65536, 1)  # 16 + 16
     with pytest.raises(lapcli.SolverError, match="cannot index n = 131072 on 2 blocks"):
         cuda_solver.check_zero_packing(131072, 2)  # 65,536 local rows need 16 bits, 17 are taken
+
+
+def test_the_grid_is_one_block_per_sm_above_the_small_sizes_and_half_of_them_below():
+    def grid(n, sms=132):
+        return cuda_solver.plan_from_occupancy(n, 4, 512, 1, sms, 227 * 1024, lambda shared: 1).blocks
+
+    limit = cuda_solver.HALF_GRID_UP_TO
+    assert [grid(n) for n in (limit + 1, 4096, 8192)] == [132, 132, 132]
+    assert [grid(n) for n in (1024, limit)] == [66, 66]
+    assert grid(40) == 40 and grid(100) == 66 and grid(1000, sms=1) == 1  # never more blocks than rows; at least one
