@@ -179,12 +179,20 @@ def test_too_little_device_memory_fails_before_allocating(rng, monkeypatch, laun
     assert pool.used_bytes() == used_before and not allocations
 
 
-@pytest.mark.parametrize("bits", [11, 29])
-def test_zeros_packed_with_wide_columns_leave_the_rows_their_bits(rng, monkeypatch, bits):
-    """The kernel packs (local_row << column_bits) | column with the launcher's width: at 29 bits
-    the 8 local rows of a 1,024-row grid share the top 3 bits (n = 131,072 uses 17 + 10)."""
+@pytest.mark.parametrize("widest", [False, True])
+def test_zeros_packed_with_wide_columns_leave_the_rows_their_bits(rng, monkeypatch, widest):
+    """The kernel packs (local_row << column_bits) | column with the launcher's width: at the
+    widest the local rows of a 1,024-row grid share the bits the columns leave (on 132 SMs: 16 local
+    rows on 66 blocks, 4 + 28 bits; n = 131,072 uses 17 + 10)."""
+    import math
+
+    import cupy
+
     from lapcli.engines import cuda_hungarian as cuda_solver
 
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    blocks = max(1, sms // 2) if 1024 <= cuda_solver.HALF_GRID_UP_TO else sms
+    bits = 32 - (math.ceil(1024 / blocks) - 1).bit_length() if widest else 11
     monkeypatch.setattr(cuda_solver, "column_bits", lambda size: bits)
     for range_factor in (0.01, 1, 100):
         cost = uniform_costs(rng, 1024, 1024, range_factor, dtype=np.int32)

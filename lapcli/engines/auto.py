@@ -20,7 +20,7 @@ class Crossovers:
     """Smallest square side k at which the CUDA kernel beat scipy (H100, docs/dispatch.md)."""
 
     cuda_low_range: int = 256  # integers in [0, R·k) with R below high_range_at(k)
-    cuda_high_range: int = 1024  # R ≥ 10, and floats
+    cuda_high_range: int = 512  # R ≥ 10, and floats (1024 before step 1 by auction; H200 at 512: 2.35× R = 1000, 2.11× floats)
     wide_ratio: int = 4  # max(n, m) > wide_ratio · min(n, m): scipy (native k × m)
     high_range: float = 10.0  # R = (max − min) / k at and above which the range counts as high
     small_side: int = 384  # below this side the kernel wins only at lower ranges:

@@ -30,6 +30,11 @@ from .steps import STEP_NAMES, StepStat
 BLOCK_SIZE = 512
 BLOCKS_PER_SM = 1  # one resident block per SM: the cheapest grid.sync() (shared/design.md §4)
 ZERO_BITS = 32  # a zero is packed in 32 bits: (local_row << column_bits) | column
+# Up to this n the grid has one block per two SMs: the matrix sits in L2, the solve is a chain of
+# grid.sync()s, and a barrier over half the blocks is cheaper (a step-4 round 4.7 -> 4.0 us). Kernel
+# 5-11 % faster at n = 1024 and 2048 on the H200 (auction start; 7-12 % on the H100 before it); at
+# n = 4096 every smaller grid was slower (docs/benchmarks.md).
+HALF_GRID_UP_TO = 2048
 
 # working dtype -> (C++ cost type, C++ dual type, NumPy dual type, struct code of the dual)
 KERNEL_TYPES = {
@@ -139,7 +144,8 @@ def row_choice_bytes(size: int, blocks: int) -> int:
 
 
 def plan_launch(kernel, size: int, cost_itemsize: int, block_size: int, blocks_per_sm: int) -> LaunchPlan:
-    """Grid = co-resident blocks (occupancy × SMs, capped by blocks_per_sm and by the rows)."""
+    """Grid = co-resident blocks (occupancy × SMs, capped by blocks_per_sm, by the rows, and to
+    half the SMs up to HALF_GRID_UP_TO)."""
     import cupy
 
     device = cupy.cuda.Device()
@@ -160,6 +166,8 @@ def plan_from_occupancy(size: int, cost_itemsize: int, block_size: int, blocks_p
     if resident < 1:
         raise SolverError(f"the kernel cannot be resident with {block_size} threads per block")
     blocks = max(1, min(sms * min(resident, blocks_per_sm), size))
+    if size <= HALF_GRID_UP_TO:
+        blocks = max(1, min(blocks, sms // 2))
     check_zero_packing(size, blocks)
     segment_capacity = math.ceil(size / blocks) * size
     return LaunchPlan(blocks, block_size, segment_capacity, launch_bytes(size, cost_itemsize, blocks),

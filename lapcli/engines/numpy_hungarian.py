@@ -8,6 +8,9 @@ column, a column its smallest claiming row, a column's green is its largest visi
 round sees the covers as they were when it began), so the twin and the kernel take the same steps
 and their step counts are equal (asserted by the GPU tests).
 
+Step 1 is ``auction_start`` by default (engines ``numpy`` and ``cuda``; issue #14): parallel
+rounds of Jonker–Volgenant's augmenting row reduction, then steps 2–6 from its stars and duals.
+
 Data (LAP19 §4.1, shared/design.md §2):
   u, v                    dual variables; the reduced cost ("slack") of (i, j) is
                           cost[i, j] − u[i] − v[j]. Slack is not stored: step 6 updates the

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 STEP_NAMES = {
-    1: "reduce rows and columns",
+    1: "start: auction or reductions",  # step 1: the auction start (issue #14), or the classical reductions
     2: "star independent zeros",
     3: "cover starred columns",
     4: "prime uncovered zeros",

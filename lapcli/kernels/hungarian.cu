@@ -19,6 +19,11 @@
 // the columns that step 4 uncovered since (new_cols): only the first step 6 of a phase reads whole
 // rows. Same delta, same zeros, same step counts as recomputing everything.
 //
+// Step 1 is an auction by default (issue #14, section "step 1 by auction" below): parallel rounds
+// of Jonker-Volgenant's augmenting row reduction star ~99 % of the rows with feasible duals before
+// the Hungarian phases, which at high cost ranges cuts their dual updates 10-20x; State.auction_rounds
+// = 0 runs the classical reductions instead.
+//
 // The NumPy twin lapcli/engines/numpy_hungarian.py is the readable specification: same steps,
 // same array names, and the same choices, so that both take the same steps (the GPU tests assert
 // equal step counts). Every choice that threads could race for is a fixed rule instead: a row
