@@ -187,6 +187,14 @@ def solver_available(name: str) -> tuple[bool, str]:
     return registry.get(name).available()
 
 
+def too_wide(solver: str, n: int) -> int | None:
+    """The engine's column limit when n exceeds it (cuda-sap: 2048), else None."""
+    if solver == "auto" or solver not in registry.ENGINES:
+        return None
+    limit = registry.get(solver).capabilities.max_columns
+    return limit if limit is not None and n > limit else None
+
+
 def default_runners() -> dict[str, Callable]:
     return {name: lapcli_runner(name) for name in bench_solvers()}
 
@@ -232,6 +240,8 @@ def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = Non
                     timing = SolveTiming(n, range_factor, dtype, solver, "ok", kind=kind)
                     if (solver, kind, dtype, range_factor) in gave_up:
                         timing.status, timing.message = "skipped", "timed out at a smaller n"
+                    elif too_wide(solver, n):
+                        timing.status, timing.message = "skipped", f"{solver} takes at most {too_wide(solver, n)} columns"
                     else:
                         time_one(runners[solver], cost, settings, timing)
                         if timing.status == "timeout":

@@ -60,6 +60,21 @@ def test_slow_solver_is_skipped_for_larger_sizes():
     assert statuses == [(8, "timeout"), (16, "skipped"), (32, "skipped")]
 
 
+def test_an_engine_is_skipped_above_its_column_limit(monkeypatch):
+    from lapcli.engines import registry
+
+    engine = registry.get("cuda-sap")
+    narrow = type(engine)(engine.name, engine.summary, engine.module,
+                          type(engine.capabilities)(device="cpu", max_columns=12), engine.probe)
+    monkeypatch.setitem(registry.ENGINES, "cuda-sap", narrow)
+    solved = []
+    runners = {"cuda-sap": lambda cost, timeout: solved.append(cost.shape[0]) or (0, [])}
+    settings = BenchSettings(cells=((8, 1), (16, 1)), solvers=("cuda-sap",), repeat=1, warmup=0)
+    statuses = [(r.n, r.status, r.message) for r in run_bench(settings, runners=runners)]
+    assert statuses == [(8, "ok", ""), (16, "skipped", "cuda-sap takes at most 12 columns")]
+    assert solved == [8]
+
+
 def test_bad_bench_options_are_exit_2():
     runner = CliRunner()
     assert runner.invoke(cli, ["bench", "--ranges", "5000"]).exit_code == 2

@@ -86,7 +86,7 @@ def test_batch_kernel_compiles_for_every_dtype_layout_and_mode(tmp_path):
             for certify in (False, True):
                 name = cuda_batch.kernel_name(dtype, k, threads, certify)
                 lines.append(f"template __global__ void {name}(const {cost}*, int, int, int, int*, {dual}*, {dual}*, "
-                             "int*, unsigned long long*, unsigned long long, const double*, int, int, int, long long*, "
+                             f"int*, unsigned long long*, unsigned long long, const {dual}*, const int*, const double*, int, int, int, long long*, "
                              "double*, long long*, unsigned long long*);")
     source.write_text("\n".join(lines) + "\n")
     result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-Xptxas", "-v", "-o",

@@ -128,8 +128,22 @@ def reused_events(device: int, role: str, count: int) -> tuple:
     return _reused[key]
 
 
+def warm_start_pointers(warm_start, batch: int, n: int, m: int, dual) -> tuple:
+    """The kernel's (v_start, col_start) arguments: device addresses, or two nulls."""
+    if warm_start is None:
+        return np.uint64(0), np.uint64(0)
+    v, col_of_row = warm_start
+    if n != m:
+        raise ValueError(f"a warm start needs square problems, got n = {n}, m = {m}")
+    if v.shape != (batch, m) or v.dtype != dual or not v.flags.c_contiguous:
+        raise ValueError(f"warm-start v must be a C-contiguous ({batch}, {m}) {np.dtype(dual).name} array")
+    if col_of_row.shape != (batch, n) or col_of_row.dtype != np.int32 or not col_of_row.flags.c_contiguous:
+        raise ValueError(f"warm-start columns must be a C-contiguous ({batch}, {n}) int32 array")
+    return np.uint64(v.data.ptr), np.uint64(col_of_row.data.ptr)
+
+
 def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchronize: bool = True,
-                layout: tuple[int, int] | None = None, defines: tuple = ()) -> StackResult:
+                layout: tuple[int, int] | None = None, defines: tuple = (), warm_start=None) -> StackResult:
     """Solve costs[b] (shape (B, n, m), 1 <= n <= m, finite, C-contiguous CuPy array of int32,
     int64, float32 or float64) to MINIMISE, all B problems in one launch.
 
@@ -141,6 +155,11 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     the algorithm needs no tolerance. ``timeout`` (seconds) bounds the launch; problems still open
     then get status 2 (STATUS_MESSAGES). ``layout`` = (K, THREADS) overrides the choice and
     ``defines`` set the kernel's switches (both for measurements).
+
+    ``warm_start`` = (v, col_of_row), CuPy arrays (B, m) of the dual dtype and (B, n) int32, -1 for
+    a free row: square problems only (n == m), every assigned row tight at a minimum of c − v over
+    its row (as the auction start of kernels/hungarian.cu leaves them; engine cuda-sap). Only the
+    free rows are searched from; v ≤ 0 and v == 0 on free columns then need not hold.
     """
     import cupy
 
@@ -169,6 +188,7 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
         raise ValueError(f"layout {(k, threads)} holds {threads * k} columns, m = {m}")
     kernel, compile_ms, fresh = compiled_kernel(dtype, k, threads, defines)
     grid, block = launch_shape(batch, threads)
+    warm = warm_start_pointers(warm_start, batch, n, m, dual)
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
     stream = cupy.cuda.get_current_stream()
     device = cupy.cuda.runtime.getDevice()
@@ -176,7 +196,7 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     cupy.cuda.runtime.memsetAsync(ints.data.ptr, 0, 8, stream.ptr)  # the launch stamp
     begin.record(stream)
     kernel((grid,), (block,), (costs, np.int32(batch), np.int32(n), np.int32(m), col_of_row, u, v,
-                               status, ints, np.uint64(limit_ns), *_NO_CERTIFY))
+                               status, ints, np.uint64(limit_ns), *warm, *_NO_CERTIFY))
     end.record(stream)
     details = {"layout": f"K={k} threads={threads}", "grid": grid, "block": block, "launches": 1,
                "compile_ms": round(compile_ms if fresh else 0.0, 3)}
@@ -192,8 +212,9 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
 # --------------------------------------------------------------------------------------------
 # The NumPy twin of the kernel: same steps (S1-S4), same tie-break, same duals.
 
-def reference_stack(costs: np.ndarray):
-    """Solve each costs[b] like the kernel does; return (col_of_row, u, v, status) as NumPy arrays."""
+def reference_stack(costs: np.ndarray, warm_start=None):
+    """Solve each costs[b] like the kernel does; return (col_of_row, u, v, status) as NumPy arrays.
+    ``warm_start`` = (v, col_of_row) as solve_stack takes it (square problems)."""
     costs = np.asarray(costs)
     batch, n, m = costs.shape
     dual = np.int64 if costs.dtype.kind in "iu" else np.float64
@@ -203,12 +224,18 @@ def reference_stack(costs: np.ndarray):
     status = np.zeros(batch, dtype=np.int32)
     inf = np.iinfo(np.int64).max if dual is np.int64 else np.inf
     columns = np.arange(m)
+    if warm_start is not None:
+        assert n == m, "a warm start needs square problems"
+        v_all[:] = warm_start[0]
     for b in range(batch):
         c = costs[b].astype(dual)
         v = v_all[b]
         row4col = np.full(m, -1, dtype=np.int64)
         col4row = np.full(n, -1, dtype=np.int64)
-        for root in range(n):
+        if warm_start is not None:
+            col4row[:] = warm_start[1][b]
+            row4col[col4row[col4row >= 0]] = np.flatnonzero(col4row >= 0)
+        for root in np.flatnonzero(col4row < 0):
             spc = np.full(m, inf, dtype=dual)
             path = np.full(m, -1, dtype=np.int64)
             scanned = np.zeros(m, dtype=bool)
@@ -335,7 +362,7 @@ def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None,
     null = np.uint64(0)
     begin.record(stream)
     kernel((grid,), (block,), (np.uint64(values.data.ptr), np.int32(batch), np.int32(r), np.int32(c), null, null,
-                               null, np.uint64(status), np.uint64(base), np.uint64(limit_ns),
+                               null, np.uint64(status), np.uint64(base), np.uint64(limit_ns), null, null,
                                np.uint64(row_offset.data.ptr) if row_offset is not None else null,
                                np.int32(transposed), np.int32(n_out), np.int32(values.dtype.kind in "iu"),
                                np.uint64(columns), np.uint64(stats), np.uint64(objective), np.uint64(base)))

@@ -78,7 +78,7 @@ def kernel_defines(block_size: int = BLOCK_SIZE) -> tuple[str, ...]:
 
 # struct State<T, D> of the kernel: 25 pointers, then the scalars (packed by DeviceState in this order).
 STATE_SCALARS = ("segment_capacity", "eps", "k", "column_bits", "time_limit_ns", "max_rounds", "auction_rounds",
-                 "auction_patience")
+                 "auction_patience", "start_only")
 STATE_POINTERS = ("cost", "u", "v", "v_masked", "row_min", "partial", "new_cols", "incremental", "zeros", "zeros_size", "cover_row",
                   "cover_col", "column_of_star_at_row", "row_of_star_at_column", "column_of_prime_at_row",
                   "row_of_green_at_column", "column_claim", "uncovered_round", "slots", "step_ns", "step_count",
@@ -238,7 +238,8 @@ class DeviceState:
     """The device buffers of one solve and the packed State struct that points at them."""
 
     def __init__(self, cost, plan: LaunchPlan, dtype: str, eps: float, timeout: float | None,
-                 auction_rounds: int = AUCTION_ROUNDS):
+                 auction_rounds: int = AUCTION_ROUNDS, start_only: bool = False,
+                 auction_patience: int = AUCTION_PATIENCE):
         import cupy
 
         size = cost.shape[0]
@@ -247,7 +248,7 @@ class DeviceState:
         for name, (kind, count, fill) in buffer_layout(size, plan, dtype).items():
             self.buffers[name] = cupy.empty(count, dtype=kind) if fill is None else cupy.full(count, fill, dtype=kind)
         packed = pack_state({name: self.buffers[name].data.ptr for name in STATE_POINTERS}, plan, size, dtype,
-                            eps, timeout, auction_rounds)
+                            eps, timeout, auction_rounds, start_only, auction_patience)
         self.struct = cupy.asarray(np.frombuffer(packed, dtype=np.uint8))
 
     def __getitem__(self, name):
@@ -276,18 +277,21 @@ def buffer_layout(size: int, plan: LaunchPlan, dtype: str) -> dict[str, tuple[np
 
 
 def pack_state(pointers: dict[str, int], plan: LaunchPlan, size: int, dtype: str, eps: float,
-               timeout: float | None, auction_rounds: int = AUCTION_ROUNDS) -> bytes:
+               timeout: float | None, auction_rounds: int = AUCTION_ROUNDS, start_only: bool = False,
+               auction_patience: int = AUCTION_PATIENCE) -> bytes:
     """The bytes of struct State<T, D>: the buffers' device addresses, then the scalars.
     ``auction_rounds`` caps step 1's auction (0: the classical step 1; the twin's AUCTION_ROUNDS
-    by default, so that the kernel and the twin take the same steps)."""
+    by default, so that the kernel and the twin take the same steps). ``start_only``: the kernel
+    returns after step 1 (v and the stars are engine cuda-sap's warm start); ``auction_patience``
+    its stopping rule's rounds without fewer free rows (the twin's AUCTION_PATIENCE by default)."""
     _, _, dual_dtype, dual_code = KERNEL_TYPES[dtype]
     time_limit_ns = min(int((timeout if timeout else 1e9) * 1e9), 2**63)
     max_rounds = min(4 * size**3 + 1000, 2**62)
     return struct.pack(
-        f"<{len(STATE_POINTERS)}Qq{dual_code}iiQqii",
+        f"<{len(STATE_POINTERS)}Qq{dual_code}iiQqiii",
         *(pointers[name] for name in STATE_POINTERS),
         plan.segment_capacity, dual_dtype(eps).item(), size, plan.column_bits, time_limit_ns, max_rounds,
-        auction_rounds, AUCTION_PATIENCE,
+        auction_rounds, auction_patience, int(start_only),
     )
 
 

@@ -141,6 +141,12 @@ register(Engine(
     cuda_status,
 ))
 register(Engine(
+    "cuda-sap", "the cuda kernel's auction start, then shortest augmenting paths in one block (Jonker-Volgenant)",
+    "lapcli.engines.cuda_sap",
+    Capabilities(device="cuda", steps=True, timeout=True, duals=True, checks_entries=True, max_columns=2048),
+    cuda_status,
+))
+register(Engine(
     "numpy", "the six Hungarian steps in NumPy: the kernel's readable specification",
     "lapcli.engines.numpy_engine",
     Capabilities(device="cpu", steps=True, duals=True),

@@ -295,6 +295,11 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
           int* __restrict__ col_of_row, D* __restrict__ u_out, D* __restrict__ v_out,
           int* __restrict__ status, unsigned long long* __restrict__ launch_start,
           unsigned long long time_limit_ns,
+          // A warm start (engine cuda-sap, square problems; null: none): the duals v (B, m) and the
+          // columns (B, n) of a partial assignment whose every assigned row is tight at a minimum of
+          // c - v over its row, as the auction of kernels/hungarian.cu leaves them. Only the rows it
+          // leaves free are searched from.
+          const D* __restrict__ v_start, const int* __restrict__ col_start,
           // CERTIFY only (see certify_problem): where the caller's answer and the proof go
           const double* __restrict__ row_offset, int transposed, int n_out, int exact,
           long long* __restrict__ out, double* __restrict__ stats, long long* __restrict__ objective_out,
@@ -334,8 +339,20 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
         const unsigned long long first = atomicCAS(launch_start, 0ull, now);
         start_s[group] = first ? first : now;
     }
-    for (int j = t; j < M; j += G) { row4col[j] = -1; col4row[j] = -1; v_sh[j] = 0; }
+    for (int j = t; j < M; j += G) {
+        row4col[j] = -1;
+        col4row[j] = -1;
+        v_sh[j] = v_start && j < m ? v_start[b * m + j] : (D)0;
+    }
     if (t == 0) abort_s[group] = 0;
+    if (col_start) {
+        Group<THREADS>::sync(mask);  // every row4col entry cleared before the start's are written
+        for (int r = t; r < n; r += G) {
+            const int j = col_start[b * n + r];
+            col4row[r] = j;
+            if (j >= 0) row4col[j] = r;
+        }
+    }
 
     D v[K], spc[K];
     int path[K];
@@ -348,10 +365,19 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     Group<THREADS>::sync(mask);  // start_s and the shared arrays (no block-wide barrier in warp mode:
                           // the other warp of the block may have returned above)
     const unsigned long long start = start_s[group];
+    if (v_start || col_start) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            if ((dead >> k) & 1) continue;
+            v[k] = v_sh[t + k * G];
+            if (row4col[t + k * G] >= 0) assigned |= 1u << k;
+        }
+    }
 
     int st = BATCH_OK;
     int parity = 0;
     for (int root = 0; root < n; ++root) {
+        if (col4row[root] >= 0) continue;  // taken by the warm start (uniform: written before a sync)
         // ---- S1/S2: Dijkstra from the free row `root` ------------------------------------------
         unsigned scanned = dead;
 #pragma unroll

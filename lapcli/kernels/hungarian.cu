@@ -102,6 +102,7 @@ struct State {
     long long max_rounds;
     int auction_rounds;    // step 1 by auction: at most this many rounds (0: the classical step 1) ...
     int auction_patience;  // ... and fewer when this many rounds in a row left as many rows free
+    int start_only;        // 1: return after step 1 (engine cuda-sap finishes by shortest paths)
 };
 
 __device__ __forceinline__ unsigned long long global_timer_ns() {
@@ -756,6 +757,8 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) hungarian(const State<T, D>* __r
             grid.sync();
         }
         if (clock_thread) sh.clock.count[0] = done;  // reported as the auction's rounds
+        // Engine cuda-sap: v and the stars are its warm start; u, covers and zeros are not needed.
+        if (s.start_only) { if (clock_thread) sh.clock.mark(1); goto finish; }
         auction_duals(s);
         step1_zeros(s, sh);
         grid.sync();
@@ -768,6 +771,7 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) hungarian(const State<T, D>* __r
         grid.sync();
     }
     if (clock_thread) sh.clock.mark(1);
+    if (s.start_only) goto finish;
 
     while (true) {
         int* slot = s.slots + SLOT_INTS * (epoch % SLOT_COUNT);

@@ -1,0 +1,91 @@
+"""Engine cuda-sap (the auction start, then shortest augmenting paths) against scipy and its
+NumPy twin (run on a GPU machine: pytest -m gpu)."""
+
+import numpy as np
+import pytest
+
+import lapcli
+from lapcli.engines.cuda_sap import twin
+from lapcli.errors import LapInputError
+from lapcli.generate import generate
+
+from .helpers import RANGES, assert_matches_scipy, uniform_costs
+
+pytestmark = pytest.mark.gpu
+
+SIZES = [1, 2, 3, 5, 8, 31, 64, 97, 128, 255, 256, 500, 512, 513, 1000, 1024, 1500, 2048]
+
+
+def test_random_integer_and_float_matrices_match_scipy(rng):
+    solved = 0
+    for n in SIZES:
+        for range_factor in RANGES[::2]:
+            for dtype in ("int32", "int64", "float32", "float64"):
+                cost = uniform_costs(rng, n, n, range_factor)
+                if dtype.startswith("float"):
+                    cost = (cost + rng.random((n, n))).astype(dtype)
+                solution = lapcli.solve(cost, solver="cuda-sap", dtype=dtype)
+                assert solution.report.dtype == dtype and solution.report.certified
+                assert_matches_scipy(solution, cost)
+                solved += 1
+    assert solved >= 250
+
+
+@pytest.mark.parametrize("kind", ["geometric", "float", "uniform"])
+def test_the_issue_14_kinds_match_scipy(rng, kind):
+    for n in (700, 1024, 2048):
+        cost = generate(n, range_factor=100, kind=kind, seed=int(rng.integers(2**31)))
+        assert_matches_scipy(lapcli.solve(cost, solver="cuda-sap"), cost)
+
+
+def test_integer_answers_and_steps_equal_the_twins(rng):
+    """Same bids, ties and stopping rule in the auction, same search order and tie-break after it:
+    the kernel's columns, duals, rounds and searches are the twin's, exactly."""
+    for n, range_factor in ((60, 0.1), (200, 1), (300, 100), (517, 1000)):
+        cost = uniform_costs(rng, n, n, range_factor, dtype=np.int32)
+        columns, u, v, rounds, searches = twin(cost)
+        solution = lapcli.solve(cost, solver="cuda-sap")
+        assert np.array_equal(solution.col_ind, columns)
+        assert np.array_equal(solution.duals[0], u) and np.array_equal(solution.duals[1], v)
+        steps = {s.step: s.count for s in solution.report.steps}
+        assert steps == {1: rounds, 2: searches}
+        assert solution.report.details["auction_rounds"] == rounds
+
+
+def test_no_auction_searches_from_every_row(rng):
+    cost = uniform_costs(rng, 300, 300, 10, dtype=np.int32)
+    from lapcli.engines import cuda_sap
+    from lapcli.problem import prepare
+
+    result = cuda_sap.run(prepare(cost), auction_rounds=0)  # the search kernel's cold start, warm-start path
+    assert {s.step: s.count for s in result.steps} == {1: 0, 2: 300}
+    assert np.array_equal(result.cols, twin(cost, rounds=0)[0])
+
+
+def test_rectangular_maximize_forbidden_and_device_input(rng):
+    import cupy
+
+    cost = rng.random((300, 420))
+    assert_matches_scipy(lapcli.solve(cost, solver="cuda-sap", maximize=True), cost, maximize=True)
+    forbidden = uniform_costs(rng, 200, 200, 10).astype(float)
+    forbidden[rng.random((200, 200)) < 0.3] = np.inf
+    reference = forbidden.copy()
+    solution = lapcli.solve(forbidden, solver="cuda-sap")
+    assert_matches_scipy(solution, reference)
+    on_device = cupy.asarray(uniform_costs(rng, 400, 400, 1000, dtype=np.int32))
+    solution = lapcli.solve(on_device, solver="cuda-sap")
+    assert_matches_scipy(solution, on_device.get())
+
+
+def test_more_columns_than_the_search_holds_is_a_clear_error(rng):
+    with pytest.raises(LapInputError, match="at most 2048 columns"):
+        lapcli.solve(uniform_costs(rng, 2049, 2049, 1), solver="cuda-sap")
+
+
+def test_same_matrix_gives_the_same_answer_every_time(rng):
+    cost = generate(1024, kind="geometric", seed=int(rng.integers(2**31)))
+    first = lapcli.solve(cost, solver="cuda-sap")
+    for _ in range(5):
+        again = lapcli.solve(cost, solver="cuda-sap")
+        assert np.array_equal(again.col_ind, first.col_ind)
+        assert again.report.steps[1].count == first.report.steps[1].count
