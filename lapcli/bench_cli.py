@@ -67,7 +67,8 @@ def range_problem(r: float) -> str | None:
                    "n = 1024 … 8192 × int32 [0, R·n) for R = 0.1 … 1000, float32 and float64 U[0, 1) and "
                    "geometric, kinds and dtypes fixed; batch: issue #13's stacks, B×n = 10000×16 … 64×1024, "
                    "through every batch runner.")
-@click.option("--sizes", callback=csv_list(int, size_problem), help="Comma-separated n, e.g. 256,1024.")
+@click.option("--sizes", callback=csv_list(int, size_problem),
+              help="Comma-separated n, e.g. 256,1024; with --suite, only its cells of those n.")
 @click.option("--ranges", callback=csv_list(float, range_problem), help="Comma-separated R (costs in [0, R·n)).")
 @click.option("--dtypes", callback=csv_list(str),
               help="Comma-separated from int32, int64, float32, float64 (default: int32 for --kind uniform, float64 for the float kinds).")
@@ -108,9 +109,11 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         return batch_suite(console, solvers, repeat, warmup, seed, scale or 1.0, json_path, quiet)
     if scale is not None:
         raise InputError("--scale applies to --suite batch only")
-    if suite and (sizes or ranges):
-        raise InputError("give either --suite or --sizes/--ranges")
+    if suite and ranges:
+        raise InputError("give either --suite or --ranges")
     groups = SUITES[suite] if suite else open_suite(grid_cells(sizes or (256, 1024), ranges or (1, 100)))
+    if suite and sizes:  # a suite's cells of those sizes only (the ranges suite's n = 8192 takes long)
+        groups = suite_sizes(groups, sizes, suite)
     if fixed_options(groups):
         from click.core import ParameterSource
 
@@ -253,3 +256,15 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet)
         write_batch_json(json_path, settings, results, env, skipped)
     if failure:
         raise FailedError(f"objectives disagree: {failure}")
+
+
+def suite_sizes(groups, sizes, suite: str):
+    """The suite's groups cut down to the cells of ``sizes``; a size the suite lacks is bad input."""
+    from dataclasses import replace
+
+    have = {n for group in groups for n, _ in group.cells}
+    missing = sorted(set(sizes) - have)
+    if missing:
+        raise InputError(f"--suite {suite} has no cells of n = {', '.join(map(str, missing))} "
+                         f"(its sizes: {', '.join(map(str, sorted(have)))})")
+    return tuple(replace(group, cells=tuple(c for c in group.cells if c[0] in sizes)) for group in groups)

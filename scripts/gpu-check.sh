@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a GPU machine without network: install from the checkout (no downloads), run the GPU
-# tests, compute-sanitizer on small solves and batches, the auto/crossover grid (scipy vs cuda vs auto), the
+# tests, compute-sanitizer on small solves and batches, the auto/crossover grid (scipy, cuda, cuda-sap, auto), the
 # HyLAC comparison points, the batch suite, the largest single solve (n = 65,536 host -> host), the
 # step table at n=4096 R=100, a cold `lap solve` against its kernel
 # time, and the fuzzer in parallel processes. Logs go to the folder given as $1 (default ./gpu-logs).
@@ -40,8 +40,10 @@ import numpy as np, lapcli
 rng = np.random.default_rng(7)
 for n, r in ((37, 10), (130, 1000), (300, 1)):
     for dtype in ("int32", "float64"):
-        lapcli.solve((rng.integers(0, max(1, r * n), (n, n))).astype(dtype), solver="cuda")
+        for solver in ("cuda", "cuda-sap"):
+            lapcli.solve((rng.integers(0, max(1, r * n), (n, n))).astype(dtype), solver=solver)
 lapcli.solve(rng.random((90, 60)), solver="cuda", maximize=True)
+lapcli.solve(rng.random((90, 60)), solver="cuda-sap", maximize=True)
 for shape in ((40, 16, 16), (20, 30, 70), (20, 70, 30), (3, 300, 300)):  # the batch kernel, certify fused
     lapcli.solve_batch(rng.integers(0, 1000, shape).astype("int32"), solver="cuda-batch")
     lapcli.solve_batch(rng.random(shape).astype("float32"), solver="cuda-batch", maximize=True)
@@ -53,11 +55,11 @@ PY
     tail -2 "$out/sanitizer-$tool.txt"
   done | tee "$out/sanitizer.txt"
 fi
-if ! skip crossover; then  # issue #12: auto within 10% of the faster of scipy and cuda
-  for kind in "uniform --ranges 1" "uniform --ranges 1000" "float --ranges 1"; do
+if ! skip crossover; then  # issue #12: auto within 10% of the fastest of scipy, cuda and cuda-sap
+  for kind in "uniform --ranges 1" "uniform --ranges 1000" "float --ranges 1" "geometric --ranges 1"; do
     set -- $kind
-    lap bench --kind "$1" --dtypes $([ "$1" = float ] && echo float64 || echo int32) --sizes 64,128,256,512,1024,2048 \
-      "$2" "$3" --solvers scipy,cuda,auto --baseline scipy --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
+    lap bench --kind "$1" --dtypes $([ "$1" = uniform ] && echo int32 || echo float64) --sizes 64,128,256,384,512,1024,2048 \
+      "$2" "$3" --solvers scipy,cuda,cuda-sap,auto --baseline scipy --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
       --json "$out/crossover-$1-$3.json" 2>&1 | tee -a "$out/crossover.txt" || status=1
   done
 fi
@@ -97,7 +99,9 @@ fi
 if ! skip fuzz; then  # several processes share the GPU; each has its own seed
   workers=${FUZZ_WORKERS:-6}
   for w in $(seq 1 "$workers"); do
-    python3 scripts/fuzz_gpu.py --seconds "${FUZZ_SECONDS:-60}" --batch-solver cuda-batch --seed "$((RANDOM * 32768 + RANDOM + w))" \
+    solver=$([ $((w % 2)) = 0 ] && echo cuda-sap || echo cuda)  # every second worker fuzzes cuda-sap
+    python3 scripts/fuzz_gpu.py --solver "$solver" --seconds "${FUZZ_SECONDS:-60}" --batch-solver cuda-batch \
+      --seed "$((RANDOM * 32768 + RANDOM + w))" \
       --out "$out/fuzz-$w" >"$out/fuzz-$w.log" 2>&1 &
   done
   wait
@@ -112,6 +116,8 @@ for w in range(1, workers + 1):
         print(f"worker {w} wrote no summary"); sys.exit(1)
     for key in ("solves", "ok", "mismatch", "error", "hang", "uncertified", "batches"):
         total[key] = total.get(key, 0) + summary.get(key, 0)
+    total.setdefault("solves_by_solver", {}).setdefault(summary["solver"], 0)
+    total["solves_by_solver"][summary["solver"]] += summary.get("solves", 0)
     total["seconds"] = max(total.get("seconds", 0), summary["seconds"])
     total["largest_side"] = max(total.get("largest_side", 0), summary["largest_side"])
     total.setdefault("seeds", []).append(summary["seed"])

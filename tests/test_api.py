@@ -170,8 +170,9 @@ def test_auto_without_a_gpu_runs_scipy_and_says_why(rng):
 def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch):
     """With a GPU (faked here), auto sends square integer problems to the kernel from n = 256 at
     low ranges (measured: 1.13-1.52x scipy at n = 256, R <= 2; 2.2-2.8x at 384, R <= 2), keeps
-    n = 256 with R >= 4 and high ranges and floats below 512 on scipy, and everything from 512 on
-    the kernel (since step 1 by auction: 2.35x scipy at 512, R = 1000, 2.11x float64, H200)."""
+    n = 256 with R >= 4 and high ranges and floats below 384 on scipy, integers from 384 on the
+    kernel (since step 1 by auction: 2.0x scipy at 384, R = 100 and 1000, H100) and floats from
+    384 to 2048 on cuda-sap (1.5-1.8x scipy at 384; 3.6x cuda on squared distances at 1024)."""
     from lapcli.engines import auto
     from lapcli.problem import prepare
 
@@ -179,7 +180,7 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
     chosen = lambda n, r: auto.choose(prepare(rng.integers(0, max(1, int(r * n)), (n, n))))[0]  # noqa: E731
     assert [chosen(255, 1), chosen(256, 1), chosen(256, 2), chosen(256, 4), chosen(256, 16)] == \
         ["scipy", "cuda", "cuda", "scipy", "scipy"]
-    assert [chosen(384, 1), chosen(384, 8), chosen(511, 16), chosen(512, 16), chosen(1024, 1000)] == \
+    assert [chosen(384, 1), chosen(384, 8), chosen(383, 16), chosen(384, 16), chosen(1024, 1000)] == \
         ["cuda", "cuda", "scipy", "cuda", "cuda"]
-    assert auto.choose(prepare(rng.random((511, 511))))[0] == "scipy"
-    assert auto.choose(prepare(rng.random((512, 512))))[0] == "cuda"
+    floats = lambda n: auto.choose(prepare(rng.random((n, n))))[0]  # noqa: E731
+    assert [floats(383), floats(384), floats(2048), floats(2049)] == ["scipy", "cuda-sap", "cuda-sap", "cuda"]

@@ -110,6 +110,18 @@ def test_a_suite_of_several_kinds_through_the_cli(tmp_path, monkeypatch):
         assert "×" not in scipy_text and "×" not in lapx_text  # the baselines get no speedup
 
 
+def test_sizes_cut_a_suite_down_to_its_cells_of_those_n(tmp_path, monkeypatch):
+    monkeypatch.setitem(SUITES, "ranges", TINY_RANGES)
+    result = CliRunner().invoke(cli, ["bench", "--suite", "ranges", "--sizes", "12", "--solvers", "scipy",
+                                      "--repeat", "1", "--warmup", "0", "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 0, result.output
+    results = json.loads((tmp_path / "b.json").read_text())["results"]
+    assert {r["n"] for r in results} == {12}
+    assert {(r["kind"], r["dtype"]) for r in results} == {
+        ("uniform", "int32"), ("float", "float32"), ("float", "float64"), ("geometric", "float64")}
+    assert len(results) == 2 + 2 + 1  # uniform at two ranges, two float dtypes, geometric
+
+
 def test_the_kind_column_tells_float64_from_geometric():
     timings = [SolveTiming(8, 1, "float64", "scipy", "ok", kind=kind, engine="scipy", times_ms=[1.0])
                for kind in ("float", "geometric")]
@@ -168,7 +180,8 @@ def test_a_timeout_skips_larger_n_of_its_own_kind_only():
     (["--suite", "ranges", "--kind", "uniform"], "drop --kind"),  # the default, given: still refused
     (["--suite", "ranges", "--dtypes", "float64"], "drop --dtypes"),
     (["--suite", "ranges", "--kind", "geometric", "--dtypes", "float64"], "drop --kind, --dtypes"),
-    (["--suite", "ranges", "--sizes", "8"], "either --suite or --sizes"),
+    (["--suite", "ranges", "--ranges", "8"], "either --suite or --ranges"),
+    (["--suite", "ranges", "--sizes", "1024,100"], "--suite ranges has no cells of n = 100 (its sizes: 1024, 2048"),
     (["--sizes", "8", "--baseline", "scipy,nope"], "--baseline 'nope' is not among the solvers"),
     (["--sizes", "8", "--baseline", "scipy,lapx,numpy"], "--baseline 'numpy' is not among the solvers"),
     (["--sizes", "8", "--baseline", ","], "at least one value"),

@@ -89,3 +89,33 @@ def test_same_matrix_gives_the_same_answer_every_time(rng):
         again = lapcli.solve(cost, solver="cuda-sap")
         assert np.array_equal(again.col_ind, first.col_ind)
         assert again.report.steps[1].count == first.report.steps[1].count
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_the_device_certificate_rejects_infeasible_duals_and_loose_pairs(rng, dtype):
+    """certify on CuPy arrays (one fused launch: each row's least reduced cost and its assigned
+    pair's) proves a right answer and refuses spoiled duals, as on the host."""
+    import cupy
+    from scipy.optimize import linear_sum_assignment
+
+    from lapcli.certificate import certify
+    from lapcli.engines.cuda_batch import reference_stack
+    from lapcli.errors import SolverError
+
+    n = 300
+    cost = uniform_costs(rng, n, n, 10).astype(dtype)
+    col, u, v, _ = reference_stack(cost[None])
+    col, u, v = col[0], u[0], v[0]
+    assert cost[np.arange(n), col].sum() == cost[linear_sum_assignment(cost)].sum()
+    device = cupy.asarray(cost)
+    certificate = certify(device, cupy.asarray(col), cupy.asarray(u), cupy.asarray(v), 1e-9, "test")
+    assert certificate.certified and certificate.where == "device"
+    assert certificate.min_slack == pytest.approx(min(0, (cost.astype(float) - u[:, None] - v[None, :]).min()))
+    raised = u.copy()
+    raised[n // 2] += 1  # row n/2 now has a negative reduced cost
+    with pytest.raises(SolverError, match="duals infeasible"):
+        certify(device, cupy.asarray(col), cupy.asarray(raised), cupy.asarray(v), 1e-9, "test")
+    lowered = u.copy()
+    lowered[n // 3] -= 1  # feasible, but row n/3's pair is no longer tight
+    with pytest.raises(SolverError, match="not tight"):
+        certify(device, cupy.asarray(col), cupy.asarray(lowered), cupy.asarray(v), 1e-9, "test")

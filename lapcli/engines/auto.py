@@ -2,10 +2,13 @@
 
 Without a GPU, scipy: it solves k × m natively and beat the NumPy twin on every input measured on
 the 2-core CI machine (1.4–27× square, up to 10^5× on k × m; docs/dispatch.md). The twin runs
-only when named. With a GPU, scipy below the measured crossover and the CUDA kernel above it; a
+only when named. With a GPU, scipy below the measured crossover and a GPU engine above it; a
 strongly rectangular k × m problem (the kernel would pad it to m × m) goes to scipy at any size.
 The crossovers depend on the cost range, estimated from a sample of rows (floats count as
-high-range: their step-6 counts are those of the widest integer ranges).
+high-range: their step-6 counts are those of the widest integer ranges). Floats up to the search
+kernel's 2048 columns go to ``cuda-sap`` (the auction, then shortest paths): as fast as ``cuda``
+on U[0, 1) and 2.9–3.6× faster on squared distances, where the classical phases still need
+thousands of dual updates (H100, docs/benchmarks.md); integers stay on ``cuda``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ class Crossovers:
     """Smallest square side k at which the CUDA kernel beat scipy (H100, docs/dispatch.md)."""
 
     cuda_low_range: int = 256  # integers in [0, R·k) with R below high_range_at(k)
-    cuda_high_range: int = 512  # R ≥ 10, and floats (1024 before step 1 by auction; H200 at 512: 2.35× R = 1000, 2.11× floats)
+    cuda_high_range: int = 384  # R ≥ 10, and floats (H100 at 384: cuda 2.0× scipy at R = 100 and 1000, cuda-sap 1.5–1.8× on floats)
+    sap_floats_up_to: int = 2048  # floats from cuda_high_range up to here: cuda-sap (its column limit)
     wide_ratio: int = 4  # max(n, m) > wide_ratio · min(n, m): scipy (native k × m)
     high_range: float = 10.0  # R = (max − min) / k at and above which the range counts as high
     small_side: int = 384  # below this side the kernel wins only at lower ranges:
@@ -56,6 +60,9 @@ def choose(problem) -> tuple[str, str]:
     if size < CROSSOVERS.cuda_low_range:
         return "scipy", f"auto: n={size} < {CROSSOVERS.cuda_low_range}: scipy is faster there on the GPU machine"
     if size >= CROSSOVERS.cuda_high_range:
+        if problem.original.dtype.kind == "f" and size <= CROSSOVERS.sap_floats_up_to:
+            return "cuda-sap", (f"auto: floats, {CROSSOVERS.cuda_high_range} ≤ n={size} ≤ {CROSSOVERS.sap_floats_up_to}: "
+                                "the auction and shortest paths are fastest there")
         return "cuda", f"auto: n={size} ≥ {CROSSOVERS.cuda_high_range}: the CUDA kernel is faster there"
     range_factor = estimated_range(problem)  # only between the two crossovers does the range decide
     if range_factor is not None and range_factor < CROSSOVERS.high_range_at(size):
