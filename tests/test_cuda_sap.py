@@ -57,7 +57,7 @@ def test_no_auction_searches_from_every_row(rng):
     from lapcli.engines import cuda_sap
     from lapcli.problem import prepare
 
-    result = cuda_sap.run(prepare(cost), auction_rounds=0)  # the search kernel's cold start, warm-start path
+    result = cuda_sap.run(prepare(cost), auction_rounds=0)  # no auction launch: the search kernel cold
     assert {s.step: s.count for s in result.steps} == {1: 0, 2: 300}
     assert np.array_equal(result.cols, twin(cost, rounds=0)[0])
 

@@ -39,6 +39,9 @@ def twin(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUCTION
     search order and tie-break)."""
     cost = np.asarray(cost)
     dual = np.int64 if cost.dtype.kind in "iu" else np.float64
+    if rounds == 0:  # no auction: the search kernel's cold start (v = 0, every row free)
+        columns, u, v, _ = reference_stack(cost[None])
+        return columns[0], u[0], v[0], 0, cost.shape[0]
     _, v, column_of_row, _, done = auction_start(cost.astype(dual), rounds=rounds, patience=patience)
     searches = int((column_of_row < 0).sum())
     columns, u, v, _ = reference_stack(cost[None], warm_start=(v[None], column_of_row[None].astype(np.int32)))
@@ -50,13 +53,11 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
         layout: tuple[int, int] | None = None, **_options) -> EngineResult:
     """Solve one square (padded) problem of at most MAX_COLUMNS columns; device inputs stay where
     they are, host inputs go through lapcli.staging, as for engine ``cuda``. ``auction_rounds``
-    (0: no auction, a search from every row), ``auction_patience`` and the search's ``layout`` (K, THREADS) exist for
-    measurements."""
+    (0: no auction launch, the search kernel's cold start from every row, as the twin),
+    ``auction_patience`` and the search's ``layout`` (K, THREADS) exist for measurements."""
     import cupy
 
-    from .cuda_hungarian import (BLOCK_SIZE, BLOCKS_PER_SM, DeviceState, allow_shared_memory,
-                                 check_memory_before_upload, check_result, device_name, device_work,
-                                 kernel_name, launch_details, prepare_launch)
+    from .cuda_hungarian import BLOCKS_PER_SM, check_memory_before_upload, check_result, device_name, device_work
 
     if problem.size > MAX_COLUMNS:
         raise LapInputError(f"solver 'cuda-sap' takes at most {MAX_COLUMNS} columns, not {problem.size} "
@@ -67,39 +68,69 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
         start.record()
         work = device_work(problem)
         copied_in.record()
-        module, dtype, plan, compile_ms = prepare_launch(problem, work, False, BLOCK_SIZE, BLOCKS_PER_SM)
-        kernel = module.get_function(kernel_name("hungarian", dtype))
-        allow_shared_memory(kernel, plan)
-        state = DeviceState(work.values, plan, dtype, work.eps, timeout, auction_rounds, start_only=True,
-                            auction_patience=auction_patience)
-        kernel((plan.blocks,), (plan.block_size,), (state.struct,), shared_mem=plan.shared_bytes)
-        auctioned.record()
         size = problem.size
-        start_columns = state["column_of_star_at_row"]
-        free_rows = cupy.count_nonzero(start_columns < 0)  # read after the solve, no sync here
-        result = solve_stack(work.values.reshape(1, size, size), work.eps, timeout=timeout, synchronize=False, layout=layout,
-                             warm_start=(state["v"].reshape(1, size), start_columns.reshape(1, size)))
+        auction = launch_auction(problem, work, timeout, auction_rounds, auction_patience) if auction_rounds else None
+        auctioned.record()
+        warm_start = None
+        if auction is not None:
+            start_columns = auction.state["column_of_star_at_row"]
+            warm_start = (auction.state["v"].reshape(1, size), start_columns.reshape(1, size))
+            free_rows = cupy.count_nonzero(start_columns < 0)  # read after the search, no sync here
+        result = solve_stack(work.values.reshape(1, size, size), work.eps, timeout=timeout, synchronize=False,
+                             layout=layout, warm_start=warm_start)
         searched.record()
-        status_word = int(state["status"].get()[0])
-        clocks_ns, counts = state["step_ns"].get(), state["step_count"].get()
+        rounds, auction_ms = auction.finish() if auction is not None else (0, 0.0)
         stack_status = int(result.status.get()[0])
-        searches = int(free_rows.get())
+        searches = int(free_rows.get()) if auction is not None else size
         copied_out.record()
         copied_out.synchronize()
-        if status_word != 0:
-            from .cuda_hungarian import STATUS_MESSAGES as START_MESSAGES
-
-            raise SolverError(START_MESSAGES.get(status_word, f"the auction kernel ended with status {status_word}"))
         if stack_status != 0:
             raise SolverError(STATUS_MESSAGES.get(stack_status, f"the search kernel ended with status {stack_status}"))
         check_result(0, result.col_of_row[0].get())  # a permutation (the certificate checks the duals)
         elapsed = cupy.cuda.get_elapsed_time
-        auction_ms, search_ms = elapsed(copied_in, auctioned), elapsed(auctioned, searched)
-        details = launch_details(plan, compile_ms + result.details["compile_ms"], launches=2,
-                                 h2d_ms=elapsed(start, copied_in), kernel_ms=auction_ms + search_ms,
-                                 d2h_ms=elapsed(searched, copied_out))
-        details.update(launcher="cupy", auction_rounds=int(counts[0]), search_layout=result.details["layout"])
-        steps = [StepStat(1, STEPS[0][1], int(counts[0]), float(clocks_ns[1]) / 1e6),
-                 StepStat(2, STEPS[1][1], searches, search_ms)]
+        search_ms = elapsed(auctioned, searched)
+        details = {
+            "grid": auction.plan.blocks if auction is not None else 0,
+            "block": auction.plan.block_size if auction is not None else 0,
+            "compile_ms": round((auction.compile_ms if auction is not None else 0.0) + result.details["compile_ms"], 3),
+            "h2d_ms": round(elapsed(start, copied_in), 3),
+            "kernel_ms": round(elapsed(copied_in, searched), 3),
+            "d2h_ms": round(elapsed(searched, copied_out), 3),
+            "launches": 2 if auction is not None else 1,
+            "launcher": "cupy",
+            "auction_rounds": rounds,
+            "search_layout": result.details["layout"],
+        }
+        steps = [StepStat(1, STEPS[0][1], rounds, auction_ms), StepStat(2, STEPS[1][1], searches, search_ms)]
         return certified_result(problem, work, result.col_of_row[0], result.u[0], result.v[0], engine="cuda-sap",
                                 device=device_name(), steps=steps, details=details)
+
+
+class Auction:
+    """The launched auction (kernels/hungarian.cu with start_only): its device state, until read."""
+
+    def __init__(self, state, plan, compile_ms: float):
+        self.state, self.plan, self.compile_ms = state, plan, compile_ms
+
+    def finish(self) -> tuple[int, float]:
+        """(rounds run, the kernel's clock of them in ms); raises on a bad status word."""
+        from .cuda_hungarian import STATUS_MESSAGES as KERNEL_MESSAGES
+
+        status_word = int(self.state["status"].get()[0])
+        if status_word != 0:
+            raise SolverError(KERNEL_MESSAGES.get(status_word, f"the auction kernel ended with status {status_word}"))
+        clocks_ns, counts = self.state["step_ns"].get(), self.state["step_count"].get()
+        return int(counts[0]), float(clocks_ns[1]) / 1e6
+
+
+def launch_auction(problem, work, timeout, rounds: int, patience: int) -> Auction:
+    """Launch the cooperative kernel's step 1 (the auction) on the work matrix; nothing waits."""
+    from .cuda_hungarian import (BLOCK_SIZE, BLOCKS_PER_SM, DeviceState, allow_shared_memory, kernel_name,
+                                 prepare_launch)
+
+    module, dtype, plan, compile_ms = prepare_launch(problem, work, False, BLOCK_SIZE, BLOCKS_PER_SM)
+    kernel = module.get_function(kernel_name("hungarian", dtype))
+    allow_shared_memory(kernel, plan)
+    state = DeviceState(work.values, plan, dtype, work.eps, timeout, rounds, start_only=True, auction_patience=patience)
+    kernel((plan.blocks,), (plan.block_size,), (state.struct,), shared_mem=plan.shared_bytes)
+    return Auction(state, plan, compile_ms)
