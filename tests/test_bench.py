@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lapcli.bench import SUITES, BenchSettings, ObjectiveMismatch, default_runners, run_bench
+from lapcli.bench import SUITES, BenchSettings, ObjectiveMismatch, default_runners, run_bench, solver_available
 from lapcli.cli import cli
 
 
@@ -139,3 +139,28 @@ def test_every_bench_option_is_checked_before_work(tmp_path, option, value, frag
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0] and option in lines[0], result.stderr
     assert not (tmp_path / "b.json").exists()
+
+
+def test_the_peers_are_timed_as_direct_library_calls(monkeypatch, rng):
+    """scipy and lapx run as their users call them, not through lapcli.solve (whose checks and
+    objective would be charged to the peer); their objectives are still exact."""
+    import lapcli.facade
+    from scipy.optimize import linear_sum_assignment
+
+    def no_lapcli(*args, **kwargs):
+        raise AssertionError("a peer went through lapcli.solve")
+
+    monkeypatch.setattr(lapcli.facade, "solve", no_lapcli)
+    runners = default_runners()
+    for cost in (rng.integers(0, 1000, (40, 40)).astype(np.int32), rng.random((30, 30)).astype(np.float32),
+                 rng.random((20, 35))):
+        rows, cols = linear_sum_assignment(cost)
+        expected = cost[rows, cols].astype(np.float64).sum()
+        for name in ("scipy", "lapx"):
+            if name == "lapx" and not solver_available("lapx")[0]:
+                continue
+            outcome = runners[name](cost, None)
+            assert outcome.engine == name and outcome.steps == []
+            assert outcome.objective == pytest.approx(expected, rel=1e-12)
+            if cost.dtype.kind == "i":
+                assert isinstance(outcome.objective, int) and outcome.objective == int(expected)
