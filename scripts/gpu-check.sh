@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # One call on a GPU machine without network: install from the checkout (no downloads), run the GPU
 # tests, compute-sanitizer on small solves and batches, the auto/crossover grid (scipy, cuda, cuda-sap, auto), the
+# ranges suite at n = 1024 and 2048 (issue #14), the
 # HyLAC comparison points, the batch suite, the largest single solve (n = 65,536 host -> host), the
 # step table at n=4096 R=100, a cold `lap solve` against its kernel
 # time, and the fuzzer in parallel processes. Logs go to the folder given as $1 (default ./gpu-logs).
 # Environment: FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
-# SKIP (space-separated parts to skip: tests sanitizer crossover hylac batch big solve startup cold fuzz).
+# SKIP (space-separated parts to skip: tests sanitizer crossover ranges hylac batch big solve startup cold fuzz).
+# ranges: issue #14's suite at n = 1024 and 2048 beside scipy and lapx (~2 minutes on an H100; lapx from .whl/).
 # Peers travel as wheels (.whl, see the device notes): with torch-linear-assignment on PYTHONPATH
 # the batch part runs it beside lapcli's batch engine.
 set -uo pipefail
@@ -62,6 +64,12 @@ if ! skip crossover; then  # issue #12: auto within 10% of the fastest of scipy,
       "$2" "$3" --solvers scipy,cuda,cuda-sap,auto --baseline scipy --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
       --json "$out/crossover-$1-$3.json" 2>&1 | tee -a "$out/crossover.txt" || status=1
   done
+fi
+if ! skip ranges; then  # issue #14: auto at 2x the faster of scipy and lapx (n = 4096 and 8192 take far longer)
+  python3 -c "import lap" 2>/dev/null || python3 -m pip install -q --no-deps --no-index .whl/lapx*.whl 2>/dev/null
+  peers=$(python3 -c "import lap" 2>/dev/null && echo scipy,lapx || echo scipy)
+  lap bench --suite ranges --sizes 1024,2048 --solvers "$peers,cuda,cuda-sap,auto" --baseline "$peers" \
+    --repeat "${BENCH_REPEAT:-5}" --warmup 1 --json "$out/bench-ranges.json" 2>&1 | tee "$out/bench-ranges.txt" || status=1
 fi
 if ! skip hylac; then
   lap bench --suite hylac --solvers cuda,cuda-stepwise --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
