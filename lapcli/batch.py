@@ -245,6 +245,9 @@ def choose_batch_engine(name: str, problem: BatchProblem) -> tuple[str, str]:
     available, why = registry.cuda_status()
     if not available:
         return "scipy-batch", f"auto: {why}; scipy per problem over a thread pool"
+    searchable, why_not = registry.search_kernel_status()
+    if not searchable:
+        return "scipy-batch", f"auto: {why_not}; scipy per problem over a thread pool"
     batch, n, m = problem.shape
     if min(n, m) and max(n, m) > registry.get("cuda-batch").capabilities.max_columns:
         return "scipy-batch", f"auto: problems of {n}×{m} exceed the GPU batch kernel's columns"

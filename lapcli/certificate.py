@@ -63,6 +63,9 @@ _C_TYPES = {"int32": "int", "int64": "long long", "float32": "float", "float64":
 # that the whole check is one launch and one copy of 2·k values (CuPy's reductions and fancy
 # indexing took ~0.6 ms at k = 1024 on an H100, most of it launches and synchronisations).
 _ROW_SLACKS_SOURCE = r"""
+// The smaller of a and b, NaN if either is NaN (so that NaN duals fail the check below).
+template <typename D> __device__ __forceinline__ D least(D a, D b) { return (b != b || b < a) ? b : a; }
+
 template <typename T, typename D>
 __global__ void row_slacks(const T* __restrict__ cost, const D* __restrict__ u, const D* __restrict__ v,
                            const long long* __restrict__ col, int k, int m, D largest, D* __restrict__ out) {
@@ -71,18 +74,13 @@ __global__ void row_slacks(const T* __restrict__ cost, const D* __restrict__ u, 
         const T* row = cost + (long long)i * m;
         const D ui = u[i];
         D smallest = largest;
-        for (int j = threadIdx.x; j < m; j += blockDim.x) {
-            const D slack = (D)row[j] - ui - v[j];
-            smallest = slack < smallest ? slack : smallest;
-        }
-        for (int offset = 16; offset > 0; offset >>= 1) {
-            const D other = __shfl_xor_sync(0xffffffffu, smallest, offset);
-            smallest = other < smallest ? other : smallest;
-        }
+        for (int j = threadIdx.x; j < m; j += blockDim.x) smallest = least(smallest, (D)row[j] - ui - v[j]);
+        for (int offset = 16; offset > 0; offset >>= 1)
+            smallest = least(smallest, __shfl_xor_sync(0xffffffffu, smallest, offset));
         if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = smallest;
         __syncthreads();
         if (threadIdx.x == 0) {
-            for (int w = 1; w < (int)(blockDim.x >> 5); ++w) smallest = scratch[w] < smallest ? scratch[w] : smallest;
+            for (int w = 1; w < (int)(blockDim.x >> 5); ++w) smallest = least(smallest, scratch[w]);
             const long long j = col[i];
             const D assigned = j >= 0 && j < m ? (D)row[j] - ui - v[j] : largest;  // no column: not tight
             out[2LL * i] = smallest;
@@ -176,11 +174,12 @@ def certify(cost, col_of_row, u, v, tolerance: float, engine: str, row_min_slack
     ms = (time.perf_counter() - start) * 1e3
     where = "device" if on_device or row_min_slack is not None else "host"
     certificate = Certificate(True, min_slack, max_assigned, tolerance, ms, where)
-    if min_slack < -tolerance or max_assigned > tolerance or not free_ok:
+    # negated comparisons: a NaN slack (NaN duals) fails too
+    if not min_slack >= -tolerance or not max_assigned <= tolerance or not free_ok:
         what = []
-        if min_slack < -tolerance:
+        if not min_slack >= -tolerance:
             what.append(f"a reduced cost is {min_slack} < −{tolerance} (duals infeasible)")
-        if max_assigned > tolerance:
+        if not max_assigned <= tolerance:
             what.append(f"an assigned pair has reduced cost {max_assigned} > {tolerance} (not tight)")
         if not free_ok:
             what.append("a column dual is positive, or nonzero on a free column")

@@ -177,6 +177,7 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
     from lapcli.problem import prepare
 
     monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU"))
+    monkeypatch.setattr(auto, "search_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
     chosen = lambda n, r: auto.choose(prepare(rng.integers(0, max(1, int(r * n)), (n, n))))[0]  # noqa: E731
     assert [chosen(255, 1), chosen(256, 1), chosen(256, 2), chosen(256, 4), chosen(256, 16)] == \
         ["scipy", "cuda", "cuda", "scipy", "scipy"]
@@ -184,3 +185,30 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
         ["cuda", "cuda", "scipy", "cuda", "cuda"]
     floats = lambda n: auto.choose(prepare(rng.random((n, n))))[0]  # noqa: E731
     assert [floats(383), floats(384), floats(2048), floats(2049)] == ["scipy", "cuda-sap", "cuda-sap", "cuda"]
+
+
+def test_before_ampere_floats_stay_on_the_cuda_kernel(rng, monkeypatch):
+    """cuda-sap and cuda-batch run kernels/batch_lap.cu, whose warp argmin (__reduce_min_sync)
+    needs compute capability 8.0: on an older GPU both say why they cannot run, and auto keeps
+    floats on cuda and stacks on scipy-batch."""
+    from lapcli import batch
+    from lapcli.engines import auto, registry
+    from lapcli.problem import prepare
+
+    monkeypatch.setattr(registry, "cuda_status", lambda: (True, "a GPU"))
+    monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU"))
+    monkeypatch.setattr(registry, "device_compute_capability", lambda ordinal=0: (7, 5))
+    registry.search_kernel_status.cache_clear()
+    try:
+        for name in ("cuda-sap", "cuda-batch"):
+            available, why = registry.get(name).available()
+            assert not available and "compute capability 7.5" in why and "8.0 or newer" in why
+        assert auto.choose(prepare(rng.random((600, 600))))[0] == "cuda"
+        engine, reason = batch.choose_batch_engine("auto", batch.prepare_batch(rng.random((4, 20, 20))))
+        assert engine == "scipy-batch" and "compute capability 7.5" in reason
+        monkeypatch.setattr(registry, "device_compute_capability", lambda ordinal=0: (9, 0))
+        registry.search_kernel_status.cache_clear()
+        assert registry.get("cuda-sap").available() == (True, "a GPU, compute capability 9.0")
+        assert auto.choose(prepare(rng.random((600, 600))))[0] == "cuda-sap"
+    finally:
+        registry.search_kernel_status.cache_clear()

@@ -97,6 +97,8 @@ def test_certify_rejects_infeasible_duals_and_loose_pairs():
         certify(cost, col, np.array([0, 1]), np.array([0, 0]), 0.0, "test")
     with pytest.raises(SolverError, match="free column"):  # rectangular: a free column needs v = 0
         certify(np.array([[1, 2, 0]]), np.array([0]), np.array([2]), np.array([-1, 0, -2]), 0.0, "test")
+    with pytest.raises(SolverError, match="duals infeasible"):  # NaN duals fail, not pass (NaN < x is False)
+        certify(cost.astype(float), col, np.array([np.nan, 1.0]), np.array([0.0, 0.0]), 1e-9, "test")
 
 
 def test_a_wrong_engine_answer_raises_instead_of_returning(monkeypatch, rng):

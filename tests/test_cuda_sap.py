@@ -52,6 +52,30 @@ def test_integer_answers_and_steps_equal_the_twins(rng):
         assert solution.report.details["auction_rounds"] == rounds
 
 
+@pytest.mark.parametrize("layout", [None, (1, 16), (4, 16), (1, 32), (2, 32), (2, 512)])
+def test_a_warm_start_keeps_its_rows_in_every_layout(layout):
+    """All-equal costs: a cold search gives row i column i; a warm start that gives row i column
+    i + 1 (row 0 free) must be kept, and row 0 alone searched, in every problem of a stack (two
+    problems share a warp in the 16-thread layouts)."""
+    import cupy
+
+    from lapcli.engines.cuda_batch import reference_stack, solve_stack
+
+    batch, n = 3, 16  # (1, 16) holds 16 columns
+    costs = np.zeros((batch, n, n), dtype=np.int32)
+    start = np.tile(np.r_[-1, np.arange(2, n), 0].astype(np.int32), (batch, 1))
+    v = np.zeros((batch, n), dtype=np.int64)
+    expected = np.tile(np.r_[1, np.arange(2, n), 0], (batch, 1))
+    assert np.array_equal(reference_stack(costs, warm_start=(v, start))[0], expected)  # the twin
+    result = solve_stack(cupy.asarray(costs), layout=layout, warm_start=(cupy.asarray(v), cupy.asarray(start)))
+    assert np.array_equal(result.col_of_row.get(), expected) and not result.status.get().any()
+    cold = solve_stack(cupy.asarray(costs), layout=layout)
+    assert np.array_equal(cold.col_of_row.get(), np.tile(np.arange(n), (batch, 1)))
+    with pytest.raises(ValueError, match="square"):
+        solve_stack(cupy.zeros((1, 4, 6), dtype=np.int32), warm_start=(cupy.zeros((1, 6), np.int64),
+                                                                        cupy.zeros((1, 4), np.int32)))
+
+
 def test_no_auction_searches_from_every_row(rng):
     cost = uniform_costs(rng, 300, 300, 10, dtype=np.int32)
     from lapcli.engines import cuda_sap
@@ -119,3 +143,7 @@ def test_the_device_certificate_rejects_infeasible_duals_and_loose_pairs(rng, dt
     lowered[n // 3] -= 1  # feasible, but row n/3's pair is no longer tight
     with pytest.raises(SolverError, match="not tight"):
         certify(device, cupy.asarray(col), cupy.asarray(lowered), cupy.asarray(v), 1e-9, "test")
+    undefined = v.astype(np.float64)
+    undefined[n // 4] = np.nan  # NaN duals must fail the device check too
+    with pytest.raises(SolverError, match="duals infeasible"):
+        certify(device, cupy.asarray(col), cupy.asarray(u.astype(np.float64)), cupy.asarray(undefined), 1e-9, "test")

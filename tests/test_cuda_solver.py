@@ -84,7 +84,7 @@ def test_step_counts_equal_the_numpy_twins(rng):
             assert step_counts(lapcli.solve(cost, solver="cuda-stepwise", maximize=maximize)) == twin
     # the cases exercise step 6 (after the auction start), not only steps 1-3: 163 to 300+ updates
     # over the seeds seen (a bound of 200 failed on seed 566454388)
-    assert dual_updates > 50
+    assert dual_updates > 120
 
 
 def test_the_classical_step_1_still_takes_the_twins_steps(rng):

@@ -57,6 +57,22 @@ def test_a_warm_start_is_only_searched_from_its_free_rows(rng):
     assert again[0, 7] == columns[0, 7]
 
 
+def test_a_warm_start_keeps_its_assigned_rows():
+    """All-equal costs: a cold search gives row i column i; from a warm start that gives row i
+    column i + 1 (row 0 free) the assigned rows keep their columns and row 0 takes the one left."""
+    n = 12
+    costs = np.zeros((2, n, n), dtype=np.int32)
+    start = np.tile(np.r_[-1, np.arange(2, n), 0].astype(np.int32), (2, 1))
+    columns, u, v, _ = reference_stack(costs, warm_start=(np.zeros((2, n), np.int64), start))
+    assert np.array_equal(columns, np.tile(np.r_[1, np.arange(2, n), 0], (2, 1)))
+    assert np.array_equal(reference_stack(costs)[0], np.tile(np.arange(n), (2, 1)))
+
+
+def test_one_row_has_no_auction():
+    columns, u, v, rounds, searches = twin(np.array([[7]], dtype=np.int32))
+    assert (columns.tolist(), u.tolist(), v.tolist(), rounds, searches) == ([0], [7], [0], 0, 1)
+
+
 def test_the_engine_is_registered_with_its_limits():
     engine = registry.get("cuda-sap")
     assert engine.capabilities.device == "cuda" and engine.capabilities.duals

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .registry import cuda_status
+from .registry import cuda_status, search_kernel_status
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def choose(problem) -> tuple[str, str]:
     if size < CROSSOVERS.cuda_low_range:
         return "scipy", f"auto: n={size} < {CROSSOVERS.cuda_low_range}: scipy is faster there on the GPU machine"
     if size >= CROSSOVERS.cuda_high_range:
-        if problem.original.dtype.kind == "f" and size <= CROSSOVERS.sap_floats_up_to:
+        if problem.original.dtype.kind == "f" and size <= CROSSOVERS.sap_floats_up_to and search_kernel_status()[0]:
             return "cuda-sap", (f"auto: floats, {CROSSOVERS.cuda_high_range} ≤ n={size} ≤ {CROSSOVERS.sap_floats_up_to}: "
                                 "the auction and shortest paths are fastest there")
         return "cuda", f"auto: n={size} ≥ {CROSSOVERS.cuda_high_range}: the CUDA kernel is faster there"

@@ -84,6 +84,17 @@ def device_count() -> int:
     return int(_check(driver.cuDeviceGetCount()))
 
 
+def compute_capability(ordinal: int = 0) -> tuple[int, int]:
+    """(major, minor) of a device, asked of the driver (no context is created)."""
+    gpu_start.wait()
+    driver = _driver()
+    _check(driver.cuInit(0))
+    handle = _check(driver.cuDeviceGet(ordinal))
+    attribute = driver.CUdevice_attribute
+    return (int(_check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle))),
+            int(_check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle))))
+
+
 class Gpu:
     """One device with its primary context (the one CuPy and the runtime API use too)."""
 

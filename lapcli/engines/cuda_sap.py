@@ -39,7 +39,7 @@ def twin(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUCTION
     search order and tie-break)."""
     cost = np.asarray(cost)
     dual = np.int64 if cost.dtype.kind in "iu" else np.float64
-    if rounds == 0:  # no auction: the search kernel's cold start (v = 0, every row free)
+    if rounds == 0 or cost.shape[0] < 2:  # no auction: the search kernel's cold start (v = 0, every row free)
         columns, u, v, _ = reference_stack(cost[None])
         return columns[0], u[0], v[0], 0, cost.shape[0]
     _, v, column_of_row, _, done = auction_start(cost.astype(dual), rounds=rounds, patience=patience)
@@ -53,8 +53,10 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
         layout: tuple[int, int] | None = None, **_options) -> EngineResult:
     """Solve one square (padded) problem of at most MAX_COLUMNS columns; device inputs stay where
     they are, host inputs go through lapcli.staging, as for engine ``cuda``. ``auction_rounds``
-    (0: no auction launch, the search kernel's cold start from every row, as the twin),
+    (0, or n = 1: no auction launch, the search kernel's cold start from every row, as the twin),
     ``auction_patience`` and the search's ``layout`` (K, THREADS) exist for measurements."""
+    import time
+
     import cupy
 
     from .cuda_hungarian import BLOCKS_PER_SM, check_memory_before_upload, check_result, device_name, device_work
@@ -63,14 +65,17 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
         raise LapInputError(f"solver 'cuda-sap' takes at most {MAX_COLUMNS} columns, not {problem.size} "
                             "(use 'cuda' or 'auto')")
     with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
-        start, copied_in, auctioned, searched, copied_out = (cupy.cuda.Event() for _ in range(5))
+        began = time.perf_counter()
+        start, copied_in, copied_out = (cupy.cuda.Event() for _ in range(3))
         check_memory_before_upload(problem, BLOCKS_PER_SM)
         start.record()
         work = device_work(problem)
         copied_in.record()
         size = problem.size
-        auction = launch_auction(problem, work, timeout, auction_rounds, auction_patience) if auction_rounds else None
-        auctioned.record()
+        auction = (launch_auction(problem, work, timeout, auction_rounds, auction_patience)
+                   if auction_rounds and size > 1 else None)
+        if timeout:  # the search gets what is left (the auction is bounded by its rounds)
+            timeout = max(timeout - (time.perf_counter() - began), 1e-3)
         warm_start = None
         if auction is not None:
             start_columns = auction.state["column_of_star_at_row"]
@@ -78,7 +83,6 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
             free_rows = cupy.count_nonzero(start_columns < 0)  # read after the search, no sync here
         result = solve_stack(work.values.reshape(1, size, size), work.eps, timeout=timeout, synchronize=False,
                              layout=layout, warm_start=warm_start)
-        searched.record()
         rounds, auction_ms = auction.finish() if auction is not None else (0, 0.0)
         stack_status = int(result.status.get()[0])
         searches = int(free_rows.get()) if auction is not None else size
@@ -88,14 +92,15 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
             raise SolverError(STATUS_MESSAGES.get(stack_status, f"the search kernel ended with status {stack_status}"))
         check_result(0, result.col_of_row[0].get())  # a permutation (the certificate checks the duals)
         elapsed = cupy.cuda.get_elapsed_time
-        search_ms = elapsed(auctioned, searched)
+        search_ms = elapsed(*result.details["events"])  # the search launch alone (its compile is not in it)
+        auction_launch_ms = elapsed(*auction.events) if auction is not None else 0.0
         details = {
             "grid": auction.plan.blocks if auction is not None else 0,
             "block": auction.plan.block_size if auction is not None else 0,
             "compile_ms": round((auction.compile_ms if auction is not None else 0.0) + result.details["compile_ms"], 3),
             "h2d_ms": round(elapsed(start, copied_in), 3),
-            "kernel_ms": round(elapsed(copied_in, searched), 3),
-            "d2h_ms": round(elapsed(searched, copied_out), 3),
+            "kernel_ms": round(auction_launch_ms + search_ms, 3),
+            "d2h_ms": round(elapsed(result.details["events"][1], copied_out), 3),
             "launches": 2 if auction is not None else 1,
             "launcher": "cupy",
             "auction_rounds": rounds,
@@ -109,8 +114,8 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
 class Auction:
     """The launched auction (kernels/hungarian.cu with start_only): its device state, until read."""
 
-    def __init__(self, state, plan, compile_ms: float):
-        self.state, self.plan, self.compile_ms = state, plan, compile_ms
+    def __init__(self, state, plan, compile_ms: float, events: tuple):
+        self.state, self.plan, self.compile_ms, self.events = state, plan, compile_ms, events
 
     def finish(self) -> tuple[int, float]:
         """(rounds run, the kernel's clock of them in ms); raises on a bad status word."""
@@ -125,6 +130,8 @@ class Auction:
 
 def launch_auction(problem, work, timeout, rounds: int, patience: int) -> Auction:
     """Launch the cooperative kernel's step 1 (the auction) on the work matrix; nothing waits."""
+    import cupy
+
     from .cuda_hungarian import (BLOCK_SIZE, BLOCKS_PER_SM, DeviceState, allow_shared_memory, kernel_name,
                                  prepare_launch)
 
@@ -132,5 +139,8 @@ def launch_auction(problem, work, timeout, rounds: int, patience: int) -> Auctio
     kernel = module.get_function(kernel_name("hungarian", dtype))
     allow_shared_memory(kernel, plan)
     state = DeviceState(work.values, plan, dtype, work.eps, timeout, rounds, start_only=True, auction_patience=patience)
+    begin, end = cupy.cuda.Event(), cupy.cuda.Event()
+    begin.record()
     kernel((plan.blocks,), (plan.block_size,), (state.struct,), shared_mem=plan.shared_bytes)
-    return Auction(state, plan, compile_ms)
+    end.record()
+    return Auction(state, plan, compile_ms, (begin, end))

@@ -109,6 +109,38 @@ def cuda_status() -> tuple[bool, str]:
     return True, f"{source} sees {count} CUDA device{'s' if count > 1 else ''}"
 
 
+SEARCH_KERNEL_ARCH = (8, 0)  # kernels/batch_lap.cu's warp argmin is __reduce_min_sync (Ampere and newer)
+
+
+def device_compute_capability(ordinal: int = 0) -> tuple[int, int]:
+    """(major, minor), from the driver when cuda.bindings is installed, else from CuPy."""
+    if importlib.util.find_spec("cuda.bindings") is not None:
+        from . import cuda_driver
+
+        return cuda_driver.compute_capability(ordinal)
+    import cupy
+
+    capability = cupy.cuda.Device(ordinal).compute_capability  # e.g. "90"
+    return int(capability[:-1]), int(capability[-1])
+
+
+@lru_cache(maxsize=1)
+def search_kernel_status() -> tuple[bool, str]:
+    """(available, why) for the engines that run kernels/batch_lap.cu (cuda-batch, cuda-sap): a
+    CUDA device, of compute capability 8.0 or newer (the default device, as they run on)."""
+    available, why = cuda_status()
+    if not available:
+        return available, why
+    try:
+        arch = device_compute_capability()
+    except Exception as error:
+        return False, f"cannot read the device's compute capability ({error})".replace("\n", " ")
+    if arch < SEARCH_KERNEL_ARCH:
+        return False, (f"the device has compute capability {arch[0]}.{arch[1]}; the search kernel needs "
+                       f"{SEARCH_KERNEL_ARCH[0]}.{SEARCH_KERNEL_ARCH[1]} or newer (Ampere)")
+    return True, f"{why}, compute capability {arch[0]}.{arch[1]}"
+
+
 def distribution_probe(distribution: str, install: str) -> Callable[[], tuple[bool, str]]:
     """Available when the named distribution is installed (its import name may differ: lapx's is
     ``lap``); reads package metadata only, imports nothing."""
@@ -144,7 +176,7 @@ register(Engine(
     "cuda-sap", "the cuda kernel's auction start, then shortest augmenting paths in one block (Jonker-Volgenant)",
     "lapcli.engines.cuda_sap",
     Capabilities(device="cuda", steps=True, timeout=True, duals=True, checks_entries=True, max_columns=2048),
-    cuda_status,
+    search_kernel_status,
 ))
 register(Engine(
     "numpy", "the six Hungarian steps in NumPy: the kernel's readable specification",
@@ -169,7 +201,7 @@ register(Engine(
     "lapcli.engines.cuda_batch",
     Capabilities(device="cuda", batch=True, rectangular=True, timeout=True, duals=True, max_columns=2048,
                  checks_entries=True),
-    cuda_status,
+    search_kernel_status,
 ))
 register(Engine(
     "scipy-batch", "scipy per problem over a thread pool (scipy releases the GIL)",
