@@ -34,9 +34,11 @@ KERNEL_TYPES = {
 
 # Layouts (K columns per thread, THREADS threads per problem), the first that holds m columns wins.
 # THREADS 16: half a warp per problem, four problems per 64-thread block; 32: a warp, two per block;
-# 64 and more: a block per problem. Chosen by measurement on an H100 (docs/batch-notes.md).
+# 64 and more: a block per problem. Chosen by measurement on an H100 (docs/batch-notes.md); up to
+# 1024 columns K4 x 256 since the branch-free step (cuda-sap's searches at n = 1024: 2.9 against
+# 3.0 ms for K2 x 512, 3.5 for K1 x 1024; at 2048, K4 x 512 and K8 x 256 tie).
 LAYOUTS = ((32, (1, 32)), (64, (2, 32)), (128, (4, 32)), (256, (2, 128)), (512, (4, 128)),
-           (1024, (2, 512)), (2048, (4, 512)))
+           (1024, (4, 256)), (2048, (4, 512)))
 MAX_COLUMNS = LAYOUTS[-1][0]
 # Half-warp groups (two problems per warp): measured, not chosen (no faster at 16 columns, 2x slower
 # at 64; docs/batch-notes.md). solve_stack(layout=...) still takes them; the tests compile and run them.
@@ -61,6 +63,14 @@ class StackResult:
     status: Any
     kernel_ms: float
     details: dict = field(default_factory=dict)
+    buffers: tuple = ()  # the two allocations the arrays above view (solve_stack), for to_host
+
+    def to_host(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(col_of_row, u, v, status) on the host in two copies (waits for the launch)."""
+        ints, duals = (buffer.get() for buffer in self.buffers)
+        batch, n = self.col_of_row.shape
+        return (ints[2 + batch:].reshape(batch, n), duals[:batch * n].reshape(batch, n),
+                duals[batch * n:].reshape(batch, -1), ints[2:2 + batch])
 
 
 def choose_layout(m: int) -> tuple[int, int]:
@@ -202,11 +212,11 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
                "compile_ms": round(compile_ms if fresh else 0.0, 3)}
     if not synchronize:  # the caller synchronises later and reads the time then (events in details)
         details["events"] = (begin, end)
-        return StackResult(col_of_row, u, v, status, float("nan"), details)
+        return StackResult(col_of_row, u, v, status, float("nan"), details, (ints, duals))
     end.synchronize()
     kernel_ms = cupy.cuda.get_elapsed_time(begin, end)
     details["kernel_ms"] = round(kernel_ms, 4)
-    return StackResult(col_of_row, u, v, status, kernel_ms, details)
+    return StackResult(col_of_row, u, v, status, kernel_ms, details, (ints, duals))
 
 
 # --------------------------------------------------------------------------------------------

@@ -316,8 +316,8 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     __shared__ int col4row_s[GPB][M];
     __shared__ int path_s[GPB][M];
     __shared__ D v_s[GPB][M];
-    __shared__ unsigned long long red_key[2][WARPS];
-    __shared__ unsigned red_tag[2][WARPS];
+    __shared__ unsigned long long red_key[2 * WARPS];  // per-warp winners, double-buffered: [parity * WARPS + warp]
+    __shared__ unsigned red_tag[2 * WARPS];
     __shared__ int abort_s[GPB];
     __shared__ unsigned long long start_s[GPB];
 
@@ -375,7 +375,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     }
 
     int st = BATCH_OK;
-    int parity = 0;
+    int parity = 0;  // 0 or WARPS: the half of red_key / red_tag this iteration writes
     for (int root = 0; root < n; ++root) {
         if (col4row[root] >= 0) continue;  // taken by the warm start (uniform: written before a sync)
         // ---- S1/S2: Dijkstra from the free row `root` ------------------------------------------
@@ -388,25 +388,37 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             const T* row = problem + (long long)i * m;
             T c[K];
 #pragma unroll
-            for (int k = 0; k < K; ++k) if (!((dead >> k) & 1)) c[k] = __ldg(row + t + k * G);
+            for (int k = 0; k < K; ++k) c[k] = ((dead >> k) & 1) ? (T)0 : __ldg(row + t + k * G);
             // u[i] of the tight pair (i, j_prev); 0 for the root.
             const D ui = j_prev >= 0 ? (D)__ldg(row + j_prev) - v_prev : (D)0;
             const D off = min_val - ui;  // d = (c - v) + (minVal - u[i]): one add after the loads
-            D best_d = DT::inf();
-            unsigned best_tag = 0xffffffffu;
+            // S1 for every open column, by selects (a scanned or dead column keeps its state), then
+            // this thread's (key, tag) minimum as a tree of K - 1 comparisons: depth log2 K, and no
+            // branches. Against one compare-and-branch chain (H100, kernel ms): 18-33 % faster on
+            // batches of 64-1024 columns, 11 % on cuda-sap's searches at n = 1024 (docs/batch-notes.md)
+            unsigned long long keys[K];
+            unsigned tags[K];
 #pragma unroll
             for (int k = 0; k < K; ++k) {
-                if ((scanned >> k) & 1) continue;
+                const bool open = !((scanned >> k) & 1);
                 const D d = ((D)c[k] - v[k]) + off;  // S1
-                if (d < spc[k]) { spc[k] = d; path[k] = i; }
-                const unsigned tag = (((assigned >> k) & 1u) << 16) | (unsigned)(t + k * G);
-                if (spc[k] < best_d || (spc[k] == best_d && tag < best_tag)) { best_d = spc[k]; best_tag = tag; }
+                const bool better = open && d < spc[k];
+                spc[k] = better ? d : spc[k];
+                path[k] = better ? i : path[k];
+                keys[k] = open ? DT::key(spc[k]) : ~0ull;
+                tags[k] = open ? ((((assigned >> k) & 1u) << 16) | (unsigned)(t + k * G)) : 0xffffffffu;
             }
-            unsigned long long best_key = best_tag == 0xffffffffu ? ~0ull : DT::key(best_d);
+#pragma unroll
+            for (int s = 1; s < K; s *= 2)
+#pragma unroll
+                for (int k = 0; k + s < K; k += 2 * s)
+                    if (key_less(keys[k + s], tags[k + s], keys[k], tags[k])) { keys[k] = keys[k + s]; tags[k] = tags[k + s]; }
+            unsigned long long best_key = keys[0];
+            unsigned best_tag = tags[0];
             // S2: argmin over the group.
             warp_argmin<Group<THREADS>::WIDTH>(best_key, best_tag, mask);
             if constexpr (WARPS > 1) {
-                if (lane == 0) { red_key[parity][warp] = best_key; red_tag[parity][warp] = best_tag; }
+                if (lane == 0) { red_key[parity + warp] = best_key; red_tag[parity + warp] = best_tag; }
 #if BATCH_PREFETCH
                 // The next row is row4col[j*]; this warp's winner is one of WARPS candidates: start
                 // pulling its row into L1 while the block agrees on the winner.
@@ -418,20 +430,20 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
 #endif
                 __syncthreads();
                 if constexpr (BATCH_BLOCK_SCAN == 1 || (BATCH_BLOCK_SCAN == 2 && WARPS <= 4)) {
-                best_key = red_key[parity][0];
-                best_tag = red_tag[parity][0];
+                best_key = red_key[parity];
+                best_tag = red_tag[parity];
 #pragma unroll
                 for (int w = 1; w < WARPS; ++w) {
-                    const unsigned long long k2 = red_key[parity][w];
-                    const unsigned t2 = red_tag[parity][w];
+                    const unsigned long long k2 = red_key[parity + w];
+                    const unsigned t2 = red_tag[parity + w];
                     if (key_less(k2, t2, best_key, best_tag)) { best_key = k2; best_tag = t2; }
                 }
                 } else {
-                best_key = lane < WARPS ? red_key[parity][lane] : ~0ull;
-                best_tag = lane < WARPS ? red_tag[parity][lane] : 0xffffffffu;
+                best_key = lane < WARPS ? red_key[parity + lane] : ~0ull;
+                best_tag = lane < WARPS ? red_tag[parity + lane] : 0xffffffffu;
                 warp_argmin<32>(best_key, best_tag, BATCH_FULL_MASK);
                 }
-                parity ^= 1;
+                parity ^= WARPS;
             }
             if (best_key == ~0ull || best_key == DT::key(DT::inf())) { st = BATCH_NO_COLUMN; break; }
             const int jw = (int)(best_tag & 0xffffu);
@@ -486,7 +498,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
         Group<THREADS>::sync(mask);
 #endif
         certify_problem<T, D, K, THREADS>(problem, b, B, n, m, t, mask, st, v, dead, col4row, path_sh, v_sh,
-                                        red_key[0], row_offset, transposed, n_out, exact, out, stats,
+                                        red_key, row_offset, transposed, n_out, exact, out, stats,
                                         objective_out, summary);
         if (t == 0) status[b] = st;
         return;
