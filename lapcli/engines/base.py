@@ -25,18 +25,20 @@ class EngineResult:
 
 def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: str,
                      steps: list[StepStat] | None = None, details: dict[str, Any] | None = None,
-                     row_min_slack=None) -> EngineResult:
+                     row_min_slack=None, host_copies=None) -> EngineResult:
     """Prove the work matrix's assignment optimal with its duals (lapcli.certificate: raises
     SolverError when the proof fails), then map assignment and duals to the caller's matrix.
-    ``row_min_slack``: the certificate's read pass, already run on the device (see certify)."""
+    ``row_min_slack``: the certificate's read pass, already run on the device (see certify).
+    ``host_copies``: (col_of_row, u, v) already copied to the host, when those are on the device."""
     from ..certificate import certify
 
     certificate = certify(work.values, col_of_row, u, v, work.eps, engine, row_min_slack)
     host = lambda a: a.get() if hasattr(a, "get") else np.asarray(a)  # noqa: E731 - CuPy or NumPy
-    rows, cols = problem.assignment_from_work(host(col_of_row))
+    col_of_row, u, v = host_copies if host_copies is not None else (host(col_of_row), host(u), host(v))
+    rows, cols = problem.assignment_from_work(col_of_row)
     return EngineResult(
         rows=rows, cols=cols, device=device, dtype=work.dtype, steps=steps or [], details=details or {},
-        duals=problem.duals_from_work(host(u), host(v), work), certificate=certificate.to_dict(),
+        duals=problem.duals_from_work(u, v, work), certificate=certificate.to_dict(),
     )
 
 

@@ -244,15 +244,48 @@ class DeviceState:
 
         size = cost.shape[0]
         self.size = size
+        # One allocation, buffers grouped by fill (0, -1, none), two memsets: one buffer and one fill
+        # kernel each took ~1 ms of host time at n = 1024 (H100 machine), ahead of the launch.
+        layout = sorted(buffer_layout(size, plan, dtype).items(), key=lambda item: _FILL_ORDER[item[1][2]])
+        offsets, total, fill_ends = {}, 0, {}
+        for name, (kind, count, fill) in layout:
+            offsets[name] = total
+            total += -(-max(count, 1) * kind.itemsize // 256) * 256  # 256-byte aligned, as cudaMalloc's
+            fill_ends[fill] = total
+        arena = cupy.empty(total, dtype=np.uint8)
+        stream = cupy.cuda.get_current_stream().ptr
+        zeros_end = fill_ends.get(0, 0)
+        cupy.cuda.runtime.memsetAsync(arena.data.ptr, 0, zeros_end, stream)
+        cupy.cuda.runtime.memsetAsync(arena.data.ptr + zeros_end, 0xFF, fill_ends.get(-1, zeros_end) - zeros_end,
+                                      stream)  # every byte 0xFF: -1 in int32
         self.buffers = {"cost": cost}
-        for name, (kind, count, fill) in buffer_layout(size, plan, dtype).items():
-            self.buffers[name] = cupy.empty(count, dtype=kind) if fill is None else cupy.full(count, fill, dtype=kind)
+        for name, (kind, count, _fill) in layout:
+            self.buffers[name] = arena[offsets[name]:offsets[name] + count * kind.itemsize].view(kind)
         packed = pack_state({name: self.buffers[name].data.ptr for name in STATE_POINTERS}, plan, size, dtype,
                             eps, timeout, auction_rounds, start_only, auction_patience)
         self.struct = cupy.asarray(np.frombuffer(packed, dtype=np.uint8))
 
     def __getitem__(self, name):
         return self.buffers[name]
+
+    def to_host(self, *names: str) -> dict[str, np.ndarray]:
+        """Host copies of the named buffers in one device-to-host copy (of the span that holds them
+        all; they share one allocation), waiting for the work queued before it."""
+        import cupy
+
+        views = [self.buffers[name] for name in names]
+        begin = min(view.data.ptr for view in views)
+        end = max(view.data.ptr + view.nbytes for view in views)
+        span = np.empty(end - begin, dtype=np.uint8)
+        stream = cupy.cuda.get_current_stream()
+        cupy.cuda.runtime.memcpyAsync(span.ctypes.data, begin, end - begin, cupy.cuda.runtime.memcpyDeviceToHost,
+                                      stream.ptr)
+        stream.synchronize()
+        return {name: span[view.data.ptr - begin:view.data.ptr - begin + view.nbytes].view(view.dtype)
+                for name, view in zip(names, views)}
+
+
+_FILL_ORDER = {0: 0, -1: 1, None: 2}  # DeviceState's grouping: zero-filled, then -1-filled, then the rest
 
 
 def buffer_layout(size: int, plan: LaunchPlan, dtype: str) -> dict[str, tuple[np.dtype, int, int | None]]:
@@ -409,8 +442,8 @@ def run_with_cupy(problem, *, timeout: float | None, device: int | None, block_s
         launched.record()
         kernel((plan.blocks,), (plan.block_size,), (state.struct,), shared_mem=plan.shared_bytes)
         solved.record()
-        clocks_ns, counts = state["step_ns"].get(), state["step_count"].get()
-        status_word = int(state["status"].get()[0])
+        counters = state.to_host("step_ns", "step_count", "status")
+        clocks_ns, counts, status_word = counters["step_ns"], counters["step_count"], int(counters["status"][0])
         copied_out.record()
         copied_out.synchronize()
         details = launch_details(

@@ -78,19 +78,17 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
             timeout = max(timeout - (time.perf_counter() - began), 1e-3)
         warm_start = None
         if auction is not None:
-            start_columns = auction.state["column_of_star_at_row"]
-            warm_start = (auction.state["v"].reshape(1, size), start_columns.reshape(1, size))
-            free_rows = cupy.count_nonzero(start_columns < 0)  # read after the search, no sync here
+            warm_start = (auction.state["v"].reshape(1, size), auction.state["column_of_star_at_row"].reshape(1, size))
         result = solve_stack(work.values.reshape(1, size, size), work.eps, timeout=timeout, synchronize=False,
                              layout=layout, warm_start=warm_start)
-        rounds, auction_ms = auction.finish() if auction is not None else (0, 0.0)
-        stack_status = int(result.status.get()[0])
-        searches = int(free_rows.get()) if auction is not None else size
+        # the copies wait for both launches (one stream): three copies back in all, no other sync
+        rounds, auction_ms, searches = auction.finish() if auction is not None else (0, 0.0, size)
+        col_of_row, u, v, stack_status = (array[0] for array in result.to_host())
         copied_out.record()
         copied_out.synchronize()
         if stack_status != 0:
-            raise SolverError(STATUS_MESSAGES.get(stack_status, f"the search kernel ended with status {stack_status}"))
-        check_result(0, result.col_of_row[0].get())  # a permutation (the certificate checks the duals)
+            raise SolverError(STATUS_MESSAGES.get(int(stack_status), f"the search kernel ended with status {stack_status}"))
+        check_result(0, col_of_row)  # a permutation (the certificate checks the duals)
         elapsed = cupy.cuda.get_elapsed_time
         search_ms = elapsed(*result.details["events"])  # the search launch alone (its compile is not in it)
         auction_launch_ms = elapsed(*auction.events) if auction is not None else 0.0
@@ -108,7 +106,7 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
         }
         steps = [StepStat(1, STEPS[0][1], rounds, auction_ms), StepStat(2, STEPS[1][1], searches, search_ms)]
         return certified_result(problem, work, result.col_of_row[0], result.u[0], result.v[0], engine="cuda-sap",
-                                device=device_name(), steps=steps, details=details)
+                                device=device_name(), steps=steps, details=details, host_copies=(col_of_row, u, v))
 
 
 class Auction:
@@ -117,15 +115,17 @@ class Auction:
     def __init__(self, state, plan, compile_ms: float, events: tuple):
         self.state, self.plan, self.compile_ms, self.events = state, plan, compile_ms, events
 
-    def finish(self) -> tuple[int, float]:
-        """(rounds run, the kernel's clock of them in ms); raises on a bad status word."""
+    def finish(self) -> tuple[int, float, int]:
+        """(rounds run, the kernel's clock of them in ms, rows it left free) in one copy back;
+        raises on a bad status word."""
         from .cuda_hungarian import STATUS_MESSAGES as KERNEL_MESSAGES
 
-        status_word = int(self.state["status"].get()[0])
+        host = self.state.to_host("step_ns", "step_count", "status", "column_of_star_at_row")
+        status_word = int(host["status"][0])
         if status_word != 0:
             raise SolverError(KERNEL_MESSAGES.get(status_word, f"the auction kernel ended with status {status_word}"))
-        clocks_ns, counts = self.state["step_ns"].get(), self.state["step_count"].get()
-        return int(counts[0]), float(clocks_ns[1]) / 1e6
+        free_rows = int((host["column_of_star_at_row"] < 0).sum())
+        return int(host["step_count"][0]), float(host["step_ns"][1]) / 1e6, free_rows
 
 
 def launch_auction(problem, work, timeout, rounds: int, patience: int) -> Auction:
