@@ -171,8 +171,9 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
     """With a GPU (faked here), auto sends square integer problems to the kernel from n = 256 at
     low ranges (measured: 1.13-1.52x scipy at n = 256, R <= 2; 2.2-2.8x at 384, R <= 2), keeps
     n = 256 with R >= 4 and high ranges and floats below 384 on scipy, integers from 384 on the
-    kernel (since step 1 by auction: 2.0x scipy at 384, R = 100 and 1000, H100) and floats from
-    384 to 2048 on cuda-sap (1.5-1.8x scipy at 384; 3.6x cuda on squared distances at 1024)."""
+    kernel (since step 1 by auction: 2.0x scipy at 384, R = 100 and 1000, H100) but those of wide
+    ranges (R >= 30) up to 1024 on cuda-sap, and floats from 384 to 2048 on cuda-sap (1.5-1.8x
+    scipy at 384; 3.6x cuda on squared distances at 1024)."""
     from lapcli.engines import auto
     from lapcli.problem import prepare
 
@@ -181,8 +182,11 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
     chosen = lambda n, r: auto.choose(prepare(rng.integers(0, max(1, int(r * n)), (n, n))))[0]  # noqa: E731
     assert [chosen(255, 1), chosen(256, 1), chosen(256, 2), chosen(256, 4), chosen(256, 16)] == \
         ["scipy", "cuda", "cuda", "scipy", "scipy"]
-    assert [chosen(384, 1), chosen(384, 8), chosen(383, 16), chosen(384, 16), chosen(1024, 1000)] == \
+    assert [chosen(384, 1), chosen(384, 8), chosen(383, 16), chosen(384, 16), chosen(2048, 1000)] == \
         ["cuda", "cuda", "scipy", "cuda", "cuda"]
+    # wide integer ranges up to n = 1024: cuda-sap (H100, n = 1024, R = 100-1000: its kernels half cuda's)
+    assert [chosen(1024, 10), chosen(1024, 100), chosen(1024, 1000), chosen(1025, 1000), chosen(384, 100)] == \
+        ["cuda", "cuda-sap", "cuda-sap", "cuda", "cuda-sap"]
     floats = lambda n: auto.choose(prepare(rng.random((n, n))))[0]  # noqa: E731
     assert [floats(383), floats(384), floats(2048), floats(2049)] == ["scipy", "cuda-sap", "cuda-sap", "cuda"]
 

@@ -382,7 +382,7 @@ def test_the_lap_process_starts_the_driver_early_and_solves_right(tmp_path, rng)
 
     from scipy.optimize import linear_sum_assignment
 
-    cost = uniform_costs(rng, 1024, 1024, 100, dtype=np.int32)
+    cost = uniform_costs(rng, 1024, 1024, 1, dtype=np.int32)  # a range auto gives to cuda, not cuda-sap
     np.save(tmp_path / "m.npy", cost)
     result = subprocess.run([sys.executable, "-m", "lapcli", "solve", str(tmp_path / "m.npy"), "-o",
                              str(tmp_path / "a.npy"), "--quiet", "--report", str(tmp_path / "r.json")],

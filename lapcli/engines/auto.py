@@ -8,7 +8,8 @@ The crossovers depend on the cost range, estimated from a sample of rows (floats
 high-range: their step-6 counts are those of the widest integer ranges). Floats up to the search
 kernel's 2048 columns go to ``cuda-sap`` (the auction, then shortest paths): as fast as ``cuda``
 on U[0, 1) and 2.9–3.6× faster on squared distances, where the classical phases still need
-thousands of dual updates (H100, docs/benchmarks.md); integers stay on ``cuda``.
+thousands of dual updates (H100, docs/benchmarks.md); so do integers up to n = 1024 whose range
+is wide (R ≥ 30); other integers go to ``cuda``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class Crossovers:
     cuda_low_range: int = 256  # integers in [0, R·k) with R below high_range_at(k)
     cuda_high_range: int = 384  # R ≥ 10, and floats (H100 at 384: cuda 2.0× scipy at R = 100 and 1000, cuda-sap 1.5–1.8× on floats)
     sap_floats_up_to: int = 2048  # floats from cuda_high_range up to here: cuda-sap (its column limit)
+    sap_ints_up_to: int = 1024  # integers with R ≥ sap_ints_range from cuda_high_range up to here: cuda-sap
+    sap_ints_range: float = 30.0  # (H100, n = 1024, R = 100: cuda-sap 5.45 ms wall, cuda 7.32; docs/dispatch.md)
     wide_ratio: int = 4  # max(n, m) > wide_ratio · min(n, m): scipy (native k × m)
     high_range: float = 10.0  # R = (max − min) / k at and above which the range counts as high
     small_side: int = 384  # below this side the kernel wins only at lower ranges:
@@ -60,9 +63,15 @@ def choose(problem) -> tuple[str, str]:
     if size < CROSSOVERS.cuda_low_range:
         return "scipy", f"auto: n={size} < {CROSSOVERS.cuda_low_range}: scipy is faster there on the GPU machine"
     if size >= CROSSOVERS.cuda_high_range:
-        if problem.original.dtype.kind == "f" and size <= CROSSOVERS.sap_floats_up_to and search_kernel_status()[0]:
-            return "cuda-sap", (f"auto: floats, {CROSSOVERS.cuda_high_range} ≤ n={size} ≤ {CROSSOVERS.sap_floats_up_to}: "
-                                "the auction and shortest paths are fastest there")
+        if problem.original.dtype.kind == "f":
+            if size <= CROSSOVERS.sap_floats_up_to and search_kernel_status()[0]:
+                return "cuda-sap", (f"auto: floats, {CROSSOVERS.cuda_high_range} ≤ n={size} ≤ "
+                                    f"{CROSSOVERS.sap_floats_up_to}: the auction and shortest paths are fastest there")
+        elif size <= CROSSOVERS.sap_ints_up_to and search_kernel_status()[0]:
+            range_factor = estimated_range(problem)
+            if range_factor >= CROSSOVERS.sap_ints_range:
+                return "cuda-sap", (f"auto: n={size} ≤ {CROSSOVERS.sap_ints_up_to} with R≈{range_factor:.3g} ≥ "
+                                    f"{CROSSOVERS.sap_ints_range:g}: the auction and shortest paths are fastest there")
         return "cuda", f"auto: n={size} ≥ {CROSSOVERS.cuda_high_range}: the CUDA kernel is faster there"
     range_factor = estimated_range(problem)  # only between the two crossovers does the range decide
     if range_factor is not None and range_factor < CROSSOVERS.high_range_at(size):
