@@ -187,6 +187,8 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
     # wide integer ranges up to n = 1024: cuda-sap (H100, n = 1024, R = 100-1000: its kernels half cuda's)
     assert [chosen(1024, 10), chosen(1024, 100), chosen(1024, 1000), chosen(1025, 1000), chosen(384, 100)] == \
         ["cuda", "cuda-sap", "cuda-sap", "cuda", "cuda-sap"]
+    assert [chosen(384, 30), chosen(512, 30), chosen(1024, 30), chosen(512, 20)] == \
+        ["cuda-sap", "cuda-sap", "cuda-sap", "cuda"]  # R = 30 estimates just under 30 from a sample
     floats = lambda n: auto.choose(prepare(rng.random((n, n))))[0]  # noqa: E731
     assert [floats(383), floats(384), floats(2048), floats(2049)] == ["scipy", "cuda-sap", "cuda-sap", "cuda"]
 

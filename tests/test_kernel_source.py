@@ -116,3 +116,33 @@ def test_the_grid_is_one_block_per_sm_above_the_small_sizes_and_half_of_them_bel
     assert [grid(n) for n in (limit + 1, 4096, 8192)] == [132, 132, 132]
     assert [grid(n) for n in (1024, limit)] == [66, 66]
     assert grid(40) == 40 and grid(100) == 66 and grid(1000, sms=1) == 1  # never more blocks than rows; at least one
+
+
+def test_the_device_state_lies_in_one_allocation_grouped_by_fill():
+    """DeviceState fills its buffers with two memsets over one allocation: the zero-filled ones
+    first, then the -1-filled ones (bytes 0xFF, so only signed integers may be among them), then
+    the rest; each at a 256-byte aligned offset, none overlapping."""
+    import numpy as np
+
+    from lapcli.engines import cuda_hungarian as cuda_solver
+
+    for n, dtype in ((1000, "int32"), (37, "float64"), (4096, "float32")):
+        plan = cuda_solver.plan_from_occupancy(n, 4, 512, 1, 132, 227 * 1024, lambda shared: 1)
+        layout = cuda_solver.buffer_layout(n, plan, dtype)
+        arena = cuda_solver.plan_arena(layout)
+        assert set(arena.offsets) == set(layout) == set(cuda_solver.STATE_POINTERS) - {"cost"}
+        spans = sorted((arena.offsets[name], arena.offsets[name] + count * np.dtype(kind).itemsize, fill)
+                       for name, (kind, count, fill) in layout.items())
+        assert all(begin % 256 == 0 for begin, _, _ in spans)
+        assert all(end <= next_begin for (_, end, _), (next_begin, _, _) in zip(spans, spans[1:]))
+        assert spans[-1][1] <= arena.total
+        for begin, end, fill in spans:
+            if fill == 0:
+                assert end <= arena.zeros_end
+            elif fill == -1:
+                assert arena.zeros_end <= begin and end <= arena.minus_ones_end
+            else:
+                assert begin >= arena.minus_ones_end
+        assert arena.zeros_end < arena.minus_ones_end  # both groups exist
+    with pytest.raises(ValueError, match="not a signed integer"):
+        cuda_solver.plan_arena({"x": (np.dtype(np.float64), 8, -1)})

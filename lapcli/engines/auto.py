@@ -9,7 +9,7 @@ high-range: their step-6 counts are those of the widest integer ranges). Floats 
 kernel's 2048 columns go to ``cuda-sap`` (the auction, then shortest paths): as fast as ``cuda``
 on U[0, 1) and 2.9–3.6× faster on squared distances, where the classical phases still need
 thousands of dual updates (H100, docs/benchmarks.md); so do integers up to n = 1024 whose range
-is wide (R ≥ 30); other integers go to ``cuda``.
+is wide (R ≥ 30, estimated ≥ 25); other integers go to ``cuda``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ class Crossovers:
     cuda_high_range: int = 384  # R ≥ 10, and floats (H100 at 384: cuda 2.0× scipy at R = 100 and 1000, cuda-sap 1.5–1.8× on floats)
     sap_floats_up_to: int = 2048  # floats from cuda_high_range up to here: cuda-sap (its column limit)
     sap_ints_up_to: int = 1024  # integers with R ≥ sap_ints_range from cuda_high_range up to here: cuda-sap
-    sap_ints_range: float = 30.0  # (H100, n = 1024, R = 100: cuda-sap 5.45 ms wall, cuda 7.32; docs/dispatch.md)
+    sap_ints_range: float = 25.0  # R = 30 and up (the estimate of R = 30 is ~29.95); H100, n = 1024, R = 100:
+    # cuda-sap 5.45 ms wall, cuda 7.32; at 384, R = 30: 2.29 against 4.06 (docs/dispatch.md)
     wide_ratio: int = 4  # max(n, m) > wide_ratio · min(n, m): scipy (native k × m)
     high_range: float = 10.0  # R = (max − min) / k at and above which the range counts as high
     small_side: int = 384  # below this side the kernel wins only at lower ranges:

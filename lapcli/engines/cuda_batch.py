@@ -190,7 +190,7 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     u = duals[:batch * n].reshape(batch, n)
     v = duals[batch * n:].reshape(batch, m)
     if batch == 0:
-        return StackResult(col_of_row, u, v, status, 0.0, {"launches": 0})
+        return StackResult(col_of_row, u, v, status, 0.0, {"launches": 0}, (ints, duals))
     if not costs.flags.c_contiguous:
         costs = cupy.ascontiguousarray(costs)
     k, threads = layout if layout is not None else choose_layout(m)

@@ -246,21 +246,16 @@ class DeviceState:
         self.size = size
         # One allocation, buffers grouped by fill (0, -1, none), two memsets: one buffer and one fill
         # kernel each took ~1 ms of host time at n = 1024 (H100 machine), ahead of the launch.
-        layout = sorted(buffer_layout(size, plan, dtype).items(), key=lambda item: _FILL_ORDER[item[1][2]])
-        offsets, total, fill_ends = {}, 0, {}
-        for name, (kind, count, fill) in layout:
-            offsets[name] = total
-            total += -(-max(count, 1) * kind.itemsize // 256) * 256  # 256-byte aligned, as cudaMalloc's
-            fill_ends[fill] = total
-        arena = cupy.empty(total, dtype=np.uint8)
+        arena_layout = plan_arena(buffer_layout(size, plan, dtype))
+        arena = cupy.empty(arena_layout.total, dtype=np.uint8)
         stream = cupy.cuda.get_current_stream().ptr
-        zeros_end = fill_ends.get(0, 0)
-        cupy.cuda.runtime.memsetAsync(arena.data.ptr, 0, zeros_end, stream)
-        cupy.cuda.runtime.memsetAsync(arena.data.ptr + zeros_end, 0xFF, fill_ends.get(-1, zeros_end) - zeros_end,
-                                      stream)  # every byte 0xFF: -1 in int32
+        cupy.cuda.runtime.memsetAsync(arena.data.ptr, 0, arena_layout.zeros_end, stream)
+        cupy.cuda.runtime.memsetAsync(arena.data.ptr + arena_layout.zeros_end, 0xFF,
+                                      arena_layout.minus_ones_end - arena_layout.zeros_end, stream)
         self.buffers = {"cost": cost}
-        for name, (kind, count, _fill) in layout:
-            self.buffers[name] = arena[offsets[name]:offsets[name] + count * kind.itemsize].view(kind)
+        for name, (kind, count, _fill) in arena_layout.buffers.items():
+            offset = arena_layout.offsets[name]
+            self.buffers[name] = arena[offset:offset + count * kind.itemsize].view(kind)
         packed = pack_state({name: self.buffers[name].data.ptr for name in STATE_POINTERS}, plan, size, dtype,
                             eps, timeout, auction_rounds, start_only, auction_patience)
         self.struct = cupy.asarray(np.frombuffer(packed, dtype=np.uint8))
@@ -273,6 +268,8 @@ class DeviceState:
         all; they share one allocation), waiting for the work queued before it."""
         import cupy
 
+        if "cost" in names:
+            raise ValueError("to_host copies the state's own buffers, not the cost matrix")
         views = [self.buffers[name] for name in names]
         begin = min(view.data.ptr for view in views)
         end = max(view.data.ptr + view.nbytes for view in views)
@@ -285,7 +282,31 @@ class DeviceState:
                 for name, view in zip(names, views)}
 
 
-_FILL_ORDER = {0: 0, -1: 1, None: 2}  # DeviceState's grouping: zero-filled, then -1-filled, then the rest
+@dataclass(frozen=True)
+class ArenaLayout:
+    """Where DeviceState's buffers lie in its one allocation: the zero-filled ones in
+    [0, zeros_end), the -1-filled ones in [zeros_end, minus_ones_end), the rest after."""
+
+    buffers: dict  # name -> (dtype, elements, fill), in allocation order
+    offsets: dict  # name -> byte offset, a multiple of 256 (as cudaMalloc aligns)
+    zeros_end: int
+    minus_ones_end: int
+    total: int
+
+
+def plan_arena(layout: dict) -> ArenaLayout:
+    """Order ``layout`` (buffer_layout's) by fill and give each buffer a 256-byte aligned offset.
+    A -1 fill is written as bytes 0xFF, which is -1 only for signed integers: others are refused."""
+    order = {0: 0, -1: 1, None: 2}
+    ordered = dict(sorted(layout.items(), key=lambda item: order[item[1][2]]))
+    offsets, total, ends = {}, 0, {0: 0}
+    for name, (kind, count, fill) in ordered.items():
+        if fill == -1 and np.dtype(kind).kind != "i":
+            raise ValueError(f"buffer {name!r} is filled with -1 but is {np.dtype(kind).name}, not a signed integer")
+        offsets[name] = total
+        total += -(-max(count, 1) * np.dtype(kind).itemsize // 256) * 256
+        ends[fill] = total
+    return ArenaLayout(ordered, offsets, ends[0], ends.get(-1, ends[0]), total)
 
 
 def buffer_layout(size: int, plan: LaunchPlan, dtype: str) -> dict[str, tuple[np.dtype, int, int | None]]:
