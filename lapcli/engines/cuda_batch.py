@@ -34,15 +34,17 @@ KERNEL_TYPES = {
 
 # Layouts (K columns per thread, THREADS threads per problem), the first that holds m columns wins.
 # THREADS 16: half a warp per problem, four problems per 64-thread block; 32: a warp, two per block;
-# 64 and more: a block per problem. Chosen by measurement on an H100 (docs/batch-notes.md); up to
-# 1024 columns K4 x 256 since the branch-free step (cuda-sap's searches at n = 1024: 2.9 against
-# 3.0 ms for K2 x 512, 3.5 for K1 x 1024; at 2048, K4 x 512 and K8 x 256 tie).
-LAYOUTS = ((32, (1, 32)), (64, (2, 32)), (128, (4, 32)), (256, (2, 128)), (512, (4, 128)),
+# 64 and more: a block per problem. Chosen by measurement on an H100 (docs/batch-notes.md): up to
+# 16 columns half-warp groups (certified launch at 10000 x 16: 0.130 against 0.142 ms for a warp
+# per problem, and 0.254 for a thread per problem, tenth session); up to 1024 columns K4 x 256
+# since the branch-free step (cuda-sap's searches at n = 1024: 2.9 against 3.0 ms for K2 x 512,
+# 3.5 for K1 x 1024; at 2048, K4 x 512 and K8 x 256 tie).
+LAYOUTS = ((16, (1, 16)), (32, (1, 32)), (64, (2, 32)), (128, (4, 32)), (256, (2, 128)), (512, (4, 128)),
            (1024, (4, 256)), (2048, (4, 512)))
 MAX_COLUMNS = LAYOUTS[-1][0]
-# Half-warp groups (two problems per warp): measured, not chosen (no faster at 16 columns, 2x slower
-# at 64; docs/batch-notes.md). solve_stack(layout=...) still takes them; the tests compile and run them.
-MEASURED_LAYOUTS = ((1, 16), (4, 16))
+# Measured, not chosen: four columns per half-warp thread at 64 columns (0.47 against K2 x 32's
+# 0.28 ms, tenth session). solve_stack(layout=...) still takes it; the tests compile and run it.
+MEASURED_LAYOUTS = ((4, 16),)
 
 STATUS_OK = 0
 STATUS_MESSAGES = {
@@ -90,6 +92,7 @@ def kernel_name(dtype: str, k: int, threads: int, certify: bool = False) -> str:
 
 
 _kernels: dict[tuple, tuple] = {}  # (dtype, k, threads, defines, certify) -> (kernel, compile_ms)
+_launchers: dict[tuple, Any] = {}  # (device, the _kernels key) -> driver_launcher(kernel) or None
 
 
 def compiled_kernel(dtype: str, k: int, threads: int, defines: tuple = (), certify: bool = False):
@@ -120,11 +123,49 @@ def launch_shape(batch: int, threads: int) -> tuple[int, int]:
     return batch, threads
 
 
+# The positions of the kernel's 32-bit int arguments (B, n, m; transposed, n_out, exact); the rest are 64-bit.
+_INT_ARGUMENTS = frozenset((1, 2, 3, 13, 14, 15))
 # The certify arguments of a launch that does not certify: null pointers and zeros.
 _NO_CERTIFY = (np.uint64(0), np.int32(0), np.int32(0), np.int32(0), np.uint64(0), np.uint64(0), np.uint64(0),
                np.uint64(0))
 
 _reused: dict[tuple, tuple] = {}  # (thread, device, role) -> CUDA events reused call after call
+
+# The kernel's 20 arguments, each in an 8-byte slot (a 32-bit int in its slot's low half).
+KERNEL_ARGUMENTS = 20
+_launch_slots = threading.local()
+
+
+def driver_launcher(kernel):
+    """A launch of ``kernel`` (a CuPy RawKernel) through the driver's cuLaunchKernel (cuda.bindings,
+    which lapcli's CUDA extras install), or None where that is not at hand (then CuPy launches).
+
+    Why: a certified launch is a small batch's largest fixed cost after the kernel itself. CuPy
+    converts each of the 20 arguments on every call (~25 us on the H100 machine, against a 0.13 ms
+    kernel at 10000 x 16); here they are written into one reused buffer of 8-byte slots whose
+    addresses the driver reads."""
+    try:
+        from cuda.bindings import driver
+
+        function = driver.CUfunction(kernel.kernel.ptr)
+    except Exception:  # noqa: BLE001 - no cuda.bindings, or a CuPy without the handle: CuPy launches
+        return None
+
+    def launch(grid: int, block: int, stream: int, values: tuple) -> None:
+        slots = getattr(_launch_slots, "slots", None)
+        if slots is None:  # per thread: a launch reads its slots while the call runs
+            slots = np.zeros(KERNEL_ARGUMENTS, dtype=np.uint64)
+            _launch_slots.slots = slots
+            _launch_slots.addresses = slots.ctypes.data + 8 * np.arange(KERNEL_ARGUMENTS, dtype=np.uint64)
+        slots[:] = values
+        status, = driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream,
+                                        _launch_slots.addresses.ctypes.data, 0)
+        if status != driver.CUresult.CUDA_SUCCESS:
+            from ..errors import SolverError
+
+            raise SolverError(f"launching the batch kernel failed: {driver.cuGetErrorName(status)[1].decode()}")
+
+    return launch
 
 
 def reused_events(device: int, role: str, count: int) -> tuple:
@@ -341,12 +382,15 @@ class CertifiedStack:
 
 
 def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None,
-                    timeout: float | None = None, defines: tuple = ()) -> CertifiedStack:
+                    timeout: float | None = None, defines: tuple = (),
+                    layout: tuple[int, int] | None = None, launcher: str = "driver") -> CertifiedStack:
     """Launch the kernel that solves every problem of the (B, r, c) work stack (r <= c, minimise)
     and, in the same launch, proves each answer optimal, sums its objective and writes the caller's
     columns (kernels/batch_lap.cu, certify_problem). Nothing is copied back and nothing waits:
     the caller reads ``summary`` (48 bytes) to learn whether every problem was proved. ``defines``
-    set the kernel's switches (tests spoil an answer with BATCH_CORRUPT_PROBLEM / _MODE).
+    set the kernel's switches (tests spoil an answer with BATCH_CORRUPT_PROBLEM / _MODE); ``layout``
+    = (K, THREADS) overrides choose_layout (measurements); ``launcher`` "cupy" launches through
+    CuPy even where the driver's launch is at hand (driver_launcher; tests, measurements).
 
     The launch is the whole call's fixed cost at small batches (a 10000 x 16 stack solves in
     ~0.12 ms on an H100), so it is kept lean: device pointers go to the kernel as integers (an
@@ -356,7 +400,7 @@ def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None,
     batch, r, c = (int(x) for x in values.shape)
     if not values.flags.c_contiguous:
         values = cupy.ascontiguousarray(values)
-    k, threads = choose_layout(c)
+    k, threads = layout if layout is not None else choose_layout(c)
     kernel, compile_ms, fresh = compiled_kernel(values.dtype.name, k, threads, defines, certify=True)
     grid, block = launch_shape(batch, threads)
     buffer = cupy.empty(SUMMARY_SLOTS + batch * (1 + n_out + CERTIFY_STATS + 1), dtype=np.int64)
@@ -366,19 +410,28 @@ def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None,
     stats = columns + 8 * batch * n_out
     status = stats + 8 * batch * CERTIFY_STATS
     stream = cupy.cuda.get_current_stream()
-    begin, end = reused_events(cupy.cuda.runtime.getDevice(), "launch", 2)
+    device = cupy.cuda.runtime.getDevice()
+    begin, end = reused_events(device, "launch", 2)
     cupy.cuda.runtime.memsetAsync(base, 0, SUMMARY_SLOTS * 8, stream.ptr)  # launch stamp, counters, keys
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
-    null = np.uint64(0)
+    # the kernel's arguments in order (batch_lap.cu): no plain outputs and no warm start (0: null)
+    arguments = (values.data.ptr, batch, r, c, 0, 0, 0, status, base, limit_ns, 0, 0,
+                 row_offset.data.ptr if row_offset is not None else 0, int(transposed), n_out,
+                 int(values.dtype.kind in "iu"), columns, stats, objective, base)
+    launch = None
+    if launcher == "driver":
+        key = (device, values.dtype.name, k, threads, defines, True)
+        if key not in _launchers:
+            _launchers[key] = driver_launcher(kernel)
+        launch = _launchers[key]
     begin.record(stream)
-    kernel((grid,), (block,), (np.uint64(values.data.ptr), np.int32(batch), np.int32(r), np.int32(c), null, null,
-                               null, np.uint64(status), np.uint64(base), np.uint64(limit_ns), null, null,
-                               np.uint64(row_offset.data.ptr) if row_offset is not None else null,
-                               np.int32(transposed), np.int32(n_out), np.int32(values.dtype.kind in "iu"),
-                               np.uint64(columns), np.uint64(stats), np.uint64(objective), np.uint64(base)))
+    if launch is not None:
+        launch(grid, block, stream.ptr, arguments)
+    else:
+        kernel((grid,), (block,), tuple(np.int32(a) if i in _INT_ARGUMENTS else np.uint64(a) for i, a in enumerate(arguments)))
     end.record(stream)
     details = {"layout": f"K={k} threads={threads}", "grid": grid, "block": block, "launches": 1,
-               "compile_ms": round(compile_ms if fresh else 0.0, 3)}
+               "launcher": "driver" if launch is not None else "cupy", "compile_ms": round(compile_ms if fresh else 0.0, 3)}
     return CertifiedStack(buffer, batch, n_out, (begin, end), details)
 
 
@@ -452,12 +505,13 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
             why = STATUS_MESSAGES.get(code, "") if code else "their optimality certificate failed"
             raise SolverError(f"the cuda-batch engine failed on problems {', '.join(map(str, failed_at[:20]))} "
                               f"of {batch}: {why} (a bug, please report it)")
+    objectives = None  # reduced rows: the offsets' sum rounds; the caller sums the original costs (fsum)
     if exact:
-        objectives = host[SUMMARY_SLOTS:head] * work.sign
+        objectives = host[SUMMARY_SLOTS:head]
     elif work.row_offset is None:  # float32 costs, unreduced: their float64 sum is exact here
-        objectives = host[SUMMARY_SLOTS:head].view(np.float64) * work.sign
-    else:  # reduced rows: the offsets' sum rounds; the caller sums the original costs (fsum)
-        objectives = None
+        objectives = host[SUMMARY_SLOTS:head].view(np.float64)
+    if objectives is not None and work.sign < 0:
+        objectives = -objectives
     col_ind = host[head:].reshape(batch, n_out) if on_host else run.col_ind
     certificate = {
         "checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, v = 0 on free columns, per problem",

@@ -81,11 +81,14 @@ __device__ __forceinline__ unsigned long long batch_global_timer_ns() {
 #endif
 #ifndef BATCH_CERTIFY_ROWS
 #define BATCH_CERTIFY_ROWS 0  // rows whose loads the certificate's read pass issues before using them;
-                              // 0: 16 where K > 1 and the registers allow, else 8. H100, certified
-                              // launch, float32 int / U[0,1), ms, rows 4 / 8 / 16: 10000x16 (K1)
-                              // 0.133 / 0.122 / 0.156 int; 2000x64 (K2) 0.361 / 0.356 / 0.345 int;
-                              // 500x256 (K2) 3.37 / 3.36 / 3.24 int; 1000x128 (K4) 1.42 / 1.33 / 1.19
-                              // U[0,1); 200x512 (K4) 12.7 / 12.6 / 12.1 U[0,1)
+                              // 0: the default below (2)
+#endif
+#ifndef BATCH_CERTIFY_AHEAD
+#define BATCH_CERTIFY_AHEAD -1 // >= 0: rows ahead whose lines the certificate's read pass asks L2
+                               // for; -1: the default below (8 from 256 threads per problem, else 0)
+#endif
+#ifndef BATCH_MIN_BLOCKS
+#define BATCH_MIN_BLOCKS 0    // > 0: __launch_bounds__'s min blocks per SM (a register cap): for measurements
 #endif
 #ifndef BATCH_PREFETCH
 #define BATCH_PREFETCH 0   // 1: (WARPS > 1) each warp prefetches its winner's row into L1 before the
@@ -208,8 +211,17 @@ __device__ __forceinline__ void certify_problem(
     // One pass over the costs, ROWS rows at a time: every load of a chunk is issued before the first
     // use (each thread its K columns, coalesced; v in registers), so a block-per-problem layout
     // whose costs have left L2 waits one memory latency per chunk, not per row.
-    constexpr int ROWS = BATCH_CERTIFY_ROWS > 0 ? BATCH_CERTIFY_ROWS
-                         : (K == 1 || THREADS > 128 || K * sizeof(T) > 16) ? 8 : 16;  // 16: registers allow
+    // Two rows, not more: the pass is inlined into the solve's kernel, and its registers are the
+    // launch's. 8 or 16 rows in flight took the certified launch from 40-64 to 106-184 registers per
+    // thread (ptxas, sm_90): 3 instead of 9 blocks per SM at 256 columns, so a batch of 500 ran in
+    // two waves where the solve alone ran in one (H100: 4.02 against 2.85 ms at 500 x 256, 0.456
+    // against 0.311 at 2000 x 64). With two rows the certified launch needs 56-74 registers.
+    constexpr int ROWS = BATCH_CERTIFY_ROWS > 0 ? BATCH_CERTIFY_ROWS : 2;
+    // Two rows in flight wait one latency per two rows where the costs have left L2 (a block per
+    // problem of 1024 columns: 25.5 against 24.0 ms with 8 rows at 64 x 1024); an L2 prefetch of
+    // the row 8 ahead, one instruction per 128-byte line and no register, takes that back (24.3).
+    // Below 256 threads it cost 1-2 % (the problem is still in L1/L2 from its solve).
+    constexpr int AHEAD = BATCH_CERTIFY_AHEAD >= 0 ? BATCH_CERTIFY_AHEAD : (THREADS >= 256 ? 8 : 0);
     D smallest = DT::inf(), loosest = 0, total = 0;
     double scale = 0.0, offsets = 0.0;
     int nonfinite = 0;
@@ -217,6 +229,14 @@ __device__ __forceinline__ void certify_problem(
         T x[ROWS][K];
         D ui[ROWS];
         int ji[ROWS];
+        if constexpr (AHEAD > 0) {
+#pragma unroll
+            for (int q = 0; q < ROWS; ++q) {
+                const int ahead = i0 + q + AHEAD;
+                if (ahead < n && t * 128 < m * (int)sizeof(T))
+                    asm volatile("prefetch.global.L2 [%0];" ::"l"((const char*)(problem + (long long)ahead * m) + t * 128));
+            }
+        }
 #pragma unroll
         for (int q = 0; q < ROWS; ++q) {
             const int i = min(i0 + q, n - 1);  // past the last row: reload it, skipped below
@@ -290,7 +310,11 @@ __device__ __forceinline__ void certify_problem(
 }
 
 template <typename T, typename D, int K, int THREADS, bool CERTIFY>
+#if BATCH_MIN_BLOCKS
+__global__ void __launch_bounds__(Group<THREADS>::BLOCK, BATCH_MIN_BLOCKS)
+#else
 __global__ void __launch_bounds__(Group<THREADS>::BLOCK)
+#endif
 batch_lap(const T* __restrict__ cost, int B, int n, int m,
           int* __restrict__ col_of_row, D* __restrict__ u_out, D* __restrict__ v_out,
           int* __restrict__ status, unsigned long long* __restrict__ launch_start,
@@ -512,3 +536,4 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     }
     if (t == 0) status[b] = st;
 }
+
