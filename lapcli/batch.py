@@ -83,7 +83,8 @@ class BatchProblem:
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        return tuple(int(x) for x in self.original.shape)
+        shape = self.original.shape  # NumPy and CuPy give Python ints
+        return shape[0], shape[1], shape[2]
 
     @property
     def transposed(self) -> bool:
@@ -160,13 +161,15 @@ class WorkStack:
     notes: list[str] = field(default_factory=list)
 
 
+_AS_IS = {np.dtype(np.int32): "int32", np.dtype(np.float32): "float32"}  # dtypes a stack is solved in as given
+
+
 def work_stack(problem: BatchProblem, xp, source=None) -> WorkStack:
     """Transpose tall problems, negate to maximise, widen or narrow to the working dtype, reduce
     float64 rows, and put a per-problem sentinel on forbidden entries."""
     arr = problem.original if source is None else source
-    if (not problem.transposed and not problem.maximize and arr.dtype.name in ("int32", "float32")
-            and problem.requested_dtype in (None, arr.dtype.name) and arr.flags.c_contiguous
-            and not problem.forbidden.any()):
+    if (not problem.maximize and arr.dtype in _AS_IS and problem.requested_dtype in (None, _AS_IS[arr.dtype])
+            and not problem.transposed and arr.flags.c_contiguous and not problem.forbidden.any()):
         return WorkStack(arr)  # already the work stack: no copy (a d2d call's fixed cost is ~0.1 ms)
     if problem.transposed:
         arr = arr.transpose(0, 2, 1)
