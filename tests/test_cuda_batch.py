@@ -163,6 +163,10 @@ def test_gpu_timeout_sets_status(rng):
         c = cupy.asarray(rng.random(shape, dtype=np.float32))
         status = cupy.asnumpy(cb.solve_stack(c, timeout=timeout).status)
         assert np.any(status == 2) and set(np.unique(status)) <= {0, 2}
+        run = cb.certified_stack(c, n_out=shape[1], transposed=False, timeout=timeout)  # the driver launch's slots
+        status = run.status.get()
+        assert np.any(status == 2) and set(np.unique(status)) <= {0, 2}
+        assert int(run.summary[1].get()) == int((status == 2).sum())  # an abandoned problem is not proved
 
 
 @pytest.mark.gpu

@@ -154,7 +154,11 @@ def driver_launcher(kernel):
     try:
         from cuda.bindings import driver
 
-        function = driver.CUfunction(kernel.kernel.ptr)
+        loaded = kernel.kernel  # CuPy's loaded function on this device (kept with the launch below)
+        function = driver.CUfunction(loaded.ptr)
+        status, _ = driver.cuFuncGetAttribute(driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, function)
+        if status != driver.CUresult.CUDA_SUCCESS:  # cuda.bindings cannot drive this driver: CuPy launches
+            return None
     except Exception:  # noqa: BLE001 - no cuda.bindings, or a CuPy without the handle: CuPy launches
         return None
 
@@ -172,6 +176,7 @@ def driver_launcher(kernel):
 
             raise SolverError(f"launching the batch kernel failed: {driver.cuGetErrorName(status)[1].decode()}")
 
+    launch.function = loaded  # CuPy's function object, so that its module stays loaded while launch lives
     return launch
 
 
@@ -408,6 +413,8 @@ def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None,
     if not values.flags.c_contiguous:
         values = cupy.ascontiguousarray(values)
     k, threads = layout if layout is not None else choose_layout(c)
+    if c > threads * k:
+        raise ValueError(f"layout {(k, threads)} holds {threads * k} columns, c = {c}")
     dtype = dtype_name(values.dtype)
     kernel, compile_ms, fresh = compiled_kernel(dtype, k, threads, defines, certify=True)
     grid, block = launch_shape(batch, threads)

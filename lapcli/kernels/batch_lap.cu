@@ -215,7 +215,7 @@ __device__ __forceinline__ void certify_problem(
     // launch's. 8 or 16 rows in flight took the certified launch from 40-64 to 106-184 registers per
     // thread (ptxas, sm_90): 3 instead of 9 blocks per SM at 256 columns, so a batch of 500 ran in
     // two waves where the solve alone ran in one (H100: 4.02 against 2.85 ms at 500 x 256, 0.456
-    // against 0.311 at 2000 x 64). With two rows the certified launch needs 56-74 registers.
+    // against 0.311 at 2000 x 64). With two rows the certified launch needs 54-78 registers.
     constexpr int ROWS = BATCH_CERTIFY_ROWS > 0 ? BATCH_CERTIFY_ROWS : 2;
     // Two rows in flight wait one latency per two rows where the costs have left L2 (a block per
     // problem of 1024 columns: 25.5 against 24.0 ms with 8 rows at 64 x 1024); an L2 prefetch of
