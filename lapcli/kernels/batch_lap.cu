@@ -212,7 +212,7 @@ __device__ __forceinline__ void certify_problem(
     // use (each thread its K columns, coalesced; v in registers), so a block-per-problem layout
     // whose costs have left L2 waits one memory latency per chunk, not per row.
     // Two rows, not more: the pass is inlined into the solve's kernel, and its registers are the
-    // launch's. 8 or 16 rows in flight took the certified launch from 40-64 to 106-184 registers per
+    // launch's. 8 or 16 rows in flight took the certified launch from 40-72 to 106-184 registers per
     // thread (ptxas, sm_90): 3 instead of 9 blocks per SM at 256 columns, so a batch of 500 ran in
     // two waves where the solve alone ran in one (H100: 4.02 against 2.85 ms at 500 x 256, 0.456
     // against 0.311 at 2000 x 64). With two rows the certified launch needs 54-78 registers.
