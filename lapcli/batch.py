@@ -16,6 +16,7 @@ to a per-problem sentinel after a feasibility check.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .arrays import Origin, as_array
+from .arrays import Origin, as_array, is_torch
 from .engines import registry
 from .engines.base import EntriesNeedChecking
 from .errors import InfeasibleError, LapInputError, LapTypeError
@@ -270,6 +271,10 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     certificate). Raises InfeasibleError naming the infeasible members; nothing is returned then.
     A list of matrices of different shapes gives ``col_ind`` as a list of arrays.
     """
+    if not maximize and dtype is None and device is None and solver in _PLAIN_SOLVERS:
+        solution = _solve_plain_device_stack(costs, solver, timeout)
+        if solution is not None:
+            return solution
     if isinstance(costs, (list, tuple)) and costs and not _stackable(costs):
         return _solve_ragged(costs, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
     start = time.perf_counter()
@@ -295,13 +300,60 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
                    result.certificate, result.notes, result.objectives)
 
 
+_PLAIN_SOLVERS = ("auto", "cuda-batch")
+_CUPY_ORIGIN = Origin("cupy", True)
+
+
+def _solve_plain_device_stack(costs, solver: str, timeout: float | None) -> BatchSolution | None:
+    """The common GPU call on a lean path: a C-contiguous int32 or float32 stack on the GPU (CuPy,
+    or a CUDA torch tensor through DLPack) of n <= m problems (at most the kernel's columns),
+    minimised on the current device by ``cuda-batch`` (``auto``'s choice for it), is its own work
+    stack: no BatchProblem checks, no engine choice, no copy (cuda_batch.launch_plain_stack). None
+    when any of that does not hold, or when the kernel met NaN or an infinity: the general path
+    then checks and solves the stack."""
+    start = time.perf_counter()
+    cupy = sys.modules.get("cupy")
+    if cupy is None:
+        return None
+    if type(costs) is cupy.ndarray:
+        arr, origin = costs, _CUPY_ORIGIN
+    elif is_torch(costs) and costs.is_cuda:
+        arr, origin = as_array(costs)
+    else:
+        return None
+    if arr.ndim != 3 or arr.dtype not in _AS_IS:
+        return None
+    batch, n, m = arr.shape
+    if not (batch and 1 <= n <= m) or not arr.flags.c_contiguous or arr.data.device_id != cupy.cuda.runtime.getDevice():
+        return None
+    if solver == "auto" and not (registry.cuda_status()[0] and registry.search_kernel_status()[0]):
+        return None
+    engine = registry.get("cuda-batch")
+    if m > engine.capabilities.max_columns or not engine.available()[0]:
+        return None
+    module = engine.load()
+    run = module.launch_plain_stack(arr, timeout=timeout)
+    # the bookkeeping while the kernel runs (a 10000 x 16 stack's is ~0.12 ms)
+    device_col_ind = run.col_ind
+    caller_col_ind = origin.to_caller(device_col_ind)
+    problem = BatchProblem(arr, cupy, origin, False, np.zeros(batch, dtype=bool), entries_checked=False)
+    reason = "requested" if solver != "auto" else choose_batch_engine("auto", problem)[1]
+    try:
+        result = module.collect(run, WorkStack(arr), on_host=False, entries_checked=False, started=None,
+                                device_col_ind=device_col_ind)
+    except EntriesNeedChecking:
+        return None
+    return _finish(problem, "cuda-batch", reason, start, result.col_ind, result.device, result.dtype, result.details,
+                   result.certificate, result.notes, result.objectives, caller_col_ind=caller_col_ind)
+
+
 def _stackable(costs) -> bool:
     shapes = {np.shape(c) for c in costs}
     return len(shapes) == 1
 
 
 def _finish(problem, name, reason, start, col_ind, device, dtype, details, certificate, notes,
-            objectives=None) -> BatchSolution:
+            objectives=None, caller_col_ind=None) -> BatchSolution:
     from .certificate import not_certified
 
     if objectives is None:  # engines that do not sum the objectives themselves
@@ -315,7 +367,9 @@ def _finish(problem, name, reason, start, col_ind, device, dtype, details, certi
         certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
         notes=list(notes), objectives=objectives,
     )
-    return BatchSolution(col_ind=problem.origin.to_caller(col_ind), objectives=objectives, report=report)
+    if caller_col_ind is None:
+        caller_col_ind = problem.origin.to_caller(col_ind)
+    return BatchSolution(col_ind=caller_col_ind, objectives=objectives, report=report)
 
 
 def _solve_ragged(costs, **options) -> BatchSolution:

@@ -240,6 +240,55 @@ def test_solve_batch_on_the_gpu_matches_a_scipy_loop(rng, shape, kind):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+@pytest.mark.parametrize("shape", [(300, 16, 16), (50, 20, 70), (7, 256, 256), (3, 1, 1)])
+def test_a_plain_device_stack_takes_the_lean_path_and_agrees(rng, monkeypatch, dtype, shape):
+    """A C-contiguous int32 / float32 stack on the GPU (CuPy, or a CUDA torch tensor) to minimise
+    never enters the general path (cuda_batch.run_batch), and gets what the general path gives."""
+    import cupy
+    import torch
+
+    import lapcli
+
+    stack = (rng.integers(-1000, 1000, shape) if dtype == "int32" else rng.random(shape)).astype(dtype)
+    general = lapcli.solve_batch(cupy.asarray(stack), device=0)  # device= takes the general path
+
+    def general_path(*args, **kwargs):
+        raise AssertionError("the general path ran")
+
+    monkeypatch.setattr(cb, "run_batch", general_path)
+    for given in (cupy.asarray(stack), torch.tensor(stack, device="cuda")):
+        plain = lapcli.solve_batch(given)
+        assert plain.report.certified and plain.report.solver == "cuda-batch" and "GPU" in plain.report.reason
+        assert type(plain.col_ind) is type(given) and plain.col_ind.shape == shape[:2]
+        host_cols = plain.col_ind.cpu().numpy() if isinstance(given, torch.Tensor) else cupy.asnumpy(plain.col_ind)
+        np.testing.assert_array_equal(host_cols, cupy.asnumpy(general.col_ind))
+        np.testing.assert_array_equal(plain.objectives, general.objectives)
+        assert plain.report.details["kernel_ms"] > 0 and plain.report.details["h2d_ms"] == 0
+    np.testing.assert_allclose(general.objectives, _scipy_objectives(stack, False), rtol=1e-5)
+
+
+@pytest.mark.gpu
+def test_other_device_stacks_take_the_general_path(rng, monkeypatch):
+    """Maximise, tall problems, float64, a strided view or a requested dtype: not the plain path."""
+    import cupy
+
+    import lapcli
+
+    def plain_path(*args, **kwargs):
+        raise AssertionError("the plain path ran")
+
+    monkeypatch.setattr(cb, "launch_plain_stack", plain_path)
+    stack = cupy.asarray(rng.random((20, 9, 12)).astype(np.float32))
+    for given, options in ((stack, {"maximize": True}), (stack.transpose(0, 2, 1), {}), (stack[:, ::2, :], {}),
+                           (stack.astype(np.float64), {}), (stack, {"dtype": "float64"})):
+        solution = lapcli.solve_batch(given, **options)
+        assert solution.report.certified
+        np.testing.assert_allclose(solution.objectives, _scipy_objectives(cupy.asnumpy(given), options.get("maximize", False)),
+                                   rtol=1e-5)
+
+
+@pytest.mark.gpu
 def test_batch_results_stay_where_the_input_lives(rng):
     import cupy
     import torch
