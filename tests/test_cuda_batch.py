@@ -97,6 +97,28 @@ def test_gpu_matches_twin_and_scipy(rng, dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_the_packed_argmin_picks_what_the_64_bit_one_picks(rng, dtype):
+    """Integer costs take S2's argmin on packed 32-bit words (distance above minVal, assigned flag,
+    index) and fall back to 64-bit keys where a distance saturates the word: both, on ranges from
+    2 to 2^30 (saturating from ~2^19 at 2048 columns), negative costs too, give the 64-bit
+    kernel's answer bit for bit, and the twin's where it is small enough to run."""
+    import cupy
+
+    for b, n, m in [(64, 16, 16), (40, 30, 64), (8, 100, 256), (2, 500, 1024), (1, 1000, 2048)]:
+        for low, high in ((0, 2), (0, 10 * m), (-(2**19), 2**19), (0, 2**30)):
+            c = rng.integers(low, high, (b, n, m)).astype(dtype)
+            packed, wide = (cb.solve_stack(cupy.asarray(c), defines=defines) for defines in ((), ("BATCH_PACKED=0",)))
+            assert int(packed.status.max()) == 0 and int(wide.status.max()) == 0
+            for ours, theirs in zip((packed.col_of_row, packed.u, packed.v), (wide.col_of_row, wide.u, wide.v)):
+                np.testing.assert_array_equal(cupy.asnumpy(ours), cupy.asnumpy(theirs))
+            if m <= 64:
+                tc, tu, tv, _ = cb.reference_stack(c)
+                np.testing.assert_array_equal(cupy.asnumpy(packed.col_of_row), tc)
+                np.testing.assert_array_equal(cupy.asnumpy(packed.v), tv)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("layout", [*cb.MEASURED_LAYOUTS, (8, 32), (1, 128)])
 def test_gpu_layouts_not_chosen_still_solve(rng, layout):
     """Every layout the template takes solves correctly (solve_stack's layout override, used by

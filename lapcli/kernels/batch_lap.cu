@@ -27,8 +27,9 @@
 // memory holds row4col, col4row (the walk of S4 and the next row of S2), v (the S2 winner's dual)
 // and path (written once per search, for S4). A row scan is K coalesced loads per thread; the
 // argmin is three __reduce_min_sync per warp (64-bit key split in two halves, then the tag; for a
-// half-warp group over its 16 lanes), plus, for WARPS = THREADS / 32 > 1, one __syncthreads after
-// which every thread scans the per-warp winners
+// half-warp group over its 16 lanes) -- one, on a packed 32-bit word, for integer duals (PACKED in
+// batch_lap) -- plus, for WARPS = THREADS / 32 > 1, one __syncthreads after which every thread
+// scans the per-warp winners
 // (double-buffered scratch, so one barrier per iteration). Switches for measurements: BATCH_SHFL,
 // BATCH_BLOCK_SCAN, BATCH_PREFETCH below.
 //
@@ -90,10 +91,19 @@ __device__ __forceinline__ unsigned long long batch_global_timer_ns() {
 #ifndef BATCH_MIN_BLOCKS
 #define BATCH_MIN_BLOCKS 0    // > 0: __launch_bounds__'s min blocks per SM (a register cap): for measurements
 #endif
+#ifndef BATCH_PACKED
+#define BATCH_PACKED 1     // integer costs: S2's argmin on one 32-bit word per column (see the step)
+#endif
 #ifndef BATCH_PREFETCH
 #define BATCH_PREFETCH 0   // 1: (WARPS > 1) each warp prefetches its winner's row into L1 before the
                            // barrier; measured slower at n = 1024 and no faster at 256 (docs/batch-notes.md)
 #endif
+
+template <typename A, typename B> struct same_type { static constexpr bool value = false; };
+template <typename A> struct same_type<A, A> { static constexpr bool value = true; };
+
+// Bits of a column index below M (a power of two), for the packed argmin.
+__host__ __device__ constexpr int index_bits(int m) { return m <= 1 ? 0 : 1 + index_bits(m / 2); }
 
 __device__ __forceinline__ bool key_less(unsigned long long k1, unsigned t1, unsigned long long k2, unsigned t2) {
     return k1 < k2 || (k1 == k2 && t1 < t2);
@@ -335,6 +345,17 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     constexpr int M = G * K;                      // most columns a group handles
     constexpr int GPB = Group<THREADS>::PER_BLOCK;  // problems per block
     static_assert(M <= 65536, "a column index must fit the 16 bits of the tag");
+    // The packed argmin (integer duals): from the second step of a search on, every open column's
+    // distance is >= minVal (the last scanned one's: reduced costs are >= 0, exactly, in integers),
+    // so (spc - minVal, assigned, index) packs into one 32-bit word whose minimum is S2's winner
+    // with its tie-break, and a group agrees on it with one redux.sync per level instead of three.
+    // A distance too far above minVal for the word's bits saturates; if the winner is saturated
+    // (or at a search's first step) the step takes the 64-bit argmin below.
+    constexpr bool PACKED = BATCH_PACKED && same_type<D, long long>::value;
+    constexpr int IDX_BITS = index_bits(M);
+    constexpr int TAG_BITS = IDX_BITS + 1;  // the assigned flag above the index
+    static_assert((1 << IDX_BITS) == M && TAG_BITS <= 20, "M a power of two, 12+ bits left for the distance");
+    constexpr unsigned long long REL_LIMIT = (1ull << (32 - TAG_BITS)) - 1;  // rel below this packs
 
     __shared__ int row4col_s[GPB][M];
     __shared__ int col4row_s[GPB][M];
@@ -342,6 +363,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     __shared__ D v_s[GPB][M];
     __shared__ unsigned long long red_key[2 * WARPS];  // per-warp winners, double-buffered: [parity * WARPS + warp]
     __shared__ unsigned red_tag[2 * WARPS];
+    __shared__ unsigned red_packed[2 * WARPS];  // the same for the packed argmin
     __shared__ int abort_s[GPB];
     __shared__ unsigned long long start_s[GPB];
 
@@ -420,8 +442,6 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             // this thread's (key, tag) minimum as a tree of K - 1 comparisons: depth log2 K, and no
             // branches. Against one compare-and-branch chain (H100, kernel ms): 18-33 % faster on
             // batches of 64-1024 columns, 11 % on cuda-sap's searches at n = 1024 (docs/batch-notes.md)
-            unsigned long long keys[K];
-            unsigned tags[K];
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 const bool open = !((scanned >> k) & 1);
@@ -429,51 +449,93 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
                 const bool better = open && d < spc[k];
                 spc[k] = better ? d : spc[k];
                 path[k] = better ? i : path[k];
-                keys[k] = open ? DT::key(spc[k]) : ~0ull;
-                tags[k] = open ? ((((assigned >> k) & 1u) << 16) | (unsigned)(t + k * G)) : 0xffffffffu;
             }
+            // S2: argmin over the group, packed where it can be (PACKED above), else 64-bit.
+            int jw = -1;
+            bool reached_free = false;
+            if constexpr (PACKED) {
+                if (iteration > 0) {
+                    unsigned best = ~0u;
 #pragma unroll
-            for (int s = 1; s < K; s *= 2)
+                    for (int k = 0; k < K; ++k) {
+                        // unsigned: an unreached column's inf - minVal wraps to a large value, not UB
+                        const unsigned long long rel = (unsigned long long)spc[k] - (unsigned long long)min_val;
+                        const unsigned word = (((scanned >> k) & 1) || rel >= REL_LIMIT) ? ~0u
+                            : ((unsigned)rel << TAG_BITS) | (((assigned >> k) & 1u) << IDX_BITS) | (unsigned)(t + k * G);
+                        best = min(best, word);
+                    }
+                    best = __reduce_min_sync(mask, best);
+                    if constexpr (WARPS > 1) {
+                        if (lane == 0) red_packed[parity + warp] = best;
+                        __syncthreads();
+                        if constexpr (WARPS <= 4) {
+                            best = red_packed[parity];
 #pragma unroll
-                for (int k = 0; k + s < K; k += 2 * s)
-                    if (key_less(keys[k + s], tags[k + s], keys[k], tags[k])) { keys[k] = keys[k + s]; tags[k] = tags[k + s]; }
-            unsigned long long best_key = keys[0];
-            unsigned best_tag = tags[0];
-            // S2: argmin over the group.
-            warp_argmin<Group<THREADS>::WIDTH>(best_key, best_tag, mask);
-            if constexpr (WARPS > 1) {
-                if (lane == 0) { red_key[parity + warp] = best_key; red_tag[parity + warp] = best_tag; }
+                            for (int w = 1; w < WARPS; ++w) best = min(best, red_packed[parity + w]);
+                        } else {
+                            best = __reduce_min_sync(BATCH_FULL_MASK, lane < WARPS ? red_packed[parity + lane] : ~0u);
+                        }
+                        parity ^= WARPS;
+                    }
+                    if (best != ~0u) {  // else: every open distance saturated (or none open): 64-bit
+                        jw = (int)(best & (M - 1));
+                        reached_free = !((best >> IDX_BITS) & 1u);
+                        min_val += (D)(best >> TAG_BITS);
+                    }
+                }
+            }
+            if (jw < 0) {
+                unsigned long long keys[K];
+                unsigned tags[K];
+#pragma unroll
+                for (int k = 0; k < K; ++k) {
+                    const bool open = !((scanned >> k) & 1);
+                    keys[k] = open ? DT::key(spc[k]) : ~0ull;
+                    tags[k] = open ? ((((assigned >> k) & 1u) << 16) | (unsigned)(t + k * G)) : 0xffffffffu;
+                }
+#pragma unroll
+                for (int s = 1; s < K; s *= 2)
+#pragma unroll
+                    for (int k = 0; k + s < K; k += 2 * s)
+                        if (key_less(keys[k + s], tags[k + s], keys[k], tags[k])) { keys[k] = keys[k + s]; tags[k] = tags[k + s]; }
+                unsigned long long best_key = keys[0];
+                unsigned best_tag = tags[0];
+                warp_argmin<Group<THREADS>::WIDTH>(best_key, best_tag, mask);
+                if constexpr (WARPS > 1) {
+                    if (lane == 0) { red_key[parity + warp] = best_key; red_tag[parity + warp] = best_tag; }
 #if BATCH_PREFETCH
-                // The next row is row4col[j*]; this warp's winner is one of WARPS candidates: start
-                // pulling its row into L1 while the block agrees on the winner.
-                if ((best_tag >> 16) && best_key != ~0ull) {
-                    const char* next = (const char*)(problem + (long long)row4col[best_tag & 0xffffu] * m);
-                    for (int q = lane * 128; q < m * (int)sizeof(T); q += 32 * 128)
-                        asm volatile("prefetch.global.L1 [%0];" ::"l"(next + q));
-                }
+                    // The next row is row4col[j*]; this warp's winner is one of WARPS candidates: start
+                    // pulling its row into L1 while the block agrees on the winner.
+                    if ((best_tag >> 16) && best_key != ~0ull) {
+                        const char* next = (const char*)(problem + (long long)row4col[best_tag & 0xffffu] * m);
+                        for (int q = lane * 128; q < m * (int)sizeof(T); q += 32 * 128)
+                            asm volatile("prefetch.global.L1 [%0];" ::"l"(next + q));
+                    }
 #endif
-                __syncthreads();
-                if constexpr (BATCH_BLOCK_SCAN == 1 || (BATCH_BLOCK_SCAN == 2 && WARPS <= 4)) {
-                best_key = red_key[parity];
-                best_tag = red_tag[parity];
+                    __syncthreads();
+                    if constexpr (BATCH_BLOCK_SCAN == 1 || (BATCH_BLOCK_SCAN == 2 && WARPS <= 4)) {
+                        best_key = red_key[parity];
+                        best_tag = red_tag[parity];
 #pragma unroll
-                for (int w = 1; w < WARPS; ++w) {
-                    const unsigned long long k2 = red_key[parity + w];
-                    const unsigned t2 = red_tag[parity + w];
-                    if (key_less(k2, t2, best_key, best_tag)) { best_key = k2; best_tag = t2; }
+                        for (int w = 1; w < WARPS; ++w) {
+                            const unsigned long long k2 = red_key[parity + w];
+                            const unsigned t2 = red_tag[parity + w];
+                            if (key_less(k2, t2, best_key, best_tag)) { best_key = k2; best_tag = t2; }
+                        }
+                    } else {
+                        best_key = lane < WARPS ? red_key[parity + lane] : ~0ull;
+                        best_tag = lane < WARPS ? red_tag[parity + lane] : 0xffffffffu;
+                        warp_argmin<32>(best_key, best_tag, BATCH_FULL_MASK);
+                    }
+                    parity ^= WARPS;
                 }
-                } else {
-                best_key = lane < WARPS ? red_key[parity + lane] : ~0ull;
-                best_tag = lane < WARPS ? red_tag[parity + lane] : 0xffffffffu;
-                warp_argmin<32>(best_key, best_tag, BATCH_FULL_MASK);
-                }
-                parity ^= WARPS;
+                if (best_key == ~0ull || best_key == DT::key(DT::inf())) { st = BATCH_NO_COLUMN; break; }
+                jw = (int)(best_tag & 0xffffu);
+                reached_free = !(best_tag >> 16);
+                min_val = DT::value(best_key);
             }
-            if (best_key == ~0ull || best_key == DT::key(DT::inf())) { st = BATCH_NO_COLUMN; break; }
-            const int jw = (int)(best_tag & 0xffffu);
-            min_val = DT::value(best_key);
             if ((jw & (G - 1)) == t) scanned |= 1u << (jw / G);
-            if (!(best_tag >> 16)) { sink = jw; break; }
+            if (reached_free) { sink = jw; break; }
             i = row4col[jw];
             v_prev = v_sh[jw];
             j_prev = jw;
