@@ -271,14 +271,16 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     certificate). Raises InfeasibleError naming the infeasible members; nothing is returned then.
     A list of matrices of different shapes gives ``col_ind`` as a list of arrays.
     """
+    start = time.perf_counter()
+    check_entries = False  # the default: a batch engine that checks entries itself does not need it
     if not maximize and dtype is None and device is None and solver in _PLAIN_SOLVERS:
-        solution = _solve_plain_device_stack(costs, solver, timeout)
-        if solution is not None:
+        solution = _solve_plain_device_stack(costs, solver, timeout, start)
+        if isinstance(solution, BatchSolution):
             return solution
+        check_entries = solution is _CHECK_ENTRIES  # its launch met NaN or an infinity: check first
     if isinstance(costs, (list, tuple)) and costs and not _stackable(costs):
         return _solve_ragged(costs, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
-    start = time.perf_counter()
-    problem = prepare_batch(costs, maximize=maximize, dtype=dtype, check_entries=False)
+    problem = prepare_batch(costs, maximize=maximize, dtype=dtype, check_entries=check_entries)
     name, reason = choose_batch_engine(solver, problem)
     batch, n, m = problem.shape
     if batch == 0 or n == 0 or m == 0:
@@ -304,14 +306,17 @@ _PLAIN_SOLVERS = ("auto", "cuda-batch")
 _CUPY_ORIGIN = Origin("cupy", True)
 
 
-def _solve_plain_device_stack(costs, solver: str, timeout: float | None) -> BatchSolution | None:
+_CHECK_ENTRIES = object()  # _solve_plain_device_stack's answer when its launch met NaN or an infinity
+
+
+def _solve_plain_device_stack(costs, solver: str, timeout: float | None, start: float):
     """The common GPU call on a lean path: a C-contiguous int32 or float32 stack on the GPU (CuPy,
     or a CUDA torch tensor through DLPack) of n <= m problems (at most the kernel's columns),
     minimised on the current device by ``cuda-batch`` (``auto``'s choice for it), is its own work
-    stack: no BatchProblem checks, no engine choice, no copy (cuda_batch.launch_plain_stack). None
-    when any of that does not hold, or when the kernel met NaN or an infinity: the general path
-    then checks and solves the stack."""
-    start = time.perf_counter()
+    stack: no BatchProblem checks, no engine choice, no copy (cuda_batch.launch_plain_stack).
+    Returns the BatchSolution; None when any of that does not hold (the general path solves the
+    stack); _CHECK_ENTRIES when the kernel met NaN or an infinity (the general path checks the
+    entries first: they are invalid, or forbidden pairs, and the stack is solved once more)."""
     cupy = sys.modules.get("cupy")
     if cupy is None:
         return None
@@ -342,7 +347,7 @@ def _solve_plain_device_stack(costs, solver: str, timeout: float | None) -> Batc
         result = module.collect(run, WorkStack(arr), on_host=False, entries_checked=False, started=None,
                                 device_col_ind=device_col_ind)
     except EntriesNeedChecking:
-        return None
+        return _CHECK_ENTRIES
     return _finish(problem, "cuda-batch", reason, start, result.col_ind, result.device, result.dtype, result.details,
                    result.certificate, result.notes, result.objectives, caller_col_ind=caller_col_ind)
 

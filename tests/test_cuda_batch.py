@@ -263,7 +263,7 @@ def test_solve_batch_on_the_gpu_matches_a_scipy_loop(rng, shape, kind):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
-@pytest.mark.parametrize("shape", [(300, 16, 16), (50, 20, 70), (7, 256, 256), (3, 1, 1)])
+@pytest.mark.parametrize("shape", [(300, 16, 16), (50, 20, 70), (7, 256, 256), (3, 1, 1), (70000, 1, 2)])
 def test_a_plain_device_stack_takes_the_lean_path_and_agrees(rng, monkeypatch, dtype, shape):
     """A C-contiguous int32 / float32 stack on the GPU (CuPy, or a CUDA torch tensor) to minimise
     never enters the general path (cuda_batch.run_batch), and gets what the general path gives."""
@@ -279,15 +279,21 @@ def test_a_plain_device_stack_takes_the_lean_path_and_agrees(rng, monkeypatch, d
         raise AssertionError("the general path ran")
 
     monkeypatch.setattr(cb, "run_batch", general_path)
-    for given in (cupy.asarray(stack), torch.tensor(stack, device="cuda")):
-        plain = lapcli.solve_batch(given)
-        assert plain.report.certified and plain.report.solver == "cuda-batch" and "GPU" in plain.report.reason
+    for given, solver in ((cupy.asarray(stack), "auto"), (torch.tensor(stack, device="cuda"), "cuda-batch")):
+        plain = lapcli.solve_batch(given, solver=solver)
+        assert plain.report.certified and plain.report.solver == "cuda-batch"
+        assert ("GPU" in plain.report.reason) if solver == "auto" else plain.report.reason == "requested"
         assert type(plain.col_ind) is type(given) and plain.col_ind.shape == shape[:2]
         host_cols = plain.col_ind.cpu().numpy() if isinstance(given, torch.Tensor) else cupy.asnumpy(plain.col_ind)
         np.testing.assert_array_equal(host_cols, cupy.asnumpy(general.col_ind))
         np.testing.assert_array_equal(plain.objectives, general.objectives)
         assert plain.report.details["kernel_ms"] > 0 and plain.report.details["h2d_ms"] == 0
-    np.testing.assert_allclose(general.objectives, _scipy_objectives(stack, False), rtol=1e-5)
+    # the objectives are the caller's own, not a view of the buffer the next call copies back into
+    kept = plain.objectives.copy()
+    lapcli.solve_batch(cupy.asarray(stack[::-1].copy() + (1 if dtype == "int32" else 0.5)))
+    np.testing.assert_array_equal(plain.objectives, kept)
+    if shape[0] <= 1000:
+        np.testing.assert_allclose(general.objectives, _scipy_objectives(stack, False), rtol=1e-5)
 
 
 @pytest.mark.gpu
@@ -302,12 +308,35 @@ def test_other_device_stacks_take_the_general_path(rng, monkeypatch):
 
     monkeypatch.setattr(cb, "launch_plain_stack", plain_path)
     stack = cupy.asarray(rng.random((20, 9, 12)).astype(np.float32))
-    for given, options in ((stack, {"maximize": True}), (stack.transpose(0, 2, 1), {}), (stack[:, ::2, :], {}),
-                           (stack.astype(np.float64), {}), (stack, {"dtype": "float64"})):
+    for given, options in ((stack, {"maximize": True}), (stack.transpose(0, 2, 1), {}),
+                           (cupy.ascontiguousarray(stack.transpose(0, 2, 1)), {}), (stack[:, ::2, :], {}),
+                           (stack.astype(np.float64), {}), ((stack * 100).astype(np.int64), {}),
+                           (stack, {"dtype": "float64"})):
         solution = lapcli.solve_batch(given, **options)
         assert solution.report.certified
         np.testing.assert_allclose(solution.objectives, _scipy_objectives(cupy.asnumpy(given), options.get("maximize", False)),
                                    rtol=1e-5)
+
+
+@pytest.mark.gpu
+def test_a_plain_stack_with_infinities_is_checked_then_solved_once_more(rng, monkeypatch):
+    """The lean path's launch meets the infinities; the general path then checks the entries before
+    its one launch (two launches in all, not three), and NaN is refused as scipy refuses it."""
+    import cupy
+
+    import lapcli
+
+    launches = []
+    launch = cb.certified_stack
+    monkeypatch.setattr(cb, "certified_stack", lambda *args, **kwargs: launches.append(1) or launch(*args, **kwargs))
+    stack = rng.random((200, 10, 10)).astype(np.float32)
+    stack[7, 3, :6] = np.inf
+    solution = lapcli.solve_batch(cupy.asarray(stack))
+    assert len(launches) == 2 and solution.report.certified
+    np.testing.assert_allclose(solution.objectives, _scipy_objectives(stack), rtol=1e-5)
+    stack[9, 1, 1] = np.nan
+    with pytest.raises(ValueError, match="invalid numeric entries"):
+        lapcli.solve_batch(cupy.asarray(stack))
 
 
 @pytest.mark.gpu

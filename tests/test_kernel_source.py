@@ -151,3 +151,27 @@ def test_the_device_state_lies_in_one_allocation_grouped_by_fill():
         assert arena.zeros_end < arena.minus_ones_end  # both groups exist
     with pytest.raises(ValueError, match="not a signed integer"):
         cuda_solver.plan_arena({"x": (np.dtype(np.float64), 8, -1)})
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_the_packed_argmin_is_compiled_for_integer_duals_only(tmp_path):
+    """BATCH_PACKED adds S2's packed-word argmin (one 32-bit redux.sync per level) beside the 64-bit
+    one for integer duals, and leaves float duals' kernels as they were: the GPU test that compares
+    the two builds bit for bit would also pass if the packed branch were never compiled in."""
+    from lapcli.engines import cuda_batch
+
+    def redux_count(dtype: str, packed: int) -> int:
+        cost, dual, _ = cuda_batch.KERNEL_TYPES[dtype]
+        name = cuda_batch.kernel_name(dtype, 4, 256)
+        source = tmp_path / f"{dtype}{packed}.cu"
+        source.write_text(cuda_batch.kernel_source() + f"\ntemplate __global__ void {name}(const {cost}*, int, int, int, "
+                          f"int*, {dual}*, {dual}*, int*, unsigned long long*, unsigned long long, const {dual}*, const int*, "
+                          "const double*, int, int, int, long long*, double*, long long*, unsigned long long*);\n")
+        ptx = tmp_path / f"{dtype}{packed}.ptx"
+        result = subprocess.run([NVCC, "-arch=sm_90", "-ptx", "-std=c++17", f"-DBATCH_PACKED={packed}", "-o", str(ptx),
+                                 str(source)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return ptx.read_text().count("redux.sync.min.u32")
+
+    assert redux_count("int32", 1) > redux_count("int32", 0) > 0
+    assert redux_count("float32", 1) == redux_count("float32", 0) > 0

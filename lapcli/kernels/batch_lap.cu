@@ -30,8 +30,9 @@
 // half-warp group over its 16 lanes) -- one, on a packed 32-bit word, for integer duals (PACKED in
 // batch_lap) -- plus, for WARPS = THREADS / 32 > 1, one __syncthreads after which every thread
 // scans the per-warp winners
-// (double-buffered scratch, so one barrier per iteration). Switches for measurements: BATCH_SHFL,
-// BATCH_BLOCK_SCAN, BATCH_PREFETCH below.
+// (double-buffered scratch, so one barrier per iteration; two where a packed argmin saturates and
+// the 64-bit one follows). Switches for measurements: BATCH_PACKED, BATCH_SHFL, BATCH_BLOCK_SCAN,
+// BATCH_PREFETCH below (the last three shape the 64-bit argmin only).
 //
 // Types: T is the stored cost (int, long long, float, double); D the dual / distance type (long
 // long for integer costs: exact; double for float costs).
@@ -102,8 +103,8 @@ __device__ __forceinline__ unsigned long long batch_global_timer_ns() {
 template <typename A, typename B> struct same_type { static constexpr bool value = false; };
 template <typename A> struct same_type<A, A> { static constexpr bool value = true; };
 
-// Bits of a column index below M (a power of two), for the packed argmin.
-__host__ __device__ constexpr int index_bits(int m) { return m <= 1 ? 0 : 1 + index_bits(m / 2); }
+// Bits that hold every column index below m, for the packed argmin.
+__host__ __device__ constexpr int index_bits(int m) { return m <= 1 ? 0 : 1 + index_bits((m + 1) / 2); }
 
 __device__ __forceinline__ bool key_less(unsigned long long k1, unsigned t1, unsigned long long k2, unsigned t2) {
     return k1 < k2 || (k1 == k2 && t1 < t2);
@@ -354,7 +355,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     constexpr bool PACKED = BATCH_PACKED && same_type<D, long long>::value;
     constexpr int IDX_BITS = index_bits(M);
     constexpr int TAG_BITS = IDX_BITS + 1;  // the assigned flag above the index
-    static_assert((1 << IDX_BITS) == M && TAG_BITS <= 20, "M a power of two, 12+ bits left for the distance");
+    static_assert(!PACKED || TAG_BITS <= 20, "12+ bits of the packed word left for the distance");
     constexpr unsigned long long REL_LIMIT = (1ull << (32 - TAG_BITS)) - 1;  // rel below this packs
 
     __shared__ int row4col_s[GPB][M];
@@ -478,7 +479,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
                         parity ^= WARPS;
                     }
                     if (best != ~0u) {  // else: every open distance saturated (or none open): 64-bit
-                        jw = (int)(best & (M - 1));
+                        jw = (int)(best & ((1u << IDX_BITS) - 1u));
                         reached_free = !((best >> IDX_BITS) & 1u);
                         min_val += (D)(best >> TAG_BITS);
                     }
