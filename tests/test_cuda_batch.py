@@ -34,6 +34,27 @@ def test_reference_twin_matches_scipy_and_certifies(rng, dtype):
                 assert abs(objective(c[k], col[k]) - scipy_objective(c[k])) <= 1e-9 * high * n
 
 
+def test_the_column_reduction_start_is_a_valid_warm_start(rng):
+    """cuda_batch.column_reduction (the kernel's BATCH_COLUMN_REDUCTION): v = column minima; each
+    row that is some column's minimum (lowest row on ties) takes the lowest such column; every
+    assigned row is then tight at its row's minimum of c - v, which is all the searches need. The
+    twin from it and from the cold start reach the same optimum."""
+    for n, high in ((1, 5), (7, 3), (40, 400), (64, 2)):
+        c = rng.integers(0, high, (n, n)).astype(np.int64)
+        v, col_of_row = cb.column_reduction(c)
+        np.testing.assert_array_equal(v, c.min(axis=0))
+        taken = col_of_row[col_of_row >= 0]
+        assert taken.size == np.unique(taken).size == np.unique(c.argmin(axis=0)).size
+        for i in np.flatnonzero(col_of_row >= 0):
+            j = col_of_row[i]
+            assert c[i, j] - v[j] == 0 == (c[i] - v).min()
+            assert j == np.flatnonzero(c.argmin(axis=0) == i).min()
+        warm, _, _, _ = cb.reference_stack(c[None])
+        cold, _, v_cold, _ = cb.reference_stack(c[None], column_reduction_start=False)
+        assert objective(c, warm[0]) == objective(c, cold[0]) == scipy_objective(c)
+        assert v_cold.max() <= 0  # the cold start's duals only fall from 0
+
+
 def test_layout_choice_covers_every_width():
     for m in (1, 31, 32, 33, 64, 100, 128, 129, 256, 257, 512, 1000, 1024, 2047, 2048):
         k, threads = cb.choose_layout(m)
@@ -94,6 +115,26 @@ def test_gpu_matches_twin_and_scipy(rng, dtype):
             tc, tu, tv, _ = cb.reference_stack(c)
             if dtype.startswith("int"):
                 assert np.array_equal(tc, col) and np.array_equal(tu, u) and np.array_equal(tv, v)
+
+
+@pytest.mark.gpu
+def test_gpu_without_the_column_reduction_matches_the_cold_twin(rng):
+    """BATCH_COLUMN_REDUCTION=0 (the cold start, kept for measurements) still solves, bit for bit
+    as the twin's cold start, and to the optimum the default kernel reaches."""
+    import cupy
+
+    for b, n in ((40, 16), (6, 64), (2, 256)):
+        c = rng.integers(0, 10 * n, (b, n, n)).astype(np.int32)
+        cold = cb.solve_stack(cupy.asarray(c), defines=("BATCH_COLUMN_REDUCTION=0",))
+        warm = cb.solve_stack(cupy.asarray(c))
+        assert int(cold.status.max()) == 0 == int(warm.status.max())
+        cols = cupy.asnumpy(cold.col_of_row)
+        for k in range(b):
+            assert objective(c[k], cols[k]) == objective(c[k], cupy.asnumpy(warm.col_of_row)[k]) == scipy_objective(c[k])
+        if n <= 64:
+            tc, tu, tv, _ = cb.reference_stack(c, column_reduction_start=False)
+            np.testing.assert_array_equal(cols, tc)
+            np.testing.assert_array_equal(cupy.asnumpy(cold.v), tv)
 
 
 @pytest.mark.gpu

@@ -76,14 +76,16 @@ def test_a_warm_start_keeps_its_rows_in_every_layout(layout):
                                                                         cupy.zeros((1, 4), np.int32)))
 
 
-def test_no_auction_searches_from_every_row(rng):
+def test_no_auction_searches_from_the_rows_the_column_reduction_leaves_free(rng):
     cost = uniform_costs(rng, 300, 300, 10, dtype=np.int32)
     from lapcli.engines import cuda_sap
     from lapcli.problem import prepare
 
-    result = cuda_sap.run(prepare(cost), auction_rounds=0)  # no auction launch: the search kernel cold
-    assert {s.step: s.count for s in result.steps} == {1: 0, 2: 300}
+    result = cuda_sap.run(prepare(cost), auction_rounds=0)  # no auction launch: the search kernel's own start
+    free = 300 - np.unique(cost.argmin(axis=0)).size  # each column's lowest row takes it (distinct rows)
+    assert 0 < free < 300 and {s.step: s.count for s in result.steps} == {1: 0, 2: free}
     assert np.array_equal(result.cols, twin(cost, rounds=0)[0])
+    assert twin(cost, rounds=0)[4] == free
 
 
 def test_rectangular_maximize_forbidden_and_device_input(rng):

@@ -214,7 +214,8 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     Returns col_of_row (B, n) int32, u (B, n), v (B, m) (int64 for integer costs, float64 for
     floats), status (B,) int32 and kernel_ms (launch to completion, CUDA events; the call
     synchronises). Where status[b] == 0: c - u - v >= 0 on every pair and == 0 on the assigned
-    ones, v <= 0, and v == 0 on the columns no row took; exactly for integer costs, within float64
+    ones, and for n < m v <= 0 and v == 0 on the columns no row took (a square problem starts from
+    the column reduction, v = column minima); exactly for integer costs, within float64
     rounding (far below any sensible eps) for float costs. ``eps`` is accepted for the interface:
     the algorithm needs no tolerance. ``timeout`` (seconds) bounds the launch; problems still open
     then get status 2 (STATUS_MESSAGES). ``layout`` = (K, THREADS) overrides the choice and
@@ -276,9 +277,24 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
 # --------------------------------------------------------------------------------------------
 # The NumPy twin of the kernel: same steps (S1-S4), same tie-break, same duals.
 
-def reference_stack(costs: np.ndarray, warm_start=None):
+def column_reduction(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's start for a square problem without a warm start (BATCH_COLUMN_REDUCTION): v[j]
+    = min over i of c[i][j] (lowest row on ties), and each row that is some column's minimum takes
+    the lowest such column. Returns (v, col_of_row), -1 for a free row."""
+    n = cost.shape[0]
+    v = cost.min(axis=0)
+    lowest_row = cost.argmin(axis=0)
+    col_of_row = np.full(n, -1, dtype=np.int64)
+    for j in range(cost.shape[1] - 1, -1, -1):  # descending: the lowest column is written last
+        col_of_row[lowest_row[j]] = j
+    return v, col_of_row
+
+
+def reference_stack(costs: np.ndarray, warm_start=None, column_reduction_start: bool = True):
     """Solve each costs[b] like the kernel does; return (col_of_row, u, v, status) as NumPy arrays.
-    ``warm_start`` = (v, col_of_row) as solve_stack takes it (square problems)."""
+    ``warm_start`` = (v, col_of_row) as solve_stack takes it (square problems); without one, a
+    square problem starts from column_reduction (``column_reduction_start``: the kernel's
+    BATCH_COLUMN_REDUCTION)."""
     costs = np.asarray(costs)
     batch, n, m = costs.shape
     dual = np.int64 if costs.dtype.kind in "iu" else np.float64
@@ -298,7 +314,9 @@ def reference_stack(costs: np.ndarray, warm_start=None):
         col4row = np.full(n, -1, dtype=np.int64)
         if warm_start is not None:
             col4row[:] = warm_start[1][b]
-            row4col[col4row[col4row >= 0]] = np.flatnonzero(col4row >= 0)
+        elif column_reduction_start and n == m:
+            v[:], col4row[:] = column_reduction(c)
+        row4col[col4row[col4row >= 0]] = np.flatnonzero(col4row >= 0)
         for root in np.flatnonzero(col4row < 0):
             spc = np.full(m, inf, dtype=dual)
             path = np.full(m, -1, dtype=np.int64)
@@ -341,6 +359,8 @@ def check_duals(costs: np.ndarray, col_of_row: np.ndarray, u: np.ndarray, v: np.
         reduced = c - u[b][:, None] - v[b][None, :]
         assert reduced.min() >= -eps, f"problem {b}: reduced cost {reduced.min()} < -eps"
         assert np.all(np.abs(reduced[np.arange(n), cols]) <= eps), f"problem {b}: assigned pair not tight"
+        if m == n:  # every column is taken: v is free (the columns' constraints bind only for m > n)
+            continue
         assert v[b].max() <= eps, f"problem {b}: v > 0"
         free = np.ones(m, dtype=bool)
         free[cols] = False

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import LapInputError, SolverError
 from .base import EngineResult, certified_result
-from .cuda_batch import MAX_COLUMNS, STATUS_MESSAGES, reference_stack, solve_stack
+from .cuda_batch import MAX_COLUMNS, STATUS_MESSAGES, column_reduction, reference_stack, solve_stack
 from .numpy_hungarian import AUCTION_PATIENCE, AUCTION_ROUNDS, auction_start
 from .steps import StepStat
 
@@ -39,9 +39,9 @@ def twin(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUCTION
     search order and tie-break)."""
     cost = np.asarray(cost)
     dual = np.int64 if cost.dtype.kind in "iu" else np.float64
-    if rounds == 0 or cost.shape[0] < 2:  # no auction: the search kernel's cold start (v = 0, every row free)
+    if rounds == 0 or cost.shape[0] < 2:  # no auction: the search kernel's own start, the column reduction
         columns, u, v, _ = reference_stack(cost[None])
-        return columns[0], u[0], v[0], 0, cost.shape[0]
+        return columns[0], u[0], v[0], 0, int((column_reduction(cost.astype(dual))[1] < 0).sum())
     _, v, column_of_row, _, done = auction_start(cost.astype(dual), rounds=rounds, patience=patience)
     searches = int((column_of_row < 0).sum())
     columns, u, v, _ = reference_stack(cost[None], warm_start=(v[None], column_of_row[None].astype(np.int32)))
@@ -53,7 +53,7 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
         layout: tuple[int, int] | None = None, **_options) -> EngineResult:
     """Solve one square (padded) problem of at most MAX_COLUMNS columns; device inputs stay where
     they are, host inputs go through lapcli.staging, as for engine ``cuda``. ``auction_rounds``
-    (0, or n = 1: no auction launch, the search kernel's cold start from every row, as the twin),
+    (0, or n = 1: no auction launch, the search kernel starts from its column reduction, as the twin),
     ``auction_patience`` and the search's ``layout`` (K, THREADS) exist for measurements."""
     import time
 
@@ -82,7 +82,11 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
         result = solve_stack(work.values.reshape(1, size, size), work.eps, timeout=timeout, synchronize=False,
                              layout=layout, warm_start=warm_start)
         # the copies wait for both launches (one stream): three copies back in all, no other sync
-        rounds, auction_ms, searches = auction.finish() if auction is not None else (0, 0.0, size)
+        if auction is not None:
+            rounds, auction_ms, searches = auction.finish()
+        else:  # the search kernel's column reduction assigned each column's lowest row (distinct ones)
+            rounds, auction_ms = 0, 0.0
+            searches = size - int(cupy.unique(work.values.reshape(size, size).argmin(axis=0)).size)
         col_of_row, u, v, stack_status = (array[0] for array in result.to_host())
         copied_out.record()
         copied_out.synchronize()
