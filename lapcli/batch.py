@@ -274,7 +274,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     start = time.perf_counter()
     check_entries = False  # the default: a batch engine that checks entries itself does not need it
     if not maximize and dtype is None and device is None and solver in _PLAIN_SOLVERS:
-        solution = _solve_plain_device_stack(costs, solver, timeout, start)
+        solution = _solve_plain_stack(costs, solver, timeout, start)
         if isinstance(solution, BatchSolution):
             return solution
         check_entries = solution is _CHECK_ENTRIES  # its launch met NaN or an infinity: check first
@@ -304,32 +304,42 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
 
 _PLAIN_SOLVERS = ("auto", "cuda-batch")
 _CUPY_ORIGIN = Origin("cupy", True)
+_NUMPY_ORIGIN = Origin("numpy", False)
 
 
-_CHECK_ENTRIES = object()  # _solve_plain_device_stack's answer when its launch met NaN or an infinity
+_CHECK_ENTRIES = object()  # _solve_plain_stack's answer when its launch met NaN or an infinity
 
 
-def _solve_plain_device_stack(costs, solver: str, timeout: float | None, start: float):
-    """The common GPU call on a lean path: a C-contiguous int32 or float32 stack on the GPU (CuPy,
-    or a CUDA torch tensor through DLPack) of n <= m problems (at most the kernel's columns),
-    minimised on the current device by ``cuda-batch`` (``auto``'s choice for it), is its own work
-    stack: no BatchProblem checks, no engine choice, no copy (cuda_batch.launch_plain_stack).
-    Returns the BatchSolution; None when any of that does not hold (the general path solves the
-    stack); _CHECK_ENTRIES when the kernel met NaN or an infinity (the general path checks the
-    entries first: they are invalid, or forbidden pairs, and the stack is solved once more)."""
+def _solve_plain_stack(costs, solver: str, timeout: float | None, start: float):
+    """The common GPU call on a lean path: a C-contiguous int32 or float32 stack of n <= m problems
+    (at most the kernel's columns) minimised on the current device by ``cuda-batch`` (``auto``'s
+    choice for it) is its own work stack: no BatchProblem checks, no engine choice, no copy on the
+    device. A stack on the GPU (CuPy, or a CUDA torch tensor through DLPack) is launched at once
+    (cuda_batch.launch_plain_stack); a host stack (NumPy, or a CPU torch tensor) is launched as soon
+    as its upload's DMAs are issued, the launch prepared while its pieces are copied
+    (staging.start_upload, cuda_batch.certified_launch). The bookkeeping runs while the kernel does.
+    Returns the BatchSolution; None when any of that does not hold, or CuPy is not imported yet
+    (the general path solves the stack); _CHECK_ENTRIES when the kernel met NaN or an infinity
+    (the general path checks the entries first: they are invalid, or forbidden pairs, and the stack
+    is solved once more)."""
     cupy = sys.modules.get("cupy")
     if cupy is None:
         return None
     if type(costs) is cupy.ndarray:
         arr, origin = costs, _CUPY_ORIGIN
-    elif is_torch(costs) and costs.is_cuda:
+    elif type(costs) is np.ndarray:
+        arr, origin = costs, _NUMPY_ORIGIN
+    elif is_torch(costs):
         arr, origin = as_array(costs)
     else:
         return None
     if arr.ndim != 3 or arr.dtype not in _AS_IS:
         return None
     batch, n, m = arr.shape
-    if not (batch and 1 <= n <= m) or not arr.flags.c_contiguous or arr.data.device_id != cupy.cuda.runtime.getDevice():
+    on_host = not origin.on_gpu
+    if not (batch and 1 <= n <= m) or not arr.flags.c_contiguous:
+        return None
+    if not on_host and arr.data.device_id != cupy.cuda.runtime.getDevice():
         return None
     if solver == "auto" and not (registry.cuda_status()[0] and registry.search_kernel_status()[0]):
         return None
@@ -337,14 +347,30 @@ def _solve_plain_device_stack(costs, solver: str, timeout: float | None, start: 
     if m > engine.capabilities.max_columns or not engine.available()[0]:
         return None
     module = engine.load()
-    run = module.launch_plain_stack(arr, timeout=timeout)
+    started = None
+    if on_host:
+        from .staging import start_upload
+
+        begin, copied_in = module.reused_events(cupy.cuda.runtime.getDevice(), "batch", 2)
+        begin.record()
+        pending = start_upload(arr)
+        try:
+            launch = module.certified_launch(pending.out, n_out=n, transposed=False, timeout=timeout)
+        finally:
+            values = pending.wait()
+        copied_in.record()
+        run, started = launch(), (begin, copied_in)
+    else:
+        values = arr
+        run = module.launch_plain_stack(arr, timeout=timeout)
     # the bookkeeping while the kernel runs (a 10000 x 16 stack's is ~0.12 ms)
-    device_col_ind = run.col_ind
-    caller_col_ind = origin.to_caller(device_col_ind)
-    problem = BatchProblem(arr, cupy, origin, False, np.zeros(batch, dtype=bool), entries_checked=False)
+    device_col_ind = None if on_host else run.col_ind
+    caller_col_ind = None if on_host else origin.to_caller(device_col_ind)
+    problem = BatchProblem(arr, np if on_host else cupy, origin, False, np.zeros(batch, dtype=bool),
+                           entries_checked=False)
     reason = "requested" if solver != "auto" else choose_batch_engine("auto", problem)[1]
     try:
-        result = module.collect(run, WorkStack(arr), on_host=False, entries_checked=False, started=None,
+        result = module.collect(run, WorkStack(values), on_host=on_host, entries_checked=False, started=started,
                                 device_col_ind=device_col_ind)
     except EntriesNeedChecking:
         return _CHECK_ENTRIES

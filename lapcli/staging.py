@@ -10,10 +10,12 @@ copy releases the GIL), and lets the DMA engine take each piece as soon as it is
 - arrays under 4 MB: one plain pageable copy (the pinned routes' overhead would outweigh it);
 - a process's first upload, unless it exceeds 2 GB: pinned in place (FIRST_UPLOAD_RING_ABOVE);
 - up to 256 MB (batch stacks, most single matrices): one pinned buffer per device, kept and grown
-  to fit; pool threads copy its pieces in parallel and the calling thread issues each piece's DMA
-  as soon as that piece is copied, so the copies overlap the DMAs and the worker threads run
-  nothing but NumPy's copy (measured on the H100 machine, 10 / 33 MB: single-threaded copy into
-  pinned memory 1.03 / 2.80 ms, four threads 0.49 / 0.87 ms; the DMA alone 0.23 / 0.66 ms);
+  to fit; copier threads copy its pieces in parallel, each issuing a piece's DMA itself as soon as
+  it has copied it (staged_plan), and the caller may prepare its launch meanwhile (start_upload).
+  H100 machine, 10 / 33 MB: single-threaded copy into pinned memory 0.9-1.0 / 3.2 ms, four to five
+  threads 0.37-0.43 / 1.0-1.1 ms (the host's memory is the limit: more threads are slower); the DMA
+  alone 0.20 / 0.66 ms; the whole upload 0.62-0.65 ms for 10 MB (four copiers, one piece each;
+  issuing the DMAs from the calling thread: 0.80-0.82), 1.26-1.57 ms for 33 MB (two rounds);
 - larger: a ring of pinned slots that pool threads fill and send themselves (its size does not
   grow with the array: the 17 GB of an n = 65,536 int32 matrix pass through 32 slots of 16 MB).
 
@@ -59,6 +61,7 @@ SLOTS = 32
 # (the DMA alone, from pinned memory: 0.24 / 0.69 / 2.52). Below 16 MB a piece per thread; above,
 # four, so that the first DMAs run while later pieces copy; 8 threads from 64 MB.
 STAGED_UP_TO = 256 << 20  # arrays up to this size go through one kept pinned buffer (_Staging)
+STAGED_COPIERS = 4  # threads copying an array under 64 MB into it (8 above); rounds: see _start_staged
 STAGED_THREADS = max(2, min(8, (os.cpu_count() or 1) - 2))
 
 
@@ -133,6 +136,35 @@ def upload(host: np.ndarray, out=None, *, chunk_bytes: int = CHUNK_BYTES, thread
     this call sees the data; the call returns once every piece's DMA has been issued, so the last
     of them may still be in flight. ``chunk_bytes`` and ``threads`` shape the ring (arrays above
     STAGED_UP_TO)."""
+    return start_upload(host, out, chunk_bytes=chunk_bytes, threads=threads).wait()
+
+
+class PendingUpload:
+    """An upload whose copier threads may still be copying and issuing DMAs. ``wait`` returns the
+    device array once every DMA is issued (work launched after it on the stream sees the data) and
+    raises a copier's error, if any; call it before the next upload to the same device."""
+
+    def __init__(self, out, copiers=(), finish=None):
+        self.out = out
+        self._copiers = copiers
+        self._finish = finish
+
+    def wait(self):
+        error = None
+        for copier in self._copiers:
+            error = error or copier.exception()  # waits for every copier, even after an error
+        if self._finish is not None:
+            self._finish()
+            self._finish = None
+        if error is not None:
+            raise error
+        return self.out
+
+
+def start_upload(host: np.ndarray, out=None, *, chunk_bytes: int = CHUNK_BYTES,
+                 threads: int = THREADS) -> PendingUpload:
+    """``upload`` without the wait: on the kept pinned buffer's route (most batch stacks) the
+    copier threads run while the caller prepares its launch; the other routes finish here."""
     import cupy
 
     host = np.ascontiguousarray(host)
@@ -142,19 +174,25 @@ def upload(host: np.ndarray, out=None, *, chunk_bytes: int = CHUNK_BYTES, thread
         raise ValueError("out must be a C-contiguous device array of the host array's size")
     nbytes = host.nbytes
     if nbytes == 0:
-        return out
+        return PendingUpload(out)
     first = _uploads["seen"] == 0
     _uploads["seen"] += 1
     if nbytes < PAGEABLE_BELOW:
         out.set(host)
-        return out
-    if first and nbytes < FIRST_UPLOAD_RING_ABOVE:
+    elif first and nbytes < FIRST_UPLOAD_RING_ABOVE:
         _copy_pinned_in_place(host, out)
-        return out
-    if nbytes <= STAGED_UP_TO:
-        _copy_staged(host.reshape(-1).view(np.uint8), out)
-        return out
-    source = host.reshape(-1).view(np.uint8)
+    elif nbytes <= STAGED_UP_TO:
+        return _start_staged(host.reshape(-1).view(np.uint8), out)
+    else:
+        _copy_ring(host.reshape(-1).view(np.uint8), out, chunk_bytes, threads)
+    return PendingUpload(out)
+
+
+def _copy_ring(source: np.ndarray, out, chunk_bytes: int, threads: int) -> None:
+    """Copy the bytes ``source`` into ``out`` through the ring of pinned slots (_Ring)."""
+    import cupy
+
+    nbytes = source.size
     chunk_bytes = max(min(chunk_bytes, MIN_CHUNK_BYTES), min(chunk_bytes, -(-nbytes // threads)))
     chunks = -(-nbytes // chunk_bytes)
     threads = max(1, min(threads, chunks, SLOTS // 2))
@@ -193,13 +231,24 @@ def upload(host: np.ndarray, out=None, *, chunk_bytes: int = CHUNK_BYTES, thread
         if failure:
             stream.synchronize()
             raise failure[0]
-    return out
 
 
-def _copy_staged(source: np.ndarray, out) -> None:
+def staged_plan(nbytes: int, copiers: int, rounds: int) -> list[list[tuple[int, int]]]:
+    """The kept buffer's pieces, per copier: ``rounds`` rounds of ``copiers`` equal pieces, copier
+    c taking piece c of each round in turn. The first rounds' DMAs then run while the later
+    rounds are copied (the DMA engine outruns the copies), and only the last round's DMAs follow
+    the last copy."""
+    count = copiers * rounds
+    step = -(-nbytes // count)
+    pieces = [(begin, min(begin + step, nbytes)) for begin in range(0, nbytes, step)]
+    return [pieces[c::copiers] for c in range(copiers)]
+
+
+def _start_staged(source: np.ndarray, out) -> PendingUpload:
     """Copy the bytes ``source`` into ``out`` through the device's kept pinned buffer (_Staging):
-    pool threads copy its pieces, this thread sends each piece as soon as it is copied, in order,
-    on the current stream."""
+    pool threads (copiers) copy its pieces (staged_plan), each issuing a piece's DMA on the current
+    stream as soon as it has copied it; nothing waits on a hand-off between threads, and the calling
+    thread is free until PendingUpload.wait."""
     import cupy
 
     nbytes = source.size
@@ -209,24 +258,38 @@ def _copy_staged(source: np.ndarray, out) -> None:
         if device not in _stagings:
             _stagings[device] = _Staging()
         staging = _stagings[device]
-    threads = min(STAGED_THREADS, 4 if nbytes < (64 << 20) else 8)
-    pieces = threads * (1 if nbytes < (16 << 20) else 4)
-    step = -(-nbytes // pieces)
-    with staging.lock:
+    copiers = min(STAGED_THREADS, STAGED_COPIERS if nbytes < (64 << 20) else 8)
+    # one round under 16 MB: a second costs more than its overlap saves (H100 machine, 10 MB: one
+    # round 0.62-0.65 ms, two 0.67-0.78); 33 MB: two rounds 1.26-1.57 ms, one 1.59-1.77
+    plan = staged_plan(nbytes, copiers, 1 if nbytes < (16 << 20) else 2 if nbytes < (64 << 20) else 4)
+    staging.lock.acquire()  # released by the PendingUpload's wait (one upload at a time uses the buffer)
+    started = []
+    try:
         staging.done.synchronize()  # the last upload's DMAs have read the buffer
         buffer = staging.of_size(nbytes)
-        pool = _pool(threads)
-        bounds = [(begin, min(begin + step, nbytes)) for begin in range(0, nbytes, step)]
-        copies = [pool.submit(np.copyto, buffer[begin:end], source[begin:end]) for begin, end in bounds]
-        try:
-            for (begin, end), copy in zip(bounds, copies):
-                copy.result()
-                cupy.cuda.runtime.memcpyAsync(out.data.ptr + begin, buffer.ctypes.data + begin, end - begin,
+        address, target = buffer.ctypes.data, out.data.ptr
+
+        def copier(pieces: list[tuple[int, int]]) -> None:
+            cupy.cuda.runtime.setDevice(device)  # pool threads start on device 0
+            for begin, end in pieces:
+                np.copyto(buffer[begin:end], source[begin:end])
+                cupy.cuda.runtime.memcpyAsync(target + begin, address + begin, end - begin,
                                               cupy.cuda.runtime.memcpyHostToDevice, stream.ptr)
-        finally:
-            for copy in copies:  # on an error, no thread may still be writing the buffer
-                copy.cancel() or copy.exception()
-            staging.done.record(stream)
+
+        pool = _pool(copiers)
+        for pieces in plan:
+            started.append(pool.submit(copier, pieces))
+    except BaseException:
+        for copy in started:  # no thread may still be writing the buffer once it is released
+            copy.exception()
+        staging.lock.release()
+        raise
+
+    def finish() -> None:
+        staging.done.record(stream)
+        staging.lock.release()
+
+    return PendingUpload(out, started, finish)
 
 
 def _copy_pinned_in_place(host: np.ndarray, out) -> None:

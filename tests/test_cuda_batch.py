@@ -368,16 +368,71 @@ def test_a_plain_stack_with_infinities_is_checked_then_solved_once_more(rng, mon
     import lapcli
 
     launches = []
-    launch = cb.certified_stack
-    monkeypatch.setattr(cb, "certified_stack", lambda *args, **kwargs: launches.append(1) or launch(*args, **kwargs))
-    stack = rng.random((200, 10, 10)).astype(np.float32)
-    stack[7, 3, :6] = np.inf
-    solution = lapcli.solve_batch(cupy.asarray(stack))
-    assert len(launches) == 2 and solution.report.certified
-    np.testing.assert_allclose(solution.objectives, _scipy_objectives(stack), rtol=1e-5)
-    stack[9, 1, 1] = np.nan
-    with pytest.raises(ValueError, match="invalid numeric entries"):
-        lapcli.solve_batch(cupy.asarray(stack))
+    launch = cb.certified_launch
+    monkeypatch.setattr(cb, "certified_launch", lambda *args, **kwargs: launches.append(1) or launch(*args, **kwargs))
+    for where in (cupy.asarray, np.asarray):  # a device stack, and a host one (its lean path uploads it)
+        stack = rng.random((200, 10, 10)).astype(np.float32)
+        stack[7, 3, :6] = np.inf
+        launches.clear()
+        solution = lapcli.solve_batch(where(stack))
+        assert len(launches) == 2 and solution.report.certified
+        np.testing.assert_allclose(solution.objectives, _scipy_objectives(stack), rtol=1e-5)
+        stack[9, 1, 1] = np.nan
+        with pytest.raises(ValueError, match="invalid numeric entries"):
+            lapcli.solve_batch(where(stack))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+@pytest.mark.parametrize("shape", [(6000, 16, 16), (40, 30, 70), (3, 1, 1)])
+def test_a_plain_host_stack_takes_the_lean_path_and_agrees(rng, monkeypatch, dtype, shape):
+    """A C-contiguous int32 / float32 host stack (NumPy, or a CPU torch tensor) to minimise is
+    launched as soon as its upload is issued (the 6 MB one through the staged copiers), never
+    enters the general path, and gets what the general path gives, on the host."""
+    import torch
+
+    import lapcli
+
+    stack = (rng.integers(-1000, 1000, shape) if dtype == "int32" else rng.random(shape)).astype(dtype)
+    general = lapcli.solve_batch(stack, device=0)  # device= takes the general path
+    monkeypatch.setattr(cb, "run_batch", lambda *args, **kwargs: pytest.fail("the general path ran"))
+    for _ in range(2):  # a process's first upload may be pinned in place, the next is staged
+        for given in (stack, torch.from_numpy(stack)):
+            plain = lapcli.solve_batch(given)
+            assert plain.report.certified and plain.report.solver == "cuda-batch"
+            assert type(plain.col_ind) is type(given) and plain.col_ind.shape == shape[:2]
+            np.testing.assert_array_equal(np.asarray(plain.col_ind), general.col_ind)
+            np.testing.assert_array_equal(plain.objectives, general.objectives)
+            assert plain.report.details["h2d_ms"] > 0 and plain.report.details["kernel_ms"] > 0
+    kept = plain.col_ind.clone(), plain.objectives.copy()  # not views of a buffer the next call reuses
+    lapcli.solve_batch(stack[::-1].copy())
+    np.testing.assert_array_equal(plain.col_ind, kept[0])
+    np.testing.assert_array_equal(plain.objectives, kept[1])
+    if shape[0] <= 1000:
+        np.testing.assert_allclose(general.objectives, _scipy_objectives(stack, False), rtol=1e-5)
+
+
+@pytest.mark.gpu
+def test_a_failed_staged_copy_is_raised_and_frees_the_buffer(rng, monkeypatch):
+    """A copier's error reaches the caller once every copier has stopped; the kept buffer is free
+    for the next upload, which arrives whole."""
+    from lapcli import staging
+
+    data = rng.integers(-2**31, 2**31 - 1, (3_000_001,), dtype=np.int32)  # 12 MB: the staged route
+    staging.upload(data)  # a process's first upload may be pinned in place
+    copyto, calls = np.copyto, []
+
+    def failing(dst, src, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("copy failed")
+        return copyto(dst, src, *args, **kwargs)
+
+    monkeypatch.setattr(np, "copyto", failing)
+    with pytest.raises(RuntimeError, match="copy failed"):
+        staging.upload(data)
+    monkeypatch.setattr(np, "copyto", copyto)
+    assert np.array_equal(staging.upload(data).get(), data)
 
 
 @pytest.mark.gpu
@@ -455,3 +510,20 @@ def test_the_fused_certificate_refuses_a_spoilt_answer(rng, monkeypatch, mode, s
     monkeypatch.setattr(cb, "certified_stack", spoilt)
     with pytest.raises(lapcli.SolverError, match=f"failed on problems 3 of {shape[0]}: their optimality certificate"):
         lapcli.solve_batch(cupy.asarray(stack), solver="cuda-batch")
+
+
+@pytest.mark.parametrize("nbytes, copiers, rounds", [(10_240_000, 4, 1), (32_768_001, 4, 2), (134_217_728, 8, 4), (7, 4, 2)])
+def test_the_staged_plan_covers_every_byte_once_round_by_round(nbytes, copiers, rounds):
+    """staging.staged_plan: the copiers' pieces tile the array exactly, each copier takes at most one
+    piece per round, and round r's pieces all lie before round r + 1's (their DMAs go first)."""
+    from lapcli.staging import staged_plan
+
+    plan = staged_plan(nbytes, copiers, rounds)
+    assert len(plan) == copiers and all(len(pieces) <= rounds for pieces in plan)
+    pieces = sorted(piece for mine in plan for piece in mine)
+    assert pieces[0][0] == 0 and pieces[-1][1] == nbytes
+    assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(pieces, pieces[1:]))
+    for r in range(rounds - 1):
+        this_round = [mine[r] for mine in plan if len(mine) > r]
+        next_round = [mine[r + 1] for mine in plan if len(mine) > r + 1]
+        assert not next_round or max(end for _, end in this_round) <= min(begin for begin, _ in next_round)
