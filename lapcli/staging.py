@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 from typing import Any
 
 import numpy as np
@@ -53,27 +54,53 @@ FIRST_UPLOAD_RING_ABOVE = 2 << 30
 HOST_REGISTER_READ_ONLY = 8  # cudaHostRegisterReadOnly: pins a read-only mapping (np.load's mmap) too
 THREADS = max(2, min(14, (os.cpu_count() or 1) - 2))  # leave cores to the caller and the driver
 SLOTS = 32
-# The kept pinned buffer (_copy_staged). H100 machine, one process, routes interleaved, medians, ms:
+# The kept pinned buffer (_start_staged), an earlier design (the calling thread issued every DMA).
+# H100 machine, one process, routes interleaved, medians, ms:
 #   size     pageable  ring  threads x pieces each: 2x1  2x4   4x1   4x2   4x4   8x1   8x4
 #   10 MB     0.89     1.12                        1.11 1.07  0.84  0.96  1.10  1.06  2.48
 #   31 MB     4.91     3.25                        3.48 2.51  2.08  1.79  1.61  1.98  3.16
 #   125 MB   20.96     9.31                       15.27 12.99 9.68  8.96  8.81  7.99  6.46
-# (the DMA alone, from pinned memory: 0.24 / 0.69 / 2.52). Below 16 MB a piece per thread; above,
-# four, so that the first DMAs run while later pieces copy; 8 threads from 64 MB.
+# (the DMA alone, from pinned memory: 0.24 / 0.69 / 2.52). Now: copiers issue their own DMAs, one
+# round of pieces below 16 MB, two below 64 MB, four above, 8 copiers from 64 MB (_start_staged).
 STAGED_UP_TO = 256 << 20  # arrays up to this size go through one kept pinned buffer (_Staging)
 STAGED_COPIERS = 4  # threads copying an array under 64 MB into it (8 above); rounds: see _start_staged
 STAGED_THREADS = max(2, min(8, (os.cpu_count() or 1) - 2))
 
 
-class _Ring:
+class _SideStream:
+    """A route's own stream for the DMAs that pool threads issue. The caller's stream handle may not
+    name the same stream in another thread (the per-thread default stream does not), so the copies go
+    on this one, ordered after the caller's earlier work (the destination may be memory the caller's
+    stream just freed) and before its later work (the launch that reads the data)."""
+
+    def __init__(self):
+        import cupy
+
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self._caller_ready = cupy.cuda.Event(block=False, disable_timing=True)
+
+    def follow(self, caller) -> None:
+        """This stream's next work waits for the work ``caller`` has been given so far."""
+        self._caller_ready.record(caller)
+        self.stream.wait_event(self._caller_ready)
+
+    def hand_back(self, caller, event) -> None:
+        """``caller``'s next work waits for everything issued on this stream (``event`` records it)."""
+        event.record(self.stream)
+        caller.wait_event(event)
+
+
+class _Ring(_SideStream):
     """``SLOTS`` pinned buffers of one device, each allocated (or grown) when a chunk first needs
     it, each with the CUDA event of the last DMA that read it."""
 
     def __init__(self):
         import cupy
 
+        super().__init__()
         self.buffers: list[Any] = [None] * SLOTS
         self.events = [cupy.cuda.Event(block=False, disable_timing=True) for _ in range(SLOTS)]
+        self.finished = cupy.cuda.Event(block=False, disable_timing=True)
         self.lock = threading.Lock()  # one upload at a time uses the ring
 
     def buffer(self, slot: int, nbytes: int) -> np.ndarray:
@@ -87,16 +114,18 @@ class _Ring:
         return current
 
 
-class _Staging:
+class _Staging(_SideStream):
     """One pinned buffer of one device, grown (to a power of two) when an array needs more, and the
     CUDA event of the last DMA that read it."""
 
     def __init__(self):
         import cupy
 
+        super().__init__()
         self.buffer: np.ndarray | None = None
         self.done = cupy.cuda.Event(block=False, disable_timing=True)
-        self.lock = threading.Lock()  # one upload at a time uses the buffer
+        self.lock = threading.Lock()  # one upload at a time uses the buffer (held until its wait)
+        self.owner: int | None = None  # the thread whose upload holds the lock
 
     def of_size(self, nbytes: int) -> np.ndarray:
         """The buffer as bytes, at least ``nbytes``; call only once ``done`` has completed."""
@@ -151,14 +180,23 @@ class PendingUpload:
 
     def wait(self):
         error = None
-        for copier in self._copiers:
-            error = error or copier.exception()  # waits for every copier, even after an error
-        if self._finish is not None:
-            self._finish()
-            self._finish = None
+        try:
+            for copier in self._copiers:
+                raised = copier.exception()  # waits for every copier, even after an error
+                error = error or raised
+        finally:
+            if self._finish is not None:  # (also when interrupted: no copier may still be writing)
+                futures_wait(self._copiers)
+                finish, self._finish = self._finish, None
+                finish()
         if error is not None:
             raise error
         return self.out
+
+    def __del__(self):  # dropped without a wait: the buffer must not stay locked
+        if getattr(self, "_finish", None) is not None:
+            futures_wait(self._copiers)
+            self._finish()
 
 
 def start_upload(host: np.ndarray, out=None, *, chunk_bytes: int = CHUNK_BYTES,
@@ -197,8 +235,9 @@ def _copy_ring(source: np.ndarray, out, chunk_bytes: int, threads: int) -> None:
     chunks = -(-nbytes // chunk_bytes)
     threads = max(1, min(threads, chunks, SLOTS // 2))
     device = cupy.cuda.runtime.getDevice()
-    stream = cupy.cuda.get_current_stream()
+    caller = cupy.cuda.get_current_stream()
     ring = _ring(device)
+    stream = ring.stream
     issued = [threading.Event() for _ in range(chunks)]
     failure: list[BaseException] = []
 
@@ -222,12 +261,14 @@ def _copy_ring(source: np.ndarray, out, chunk_bytes: int, threads: int) -> None:
             issued[index].set()
 
     with ring.lock:
+        ring.follow(caller)
         if threads == 1:
             for index in range(chunks):
                 copy_chunk(index)
         else:
             for future in [_pool(threads).submit(copy_chunk, index) for index in range(chunks)]:
                 future.result()
+        ring.hand_back(caller, ring.finished)
         if failure:
             stream.synchronize()
             raise failure[0]
@@ -246,28 +287,34 @@ def staged_plan(nbytes: int, copiers: int, rounds: int) -> list[list[tuple[int, 
 
 def _start_staged(source: np.ndarray, out) -> PendingUpload:
     """Copy the bytes ``source`` into ``out`` through the device's kept pinned buffer (_Staging):
-    pool threads (copiers) copy its pieces (staged_plan), each issuing a piece's DMA on the current
-    stream as soon as it has copied it; nothing waits on a hand-off between threads, and the calling
-    thread is free until PendingUpload.wait."""
+    pool threads (copiers) copy its pieces (staged_plan), each issuing a piece's DMA (on the
+    buffer's side stream, which the caller's stream then waits for) as soon as it has copied it;
+    nothing waits on a hand-off between threads, and the calling thread is free until
+    PendingUpload.wait. One pending upload per device: a second from the same thread raises."""
     import cupy
 
     nbytes = source.size
     device = cupy.cuda.runtime.getDevice()
-    stream = cupy.cuda.get_current_stream()
+    caller = cupy.cuda.get_current_stream()
     with _rings_lock:
         if device not in _stagings:
             _stagings[device] = _Staging()
         staging = _stagings[device]
+    if staging.owner == threading.get_ident():
+        raise RuntimeError(f"this thread's upload to device {device} is still pending: wait for it first")
     copiers = min(STAGED_THREADS, STAGED_COPIERS if nbytes < (64 << 20) else 8)
     # one round under 16 MB: a second costs more than its overlap saves (H100 machine, 10 MB: one
     # round 0.62-0.65 ms, two 0.67-0.78); 33 MB: two rounds 1.26-1.57 ms, one 1.59-1.77
     plan = staged_plan(nbytes, copiers, 1 if nbytes < (16 << 20) else 2 if nbytes < (64 << 20) else 4)
     staging.lock.acquire()  # released by the PendingUpload's wait (one upload at a time uses the buffer)
+    staging.owner = threading.get_ident()
     started = []
+    stream = staging.stream
     try:
         staging.done.synchronize()  # the last upload's DMAs have read the buffer
         buffer = staging.of_size(nbytes)
         address, target = buffer.ctypes.data, out.data.ptr
+        staging.follow(caller)
 
         def copier(pieces: list[tuple[int, int]]) -> None:
             cupy.cuda.runtime.setDevice(device)  # pool threads start on device 0
@@ -280,13 +327,14 @@ def _start_staged(source: np.ndarray, out) -> PendingUpload:
         for pieces in plan:
             started.append(pool.submit(copier, pieces))
     except BaseException:
-        for copy in started:  # no thread may still be writing the buffer once it is released
-            copy.exception()
+        futures_wait(started)  # no thread may still be writing the buffer once it is released
+        staging.owner = None
         staging.lock.release()
         raise
 
     def finish() -> None:
-        staging.done.record(stream)
+        staging.hand_back(caller, staging.done)
+        staging.owner = None
         staging.lock.release()
 
     return PendingUpload(out, started, finish)

@@ -413,26 +413,62 @@ def test_a_plain_host_stack_takes_the_lean_path_and_agrees(rng, monkeypatch, dty
 
 
 @pytest.mark.gpu
-def test_a_failed_staged_copy_is_raised_and_frees_the_buffer(rng, monkeypatch):
-    """A copier's error reaches the caller once every copier has stopped; the kept buffer is free
-    for the next upload, which arrives whole."""
+def test_host_stacks_solve_on_any_current_stream(rng):
+    """The staged upload's copier threads issue DMAs on a side stream that the caller's stream then
+    waits for: on a non-blocking stream of the caller's, and on the per-thread default stream (whose
+    handle names another stream in each thread), the launch reads the whole upload."""
+    import cupy
+
+    import lapcli
+
+    stack = rng.integers(0, 1000, (5000, 16, 16)).astype(np.int32)  # 5 MB: the staged route
+    expected = lapcli.solve_batch(stack, device=0).objectives
+    for stream in (cupy.cuda.Stream(non_blocking=True), cupy.cuda.Stream.ptds):
+        with stream:
+            for _ in range(3):
+                fresh = stack + rng.integers(0, 2)  # a new host array each time
+                solution = lapcli.solve_batch(fresh)
+                np.testing.assert_array_equal(solution.objectives - expected, 16 * (fresh[0, 0, 0] - stack[0, 0, 0]))
+
+
+@pytest.mark.gpu
+def test_a_failed_staged_copy_is_raised_once_every_copier_stopped(rng, monkeypatch):
+    """A copier's error reaches the caller only once every other copier has finished writing the
+    kept buffer (one fails at once, another is slow); the buffer is then free for the next upload,
+    which arrives whole; a second upload from a thread whose first is pending is refused."""
+    import threading
+    import time
+
     from lapcli import staging
 
     data = rng.integers(-2**31, 2**31 - 1, (3_000_001,), dtype=np.int32)  # 12 MB: the staged route
     staging.upload(data)  # a process's first upload may be pinned in place
-    copyto, calls = np.copyto, []
+    copyto, calls, slow_done = np.copyto, [], threading.Event()
+    lock = threading.Lock()
 
     def failing(dst, src, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
+        with lock:
+            calls.append(1)
+            call = len(calls)
+        if call == 1:
             raise RuntimeError("copy failed")
+        if call == 2:
+            time.sleep(0.3)
+            copyto(dst, src, *args, **kwargs)
+            slow_done.set()
+            return None
         return copyto(dst, src, *args, **kwargs)
 
     monkeypatch.setattr(np, "copyto", failing)
     with pytest.raises(RuntimeError, match="copy failed"):
         staging.upload(data)
+    assert slow_done.is_set()  # the slow copier finished before the error was raised
     monkeypatch.setattr(np, "copyto", copyto)
     assert np.array_equal(staging.upload(data).get(), data)
+    pending = staging.start_upload(data)
+    with pytest.raises(RuntimeError, match="still pending"):
+        staging.start_upload(data)
+    assert np.array_equal(pending.wait().get(), data)
 
 
 @pytest.mark.gpu

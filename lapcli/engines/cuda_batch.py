@@ -280,7 +280,9 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
 def column_reduction(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The kernel's start for a square problem without a warm start (BATCH_COLUMN_REDUCTION): v[j]
     = min over i of c[i][j] (lowest row on ties), and each row that is some column's minimum takes
-    the lowest such column. Returns (v, col_of_row), -1 for a free row."""
+    the lowest such column. Returns (v, col_of_row), -1 for a free row. For finite costs (the
+    kernel's comparisons skip a NaN where NumPy's minimum takes it; a stack with NaN or an infinity
+    is solved again after its entries are checked, so the twin need not follow it there)."""
     n = cost.shape[0]
     v = cost.min(axis=0)
     lowest_row = cost.argmin(axis=0)
@@ -560,19 +562,23 @@ def copy_back(buffer, count: int) -> np.ndarray:
     after it, and no fresh pageable pages to fault in (H100 machine, 10000 x 16 host stack: the
     1.3 MB of columns took ~0.2 ms through CuPy's ``get``). The block returns to the pool when
     the caller drops the array, so repeated calls reuse it and no call's answer aliases another's.
-    Arrays above PINNED_COPY_BACK_BYTES go through CuPy's ``get`` (the pool would keep them)."""
+    Blocks are a power of two of bytes: the pool reuses a free block only of the same size, so
+    batches of varying sizes share a few sizes and the page-locked memory it keeps stays bounded
+    (pinning a new block costs ~0.65 ms per MB). Arrays above PINNED_COPY_BACK_BYTES go through
+    CuPy's ``get``."""
     import cupy
 
     if 8 * count > PINNED_COPY_BACK_BYTES:
         return buffer[:count].get()
-    host = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(8 * count, 8)), dtype=np.int64, count=count)
+    block = 1 << max(8 * count - 1, 1).bit_length()
+    host = np.frombuffer(cupy.cuda.alloc_pinned_memory(block), dtype=np.int64, count=count)
     stream = cupy.cuda.get_current_stream()
     cupy.cuda.runtime.memcpyAsync(host.ctypes.data, buffer.data.ptr, 8 * count, 2, stream.ptr)  # 2: device to host
     stream.synchronize()
     return host
 
 
-PINNED_COPY_BACK_BYTES = 64 << 20  # results (summary, objectives, host callers' columns) up to this size
+PINNED_COPY_BACK_BYTES = 16 << 20  # results (summary, objectives, host callers' columns) up to this size
 
 
 def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, started, device_col_ind=None):

@@ -82,14 +82,12 @@ def run(problem, *, timeout: float | None = None, device: int | None = None,
         result = solve_stack(work.values.reshape(1, size, size), work.eps, timeout=timeout, synchronize=False,
                              layout=layout, warm_start=warm_start)
         # the copies wait for both launches (one stream): three copies back in all, no other sync
-        if auction is not None:
-            rounds, auction_ms, searches = auction.finish()
-        else:  # the search kernel's column reduction assigned each column's lowest row (distinct ones)
-            rounds, auction_ms = 0, 0.0
-            searches = size - int(cupy.unique(work.values.reshape(size, size).argmin(axis=0)).size)
+        rounds, auction_ms, searches = auction.finish() if auction is not None else (0, 0.0, None)
         col_of_row, u, v, stack_status = (array[0] for array in result.to_host())
         copied_out.record()
         copied_out.synchronize()
+        if searches is None:  # no auction: the kernel's column reduction took each column's lowest row
+            searches = size - int(cupy.unique(work.values.reshape(size, size).argmin(axis=0)).size)
         if stack_status != 0:
             raise SolverError(STATUS_MESSAGES.get(int(stack_status), f"the search kernel ended with status {stack_status}"))
         check_result(0, col_of_row)  # a permutation (the certificate checks the duals)
