@@ -161,7 +161,7 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 
 def upload(host: np.ndarray, out=None, *, chunk_bytes: int = CHUNK_BYTES, threads: int = THREADS):
     """Copy ``host`` into ``out`` (a new CuPy array of the same shape and dtype if None) on the
-    current device. The DMAs are ordered on the current stream: work launched on that stream after
+    current device. The copies are ordered with the current stream: work launched on it after
     this call sees the data; the call returns once every piece's DMA has been issued, so the last
     of them may still be in flight. ``chunk_bytes`` and ``threads`` shape the ring (arrays above
     STAGED_UP_TO)."""
