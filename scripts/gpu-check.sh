@@ -6,6 +6,7 @@
 # step table at n=4096 R=100, a cold `lap solve` against its kernel
 # time, and the fuzzer in parallel processes. Logs go to the folder given as $1 (default ./gpu-logs).
 # Environment: FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
+# BATCH_SOLVERS (the batch suite's runners; default cuda-batch, torch-la, both columns each),
 # SKIP (space-separated parts to skip: tests sanitizer crossover ranges hylac batch big solve startup cold fuzz).
 # ranges: issue #14's suite at n = 1024 and 2048 beside scipy and lapx (~2 minutes on an H100; lapx from .whl/).
 # Peers travel as wheels (.whl, see the device notes): with torch-linear-assignment on PYTHONPATH
@@ -76,7 +77,7 @@ if ! skip hylac; then
     --json "$out/bench-hylac.json" 2>&1 | tee "$out/bench-hylac.txt" || status=1
 fi
 if ! skip batch; then  # issue #13: the eight cells, lapcli's batch engine beside torch-linear-assignment
-  lap bench --suite batch --solvers cuda-batch,cuda-batch:d2d,torch-la,torch-la:d2d --repeat "${BENCH_REPEAT:-5}" \
+  lap bench --suite batch --solvers "${BATCH_SOLVERS:-cuda-batch,cuda-batch:d2d,torch-la,torch-la:d2d}" --repeat "${BENCH_REPEAT:-5}" \
     --warmup 2 --json "$out/bench-batch.json" 2>&1 | tee "$out/bench-batch.txt" || status=1
 fi
 if ! skip big; then  # issue #15: the largest single problem host -> host (n = 65,536 int32, 17 GB)
