@@ -7,6 +7,8 @@ caller's array in place (``cudaHostRegister``) costs a page walk of the whole ar
 first byte moves. So ``upload`` copies into pinned memory it keeps, with several threads (NumPy's
 copy releases the GIL), and lets the DMA engine take each piece as soon as it is there:
 
+- an array the caller keeps in page-locked memory (cupyx.empty_pinned, torch's pin_memory()):
+  one DMA from where it is, no host copy;
 - arrays under 4 MB: one plain pageable copy (the pinned routes' overhead would outweigh it);
 - a process's first upload, unless it exceeds 2 GB: pinned in place (FIRST_UPLOAD_RING_ABOVE);
 - up to 256 MB (batch stacks, most single matrices): one pinned buffer per device, kept and grown
@@ -163,7 +165,9 @@ def upload(host: np.ndarray, out=None, *, chunk_bytes: int = CHUNK_BYTES, thread
     """Copy ``host`` into ``out`` (a new CuPy array of the same shape and dtype if None) on the
     current device. The copies are ordered with the current stream: work launched on it after
     this call sees the data; the call returns once every piece's DMA has been issued, so the last
-    of them may still be in flight. ``chunk_bytes`` and ``threads`` shape the ring (arrays above
+    of them may still be in flight. A page-locked ``host`` (the caller's own pinned memory) is read
+    by the DMA in place: it must not change until the stream's work is done (lapcli's calls
+    synchronise before they return). ``chunk_bytes`` and ``threads`` shape the ring (arrays above
     STAGED_UP_TO)."""
     return start_upload(host, out, chunk_bytes=chunk_bytes, threads=threads).wait()
 
@@ -213,6 +217,12 @@ def start_upload(host: np.ndarray, out=None, *, chunk_bytes: int = CHUNK_BYTES,
     nbytes = host.nbytes
     if nbytes == 0:
         return PendingUpload(out)
+    if nbytes >= PAGE_LOCKED_CHECK_FROM and _page_locked(host):
+        # the caller keeps it page-locked (cupyx.empty_pinned, a torch tensor's pin_memory()): the
+        # DMA engine reads it where it is, on the caller's stream, with no copy on the host
+        cupy.cuda.runtime.memcpyAsync(out.data.ptr, host.ctypes.data, nbytes, cupy.cuda.runtime.memcpyHostToDevice,
+                                      cupy.cuda.get_current_stream().ptr)
+        return PendingUpload(out)
     first = _uploads["seen"] == 0
     _uploads["seen"] += 1
     if nbytes < PAGEABLE_BELOW:
@@ -224,6 +234,24 @@ def start_upload(host: np.ndarray, out=None, *, chunk_bytes: int = CHUNK_BYTES,
     else:
         _copy_ring(host.reshape(-1).view(np.uint8), out, chunk_bytes, threads)
     return PendingUpload(out)
+
+
+PAGE_LOCKED_CHECK_FROM = 64 << 10  # smaller arrays: the check (two driver calls) is not worth it
+_MEMORY_TYPE_HOST = 1  # cudaMemoryTypeHost: page-locked host memory (0 is unregistered, pageable)
+
+
+def _page_locked(host: np.ndarray) -> bool:
+    """Whether the bytes of ``host`` (C-contiguous) are page-locked memory the driver knows: its
+    first and last byte (an array straddling a registered range's end is sent the usual way)."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    address = host.ctypes.data
+    try:
+        return all(getattr(runtime.pointerGetAttributes(at), "type", None) == _MEMORY_TYPE_HOST
+                   for at in (address, address + host.nbytes - 1))
+    except Exception:  # noqa: BLE001 - a driver that cannot tell: the usual route is always right
+        return False
 
 
 def _copy_ring(source: np.ndarray, out, chunk_bytes: int, threads: int) -> None:

@@ -268,6 +268,41 @@ def test_staged_upload_round_trips_through_every_path(rng, monkeypatch):
         staging.upload(big, cupy.empty(10, dtype=np.float32))
 
 
+@pytest.mark.gpu
+def test_a_page_locked_host_stack_is_sent_in_place(rng, monkeypatch):
+    """A stack the caller keeps in pinned memory (cupyx.empty_pinned, torch's pin_memory()) is
+    read by the DMA where it is: the staged route (a host copy) is not taken, and the answers are
+    those of the same stack in pageable memory; a pageable stack still takes the staged route."""
+    import cupy
+    import cupyx
+    import torch
+
+    import lapcli
+    from lapcli import staging
+
+    stack = rng.random((2000, 24, 24), dtype=np.float32)  # 4.6 MB: the staged route when pageable
+    expected = lapcli.solve_batch(stack)
+    staged = []
+    start_staged = staging._start_staged
+    monkeypatch.setattr(staging, "_start_staged", lambda *args: staged.append(1) or start_staged(*args))
+    lapcli.solve_batch(stack)
+    assert staged  # the spy sees the staged route
+    staged.clear()
+    pinned = cupyx.empty_pinned(stack.shape, dtype=stack.dtype)
+    pinned[...] = stack
+    solution = lapcli.solve_batch(pinned)
+    assert not staged
+    assert isinstance(solution.col_ind, np.ndarray)
+    assert np.array_equal(solution.col_ind, expected.col_ind)
+    assert np.array_equal(solution.objectives, expected.objectives)
+    tensor = torch.from_numpy(stack).pin_memory()
+    assert np.array_equal(lapcli.batch_linear_assignment(tensor).numpy(), expected.col_ind)
+    assert not staged
+    out = staging.upload(pinned[:, :5])  # a non-contiguous view: copied to pageable memory first
+    assert np.array_equal(out.get(), stack[:, :5])
+    cupy.cuda.get_current_stream().synchronize()
+
+
 # ----------------------------------------------------------------------------- the public batch API
 def _scipy_objectives(stack, maximize=False):
     out = []
