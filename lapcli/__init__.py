@@ -4,7 +4,7 @@ certificate on every answer of an engine with duals.
 ``linear_sum_assignment`` is a drop-in for scipy's; ``solve`` returns the full Solution.
 
 The public names are imported on first use (PEP 562), so that ``import lapcli.<module>`` costs no
-NumPy import: the ``lap`` command starts the CUDA driver before NumPy loads (lapcli/gpu_start.py).
+NumPy import: the ``lap`` command starts the CUDA driver before NumPy loads (lapcli/cli/gpu_start.py).
 """
 
 __version__ = "0.2.0"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .arrays import is_cupy
 from .engines.auto import choose
-from .engines.registry import cuda_status
+from .cuda.probe import cuda_status
 from .facade import solve
 from .problem import array_module, prepare
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import __version__
 from .arrays import Origin, as_array, is_torch
+from .cuda import probe
 from .engines import registry
 from .engines.base import EntriesNeedChecking
 from .errors import InfeasibleError, LapInputError, LapTypeError
@@ -250,10 +251,10 @@ def choose_batch_engine(name: str, problem: BatchProblem) -> tuple[str, str]:
 
             raise SolverUnavailable(f"solver {name!r} cannot run here: {why}")
         return name, "requested"
-    available, why = registry.cuda_status()
+    available, why = probe.cuda_status()
     if not available:
         return "scipy-batch", f"auto: {why}; scipy per problem over a thread pool"
-    searchable, why_not = registry.search_kernel_status()
+    searchable, why_not = probe.search_kernel_status()
     if not searchable:
         return "scipy-batch", f"auto: {why_not}; scipy per problem over a thread pool"
     batch, n, m = problem.shape
@@ -315,9 +316,9 @@ def _solve_plain_stack(costs, solver: str, timeout: float | None, start: float):
     (at most the kernel's columns) minimised on the current device by ``cuda-batch`` (``auto``'s
     choice for it) is its own work stack: no BatchProblem checks, no engine choice, no copy on the
     device. A stack on the GPU (CuPy, or a CUDA torch tensor through DLPack) is launched at once
-    (cuda_batch.launch_plain_stack); a host stack (NumPy, or a CPU torch tensor) is launched as soon
+    (engines.cuda.batch.launch_plain_stack); a host stack (NumPy, or a CPU torch tensor) is launched as soon
     as its upload's DMAs are issued, the launch prepared while its pieces are copied
-    (staging.start_upload, cuda_batch.certified_launch). The bookkeeping runs while the kernel does.
+    (lapcli.cuda.staging.start_upload, lapcli.cuda.batch_lap.certified_launch). The bookkeeping runs while the kernel does.
     Returns the BatchSolution; None when any of that does not hold, or CuPy is not imported yet
     (the general path solves the stack); _CHECK_ENTRIES when the kernel met NaN or an infinity
     (the general path checks the entries first: they are invalid, or forbidden pairs, and the stack
@@ -341,7 +342,7 @@ def _solve_plain_stack(costs, solver: str, timeout: float | None, start: float):
         return None
     if not on_host and arr.data.device_id != cupy.cuda.runtime.getDevice():
         return None
-    if solver == "auto" and not (registry.cuda_status()[0] and registry.search_kernel_status()[0]):
+    if solver == "auto" and not (probe.cuda_status()[0] and probe.search_kernel_status()[0]):
         return None
     engine = registry.get("cuda-batch")
     if m > engine.capabilities.max_columns or not engine.available()[0]:
@@ -349,7 +350,7 @@ def _solve_plain_stack(costs, solver: str, timeout: float | None, start: float):
     module = engine.load()
     started = None
     if on_host:
-        from .staging import start_upload
+        from .cuda.staging import start_upload
 
         begin, copied_in = module.reused_events(cupy.cuda.runtime.getDevice(), "batch", 2)
         begin.record()

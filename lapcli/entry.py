@@ -1,7 +1,7 @@
 """The ``lap`` process: start the CUDA driver early when the command will need it, run the command
-line (lapcli/cli.py), and leave the CUDA context's teardown to a child (lapcli/gpu_start.py).
+line (lapcli/cli/main.py), and leave the CUDA context's teardown to a child (lapcli/cli/gpu_start.py).
 
-Kept apart from cli.py, which imports NumPy: the early start must begin before that import."""
+Kept apart from cli/main.py, which imports NumPy: the early start must begin before that import."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 
 
 def main() -> None:
-    from . import gpu_start
+    from .cli import gpu_start
 
     gpu_start.start_early(sys.argv[1:])
-    from .cli import main as cli_main
+    from .cli.main import main as cli_main
 
     try:
         cli_main()

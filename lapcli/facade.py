@@ -13,6 +13,7 @@ import numpy as np
 
 from . import __version__
 from .certificate import not_certified
+from .cuda import probe
 from .engines import registry
 from .engines.auto import choose
 from .errors import LapInputError
@@ -38,7 +39,7 @@ def choose_engine(name: str, problem) -> tuple[str, str]:
 def check_device(device: int | None) -> None:
     if device is None:
         return
-    available, why = registry.cuda_status()
+    available, why = probe.cuda_status()
     if not available:
         raise LapInputError(f"--device {device}: {why}")
     import cupy

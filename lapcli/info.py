@@ -9,7 +9,8 @@ from importlib import metadata
 from typing import Any
 
 from . import __version__
-from .engines.registry import ENGINES, cuda_status
+from .cuda.probe import cuda_status
+from .engines.registry import ENGINES
 
 VERSIONED = ("numpy", "scipy", "click", "rich", "h5py", "cupy-cuda13x", "cupy-cuda12x", "lapx", "torch",
              "dask", "distributed", "dask-cuda")

@@ -68,7 +68,7 @@ def _require_dask():
 
 def visible_gpus() -> int:
     """How many CUDA devices this process sees (0 without CuPy or a device)."""
-    from .engines.registry import cuda_status
+    from .cuda.probe import cuda_status
 
     if not cuda_status()[0]:
         return 0

@@ -198,13 +198,14 @@ def test_before_ampere_floats_stay_on_the_cuda_kernel(rng, monkeypatch):
     needs compute capability 8.0: on an older GPU both say why they cannot run, and auto keeps
     floats on cuda and stacks on scipy-batch."""
     from lapcli import batch
+    from lapcli.cuda import probe
     from lapcli.engines import auto, registry
     from lapcli.problem import prepare
 
-    monkeypatch.setattr(registry, "cuda_status", lambda: (True, "a GPU"))
+    monkeypatch.setattr(probe, "cuda_status", lambda: (True, "a GPU"))
     monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU"))
-    monkeypatch.setattr(registry, "device_compute_capability", lambda ordinal=0: (7, 5))
-    registry.search_kernel_status.cache_clear()
+    monkeypatch.setattr(probe, "device_compute_capability", lambda ordinal=0: (7, 5))
+    probe.search_kernel_status.cache_clear()
     try:
         for name in ("cuda-sap", "cuda-batch"):
             available, why = registry.get(name).available()
@@ -212,9 +213,9 @@ def test_before_ampere_floats_stay_on_the_cuda_kernel(rng, monkeypatch):
         assert auto.choose(prepare(rng.random((600, 600))))[0] == "cuda"
         engine, reason = batch.choose_batch_engine("auto", batch.prepare_batch(rng.random((4, 20, 20))))
         assert engine == "scipy-batch" and "compute capability 7.5" in reason
-        monkeypatch.setattr(registry, "device_compute_capability", lambda ordinal=0: (9, 0))
-        registry.search_kernel_status.cache_clear()
+        monkeypatch.setattr(probe, "device_compute_capability", lambda ordinal=0: (9, 0))
+        probe.search_kernel_status.cache_clear()
         assert registry.get("cuda-sap").available() == (True, "a GPU, compute capability 9.0")
         assert auto.choose(prepare(rng.random((600, 600))))[0] == "cuda-sap"
     finally:
-        registry.search_kernel_status.cache_clear()
+        probe.search_kernel_status.cache_clear()

@@ -117,7 +117,8 @@ def test_an_engine_that_checks_entries_itself_gets_them_checked_on_request(monke
     import dataclasses
     import types
 
-    from lapcli.engines import registry, scipy_batch
+    from lapcli.engines import registry
+    from lapcli.engines.cpu import scipy_batch
     from lapcli.engines.base import EntriesNeedChecking
 
     seen = []

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lapcli.bench import SUITES, BenchSettings, ObjectiveMismatch, default_runners, run_bench, solver_available
-from lapcli.cli import cli
+from lapcli.bench.runner import SUITES, BenchSettings, ObjectiveMismatch, default_runners, run_bench, solver_available
+from lapcli.cli.main import cli
 
 
 def test_quick_suite_writes_json_and_csv_with_every_repeat(tmp_path):
@@ -28,6 +28,15 @@ def test_quick_suite_writes_json_and_csv_with_every_repeat(tmp_path):
     assert "median ms" in result.stderr and "×" in result.stderr
 
 
+def test_quiet_bench_prints_nothing_and_still_writes_its_record(tmp_path):
+    out = tmp_path / "b.json"
+    result = CliRunner().invoke(cli, ["bench", "--sizes", "8", "--ranges", "1", "--solvers", "scipy,numpy", "--repeat", "1",
+                                      "--quiet", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.output == ""
+    assert {row["n"] for row in json.loads(out.read_text())["results"]} == {8}
+
+
 def test_a_wrong_solver_is_a_loud_failure(tmp_path):
     runners = default_runners()
     honest = runners["scipy"]
@@ -38,7 +47,7 @@ def test_a_wrong_solver_is_a_loud_failure(tmp_path):
 
 
 def test_mismatch_through_the_cli_exits_1(monkeypatch):
-    import lapcli.bench as bench
+    import lapcli.bench.runner as bench
 
     original = bench.default_runners
 

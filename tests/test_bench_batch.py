@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
-import lapcli.bench_batch as bench_batch
-from lapcli.bench_batch import (
+import lapcli.bench.batch as bench_batch
+from lapcli.bench.batch import (
     BatchMismatch,
     BatchRunner,
     BatchSettings,
@@ -21,7 +21,7 @@ from lapcli.bench_batch import (
     run_batch_bench,
     time_runner,
 )
-from lapcli.cli import cli
+from lapcli.cli.main import cli
 
 TINY = ((6, 5), (3, 12))  # (B, n) cells that run in milliseconds
 
@@ -93,7 +93,7 @@ def test_lapx_batch_adapter_reads_lapjvx_batchs_lists(monkeypatch):
         rows, cols = zip(*(scipy_lsa(c) for c in costs))
         return loop_objectives(costs), list(rows), list(cols)
 
-    from lapcli.engines import lapx_engine
+    from lapcli.engines.cpu import lapx as lapx_engine
 
     fake = types.SimpleNamespace(lapjvx_batch=lapjvx_batch, __version__="0.9")
     monkeypatch.setattr(lapx_engine, "lapx_module", lambda: fake)

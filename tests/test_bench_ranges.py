@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 import lapcli
-from lapcli import bench
-from lapcli.bench import (
+from lapcli.bench import runner as bench
+from lapcli.bench.runner import (
     SUITES,
     BenchSettings,
     RunOutcome,
@@ -21,7 +21,7 @@ from lapcli.bench import (
     results_table_rows,
     run_bench,
 )
-from lapcli.cli import cli
+from lapcli.cli.main import cli
 from lapcli.engines import registry
 
 TINY_RANGES = (

@@ -102,7 +102,7 @@ def test_certify_rejects_infeasible_duals_and_loose_pairs():
 
 
 def test_a_wrong_engine_answer_raises_instead_of_returning(monkeypatch, rng):
-    from lapcli.engines import numpy_engine
+    from lapcli.engines.cpu import numpy as numpy_engine
 
     real = numpy_engine.solve_square
 
@@ -183,7 +183,7 @@ def test_forbidden_entries_do_not_loosen_the_tolerance(rng):
 
 
 def test_infeasibility_is_found_before_solving(monkeypatch, rng):
-    from lapcli.engines import numpy_engine
+    from lapcli.engines.cpu import numpy as numpy_engine
 
     monkeypatch.setattr(numpy_engine, "solve_square", lambda *a: pytest.fail("solved an infeasible problem"))
     cost = rng.random((50, 80))

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
-from lapcli.cli import cli
+from lapcli.cli.main import cli
 
-LAP = [sys.executable, "-m", "lapcli.cli"]
+LAP = [sys.executable, "-m", "lapcli"]
 
 
 def invoke(*args, input=None):
@@ -85,7 +85,7 @@ def test_generate_writes_csv_and_hdf5(tmp_path, suffix):
 
 def test_generate_to_a_terminal_is_a_usage_error(monkeypatch):
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
-    from lapcli.cli import main
+    from lapcli.cli.main import main
 
     with pytest.raises(SystemExit) as exited:
         main(["generate", "--n", "5"])
@@ -424,11 +424,11 @@ def interrupt(args, cwd, after, sig=signal.SIGINT):
 def test_ctrl_c_and_sigterm_exit_with_one_line_and_no_partial_file(tmp_path, command, sig, code, message):
     from lapcli.generate import generate as make
 
-    np.save(tmp_path / "big.npy", make(2500, seed=1, kind="geometric"))  # ~8 s on the NumPy solver
+    np.save(tmp_path / "big.npy", make(2500, seed=1, kind="geometric"))  # ~3 s on the NumPy solver
     args = {
         "solve": ["solve", "big.npy", "--solver", "numpy", "-o", "out.csv", "--report", "r.json"],
-        "generate": ["generate", "--n", "12000", "--seed", "1", "-o", "out.npy"],
-        "bench": ["bench", "--solvers", "numpy", "--sizes", "2500", "--ranges", "1000", "--json", "out.json"],
+        "generate": ["generate", "--n", "12000", "--kind", "geometric", "--seed", "1", "-o", "out.npy"],  # ~4 s
+        "bench": ["bench", "--solvers", "numpy", "--sizes", "2500", "--kind", "geometric", "--json", "out.json"],  # ~20 s
     }[command]
     before = set(os.listdir(tmp_path))
     returncode, err = interrupt(args, tmp_path, after=1.5, sig=sig)
@@ -440,10 +440,10 @@ def test_ctrl_c_and_sigterm_exit_with_one_line_and_no_partial_file(tmp_path, com
 
 SIGTERM_MID_WRITE = """
 import os, signal, sys
-import lapcli.cli
-from lapcli.cli import main
+import lapcli.cli.main
+from lapcli.cli.main import main
 
-real_blocks = lapcli.cli.generate_blocks
+real_blocks = lapcli.cli.main.generate_blocks
 
 def first_block_then_sigterm(*args, **kwargs):
     blocks = real_blocks(*args, **kwargs)
@@ -455,7 +455,7 @@ def first_block_then_sigterm(*args, **kwargs):
         pass
     raise AssertionError("SIGTERM was not delivered")
 
-lapcli.cli.generate_blocks = first_block_then_sigterm  # this process only
+lapcli.cli.main.generate_blocks = first_block_then_sigterm  # this process only
 main(sys.argv[1:])
 """
 
@@ -519,7 +519,7 @@ def test_quiet_one_shot_solve_imports_neither_rich_nor_cupy(tmp_path, rng):
 
     matrix = tmp_path / "m.npy"
     np.save(matrix, rng.integers(0, 100, (50, 50)).astype(np.int32))
-    script = ("import sys, json; from lapcli.cli import main\n"
+    script = ("import sys, json; from lapcli.cli.main import main\n"
               "try:\n    main(['solve', sys.argv[1], '-o', sys.argv[2], '--quiet'])\nexcept SystemExit:\n    pass\n"
               "print(json.dumps(sorted(m for m in ('rich', 'cupy', 'scipy.optimize') if m in sys.modules)))")
     result = subprocess.run([sys.executable, "-c", script, str(matrix), str(tmp_path / "a.npy")],

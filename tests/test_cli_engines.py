@@ -12,7 +12,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
 
-from lapcli.cli import cli
+from lapcli.cli.main import cli
 from lapcli.engines import ENGINES
 
 
@@ -99,7 +99,7 @@ def test_device_without_a_gpu_is_a_one_line_error(tmp_path):
 
 
 def test_an_engine_bug_is_exit_1_not_bad_input(tmp_path, monkeypatch, rng):
-    from lapcli.engines import scipy_engine
+    from lapcli.engines.cpu import scipy as scipy_engine
 
     def broken(problem, **options):
         raise ValueError("index 7 is out of bounds")  # what a bug inside an engine looks like

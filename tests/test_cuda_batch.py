@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
-from lapcli.engines import cuda_batch as cb
+from lapcli.cuda import batch_lap as cb
+from lapcli.twins import check_duals, column_reduction, reference_stack
 
 
 def scipy_objective(c):
@@ -27,9 +28,9 @@ def test_reference_twin_matches_scipy_and_certifies(rng, dtype):
                 c = rng.integers(-high // 2, high, (b, n, m)).astype(dtype)
             else:
                 c = (rng.random((b, n, m)) * high).astype(dtype)
-            col, u, v, status = cb.reference_stack(c)
+            col, u, v, status = reference_stack(c)
             assert np.all(status == 0)
-            cb.check_duals(c, col, u, v, 0 if dtype.startswith("int") else 1e-9 * high * n)
+            check_duals(c, col, u, v, 0 if dtype.startswith("int") else 1e-9 * high * n)
             for k in range(b):
                 assert abs(objective(c[k], col[k]) - scipy_objective(c[k])) <= 1e-9 * high * n
 
@@ -41,7 +42,7 @@ def test_the_column_reduction_start_is_a_valid_warm_start(rng):
     twin from it and from the cold start reach the same optimum."""
     for n, high in ((1, 5), (7, 3), (40, 400), (64, 2)):
         c = rng.integers(0, high, (n, n)).astype(np.int64)
-        v, col_of_row = cb.column_reduction(c)
+        v, col_of_row = column_reduction(c)
         np.testing.assert_array_equal(v, c.min(axis=0))
         taken = col_of_row[col_of_row >= 0]
         assert taken.size == np.unique(taken).size == np.unique(c.argmin(axis=0)).size
@@ -49,8 +50,8 @@ def test_the_column_reduction_start_is_a_valid_warm_start(rng):
             j = col_of_row[i]
             assert c[i, j] - v[j] == 0 == (c[i] - v).min()
             assert j == np.flatnonzero(c.argmin(axis=0) == i).min()
-        warm, _, _, _ = cb.reference_stack(c[None])
-        cold, _, v_cold, _ = cb.reference_stack(c[None], column_reduction_start=False)
+        warm, _, _, _ = reference_stack(c[None])
+        cold, _, v_cold, _ = reference_stack(c[None], column_reduction_start=False)
         assert objective(c, warm[0]) == objective(c, cold[0]) == scipy_objective(c)
         assert v_cold.max() <= 0  # the cold start's duals only fall from 0
 
@@ -108,11 +109,11 @@ def test_gpu_matches_twin_and_scipy(rng, dtype):
         res = cb.solve_stack(cupy.asarray(c))
         col, u, v, status = (cupy.asnumpy(x) for x in (res.col_of_row, res.u, res.v, res.status))
         assert np.all(status == 0)
-        cb.check_duals(c, col, u, v, 0 if dtype.startswith("int") else 1e-9 * n)
+        check_duals(c, col, u, v, 0 if dtype.startswith("int") else 1e-9 * n)
         for k in range(b):
             assert abs(objective(c[k], col[k]) - scipy_objective(c[k])) <= 1e-9 * n
         if m <= 64:
-            tc, tu, tv, _ = cb.reference_stack(c)
+            tc, tu, tv, _ = reference_stack(c)
             if dtype.startswith("int"):
                 assert np.array_equal(tc, col) and np.array_equal(tu, u) and np.array_equal(tv, v)
 
@@ -132,7 +133,7 @@ def test_gpu_without_the_column_reduction_matches_the_cold_twin(rng):
         for k in range(b):
             assert objective(c[k], cols[k]) == objective(c[k], cupy.asnumpy(warm.col_of_row)[k]) == scipy_objective(c[k])
         if n <= 64:
-            tc, tu, tv, _ = cb.reference_stack(c, column_reduction_start=False)
+            tc, tu, tv, _ = reference_stack(c, column_reduction_start=False)
             np.testing.assert_array_equal(cols, tc)
             np.testing.assert_array_equal(cupy.asnumpy(cold.v), tv)
 
@@ -154,7 +155,7 @@ def test_the_packed_argmin_picks_what_the_64_bit_one_picks(rng, dtype):
             for ours, theirs in zip((packed.col_of_row, packed.u, packed.v), (wide.col_of_row, wide.u, wide.v)):
                 np.testing.assert_array_equal(cupy.asnumpy(ours), cupy.asnumpy(theirs))
             if m <= 64:
-                tc, tu, tv, _ = cb.reference_stack(c)
+                tc, tu, tv, _ = reference_stack(c)
                 np.testing.assert_array_equal(cupy.asnumpy(packed.col_of_row), tc)
                 np.testing.assert_array_equal(cupy.asnumpy(packed.v), tv)
 
@@ -172,7 +173,7 @@ def test_gpu_layouts_not_chosen_still_solve(rng, layout):
         res = cb.solve_stack(cupy.asarray(c), layout=layout)
         col, u, v, status = (cupy.asnumpy(x) for x in (res.col_of_row, res.u, res.v, res.status))
         assert np.all(status == 0)
-        cb.check_duals(c, col, u, v, 0)
+        check_duals(c, col, u, v, 0)
         assert [objective(c[b], col[b]) for b in range(37)] == [scipy_objective(c[b]) for b in range(37)]
 
 
@@ -240,7 +241,7 @@ def test_staged_upload_round_trips_through_every_path(rng, monkeypatch):
     still run); into a new array and into a given one."""
     import cupy
 
-    from lapcli import staging
+    from lapcli.cuda import staging
 
     small = rng.integers(0, 9, (7, 3, 5)).astype(np.int64)
     assert np.array_equal(staging.upload(small).get(), small)
@@ -278,7 +279,7 @@ def test_a_page_locked_host_stack_is_sent_in_place(rng, monkeypatch):
     import torch
 
     import lapcli
-    from lapcli import staging
+    from lapcli.cuda import staging
 
     stack = rng.random((2000, 24, 24), dtype=np.float32)  # 4.6 MB: the staged route when pageable
     expected = lapcli.solve_batch(stack)
@@ -474,7 +475,7 @@ def test_a_failed_staged_copy_is_raised_once_every_copier_stopped(rng, monkeypat
     import threading
     import time
 
-    from lapcli import staging
+    from lapcli.cuda import staging
 
     data = rng.integers(-2**31, 2**31 - 1, (3_000_001,), dtype=np.int32)  # 12 MB: the staged route
     staging.upload(data)  # a process's first upload may be pinned in place
@@ -587,7 +588,7 @@ def test_the_fused_certificate_refuses_a_spoilt_answer(rng, monkeypatch, mode, s
 def test_the_staged_plan_covers_every_byte_once_round_by_round(nbytes, copiers, rounds):
     """staging.staged_plan: the copiers' pieces tile the array exactly, each copier takes at most one
     piece per round, and round r's pieces all lie before round r + 1's (their DMAs go first)."""
-    from lapcli.staging import staged_plan
+    from lapcli.cuda.staging import staged_plan
 
     plan = staged_plan(nbytes, copiers, rounds)
     assert len(plan) == copiers and all(len(pieces) <= rounds for pieces in plan)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import lapcli
-from lapcli.engines.cuda_sap import twin
+from lapcli.twins import sap_twin as twin
 from lapcli.errors import LapInputError
 from lapcli.generate import generate
 
@@ -59,7 +59,8 @@ def test_a_warm_start_keeps_its_rows_in_every_layout(layout):
     problems share a warp in the 16-thread layouts)."""
     import cupy
 
-    from lapcli.engines.cuda_batch import reference_stack, solve_stack
+    from lapcli.cuda.batch_lap import solve_stack
+    from lapcli.twins import reference_stack
 
     batch, n = 3, 16  # (1, 16) holds 16 columns
     costs = np.zeros((batch, n, n), dtype=np.int32)
@@ -78,10 +79,10 @@ def test_a_warm_start_keeps_its_rows_in_every_layout(layout):
 
 def test_no_auction_searches_from_the_rows_the_column_reduction_leaves_free(rng):
     cost = uniform_costs(rng, 300, 300, 10, dtype=np.int32)
-    from lapcli.engines import cuda_sap
+    from lapcli.engines.cuda import sap as cuda_sap
     from lapcli.problem import prepare
 
-    result = cuda_sap.run(prepare(cost), auction_rounds=0)  # no auction launch: the search kernel's own start
+    result = cuda_sap.solve(prepare(cost), auction_rounds=0)  # no auction launch: the search kernel's own start
     free = 300 - np.unique(cost.argmin(axis=0)).size  # each column's lowest row takes it (distinct rows)
     assert 0 < free < 300 and {s.step: s.count for s in result.steps} == {1: 0, 2: free}
     assert np.array_equal(result.cols, twin(cost, rounds=0)[0])
@@ -125,7 +126,7 @@ def test_the_device_certificate_rejects_infeasible_duals_and_loose_pairs(rng, dt
     from scipy.optimize import linear_sum_assignment
 
     from lapcli.certificate import certify
-    from lapcli.engines.cuda_batch import reference_stack
+    from lapcli.twins import reference_stack
     from lapcli.errors import SolverError
 
     n = 300

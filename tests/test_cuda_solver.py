@@ -89,16 +89,17 @@ def test_step_counts_equal_the_numpy_twins(rng):
 
 def test_the_classical_step_1_still_takes_the_twins_steps(rng):
     """auction_rounds=0 runs the classical step 1 (reductions, then step 2's greedy stars)."""
-    from lapcli.engines import cuda_hungarian, numpy_engine
+    from lapcli.engines.cpu import numpy as numpy_engine
+    from lapcli.engines.cuda import hungarian, stepwise
 
     for cost in [uniform_costs(rng, n, n, r, dtype=np.int32) for n in (64, 257) for r in (0.01, 1000)]:
-        twin = {s.step: s.count for s in numpy_engine.run(prepare(cost), auction_rounds=0).steps}
-        for run in (cuda_hungarian.run, cuda_hungarian.run_stepwise):
+        twin = {s.step: s.count for s in numpy_engine.solve(prepare(cost), auction_rounds=0).steps}
+        for run in (hungarian.run_with_cupy, hungarian.run_with_driver, stepwise.solve):
             assert {s.step: s.count for s in run(prepare(cost), auction_rounds=0).steps} == twin
 
 
 def test_the_kernel_reports_the_twins_auction_rounds(rng):
-    from lapcli.engines.numpy_hungarian import auction_start
+    from lapcli.engines.cpu.numpy_hungarian import auction_start
 
     for cost in (uniform_costs(rng, 300, 300, 1000, dtype=np.int32), rng.random((300, 300)),
                  uniform_costs(rng, 300, 300, 0.05, dtype=np.int32)):
@@ -167,17 +168,19 @@ def test_stepwise_baseline_matches_scipy_and_the_cooperative_counts(rng):
 def test_too_little_device_memory_fails_before_allocating(rng, monkeypatch, launcher):
     import cupy
 
-    from lapcli.engines import cuda_driver, cuda_hungarian
+    from lapcli.cuda import driver, hungarian, hungarian_driver
+    from lapcli.engines.cuda import hungarian as engine
 
-    monkeypatch.setattr(cuda_hungarian, "free_device_bytes", lambda: 1 << 20)  # CuPy's launcher
-    monkeypatch.setattr(cuda_driver.Gpu, "free_bytes", lambda self: 1 << 20)  # the driver's
+    monkeypatch.setattr(hungarian, "free_device_bytes", lambda: 1 << 20)  # CuPy's launcher
+    monkeypatch.setattr(driver.Gpu, "free_bytes", lambda self: 1 << 20)  # the driver's
     allocations = []
-    real_arena = cuda_driver.DeviceArena
-    monkeypatch.setattr(cuda_driver, "DeviceArena", lambda sizes: allocations.append(sizes) or real_arena(sizes))
+    real_arena = driver.DeviceArena
+    monkeypatch.setattr(hungarian_driver, "DeviceArena", lambda sizes: allocations.append(sizes) or real_arena(sizes))
     pool = cupy.get_default_memory_pool()
     used_before = pool.used_bytes()
     with pytest.raises(lapcli.SolverError, match=r"needs \d+ MiB.*--dtype float32.*--solver scipy"):
-        cuda_hungarian.run(prepare(uniform_costs(rng, 2048, 2048, 10, dtype=np.int32)), launcher=launcher)
+        run = engine.run_with_driver if launcher == "driver" else engine.run_with_cupy
+        run(prepare(uniform_costs(rng, 2048, 2048, 10, dtype=np.int32)))
     assert pool.used_bytes() == used_before and not allocations
 
 
@@ -190,7 +193,7 @@ def test_zeros_packed_with_wide_columns_leave_the_rows_their_bits(rng, monkeypat
 
     import cupy
 
-    from lapcli.engines import cuda_hungarian as cuda_solver
+    from lapcli.cuda import hungarian_abi as cuda_solver
 
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     blocks = max(1, sms // 2) if 1024 <= cuda_solver.HALF_GRID_UP_TO else sms
@@ -261,7 +264,7 @@ def test_bench_runs_both_gpu_solvers_and_agrees(tmp_path):
 
     from click.testing import CliRunner
 
-    from lapcli.cli import cli
+    from lapcli.cli.main import cli
 
     result = CliRunner().invoke(cli, ["bench", "--sizes", "64,300", "--ranges", "1,1000", "--solvers",
                                       "cuda,cuda-stepwise,numpy,scipy", "--repeat", "2", "--json", str(tmp_path / "b.json")])
@@ -339,11 +342,11 @@ def test_auto_picks_by_size_range_and_shape_on_the_gpu(rng):
 
 
 def test_driver_and_cupy_launchers_take_the_same_steps_to_the_same_answer(rng):
-    from lapcli.engines import cuda_hungarian
+    from lapcli.engines.cuda import hungarian
 
     for cost in (uniform_costs(rng, 300, 300, 100, dtype=np.int32), rng.random((257, 190)),
                  rng.integers(0, 3, (128, 128))):
-        results = {launcher: cuda_hungarian.run(prepare(cost), launcher=launcher) for launcher in ("driver", "cupy")}
+        results = {"driver": hungarian.run_with_driver(prepare(cost)), "cupy": hungarian.run_with_cupy(prepare(cost))}
         driver, cupy_run = results["driver"], results["cupy"]
         assert driver.details["launcher"] == "driver" and cupy_run.details["launcher"] == "cupy"
         assert np.array_equal(driver.cols, cupy_run.cols)  # the kernel is deterministic

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "fuzz_gpu.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "fuzz_gpu.py"
 
 
 def load_fuzz_module():

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lapcli.cli import cli
+from lapcli.cli.main import cli
 from lapcli.errors import LapInputError
 from lapcli.generate import CHUNK_ROWS, generate, generate_blocks, generate_stack, generate_stack_blocks
 from lapcli.io import write_matrix, write_matrix_blocks
 
-LAP = [sys.executable, "-m", "lapcli.cli"]
+LAP = [sys.executable, "-m", "lapcli"]
 
 
 def invoke(*args):
@@ -231,7 +231,7 @@ def test_generate_batch_holds_one_chunk_not_the_stack(tmp_path):
 
 TRACED_MAIN = """
 import sys, tracemalloc
-from lapcli.cli import main
+from lapcli.cli.main import main
 
 tracemalloc.start()
 try:
@@ -260,11 +260,11 @@ def test_the_progress_bar_moves_per_block(tmp_path, monkeypatch, args, updates):
     from rich.console import Console
     from rich.progress import Progress
 
-    import lapcli.cli
+    import lapcli.cli.main
 
     seen = []
     real_update = Progress.update
-    monkeypatch.setattr(lapcli.cli, "stderr_console", lambda quiet: Console(stderr=True, force_terminal=True))
+    monkeypatch.setattr(lapcli.cli.main, "stderr_console", lambda quiet: Console(stderr=True, force_terminal=True))
     monkeypatch.setattr(Progress, "update", lambda self, task, **kw: seen.append(kw["completed"])
                         or real_update(self, task, **kw))
     result = invoke("generate", *args, "--m", 20, "--seed", 1, "-o", tmp_path / "m.npy")

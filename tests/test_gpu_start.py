@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from lapcli import gpu_start
+from lapcli.cli import gpu_start
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096), (7, 3), (5, 6, 7), (1,), ()])
@@ -84,7 +84,7 @@ def test_the_driver_starts_early_only_where_auto_or_the_solver_goes_to_the_gpu(f
 
 
 def test_the_options_that_take_a_value_are_those_of_lap_solve():
-    from lapcli.cli import solve_command
+    from lapcli.cli.main import solve_command
 
     taking = {name for p in solve_command.params if not getattr(p, "is_flag", True) and p.param_type_name == "option"
               for name in p.opts}
@@ -102,7 +102,7 @@ def test_a_fifo_or_an_odd_device_number_never_hangs_or_breaks_the_guess(tmp_path
 
 
 def test_import_lapcli_imports_no_numpy_until_a_public_name_is_used():
-    script = ("import sys, lapcli, lapcli.gpu_start, lapcli.engines.auto\n"
+    script = ("import sys, lapcli, lapcli.cli.gpu_start, lapcli.engines.auto\n"
               "before = 'numpy' in sys.modules\n"
               "solve = lapcli.solve\n"
               "print(before, 'numpy' in sys.modules, solve.__module__, 'solve' in dir(lapcli))")
@@ -119,7 +119,7 @@ def test_import_lapcli_imports_no_numpy_until_a_public_name_is_used():
 
 DETACH = """
 import os, sys, time
-from lapcli import gpu_start
+from lapcli.cli import gpu_start
 gpu_start._default_compute_mode = lambda: True  # no driver here: take the device as shared
 if sys.argv[1] == "context":
     gpu_start.note_context()

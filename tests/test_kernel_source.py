@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import lapcli
-from lapcli.engines import cuda_hungarian as cuda_solver
+from lapcli.cuda import hungarian_abi as cuda_solver
 
 NVCC = shutil.which("nvcc")
 
@@ -77,7 +77,7 @@ def test_batch_kernel_compiles_for_every_dtype_layout_and_mode(tmp_path):
     """Every instantiation the launcher can ask for (kernel_name), with and without the fused
     certificate, compiles, and none spills more than a word or two (ptxas spills up to 16 bytes in
     a few of them; a per-thread array left in local memory would spill hundreds)."""
-    from lapcli.engines import cuda_batch
+    from lapcli.cuda import batch_lap as cuda_batch
 
     source = tmp_path / "batch.cu"
     lines = [cuda_batch.kernel_source()]
@@ -129,7 +129,7 @@ def test_the_device_state_lies_in_one_allocation_grouped_by_fill():
     the rest; each at a 256-byte aligned offset, none overlapping."""
     import numpy as np
 
-    from lapcli.engines import cuda_hungarian as cuda_solver
+    from lapcli.cuda import hungarian_abi as cuda_solver
 
     for n, dtype in ((1000, "int32"), (37, "float64"), (4096, "float32")):
         plan = cuda_solver.plan_from_occupancy(n, 4, 512, 1, 132, 227 * 1024, lambda shared: 1)
@@ -158,7 +158,7 @@ def test_the_packed_argmin_is_compiled_for_integer_duals_only(tmp_path):
     """BATCH_PACKED adds S2's packed-word argmin (one 32-bit redux.sync per level) beside the 64-bit
     one for integer duals, and leaves float duals' kernels as they were: the GPU test that compares
     the two builds bit for bit would also pass if the packed branch were never compiled in."""
-    from lapcli.engines import cuda_batch
+    from lapcli.cuda import batch_lap as cuda_batch
 
     def redux_count(dtype: str, packed: int) -> int:
         cost, dual, _ = cuda_batch.KERNEL_TYPES[dtype]

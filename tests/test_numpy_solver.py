@@ -5,7 +5,7 @@ import pytest
 
 import lapcli
 from lapcli.errors import SolverError
-from lapcli.engines.numpy_hungarian import step2_star_zeros, step5_augment, step6_shift_duals
+from lapcli.engines.cpu.numpy_hungarian import step2_star_zeros, step5_augment, step6_shift_duals
 
 from .helpers import RANGES, assert_matches_scipy, uniform_costs
 
@@ -117,7 +117,7 @@ def _certify(values, eps, cols, u, v):
 def test_the_auction_start_gives_optimal_certified_answers(rng, rounds):
     from scipy.optimize import linear_sum_assignment
 
-    from lapcli.engines.numpy_hungarian import solve_square
+    from lapcli.engines.cpu.numpy_hungarian import solve_square
     from lapcli.engines.steps import StepRecorder
 
     cases = [uniform_costs(rng, n, n, r) for n in (1, 2, 7, 64) for r in RANGES]
@@ -136,7 +136,7 @@ def test_the_auction_start_gives_optimal_certified_answers(rng, rounds):
 
 
 def test_every_auction_round_keeps_the_duals_feasible_and_the_stars_tight(rng):
-    from lapcli.engines.numpy_hungarian import auction_start
+    from lapcli.engines.cpu.numpy_hungarian import auction_start
 
     for cost in (uniform_costs(rng, 80, 80, 1000).astype(np.int64), rng.random((60, 60)), np.zeros((5, 5))):
         previous_stars = -1
@@ -156,7 +156,7 @@ def test_every_auction_round_keeps_the_duals_feasible_and_the_stars_tight(rng):
 
 def test_the_auction_start_cuts_the_dual_updates_at_high_ranges(rng):
     """The point of the start: ~10× fewer step-6 updates at R = 1000 (docs/benchmarks.md)."""
-    from lapcli.engines.numpy_hungarian import solve_square
+    from lapcli.engines.cpu.numpy_hungarian import solve_square
     from lapcli.engines.steps import StepRecorder
 
     cost = uniform_costs(rng, 256, 256, 1000).astype(np.int64)
@@ -169,7 +169,7 @@ def test_the_auction_start_cuts_the_dual_updates_at_high_ranges(rng):
 
 def test_the_auction_stops_when_ties_only_pass_columns_around(rng):
     """The stopping rule the kernel shares: ``patience`` rounds without fewer free rows end it."""
-    from lapcli.engines.numpy_hungarian import auction_start
+    from lapcli.engines.cpu.numpy_hungarian import auction_start
 
     cost = np.zeros((40, 40), dtype=np.int64)  # every bid 0: a column passes between its bidders
     *_, column_of_star_at_row, _, ran = auction_start(cost, rounds=1000, patience=5)
@@ -179,10 +179,10 @@ def test_the_auction_stops_when_ties_only_pass_columns_around(rng):
 
 
 def test_the_numpy_engine_starts_with_the_auction_as_the_kernel_does(rng):
-    from lapcli.engines import numpy_engine
+    from lapcli.engines.cpu import numpy as numpy_engine
     from lapcli.problem import prepare
 
     cost = uniform_costs(rng, 128, 128, 1000)
     auction = {s.step: s.count for s in numpy_engine.run(prepare(cost)).steps}
-    classical = {s.step: s.count for s in numpy_engine.run(prepare(cost), auction_rounds=0).steps}
+    classical = {s.step: s.count for s in numpy_engine.solve(prepare(cost), auction_rounds=0).steps}
     assert auction[6] * 3 <= classical[6], (auction, classical)

@@ -6,9 +6,9 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from lapcli.engines import registry
-from lapcli.engines.cuda_batch import reference_stack
-from lapcli.engines.cuda_sap import twin
-from lapcli.engines.numpy_hungarian import auction_start
+from lapcli.twins import reference_stack
+from lapcli.twins import sap_twin as twin
+from lapcli.engines.cpu.numpy_hungarian import auction_start
 from lapcli.generate import generate
 
 from .helpers import uniform_costs

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .registry import cuda_status, search_kernel_status
+from ..cuda.probe import cuda_status, search_kernel_status
 
 
 @dataclass(frozen=True)

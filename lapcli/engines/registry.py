@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
+from ..cuda.probe import cuda_status, search_kernel_status
 from ..errors import LapInputError, SolverUnavailable
 
 ALL_DTYPES = ("int32", "int64", "float32", "float64")
@@ -79,68 +80,7 @@ def solver_choices(batch: bool | None = None) -> tuple[str, ...]:
 
 
 # ----------------------------------------------------------------------------- probes
-@lru_cache(maxsize=1)
-def cuda_status() -> tuple[bool, str]:
-    """(available, why): whether CuPy is installed and a CUDA device is visible. The device count
-    is asked of the driver through cuda.bindings when it is installed (~0.1 s), not of CuPy,
-    whose import alone costs ~0.25 s that a one-shot solve of a host matrix never needs."""
-    import importlib.util
-
-    if importlib.util.find_spec("cupy") is None:
-        return False, "CuPy is not installed (pip install 'lapcli[cuda13]' or 'lapcli[cuda12]')"
-    if importlib.util.find_spec("cuda.bindings") is not None:
-        from . import cuda_driver
-
-        try:
-            count = cuda_driver.device_count()
-        except Exception as error:  # no driver library, or the driver finds no device
-            return False, f"no CUDA device ({error})".replace("\n", " ")
-        source = "the CUDA driver"
-    else:
-        try:
-            import cupy
-
-            count = cupy.cuda.runtime.getDeviceCount()
-        except Exception as error:  # a broken CUDA install can raise on import too
-            return False, f"no CUDA device ({type(error).__name__}: {error})".replace("\n", " ")
-        source = f"CuPy {cupy.__version__}"
-    if count < 1:
-        return False, "no CUDA device"
-    return True, f"{source} sees {count} CUDA device{'s' if count > 1 else ''}"
-
-
-SEARCH_KERNEL_ARCH = (8, 0)  # kernels/batch_lap.cu's warp argmin is __reduce_min_sync (Ampere and newer)
-
-
-def device_compute_capability(ordinal: int = 0) -> tuple[int, int]:
-    """(major, minor), from the driver when cuda.bindings is installed, else from CuPy."""
-    if importlib.util.find_spec("cuda.bindings") is not None:
-        from . import cuda_driver
-
-        return cuda_driver.compute_capability(ordinal)
-    import cupy
-
-    capability = cupy.cuda.Device(ordinal).compute_capability  # e.g. "90"
-    return int(capability[:-1]), int(capability[-1])
-
-
-@lru_cache(maxsize=1)
-def search_kernel_status() -> tuple[bool, str]:
-    """(available, why) for the engines that run kernels/batch_lap.cu (cuda-batch, cuda-sap): a
-    CUDA device, of compute capability 8.0 or newer (the default device, as they run on)."""
-    available, why = cuda_status()
-    if not available:
-        return available, why
-    try:
-        arch = device_compute_capability()
-    except Exception as error:
-        return False, f"cannot read the device's compute capability ({error})".replace("\n", " ")
-    if arch < SEARCH_KERNEL_ARCH:
-        return False, (f"the device has compute capability {arch[0]}.{arch[1]}; the search kernel needs "
-                       f"{SEARCH_KERNEL_ARCH[0]}.{SEARCH_KERNEL_ARCH[1]} or newer (Ampere)")
-    return True, f"{why}, compute capability {arch[0]}.{arch[1]}"
-
-
+# (the CUDA ones, cuda_status and search_kernel_status, are lapcli.cuda.probe's)
 def distribution_probe(distribution: str, install: str) -> Callable[[], tuple[bool, str]]:
     """Available when the named distribution is installed (its import name may differ: lapx's is
     ``lap``); reads package metadata only, imports nothing."""
@@ -162,50 +102,50 @@ def always() -> tuple[bool, str]:
 # ----------------------------------------------------------------------------- the engines
 register(Engine(
     "cuda", "classical Hungarian, steps 1-6 in one cooperative CUDA launch",
-    "lapcli.engines.cuda_hungarian",
+    "lapcli.engines.cuda.hungarian",
     Capabilities(device="cuda", steps=True, timeout=True, duals=True, checks_entries=True),
     cuda_status,
 ))
 register(Engine(
     "cuda-stepwise", "the same CUDA steps, one launch per step (the ablation baseline)",
-    "lapcli.engines.cuda_stepwise",
+    "lapcli.engines.cuda.stepwise",
     Capabilities(device="cuda", steps=True, timeout=True, duals=True, checks_entries=True),
     cuda_status,
 ))
 register(Engine(
     "cuda-sap", "the cuda kernel's auction start, then shortest augmenting paths in one block (Jonker-Volgenant)",
-    "lapcli.engines.cuda_sap",
+    "lapcli.engines.cuda.sap",
     Capabilities(device="cuda", steps=True, timeout=True, duals=True, checks_entries=True, max_columns=2048),
     search_kernel_status,
 ))
 register(Engine(
     "numpy", "the six Hungarian steps in NumPy: the kernel's readable specification",
-    "lapcli.engines.numpy_engine",
+    "lapcli.engines.cpu.numpy",
     Capabilities(device="cpu", steps=True, duals=True),
     always,
 ))
 register(Engine(
     "scipy", "scipy.optimize.linear_sum_assignment (shortest augmenting path, Crouse 2016)",
-    "lapcli.engines.scipy_engine",
+    "lapcli.engines.cpu.scipy",
     Capabilities(device="cpu", rectangular=True, dtypes=("float64",)),
     always,
 ))
 register(Engine(
     "lapx", "lapx's lapjv (Jonker-Volgenant, one CPU core), an optional peer",
-    "lapcli.engines.lapx_engine",
+    "lapcli.engines.cpu.lapx",
     Capabilities(device="cpu", rectangular=True, dtypes=("float64",)),
     distribution_probe("lapx", "pip install 'lapcli[lapx]'"),
 ))
 register(Engine(
     "cuda-batch", "shortest augmenting path per problem, the whole stack in one CUDA launch",
-    "lapcli.engines.cuda_batch",
+    "lapcli.engines.cuda.batch",
     Capabilities(device="cuda", batch=True, rectangular=True, timeout=True, duals=True, max_columns=2048,
                  checks_entries=True),
     search_kernel_status,
 ))
 register(Engine(
     "scipy-batch", "scipy per problem over a thread pool (scipy releases the GIL)",
-    "lapcli.engines.scipy_batch",
+    "lapcli.engines.cpu.scipy_batch",
     Capabilities(device="cpu", batch=True, rectangular=True, dtypes=("float64",)),
     always,
 ))

@@ -10,8 +10,14 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+# Step 1's auction (the classical kernel, its NumPy twin and cuda-sap's start): at most this many
+# rounds of Jonker-Volgenant's augmenting row reduction, and fewer once this many rounds in a row
+# left no fewer rows free.
+AUCTION_ROUNDS = 1024
+AUCTION_PATIENCE = 32
+
 STEP_NAMES = {
-    1: "start: auction or reductions",  # step 1: the auction start (issue #14), or the classical reductions
+    1: "start: auction or reductions",  # step 1: the auction start, or the classical reductions
     2: "star independent zeros",
     3: "cover starred columns",
     4: "prime uncovered zeros",

@@ -9,7 +9,7 @@
 //   opt1  step 6 fuses the dual shift with the update of the zero list;
 //   opt2  all steps in one persistent kernel, grid.sync() instead of kernel boundaries;
 //   opt3  per-row values (u[i], the row pointer, the running minimum) stay in registers.
-// Beyond the papers (shared/design.md §6): slack is never stored. We keep duals u, v and compute
+// Beyond the papers: slack is never stored. We keep duals u, v and compute
 // slack(i, j) = cost[i, j] - u[i] - v[j] on the fly, so step 6 only READS the uncovered rows,
 // and the zero list is updated (zeros vanish only in covered x covered, appear only in
 // uncovered x uncovered) instead of rebuilt. Step 6 runs a warp per row with 16-byte loads and
@@ -19,7 +19,7 @@
 // the columns that step 4 uncovered since (new_cols): only the first step 6 of a phase reads whole
 // rows. Same delta, same zeros, same step counts as recomputing everything.
 //
-// Step 1 is an auction by default (issue #14, section "step 1 by auction" below): parallel rounds
+// Step 1 is an auction by default (section "step 1 by auction" below): parallel rounds
 // of Jonker-Volgenant's augmenting row reduction star ~99 % of the rows with feasible duals before
 // the Hungarian phases, which at high cost ranges cuts their dual updates 10-20x; State.auction_rounds
 // = 0 runs the classical reductions instead.
@@ -44,16 +44,13 @@
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
 
-// Block size, flag slots and status codes come from the launcher (cuda_hungarian.kernel_defines),
+// Block size, flag slots and status codes come from the launcher (lapcli.cuda.hungarian_abi.kernel_defines),
 // the one place they are defined.
 #if !defined(LAP_BLOCK) || !defined(SLOT_COUNT) || !defined(STATUS_PATH_WALK)
-#error "compile with the -D options of lapcli.engines.cuda_hungarian.kernel_defines()"
+#error "compile with the -D options of lapcli.cuda.hungarian_abi.kernel_defines()"
 #endif
 #define LAP_WARPS (LAP_BLOCK / 32)
-#ifndef LAP_UNROLL
-#define LAP_UNROLL 4
-#endif
-constexpr int step6_unroll = LAP_UNROLL;  // 16-byte loads in flight per lane in step 6 (warp_row_min)
+constexpr int step6_unroll = 4;  // 16-byte loads in flight per lane in step 6 (warp_row_min)
 #define FULL_MASK 0xffffffffu
 constexpr int unclaimed = 0x7fffffff;  // an empty row_choice / column_claim entry (atomicMin's identity)
 
@@ -66,7 +63,7 @@ template <typename D> __device__ __forceinline__ D covered_dual();
 template <> __device__ __forceinline__ long long covered_dual<long long>() { return -(1LL << 62); }
 template <> __device__ __forceinline__ double covered_dual<double>() { return -largest<double>(); }
 
-// Everything the steps share, laid out by lapcli/engines/cuda_hungarian.py (STATE_POINTERS).
+// Everything the steps share, laid out by lapcli/cuda/hungarian_abi.py (STATE_POINTERS).
 template <typename T, typename D>
 struct State {
     const T* cost;
@@ -122,7 +119,7 @@ __device__ __forceinline__ int load_acquire(const int* p) {
 }
 __device__ __forceinline__ void store_volatile(int* p, int x) { *(volatile int*)p = x; }
 
-// Step-time accounting (shared/design.md §5): thread 0 of block 0 reads %globaltimer right after
+// Step-time accounting: thread 0 of block 0 reads %globaltimer right after
 // the grid.sync() that ends a step and charges the time since the previous mark to that step.
 struct StepClock {
     unsigned long long last, ns[7];
@@ -304,7 +301,7 @@ __device__ void step1_zeros(const State<T, D>& s, Shared<D>& sh) {
     if (threadIdx.x == 0) s.zeros_size[blockIdx.x] = sh.zero_count;
 }
 
-// ================================ step 1 by auction (issue #14) ===============================
+// ================================ step 1 by auction ========================================
 // Jonker-Volgenant's augmenting row reduction, run as synchronous parallel rounds: an auction with
 // bids u2 - u1 (twin: numpy_hungarian.auction_start, the specification of every choice below).
 // It replaces step 1's reductions and most of step 2's stars: at high cost ranges the classical
@@ -732,7 +729,7 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) hungarian(const State<T, D>* __r
     int result = STATUS_OK;
 
     clear_row_choices(row_choice, s.k);
-    if (s.auction_rounds > 0 && s.k > 1) {  // step 1 by auction (issue #14)
+    if (s.auction_rounds > 0 && s.k > 1) {  // step 1 by auction
         auction_column_minima(s);
         grid.sync();
         step1_columns(s);  // v = the column minima; column claims cleared

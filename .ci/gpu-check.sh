@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# One call on a GPU machine without network: install from the checkout (no downloads), run the GPU
+# tests, compute-sanitizer on small solves and batches, the auto/crossover grid (scipy, cuda, cuda-sap, auto), the
+# ranges suite at n = 1024 and 2048 (issue #14), the
+# HyLAC comparison points, the batch suite, the largest single solve (n = 65,536 host -> host), the
+# step table at n=4096 R=100, a cold `lap solve` against its kernel
+# time, and the fuzzer in parallel processes. Logs go to the folder given as $1 (default ./gpu-logs).
+# Environment: FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
+# BATCH_SOLVERS (the batch suite's runners; default cuda-batch, torch-la, both columns each),
+# SKIP (space-separated parts to skip: tests sanitizer crossover ranges hylac batch big solve startup cold fuzz).
+# ranges: issue #14's suite at n = 1024 and 2048 beside scipy and lapx (~2 minutes on an H100; lapx from .whl/).
+# Peers travel as wheels (.whl, see the device notes): with torch-linear-assignment on PYTHONPATH
+# the batch part runs it beside lapcli's batch engine.
+set -uo pipefail
+out=${1:-gpu-logs}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+cd "$(dirname "$0")/.."
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c "import cupy, numpy, scipy; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'scipy', scipy.__version__)"
+  python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -3
+} >"$out/env.txt" 2>&1
+python3 -c "import lapcli" 2>/dev/null || export PYTHONPATH=$PWD
+# pip writes the package's bytecode at install time; an editable install does not, and this machine
+# may set PYTHONDONTWRITEBYTECODE, so every process would recompile lapcli: compile it once, as pip does.
+echo "PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset}" >>"$out/env.txt"
+python3 -m compileall -q lapcli >/dev/null
+if [ "${PYTHONDONTWRITEBYTECODE:-}" = 1 ]; then  # this image ships site-packages without bytecode
+  for package in numpy cupy click rich; do
+    python3 -m compileall -q "$(python3 -c "import os, $package; print(os.path.dirname($package.__file__))")" >/dev/null 2>&1
+  done
+  echo "compiled bytecode of numpy cupy click rich (pip's default at install time)" >>"$out/env.txt"
+fi
+lap() { python3 -m lapcli "$@"; }
+skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
+status=0
+if ! skip tests; then
+  python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -3 || status=1
+fi
+if ! skip sanitizer; then  # memcheck, racecheck (shared memory), synccheck on small cooperative solves
+  cat >/tmp/sanitize.py <<'PY'
+import numpy as np, lapcli
+rng = np.random.default_rng(7)
+for n, r in ((37, 10), (130, 1000), (300, 1)):
+    for dtype in ("int32", "float64"):
+        for solver in ("cuda", "cuda-sap"):
+            lapcli.solve((rng.integers(0, max(1, r * n), (n, n))).astype(dtype), solver=solver)
+lapcli.solve(rng.random((90, 60)), solver="cuda", maximize=True)
+lapcli.solve(rng.random((90, 60)), solver="cuda-sap", maximize=True)
+for shape in ((40, 16, 16), (20, 30, 70), (20, 70, 30), (3, 300, 300)):  # the batch kernel, certify fused
+    lapcli.solve_batch(rng.integers(0, 1000, shape).astype("int32"), solver="cuda-batch")
+    lapcli.solve_batch(rng.random(shape).astype("float32"), solver="cuda-batch", maximize=True)
+print("sanitized solves done")
+PY
+  for tool in memcheck racecheck synccheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 python3 /tmp/sanitize.py >"$out/sanitizer-$tool.txt" 2>&1 \
+      && echo "compute-sanitizer $tool: clean" || { echo "compute-sanitizer $tool: FAILED"; status=1; }
+    tail -2 "$out/sanitizer-$tool.txt"
+  done | tee "$out/sanitizer.txt"
+fi
+if ! skip crossover; then  # issue #12: auto within 10% of the fastest of scipy, cuda and cuda-sap
+  for kind in "uniform --ranges 1" "uniform --ranges 1000" "float --ranges 1" "geometric --ranges 1"; do
+    set -- $kind
+    lap bench --kind "$1" --dtypes $([ "$1" = uniform ] && echo int32 || echo float64) --sizes 64,128,256,384,512,1024,2048 \
+      "$2" "$3" --solvers scipy,cuda,cuda-sap,auto --baseline scipy --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
+      --json "$out/crossover-$1-$3.json" 2>&1 | tee -a "$out/crossover.txt" || status=1
+  done
+fi
+if ! skip ranges; then  # issue #14: auto at 2x the faster of scipy and lapx (n = 4096 and 8192 take far longer)
+  python3 -c "import lap" 2>/dev/null || python3 -m pip install -q --no-deps --no-index .whl/lapx*.whl 2>/dev/null
+  peers=$(python3 -c "import lap" 2>/dev/null && echo scipy,lapx || echo scipy)
+  lap bench --suite ranges --sizes 1024,2048 --solvers "$peers,cuda,cuda-sap,auto" --baseline "$peers" \
+    --repeat "${BENCH_REPEAT:-5}" --warmup 1 --json "$out/bench-ranges.json" 2>&1 | tee "$out/bench-ranges.txt" || status=1
+fi
+if ! skip hylac; then
+  lap bench --suite hylac --solvers cuda,cuda-stepwise --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
+    --json "$out/bench-hylac.json" 2>&1 | tee "$out/bench-hylac.txt" || status=1
+fi
+if ! skip batch; then  # issue #13: the eight cells, lapcli's batch engine beside torch-linear-assignment
+  lap bench --suite batch --solvers "${BATCH_SOLVERS:-cuda-batch,cuda-batch:d2d,torch-la,torch-la:d2d}" --repeat "${BENCH_REPEAT:-5}" \
+    --warmup 2 --json "$out/bench-batch.json" 2>&1 | tee "$out/bench-batch.txt" || status=1
+fi
+if ! skip big; then  # issue #15: the largest single problem host -> host (n = 65,536 int32, 17 GB)
+  python3 benchmarks/big_solve.py --n "${BIG_N:-65536}" --out "$out/big-solve.json" 2>&1 | tee "$out/big-solve.txt" || status=1
+fi
+matrix=$(mktemp -d)/m4096-r100.npy
+lap generate --n 4096 --range 100 --seed 4096 -o "$matrix" --quiet
+if ! skip solve; then
+  lap solve "$matrix" --solver cuda --quiet >/dev/null  # warm: compile and allocate
+  lap solve "$matrix" --solver cuda --report "$out/solve-4096-r100.json" 2>&1 | tee "$out/solve-4096-r100.txt" || status=1
+fi
+if ! skip startup; then  # where a one-shot solve's wall time goes: imports, then the whole run profiled
+  python3 -X importtime -m lapcli solve "$matrix" -o /tmp/a.npy --quiet 2>"$out/importtime.txt"
+  sort -t'|' -k2 -n "$out/importtime.txt" | tail -15 > "$out/importtime-top.txt"
+  python3 -m cProfile -s cumulative -m lapcli solve "$matrix" -o /tmp/a.npy --quiet 2>&1 | head -70 > "$out/profile-solve.txt"
+fi
+if ! skip cold; then  # issue #12: a cold one-shot solve's wall time against its kernel time
+  cold() {  # $1 label; the rest: environment for the run
+    local label=$1; shift
+    sync; start=$(date +%s.%N)
+    env "$@" python3 -m lapcli solve "$matrix" -o /tmp/a.npy --quiet --report /tmp/cold.json
+    end=$(date +%s.%N)
+    python3 -c "import json,sys; r=json.load(open('/tmp/cold.json')); d=r['details']; w=($end-$start)*1e3; print(f'cold lap solve n=4096 ($label): wall {w:.0f} ms, kernel {d[\"kernel_ms\"]:.0f} ms, over the kernel {w-d[\"kernel_ms\"]:.0f} ms, solver {r[\"solver\"]}, launcher {d.get(\"launcher\")}, early start {d.get(\"driver_started_early\")}, compile {d[\"compile_ms\"]:.0f} ms')"
+  }
+  for i in 1 2 3 4 5; do cold default LAPCLI_COLD_RUN=$i; done | tee "$out/cold-solve.txt"
+  for i in 1 2 3; do cold "teardown in the process" LAPCLI_DETACH_TEARDOWN=0; done | tee -a "$out/cold-solve.txt"
+fi
+if ! skip fuzz; then  # several processes share the GPU; each has its own seed
+  workers=${FUZZ_WORKERS:-6}
+  for w in $(seq 1 "$workers"); do
+    solver=$([ $((w % 2)) = 0 ] && echo cuda-sap || echo cuda)  # every second worker fuzzes cuda-sap
+    python3 benchmarks/fuzz_gpu.py --solver "$solver" --seconds "${FUZZ_SECONDS:-60}" --batch-solver cuda-batch \
+      --seed "$((RANDOM * 32768 + RANDOM + w))" \
+      --out "$out/fuzz-$w" >"$out/fuzz-$w.log" 2>&1 &
+  done
+  wait
+  python3 - "$out" "$workers" <<'PY' | tee "$out/fuzz-summary.txt" || status=1
+import json, sys
+out, workers = sys.argv[1], int(sys.argv[2])
+total = {}
+for w in range(1, workers + 1):
+    try:
+        summary = json.load(open(f"{out}/fuzz-{w}/summary.json"))
+    except FileNotFoundError:
+        print(f"worker {w} wrote no summary"); sys.exit(1)
+    for key in ("solves", "ok", "mismatch", "error", "hang", "uncertified", "batches"):
+        total[key] = total.get(key, 0) + summary.get(key, 0)
+    total.setdefault("solves_by_solver", {}).setdefault(summary["solver"], 0)
+    total["solves_by_solver"][summary["solver"]] += summary.get("solves", 0)
+    total["seconds"] = max(total.get("seconds", 0), summary["seconds"])
+    total["largest_side"] = max(total.get("largest_side", 0), summary["largest_side"])
+    total.setdefault("seeds", []).append(summary["seed"])
+print("fuzz total:", json.dumps(total))
+sys.exit(0 if total["ok"] == total["solves"] else 1)
+PY
+  grep -h -E "^(mismatch|error|hang|uncertified):" "$out"/fuzz-*.log | head -20
+fi
+exit $status

@@ -1,0 +1,243 @@
+"""Randomised verification of the CUDA solver against scipy, at scale (run on a GPU machine).
+
+Each case draws a shape (n from 1 to --max-n, square or rectangular), a range R·n, a working dtype,
+a kind (uniform, float, geometric, sanity, offset floats 1e6 + U(0, 1e-7), near-ties: integers
+0..9 plus 1e-8·U(0, 1)), maximize or not, sometimes forbidden entries (sometimes enough to make
+the problem infeasible), and a route: a host array, a CuPy view whose data pointer is not 16-byte
+aligned, or a CSV round trip through lapcli's reader. The answer must match scipy's: the same
+objective (exact for integers), a valid assignment of min(n, m) pairs, the same infeasibility,
+and a certificate (an uncertified answer of a Hungarian engine is a failure).
+
+Every failing case is saved to OUT/case-<i>.npz with its seed and parameters; replay one with
+    python benchmarks/fuzz_gpu.py --replay OUT/case-17.npz
+Prints the counts (solves, mismatches, errors, hangs stopped by the time limit) and writes
+OUT/summary.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli
+from lapcli.generate import generate
+from lapcli.problem import objective_tolerance
+
+RANGES = (0.001, 0.01, 0.1, 1, 10, 100, 1000)
+DTYPES = ("int32", "int64", "float32", "float64")
+
+
+def draw_case(rng: np.random.Generator, max_n: int) -> dict:
+    n = int(round(math.exp(rng.uniform(0, math.log(max_n)))))
+    m = n if rng.random() < 0.75 else int(round(math.exp(rng.uniform(0, math.log(max_n)))))
+    kind = str(rng.choice(["uniform"] * 6 + ["float", "geometric", "sanity", "offset", "near-tie"]))
+    if kind == "sanity":
+        m = n
+    dtype = str(rng.choice(DTYPES)) if kind == "uniform" else str(rng.choice(["float32", "float64"]))
+    if kind in ("offset", "near-tie"):
+        dtype = "float64"  # their structure is below float32's resolution
+    return {
+        "n": n, "m": m, "kind": kind, "range": float(rng.choice(RANGES)), "dtype": dtype,
+        "maximize": bool(rng.random() < 0.2),
+        "forbidden": float(rng.choice([0.0] * 6 + [0.05, 0.3, 0.9])),
+        "route": str(rng.choice(["host"] * 8 + ["unaligned", "csv"])),
+        "seed": int(rng.integers(2**31)),
+    }
+
+
+def build_matrix(case: dict) -> np.ndarray:
+    rng = np.random.default_rng(case["seed"])
+    shape = (case["n"], case["m"])
+    if case["kind"] == "offset":
+        cost = 1e6 + rng.uniform(0, 1e-7, shape)
+    elif case["kind"] == "near-tie":
+        cost = rng.integers(0, 10, shape) + 1e-8 * rng.random(shape)
+    else:
+        cost = generate(case["n"], case["m"], range_factor=case["range"], seed=case["seed"], kind=case["kind"],
+                        dtype=None if case["kind"] != "uniform" else "int64")
+    if case["kind"] == "uniform" and case["dtype"].startswith("int") and case["range"] >= 1 and case["seed"] % 7 == 0:
+        cost = cost + (2**31 - 2 - cost.max()) * (case["dtype"] == "int64")  # values near int32 max
+    if case["forbidden"] > 0:
+        cost = cost.astype(np.float64)
+        mask = np.random.default_rng(case["seed"] + 1).random(cost.shape) < case["forbidden"]
+        cost[mask] = -np.inf if case["maximize"] else np.inf
+    if case["dtype"] == "float32" and cost.dtype == np.float64:
+        # float32 costs, as the user has them: solving float64 data with dtype="float32" rounds
+        # it (the documented price of halving the matrix), and scipy would see other numbers
+        cost = cost.astype(np.float32)
+    return cost
+
+
+def working_dtype(case: dict, cost: np.ndarray) -> str | None:
+    if cost.dtype.kind == "f" and case["dtype"].startswith("int"):
+        return None  # forbidden entries made it float: let lapcli choose
+    return case["dtype"]
+
+
+def routed(case: dict, cost: np.ndarray, out: Path | None = None):
+    """The cost as the case's route delivers it to lapcli: as is, as a CuPy view 4–8 bytes past
+    a 16-byte boundary, or written to CSV and read back by lapcli's reader."""
+    route = case.get("route", "host")
+    if route == "unaligned":
+        try:
+            import cupy
+        except ImportError:
+            return cost
+        flat = cupy.empty(cost.size + 2, dtype=cost.dtype)
+        view = flat[1:cost.size + 1].reshape(cost.shape)
+        view[...] = cupy.asarray(cost)
+        return view
+    if route == "csv" and np.isfinite(cost).all() and cost.size:
+        import io as _io
+
+        from lapcli.io import read_text
+
+        buffer = _io.BytesIO()
+        np.savetxt(buffer, cost, delimiter=",", fmt="%d" if cost.dtype.kind in "iu" else "%.17g")
+        return read_text(buffer.getvalue(), "fuzz.csv", header=False)  # as `lap solve --no-header`
+    return cost
+
+
+def check(case: dict, cost: np.ndarray, solver: str = "cuda") -> tuple[str, str]:
+    """('ok' | 'mismatch' | 'error' | 'hang' | 'uncertified', detail)."""
+    try:
+        ref_rows, ref_cols = scipy_lsa(cost, maximize=case["maximize"])
+        expected = cost[ref_rows, ref_cols]
+        expected = int(expected.astype(object).sum()) if cost.dtype.kind in "iu" else math.fsum(expected.tolist())
+    except ValueError as error:
+        if "infeasible" not in str(error):
+            raise
+        expected = "infeasible"
+    try:
+        solution = lapcli.solve(routed(case, cost), solver=solver, maximize=case["maximize"],
+                                dtype=working_dtype(case, cost), timeout=60)
+    except lapcli.InfeasibleError:
+        return ("ok", "") if expected == "infeasible" else ("mismatch", f"{solver} says infeasible, scipy {expected}")
+    except lapcli.SolverError as error:
+        return ("hang", str(error)) if "time limit" in str(error) else ("error", str(error))
+    except Exception as error:  # noqa: BLE001 - everything else is a finding
+        return "error", f"{type(error).__name__}: {error}"
+    if expected == "infeasible":
+        return "mismatch", f"scipy says infeasible, {solver} found {solution.objective}"
+    rows, cols = np.asarray(solution.row_ind), np.asarray(solution.col_ind)
+    if len(rows) != min(cost.shape) or np.unique(cols).size != cols.size or np.any(np.diff(rows) <= 0):
+        return "mismatch", "not a valid assignment"
+    if cost.dtype.kind in "iu":
+        ok = solution.objective == expected
+    else:
+        ok = abs(solution.objective - expected) <= objective_tolerance(cost)
+    if not ok:
+        return "mismatch", f"{solver} {solution.objective} scipy {expected}"
+    if solver != "scipy" and not solution.report.certified:
+        return "uncertified", f"{solver} returned no certificate"
+    return "ok", ""
+
+
+def check_batch(rng: np.random.Generator, solver: str) -> tuple[dict, np.ndarray, list[str]]:
+    """A stack of B problems of one case's kind and shape through solve_batch (``solver`` is the
+    batch engine), each objective against scipy's and the certificate. Returns (case, stack,
+    verdict per problem)."""
+    case = draw_case(rng, 64)
+    case["batch"] = int(rng.integers(1, 60))
+    case["route"] = "host"
+    rows = [build_matrix(dict(case, seed=case["seed"] + b)) for b in range(case["batch"])]
+    stack = np.stack(rows)
+    expected = []
+    for cost in stack:
+        try:
+            r, c = scipy_lsa(cost, maximize=case["maximize"])
+            expected.append(cost[r, c].sum())
+        except ValueError:
+            expected.append(None)
+    try:
+        solution = lapcli.solve_batch(stack, solver=solver, maximize=case["maximize"])
+    except lapcli.InfeasibleError as error:
+        listed = str(error).split(" of ")[0]
+        named = {int(x) for x in re.findall(r"\d+", listed)}
+        truth = {b for b, e in enumerate(expected) if e is None}
+        agree = named == truth or ("…" in listed and named <= truth)  # at most 20 are listed
+        return case, stack, ["ok" if agree else "mismatch"] * len(stack)
+    except Exception as error:  # noqa: BLE001
+        return dict(case, detail=f"{type(error).__name__}: {error}"), stack, ["error"] * len(stack)
+    from lapcli.engines import registry
+
+    needs_certificate = registry.get(solver).capabilities.duals
+    verdicts = []
+    for b, cost in enumerate(stack):
+        if expected[b] is None:
+            verdicts.append("mismatch")
+            continue
+        tolerance = objective_tolerance(cost) + (1e-5 * abs(expected[b]) if cost.dtype == np.float32 else 0)
+        good = abs(float(solution.objectives[b]) - float(expected[b])) <= tolerance
+        certified = solution.report.certified or not needs_certificate
+        verdicts.append("ok" if good and certified else ("mismatch" if not good else "uncertified"))
+    return case, stack, verdicts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="fuzz-out")
+    parser.add_argument("--seconds", type=float, default=420)
+    parser.add_argument("--max-solves", type=int, default=100_000)
+    parser.add_argument("--max-n", type=int, default=2048)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--replay", help="re-run one saved case (.npz)")
+    parser.add_argument("--solver", default="cuda", help="solver under test (numpy: exercise the checker on a CPU)")
+    parser.add_argument("--batch-solver", default=None, help="batch engine to fuzz too, one stack in ten cases "
+                        "(cuda-batch on a GPU)")
+    args = parser.parse_args()
+    if args.replay:
+        saved = np.load(args.replay, allow_pickle=False)
+        case = json.loads(str(saved["case"]))
+        print(case, check(case, saved["cost"], args.solver))
+        return
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+    rng = np.random.default_rng(seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    counts = {"solves": 0, "ok": 0, "mismatch": 0, "error": 0, "hang": 0, "uncertified": 0}
+    lapcli.solve(np.eye(2), solver=args.solver)  # compile outside the clock of the first case
+    start = time.perf_counter()
+    largest = 0
+    while time.perf_counter() - start < args.seconds and counts["solves"] < args.max_solves:
+        if args.batch_solver and rng.random() < 0.1:
+            case, stack, verdicts = check_batch(rng, args.batch_solver)
+            for verdict in verdicts:
+                counts["solves"] += 1
+                counts[verdict] += 1
+            counts["batches"] = counts.get("batches", 0) + 1
+            if any(v != "ok" for v in verdicts):
+                path = out / f"batch-{counts['solves']}.npz"
+                np.savez_compressed(path, cost=stack, case=json.dumps(case))
+                bad = [b for b, v in enumerate(verdicts) if v != "ok"]
+                print(f"batch {sorted(set(verdicts))}: {case} problems {bad[:10]} -> {path}", flush=True)
+            continue
+        case = draw_case(rng, args.max_n)
+        cost = build_matrix(case)
+        verdict, detail = check(case, cost, args.solver)
+        counts["solves"] += 1
+        counts[verdict] += 1
+        largest = max(largest, case["n"], case["m"])
+        if verdict != "ok":
+            path = out / f"case-{counts['solves']}.npz"
+            np.savez_compressed(path, cost=cost, case=json.dumps(case))
+            print(f"{verdict}: {case} {detail} -> {path}", flush=True)
+        if counts["solves"] % 500 == 0:
+            print(f"{counts} after {time.perf_counter() - start:.0f} s", flush=True)
+    elapsed = time.perf_counter() - start
+    summary = dict(counts, solver=args.solver, seconds=round(elapsed, 1), seed=seed, max_n=args.max_n,
+                   largest_side=largest)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print("fuzz:", json.dumps(summary))
+    print(f"{counts['ok']} passed, {counts['solves'] - counts['ok']} failed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,384 @@
+"""``lap bench --suite batch``: issue #13's eight cells, every runner on the same stack.
+
+Cells: B×n = 10000×16, 2000×64, 500×256, 64×1024 (square), each for a float32 stack of integers
+uniform in [0, 10n) (``int``) and of U[0,1) values (``float``), made by ``generate_stack`` from a
+seed per cell. Runners (skipped with a note where they cannot run here):
+
+- ``cuda-batch``      lapcli ``solve_batch`` on the GPU, host array in, host array out
+- ``cuda-batch:d2d``  the same with the stack already on the GPU (CuPy) and the result left there
+- ``torch-la``        torch-linear-assignment: CPU float32 tensor → ``.cuda()`` → solve → ``.cpu()``
+- ``torch-la:d2d``    torch-linear-assignment on a CUDA tensor, result left on the GPU
+- ``lapx-batch``      ``lapx.lapjvx_batch`` (lapx ≥ 0.8, a thread pool over lapjvx)
+- ``scipy-batch``     lapcli ``solve_batch`` with the CPU engine (scipy over a thread pool)
+- ``scipy-loop``      ``scipy.optimize.linear_sum_assignment`` per problem, one thread
+
+Timing: per cell and runner, ``warmup`` untimed solves, then at least ``repeat`` timed ones and,
+for fast cells, more until the timed solves add up to ``min_seconds`` (at most MAX_REPEAT): nine
+samples of a 0.4 ms call moved its median by ±30 % from one run to the next on the H100, where
+hundreds agree within a few per cent. The median is reported. Only the solve is timed: putting the stack on the GPU for a device→device runner, and
+bringing its result back for the check, are not. GPU runners synchronise before the clock stops.
+Every runner's assignment is checked (a permutation of min(n, m) columns per problem) and its
+objectives compared problem by problem with the first runner's: a disagreement is a failure.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..generate import generate_stack
+from ..problem import objective_tolerance
+
+BATCH_CELLS: tuple[tuple[int, int], ...] = ((10000, 16), (2000, 64), (500, 256), (64, 1024))  # (B, n)
+BATCH_KINDS = ("int", "float")  # float32 integers uniform in [0, 10n); float32 U[0, 1)
+INT_RANGE = 10  # R of the int kind: integers in [0, R·n)
+
+
+@dataclass(frozen=True)
+class BatchRunner:
+    name: str
+    available: Callable[[], tuple[bool, str]]
+    setup: Callable[[np.ndarray], Any]  # untimed: the host stack → what ``solve`` takes
+    solve: Callable[[Any], Any]  # timed: returns once the answer is complete (synchronised)
+    to_host: Callable[[Any], np.ndarray]  # untimed: the answer → col_ind (B, n), −1 unassigned
+
+
+MAX_REPEAT = 1000  # timed solves per runner and cell at most, whatever min_seconds asks
+SUITE_MIN_SECONDS = 0.2  # what ``lap bench --suite batch`` asks of each runner and cell
+
+@dataclass
+class BatchSettings:
+    cells: tuple[tuple[int, int], ...] = BATCH_CELLS
+    kinds: tuple[str, ...] = BATCH_KINDS
+    runners: tuple[str, ...] = ()
+    repeat: int = 3
+    warmup: int = 1
+    seed: int = 0
+    scale: float = 1.0  # batch sizes multiplied by this (at least one problem); n is kept
+    min_seconds: float = 0.0  # keep timing a runner until its timed solves add up to this
+
+
+@dataclass
+class BatchTiming:
+    batch: int
+    n: int
+    kind: str
+    runner: str
+    status: str  # ok | error | invalid | mismatch
+    times_ms: list[float] = field(default_factory=list)
+    objective_total: float | None = None  # the sum of the B objectives (all of them are compared)
+    message: str = ""
+
+    @property
+    def median_ms(self) -> float | None:
+        return statistics.median(self.times_ms) if self.times_ms else None
+
+
+class BatchMismatch(Exception):
+    """Runners disagreed (or one gave no assignment); ``results`` holds the whole sweep."""
+
+    def __init__(self, message: str, results: list[BatchTiming]):
+        super().__init__(message)
+        self.results = results
+
+
+# ----------------------------------------------------------------------------- runners
+def _cuda_probe() -> tuple[bool, str]:
+    from ..engines import registry
+
+    return registry.get("cuda-batch").available()
+
+
+def _torch_probe(cuda: bool = True) -> Callable[[], tuple[bool, str]]:
+    def probe() -> tuple[bool, str]:
+        try:
+            import torch
+            from torch_linear_assignment import batch_linear_assignment  # noqa: F401
+        except Exception as error:
+            return False, f"torch-linear-assignment is not importable ({type(error).__name__})"
+        if cuda and not torch.cuda.is_available():
+            return False, "torch sees no CUDA device"
+        return True, "torch-linear-assignment is installed"
+
+    return probe
+
+
+def _lapx_probe() -> tuple[bool, str]:
+    from ..engines.cpu.lapx import lapx_module
+
+    try:
+        lapx = lapx_module()
+    except Exception as error:
+        return False, f"lapx is not importable ({error})"
+    if not hasattr(lapx, "lapjvx_batch"):
+        return False, f"lapx {getattr(lapx, '__version__', '?')} has no lapjvx_batch (lapx >= 0.8)"
+    return True, "lapx is installed"
+
+
+def _always() -> tuple[bool, str]:
+    return True, "always available"
+
+
+def lapcli_runner(engine: str, device_to_device: bool = False) -> BatchRunner:
+    def setup(stack):
+        if device_to_device:
+            import cupy
+
+            on_gpu = cupy.asarray(stack)
+            cupy.cuda.get_current_stream().synchronize()
+            return on_gpu
+        return stack
+
+    def solve(stack):
+        from ..batch import solve_batch
+
+        col_ind = solve_batch(stack, solver=engine).col_ind
+        if device_to_device:
+            import cupy
+
+            cupy.cuda.get_current_stream().synchronize()
+        return col_ind
+
+    def to_host(col_ind):
+        if device_to_device:
+            import cupy
+
+            return cupy.asnumpy(col_ind)
+        return np.asarray(col_ind)
+
+    probe = _cuda_probe if engine == "cuda-batch" else _always
+    return BatchRunner(engine + (":d2d" if device_to_device else ""), probe, setup, solve, to_host)
+
+
+def torch_runner(device_to_device: bool = False) -> BatchRunner:
+    def setup(stack):
+        import torch
+
+        tensor = torch.from_numpy(stack)
+        if device_to_device:
+            tensor = tensor.cuda()
+            torch.cuda.synchronize()
+        return tensor
+
+    def solve(tensor):
+        import torch
+        from torch_linear_assignment import batch_linear_assignment
+
+        if device_to_device:
+            out = batch_linear_assignment(tensor)
+            torch.cuda.synchronize()
+            return out
+        return batch_linear_assignment(tensor.cuda()).cpu()
+
+    def to_host(out):
+        return out.cpu().numpy().astype(np.int64)
+
+    return BatchRunner("torch-la" + (":d2d" if device_to_device else ""), _torch_probe(), setup, solve, to_host)
+
+
+def lapx_runner() -> BatchRunner:
+    def solve(stack):
+        from ..engines.cpu.lapx import lapx_module
+
+        return stack.shape, lapx_module().lapjvx_batch(stack, extend_cost=stack.shape[1] != stack.shape[2],
+                                                       return_cost=True)
+
+    def to_host(answer):
+        (batch, n, _), (_, rows, cols) = answer
+        col_ind = np.full((batch, n), -1, dtype=np.int64)
+        for b in range(batch):
+            col_ind[b, np.asarray(rows[b], dtype=np.int64)] = cols[b]
+        return col_ind
+
+    return BatchRunner("lapx-batch", _lapx_probe, lambda stack: stack, solve, to_host)
+
+
+def scipy_loop_runner() -> BatchRunner:
+    def solve(stack):
+        from scipy.optimize import linear_sum_assignment
+
+        col_ind = np.full(stack.shape[:2], -1, dtype=np.int64)
+        for b in range(stack.shape[0]):
+            rows, cols = linear_sum_assignment(stack[b])
+            col_ind[b, rows] = cols
+        return col_ind
+
+    return BatchRunner("scipy-loop", _always, lambda stack: stack, solve, lambda col_ind: col_ind)
+
+
+def batch_runners() -> dict[str, BatchRunner]:
+    """Every runner of the suite, in table order."""
+    runners = [lapcli_runner("cuda-batch"), lapcli_runner("cuda-batch", True), torch_runner(), torch_runner(True),
+               lapx_runner(), lapcli_runner("scipy-batch"), scipy_loop_runner()]
+    return {runner.name: runner for runner in runners}
+
+
+def baseline_of(runner: str, present: tuple[str, ...]) -> str | None:
+    """What a runner's speedup is measured against: torch-linear-assignment in the same setting
+    (host→host or device→device) when it ran, else the scipy loop."""
+    torch_name = "torch-la:d2d" if runner.endswith(":d2d") else "torch-la"
+    for candidate in (torch_name, "scipy-loop"):
+        if candidate in present:
+            return candidate
+    return None
+
+
+# ----------------------------------------------------------------------------- the sweep
+def cell_stack(settings: BatchSettings, batch: int, n: int, kind: str) -> np.ndarray:
+    """The one float32 stack every runner of a cell solves (seeded by the cell)."""
+    seed = settings.seed * 1_000_003 + n * 7919 + batch * 31 + BATCH_KINDS.index(kind)
+    if kind == "int":
+        return generate_stack(batch, n, range_factor=INT_RANGE, seed=seed, kind="uniform", dtype="float32")
+    return generate_stack(batch, n, seed=seed, kind="float", dtype="float32")
+
+
+def scaled_cells(settings: BatchSettings) -> list[tuple[int, int]]:
+    return [(max(1, round(batch * settings.scale)), n) for batch, n in settings.cells]
+
+
+def assignment_problem(col_ind: np.ndarray, shape: tuple[int, int, int]) -> str | None:
+    """Why ``col_ind`` is not an assignment of every problem of a (B, n, m) stack, or None."""
+    batch, n, m = shape
+    col_ind = np.asarray(col_ind)
+    if col_ind.shape != (batch, n):
+        return f"col_ind has shape {col_ind.shape}, expected {(batch, n)}"
+    if ((col_ind < -1) | (col_ind >= m)).any():
+        return "a column index is out of range"
+    assigned = col_ind >= 0
+    if (assigned.sum(axis=1) != min(n, m)).any():
+        return f"a problem has not {min(n, m)} assigned rows"
+    marked = np.sort(np.where(assigned, col_ind, -1 - np.arange(n)), axis=1)  # unassigned rows: distinct
+    if (np.diff(marked, axis=1) == 0).any():
+        return "a column is assigned twice in one problem"
+    return None
+
+
+def stack_objectives(stack: np.ndarray, col_ind: np.ndarray) -> np.ndarray:
+    """Each problem's objective in float64 (the same summation for every runner)."""
+    assigned = col_ind >= 0
+    chosen = np.take_along_axis(stack, np.where(assigned, col_ind, 0)[:, :, None], axis=2)[:, :, 0]
+    return np.where(assigned, chosen.astype(np.float64), 0.0).sum(axis=1)
+
+
+def disagreeing(stack: np.ndarray, reference: np.ndarray, other: np.ndarray) -> list[int]:
+    """The problems whose objectives differ by more than the float tolerance of that problem."""
+    differ = np.flatnonzero(reference != other)
+    return [int(b) for b in differ if abs(reference[b] - other[b]) > objective_tolerance(stack[b])]
+
+
+def time_runner(runner: BatchRunner, stack: np.ndarray, settings: BatchSettings, timing: BatchTiming):
+    """Warm up, time ``repeat`` solves; the last answer on the host (None on failure)."""
+    try:
+        prepared = runner.setup(stack)
+        for _ in range(settings.warmup):
+            runner.solve(prepared)
+        answer = None
+        while (len(timing.times_ms) < settings.repeat
+               or (sum(timing.times_ms) < settings.min_seconds * 1e3 and len(timing.times_ms) < MAX_REPEAT)):
+            start = time.perf_counter()
+            answer = runner.solve(prepared)
+            timing.times_ms.append((time.perf_counter() - start) * 1e3)
+        return runner.to_host(answer)
+    except Exception as error:  # a peer's failure is a result to report, not a crash
+        timing.status, timing.message = "error", f"{type(error).__name__}: {error}"
+        return None
+
+
+def run_batch_bench(settings: BatchSettings, runners: dict[str, BatchRunner] | None = None,
+                    on_progress: Callable[[str], None] | None = None) -> list[BatchTiming]:
+    """Sweep cells × kinds × runners. Raises BatchMismatch (after the sweep) when a runner gives no
+    assignment or objectives that differ from the first runner's."""
+    runners = runners or batch_runners()
+    results: list[BatchTiming] = []
+    failures: list[str] = []
+    for kind in settings.kinds:
+        for batch, n in scaled_cells(settings):
+            stack = cell_stack(settings, batch, n, kind)
+            reference: tuple[str, np.ndarray] | None = None
+            for name in settings.runners:
+                timing = BatchTiming(batch, n, kind, name, "ok")
+                col_ind = time_runner(runners[name], stack, settings, timing)
+                if col_ind is not None:
+                    why = assignment_problem(col_ind, stack.shape)
+                    if why:
+                        timing.status, timing.message = "invalid", why
+                        failures.append(f"B={batch} n={n} {kind}: {name}: {why}")
+                    else:
+                        objectives = stack_objectives(stack, col_ind)
+                        timing.objective_total = float(objectives.sum())
+                        if reference is None:
+                            reference = (name, objectives)
+                        else:
+                            bad = disagreeing(stack, reference[1], objectives)
+                            if bad:
+                                b = bad[0]
+                                timing.status = "mismatch"
+                                timing.message = f"{len(bad)} problems differ from {reference[0]}"
+                                failures.append(f"B={batch} n={n} {kind}: problem {b}: {reference[0]} found "
+                                                f"{reference[1][b]}, {name} found {objectives[b]} "
+                                                f"({len(bad)} problem{'s' if len(bad) > 1 else ''} differ)")
+                results.append(timing)
+                if on_progress:
+                    on_progress(f"B={batch} n={n} {kind} {name}: {timing.status}")
+    if failures:
+        raise BatchMismatch("; ".join(failures), results)
+    return results
+
+
+# ----------------------------------------------------------------------------- outputs
+def batch_table_rows(results: list[BatchTiming], runners: tuple[str, ...]) -> list[list[str]]:
+    """Rows (B, n, kind, then per runner 'median ms (speedup×)' over its baseline_of)."""
+    cells: dict[tuple, dict[str, BatchTiming]] = {}
+    for t in results:
+        cells.setdefault((t.kind, t.n, t.batch), {})[t.runner] = t
+    rows = []
+    kind_order = {kind: i for i, kind in enumerate(BATCH_KINDS)}
+    for (kind, n, batch), by_runner in sorted(cells.items(), key=lambda item: (kind_order.get(item[0][0], 9), item[0][1])):
+        ok = tuple(name for name, t in by_runner.items() if t.status == "ok" and t.median_ms)
+        row = [str(batch), str(n), kind]
+        for name in runners:
+            t = by_runner.get(name)
+            if t is None or t.status != "ok" or t.median_ms is None:
+                row.append(t.status if t else "-")
+                continue
+            text = f"{t.median_ms:.2f}"
+            base = baseline_of(name, ok)
+            if base is not None and base != name:
+                text += f" ({by_runner[base].median_ms / t.median_ms:.2f}×)"
+            row.append(text)
+        rows.append(row)
+    return rows
+
+
+def batch_environment() -> dict[str, Any]:
+    from .runner import environment
+
+    env = environment()
+    for module in ("torch", "torch_linear_assignment"):
+        try:
+            env[module] = getattr(__import__(module), "__version__", "installed")
+        except Exception:
+            pass
+    return env
+
+
+def write_batch_json(path: str, settings: BatchSettings, results: list[BatchTiming], env: dict,
+                     skipped: dict[str, str]) -> None:
+    import json
+
+    from ..io import write_bytes
+
+    payload = {
+        "environment": env,
+        "settings": asdict(settings) | {"cells": scaled_cells(settings)},
+        "timing": "the solve only (host→host runners include the copies; d2d runners start and end on the GPU), "
+                  "warm, per repeat",
+        "skipped": skipped,
+        "results": [asdict(r) | {"median_ms": r.median_ms} for r in results],
+    }
+    write_bytes(path, (json.dumps(payload, indent=1) + "\n").encode())

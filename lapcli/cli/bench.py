@@ -1,0 +1,270 @@
+"""``lap bench``: the Click face of lapcli.bench."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from ..bench.runner import (
+    SUITES,
+    bench_solvers,
+    BenchSettings,
+    baseline_title,
+    fixed_options,
+    grid_cells,
+    ObjectiveMismatch,
+    environment,
+    open_suite,
+    results_table_columns,
+    results_table_rows,
+    run_bench,
+    solver_available,
+    write_csv,
+    write_json,
+    write_plot,
+)
+from .support import FailedError, FiniteFloatRange, InputError, OneLineCommand, run_library_call, stderr_console
+from ..generate import FLOAT_KINDS, KINDS
+from ..problem import WORK_DTYPES
+
+
+def csv_list(kind, check=None):
+    """A comma-separated option: at least one value, each converted by ``kind`` and accepted by
+    ``check`` (which returns why a value is wrong, or None)."""
+
+    def parse(ctx, param, value):
+        if value is None:
+            return None
+        try:
+            items = tuple(kind(item.strip()) for item in value.split(",") if item.strip())
+        except ValueError:
+            raise click.BadParameter(f"expected a comma-separated list, got {value!r}") from None
+        if not items:
+            raise click.BadParameter(f"expected at least one value, got {value!r}")
+        for item in items:
+            problem = check(item) if check else None
+            if problem:
+                raise click.BadParameter(problem)
+        return items
+
+    return parse
+
+
+def size_problem(n: int) -> str | None:
+    return None if n >= 1 else f"a size must be at least 1, got {n}"
+
+
+def range_problem(r: float) -> str | None:
+    if not math.isfinite(r):
+        return f"a range must be a finite number, got {r}"
+    return None if 0.001 <= r <= 1000 else f"range {r} is outside 0.001 … 1000"
+
+
+@click.command(cls=OneLineCommand)
+@click.option("--suite", type=click.Choice(sorted(SUITES) + ["batch"]),
+              help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X); ranges: issue #14's cells, "
+                   "n = 1024 … 8192 × int32 [0, R·n) for R = 0.1 … 1000, float32 and float64 U[0, 1) and "
+                   "geometric, kinds and dtypes fixed; batch: issue #13's stacks, B×n = 10000×16 … 64×1024, "
+                   "through every batch runner.")
+@click.option("--sizes", callback=csv_list(int, size_problem),
+              help="Comma-separated n, e.g. 256,1024; with --suite, only its cells of those n.")
+@click.option("--ranges", callback=csv_list(float, range_problem), help="Comma-separated R (costs in [0, R·n)).")
+@click.option("--dtypes", callback=csv_list(str),
+              help="Comma-separated from int32, int64, float32, float64 (default: int32 for --kind uniform, float64 for the float kinds).")
+@click.option("--kind", type=click.Choice(KINDS), default="uniform", show_default=True)
+@click.option("--solvers", callback=csv_list(str), default="auto", show_default=True,
+              help="Comma-separated engines ('lap info'), or auto = every engine available here but numpy "
+                   "(numpy too when no GPU is present).")
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds per solve; slower solvers are skipped for larger n.")
+@click.option("--baseline", callback=csv_list(str),
+              help="Solver the speedups are relative to (default: the last solver); several, comma-separated: "
+                   "the fastest of them in each cell.")
+@click.option("--json", "json_path", help="Write every repeat, the environment and the settings.")
+@click.option("--csv", "csv_path", help="Write every repeat as CSV.")
+@click.option("--plot", "plot_path", help="PNG plot, time against n per range (needs lapcli[plot]).")
+@click.option("--scale", type=FiniteFloatRange(0, 1, min_open=True),
+              help="--suite batch: multiply every batch size by this (n is kept), e.g. 0.01 for a quick run.")
+@click.option("--quiet", "-q", is_flag=True)
+@click.pass_context
+def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, seed, timeout, baseline,
+                  json_path, csv_path, plot_path, scale, quiet):
+    """Benchmark lapcli's solvers and peers on the same matrices (or stacks: --suite batch)."""
+    from rich.progress import Progress
+
+    from ..io import check_output_path
+
+    console = stderr_console(quiet)
+    if suite == "batch":
+        from click.core import ParameterSource
+
+        given = {name for name in ("sizes", "ranges", "dtypes", "kind", "timeout", "baseline", "csv_path", "plot_path")
+                 if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)}
+        if given:
+            flags = ", ".join("--" + name.removesuffix("_path").replace("_", "-") for name in sorted(given))
+            raise InputError(f"--suite batch has its own cells, kinds and outputs; drop {flags}")
+        return batch_suite(console, solvers, repeat, warmup, seed, scale or 1.0, json_path, quiet)
+    if scale is not None:
+        raise InputError("--scale applies to --suite batch only")
+    if suite and ranges:
+        raise InputError("give either --suite or --ranges")
+    groups = SUITES[suite] if suite else open_suite(grid_cells(sizes or (256, 1024), ranges or (1, 100)))
+    if suite and sizes:  # a suite's cells of those sizes only (the ranges suite's n = 8192 takes long)
+        groups = suite_sizes(groups, sizes, suite)
+    if fixed_options(groups):
+        from click.core import ParameterSource
+
+        given = [name for name in fixed_options(groups)
+                 if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)]
+        if given:
+            flags = ", ".join("--" + name for name in given)
+            raise InputError(f"--suite {suite} has its own kinds and dtypes; drop {flags}")
+    for dtype in dtypes or ():
+        if dtype not in WORK_DTYPES:
+            raise InputError(f"unknown dtype {dtype!r}; choose from {', '.join(WORK_DTYPES)}")
+        if kind in FLOAT_KINDS and dtype.startswith("int"):
+            raise InputError(f"--kind {kind} makes fractional values; --dtypes {dtype} would truncate them "
+                             "(choose float32 or float64)")
+    groups = tuple(group.resolve(kind, dtypes) for group in groups)
+    if solvers == ("auto",):
+        solvers = tuple(s for s in bench_solvers() if s != "auto" and solver_available(s)[0] and s != "numpy")
+        if not any(s.startswith("cuda") for s in solvers):
+            solvers = ("numpy",) + solvers
+    for solver in solvers:
+        if solver not in bench_solvers():
+            raise InputError(f"unknown solver {solver!r}; choose from {', '.join(bench_solvers())}")
+        available, why = solver_available(solver)
+        if not available:
+            raise FailedError(f"solver {solver!r} cannot run here: {why}")
+    for name in baseline or ():
+        if name not in solvers:
+            raise InputError(f"--baseline {name!r} is not among the solvers ({', '.join(solvers)})")
+    baseline = tuple(dict.fromkeys(baseline or (solvers[-1],)))
+    baseline = baseline[0] if len(baseline) == 1 else baseline  # one name is recorded as before, a string
+    for path, suffixes in ((json_path, (".json",)), (csv_path, (".csv",)), (plot_path, (".png",))):
+        if path:
+            run_library_call(check_output_path, path, suffixes, "output")
+    if plot_path:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise FailedError("--plot needs matplotlib: pip install 'lapcli[plot]'") from None
+
+    settings = BenchSettings(cells=(), solvers=tuple(solvers), kind=None, groups=groups, repeat=repeat,
+                             warmup=warmup, seed=seed, timeout=timeout, baseline=baseline, suite=suite)
+    warm = [s for s in solvers if s.startswith("cuda")]
+    if "auto" in solvers and "cuda" not in warm:  # auto runs cuda for large n when a GPU is here
+        from ..cuda import probe
+
+        warm += ["cuda"] if probe.cuda_status()[0] else []
+    if warm:  # context creation and NVRTC compile stay out of the numbers
+        from ..facade import solve
+
+        import numpy as np
+
+        for s in warm:
+            solve(np.eye(4, dtype=np.int32), solver=s)
+    env = environment()
+    total = settings.cell_count * len(solvers)
+    failure = None
+    with Progress(console=None if quiet else console, transient=True, disable=quiet) as bar:
+        task = bar.add_task("benchmarking", total=total)
+        try:
+            results = run_bench(settings, on_progress=lambda text: bar.update(task, advance=1, description=text))
+        except ObjectiveMismatch as mismatch:
+            results, failure = mismatch.results, str(mismatch)
+
+    from rich.table import Table
+
+    table = Table(title=f"median ms (speedup over {baseline_title(baseline)}) on {env.get('device')}",
+                  title_justify="left")
+    for column in results_table_columns(results, solvers):
+        table.add_column(column, justify="right")
+    rows = results_table_rows(results, solvers, baseline)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    notes = []
+    if any(row[1] == "—" for row in rows):
+        notes.append("R —: the float kinds' values do not depend on R")
+    if "auto" in solvers:
+        notes.append("auto: the engine it chose follows its time")
+    if notes:
+        console.print(f"[dim]{'; '.join(notes)}[/]")
+    if json_path:
+        write_json(json_path, settings, results, env)
+    if csv_path:
+        write_csv(csv_path, results, env)
+    if plot_path:
+        write_plot(plot_path, results, env)
+    if failure:
+        raise FailedError(f"objectives disagree: {failure}")
+
+
+def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet) -> None:
+    """``lap bench --suite batch``: see lapcli.bench.batch."""
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from ..bench import batch as bench_batch
+    from ..bench.batch import BatchMismatch, BatchSettings, batch_environment, batch_table_rows, run_batch_bench, \
+        write_batch_json
+    from ..io import check_output_path
+
+    runners = bench_batch.batch_runners()
+    wanted = tuple(runners) if solvers == ("auto",) else solvers
+    for name in wanted:
+        if name not in runners:
+            raise InputError(f"unknown batch runner {name!r}; choose from {', '.join(runners)}")
+    if json_path:
+        run_library_call(check_output_path, json_path, (".json",), "output")
+    skipped = {}
+    for name in wanted:
+        available, why = runners[name].available()
+        if not available:
+            skipped[name] = why
+    chosen = tuple(name for name in wanted if name not in skipped)
+    for name, why in skipped.items():
+        console.print(f"[dim]skipped {name}: {why}[/]")
+    if not chosen:
+        raise FailedError("no batch runner can run here")
+    settings = BatchSettings(cells=bench_batch.BATCH_CELLS, runners=chosen, repeat=repeat, warmup=warmup, seed=seed,
+                             scale=scale, min_seconds=bench_batch.SUITE_MIN_SECONDS)
+    env = batch_environment()
+    total = len(settings.cells) * len(settings.kinds) * len(chosen)
+    failure = None
+    with Progress(console=None if quiet else console, transient=True, disable=quiet) as bar:
+        task = bar.add_task("benchmarking", total=total)
+        try:
+            results = run_batch_bench(settings, runners,
+                                      on_progress=lambda text: bar.update(task, advance=1, description=text))
+        except BatchMismatch as mismatch:
+            results, failure = mismatch.results, str(mismatch)
+    base = "torch-linear-assignment" if any(n.startswith("torch-la") for n in chosen) else "the scipy loop"
+    table = Table(title=f"median ms per batch (speedup over {base}) on {env.get('device')}", title_justify="left")
+    for column in ("B", "n", "kind", *chosen):
+        table.add_column(column, justify="right")
+    for row in batch_table_rows(results, chosen):
+        table.add_row(*row)
+    console.print(table)
+    console.print("[dim]int: float32 integers uniform in [0, 10n); float: float32 U[0, 1); "
+                  "d2d: stack on the GPU, result left there[/]")
+    if json_path:
+        write_batch_json(json_path, settings, results, env, skipped)
+    if failure:
+        raise FailedError(f"objectives disagree: {failure}")
+
+
+def suite_sizes(groups, sizes, suite: str):
+    """The suite's groups cut down to the cells of ``sizes``; a size the suite lacks is bad input."""
+    from dataclasses import replace
+
+    have = {n for group in groups for n, _ in group.cells}
+    missing = sorted(set(sizes) - have)
+    if missing:
+        raise InputError(f"--suite {suite} has no cells of n = {', '.join(map(str, missing))} "
+                         f"(its sizes: {', '.join(map(str, sorted(have)))})")
+    return tuple(replace(group, cells=tuple(c for c in group.cells if c[0] in sizes)) for group in groups)

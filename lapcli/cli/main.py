@@ -1,0 +1,360 @@
+"""``lap``: the command line. Parses, validates and formats; the library does the work.
+
+stdout carries data only (NPY, CSV, JSON); people read stderr. Exit codes: 0 success, 1 the
+problem has no answer or a solver failed (e.g. "cost matrix is infeasible"), 2 bad input or
+options, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; no partial file either). Errors are
+one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+
+import click
+
+from .. import __version__
+from .support import FailedError, FiniteFloatRange, InputError, OneLineGroup, run_library_call, stderr_console
+from ..generate import GENERATED_DTYPES, KINDS, check_options, generate_blocks, generate_stack_blocks, new_seed
+from .bench import bench_command
+from ..io import (
+    ASSIGNMENT_SUFFIXES,
+    DUALS_SUFFIXES,
+    MATRIX_SUFFIXES,
+    assignment_bytes,
+    duals_bytes,
+    check_output_path,
+    input_rank,
+    read_matrix_with_info,
+    stack_assignment_bytes,
+    write_bytes,
+    write_matrix_blocks,
+)
+from ..engines.registry import solver_choices
+from ..problem import WORK_DTYPES
+
+
+@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="lap", message="%(prog)s (lapcli) %(version)s")
+def cli():
+    """Linear assignment on the GPU: classical Hungarian in one cooperative CUDA launch."""
+
+
+# ----------------------------------------------------------------------------- generate
+@cli.command("generate")
+@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Rows.")
+@click.option("--m", "m", type=click.IntRange(min=1), help="Columns (default: n).")
+@click.option("--batch", type=click.IntRange(min=1),
+              help="Write a stack of BATCH problems (B×n×m; .npy or .h5), problem b seeded from --seed and b.")
+@click.option("--range", "range_factor", type=FiniteFloatRange(0.001, 1000), default=1.0, show_default=True,
+              help="R: integers uniform in [0, max(1, round(R·n))).")
+@click.option("--seed", type=click.IntRange(min=0), help="Seed (default: random, printed to stderr).")
+@click.option("--dtype", type=click.Choice(GENERATED_DTYPES), help="Default: int32 if the values fit, else int64; float64 for float kinds.")
+@click.option("--kind", type=click.Choice(KINDS), default="uniform", show_default=True)
+@click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5) or '-' for NPY on stdout (the default when it is not a terminal).")
+@click.option("--dataset", default="costs", show_default=True, help="HDF5 dataset name.")
+@click.option("--quiet", "-q", is_flag=True, help="No messages on stderr.")
+def generate_command(n, m, batch, range_factor, seed, dtype, kind, output, dataset, quiet):
+    """Write a reproducible random cost matrix (or, with --batch, a stack of them)."""
+    console = stderr_console(quiet)
+    if output == "-":
+        output = None  # NPY on stdout, as without -o
+    if output is None and sys.stdout.isatty():
+        raise InputError("stdout is a terminal; give -o FILE (.npy, .csv, .h5) or pipe into 'lap solve -'")
+    if output is not None:
+        suffixes = (".npy", ".h5", ".hdf5") if batch else MATRIX_SUFFIXES[:2] + (".h5", ".hdf5")
+        if batch and output.lower().endswith((".csv", ".tsv", ".txt")):
+            raise InputError(f"{output}: CSV holds one matrix; write a stack (--batch) to .npy or .h5")
+        run_library_call(check_output_path, output, suffixes, "matrix")
+    m = m or n
+    dtype = run_library_call(check_options, n, m, range_factor, kind, dtype)
+    if seed is None:
+        seed = new_seed()
+        console.print(f"seed {seed}")
+    options = dict(range_factor=range_factor, seed=seed, kind=kind, dtype=dtype)
+    shape, make, args, units = ((batch, n, m), generate_stack_blocks, (batch, n, m), batch) if batch \
+        else ((n, m), generate_blocks, (n, m), n)
+
+    def stream(progress=None):  # each block is written as it is made: memory holds one, not the matrix
+        blocks = run_library_call(make, *args, **options, progress=progress)
+        if run_library_call(write_unless_pipe_closed, output or "-", shape, dtype, blocks, dataset):
+            raise BrokenPipeError  # for main(): exit 1 without a word, not an "internal error"
+
+    if n * (batch or 1) >= 4096 and console.is_terminal and not quiet:
+        from rich.progress import Progress
+
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("generating", total=units)
+            stream(progress=lambda done: bar.update(task, completed=done))
+    else:
+        stream()
+    if output is not None:
+        console.print(f"wrote {output} ({'×'.join(map(str, shape))} {dtype})")
+
+
+def write_unless_pipe_closed(*args) -> bool:
+    """:func:`write_matrix_blocks`; True if the reader of stdout went away meanwhile (``| head``),
+    which run_library_call would otherwise report as a bug."""
+    try:
+        write_matrix_blocks(*args)
+    except BrokenPipeError:
+        return True
+    return False
+
+
+# ----------------------------------------------------------------------------- solve
+@cli.command("solve")
+@click.argument("input_specs", metavar="INPUT...", nargs=-1, required=True)
+@click.option("--solver", type=click.Choice(solver_choices(batch=None)), default="auto", show_default=True,
+              help="Engine ('lap info' lists them and says which can run here); a stack takes auto or a batch engine.")
+@click.option("--maximize", is_flag=True, help="Maximise the total instead of minimising it.")
+@click.option("--dtype", type=click.Choice(WORK_DTYPES), help="Working dtype of the Hungarian solvers.")
+@click.option("--dataset", help="HDF5 dataset (or write INPUT as FILE.h5:/path).")
+@click.option("--header/--no-header", default=None,
+              help="Text input: the first line is (not) a header. Default: a first line without numbers is one.")
+@click.option("--index-col", is_flag=True, help="Text input: drop the first column (pandas' to_csv() index).")
+@click.option("-o", "--output",
+              help="Assignment: .csv (row,col; a stack: problem,row,col), .npy (column of each row, -1 unassigned; "
+                   "a stack: B×n), .json; '-' = CSV on stdout. One INPUT only.")
+@click.option("--report", "report_path", help="Write the JSON report to this file. One INPUT only.")
+@click.option("--json", "json_stdout", is_flag=True,
+              help="Print the JSON report on stdout (several INPUTs: one compact line each, in order).")
+@click.option("--duals", "duals_path", help="Write the duals u (rows), v (columns): .npz or .json. Not for stacks.")
+@click.option("--cost-limit", type=FiniteFloatRange(),
+              help="As lapjv: a row whose pair would cost more stays unassigned (-1). Not for stacks.")
+@click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
+@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds before the CUDA solver gives up.")
+@click.option("--dask", "use_dask", is_flag=True,
+              help="Spread the INPUTs over a local Dask cluster (default with several INPUTs when several GPUs are visible).")
+@click.option("--scheduler", metavar="ADDRESS", help="Spread the INPUTs over the Dask cluster of this scheduler.")
+@click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
+def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_col, output, report_path, json_stdout,
+                  duals_path, cost_limit, device, timeout, use_dask, scheduler, quiet):
+    """Solve the assignment problem for each INPUT in order (.npy, .csv/.tsv/.txt, .h5/.hdf5, or - for
+    stdin).
+
+    A 3-D INPUT (an NPY array or HDF5 dataset of shape B×n×m) is a stack of B problems, solved in one
+    batch. Every INPUT is checked before the first is solved. With --dask or --scheduler each INPUT is
+    one Dask task: an INPUT that fails is reported on stderr and the others are still solved.
+    """
+    several = len(input_specs) > 1
+    if output == "-" and json_stdout:
+        raise InputError("-o - and --json both write to stdout; send one of them to a file")
+    if several:
+        one_file = [flag for flag, value in (("-o", output), ("--report", report_path), ("--duals", duals_path))
+                    if value is not None]
+        if one_file:
+            raise InputError(f"{', '.join(one_file)} with {len(input_specs)} inputs: run one input per output file "
+                             "(--json prints one report line per input)")
+        if input_specs.count("-") > 1:
+            raise InputError("stdin ('-') is named more than once; it can be read only once")
+    if output is not None:
+        run_library_call(check_output_path, output, ASSIGNMENT_SUFFIXES, "assignment")
+    if report_path is not None:
+        run_library_call(check_output_path, report_path, (".json",), "report")
+    if duals_path is not None:
+        run_library_call(check_output_path, duals_path, DUALS_SUFFIXES, "duals")
+    from ..facade import check_device
+
+    run_library_call(check_device, device)
+    for spec in input_specs:  # cheap: file checks, NPY headers, HDF5 shapes; no matrix is loaded
+        rank = run_library_call(input_rank, spec, dataset, header=header, index_col=index_col)
+        check_rank_options(spec, rank, solver, duals_path, cost_limit)
+    console = stderr_console(quiet)
+    read_options = dict(dataset=dataset, header=header, index_col=index_col)
+    if use_dask or scheduler is not None or (several and device is None and dask_by_default()):
+        for flag, value in (("-o", output), ("--duals", duals_path), ("--device", device)):
+            if value is not None:
+                raise InputError(f"{flag} does not go with Dask (--dask, --scheduler, or several GPUs): "
+                                 "each worker solves on its own device and prints its report")
+        from ..scale import solve_inputs
+
+        solve_on_dask(solve_inputs, input_specs, read_options, dict(solver=solver, maximize=maximize, dtype=dtype,
+                      timeout=timeout, cost_limit=cost_limit), scheduler, several, console, report_path, json_stdout)
+        return
+    for spec in input_specs:
+        cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
+        check_rank_options(spec, cost.ndim, solver, duals_path, cost_limit)  # stdin: known only now
+        announce_input(spec, source.notes, several, console)
+        options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
+        if cost.ndim == 3:
+            report = solve_stack(cost, options, output, console)
+        else:
+            report = solve_matrix(cost, options, cost_limit, output, duals_path, console)
+        emit_report(spec, report, source.notes, several, report_path, json_stdout)
+
+
+def announce_input(spec, notes, several, console) -> None:
+    """On stderr, ahead of an input's summary: its name (several inputs) and the reader's notes."""
+    if several:
+        console.print(f"[bold]{spec}[/]", markup=True, highlight=False)
+    for note in notes:
+        console.print(note, markup=False, emoji=False, soft_wrap=True)
+
+
+def emit_report(spec, report, notes, several, report_path, json_stdout) -> None:
+    """The JSON report of one input: to --report and/or stdout (one compact line each when several)."""
+    report.notes.extend(notes)
+    payload = {"input": spec} | report.to_dict()
+    report_json = (json.dumps(payload) if several else json.dumps(payload, indent=2)) + "\n"
+    if report_path is not None:
+        run_library_call(write_bytes, report_path, report_json.encode())
+    if json_stdout:
+        write_bytes("-", report_json.encode())
+
+
+def dask_by_default() -> bool:
+    """Several inputs go to Dask by themselves only where it pays: more than one GPU, Dask installed."""
+    from ..scale import dask_available, visible_gpus
+
+    return visible_gpus() > 1 and dask_available()
+
+
+def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, several, console, report_path,
+                  json_stdout) -> None:
+    """Each input one Dask task (stdin is read here); the output as the in-process path gives it, in
+    input order. A failed input prints its one-line error and sets the exit code (2: bad input, 1:
+    infeasible or solver failure); the others still give their output."""
+    from ..batch import BatchReport
+    from ..report import render_batch_summary, render_summary
+    from ..scale import Solved
+
+    items, local_notes = [], {}
+    for index, spec in enumerate(input_specs):
+        if spec == "-":
+            cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
+            check_rank_options(spec, cost.ndim, options["solver"], None, options["cost_limit"])
+            items.append(cost)
+            local_notes[index] = source.notes
+        else:
+            items.append(spec)
+    call = dict(scheduler=scheduler, read_options=read_options, **options)
+    if console.is_terminal and not console.quiet:
+        from rich.progress import Progress
+
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("solving", total=len(items))
+            results = run_library_call(solve_inputs, items, **call,
+                                       progress=lambda done, total: bar.update(task, completed=done))
+    else:
+        results = run_library_call(solve_inputs, items, **call)
+    code = 0
+    for spec, result in zip(input_specs, results):
+        if not isinstance(result, Solved):
+            click.echo(f"Error: {spec}: {result.message}", err=True)
+            code = max(code, 2 if result.bad_input else 1)
+            continue
+        notes = local_notes.get(result.index, []) + result.source_notes
+        announce_input(spec, notes, several, console)
+        report = result.solution.report
+        (render_batch_summary if isinstance(report, BatchReport) else render_summary)(report, console)
+        emit_report(spec, report, notes, several, report_path, json_stdout)
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cost_limit) -> None:
+    """Refuse what a matrix or a stack cannot take, before work; ``rank`` None: not known yet (stdin)."""
+    name = "stdin" if spec == "-" else spec
+    if rank is None:
+        return
+    if rank == 3:
+        for flag, value in (("--duals", duals_path), ("--cost-limit", cost_limit)):
+            if value is not None:
+                raise InputError(f"{flag} is not supported for stacks: {name} is 3-D (a stack of matrices)")
+        if solver not in solver_choices(batch=True):
+            raise InputError(f"solver {solver!r} solves one problem at a time; {name} is a stack (3-D): "
+                             f"use {', '.join(solver_choices(batch=True))}")
+    elif rank == 2:
+        if solver != "auto" and solver in solver_choices(batch=True):
+            raise InputError(f"solver {solver!r} solves stacks; {name} is one matrix (2-D): "
+                             f"use {', '.join(solver_choices(batch=False))}")
+    else:
+        raise InputError(f"{name} is {rank}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
+
+
+def solve_matrix(cost, options, cost_limit, output, duals_path, console):
+    """One 2-D problem: solve, write the assignment and duals, print the summary; the report."""
+    from ..facade import solve
+    from ..report import render_summary
+
+    solution = run_library_call(solve, cost, cost_limit=cost_limit, **options)
+    report = solution.report
+    if duals_path is not None and solution.duals is None:
+        raise FailedError(f"--duals: solver {report.solver} gives no duals; use a Hungarian engine (cuda, numpy)")
+    if output is not None:
+        run_library_call(write_bytes, output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
+    if duals_path is not None:
+        run_library_call(write_bytes, duals_path, duals_bytes(duals_path, *solution.duals))
+    render_summary(report, console)
+    return report
+
+
+def solve_stack(cost, options, output, console):
+    """A (B, n, m) stack through solve_batch: write col_ind (B, n), print one summary line; the report."""
+    from ..batch import solve_batch
+    from ..report import render_batch_summary
+
+    solution = run_library_call(solve_batch, cost, **options)
+    if output is not None:
+        run_library_call(write_bytes, output, stack_assignment_bytes(output, solution.col_ind))
+    render_batch_summary(solution.report, console)
+    return solution.report
+
+
+# ----------------------------------------------------------------------------- info
+@cli.command("info")
+@click.option("--json", "json_stdout", is_flag=True, help="Print the same as JSON on stdout.")
+def info_command(json_stdout):
+    """List the engines, whether each can run here (and why not), the devices and versions."""
+    from ..info import collect, render
+
+    facts = collect()
+    if json_stdout:
+        write_bytes("-", (json.dumps(facts, indent=2) + "\n").encode())
+    else:
+        render(facts, stderr_console(False, stderr=False))
+
+
+# ----------------------------------------------------------------------------- bench
+cli.add_command(bench_command, "bench")
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that it unwinds like Ctrl-C: `atomic_output`
+    removes its temporary file. A BaseException, so that no `except Exception` swallows it."""
+
+
+def raise_terminated(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up short
+    raise Terminated()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: Click without its 'Aborted!' and tracebacks; Ctrl-C exits 130, SIGTERM 143."""
+    try:
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    try:
+        code = cli.main(args=argv, prog_name="lap", standalone_mode=False)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("lap: interrupted", err=True)
+        sys.exit(130)
+    except Terminated:
+        click.echo("lap: terminated", err=True)
+        sys.exit(128 + signal.SIGTERM)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except BrokenPipeError:  # the reader of our stdout went away (e.g. `| head`)
+        sys.exit(1)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

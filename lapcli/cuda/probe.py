@@ -1,0 +1,68 @@
+"""Whether CUDA can run here, asked as cheaply as possible: ``lap info``, ``auto`` and the registry's
+probes read these. No CuPy import where the driver can answer (cuda.bindings, ~20 ms against ~0.25 s).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def cuda_status() -> tuple[bool, str]:
+    """(available, why): whether CuPy is installed and a CUDA device is visible. The device count
+    is asked of the driver through cuda.bindings when it is installed (~0.1 s), not of CuPy,
+    whose import alone costs ~0.25 s that a one-shot solve of a host matrix never needs."""
+    if importlib.util.find_spec("cupy") is None:
+        return False, "CuPy is not installed (pip install 'lapcli[cuda13]' or 'lapcli[cuda12]')"
+    if importlib.util.find_spec("cuda.bindings") is not None:
+        from . import driver
+
+        try:
+            count = driver.device_count()
+        except Exception as error:  # no driver library, or the driver finds no device
+            return False, f"no CUDA device ({error})".replace("\n", " ")
+        source = "the CUDA driver"
+    else:
+        try:
+            import cupy
+
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as error:  # a broken CUDA install can raise on import too
+            return False, f"no CUDA device ({type(error).__name__}: {error})".replace("\n", " ")
+        source = f"CuPy {cupy.__version__}"
+    if count < 1:
+        return False, "no CUDA device"
+    return True, f"{source} sees {count} CUDA device{'s' if count > 1 else ''}"
+
+
+SEARCH_KERNEL_ARCH = (8, 0)  # kernels/batch_lap.cu's warp argmin is __reduce_min_sync (Ampere and newer)
+
+
+def device_compute_capability(ordinal: int = 0) -> tuple[int, int]:
+    """(major, minor), from the driver when cuda.bindings is installed, else from CuPy."""
+    if importlib.util.find_spec("cuda.bindings") is not None:
+        from . import driver
+
+        return driver.compute_capability(ordinal)
+    import cupy
+
+    capability = cupy.cuda.Device(ordinal).compute_capability  # e.g. "90"
+    return int(capability[:-1]), int(capability[-1])
+
+
+@lru_cache(maxsize=1)
+def search_kernel_status() -> tuple[bool, str]:
+    """(available, why) for the engines that run kernels/batch_lap.cu (cuda-batch, cuda-sap): a
+    CUDA device, of compute capability 8.0 or newer (the default device, as they run on)."""
+    available, why = cuda_status()
+    if not available:
+        return available, why
+    try:
+        arch = device_compute_capability()
+    except Exception as error:
+        return False, f"cannot read the device's compute capability ({error})".replace("\n", " ")
+    if arch < SEARCH_KERNEL_ARCH:
+        return False, (f"the device has compute capability {arch[0]}.{arch[1]}; the search kernel needs "
+                       f"{SEARCH_KERNEL_ARCH[0]}.{SEARCH_KERNEL_ARCH[1]} or newer (Ampere)")
+    return True, f"{why}, compute capability {arch[0]}.{arch[1]}"

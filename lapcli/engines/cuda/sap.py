@@ -1,0 +1,133 @@
+"""Engine ``cuda-sap``: the auction start of the ``cuda`` kernel, then shortest augmenting paths
+(Jonker–Volgenant) from the rows it leaves free, in one thread block.
+
+Why: the classical phases pay a grid-wide dual update (step 6) per new zero, and on squared
+distances and the widest integer ranges they still need thousands of them after the auction. A shortest-path search needs no grid
+barrier at all: each of its steps is one row read and one block-wide argmin (~1 µs), and after the auction only ~1–6 % of the rows are free.
+Its cost does not depend on the range; the classical kernel stays faster where zeros are many
+(low ranges), and ``auto`` chooses between them by measurement (engines/auto.py).
+
+Two launches on one stream, nothing copied between them:
+  1. kernels/hungarian.cu with ``start_only``: the auction (its rounds as the twin's
+     numpy_hungarian.auction_start), leaving v and a partial assignment whose every row is tight
+     at a minimum of c − v over its row;
+  2. kernels/batch_lap.cu on the one problem with that warm start (lapcli.cuda.batch_lap.solve_stack): a
+     Dijkstra per free row, the dual update, the augmentation; u = c − v on the assignment.
+The twin (lapcli.twins.sap_twin) composes the two NumPy specifications; the certificate proves every answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...cuda.batch_lap import MAX_COLUMNS, STATUS_MESSAGES, solve_stack
+from ...cuda.hungarian import (
+    DeviceState, allow_shared_memory, check_memory_before_upload, check_result, device_name, device_work,
+    prepare_launch,
+)
+from ...cuda.hungarian_abi import BLOCK_SIZE, BLOCKS_PER_SM, kernel_name
+from ...cuda.hungarian_abi import STATUS_MESSAGES as KERNEL_MESSAGES
+from ...errors import LapInputError, SolverError
+from ..base import EngineResult, certified_result
+from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS, StepStat
+
+STEPS = (
+    (1, "start: auction"),  # rounds run
+    (2, "shortest augmenting paths"),  # searches (the rows the auction left free)
+)
+
+
+def run(problem, *, timeout: float | None = None, device: int | None = None) -> EngineResult:
+    """Solve one square (padded) problem of at most MAX_COLUMNS columns; device inputs stay where
+    they are, host inputs go through lapcli.cuda.staging, as for engine ``cuda``."""
+    return solve(problem, timeout=timeout, device=device)
+
+
+def solve(problem, *, timeout: float | None = None, device: int | None = None,
+          auction_rounds: int = AUCTION_ROUNDS) -> EngineResult:
+    """``run`` with the auction's round cap: 0 (as n = 1) launches no auction, and the search
+    kernel starts from its column reduction, as the twin does (the GPU tests compare the two)."""
+    import time
+
+    import cupy
+
+    if problem.size > MAX_COLUMNS:
+        raise LapInputError(f"solver 'cuda-sap' takes at most {MAX_COLUMNS} columns, not {problem.size} "
+                            "(use 'cuda' or 'auto')")
+    with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
+        began = time.perf_counter()
+        start, copied_in, copied_out = (cupy.cuda.Event() for _ in range(3))
+        check_memory_before_upload(problem, BLOCKS_PER_SM)
+        start.record()
+        work = device_work(problem)
+        copied_in.record()
+        size = problem.size
+        auction = (launch_auction(problem, work, timeout, auction_rounds, AUCTION_PATIENCE)
+                   if auction_rounds and size > 1 else None)
+        if timeout:  # the search gets what is left (the auction is bounded by its rounds)
+            timeout = max(timeout - (time.perf_counter() - began), 1e-3)
+        warm_start = None
+        if auction is not None:
+            warm_start = (auction.state["v"].reshape(1, size), auction.state["column_of_star_at_row"].reshape(1, size))
+        result = solve_stack(work.values.reshape(1, size, size), work.eps, timeout=timeout, synchronize=False,
+                             warm_start=warm_start)
+        # the copies wait for both launches (one stream): three copies back in all, no other sync
+        rounds, auction_ms, searches = auction.finish() if auction is not None else (0, 0.0, None)
+        col_of_row, u, v, stack_status = (array[0] for array in result.to_host())
+        copied_out.record()
+        copied_out.synchronize()
+        if searches is None:  # no auction: the kernel's column reduction took each column's lowest row
+            searches = size - int(cupy.unique(work.values.reshape(size, size).argmin(axis=0)).size)
+        if stack_status != 0:
+            raise SolverError(STATUS_MESSAGES.get(int(stack_status), f"the search kernel ended with status {stack_status}"))
+        check_result(0, col_of_row)  # a permutation (the certificate checks the duals)
+        elapsed = cupy.cuda.get_elapsed_time
+        search_ms = elapsed(*result.details["events"])  # the search launch alone (its compile is not in it)
+        auction_launch_ms = elapsed(*auction.events) if auction is not None else 0.0
+        details = {
+            "grid": auction.plan.blocks if auction is not None else 0,
+            "block": auction.plan.block_size if auction is not None else 0,
+            "compile_ms": round((auction.compile_ms if auction is not None else 0.0) + result.details["compile_ms"], 3),
+            "h2d_ms": round(elapsed(start, copied_in), 3),
+            "kernel_ms": round(auction_launch_ms + search_ms, 3),
+            "d2h_ms": round(elapsed(result.details["events"][1], copied_out), 3),
+            "launches": 2 if auction is not None else 1,
+            "launcher": "cupy",
+            "auction_rounds": rounds,
+            "search_layout": result.details["layout"],
+        }
+        steps = [StepStat(1, STEPS[0][1], rounds, auction_ms), StepStat(2, STEPS[1][1], searches, search_ms)]
+        return certified_result(problem, work, result.col_of_row[0], result.u[0], result.v[0], engine="cuda-sap",
+                                device=device_name(), steps=steps, details=details, host_copies=(col_of_row, u, v))
+
+
+class Auction:
+    """The launched auction (kernels/hungarian.cu with start_only): its device state, until read."""
+
+    def __init__(self, state, plan, compile_ms: float, events: tuple):
+        self.state, self.plan, self.compile_ms, self.events = state, plan, compile_ms, events
+
+    def finish(self) -> tuple[int, float, int]:
+        """(rounds run, the kernel's clock of them in ms, rows it left free) in one copy back;
+        raises on a bad status word."""
+        host = self.state.to_host("step_ns", "step_count", "status", "column_of_star_at_row")
+        status_word = int(host["status"][0])
+        if status_word != 0:
+            raise SolverError(KERNEL_MESSAGES.get(status_word, f"the auction kernel ended with status {status_word}"))
+        free_rows = int((host["column_of_star_at_row"] < 0).sum())
+        return int(host["step_count"][0]), float(host["step_ns"][1]) / 1e6, free_rows
+
+
+def launch_auction(problem, work, timeout, rounds: int, patience: int) -> Auction:
+    """Launch the cooperative kernel's step 1 (the auction) on the work matrix; nothing waits."""
+    import cupy
+
+    module, dtype, plan, compile_ms = prepare_launch(problem, work, False, BLOCK_SIZE, BLOCKS_PER_SM)
+    kernel = module.get_function(kernel_name("hungarian", dtype))
+    allow_shared_memory(kernel, plan)
+    state = DeviceState(work.values, plan, dtype, work.eps, timeout, rounds, start_only=True, auction_patience=patience)
+    begin, end = cupy.cuda.Event(), cupy.cuda.Event()
+    begin.record()
+    kernel((plan.blocks,), (plan.block_size,), (state.struct,), shared_mem=plan.shared_bytes)
+    end.record()
+    return Auction(state, plan, compile_ms, (begin, end))

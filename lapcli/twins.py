@@ -1,0 +1,125 @@
+"""The NumPy twins of the CUDA kernels that are not engines themselves: the readable specifications
+the CPU tests run and the GPU tests compare against, kept out of the engines' production paths.
+
+- :func:`reference_stack` is kernels/batch_lap.cu (engine ``cuda-batch``): shortest augmenting
+  paths per problem (scipy's algorithm, Crouse 2016), same steps S1-S4, same tie-break, same duals,
+  with Jonker-Volgenant's column reduction as the start of a square problem;
+- :func:`sap_twin` is engine ``cuda-sap``: the classical kernel's auction start
+  (lapcli.engines.cpu.numpy_hungarian.auction_start), then :func:`reference_stack` from it.
+
+The twin of kernels/hungarian.cu is the ``numpy`` engine itself (lapcli.engines.cpu.numpy_hungarian).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .engines.cpu.numpy_hungarian import auction_start
+from .engines.steps import AUCTION_PATIENCE, AUCTION_ROUNDS
+
+
+def column_reduction(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's start for a square problem without a warm start (BATCH_COLUMN_REDUCTION): v[j]
+    = min over i of c[i][j] (lowest row on ties), and each row that is some column's minimum takes
+    the lowest such column. Returns (v, col_of_row), -1 for a free row. For finite costs (the
+    kernel's comparisons skip a NaN where NumPy's minimum takes it; a stack with NaN or an infinity
+    is solved again after its entries are checked, so the twin need not follow it there)."""
+    n = cost.shape[0]
+    v = cost.min(axis=0)
+    lowest_row = cost.argmin(axis=0)
+    col_of_row = np.full(n, -1, dtype=np.int64)
+    for j in range(cost.shape[1] - 1, -1, -1):  # descending: the lowest column is written last
+        col_of_row[lowest_row[j]] = j
+    return v, col_of_row
+
+
+def reference_stack(costs: np.ndarray, warm_start=None, column_reduction_start: bool = True):
+    """Solve each costs[b] like the kernel does; return (col_of_row, u, v, status) as NumPy arrays.
+    ``warm_start`` = (v, col_of_row) as solve_stack takes it (square problems); without one, a
+    square problem starts from column_reduction (``column_reduction_start``: the kernel's
+    BATCH_COLUMN_REDUCTION)."""
+    costs = np.asarray(costs)
+    batch, n, m = costs.shape
+    dual = np.int64 if costs.dtype.kind in "iu" else np.float64
+    col_of_row = np.full((batch, n), -1, dtype=np.int32)
+    u = np.zeros((batch, n), dtype=dual)
+    v_all = np.zeros((batch, m), dtype=dual)
+    status = np.zeros(batch, dtype=np.int32)
+    inf = np.iinfo(np.int64).max if dual is np.int64 else np.inf
+    columns = np.arange(m)
+    if warm_start is not None:
+        assert n == m, "a warm start needs square problems"
+        v_all[:] = warm_start[0]
+    for b in range(batch):
+        c = costs[b].astype(dual)
+        v = v_all[b]
+        row4col = np.full(m, -1, dtype=np.int64)
+        col4row = np.full(n, -1, dtype=np.int64)
+        if warm_start is not None:
+            col4row[:] = warm_start[1][b]
+        elif column_reduction_start and n == m:
+            v[:], col4row[:] = column_reduction(c)
+        row4col[col4row[col4row >= 0]] = np.flatnonzero(col4row >= 0)
+        for root in np.flatnonzero(col4row < 0):
+            spc = np.full(m, inf, dtype=dual)
+            path = np.full(m, -1, dtype=np.int64)
+            scanned = np.zeros(m, dtype=bool)
+            i, ui, min_val, sink = root, dual(0), dual(0), -1
+            while sink < 0:
+                d = (c[i] - v) + (min_val - ui)  # S1
+                better = ~scanned & (d < spc)
+                spc[better], path[better] = d[better], i
+                open_ = np.flatnonzero(~scanned)  # S2: (distance, assigned, index) minimum
+                j = open_[np.lexsort((columns[open_], row4col[open_] >= 0, spc[open_]))[0]]
+                min_val, scanned[j] = spc[j], True
+                if row4col[j] < 0:
+                    sink = j
+                else:
+                    i = row4col[j]
+                    ui = c[i, j] - v[j]
+            v[scanned] -= min_val - spc[scanned]  # S3
+            j = sink
+            while True:  # S4
+                i = path[j]
+                row4col[j] = i
+                col4row[i], j = j, col4row[i]
+                if i == root:
+                    break
+        col_of_row[b] = col4row
+        u[b] = c[np.arange(n), col4row] - v[col4row]
+    return col_of_row, u, v_all, status
+
+
+def check_duals(costs: np.ndarray, col_of_row: np.ndarray, u: np.ndarray, v: np.ndarray,
+                eps: float = 0.0) -> None:
+    """Raise AssertionError unless (col_of_row, u, v) certify optimality of every problem."""
+    batch, n, m = costs.shape
+    dual = u.dtype
+    for b in range(batch):
+        c = costs[b].astype(dual)
+        cols = col_of_row[b]
+        assert np.all(cols >= 0) and np.unique(cols).size == n, f"problem {b}: not an assignment"
+        reduced = c - u[b][:, None] - v[b][None, :]
+        assert reduced.min() >= -eps, f"problem {b}: reduced cost {reduced.min()} < -eps"
+        assert np.all(np.abs(reduced[np.arange(n), cols]) <= eps), f"problem {b}: assigned pair not tight"
+        if m == n:  # every column is taken: v is free (the columns' constraints bind only for m > n)
+            continue
+        assert v[b].max() <= eps, f"problem {b}: v > 0"
+        free = np.ones(m, dtype=bool)
+        free[cols] = False
+        assert np.all(np.abs(v[b][free]) <= eps), f"problem {b}: v != 0 on a free column"
+
+
+def sap_twin(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUCTION_PATIENCE):
+    """The engine's specification in NumPy: (column of each row, u, v, rounds, searches).
+    Integer costs give the kernel's answer exactly (same bids, ties and stopping rule; same
+    search order and tie-break)."""
+    cost = np.asarray(cost)
+    dual = np.int64 if cost.dtype.kind in "iu" else np.float64
+    if rounds == 0 or cost.shape[0] < 2:  # no auction: the search kernel's own start, the column reduction
+        columns, u, v, _ = reference_stack(cost[None])
+        return columns[0], u[0], v[0], 0, int((column_reduction(cost.astype(dual))[1] < 0).sum())
+    _, v, column_of_row, _, done = auction_start(cost.astype(dual), rounds=rounds, patience=patience)
+    searches = int((column_of_row < 0).sum())
+    columns, u, v, _ = reference_stack(cost[None], warm_start=(v[None], column_of_row[None].astype(np.int32)))
+    return columns[0], u[0], v[0], done, searches
