@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .engines.cpu.numpy_hungarian import auction_start
-from .engines.steps import AUCTION_PATIENCE, AUCTION_ROUNDS
+from .steps import AUCTION_PATIENCE, AUCTION_ROUNDS
 
 
 def column_reduction(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

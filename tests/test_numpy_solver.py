@@ -118,7 +118,7 @@ def test_the_auction_start_gives_optimal_certified_answers(rng, rounds):
     from scipy.optimize import linear_sum_assignment
 
     from lapcli.engines.cpu.numpy_hungarian import solve_square
-    from lapcli.engines.steps import StepRecorder
+    from lapcli.steps import StepRecorder
 
     cases = [uniform_costs(rng, n, n, r) for n in (1, 2, 7, 64) for r in RANGES]
     cases += [rng.random((50, 50)), np.zeros((9, 9)), np.full((6, 6), 3.5), rng.random((20, 20)) * 1e9]
@@ -157,7 +157,7 @@ def test_every_auction_round_keeps_the_duals_feasible_and_the_stars_tight(rng):
 def test_the_auction_start_cuts_the_dual_updates_at_high_ranges(rng):
     """The point of the start: ~10× fewer step-6 updates at R = 1000 (docs/benchmarks.md)."""
     from lapcli.engines.cpu.numpy_hungarian import solve_square
-    from lapcli.engines.steps import StepRecorder
+    from lapcli.steps import StepRecorder
 
     cost = uniform_costs(rng, 256, 256, 1000).astype(np.int64)
     plain, auction = StepRecorder(), StepRecorder()

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..engines.steps import AUCTION_PATIENCE, AUCTION_ROUNDS, STEP_NAMES, StepStat
+from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS, STEP_NAMES, StepStat
 from ..errors import SolverError
 from .hungarian_abi import (
     BLOCK_SIZE, KERNEL_TYPES, STEPWISE_KERNELS, STATE_POINTERS, STATUS_MESSAGES, LaunchPlan, buffer_layout, kernel_defines, kernel_name,

@@ -14,7 +14,7 @@ from importlib import resources
 
 import numpy as np
 
-from ..engines.steps import AUCTION_PATIENCE, AUCTION_ROUNDS
+from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS
 from ..errors import SolverError
 
 BLOCK_SIZE = 512

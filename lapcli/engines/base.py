@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .steps import StepStat
+from ..steps import StepStat
 
 
 @dataclass

@@ -7,7 +7,7 @@ import platform
 import numpy as np
 
 from ..base import EngineResult, certified_result
-from ..steps import AUCTION_ROUNDS, StepRecorder
+from ...steps import AUCTION_ROUNDS, StepRecorder
 from .numpy_hungarian import solve_square
 
 

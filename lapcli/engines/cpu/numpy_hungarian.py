@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import SolverError
-from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS, StepRecorder
+from ...steps import AUCTION_PATIENCE, AUCTION_ROUNDS, StepRecorder
 
 
 @dataclass

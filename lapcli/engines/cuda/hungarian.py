@@ -19,7 +19,7 @@ from ...cuda.hungarian import (
 )
 from ...cuda.hungarian_abi import BLOCK_SIZE, BLOCKS_PER_SM, kernel_name
 from ..base import EngineResult, certified_result
-from ..steps import AUCTION_ROUNDS
+from ...steps import AUCTION_ROUNDS
 from .common import finish
 
 

@@ -29,7 +29,7 @@ from ...cuda.hungarian_abi import BLOCK_SIZE, BLOCKS_PER_SM, kernel_name
 from ...cuda.hungarian_abi import STATUS_MESSAGES as KERNEL_MESSAGES
 from ...errors import LapInputError, SolverError
 from ..base import EngineResult, certified_result
-from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS, StepStat
+from ...steps import AUCTION_PATIENCE, AUCTION_ROUNDS, StepStat
 
 STEPS = (
     (1, "start: auction"),  # rounds run

@@ -18,7 +18,7 @@ from ...cuda.hungarian_abi import (
     SLOT_STARS, STEPWISE_KERNELS, kernel_name,
 )
 from ..base import EngineResult
-from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS
+from ...steps import AUCTION_PATIENCE, AUCTION_ROUNDS
 from .common import finish
 
 
