@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # One call on a GPU machine without network: install from the checkout (no downloads), run the GPU
-# tests, compute-sanitizer on small solves and batches, the auto/crossover grid (scipy, cuda, cuda-sap, auto), the
-# ranges suite at n = 1024 and 2048 (issue #14), the
-# HyLAC comparison points, the batch suite, the largest single solve (n = 65,536 host -> host), the
-# step table at n=4096 R=100, a cold `lap solve` against its kernel
-# time, and the fuzzer in parallel processes. Logs go to the folder given as $1 (default ./gpu-logs).
+# tests, compute-sanitizer on small solves and batches, the auto/crossover grid (scipy, cuda,
+# cuda-sap, auto), the ranges suite at n = 1024 and 2048, the HyLAC comparison points, the batch
+# suite, the largest single solve (n = 65,536 host -> host), the step table at n=4096 R=100, a cold
+# `lap solve` against its kernel time, and the fuzzer in parallel processes. Logs go to the folder
+# given as $1 (default ./gpu-logs). To compare two checkouts' speed on one machine, see
+# benchmarks/compare_trees.py.
 # Environment: FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
 # BATCH_SOLVERS (the batch suite's runners; default cuda-batch, torch-la, both columns each),
 # SKIP (space-separated parts to skip: tests sanitizer crossover ranges hylac batch big solve startup cold fuzz).
-# ranges: issue #14's suite at n = 1024 and 2048 beside scipy and lapx (~2 minutes on an H100; lapx from .whl/).
+# ranges: the suite at n = 1024 and 2048 beside scipy and lapx (~2 minutes on an H100; lapx from .whl/).
 # Peers travel as wheels (.whl, see the device notes): with torch-linear-assignment on PYTHONPATH
 # the batch part runs it beside lapcli's batch engine.
 set -uo pipefail
@@ -58,7 +59,7 @@ PY
     tail -2 "$out/sanitizer-$tool.txt"
   done | tee "$out/sanitizer.txt"
 fi
-if ! skip crossover; then  # issue #12: auto within 10% of the fastest of scipy, cuda and cuda-sap
+if ! skip crossover; then  # auto within 10% of the fastest of scipy, cuda and cuda-sap
   for kind in "uniform --ranges 1" "uniform --ranges 1000" "float --ranges 1" "geometric --ranges 1"; do
     set -- $kind
     lap bench --kind "$1" --dtypes $([ "$1" = uniform ] && echo int32 || echo float64) --sizes 64,128,256,384,512,1024,2048 \
@@ -66,7 +67,7 @@ if ! skip crossover; then  # issue #12: auto within 10% of the fastest of scipy,
       --json "$out/crossover-$1-$3.json" 2>&1 | tee -a "$out/crossover.txt" || status=1
   done
 fi
-if ! skip ranges; then  # issue #14: auto at 2x the faster of scipy and lapx (n = 4096 and 8192 take far longer)
+if ! skip ranges; then  # auto against the faster of scipy and lapx (n = 4096 and 8192 take far longer)
   python3 -c "import lap" 2>/dev/null || python3 -m pip install -q --no-deps --no-index .whl/lapx*.whl 2>/dev/null
   peers=$(python3 -c "import lap" 2>/dev/null && echo scipy,lapx || echo scipy)
   lap bench --suite ranges --sizes 1024,2048 --solvers "$peers,cuda,cuda-sap,auto" --baseline "$peers" \
@@ -76,11 +77,11 @@ if ! skip hylac; then
   lap bench --suite hylac --solvers cuda,cuda-stepwise --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
     --json "$out/bench-hylac.json" 2>&1 | tee "$out/bench-hylac.txt" || status=1
 fi
-if ! skip batch; then  # issue #13: the eight cells, lapcli's batch engine beside torch-linear-assignment
+if ! skip batch; then  # the eight cells, lapcli's batch engine beside torch-linear-assignment
   lap bench --suite batch --solvers "${BATCH_SOLVERS:-cuda-batch,cuda-batch:d2d,torch-la,torch-la:d2d}" --repeat "${BENCH_REPEAT:-5}" \
     --warmup 2 --json "$out/bench-batch.json" 2>&1 | tee "$out/bench-batch.txt" || status=1
 fi
-if ! skip big; then  # issue #15: the largest single problem host -> host (n = 65,536 int32, 17 GB)
+if ! skip big; then  # the largest single problem host -> host (n = 65,536 int32, 17 GB)
   python3 benchmarks/big_solve.py --n "${BIG_N:-65536}" --out "$out/big-solve.json" 2>&1 | tee "$out/big-solve.txt" || status=1
 fi
 matrix=$(mktemp -d)/m4096-r100.npy
@@ -94,7 +95,7 @@ if ! skip startup; then  # where a one-shot solve's wall time goes: imports, the
   sort -t'|' -k2 -n "$out/importtime.txt" | tail -15 > "$out/importtime-top.txt"
   python3 -m cProfile -s cumulative -m lapcli solve "$matrix" -o /tmp/a.npy --quiet 2>&1 | head -70 > "$out/profile-solve.txt"
 fi
-if ! skip cold; then  # issue #12: a cold one-shot solve's wall time against its kernel time
+if ! skip cold; then  # a cold one-shot solve's wall time against its kernel time
   cold() {  # $1 label; the rest: environment for the run
     local label=$1; shift
     sync; start=$(date +%s.%N)
@@ -102,7 +103,7 @@ if ! skip cold; then  # issue #12: a cold one-shot solve's wall time against its
     end=$(date +%s.%N)
     python3 -c "import json,sys; r=json.load(open('/tmp/cold.json')); d=r['details']; w=($end-$start)*1e3; print(f'cold lap solve n=4096 ($label): wall {w:.0f} ms, kernel {d[\"kernel_ms\"]:.0f} ms, over the kernel {w-d[\"kernel_ms\"]:.0f} ms, solver {r[\"solver\"]}, launcher {d.get(\"launcher\")}, early start {d.get(\"driver_started_early\")}, compile {d[\"compile_ms\"]:.0f} ms')"
   }
-  for i in 1 2 3 4 5; do cold default LAPCLI_COLD_RUN=$i; done | tee "$out/cold-solve.txt"
+  for i in 1 2 3 4 5; do cold default; done | tee "$out/cold-solve.txt"
   for i in 1 2 3; do cold "teardown in the process" LAPCLI_DETACH_TEARDOWN=0; done | tee -a "$out/cold-solve.txt"
 fi
 if ! skip fuzz; then  # several processes share the GPU; each has its own seed

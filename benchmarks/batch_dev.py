@@ -1,14 +1,15 @@
-"""Device-side check and timing of lapcli/engines/cuda_batch.py (issue #13).
+"""Device-side check and timing of the batch kernel's launcher, lapcli/cuda/batch_lap.py.
 
 1. correctness: solve_stack on fresh random stacks (all dtypes, square and rectangular, n = 1,
-   B = 1, B = 0, large B) against a scipy loop (objective), the kernel's NumPy twin (exact for
-   integers) and the dual certificate;
-2. timings, every cell of the issue (float32 stacks B x n x n, integers in [0, 10n) or U[0, 1)):
-   solve_stack device->device (CUDA events around the call, median of REPEATS, inputs rotated over
-   3 stacks) per layout, host->host (pageable cupy.asarray or staging.upload, solve, copy the
-   columns back) beside torch-linear-assignment 0.1.0 in the same process.
+   B = 1, B = 0, large B, every layout of LAYOUTS forced) against a scipy loop (objective), the
+   kernel's NumPy twin (exact for integers) and the dual certificate;
+2. timings of four cells (float32 stacks B x n x n, integers in [0, 10n) or U[0, 1)): solve_stack
+   device->device (CUDA events around the call, median of REPEATS, inputs rotated over 3 stacks)
+   in the chosen layout (with --layouts, every layout that holds n columns), host->host (pageable
+   cupy.asarray or staging.upload, solve, copy the columns back) beside torch-linear-assignment in
+   the same process.
 
-Usage: python3 benchmarks/batch_dev.py [--quick] [--out DIR]
+Usage: python3 benchmarks/batch_dev.py [--quick] [--layouts] [--no-tla] [--out DIR]
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cupy  # noqa: E402
 
 from lapcli.cuda import staging  # noqa: E402
-from lapcli.cuda import batch_lap as cb
-from lapcli.twins import check_duals, column_reduction, reference_stack  # noqa: E402
+from lapcli.cuda import batch_lap as cb  # noqa: E402
+from lapcli.twins import check_duals, reference_stack  # noqa: E402
 
 REPEATS = 15
 
@@ -97,15 +98,14 @@ def correctness(rng, quick):
                     c = np.round(c * 8).astype(dtype)  # float ties
             check(c, dtype, f"{dtype} {b}x{n}x{m}")
             count += 1
-    # empty stack, a large batch, the layouts forced on one shape each
+    # empty stack, a large batch, each layout forced at its width and 5 columns narrower
     res = cb.solve_stack(cupy.empty((0, 4, 4), dtype=np.float32))
     assert res.col_of_row.shape == (0, 4) and res.kernel_ms == 0.0
     c = rng.integers(0, 160, (100_000, 16, 16)).astype(np.float32)
     check(c, "float32", "100000x16x16", scipy_limit=3000)
     c = rng.random((20_000, 8, 24)).astype(np.float32)
     check(c, "float32", "20000x8x24", scipy_limit=2000)
-    for layout in [(1, 16), (2, 16), (4, 16), (1, 32), (2, 32), (4, 32), (8, 32), (1, 64), (2, 128), (4, 64),
-                   (1, 256), (4, 128), (4, 256), (2, 512), (8, 128), (1, 1024), (4, 512), (8, 256)]:
+    for _, layout in cb.LAYOUTS:
         m = layout[0] * layout[1]
         for mm in (m, m - 5):
             c = rng.integers(0, 10 * mm, (3, max(1, mm - 3), mm)).astype(np.int32)
@@ -124,13 +124,13 @@ def median_ms(samples):
     return statistics.median(samples)
 
 
-def time_ours(stacks, layout, defines=()):
+def time_ours(stacks, layout):
     samples, kernel = [], []
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     for r in range(REPEATS + 2):
         x = stacks[r % len(stacks)]
         start.record()
-        res = cb.solve_stack(x, layout=layout, defines=defines)
+        res = cb.solve_stack(x, layout=layout)
         end.record()
         end.synchronize()
         if r >= 2:
@@ -194,23 +194,15 @@ def time_tla(hosts):
 
 
 CELLS = [(10000, 16), (2000, 64), (500, 256), (64, 1024)]
-BASE = ("BATCH_BLOCK_SCAN=0", "BATCH_PREFETCH=0")  # the first run's kernel
-SCAN = ("BATCH_PREFETCH=0",)
-SHFL = ("BATCH_SHFL=1",)
-# name -> (layout, defines); the default layout with the default switches is always timed as "default"
-PREF = ("BATCH_PREFETCH=1",)
-NOSCAN = ("BATCH_BLOCK_SCAN=0",)
-# layouts: (K columns per thread, threads per problem)
-VARIANTS = {16: {"K1T32": ((1, 32), ()), "K1T16 shfl": ((1, 16), SHFL)},
-            64: {"K4T16": ((4, 16), ()), "K1T64": ((1, 64), ()), "K4T16 shfl": ((4, 16), SHFL)},
-            256: {"K2T128 noscan": ((2, 128), NOSCAN), "K4T64": ((4, 64), ()), "K8T32": ((8, 32), ())},
-            1024: {"K4T256": ((4, 256), ()), "K8T128": ((8, 128), ())}}
-TARGETS = {(10000, 16, "int"): (3.6, 0.8), (2000, 64, "int"): (6.0, 1.2), (500, 256, "int"): (22.5, 6.0),
-           (64, 1024, "int"): (135, 107), (10000, 16, "unif"): (1.6, 0.5), (2000, 64, "unif"): (4.5, 1.0),
-           (500, 256, "unif"): (22.0, 5.9), (64, 1024, "unif"): (154, 120)}
 
 
-def timings(rng, out_dir, no_tla):
+def other_layouts(n):
+    """name -> layout: every layout of LAYOUTS but the chosen one that holds n columns."""
+    chosen = cb.choose_layout(n)
+    return {f"K{k}T{t}": (k, t) for _, (k, t) in cb.LAYOUTS if k * t >= n and (k, t) != chosen}
+
+
+def timings(rng, out_dir, no_tla, layouts):
     rows = []
     for kind in ("int", "unif"):
         for batch, n in CELLS:
@@ -222,10 +214,10 @@ def timings(rng, out_dir, no_tla):
             res = check(hosts[0], "float32", f"cell {kind} {batch}x{n}", scipy_limit=200 if n >= 256 else 1000)
             ref_obj = objectives(hosts[0], cupy.asnumpy(res.col_of_row))
             variants = {"default": time_ours(stacks, None)}
-            for name, (layout, defines) in VARIANTS[n].items():
-                variants[name] = time_ours(stacks, layout, defines)
-                got = objectives(hosts[0], cupy.asnumpy(cb.solve_stack(stacks[0], layout=layout, defines=defines).col_of_row))
-                assert np.allclose(got, ref_obj, rtol=0, atol=1e-6 * n), f"variant {name} is wrong"
+            for name, layout in (other_layouts(n) if layouts else {}).items():
+                variants[name] = time_ours(stacks, layout)
+                got = objectives(hosts[0], cupy.asnumpy(cb.solve_stack(stacks[0], layout=layout).col_of_row))
+                assert np.allclose(got, ref_obj, rtol=0, atol=1e-6 * n), f"layout {name} is wrong"
             best = min(variants, key=lambda k: variants[k][0])
             h2h_page = time_ours_h2h(hosts, cupy.asarray)
             h2h_pin = time_ours_h2h(hosts, staging.upload)
@@ -239,8 +231,7 @@ def timings(rng, out_dir, no_tla):
                    "default": f"K{cb.choose_layout(n)[0]}T{cb.choose_layout(n)[1]}",
                    "overhead_ms": variants["default"][0] - variants["default"][1],
                    "h2h_pageable": h2h_page, "h2h_pinned": h2h_pin, "upload_pageable": up_page,
-                   "upload_pinned": up_pin, "target_h2h": TARGETS[(batch, n, kind)][0],
-                   "target_d2d": TARGETS[(batch, n, kind)][1]}
+                   "upload_pinned": up_pin}
             del stacks
             if not no_tla:
                 try:
@@ -257,7 +248,7 @@ def timings(rng, out_dir, no_tla):
             cupy.get_default_memory_pool().free_all_blocks()
     with open(os.path.join(out_dir, "timings.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    print("\n| cells | ours d2d (kernel) | variants (kernel ms) | tla d2d | x | ours h2h pageable / pinned | tla h2h | x |")
+    print("\n| cells | ours d2d (kernel) | other layouts (kernel ms) | tla d2d | x | ours h2h pageable / pinned | tla h2h | x |")
     for r in rows:
         d2d, kern = r["variants"]["default"]
         tla_d, tla_h = r.get("tla_d2d", float("nan")), r.get("tla_h2h", float("nan"))
@@ -273,6 +264,7 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--skip-check", action="store_true")
     parser.add_argument("--no-tla", action="store_true")
+    parser.add_argument("--layouts", action="store_true", help="also time every other layout that holds n columns")
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--ncu", nargs=3, metavar=("B", "N", "KIND"), help="solve one stack twice (for ncu)")
     args = parser.parse_args()
@@ -291,7 +283,7 @@ def main():
     if not args.skip_check:
         correctness(rng, args.quick)
         print(f"correctness took {time.perf_counter() - t:.1f} s", flush=True)
-    timings(rng, args.out, args.no_tla)
+    timings(rng, args.out, args.no_tla, args.layouts)
 
 
 if __name__ == "__main__":

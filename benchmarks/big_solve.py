@@ -1,4 +1,4 @@
-"""Time the largest single problems host → host (issue #15): an n × n int32 matrix in host memory
+"""Time the largest single problems host → host: an n × n int32 matrix in host memory
 (integers uniform in [0, R·n), drawn on the GPU for speed, a block of rows at a time, into host memory),
 solved by ``lapcli.solve(..., solver="cuda")`` several times; prints the wall time of each solve and
 its report's h2d / kernel / d2h split, and writes a JSON record with --out.

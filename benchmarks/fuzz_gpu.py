@@ -97,7 +97,7 @@ def routed(case: dict, cost: np.ndarray, out: Path | None = None):
     if route == "csv" and np.isfinite(cost).all() and cost.size:
         import io as _io
 
-        from lapcli.io import read_text
+        from lapcli.io.text import read_text
 
         buffer = _io.BytesIO()
         np.savetxt(buffer, cost, delimiter=",", fmt="%d" if cost.dtype.kind in "iu" else "%.17g")

@@ -1,4 +1,4 @@
-"""Time the same workload on 1 Dask worker and on N (issue #15): does scale-out pay?
+"""Time the same workload on 1 Dask worker and on N: does scale-out pay?
 
 The workload (default: 2,000 problems of 512 x 512 float32, U[0, 1), split in 16 stacks of 125) is
 written once as .npy files; each file is one task of ``lapcli.scale.solve_many``, read and solved by
@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import lapcli  # noqa: E402
 from lapcli.scale import Solved, solve_inputs, visible_gpus  # noqa: E402
-from lapcli.io import read_matrix  # noqa: E402
+from lapcli.io.read import read_matrix  # noqa: E402
 
 
 def write_workload(directory: str, batch: int, n: int, inputs: int, seed: int) -> list[str]:

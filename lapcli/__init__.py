@@ -12,14 +12,14 @@ __version__ = "0.2.0"
 # public name -> the module that defines it
 _EXPORTS = {
     "linear_sum_assignment": "api",
-    "BatchSolution": "batch",
-    "batch_linear_assignment": "batch",
-    "solve_batch": "batch",
+    "BatchSolution": "results",
+    "batch_linear_assignment": "api",
+    "solve_batch": "pipeline",
     "InfeasibleError": "errors",
     "LapInputError": "errors",
     "SolverError": "errors",
     "SolverUnavailable": "errors",
-    "solve": "facade",
+    "solve": "pipeline",
     "Solution": "results",
     "SolveReport": "results",
 }

@@ -1,11 +1,13 @@
-"""scipy-compatible entry point."""
+"""The drop-ins: ``linear_sum_assignment`` (scipy's) and ``batch_linear_assignment``
+(torch-linear-assignment's), both through the one pipeline (lapcli.pipeline)."""
 
 from __future__ import annotations
 
-from .arrays import is_cupy
-from .engines.auto import choose
+import numpy as np
+
 from .cuda.probe import cuda_status
-from .facade import solve
+from .engines.auto import choose
+from .pipeline import solve_batch, solve_problem
 from .problem import array_module, prepare
 
 
@@ -51,14 +53,26 @@ def linear_sum_assignment(cost_matrix, maximize=False):
     >>> int(cost[row_ind, col_ind].sum())
     5
     """
-    if not is_cupy(cost_matrix):
-        # where auto would run scipy anyway, call it directly: the assignment is all this function
-        # returns, so the report, objective and certificate machinery would be pure overhead
-        # (a 1 × 1000 problem takes scipy 9 µs)
-        if not cuda_status()[0] or choose(prepare(cost_matrix, maximize=maximize))[0] == "scipy":
-            from scipy.optimize import linear_sum_assignment as scipy_lsa
-
-            return scipy_lsa(cost_matrix, maximize=maximize)
-    solution = solve(cost_matrix, maximize=maximize)
     xp = array_module(cost_matrix)
+    if xp is np and not cuda_status()[0]:
+        # no GPU: auto runs scipy; call it directly, as the assignment is all this function returns
+        # (the report, objective and certificate would be pure overhead: a 1 × 1000 problem takes
+        # scipy 9 µs)
+        return _scipy_lsa(cost_matrix, maximize)
+    problem = prepare(cost_matrix, maximize=maximize, check=False)  # once: O(1), no pass over the costs
+    if xp is np and choose(problem)[0] == "scipy":
+        return _scipy_lsa(problem.original, maximize)
+    solution = solve_problem(problem)
     return xp.asarray(solution.row_ind), xp.asarray(solution.col_ind)
+
+
+def _scipy_lsa(cost_matrix, maximize: bool):
+    from scipy.optimize import linear_sum_assignment
+
+    return linear_sum_assignment(cost_matrix, maximize=maximize)
+
+
+def batch_linear_assignment(costs, maximize: bool = False):
+    """The column of each row for every problem of a (B, n, m) stack, −1 for an unassigned row:
+    torch-linear-assignment's function, on NumPy, CuPy or torch input (result of the same kind)."""
+    return solve_batch(costs, maximize=maximize).col_ind

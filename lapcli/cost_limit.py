@@ -1,4 +1,4 @@
-"""``cost_limit``: lapjv's rule for leaving rows unassigned, solved exactly as lapjv solves it.
+"""``cost_limit``: lapjv's rule for leaving rows unassigned, as a transform of the problem.
 
 lapjv (lap/lapx) extends an n × m matrix C to the (n + m) × (n + m) problem
 
@@ -7,16 +7,20 @@ lapjv (lap/lapx) extends an n × m matrix C to the (n + m) × (n + m) problem
 
 so a row takes a real column only when that is cheaper than L overall; a row that takes a dummy
 column is unassigned (−1 in ``x``). For integer costs and an integral L the matrix is doubled
-(2C and L) so that everything stays an exact integer.
+(2C and L) so that everything stays an exact integer. The pipeline solves the augmented matrix like
+any other (lapcli.pipeline) and :meth:`CostLimit.solution` maps the answer back.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import LapInputError
+from .problem import array_module, check_entries, prepare
+from .results import Solution
 
 
 def augmented_matrix(cost: np.ndarray, cost_limit: float) -> np.ndarray:
@@ -32,26 +36,43 @@ def augmented_matrix(cost: np.ndarray, cost_limit: float) -> np.ndarray:
     return extended
 
 
-def solve_with_cost_limit(cost, cost_limit, *, solver, maximize, dtype, timeout, device):
-    from .facade import solve
-    from .problem import as_cost_matrix, check_entries
-    from .results import Solution
+@dataclass
+class CostLimit:
+    """The caller's n × m costs (on the host), the limit, and the augmented matrix to solve."""
 
-    if maximize:
-        raise LapInputError("cost_limit applies to minimisation, as in lapjv; negate the costs instead")
-    if not math.isfinite(float(cost_limit)):
-        raise LapInputError(f"cost_limit must be a finite number, got {cost_limit}")
-    arr, xp = as_cost_matrix(cost)
-    check_entries(arr, xp, maximize=False)
-    host = arr if xp is np else xp.asnumpy(arr)
-    n, m = host.shape
-    inner = solve(augmented_matrix(host, cost_limit), solver=solver, dtype=dtype, timeout=timeout, device=device)
-    real = (inner.row_ind < n) & (inner.col_ind < m)
-    rows, cols = inner.row_ind[real], inner.col_ind[real]
-    values = host[rows, cols]
-    objective = int(sum(int(x) for x in values.tolist())) if host.dtype.kind in "biu" else math.fsum(values.tolist())
-    report = inner.report
-    report.objective, report.n_rows, report.n_cols = objective, n, m
-    report.notes = [*report.notes, f"cost_limit {cost_limit}: solved as lapjv's ({n + m})² augmented problem; "
-                    f"{n - len(rows)} row(s) left unassigned; the certificate is that problem's"]
-    return Solution(row_ind=rows, col_ind=cols, objective=objective, report=report, duals=None)
+    cost: np.ndarray
+    limit: float
+    matrix: np.ndarray
+
+    @classmethod
+    def of(cls, cost, cost_limit: float, maximize: bool) -> CostLimit | None:
+        """Validate; None for an infinite limit (lapjv's default: no row is left out)."""
+        if maximize:
+            raise LapInputError("cost_limit applies to minimisation, as in lapjv; negate the costs instead")
+        try:
+            limit = float(cost_limit)
+        except (TypeError, ValueError):
+            raise LapInputError(f"cost_limit must be a number, got {cost_limit!r}") from None
+        if limit == math.inf:
+            return None
+        if not math.isfinite(limit):
+            raise LapInputError(f"cost_limit must be a finite number or +inf, got {cost_limit}")
+        arr = prepare(cost, check=False).original
+        xp = array_module(arr)
+        check_entries(arr[None], xp, maximize=False)
+        host = arr if xp is np else xp.asnumpy(arr)
+        return cls(host, limit, augmented_matrix(host, limit))
+
+    def solution(self, inner: Solution) -> Solution:
+        """The augmented problem's answer as the caller's: real pairs only, the caller's objective."""
+        n, m = self.cost.shape
+        real = (inner.row_ind < n) & (inner.col_ind < m)
+        rows, cols = inner.row_ind[real], inner.col_ind[real]
+        values = self.cost[rows, cols]
+        objective = (int(sum(int(x) for x in values.tolist())) if self.cost.dtype.kind in "biu"
+                     else math.fsum(values.tolist()))
+        report = inner.report
+        report.objective, report.n_rows, report.n_cols = objective, n, m
+        report.notes = [*report.notes, f"cost_limit {self.limit:g}: solved as lapjv's ({n + m})² augmented problem; "
+                        f"{n - len(rows)} row(s) left unassigned; the certificate is that problem's"]
+        return Solution(row_ind=rows, col_ind=cols, objective=objective, report=report, duals=None)

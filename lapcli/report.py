@@ -1,10 +1,10 @@
 """Render a SolveReport for people (Rich, on stderr). The report's schema lives in results.py and
-the step schema beside the engines (engines/steps.py); this module only draws them. A stack's
-BatchReport (batch.py) gets one summary line."""
+the step schema in steps.py; this module only draws them. A stack's BatchReport gets one summary line."""
 
 from __future__ import annotations
 
 from .results import SolveReport
+
 
 def render_summary(report: SolveReport, console) -> None:
     """Print the human summary (objective, solver, device, total time, step table) to ``console``."""

@@ -1,5 +1,6 @@
-"""What a solve gives back: the Solution (scipy's pair, lapjv's x/y, the objective, the duals) and
-its SolveReport, whose field names are a public interface (the JSON report)."""
+"""What a solve gives back: for a matrix the Solution (scipy's pair, lapjv's x/y, the objective, the
+duals) and its SolveReport; for a stack the BatchSolution and its BatchReport. Their field names
+are a public interface (the JSON reports)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,42 @@ class Solution:
         y = np.full(self.report.n_cols, -1, dtype=np.int64)
         y[np.asarray(self.col_ind)] = np.asarray(self.row_ind)
         return y
+
+
+@dataclass
+class BatchReport:
+    """What one batch solve did (the JSON report of ``lap solve stack.npy``)."""
+
+    batch: int
+    n_rows: int
+    n_cols: int
+    maximize: bool
+    solver: str
+    device: str
+    dtype: str
+    total_ms: float
+    problems_per_second: float
+    version: str
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)  # h2d_ms, kernel_ms, d2h_ms, layout, …
+    steps: list = field(default_factory=list)  # summed over the batch where the engine has steps
+    certified: bool = False
+    certificate: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    objectives: Any = field(default_factory=list)  # (B,) array, as a list in to_dict()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if isinstance(self.objectives, np.ndarray):
+            data["objectives"] = self.objectives.tolist()  # Python ints stay exact
+        return data
+
+
+@dataclass
+class BatchSolution:
+    """``col_ind`` (B, n) in the caller's library and device (−1: an unassigned row), ``objectives``
+    (B,) exact for integer costs, and one ``report``."""
+
+    col_ind: Any
+    objectives: np.ndarray
+    report: BatchReport

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .errors import InfeasibleError, LapInputError, LapTypeError
+from .errors import LapInputError, LapTypeError
 
 NEEDS_DASK = "scale-out needs Dask: pip install 'lapcli[dask]'"
 CONNECT_TIMEOUT_S = 10  # a scheduler address that answers nothing fails this soon
@@ -90,9 +90,9 @@ def _failed(index: int, error: BaseException) -> Failed:
 
 def solve_input(index: int, item, options: dict, read_options: dict) -> Solved | Failed:
     """One task: read ``item`` if it is a file spec, solve it, and turn any failure into Failed."""
-    from .batch import solve_batch
-    from .facade import solve
-    from .io import read_matrix_with_info
+    from .pipeline import solve_batch
+    from .pipeline import solve
+    from .io.read import read_matrix_with_info
 
     try:
         notes: list[str] = []
@@ -244,7 +244,7 @@ def solve_many(inputs: Sequence, *, client=None, scheduler: str | None = None, s
 
 # ----------------------------------------------------------------------------- dask arrays
 def _solve_block(block, solver: str, maximize: bool):
-    from .batch import solve_batch
+    from .pipeline import solve_batch
 
     return solve_batch(block, solver=solver, maximize=maximize).col_ind
 

@@ -197,7 +197,6 @@ def test_before_ampere_floats_stay_on_the_cuda_kernel(rng, monkeypatch):
     """cuda-sap and cuda-batch run kernels/batch_lap.cu, whose warp argmin (__reduce_min_sync)
     needs compute capability 8.0: on an older GPU both say why they cannot run, and auto keeps
     floats on cuda and stacks on scipy-batch."""
-    from lapcli import batch
     from lapcli.cuda import probe
     from lapcli.engines import auto, registry
     from lapcli.problem import prepare
@@ -211,7 +210,7 @@ def test_before_ampere_floats_stay_on_the_cuda_kernel(rng, monkeypatch):
             available, why = registry.get(name).available()
             assert not available and "compute capability 7.5" in why and "8.0 or newer" in why
         assert auto.choose(prepare(rng.random((600, 600))))[0] == "cuda"
-        engine, reason = batch.choose_batch_engine("auto", batch.prepare_batch(rng.random((4, 20, 20))))
+        engine, reason = auto.choose(prepare(rng.random((4, 20, 20)), stack=True))
         assert engine == "scipy-batch" and "compute capability 7.5" in reason
         monkeypatch.setattr(probe, "device_compute_capability", lambda ordinal=0: (9, 0))
         probe.search_kernel_status.cache_clear()

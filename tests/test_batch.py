@@ -82,7 +82,7 @@ def test_ragged_list_keeps_input_order(rng):
 
 
 def test_torch_tensors_come_back_as_tensors(rng):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="needs torch (an optional peer: pip install torch)")
     stack = torch.tensor(rng.random((5, 4, 4)), dtype=torch.float32)
     cols = batch_linear_assignment(stack)
     assert isinstance(cols, torch.Tensor) and cols.shape == (5, 4) and cols.dtype == torch.int64
@@ -112,21 +112,22 @@ def test_single_problem_api_refuses_batch_engines(rng):
 
 def test_an_engine_that_checks_entries_itself_gets_them_checked_on_request(monkeypatch, rng):
     """solve_batch skips the finiteness pass for a ``checks_entries`` engine; when the engine
-    raises EntriesNeedChecking the entries are checked (bad input refused, forbidden entries
-    found) and the engine runs again on the checked problem."""
+    reports non-finite unchecked entries the entries are checked (bad input refused, forbidden
+    entries found) and the engine runs again on the checked problem."""
     import dataclasses
     import types
 
     from lapcli.engines import registry
+    from lapcli.engines.base import BatchEngineResult
     from lapcli.engines.cpu import scipy_batch
-    from lapcli.engines.base import EntriesNeedChecking
 
     seen = []
 
     def run_batch(problem, **options):
-        seen.append(problem.entries_checked)
-        if not problem.entries_checked and not np.isfinite(problem.original).all():
-            raise EntriesNeedChecking()
+        checked = problem.forbidden is not None
+        seen.append(checked)
+        if not checked and not np.isfinite(problem.original).all():
+            return BatchEngineResult(col_ind=None, device="cpu", dtype="float64", unchecked_nonfinite=True)
         return scipy_batch.run_batch(problem, **options)
 
     engine = registry.get("scipy-batch")

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from lapcli.bench.runner import SUITES, BenchSettings, ObjectiveMismatch, default_runners, run_bench, solver_available
+from lapcli.bench.runner import default_runners, run_bench, solver_available
+from lapcli.bench.suites import SUITES, BenchSettings, ObjectiveMismatch
 from lapcli.cli.main import cli
 
 
@@ -153,13 +154,13 @@ def test_every_bench_option_is_checked_before_work(tmp_path, option, value, frag
 def test_the_peers_are_timed_as_direct_library_calls(monkeypatch, rng):
     """scipy and lapx run as their users call them, not through lapcli.solve (whose checks and
     objective would be charged to the peer); their objectives are still exact."""
-    import lapcli.facade
+    import lapcli.pipeline
     from scipy.optimize import linear_sum_assignment
 
     def no_lapcli(*args, **kwargs):
         raise AssertionError("a peer went through lapcli.solve")
 
-    monkeypatch.setattr(lapcli.facade, "solve", no_lapcli)
+    monkeypatch.setattr(lapcli.pipeline, "solve", no_lapcli)
     runners = default_runners()
     for cost in (rng.integers(0, 1000, (40, 40)).astype(np.int32), rng.random((30, 30)).astype(np.float32),
                  rng.random((20, 35))):

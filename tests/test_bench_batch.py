@@ -1,7 +1,6 @@
 """`lap bench --suite batch` on the CPU: the runners on tiny stacks, the objective check, the table."""
 
 import json
-import sys
 import types
 
 import numpy as np
@@ -107,7 +106,7 @@ def test_lapx_batch_adapter_reads_lapjvx_batchs_lists(monkeypatch):
 
 
 def test_lapx_batch_runner_runs_the_installed_lapx():
-    pytest.importorskip("lap")
+    pytest.importorskip("lap", reason="needs lapx: pip install 'lapcli[lapx]' (the module 'lap' is not installed)")
     runner = batch_runners()["lapx-batch"]
     available, why = runner.available()
     if not available:

@@ -191,3 +191,67 @@ def test_infeasibility_is_found_before_solving(monkeypatch, rng):
     cost[:, :30] = 1.0  # 50 rows, only 30 allowed columns
     with pytest.raises(lapcli.InfeasibleError):
         lapcli.solve(cost, solver="numpy")
+
+
+# ----------------------------------------------------------------------------- the tolerance's edge
+# Duals built by hand from a known optimal assignment (the diagonal): u[0] is raised by `excess`
+# above the tight value and v[0] lowered by the same, so every assigned pair stays exactly tight
+# while the one entry (0, 1) gets reduced cost c[0, 1] − u[0] − v[1] = −excess. Every number is a
+# small multiple of a power of two, so the reduced costs are exact in float64.
+EDGE_COST = np.array([[0.0, 1.0, 3.0, 4.0],
+                      [2.0, 0.0, 1.0, 4.0],
+                      [4.0, 3.0, 0.0, 2.0],
+                      [1.0, 4.0, 2.0, 0.0]])
+
+
+def edge_duals(cost, excess):
+    """(col_of_row, u, v) for the diagonal of ``cost`` (optimal: it costs 0, every entry is ≥ 0),
+    with one reduced cost, at (0, 1), equal to −excess and every other one ≥ 0."""
+    k = cost.shape[0]
+    u = np.zeros(k, dtype=cost.dtype)
+    v = np.zeros(k, dtype=cost.dtype)
+    u[0] = cost[0, 1] + excess
+    v[0] = cost[0, 0] - u[0]
+    return np.arange(k), u, v
+
+
+def float_edge_work():
+    work = prepare(EDGE_COST).work_on()  # the work matrix and tolerance the engines certify with
+    assert work.values.dtype == np.float64 and np.array_equal(work.values, EDGE_COST)  # reduced: unchanged
+    assert work.eps == 4 * 4 * 2.0**-50  # eps = k·S·2^-50 (lapcli/problem.py): k = 4, spread S = 4
+    return work.values, work.eps
+
+
+def reduced_costs(cost, u, v):
+    return cost - u[:, None] - v[None, :]
+
+
+def test_certify_rejects_a_float_reduced_cost_of_minus_twice_the_tolerance():
+    cost, tol = float_edge_work()
+    col, u, v = edge_duals(cost, 2 * tol)
+    slack = reduced_costs(cost, u, v)
+    assert slack.min() == slack[0, 1] == -2 * tol  # exactly the value meant, no rounding
+    assert np.all(slack[np.arange(4), col] == 0)  # every assigned pair tight: only feasibility fails
+    with pytest.raises(SolverError, match="duals infeasible"):
+        certify(cost, col, u, v, tol, "test")
+
+
+def test_certify_accepts_a_float_reduced_cost_of_minus_half_the_tolerance():
+    cost, tol = float_edge_work()
+    col, u, v = edge_duals(cost, 0.5 * tol)
+    assert reduced_costs(cost, u, v).min() == -0.5 * tol
+    certificate = certify(cost, col, u, v, tol, "test")
+    assert certificate.certified and certificate.min_slack == -0.5 * tol and certificate.tolerance == tol
+    assert certificate.max_assigned_slack == 0
+
+
+def test_certify_rejects_an_integer_reduced_cost_of_minus_one():
+    problem = prepare(EDGE_COST.astype(np.int64))
+    work = problem.work_on()
+    assert work.values.dtype.kind == "i" and work.eps == 0  # integers: exact, no tolerance
+    col, u, v = edge_duals(work.values.astype(np.int64), 1)
+    assert reduced_costs(work.values.astype(np.int64), u, v).min() == -1
+    with pytest.raises(SolverError, match="duals infeasible"):
+        certify(work.values, col, u, v, work.eps, "test")
+    col, u, v = edge_duals(work.values.astype(np.int64), 0)  # the same duals at the edge: a tie, proved
+    assert certify(work.values, col, u, v, work.eps, "test").min_slack == 0

@@ -275,7 +275,7 @@ def test_text_options_on_npy_input_are_refused(tmp_path):
 
 
 def test_read_matrix_with_info_says_what_it_skipped(tmp_path):
-    from lapcli.io import read_matrix, read_matrix_with_info
+    from lapcli.io.read import read_matrix, read_matrix_with_info
 
     (tmp_path / "m.csv").write_text("a,b\n1,2\n")
     matrix, source = read_matrix_with_info(str(tmp_path / "m.csv"))
@@ -485,13 +485,13 @@ def test_written_files_get_the_mode_the_umask_gives(tmp_path, umask, mode):
 
 
 def test_data_is_on_disk_before_the_rename(tmp_path, monkeypatch):
-    import lapcli.io
+    import lapcli.io.write
 
     calls = []
     real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(lapcli.io.os, "fsync", lambda fd: calls.append("fsync") or real_fsync(fd))
-    monkeypatch.setattr(lapcli.io.os, "replace", lambda a, b: calls.append("replace") or real_replace(a, b))
-    lapcli.io.write_bytes(str(tmp_path / "a.json"), b"{}")
+    monkeypatch.setattr(lapcli.io.write.os, "fsync", lambda fd: calls.append("fsync") or real_fsync(fd))
+    monkeypatch.setattr(lapcli.io.write.os, "replace", lambda a, b: calls.append("replace") or real_replace(a, b))
+    lapcli.io.write.write_bytes(str(tmp_path / "a.json"), b"{}")
     assert calls == ["fsync", "replace"] and (tmp_path / "a.json").read_bytes() == b"{}"
 
 

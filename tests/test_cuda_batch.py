@@ -1,10 +1,12 @@
-"""The batch engine (lapcli/engines/cuda_batch.py): its NumPy twin on the CPU, the kernel on a GPU."""
+"""The batch kernel (kernels/batch_lap.cu, launched by lapcli/cuda/batch_lap.py) and the engine
+cuda-batch (lapcli/engines/cuda/batch.py): its NumPy twin on the CPU, the kernel on a GPU."""
 
 import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from lapcli.cuda import batch_lap as cb
+from lapcli.engines.cuda import batch as engine
 from lapcli.twins import check_duals, column_reduction, reference_stack
 
 
@@ -36,7 +38,7 @@ def test_reference_twin_matches_scipy_and_certifies(rng, dtype):
 
 
 def test_the_column_reduction_start_is_a_valid_warm_start(rng):
-    """cuda_batch.column_reduction (the kernel's BATCH_COLUMN_REDUCTION): v = column minima; each
+    """twins.column_reduction (the kernel's start for square problems): v = column minima; each
     row that is some column's minimum (lowest row on ties) takes the lowest such column; every
     assigned row is then tight at its row's minimum of c - v, which is all the searches need. The
     twin from it and from the cold start reach the same optimum."""
@@ -66,6 +68,20 @@ def test_layout_choice_covers_every_width():
         cb.choose_layout(cb.MAX_COLUMNS + 1)
     assert cb.launch_shape(5, 16) == (2, 64) and cb.launch_shape(5, 32) == (3, 64)
     assert cb.launch_shape(5, 256) == (5, 256)
+
+
+def test_a_layout_override_names_one_of_the_kernels_layouts():
+    """solve_stack / certified_stack take layout= (tests run every layout) only from LAYOUTS, the
+    instantiations the launcher compiles, and only where it holds the problem's columns."""
+    for _, layout in cb.LAYOUTS:
+        assert cb.checked_layout(layout, 1) == layout
+        assert cb.checked_layout(list(layout), layout[0] * layout[1]) == layout
+        with pytest.raises(ValueError, match="holds"):
+            cb.checked_layout(layout, layout[0] * layout[1] + 1)
+    for layout in ((4, 16), (8, 32), (1, 128), (1, 64)):
+        with pytest.raises(ValueError, match="not one of the batch kernel's layouts"):
+            cb.checked_layout(layout, 16)
+    assert cb.checked_layout(None, 100) == cb.choose_layout(100)
 
 
 def _kernel_key(x: float) -> int:
@@ -119,62 +135,46 @@ def test_gpu_matches_twin_and_scipy(rng, dtype):
 
 
 @pytest.mark.gpu
-def test_gpu_without_the_column_reduction_matches_the_cold_twin(rng):
-    """BATCH_COLUMN_REDUCTION=0 (the cold start, kept for measurements) still solves, bit for bit
-    as the twin's cold start, and to the optimum the default kernel reaches."""
-    import cupy
-
-    for b, n in ((40, 16), (6, 64), (2, 256)):
-        c = rng.integers(0, 10 * n, (b, n, n)).astype(np.int32)
-        cold = cb.solve_stack(cupy.asarray(c), defines=("BATCH_COLUMN_REDUCTION=0",))
-        warm = cb.solve_stack(cupy.asarray(c))
-        assert int(cold.status.max()) == 0 == int(warm.status.max())
-        cols = cupy.asnumpy(cold.col_of_row)
-        for k in range(b):
-            assert objective(c[k], cols[k]) == objective(c[k], cupy.asnumpy(warm.col_of_row)[k]) == scipy_objective(c[k])
-        if n <= 64:
-            tc, tu, tv, _ = reference_stack(c, column_reduction_start=False)
-            np.testing.assert_array_equal(cols, tc)
-            np.testing.assert_array_equal(cupy.asnumpy(cold.v), tv)
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
-def test_the_packed_argmin_picks_what_the_64_bit_one_picks(rng, dtype):
+def test_the_packed_argmin_gives_the_twins_answer_where_it_saturates(rng, dtype):
     """Integer costs take S2's argmin on packed 32-bit words (distance above minVal, assigned flag,
-    index) and fall back to 64-bit keys where a distance saturates the word: both, on ranges from
-    2 to 2^30 (saturating from ~2^19 at 2048 columns), negative costs too, give the 64-bit
-    kernel's answer bit for bit, and the twin's where it is small enough to run."""
+    index) and the 64-bit keys where a distance saturates the word (from ~2^25 above minVal at 64
+    columns, ~2^19 at 2048): on ranges from 2 to 2^30, negative costs too, the kernel gives the
+    twin's answer bit for bit where the twin runs, and scipy's objective with exact duals beyond."""
     import cupy
 
     for b, n, m in [(64, 16, 16), (40, 30, 64), (8, 100, 256), (2, 500, 1024), (1, 1000, 2048)]:
         for low, high in ((0, 2), (0, 10 * m), (-(2**19), 2**19), (0, 2**30)):
             c = rng.integers(low, high, (b, n, m)).astype(dtype)
-            packed, wide = (cb.solve_stack(cupy.asarray(c), defines=defines) for defines in ((), ("BATCH_PACKED=0",)))
-            assert int(packed.status.max()) == 0 and int(wide.status.max()) == 0
-            for ours, theirs in zip((packed.col_of_row, packed.u, packed.v), (wide.col_of_row, wide.u, wide.v)):
-                np.testing.assert_array_equal(cupy.asnumpy(ours), cupy.asnumpy(theirs))
+            res = cb.solve_stack(cupy.asarray(c))
+            col, u, v, status = (cupy.asnumpy(x) for x in (res.col_of_row, res.u, res.v, res.status))
+            assert np.all(status == 0)
+            check_duals(c, col, u, v, 0)
             if m <= 64:
                 tc, tu, tv, _ = reference_stack(c)
-                np.testing.assert_array_equal(cupy.asnumpy(packed.col_of_row), tc)
-                np.testing.assert_array_equal(cupy.asnumpy(packed.v), tv)
+                np.testing.assert_array_equal(col, tc)
+                np.testing.assert_array_equal(u, tu)
+                np.testing.assert_array_equal(v, tv)
+            else:
+                assert [objective(c[k], col[k]) for k in range(b)] == [scipy_objective(c[k]) for k in range(b)]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("layout", [*cb.MEASURED_LAYOUTS, (8, 32), (1, 128)])
-def test_gpu_layouts_not_chosen_still_solve(rng, layout):
-    """Every layout the template takes solves correctly (solve_stack's layout override, used by
-    the measurements in docs/batch-notes.md), half-warp groups included."""
+@pytest.mark.parametrize("layout", [layout for _, layout in cb.LAYOUTS])
+def test_gpu_every_layout_solves_narrower_problems_too(rng, layout):
+    """Each of the kernel's layouts, forced (solve_stack's layout=), solves problems as wide as it
+    holds and far narrower ones (most of its columns dead), half-warp groups included."""
     import cupy
 
     k, threads = layout
-    for m in (k * threads // 2 + 1, k * threads):
-        c = rng.integers(0, 10 * m, (37, m, m)).astype(np.int32)
+    for m in (3, k * threads // 2 + 1, k * threads):
+        batch = 37 if m <= 256 else 3
+        c = rng.integers(0, 10 * m, (batch, m, m)).astype(np.int32)
         res = cb.solve_stack(cupy.asarray(c), layout=layout)
         col, u, v, status = (cupy.asnumpy(x) for x in (res.col_of_row, res.u, res.v, res.status))
-        assert np.all(status == 0)
+        assert np.all(status == 0) and res.details["layout"] == f"K={k} threads={threads}"
         check_duals(c, col, u, v, 0)
-        assert [objective(c[b], col[b]) for b in range(37)] == [scipy_objective(c[b]) for b in range(37)]
+        assert [objective(c[b], col[b]) for b in range(batch)] == [scipy_objective(c[b]) for b in range(batch)]
 
 
 @pytest.mark.gpu
@@ -338,75 +338,88 @@ def test_solve_batch_on_the_gpu_matches_a_scipy_loop(rng, shape, kind):
         assert solution.col_ind.shape == shape[:2]
 
 
+def _no_pass_over_the_costs(monkeypatch):
+    """Make any work-stack build or entry check fail: a plain stack must need neither."""
+    import lapcli.problem
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a plain stack was scanned or copied into a work stack")
+
+    monkeypatch.setattr(lapcli.problem, "build_work", fail)
+    monkeypatch.setattr(lapcli.problem, "check_entries", fail)
+
+
+def _same_answers(plain, expected, dtype):
+    if dtype == "int32":
+        np.testing.assert_array_equal(plain.objectives, expected.objectives)
+    else:
+        np.testing.assert_allclose(plain.objectives, expected.objectives, rtol=1e-5)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
 @pytest.mark.parametrize("shape", [(300, 16, 16), (50, 20, 70), (7, 256, 256), (3, 1, 1), (70000, 1, 2)])
-def test_a_plain_device_stack_takes_the_lean_path_and_agrees(rng, monkeypatch, dtype, shape):
-    """A C-contiguous int32 / float32 stack on the GPU (CuPy, or a CUDA torch tensor) to minimise
-    never enters the general path (cuda_batch.run_batch), and gets what the general path gives."""
+def test_a_plain_device_stack_is_its_own_work_stack(rng, monkeypatch, dtype, shape):
+    """A C-contiguous int32 / float32 stack on the GPU (CuPy, or a CUDA torch tensor) to minimise is
+    launched as it is: no entry pass, no work stack, no upload; its answers are scipy's."""
     import cupy
     import torch
 
     import lapcli
 
     stack = (rng.integers(-1000, 1000, shape) if dtype == "int32" else rng.random(shape)).astype(dtype)
-    general = lapcli.solve_batch(cupy.asarray(stack), device=0)  # device= takes the general path
-
-    def general_path(*args, **kwargs):
-        raise AssertionError("the general path ran")
-
-    monkeypatch.setattr(cb, "run_batch", general_path)
+    expected = lapcli.solve_batch(stack, solver="scipy-batch")
+    _no_pass_over_the_costs(monkeypatch)
     for given, solver in ((cupy.asarray(stack), "auto"), (torch.tensor(stack, device="cuda"), "cuda-batch")):
         plain = lapcli.solve_batch(given, solver=solver)
         assert plain.report.certified and plain.report.solver == "cuda-batch"
         assert ("GPU" in plain.report.reason) if solver == "auto" else plain.report.reason == "requested"
         assert type(plain.col_ind) is type(given) and plain.col_ind.shape == shape[:2]
-        host_cols = plain.col_ind.cpu().numpy() if isinstance(given, torch.Tensor) else cupy.asnumpy(plain.col_ind)
-        np.testing.assert_array_equal(host_cols, cupy.asnumpy(general.col_ind))
-        np.testing.assert_array_equal(plain.objectives, general.objectives)
+        _same_answers(plain, expected, dtype)
         assert plain.report.details["kernel_ms"] > 0 and plain.report.details["h2d_ms"] == 0
     # the objectives are the caller's own, not a view of the buffer the next call copies back into
     kept = plain.objectives.copy()
     lapcli.solve_batch(cupy.asarray(stack[::-1].copy() + (1 if dtype == "int32" else 0.5)))
     np.testing.assert_array_equal(plain.objectives, kept)
-    if shape[0] <= 1000:
-        np.testing.assert_allclose(general.objectives, _scipy_objectives(stack, False), rtol=1e-5)
 
 
 @pytest.mark.gpu
-def test_other_device_stacks_take_the_general_path(rng, monkeypatch):
-    """Maximise, tall problems, float64, a strided view or a requested dtype: not the plain path."""
+def test_other_device_stacks_get_a_work_stack(rng, monkeypatch):
+    """Maximise, tall problems, float64, a strided view or a requested dtype: a work stack is built."""
     import cupy
 
     import lapcli
+    import lapcli.problem
 
-    def plain_path(*args, **kwargs):
-        raise AssertionError("the plain path ran")
-
-    monkeypatch.setattr(cb, "launch_plain_stack", plain_path)
+    built = []
+    build = lapcli.problem.build_work
+    monkeypatch.setattr(lapcli.problem, "build_work", lambda *a, **k: built.append(1) or build(*a, **k))
     stack = cupy.asarray(rng.random((20, 9, 12)).astype(np.float32))
     for given, options in ((stack, {"maximize": True}), (stack.transpose(0, 2, 1), {}),
                            (cupy.ascontiguousarray(stack.transpose(0, 2, 1)), {}), (stack[:, ::2, :], {}),
                            (stack.astype(np.float64), {}), ((stack * 100).astype(np.int64), {}),
                            (stack, {"dtype": "float64"})):
+        built.clear()
         solution = lapcli.solve_batch(given, **options)
-        assert solution.report.certified
+        assert solution.report.certified and built
         np.testing.assert_allclose(solution.objectives, _scipy_objectives(cupy.asnumpy(given), options.get("maximize", False)),
                                    rtol=1e-5)
 
 
 @pytest.mark.gpu
 def test_a_plain_stack_with_infinities_is_checked_then_solved_once_more(rng, monkeypatch):
-    """The lean path's launch meets the infinities; the general path then checks the entries before
-    its one launch (two launches in all, not three), and NaN is refused as scipy refuses it."""
+    """The plain launch meets the infinities and says so; the pipeline then checks the entries and
+    the engine runs once more with the sentinels (two launches in all), and NaN is refused as scipy
+    refuses it, naming the problem."""
     import cupy
 
     import lapcli
 
     launches = []
-    launch = cb.certified_launch
-    monkeypatch.setattr(cb, "certified_launch", lambda *args, **kwargs: launches.append(1) or launch(*args, **kwargs))
-    for where in (cupy.asarray, np.asarray):  # a device stack, and a host one (its lean path uploads it)
+    for name in ("certified_launch", "certified_stack"):
+        real = getattr(engine, name)
+        monkeypatch.setattr(engine, name, lambda *a, real=real, **k: launches.append(1) or real(*a, **k))
+    for where in (cupy.asarray, np.asarray):  # a device stack, and a host one (its plain launch uploads it)
         stack = rng.random((200, 10, 10)).astype(np.float32)
         stack[7, 3, :6] = np.inf
         launches.clear()
@@ -414,38 +427,35 @@ def test_a_plain_stack_with_infinities_is_checked_then_solved_once_more(rng, mon
         assert len(launches) == 2 and solution.report.certified
         np.testing.assert_allclose(solution.objectives, _scipy_objectives(stack), rtol=1e-5)
         stack[9, 1, 1] = np.nan
-        with pytest.raises(ValueError, match="invalid numeric entries"):
+        with pytest.raises(ValueError, match="invalid numeric entries: problem 9 of 200"):
             lapcli.solve_batch(where(stack))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["int32", "float32"])
 @pytest.mark.parametrize("shape", [(6000, 16, 16), (40, 30, 70), (3, 1, 1)])
-def test_a_plain_host_stack_takes_the_lean_path_and_agrees(rng, monkeypatch, dtype, shape):
+def test_a_plain_host_stack_is_launched_as_its_upload_is_issued(rng, monkeypatch, dtype, shape):
     """A C-contiguous int32 / float32 host stack (NumPy, or a CPU torch tensor) to minimise is
-    launched as soon as its upload is issued (the 6 MB one through the staged copiers), never
-    enters the general path, and gets what the general path gives, on the host."""
+    launched as soon as its upload is issued (the 6 MB one through the staged copiers), with no
+    entry pass and no work stack, and gets scipy's answers, on the host."""
     import torch
 
     import lapcli
 
     stack = (rng.integers(-1000, 1000, shape) if dtype == "int32" else rng.random(shape)).astype(dtype)
-    general = lapcli.solve_batch(stack, device=0)  # device= takes the general path
-    monkeypatch.setattr(cb, "run_batch", lambda *args, **kwargs: pytest.fail("the general path ran"))
+    expected = lapcli.solve_batch(stack, solver="scipy-batch")
+    _no_pass_over_the_costs(monkeypatch)
     for _ in range(2):  # a process's first upload may be pinned in place, the next is staged
         for given in (stack, torch.from_numpy(stack)):
             plain = lapcli.solve_batch(given)
             assert plain.report.certified and plain.report.solver == "cuda-batch"
             assert type(plain.col_ind) is type(given) and plain.col_ind.shape == shape[:2]
-            np.testing.assert_array_equal(np.asarray(plain.col_ind), general.col_ind)
-            np.testing.assert_array_equal(plain.objectives, general.objectives)
+            _same_answers(plain, expected, dtype)
             assert plain.report.details["h2d_ms"] > 0 and plain.report.details["kernel_ms"] > 0
     kept = plain.col_ind.clone(), plain.objectives.copy()  # not views of a buffer the next call reuses
     lapcli.solve_batch(stack[::-1].copy())
     np.testing.assert_array_equal(plain.col_ind, kept[0])
     np.testing.assert_array_equal(plain.objectives, kept[1])
-    if shape[0] <= 1000:
-        np.testing.assert_allclose(general.objectives, _scipy_objectives(stack, False), rtol=1e-5)
 
 
 @pytest.mark.gpu
@@ -571,15 +581,14 @@ def test_the_fused_certificate_refuses_a_spoilt_answer(rng, monkeypatch, mode, s
     import lapcli
 
     stack = rng.random(shape)
-    run = cb.certified_stack(cupy.asarray(stack), n_out=shape[1], transposed=False,
-                             defines=("BATCH_CORRUPT_PROBLEM=3", f"BATCH_CORRUPT_MODE={mode}"))
+    run = cb.certified_stack(cupy.asarray(stack), n_out=shape[1], transposed=False, fault=(3, mode))
     summary = run.summary.get()
-    proved = run.stats[4].get()
-    assert int(summary[1]) == 1 and list(np.flatnonzero(proved != 1)) == [3]
+    proved = run.stats[cb.STATS["STAT_PROVED"]].get()
+    assert int(summary[cb.SUMMARY["SUMMARY_NOT_PROVED"]]) == 1 and list(np.flatnonzero(proved != 1)) == [3]
     clean = cb.certified_stack(cupy.asarray(stack), n_out=shape[1], transposed=False)
     assert int(clean.summary.get()[1]) == 0 and np.all(clean.stats[4].get() == 1)
-    spoilt = functools.partial(cb.certified_stack, defines=("BATCH_CORRUPT_PROBLEM=3", f"BATCH_CORRUPT_MODE={mode}"))
-    monkeypatch.setattr(cb, "certified_stack", spoilt)
+    spoilt = functools.partial(cb.certified_stack, fault=(3, mode))
+    monkeypatch.setattr(engine, "certified_stack", spoilt)  # the engine's general path (a float64 stack)
     with pytest.raises(lapcli.SolverError, match=f"failed on problems 3 of {shape[0]}: their optimality certificate"):
         lapcli.solve_batch(cupy.asarray(stack), solver="cuda-batch")
 

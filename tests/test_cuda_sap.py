@@ -4,6 +4,8 @@ NumPy twin (run on a GPU machine: pytest -m gpu)."""
 import numpy as np
 import pytest
 
+from lapcli.cuda.batch_lap import LAYOUTS
+
 import lapcli
 from lapcli.twins import sap_twin as twin
 from lapcli.errors import LapInputError
@@ -52,7 +54,7 @@ def test_integer_answers_and_steps_equal_the_twins(rng):
         assert solution.report.details["auction_rounds"] == rounds
 
 
-@pytest.mark.parametrize("layout", [None, (1, 16), (4, 16), (1, 32), (2, 32), (2, 512)])
+@pytest.mark.parametrize("layout", [None, *(layout for _, layout in LAYOUTS)])
 def test_a_warm_start_keeps_its_rows_in_every_layout(layout):
     """All-equal costs: a cold search gives row i column i; a warm start that gives row i column
     i + 1 (row 0 free) must be kept, and row 0 alone searched, in every problem of a stack (two

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from lapcli.cli.main import cli
 from lapcli.errors import LapInputError
 from lapcli.generate import CHUNK_ROWS, generate, generate_blocks, generate_stack, generate_stack_blocks
-from lapcli.io import write_matrix, write_matrix_blocks
+from lapcli.io.write import write_matrix, write_matrix_blocks
 
 LAP = [sys.executable, "-m", "lapcli"]
 

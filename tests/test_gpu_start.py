@@ -107,7 +107,7 @@ def test_import_lapcli_imports_no_numpy_until_a_public_name_is_used():
               "solve = lapcli.solve\n"
               "print(before, 'numpy' in sys.modules, solve.__module__, 'solve' in dir(lapcli))")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["False", "True", "lapcli.facade", "True"]
+    assert result.stdout.split() == ["False", "True", "lapcli.pipeline", "True"]
     errors = subprocess.run([sys.executable, "-c", "import lapcli; print(lapcli.errors.SolverError.__name__)"],
                             capture_output=True, text=True, check=True)
     assert errors.stdout.strip() == "SolverError"  # submodules are attributes, as before the lazy exports

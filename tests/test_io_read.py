@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import lapcli
-from lapcli.io import read_matrix
+from lapcli.io.read import read_matrix
 
 
 def test_npy_input_is_memory_mapped(tmp_path, rng):

@@ -72,35 +72,113 @@ def test_kernel_refuses_to_compile_without_the_launchers_defines(tmp_path):
     assert result.returncode != 0 and "kernel_defines" in result.stderr
 
 
+def batch_parameters(source: str) -> list[tuple[str, str]]:
+    """(type, name) of each parameter of the batch_lap kernel, read from its source text."""
+    code = re.sub(r"//[^\n]*", "", source)
+    declaration = re.search(r"__global__[^;{]*?\bbatch_lap\((.*?)\)\s*\{", code, re.S)
+    assert declaration, "no __global__ batch_lap(...) { in kernels/batch_lap.cu"
+    parameters = []
+    for parameter in declaration.group(1).split(","):
+        words = parameter.replace("__restrict__", " ").replace("*", " * ").split()
+        parameters.append((" ".join(words[:-1]).replace(" *", "*"), words[-1]))
+    return parameters
+
+
+def batch_instantiation(dtype: str, k: int, threads: int, certify: bool) -> str:
+    """The explicit instantiation nvcc needs for one kernel the launcher names (kernel_name), its
+    parameter types read from the source with T and D replaced by the dtype's."""
+    from lapcli.cuda import batch_lap as cuda_batch
+
+    cost, dual, _ = cuda_batch.KERNEL_TYPES[dtype]
+    types = [re.sub(r"\bD\b", dual, re.sub(r"\bT\b", cost, kind))
+             for kind, _ in batch_parameters(cuda_batch.kernel_source())]
+    return f"template __global__ void {cuda_batch.kernel_name(dtype, k, threads, certify)}({', '.join(types)});"
+
+
+def test_batch_kernel_parameters_are_the_launchers_in_order():
+    """The driver launch packs KERNEL_PARAMETERS into 8-byte slots and CuPy's launch types them by
+    kind: a parameter added, dropped or moved in the kernel alone would hand it the wrong values."""
+    from lapcli.cuda import batch_lap as cuda_batch
+
+    parameters = batch_parameters(cuda_batch.kernel_source())
+    assert [name for _, name in parameters] == [name for name, _ in cuda_batch.KERNEL_PARAMETERS]
+    kinds = {"int": "i32", "unsigned long long": "u64"}
+    assert [("ptr" if kind.endswith("*") else kinds[kind]) for kind, _ in parameters] == \
+        [kind for _, kind in cuda_batch.KERNEL_PARAMETERS]
+    assert cuda_batch.KERNEL_ARGUMENTS == len(parameters) == 20
+    names = [name for name, _ in cuda_batch.KERNEL_PARAMETERS]
+    ints = ("B", "n", "m", "transposed", "n_out", "exact")
+    assert sorted(cuda_batch._INT_ARGUMENTS) == [names.index(name) for name in ints]
+    assert len(cuda_batch._NO_CERTIFY) == len(names) - names.index("row_offset")
+
+
+def test_batch_kernel_takes_its_abi_from_the_launcher_only():
+    """The status codes and the certificate's slots are defined once, in lapcli/cuda/batch_lap.py:
+    the kernel defines none of them itself and uses every one; slots are 0 .. count - 1; the only
+    other conditional compile in the kernel is the tests' fault hook."""
+    from lapcli.cuda import batch_lap as cuda_batch
+
+    source = cuda_batch.kernel_source()
+    defines = cuda_batch.kernel_defines()
+    names = [d[2:].split("=")[0] for d in defines]
+    assert set(names) == {*cuda_batch.STATUSES, *cuda_batch.STATS, *cuda_batch.SUMMARY,
+                          "CERTIFY_STATS", "SUMMARY_SLOTS"}
+    for name in names:
+        assert f"#define {name}" not in source, f"{name} is defined in the kernel too"
+        assert f"defined({name})" in source, f"the kernel does not require {name}"
+        assert re.search(rf"\b{name}\b", source.split("#endif", 1)[1]), f"{name} is not used by the kernel"
+    assert sorted(cuda_batch.STATS.values()) == list(range(cuda_batch.CERTIFY_STATS))
+    assert sorted(cuda_batch.SUMMARY.values()) == list(range(cuda_batch.SUMMARY_SLOTS))
+    assert cuda_batch.STATUS_OK == 0 and sorted(cuda_batch.STATUS_MESSAGES) == [1, 2, 3]
+    conditionals = re.findall(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*$", source, re.M)
+    assert [" ".join(c.split()[:2]).split("(")[0] for c in conditionals] == \
+        ["#if !defined", "#ifdef BATCH_CORRUPT_PROBLEM"]
+    assert cuda_batch.fault_defines((3, 1)) == ("-DBATCH_CORRUPT_PROBLEM=3", "-DBATCH_CORRUPT_MODE=1")
+    assert cuda_batch.fault_defines(None) == ()
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_batch_kernel_refuses_to_compile_without_the_launchers_defines(tmp_path):
+    from lapcli.cuda import batch_lap as cuda_batch
+
+    source = tmp_path / "one.cu"
+    source.write_text(cuda_batch.kernel_source() + "\n" + batch_instantiation("int32", 1, 16, True) + "\n")
+    command = [NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "k.cubin"), str(source)]
+    bare = subprocess.run(command, capture_output=True, text=True)
+    assert bare.returncode != 0 and "kernel_defines" in bare.stderr
+    defined = subprocess.run([*command[:1], *cuda_batch.kernel_defines(), *command[1:]], capture_output=True,
+                             text=True)
+    assert defined.returncode == 0, defined.stderr
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 def test_batch_kernel_compiles_for_every_dtype_layout_and_mode(tmp_path):
-    """Every instantiation the launcher can ask for (kernel_name), with and without the fused
-    certificate, compiles, and none spills more than a word or two (ptxas spills up to 16 bytes in
-    a few of them; a per-thread array left in local memory would spill hundreds)."""
+    """Every instantiation the launcher can ask for (kernel_name over LAYOUTS), with and without
+    the fused certificate, compiles with the launcher's defines, and none spills more than a word
+    or two (ptxas spills up to 16 bytes in a few of them; a per-thread array left in local memory
+    would spill hundreds)."""
     from lapcli.cuda import batch_lap as cuda_batch
 
     source = tmp_path / "batch.cu"
     lines = [cuda_batch.kernel_source()]
-    for dtype, (cost, dual, _) in cuda_batch.KERNEL_TYPES.items():
-        for k, threads in [layout for _, layout in cuda_batch.LAYOUTS] + list(cuda_batch.MEASURED_LAYOUTS):
+    for dtype in cuda_batch.KERNEL_TYPES:
+        for _, (k, threads) in cuda_batch.LAYOUTS:
             for certify in (False, True):
-                name = cuda_batch.kernel_name(dtype, k, threads, certify)
-                lines.append(f"template __global__ void {name}(const {cost}*, int, int, int, int*, {dual}*, {dual}*, "
-                             f"int*, unsigned long long*, unsigned long long, const {dual}*, const int*, const double*, int, int, int, long long*, "
-                             "double*, long long*, unsigned long long*);")
+                lines.append(batch_instantiation(dtype, k, threads, certify))
     source.write_text("\n".join(lines) + "\n")
-    result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-Xptxas", "-v", "-o",
-                             str(tmp_path / "b.cubin"), str(source)], capture_output=True, text=True)
+    result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", *cuda_batch.kernel_defines(), "-Xptxas", "-v",
+                             "-o", str(tmp_path / "b.cubin"), str(source)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     entries = result.stderr.split("Compiling entry function")[1:]
-    assert len(entries) == 2 * len(cuda_batch.KERNEL_TYPES) * (len(cuda_batch.LAYOUTS) + len(cuda_batch.MEASURED_LAYOUTS))
+    assert len(entries) == 2 * len(cuda_batch.KERNEL_TYPES) * len(cuda_batch.LAYOUTS)
     certifying = [e for e in entries if "Lb1E" in e.split("'")[1]]
     assert len(certifying) == len(entries) // 2
     spills = [int(re.search(r"(\d+) bytes spill stores", e).group(1)) for e in entries]
     assert max(spills) <= 16, [e.split("'")[1] for e, s in zip(entries, spills) if s > 16]
     # The certificate is inlined into the solve's kernel, so its registers are the launch's: with
     # 8-16 rows in flight it needed 106-184 per thread, and batches that fit the GPU at once ran in
-    # two waves (docs/batch-notes.md). Each certified launch stays within 80 (the solve alone: 40-72).
+    # two waves (docs/history/batch-notes.md). Each certified launch stays within 80 (ptxas 13.0,
+    # sm_90: 56-80; the solve alone 32-72).
     registers = {e.split("'")[1]: int(re.search(r"Used (\d+) registers", e).group(1)) for e in certifying}
     assert max(registers.values()) <= 80, {name: r for name, r in registers.items() if r > 80}
 
@@ -155,23 +233,18 @@ def test_the_device_state_lies_in_one_allocation_grouped_by_fill():
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 def test_the_packed_argmin_is_compiled_for_integer_duals_only(tmp_path):
-    """BATCH_PACKED adds S2's packed-word argmin (one 32-bit redux.sync per level) beside the 64-bit
-    one for integer duals, and leaves float duals' kernels as they were: the GPU test that compares
-    the two builds bit for bit would also pass if the packed branch were never compiled in."""
+    """Integer duals take S2's packed-word argmin (one 32-bit redux.sync per level) beside the
+    64-bit one; float duals only the 64-bit one (three redux.sync per level): the same layout's
+    integer kernel has more of them."""
     from lapcli.cuda import batch_lap as cuda_batch
 
-    def redux_count(dtype: str, packed: int) -> int:
-        cost, dual, _ = cuda_batch.KERNEL_TYPES[dtype]
-        name = cuda_batch.kernel_name(dtype, 4, 256)
-        source = tmp_path / f"{dtype}{packed}.cu"
-        source.write_text(cuda_batch.kernel_source() + f"\ntemplate __global__ void {name}(const {cost}*, int, int, int, "
-                          f"int*, {dual}*, {dual}*, int*, unsigned long long*, unsigned long long, const {dual}*, const int*, "
-                          "const double*, int, int, int, long long*, double*, long long*, unsigned long long*);\n")
-        ptx = tmp_path / f"{dtype}{packed}.ptx"
-        result = subprocess.run([NVCC, "-arch=sm_90", "-ptx", "-std=c++17", f"-DBATCH_PACKED={packed}", "-o", str(ptx),
-                                 str(source)], capture_output=True, text=True)
+    def redux_count(dtype: str) -> int:
+        source = tmp_path / f"{dtype}.cu"
+        source.write_text(cuda_batch.kernel_source() + "\n" + batch_instantiation(dtype, 4, 256, False) + "\n")
+        ptx = tmp_path / f"{dtype}.ptx"
+        result = subprocess.run([NVCC, "-arch=sm_90", "-ptx", "-std=c++17", *cuda_batch.kernel_defines(),
+                                 "-o", str(ptx), str(source)], capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         return ptx.read_text().count("redux.sync.min.u32")
 
-    assert redux_count("int32", 1) > redux_count("int32", 0) > 0
-    assert redux_count("float32", 1) == redux_count("float32", 0) > 0
+    assert redux_count("int32") > redux_count("float32") > 0

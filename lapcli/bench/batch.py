@@ -1,4 +1,4 @@
-"""``lap bench --suite batch``: issue #13's eight cells, every runner on the same stack.
+"""``lap bench --suite batch``: the eight cells, every runner on the same stack.
 
 Cells: B×n = 10000×16, 2000×64, 500×256, 64×1024 (square), each for a float32 stack of integers
 uniform in [0, 10n) (``int``) and of U[0,1) values (``float``), made by ``generate_stack`` from a
@@ -135,7 +135,7 @@ def lapcli_runner(engine: str, device_to_device: bool = False) -> BatchRunner:
         return stack
 
     def solve(stack):
-        from ..batch import solve_batch
+        from ..pipeline import solve_batch
 
         col_ind = solve_batch(stack, solver=engine).col_ind
         if device_to_device:
@@ -356,7 +356,7 @@ def batch_table_rows(results: list[BatchTiming], runners: tuple[str, ...]) -> li
 
 
 def batch_environment() -> dict[str, Any]:
-    from .runner import environment
+    from .outputs import environment
 
     env = environment()
     for module in ("torch", "torch_linear_assignment"):
@@ -371,7 +371,7 @@ def write_batch_json(path: str, settings: BatchSettings, results: list[BatchTimi
                      skipped: dict[str, str]) -> None:
     import json
 
-    from ..io import write_bytes
+    from ..io.write import write_bytes
 
     payload = {
         "environment": env,

@@ -6,24 +6,10 @@ import math
 
 import click
 
-from ..bench.runner import (
-    SUITES,
-    bench_solvers,
-    BenchSettings,
-    baseline_title,
-    fixed_options,
-    grid_cells,
-    ObjectiveMismatch,
-    environment,
-    open_suite,
-    results_table_columns,
-    results_table_rows,
-    run_bench,
-    solver_available,
-    write_csv,
-    write_json,
-    write_plot,
-)
+from ..bench.outputs import environment, write_csv, write_json, write_plot
+from ..bench.runner import bench_solvers, run_bench, solver_available
+from ..bench.suites import SUITES, BenchSettings, ObjectiveMismatch, fixed_options, grid_cells, open_suite
+from ..bench.table import baseline_title, results_table_columns, results_table_rows
 from .support import FailedError, FiniteFloatRange, InputError, OneLineCommand, run_library_call, stderr_console
 from ..generate import FLOAT_KINDS, KINDS
 from ..problem import WORK_DTYPES
@@ -63,9 +49,9 @@ def range_problem(r: float) -> str | None:
 
 @click.command(cls=OneLineCommand)
 @click.option("--suite", type=click.Choice(sorted(SUITES) + ["batch"]),
-              help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X); ranges: issue #14's cells, "
+              help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X); ranges: every cost range at n = 1024-8192, "
                    "n = 1024 … 8192 × int32 [0, R·n) for R = 0.1 … 1000, float32 and float64 U[0, 1) and "
-                   "geometric, kinds and dtypes fixed; batch: issue #13's stacks, B×n = 10000×16 … 64×1024, "
+                   "geometric, kinds and dtypes fixed; batch: eight stacks, B×n = 10000×16 … 64×1024, "
                    "through every batch runner.")
 @click.option("--sizes", callback=csv_list(int, size_problem),
               help="Comma-separated n, e.g. 256,1024; with --suite, only its cells of those n.")
@@ -95,7 +81,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     """Benchmark lapcli's solvers and peers on the same matrices (or stacks: --suite batch)."""
     from rich.progress import Progress
 
-    from ..io import check_output_path
+    from ..io.write import check_output_path
 
     console = stderr_console(quiet)
     if suite == "batch":
@@ -161,7 +147,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
 
         warm += ["cuda"] if probe.cuda_status()[0] else []
     if warm:  # context creation and NVRTC compile stay out of the numbers
-        from ..facade import solve
+        from ..pipeline import solve
 
         import numpy as np
 
@@ -212,7 +198,7 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet)
     from ..bench import batch as bench_batch
     from ..bench.batch import BatchMismatch, BatchSettings, batch_environment, batch_table_rows, run_batch_bench, \
         write_batch_json
-    from ..io import check_output_path
+    from ..io.write import check_output_path
 
     runners = bench_batch.batch_runners()
     wanted = tuple(runners) if solvers == ("auto",) else solvers

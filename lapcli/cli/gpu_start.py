@@ -110,10 +110,9 @@ def likely_on_gpu(argv: list[str]) -> int | None:
     if len(shape) == 3 and max(shape[1:]) > 2048:  # auto gives such stacks to scipy-batch
         return None
     if len(shape) == 2 and solver == "auto":
-        from ..engines.auto import CROSSOVERS  # no NumPy behind it
+        from ..engines.auto import may_choose_gpu  # no NumPy behind it
 
-        small, large = sorted(shape)
-        if large > CROSSOVERS.wide_ratio * small or large < CROSSOVERS.cuda_low_range:
+        if not may_choose_gpu(*shape):
             return None
     device = option_value(argv, "--device")
     return int(device) if device is not None and device.isascii() and device.isdigit() else 0

@@ -18,15 +18,12 @@ from .. import __version__
 from .support import FailedError, FiniteFloatRange, InputError, OneLineGroup, run_library_call, stderr_console
 from ..generate import GENERATED_DTYPES, KINDS, check_options, generate_blocks, generate_stack_blocks, new_seed
 from .bench import bench_command
-from ..io import (
-    ASSIGNMENT_SUFFIXES,
-    DUALS_SUFFIXES,
-    MATRIX_SUFFIXES,
+from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, MATRIX_SUFFIXES
+from ..io.read import input_rank, read_matrix_with_info
+from ..io.write import (
     assignment_bytes,
     duals_bytes,
     check_output_path,
-    input_rank,
-    read_matrix_with_info,
     stack_assignment_bytes,
     write_bytes,
     write_matrix_blocks,
@@ -155,7 +152,7 @@ def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_c
         run_library_call(check_output_path, report_path, (".json",), "report")
     if duals_path is not None:
         run_library_call(check_output_path, duals_path, DUALS_SUFFIXES, "duals")
-    from ..facade import check_device
+    from ..pipeline import check_device
 
     run_library_call(check_device, device)
     for spec in input_specs:  # cheap: file checks, NPY headers, HDF5 shapes; no matrix is loaded
@@ -216,7 +213,7 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
     """Each input one Dask task (stdin is read here); the output as the in-process path gives it, in
     input order. A failed input prints its one-line error and sets the exit code (2: bad input, 1:
     infeasible or solver failure); the others still give their output."""
-    from ..batch import BatchReport
+    from ..results import BatchReport
     from ..report import render_batch_summary, render_summary
     from ..scale import Solved
 
@@ -276,7 +273,7 @@ def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cos
 
 def solve_matrix(cost, options, cost_limit, output, duals_path, console):
     """One 2-D problem: solve, write the assignment and duals, print the summary; the report."""
-    from ..facade import solve
+    from ..pipeline import solve
     from ..report import render_summary
 
     solution = run_library_call(solve, cost, cost_limit=cost_limit, **options)
@@ -293,7 +290,7 @@ def solve_matrix(cost, options, cost_limit, output, duals_path, console):
 
 def solve_stack(cost, options, output, console):
     """A (B, n, m) stack through solve_batch: write col_ind (B, n), print one summary line; the report."""
-    from ..batch import solve_batch
+    from ..pipeline import solve_batch
     from ..report import render_batch_summary
 
     solution = run_library_call(solve_batch, cost, **options)

@@ -10,6 +10,7 @@ lapcli.twins.reference_stack is the NumPy twin of the kernel (same steps, same t
 duals): the readable specification, and what the CPU tests run.
 
 Host stacks reach the device through lapcli.cuda.staging (pinned memory, copied by several threads).
+The kernel's ABI (types, layouts, statuses, stats, parameters) is lapcli.cuda.batch_abi.
 """
 
 from __future__ import annotations
@@ -19,40 +20,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
-# working dtype -> (C++ cost type, C++ dual type, NumPy dual type)
-KERNEL_TYPES = {
-    "int32": ("int", "long long", np.int64),
-    "int64": ("long long", "long long", np.int64),
-    "float32": ("float", "double", np.float64),
-    "float64": ("double", "double", np.float64),
-}
-
-# Layouts (K columns per thread, THREADS threads per problem), the first that holds m columns wins.
-# THREADS 16: half a warp per problem, four problems per 64-thread block; 32: a warp, two per block;
-# 64 and more: a block per problem. Chosen by measurement on an H100 (docs/batch-notes.md): up to
-# 16 columns half-warp groups (certified launch at 10000 x 16: 0.130 against 0.142 ms for a warp
-# per problem, and 0.254 for a thread per problem, tenth session); up to 1024 columns K4 x 256
-# since the branch-free step (cuda-sap's searches at n = 1024: 2.9 against 3.0 ms for K2 x 512,
-# 3.5 for K1 x 1024; at 2048, K4 x 512 and K8 x 256 tie).
-LAYOUTS = ((16, (1, 16)), (32, (1, 32)), (64, (2, 32)), (128, (4, 32)), (256, (2, 128)), (512, (4, 128)),
-           (1024, (4, 256)), (2048, (4, 512)))
-MAX_COLUMNS = LAYOUTS[-1][0]
-# Measured, not chosen: four columns per half-warp thread at 64 columns (0.47 against K2 x 32's
-# 0.28 ms, tenth session). solve_stack(layout=...) still takes it; the tests compile and run it.
-MEASURED_LAYOUTS = ((4, 16),)
-
-STATUS_OK = 0
-STATUS_MESSAGES = {
-    1: "no reachable column in a search (the costs hold NaN or inf)",
-    2: "the batch kernel exceeded its time limit; the problem was abandoned",
-    3: "a search or an augmenting walk exceeded its step bound (a bug, please report it)",
-}
-
+from .batch_abi import (  # noqa: F401 - the ABI's names are part of this launcher's interface
+    CERTIFY_STATS, KERNEL_ARGUMENTS, KERNEL_PARAMETERS, KERNEL_TYPES, LAYOUTS, MAX_COLUMNS, STATS, STATUS_MESSAGES,
+    STATUS_OK, STATUSES, SUMMARY, SUMMARY_SLOTS, _INT_ARGUMENTS, _NO_CERTIFY, _STAMP_OFFSET, checked_layout,
+    choose_layout, dtype_name, fault_defines, kernel_defines, kernel_name, kernel_source,
+)
 
 @dataclass
 class StackResult:
@@ -75,38 +51,15 @@ class StackResult:
                 duals[batch * n:].reshape(batch, -1), ints[2:2 + batch])
 
 
-@lru_cache(maxsize=None)
-def dtype_name(dtype) -> str:
-    """``dtype.name``, cached: NumPy computes the name in Python on every access (~2 us), and a
-    small batch's call is ~0.1 ms of such host work around its kernel."""
-    return np.dtype(dtype).name
-
-
-def choose_layout(m: int) -> tuple[int, int]:
-    for limit, layout in LAYOUTS:
-        if m <= limit:
-            return layout
-    raise ValueError(f"the batch kernel handles m <= {MAX_COLUMNS} columns, not {m}")
-
-
-def kernel_source() -> str:
-    return resources.files("lapcli").joinpath("kernels/batch_lap.cu").read_text()
-
-
-def kernel_name(dtype: str, k: int, threads: int, certify: bool = False) -> str:
-    cost_type, dual_type, _ = KERNEL_TYPES[dtype]
-    return f"batch_lap<{cost_type}, {dual_type}, {k}, {threads}, {'true' if certify else 'false'}>"
-
-
-_kernels: dict[tuple, tuple] = {}  # (dtype, k, threads, defines, certify) -> (kernel, compile_ms)
+_kernels: dict[tuple, tuple] = {}  # (dtype, k, threads, certify, fault) -> (kernel, compile_ms)
 _launchers: dict[tuple, Any] = {}  # (device, the _kernels key) -> driver_launcher(kernel) or None
 
 
-def compiled_kernel(dtype: str, k: int, threads: int, defines: tuple = (), certify: bool = False):
-    """Compile one instantiation once per process; return (kernel, compile_ms, fresh). ``defines``
-    (e.g. ("BATCH_SHFL=1",)) exist for measurements; ``certify`` selects the launch that also
-    proves each answer and writes the caller's columns (certified_stack)."""
-    key = (dtype, k, threads, defines, certify)
+def compiled_kernel(dtype: str, k: int, threads: int, certify: bool = False, *, fault: tuple[int, int] | None = None):
+    """Compile one instantiation once per process; return (kernel, compile_ms, fresh). ``certify``
+    selects the launch that also proves each answer and writes the caller's columns
+    (certified_stack); ``fault`` is for tests only (fault_defines)."""
+    key = (dtype, k, threads, certify, fault)
     found = _kernels.get(key)
     if found is not None:
         return found[0], found[1], False
@@ -114,7 +67,7 @@ def compiled_kernel(dtype: str, k: int, threads: int, defines: tuple = (), certi
 
     start = time.perf_counter()
     name = kernel_name(dtype, k, threads, certify)
-    module = cupy.RawModule(code=kernel_source(), options=("-std=c++17", *(f"-D{d}" for d in defines)),
+    module = cupy.RawModule(code=kernel_source(), options=("-std=c++17", *kernel_defines(), *fault_defines(fault)),
                             name_expressions=[name])
     kernel = module.get_function(name)
     _kernels[key] = (kernel, (time.perf_counter() - start) * 1e3)
@@ -130,16 +83,9 @@ def launch_shape(batch: int, threads: int) -> tuple[int, int]:
     return batch, threads
 
 
-# The positions of the kernel's 32-bit int arguments (B, n, m; transposed, n_out, exact); the rest are 64-bit.
-_INT_ARGUMENTS = frozenset((1, 2, 3, 13, 14, 15))
-# The certify arguments of a launch that does not certify: null pointers and zeros.
-_NO_CERTIFY = (np.uint64(0), np.int32(0), np.int32(0), np.int32(0), np.uint64(0), np.uint64(0), np.uint64(0),
-               np.uint64(0))
-
 _reused: dict[tuple, tuple] = {}  # (thread, device, role) -> CUDA events reused call after call
 
-# The kernel's 20 arguments, each in an 8-byte slot (a 32-bit int in its slot's low half).
-KERNEL_ARGUMENTS = 20
+# The driver launch's arguments, each in an 8-byte slot (a 32-bit int in its slot's low half).
 _SLOTS = struct.Struct(f"<{KERNEL_ARGUMENTS}Q")  # every argument as an unsigned 64-bit slot (none is negative)
 _launch_slots = threading.local()
 
@@ -149,7 +95,7 @@ def driver_launcher(kernel):
     which lapcli's CUDA extras install), or None where that is not at hand (then CuPy launches).
 
     Why: a certified launch is a small batch's largest fixed cost after the kernel itself. CuPy
-    converts each of the 20 arguments on every call (~25 us on the H100 machine, against a 0.13 ms
+    converts each of the KERNEL_ARGUMENTS arguments on every call (~25 us on the H100 machine, against a 0.13 ms
     kernel at 10000 x 16); here they are written into one reused buffer of 8-byte slots whose
     addresses the driver reads."""
     try:
@@ -207,7 +153,7 @@ def warm_start_pointers(warm_start, batch: int, n: int, m: int, dual) -> tuple:
 
 
 def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchronize: bool = True,
-                layout: tuple[int, int] | None = None, defines: tuple = (), warm_start=None) -> StackResult:
+                layout: tuple[int, int] | None = None, warm_start=None) -> StackResult:
     """Solve costs[b] (shape (B, n, m), 1 <= n <= m, finite, C-contiguous CuPy array of int32,
     int64, float32 or float64) to MINIMISE, all B problems in one launch.
 
@@ -218,8 +164,8 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     the column reduction, v = column minima); exactly for integer costs, within float64
     rounding (far below any sensible eps) for float costs. ``eps`` is accepted for the interface:
     the algorithm needs no tolerance. ``timeout`` (seconds) bounds the launch; problems still open
-    then get status 2 (STATUS_MESSAGES). ``layout`` = (K, THREADS) overrides the choice and
-    ``defines`` set the kernel's switches (both for measurements).
+    then get status 2 (STATUS_MESSAGES). ``layout`` = (K, THREADS), one of LAYOUTS, overrides
+    choose_layout (tests run every layout; measurements compare them).
 
     ``warm_start`` = (v, col_of_row), CuPy arrays (B, m) of the dual dtype and (B, n) int32, -1 for
     a free row: square problems only (n == m), every assigned row tight at a minimum of c − v over
@@ -248,10 +194,8 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
         return StackResult(col_of_row, u, v, status, 0.0, {"launches": 0}, (ints, duals))
     if not costs.flags.c_contiguous:
         costs = cupy.ascontiguousarray(costs)
-    k, threads = layout if layout is not None else choose_layout(m)
-    if m > threads * k:
-        raise ValueError(f"layout {(k, threads)} holds {threads * k} columns, m = {m}")
-    kernel, compile_ms, fresh = compiled_kernel(dtype, k, threads, defines)
+    k, threads = checked_layout(layout, m)
+    kernel, compile_ms, fresh = compiled_kernel(dtype, k, threads)
     grid, block = launch_shape(batch, threads)
     warm = warm_start_pointers(warm_start, batch, n, m, dual)
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
@@ -272,10 +216,6 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     kernel_ms = cupy.cuda.get_elapsed_time(begin, end)
     details["kernel_ms"] = round(kernel_ms, 4)
     return StackResult(col_of_row, u, v, status, kernel_ms, details, (ints, duals))
-
-
-CERTIFY_STATS = 6  # per problem: objective, min slack, max assigned slack, tol, proved, non-finite
-SUMMARY_SLOTS = 6  # launch stamp, not proved, non-finite, ~key(min slack), key(max assigned), key(tol)
 
 
 @dataclass
@@ -308,7 +248,7 @@ class CertifiedStack:
 
     @property
     def stats(self):
-        """(CERTIFY_STATS, B) float64, per problem (kernel's certify_problem)."""
+        """(CERTIFY_STATS, B) float64, per problem, rows as STATS numbers them (kernel's certify_problem)."""
         at = SUMMARY_SLOTS + self.batch * (1 + self.n_out)
         return self.buffer[at:at + CERTIFY_STATS * self.batch].view(np.float64).reshape(CERTIFY_STATS, self.batch)
 
@@ -319,21 +259,21 @@ class CertifiedStack:
         return self.buffer[at:].view(np.int32)[:self.batch]
 
 
-def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None,
-                    timeout: float | None = None, defines: tuple = (),
-                    layout: tuple[int, int] | None = None, launcher: str = "driver") -> CertifiedStack:
+def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None, timeout: float | None = None,
+                    layout: tuple[int, int] | None = None, launcher: str = "driver",
+                    fault: tuple[int, int] | None = None) -> CertifiedStack:
     """certified_launch, launched at once (a stack not C-contiguous is copied first)."""
     import cupy
 
     if not values.flags.c_contiguous:
         values = cupy.ascontiguousarray(values)
     return certified_launch(values, n_out=n_out, transposed=transposed, row_offset=row_offset, timeout=timeout,
-                            defines=defines, layout=layout, launcher=launcher)()
+                            layout=layout, launcher=launcher, fault=fault)()
 
 
-def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None,
-                     timeout: float | None = None, defines: tuple = (),
-                     layout: tuple[int, int] | None = None, launcher: str = "driver"):
+def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None, timeout: float | None = None,
+                     layout: tuple[int, int] | None = None, launcher: str = "driver",
+                     fault: tuple[int, int] | None = None):
     """Everything of certified_stack's launch but the launch: returns a function that launches and
     returns the CertifiedStack. A host stack's call prepares it while its upload is copied (the
     values' address is all it needs of them), then launches once the upload's DMAs are issued.
@@ -341,10 +281,11 @@ def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None,
     Launch the kernel that solves every problem of the (B, r, c) work stack (r <= c, minimise)
     and, in the same launch, proves each answer optimal, sums its objective and writes the caller's
     columns (kernels/batch_lap.cu, certify_problem). Nothing is copied back and nothing waits:
-    the caller reads ``summary`` (48 bytes) to learn whether every problem was proved. ``defines``
-    set the kernel's switches (tests spoil an answer with BATCH_CORRUPT_PROBLEM / _MODE); ``layout``
-    = (K, THREADS) overrides choose_layout (measurements); ``launcher`` "cupy" launches through
-    CuPy even where the driver's launch is at hand (driver_launcher; tests, measurements).
+    the caller reads ``summary`` (48 bytes) to learn whether every problem was proved. ``layout``
+    = (K, THREADS), one of LAYOUTS, overrides choose_layout; ``launcher`` "cupy" launches through
+    CuPy even where the driver's launch is at hand (driver_launcher; tests compare the two).
+    ``fault`` = (problem, mode) is for TESTS ONLY: a kernel that spoils that problem's answer
+    before proving it (fault_defines).
 
     The launch is the whole call's fixed cost at small batches (a 10000 x 16 stack solves in
     ~0.12 ms on an H100), so it is kept lean: device pointers go to the kernel as integers (an
@@ -354,11 +295,9 @@ def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None,
     batch, r, c = values.shape  # Python ints (CuPy)
     if not values.flags.c_contiguous:  # a copy here could run before a pending upload's DMAs
         raise ValueError("certified_launch needs a C-contiguous stack")
-    k, threads = layout if layout is not None else choose_layout(c)
-    if c > threads * k:
-        raise ValueError(f"layout {(k, threads)} holds {threads * k} columns, c = {c}")
+    k, threads = checked_layout(layout, c)
     dtype = dtype_name(values.dtype)
-    kernel, compile_ms, fresh = compiled_kernel(dtype, k, threads, defines, certify=True)
+    kernel, compile_ms, fresh = compiled_kernel(dtype, k, threads, certify=True, fault=fault)
     grid, block = launch_shape(batch, threads)
     buffer = cupy.empty(SUMMARY_SLOTS + batch * (1 + n_out + CERTIFY_STATS + 1), dtype=np.int64)
     base = buffer.data.ptr
@@ -371,13 +310,13 @@ def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None,
     begin, end = reused_events(device, "launch", 2)
     cupy.cuda.runtime.memsetAsync(base, 0, SUMMARY_SLOTS * 8, stream.ptr)  # launch stamp, counters, keys
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
-    # the kernel's arguments in order (batch_lap.cu): no plain outputs and no warm start (0: null)
-    arguments = (values.data.ptr, batch, r, c, 0, 0, 0, status, base, limit_ns, 0, 0,
+    # KERNEL_PARAMETERS in order: no plain outputs and no warm start (0: null)
+    arguments = (values.data.ptr, batch, r, c, 0, 0, 0, status, base + _STAMP_OFFSET, limit_ns, 0, 0,
                  row_offset.data.ptr if row_offset is not None else 0, int(transposed), n_out,
                  int(values.dtype.kind in "iu"), columns, stats, objective, base)
     launch = None
     if launcher == "driver":
-        key = (device, dtype, k, threads, defines, True)
+        key = (device, dtype, k, threads, True, fault)
         if key not in _launchers:
             _launchers[key] = driver_launcher(kernel)
         launch = _launchers[key]

@@ -16,7 +16,7 @@ import numpy as np
 from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS, STEP_NAMES, StepStat
 from ..errors import SolverError
 from .hungarian_abi import (
-    BLOCK_SIZE, KERNEL_TYPES, STEPWISE_KERNELS, STATE_POINTERS, STATUS_MESSAGES, LaunchPlan, buffer_layout, kernel_defines, kernel_name,
+    BLOCK_SIZE, STEPWISE_KERNELS, STATE_POINTERS, STATUS_MESSAGES, LaunchPlan, buffer_layout, kernel_defines, kernel_name,
     kernel_source, launch_bytes, pack_state, plan_arena, plan_from_occupancy,
 )
 
@@ -156,7 +156,7 @@ def upload(work):
     """Copy a host array to the device through lapcli.cuda.staging's pinned memory (threads copying
     pieces into page-locked memory while earlier pieces' DMAs run): 50 GB/s on the H100 machine
     where a pageable copy reaches 9-17 GB/s and pinning the array in place costs a page walk of
-    it (issue #15, docs/scaling.md). The DMAs are ordered on the current stream."""
+    it (docs/scaling.md). The DMAs are ordered on the current stream."""
     from .staging import upload as staged_upload
 
     return staged_upload(work)

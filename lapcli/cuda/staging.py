@@ -24,7 +24,7 @@ copy releases the GIL), and lets the DMA engine take each piece as soon as it is
 Measured on the H100 machine (16 cores), 17.2 GB int32: pageable copy 1.88 s (9 GB/s); pinning the
 array in place 0.44 s + copy 0.31 s + unpinning 0.25 s; the ring 0.39-0.45 s (38-44 GB/s).
 
-Used by both GPU engines for host input (issue #13's stacks, issue #15's largest matrices).
+Used by both GPU engines for host input (stacks of small problems, and the largest single matrices).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What ``solver="auto"`` runs: the measured crossovers in one table, and the reason it reports.
+"""Which engine solves a problem: ``choose(problem, solver)``, for a matrix or a stack, the solver
+the caller named or ``auto``'s pick from the measured crossovers, with the reason it reports.
 
 Without a GPU, scipy: it solves k × m natively and beat the NumPy twin on every input measured on
 the 2-core CI machine (1.4–27× square, up to 10^5× on k × m; docs/dispatch.md). The twin runs
@@ -17,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..cuda.probe import cuda_status, search_kernel_status
+from ..errors import LapInputError, SolverUnavailable
+from . import registry
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,13 @@ CROSSOVERS = Crossovers()
 SAMPLE_ROWS = 8
 
 
+def may_choose_gpu(n_rows: int, n_cols: int) -> bool:
+    """Whether ``auto`` may give an n_rows × n_cols matrix to a CUDA engine, by its shape alone: the
+    hint the ``lap`` entry point reads (before NumPy is imported) to start the driver early."""
+    small, large = sorted((n_rows, n_cols))
+    return not (large > CROSSOVERS.wide_ratio * max(small, 1) or large < CROSSOVERS.cuda_low_range)
+
+
 def estimated_range(problem) -> float | None:
     """R ≈ (max − min) / k over a few rows (cheap: 8·m values), or None for floats."""
     original = problem.original
@@ -52,8 +62,43 @@ def estimated_range(problem) -> float | None:
     return (float(hi) - float(lo)) / max(problem.size, 1)
 
 
-def choose(problem) -> tuple[str, str]:
-    """(engine name, reason) for ``auto``."""
+def choose(problem, solver: str = "auto") -> tuple[str, str]:
+    """(engine name, reason): the named engine, checked to fit the problem's kind (a matrix or a
+    stack) and to run here, or ``auto``'s pick."""
+    if solver != "auto":
+        return requested(problem, solver)
+    return choose_for_stack(problem) if problem.is_stack else choose_for_matrix(problem)
+
+
+def requested(problem, name: str) -> tuple[str, str]:
+    engine = registry.get(name)
+    if engine.capabilities.batch and not problem.is_stack:
+        raise LapInputError(f"solver {name!r} solves stacks of problems: use solve_batch or a 3-D input")
+    if problem.is_stack and not engine.capabilities.batch:
+        batch_names = ", ".join(registry.solver_choices(batch=True)[1:])
+        raise LapInputError(f"solver {name!r} solves one problem at a time; for a stack use {batch_names}")
+    available, why = engine.available()
+    if not available:
+        raise SolverUnavailable(f"solver {name!r} cannot run here: {why}")
+    return name, "requested"
+
+
+def choose_for_stack(problem) -> tuple[str, str]:
+    """A stack: the GPU batch kernel when it can run here and holds the columns, else scipy per problem."""
+    available, why = cuda_status()
+    if not available:
+        return "scipy-batch", f"auto: {why}; scipy per problem over a thread pool"
+    searchable, why_not = search_kernel_status()
+    if not searchable:
+        return "scipy-batch", f"auto: {why_not}; scipy per problem over a thread pool"
+    _, n, m = problem.shape
+    if min(n, m) and max(n, m) > registry.get("cuda-batch").capabilities.max_columns:
+        return "scipy-batch", f"auto: problems of {n}×{m} exceed the GPU batch kernel's columns"
+    return "cuda-batch", f"auto: {why}; the whole batch in one GPU launch"
+
+
+def choose_for_matrix(problem) -> tuple[str, str]:
+    """``auto`` for one matrix, from the crossovers above."""
     available, why = cuda_status()
     if not available:
         return "scipy", f"auto: {why}; scipy (native k×m; faster than the NumPy twin everywhere measured)"

@@ -1,4 +1,4 @@
-"""What every engine returns to the facade: the assignment in the caller's coordinates, where it
+"""What every engine returns to the pipeline (lapcli.pipeline): the assignment in the caller's coordinates, where it
 ran, its steps, and (for engines that keep duals) the duals and the optimality certificate."""
 
 from __future__ import annotations
@@ -51,9 +51,6 @@ class BatchEngineResult:
     certificate: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     objectives: np.ndarray | None = None  # (B,) host, exact for integers; None: the caller sums them
-
-
-class EntriesNeedChecking(Exception):
-    """Raised by a batch engine with ``checks_entries`` when it met NaN or an infinity in a stack
-    whose entries the caller has not checked: the caller checks them (which raises for bad input
-    or finds the forbidden entries) and solves again. Never reaches a user."""
+    # the engine solved a stack whose entries nobody had checked and met NaN or an infinity: the
+    # pipeline checks them (bad input, or forbidden pairs) and runs the engine again
+    unchecked_nonfinite: bool = False

@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Callable
 
 from ..cuda.probe import cuda_status, search_kernel_status

@@ -4,7 +4,7 @@
 // persistent loop is needed).
 //
 // Algorithm: shortest augmenting path, as scipy's linear_sum_assignment (Crouse 2016, after
-// Jonker-Volgenant). For each free row (in order 0..n-1) a Dijkstra over the columns on reduced
+// Jonker-Volgenant 1987). For each free row (in order 0..n-1) a Dijkstra over the columns on reduced
 // costs c[i][j] - u[i] - v[j]:
 //   S1  scan row i: for every unscanned column j, d = (c[i][j] - v[j]) + (minVal - u[i]);
 //       if d < spc[j]: spc[j] = d, path[j] = i;
@@ -16,7 +16,7 @@
 // assigned for good) columns: at the end v <= 0 and v == 0 on every column no row took, which with
 // c - u - v >= 0 everywhere and == 0 on the assignment certifies optimality of the rectangular
 // problem (complementary slackness). A square problem has no such column constraints and starts
-// from JV's column reduction instead (BATCH_COLUMN_REDUCTION, below), or from the caller's warm start.
+// from JV's column reduction instead (in batch_lap, below), or from the caller's warm start.
 //
 // u is never stored: every assigned row is tight, u[i] = c[i][col4row[i]] - v[col4row[i]], so the
 // scan of row i = row4col[j*] computes u[i] from the cost of (i, j*) and v[j*]; the root of a
@@ -30,21 +30,31 @@
 // argmin is three __reduce_min_sync per warp (64-bit key split in two halves, then the tag; for a
 // half-warp group over its 16 lanes) -- one, on a packed 32-bit word, for integer duals (PACKED in
 // batch_lap) -- plus, for WARPS = THREADS / 32 > 1, one __syncthreads after which every thread
-// scans the per-warp winners
-// (double-buffered scratch, so one barrier per iteration; two where a packed argmin saturates and
-// the 64-bit one follows). Switches for measurements: BATCH_PACKED, BATCH_SHFL, BATCH_BLOCK_SCAN,
-// BATCH_PREFETCH below (the last three shape the 64-bit argmin only).
+// scans the per-warp winners (up to 4 warps; beyond, a second warp argmin over them), with
+// double-buffered scratch, so one barrier per iteration (two where a packed argmin saturates and
+// the 64-bit one follows).
+//
+// ABI: lapcli/cuda/batch_lap.py defines the status codes and the certificate's slots once and
+// passes them as -D options (kernel_defines()); batch_lap's parameters are its KERNEL_PARAMETERS,
+// in order. The kernel refuses to compile without them.
 //
 // Types: T is the stored cost (int, long long, float, double); D the dual / distance type (long
 // long for integer costs: exact; double for float costs).
 
-#define BATCH_FULL_MASK 0xffffffffu
+// Status codes, one per problem (batch_lap.py STATUSES): STATUS_OK; STATUS_NO_COLUMN, S2 found no
+// unscanned column with a finite distance (NaN or inf costs); STATUS_TIMEOUT, the launch ran past
+// its time limit and this problem was abandoned; STATUS_PATH_CAP, a search or an augmenting walk
+// ran longer than m / n steps (a bug). The certificate's slots: STAT_* and SUMMARY_* (below).
+#if !defined(STATUS_OK) || !defined(STATUS_NO_COLUMN) || !defined(STATUS_TIMEOUT) || !defined(STATUS_PATH_CAP) \
+    || !defined(CERTIFY_STATS) || !defined(STAT_OBJECTIVE) || !defined(STAT_MIN_SLACK) \
+    || !defined(STAT_MAX_ASSIGNED_SLACK) || !defined(STAT_TOLERANCE) || !defined(STAT_PROVED) \
+    || !defined(STAT_NONFINITE) || !defined(SUMMARY_SLOTS) || !defined(SUMMARY_STAMP) \
+    || !defined(SUMMARY_NOT_PROVED) || !defined(SUMMARY_NONFINITE) || !defined(SUMMARY_MIN_SLACK) \
+    || !defined(SUMMARY_MAX_ASSIGNED_SLACK) || !defined(SUMMARY_TOLERANCE)
+#error "compile with the -D options of lapcli.cuda.batch_lap.kernel_defines()"
+#endif
 
-// Status codes, one per problem (lapcli/engines/cuda_batch.py STATUS_MESSAGES).
-#define BATCH_OK 0
-#define BATCH_NO_COLUMN 1   // S2 found no unscanned column with a finite distance (NaN or inf costs)
-#define BATCH_TIMEOUT 2     // the launch ran past its time limit; this problem was abandoned
-#define BATCH_PATH_CAP 3    // a search or an augmenting walk ran longer than m / n steps (a bug)
+#define BATCH_FULL_MASK 0xffffffffu
 
 template <typename D> struct DualTraits;
 template <> struct DualTraits<long long> {
@@ -74,35 +84,6 @@ __device__ __forceinline__ unsigned long long batch_global_timer_ns() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-
-#ifndef BATCH_SHFL
-#define BATCH_SHFL 0       // 1: warp argmin by a shuffle butterfly instead of __reduce_min_sync
-#endif
-#ifndef BATCH_BLOCK_SCAN
-#define BATCH_BLOCK_SCAN 2 // WARPS > 1: 1 every thread scans the WARPS per-warp winners itself, 0 a second
-                           // warp argmin over them, 2 the first up to 4 warps, the second beyond
-#endif
-#ifndef BATCH_CERTIFY_ROWS
-#define BATCH_CERTIFY_ROWS 0  // rows whose loads the certificate's read pass issues before using them;
-                              // 0: the default below (2)
-#endif
-#ifndef BATCH_CERTIFY_AHEAD
-#define BATCH_CERTIFY_AHEAD -1 // >= 0: rows ahead whose lines the certificate's read pass asks L2
-                               // for; -1: the default below (8 from 256 threads per problem, else 0)
-#endif
-#ifndef BATCH_MIN_BLOCKS
-#define BATCH_MIN_BLOCKS 0    // > 0: __launch_bounds__'s min blocks per SM (a register cap): for measurements
-#endif
-#ifndef BATCH_PACKED
-#define BATCH_PACKED 1     // integer costs: S2's argmin on one 32-bit word per column (see the step)
-#endif
-#ifndef BATCH_COLUMN_REDUCTION
-#define BATCH_COLUMN_REDUCTION 1  // square problems without a warm start begin with JV's column reduction
-#endif
-#ifndef BATCH_PREFETCH
-#define BATCH_PREFETCH 0   // 1: (WARPS > 1) each warp prefetches its winner's row into L1 before the
-                           // barrier; measured slower at n = 1024 and no faster at 256 (docs/batch-notes.md)
-#endif
 
 template <typename A, typename B> struct same_type { static constexpr bool value = false; };
 template <typename A> struct same_type<A, A> { static constexpr bool value = true; };
@@ -137,23 +118,13 @@ template <int THREADS> struct Group {
 
 // Lexicographic minimum of (key, tag) over the `mask` lanes (WIDTH of them, aligned), returned
 // to each of them.
-template <int WIDTH>
 __device__ __forceinline__ void warp_argmin(unsigned long long& key, unsigned& tag, unsigned mask) {
-#if BATCH_SHFL
-#pragma unroll
-    for (int offset = WIDTH / 2; offset > 0; offset >>= 1) {
-        const unsigned long long k2 = __shfl_xor_sync(mask, key, offset);
-        const unsigned t2 = __shfl_xor_sync(mask, tag, offset);
-        if (key_less(k2, t2, key, tag)) { key = k2; tag = t2; }
-    }
-#else
     const unsigned hi = (unsigned)(key >> 32), lo = (unsigned)key;
     const unsigned min_hi = __reduce_min_sync(mask, hi);
     const unsigned min_lo = __reduce_min_sync(mask, hi == min_hi ? lo : 0xffffffffu);
     const bool best = hi == min_hi && lo == min_lo;
     tag = __reduce_min_sync(mask, best ? tag : 0xffffffffu);
     key = ((unsigned long long)min_hi << 32) | min_lo;
-#endif
 }
 
 // ---- The certificate, fused into the solve (CERTIFY): each group proves its own problem --------
@@ -165,13 +136,20 @@ __device__ __forceinline__ void warp_argmin(unsigned long long& key, unsigned& t
 // It also sums the objective (exact in long long for integer costs, plus the row offsets a float64
 // reduction subtracted) and writes the caller's columns (int64; for a transposed problem the work
 // rows are the caller's columns: out[col[i]] = i, -1 where no work row took a caller's row).
-// Per problem: stats[k * B + b] for k = objective, min slack, max assigned slack, tol, proved,
-// non-finite cost seen. For the whole launch (so that the host copies 48 bytes, not 48 per
-// problem): summary[0] the launch stamp, [1] problems not proved, [2] problems with a non-finite
-// cost, [3] ~key(min slack), [4] key(max assigned slack), [5] key(max tol) (atomicMax on the
-// order-preserving keys of DualTraits<double>; the host decodes them). objective_out[b]: the
-// objective as a long long for integer costs, else the bits of its double.
-#define CERTIFY_STATS 6
+// Per problem: stats[k * B + b] for k = STAT_OBJECTIVE, STAT_MIN_SLACK, STAT_MAX_ASSIGNED_SLACK,
+// STAT_TOLERANCE, STAT_PROVED (1 or 0), STAT_NONFINITE (a non-finite cost seen). For the whole
+// launch (so that the host copies 48 bytes, not 48 per problem): summary[SUMMARY_STAMP] the launch
+// stamp (the launcher points launch_start there), [SUMMARY_NOT_PROVED] problems not proved,
+// [SUMMARY_NONFINITE] problems with a non-finite cost, [SUMMARY_MIN_SLACK] ~key(min slack),
+// [SUMMARY_MAX_ASSIGNED_SLACK] key(max assigned slack), [SUMMARY_TOLERANCE] key(max tol)
+// (atomicMax on the order-preserving keys of DualTraits<double>; the host decodes them).
+// objective_out[b]: the objective as a long long for integer costs, else the bits of its double.
+static_assert(STAT_OBJECTIVE < CERTIFY_STATS && STAT_MIN_SLACK < CERTIFY_STATS
+              && STAT_MAX_ASSIGNED_SLACK < CERTIFY_STATS && STAT_TOLERANCE < CERTIFY_STATS
+              && STAT_PROVED < CERTIFY_STATS && STAT_NONFINITE < CERTIFY_STATS, "a stats slot past CERTIFY_STATS");
+static_assert(SUMMARY_STAMP < SUMMARY_SLOTS && SUMMARY_NOT_PROVED < SUMMARY_SLOTS && SUMMARY_NONFINITE < SUMMARY_SLOTS
+              && SUMMARY_MIN_SLACK < SUMMARY_SLOTS && SUMMARY_MAX_ASSIGNED_SLACK < SUMMARY_SLOTS
+              && SUMMARY_TOLERANCE < SUMMARY_SLOTS, "a summary slot past SUMMARY_SLOTS");
 
 __device__ __forceinline__ unsigned long long to_bits(long long x) { return (unsigned long long)x; }
 __device__ __forceinline__ unsigned long long to_bits(double x) { return (unsigned long long)__double_as_longlong(x); }
@@ -217,7 +195,7 @@ __device__ __forceinline__ void certify_problem(
     // taken[j]: the row that took column j, -1 for none (the path array: the walks are over)
     for (int j = t; j < G * K; j += G) taken[j] = -1;
     Group<THREADS>::sync(mask);
-    int bad = st != BATCH_OK;
+    int bad = st != STATUS_OK;
     for (int r = t; r < n; r += G) {
         const int j = col4row[r];
         if (j < 0 || j >= m || atomicExch(&taken[j], r) != -1) bad = 1;  // unassigned, or a column twice
@@ -230,13 +208,13 @@ __device__ __forceinline__ void certify_problem(
     // launch's. 8 or 16 rows in flight took the certified launch from 40-72 to 106-184 registers per
     // thread (ptxas, sm_90): 3 instead of 9 blocks per SM at 256 columns, so a batch of 500 ran in
     // two waves where the solve alone ran in one (H100: 4.02 against 2.85 ms at 500 x 256, 0.456
-    // against 0.311 at 2000 x 64). With two rows the certified launch needs 54-78 registers.
-    constexpr int ROWS = BATCH_CERTIFY_ROWS > 0 ? BATCH_CERTIFY_ROWS : 2;
+    // against 0.311 at 2000 x 64). With two rows the certified launch needs 56-80 registers.
+    constexpr int ROWS = 2;
     // Two rows in flight wait one latency per two rows where the costs have left L2 (a block per
     // problem of 1024 columns: 25.5 against 24.0 ms with 8 rows at 64 x 1024); an L2 prefetch of
     // the row 8 ahead, one instruction per 128-byte line and no register, takes that back (24.3).
     // Below 256 threads it cost 1-2 % (the problem is still in L1/L2 from its solve).
-    constexpr int AHEAD = BATCH_CERTIFY_AHEAD >= 0 ? BATCH_CERTIFY_AHEAD : (THREADS >= 256 ? 8 : 0);
+    constexpr int AHEAD = THREADS >= 256 ? 8 : 0;
     D smallest = DT::inf(), loosest = 0, total = 0;
     double scale = 0.0, offsets = 0.0;
     int nonfinite = 0;
@@ -309,27 +287,25 @@ __device__ __forceinline__ void certify_problem(
     }
     if (t == 0) {
         double* mine = stats + b;
-        mine[0] = (double)total + offsets;
-        mine[1LL * B] = (double)smallest;
-        mine[2LL * B] = (double)loosest;
-        mine[3LL * B] = tol;
-        mine[4LL * B] = good ? 1.0 : 0.0;
-        mine[5LL * B] = nonfinite ? 1.0 : 0.0;
+        mine[STAT_OBJECTIVE * (long long)B] = (double)total + offsets;
+        mine[STAT_MIN_SLACK * (long long)B] = (double)smallest;
+        mine[STAT_MAX_ASSIGNED_SLACK * (long long)B] = (double)loosest;
+        mine[STAT_TOLERANCE * (long long)B] = tol;
+        mine[STAT_PROVED * (long long)B] = good ? 1.0 : 0.0;
+        mine[STAT_NONFINITE * (long long)B] = nonfinite ? 1.0 : 0.0;
         objective_out[b] = exact ? (long long)total : __double_as_longlong((double)total + offsets);
-        if (!good) atomicAdd(summary + 1, 1ull);
-        if (nonfinite) atomicAdd(summary + 2, 1ull);
-        atomicMax(summary + 3, ~DualTraits<double>::key((double)smallest));
-        atomicMax(summary + 4, DualTraits<double>::key((double)loosest));
-        atomicMax(summary + 5, DualTraits<double>::key(tol));
+        if (!good) atomicAdd(summary + SUMMARY_NOT_PROVED, 1ull);
+        if (nonfinite) atomicAdd(summary + SUMMARY_NONFINITE, 1ull);
+        atomicMax(summary + SUMMARY_MIN_SLACK, ~DualTraits<double>::key((double)smallest));
+        atomicMax(summary + SUMMARY_MAX_ASSIGNED_SLACK, DualTraits<double>::key((double)loosest));
+        atomicMax(summary + SUMMARY_TOLERANCE, DualTraits<double>::key(tol));
     }
 }
 
+// The parameters, in order, are lapcli/cuda/batch_lap.py's KERNEL_PARAMETERS (the driver launch packs
+// them by their kinds there; a test compares the two lists).
 template <typename T, typename D, int K, int THREADS, bool CERTIFY>
-#if BATCH_MIN_BLOCKS
-__global__ void __launch_bounds__(Group<THREADS>::BLOCK, BATCH_MIN_BLOCKS)
-#else
 __global__ void __launch_bounds__(Group<THREADS>::BLOCK)
-#endif
 batch_lap(const T* __restrict__ cost, int B, int n, int m,
           int* __restrict__ col_of_row, D* __restrict__ u_out, D* __restrict__ v_out,
           int* __restrict__ status, unsigned long long* __restrict__ launch_start,
@@ -356,7 +332,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     // with its tie-break, and a group agrees on it with one redux.sync per level instead of three.
     // A distance too far above minVal for the word's bits saturates; if the winner is saturated
     // (or at a search's first step) the step takes the 64-bit argmin below.
-    constexpr bool PACKED = BATCH_PACKED && same_type<D, long long>::value;
+    constexpr bool PACKED = same_type<D, long long>::value;
     constexpr int IDX_BITS = index_bits(M);
     constexpr int TAG_BITS = IDX_BITS + 1;  // the assigned flag above the index
     static_assert(!PACKED || TAG_BITS <= 20, "12+ bits of the packed word left for the distance");
@@ -412,9 +388,10 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     // searches ask of an assigned row, so it is a warm start like the auction's (v_start above). It
     // reads the problem once with independent loads (no chain of dependent steps) and leaves ~n/e
     // rows free: on random problems the searches then take about half the Dijkstra steps (NumPy
-    // count, 256 x 256: U[0, 1) 3010 -> 1809, integers in [0, 10n) 2566 -> 1316; docs/batch-notes.md).
+    // count, 256 x 256: U[0, 1) 3010 -> 1809, integers in [0, 10n) 2566 -> 1316;
+    // docs/history/batch-notes.md).
     // Only for n == m: with n < m it would leave v > 0 on columns no row takes.
-    if (BATCH_COLUMN_REDUCTION && !v_start && !col_start && n == m) {
+    if (!v_start && !col_start && n == m) {
         T best[K];
         int arg[K];
 #pragma unroll
@@ -454,7 +431,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             if (path_sh[arg[k]] == j) { row4col[j] = arg[k]; col4row[arg[k]] = j; }
         }
     }
-    const bool warm = v_start || col_start || (BATCH_COLUMN_REDUCTION && n == m);
+    const bool warm = v_start || col_start || n == m;
 
     D v[K], spc[K];
     int path[K];
@@ -476,7 +453,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
         }
     }
 
-    int st = BATCH_OK;
+    int st = STATUS_OK;
     int parity = 0;  // 0 or WARPS: the half of red_key / red_tag this iteration writes
     for (int root = 0; root < n; ++root) {
         if (col4row[root] >= 0) continue;  // taken by the warm start (uniform: written before a sync)
@@ -497,7 +474,8 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             // S1 for every open column, by selects (a scanned or dead column keeps its state), then
             // this thread's (key, tag) minimum as a tree of K - 1 comparisons: depth log2 K, and no
             // branches. Against one compare-and-branch chain (H100, kernel ms): 18-33 % faster on
-            // batches of 64-1024 columns, 11 % on cuda-sap's searches at n = 1024 (docs/batch-notes.md)
+            // batches of 64-1024 columns, 11 % on cuda-sap's searches at n = 1024
+            // (docs/history/batch-notes.md)
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 const bool open = !((scanned >> k) & 1);
@@ -556,20 +534,11 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
                         if (key_less(keys[k + s], tags[k + s], keys[k], tags[k])) { keys[k] = keys[k + s]; tags[k] = tags[k + s]; }
                 unsigned long long best_key = keys[0];
                 unsigned best_tag = tags[0];
-                warp_argmin<Group<THREADS>::WIDTH>(best_key, best_tag, mask);
+                warp_argmin(best_key, best_tag, mask);
                 if constexpr (WARPS > 1) {
                     if (lane == 0) { red_key[parity + warp] = best_key; red_tag[parity + warp] = best_tag; }
-#if BATCH_PREFETCH
-                    // The next row is row4col[j*]; this warp's winner is one of WARPS candidates: start
-                    // pulling its row into L1 while the block agrees on the winner.
-                    if ((best_tag >> 16) && best_key != ~0ull) {
-                        const char* next = (const char*)(problem + (long long)row4col[best_tag & 0xffffu] * m);
-                        for (int q = lane * 128; q < m * (int)sizeof(T); q += 32 * 128)
-                            asm volatile("prefetch.global.L1 [%0];" ::"l"(next + q));
-                    }
-#endif
                     __syncthreads();
-                    if constexpr (BATCH_BLOCK_SCAN == 1 || (BATCH_BLOCK_SCAN == 2 && WARPS <= 4)) {
+                    if constexpr (WARPS <= 4) {  // each thread scans the winners; beyond 4 warps, a warp argmin
                         best_key = red_key[parity];
                         best_tag = red_tag[parity];
 #pragma unroll
@@ -581,11 +550,11 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
                     } else {
                         best_key = lane < WARPS ? red_key[parity + lane] : ~0ull;
                         best_tag = lane < WARPS ? red_tag[parity + lane] : 0xffffffffu;
-                        warp_argmin<32>(best_key, best_tag, BATCH_FULL_MASK);
+                        warp_argmin(best_key, best_tag, BATCH_FULL_MASK);
                     }
                     parity ^= WARPS;
                 }
-                if (best_key == ~0ull || best_key == DT::key(DT::inf())) { st = BATCH_NO_COLUMN; break; }
+                if (best_key == ~0ull || best_key == DT::key(DT::inf())) { st = STATUS_NO_COLUMN; break; }
                 jw = (int)(best_tag & 0xffffu);
                 reached_free = !(best_tag >> 16);
                 min_val = DT::value(best_key);
@@ -596,8 +565,8 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             v_prev = v_sh[jw];
             j_prev = jw;
         }
-        if (st == BATCH_OK && sink < 0) st = BATCH_PATH_CAP;
-        if (st != BATCH_OK) break;  // uniform over the group: every thread saw the same winners
+        if (st == STATUS_OK && sink < 0) st = STATUS_PATH_CAP;
+        if (st != STATUS_OK) break;  // uniform over the group: every thread saw the same winners
 
         // ---- S3: dual update of the scanned columns; publish v and path for S4 ------------------
         Group<THREADS>::sync(mask);  // every thread is done reading v_sh / row4col of this search
@@ -621,9 +590,9 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
                 col4row[r] = j;
                 if (r == root) break;
                 j = next;
-                if (++steps > n || j < 0) { failed = BATCH_PATH_CAP; break; }
+                if (++steps > n || j < 0) { failed = STATUS_PATH_CAP; break; }
             }
-            if (!failed && time_limit_ns && batch_global_timer_ns() - start > time_limit_ns) failed = BATCH_TIMEOUT;
+            if (!failed && time_limit_ns && batch_global_timer_ns() - start > time_limit_ns) failed = STATUS_TIMEOUT;
             abort_s[group] = failed;
         }
         Group<THREADS>::sync(mask);
@@ -632,7 +601,10 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
 
     Group<THREADS>::sync(mask);
     if constexpr (CERTIFY) {
-#ifdef BATCH_CORRUPT_PROBLEM  // tests only: spoil one problem's answer; its certificate must fail
+#ifdef BATCH_CORRUPT_PROBLEM
+        // The kernel's only optional define, for tests only (batch_lap.py's fault=(problem, mode)):
+        // spoil problem BATCH_CORRUPT_PROBLEM's answer, two rows' columns swapped (mode 1) or one
+        // column given twice (else), so that its certificate must fail.
         if (b == BATCH_CORRUPT_PROBLEM && t == 0 && n >= 2) {
             if (BATCH_CORRUPT_MODE == 1) { const int j = col4row[0]; col4row[0] = col4row[1]; col4row[1] = j; }
             else col4row[1] = col4row[0];  // one column twice

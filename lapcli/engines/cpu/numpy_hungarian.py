@@ -8,7 +8,7 @@ column, a column its smallest claiming row, a column's green is its largest visi
 round sees the covers as they were when it began), so the twin and the kernel take the same steps
 and their step counts are equal (asserted by the GPU tests).
 
-Step 1 is ``auction_start`` by default (engines ``numpy`` and ``cuda``; issue #14): parallel
+Step 1 is ``auction_start`` by default (engines ``numpy`` and ``cuda``): parallel
 rounds of Jonker–Volgenant's augmenting row reduction, then steps 2–6 from its stars and duals.
 
 Data (LAP19 §4.1):
@@ -96,7 +96,7 @@ def auction_start(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int 
 
     Why: at high cost ranges the classical phases pay one step 6 per new zero, thousands of them;
     after a few hundred rounds of this auction only ~1 % of the rows are free and the phases need
-    ~10× fewer steps 4 and 6 (docs/benchmarks.md, issue #14). Every round is one parallel pass,
+    ~10× fewer steps 4 and 6 (docs/design.md). Every round is one parallel pass,
     so a kernel can run it as a few grid-wide steps per round; this function is its specification.
 
     v starts at the column minima (JV's column reduction), so c − v ≥ 0. A round: every free row

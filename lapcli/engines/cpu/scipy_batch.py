@@ -1,5 +1,10 @@
-"""Engine ``scipy-batch``: scipy's linear_sum_assignment per problem over a thread pool. scipy
-releases the GIL while it solves, so the problems of a stack run on every core. No duals."""
+"""Engine ``scipy-batch``: scipy's linear_sum_assignment per problem of the work stack, over a
+thread pool (scipy releases the GIL while it solves, so the problems of a stack run on every core).
+
+It solves the same work stack as the GPU batch engine (lapcli.work: tall problems transposed,
+negated to maximise, floats reduced, forbidden entries at a sentinel) and maps the answers back
+with the same rule, so the CPU tests guard those rules on every machine. No duals.
+"""
 
 from __future__ import annotations
 
@@ -17,29 +22,39 @@ from ..base import BatchEngineResult
 SERIAL_BELOW = 32 * 32
 
 
-def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
-    stack = problem.original if problem.xp is np else problem.xp.asnumpy(problem.original)
-    batch, n, m = stack.shape
+def caller_columns(col_of_row: np.ndarray, n: int, m: int) -> np.ndarray:
+    """(B, n) the caller's column of each row from the work stack's (B, r) column of each row:
+    the same where the work is the stack itself (n ≤ m), else (a transposed, tall problem) the
+    work's rows are the caller's columns, and rows nobody took stay −1."""
+    batch = col_of_row.shape[0]
+    if n <= m:
+        return col_of_row
     col_ind = np.full((batch, n), -1, dtype=np.int64)
-    maximize = problem.maximize
+    np.put_along_axis(col_ind, col_of_row, np.broadcast_to(np.arange(m), (batch, m)), axis=1)
+    return col_ind
+
+
+def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
+    work = problem.work_stack(np)
+    values = work.values
+    batch, r, c = values.shape
+    col_of_row = np.empty((batch, r), dtype=np.int64)
 
     def solve_range(start: int, stop: int) -> None:
-        if n <= m:  # every row is assigned, in order: a plain row copy (a fancy index costs ~1 µs more)
-            for b in range(start, stop):
-                col_ind[b] = scipy_lsa(stack[b], maximize=maximize)[1]
-            return
-        for b in range(start, stop):
-            rows, cols = scipy_lsa(stack[b], maximize=maximize)
-            col_ind[b, rows] = cols
+        for b in range(start, stop):  # r ≤ c: every work row is assigned, in order
+            col_of_row[b] = scipy_lsa(values[b])[1]
 
     begin = time.perf_counter()
     workers = min(os.cpu_count() or 1, batch)
-    if workers <= 1 or n * m < SERIAL_BELOW:
+    if workers <= 1 or r * c < SERIAL_BELOW:
         solve_range(0, batch)
     else:
         chunk = -(-batch // workers)  # one contiguous share per thread
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(lambda start: solve_range(start, min(batch, start + chunk)), range(0, batch, chunk)))
     details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3)}
+    _, n, m = problem.shape
+    col_ind = caller_columns(col_of_row, n, m)
     col_ind = col_ind if problem.xp is np else problem.xp.asarray(col_ind)
-    return BatchEngineResult(col_ind=col_ind, device=f"cpu ({workers} threads)", dtype=str(stack.dtype), details=details)
+    return BatchEngineResult(col_ind=col_ind, device=f"cpu ({workers} threads)", dtype=work.dtype, details=details,
+                             notes=list(work.notes))

@@ -8,55 +8,77 @@ from __future__ import annotations
 import numpy as np
 
 from ...cuda.batch_lap import (
-    CertifiedStack, SUMMARY_SLOTS, STATUS_MESSAGES, certified_stack, copy_back, decode_key, device_label, dtype_name,
-    reused_events,
+    SUMMARY_SLOTS, STATUS_MESSAGES, CertifiedStack, certified_launch, certified_stack, copy_back, decode_key,
+    device_label, dtype_name, reused_events,
 )
 
 
 def run_batch(problem, *, timeout: float | None = None, device: int | None = None):
-    """Upload (lapcli.cuda.staging), build the work stack on the device (lapcli.batch.work_stack), then
-    ONE launch that solves every problem, certifies every answer, sums the objectives and writes the
-    caller's columns into one buffer; one copy back (the 48-byte summary and the objectives, plus the
-    columns for host input) is the call's one synchronisation. Per-problem statistics are copied
-    only when some problem was not proved (to name it) or has forbidden entries (own tolerance).
+    """ONE launch that solves every problem of the work stack, certifies every answer, sums the
+    objectives and writes the caller's columns into one buffer; one copy back (the 48-byte summary
+    and the objectives, plus the columns for host input) is the call's one synchronisation.
+    Per-problem statistics are copied only when some problem was not proved (to name it) or has
+    forbidden entries (its own tolerance).
 
-    A stack whose entries the caller did not check (``problem.entries_checked`` False) is solved
-    as if finite; if the kernel met NaN or an infinity, EntriesNeedChecking asks the caller to check
-    them and call again (the launch on such input is harmless: every loop is bounded)."""
+    The common call, a C-contiguous int32 or float32 stack of n ≤ m problems to minimise, is its
+    own work stack: a device stack is launched at once; a host stack is launched as soon as its
+    upload's DMAs are issued, the launch prepared while lapcli.cuda.staging copies its pieces
+    (a 10000 × 16 stack solves in ~0.1 ms on an H100: the call around it is the cost). Other stacks
+    are uploaded, then their work stack is built on the device (lapcli.work).
+
+    Entries nobody has checked are solved as if finite (every loop of the kernel is bounded); when
+    the launch meets NaN or an infinity the result says so (``unchecked_nonfinite``) and the
+    pipeline checks them and runs the engine again."""
     import cupy
 
-    from ...batch import work_stack
-    from ...cuda.staging import upload
+    from ...cuda.staging import start_upload, upload
+    from ...work import Work
 
     if device is not None and device != cupy.cuda.runtime.getDevice():
         with cupy.cuda.Device(device):
             return run_batch(problem, timeout=timeout)
-    current = cupy.cuda.runtime.getDevice()
     on_host = problem.xp is np
-    start, copied_in = reused_events(current, "batch", 2)
+    stack = problem.stack
+    batch, n, m = problem.shape
+    start, copied_in = reused_events(cupy.cuda.runtime.getDevice(), "batch", 2)
     start.record()  # the device time from here to the launch's end: upload, work stack, solve
+    if is_own_work(problem) and (problem.forbidden is None or not problem.forbidden.any()):
+        if on_host:
+            pending = start_upload(stack)
+            try:
+                launch = certified_launch(pending.out, n_out=n, transposed=False, timeout=timeout)
+            finally:
+                values = pending.wait()
+            copied_in.record()
+            run = launch()
+        else:
+            values = stack
+            run = certified_stack(values, n_out=n, transposed=False, timeout=timeout)
+        return collect(run, Work(values), on_host=on_host, entries_checked=problem.forbidden is not None,
+                       started=(start, copied_in) if on_host else None)
+    source = upload(stack) if on_host else stack
     if on_host:
-        source = upload(problem.original)
         copied_in.record()
-    else:
-        source = problem.original
-    work = work_stack(problem, cupy, source=source)
-    n_out = problem.shape[1]
-    run = certified_stack(work.values, n_out=n_out, transposed=problem.transposed, row_offset=work.row_offset,
-                          timeout=timeout)
-    return collect(run, work, on_host=on_host, entries_checked=problem.entries_checked,
-                   started=(start, copied_in if on_host else None))
+    work = problem.work_stack(cupy, source, unchecked=True)
+    exact_offsets = work.exact and work.row_offset is not None  # summed by the pipeline, exactly
+    run = certified_stack(work.values, n_out=n, transposed=problem.transposed,
+                          row_offset=None if exact_offsets else work.row_offset, timeout=timeout)
+    result = collect(run, work, on_host=on_host, entries_checked=problem.forbidden is not None,
+                     started=(start, copied_in if on_host else None))
+    if exact_offsets:
+        result.objectives = None
+    return result
 
 
-def launch_plain_stack(values, *, timeout: float | None = None) -> CertifiedStack:
-    """The certified launch of the common call, kept lean: ``values`` a C-contiguous int32 or
-    float32 CuPy stack of n <= m problems to minimise, on the current device, is its own work stack
-    (no upload, no copy, no transpose). Nothing waits: the caller does its bookkeeping while the
-    kernel runs, then ``collect``s (its entries are unchecked: EntriesNeedChecking if the kernel
-    met NaN or an infinity). Why a path of its own: a 10000 x 16 stack solves in ~0.1 ms on an
-    H100, and the call is mostly the Python around it (H100 machine, synchronised wall time: this
-    path 0.17-0.19 ms, the general path 0.19-0.23, the launch and one copy alone 0.15-0.16)."""
-    return certified_stack(values, n_out=values.shape[1], transposed=False, timeout=timeout)
+def is_own_work(problem) -> bool:
+    """A C-contiguous int32 or float32 stack of n ≤ m problems to minimise in its own dtype."""
+    stack = problem.stack
+    dtype = stack.dtype
+    return (dtype in _PLAIN_DTYPES and not problem.maximize and problem.requested_dtype in (None, dtype.name)
+            and problem.n_rows <= problem.n_cols and stack.flags.c_contiguous)
+
+
+_PLAIN_DTYPES = (np.dtype(np.int32), np.dtype(np.float32))
 
 
 def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, started, device_col_ind=None):
@@ -66,11 +88,12 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
     entries (own tolerance). ``started`` = (start, copied_in) events of a call that uploaded or
     built its work stack on the device (None: the launch was the call's first device work);
     ``device_col_ind`` the view of ``run.col_ind`` a device caller made already (one less view).
-    Raises EntriesNeedChecking when the launch met NaN or an infinity in unchecked entries."""
+    A launch that met NaN or an infinity in unchecked entries gives a result that says so
+    (``unchecked_nonfinite``) and nothing else."""
     import cupy
 
     from ...errors import SolverError
-    from ..base import BatchEngineResult, EntriesNeedChecking
+    from ..base import BatchEngineResult
 
     values = work.values
     batch, r, c = values.shape
@@ -82,13 +105,14 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
     summary = host[:SUMMARY_SLOTS].view(np.uint64).tolist()
     failed, nonfinite = summary[1], summary[2]
     if not entries_checked and nonfinite:
-        raise EntriesNeedChecking()
+        return BatchEngineResult(col_ind=None, device=device_label(run.device), dtype=dtype_name(values.dtype),
+                                 unchecked_nonfinite=True)
     min_slack = decode_key(~summary[3] & 0xFFFF_FFFF_FFFF_FFFF)
     max_assigned, tolerance = decode_key(summary[4]), decode_key(summary[5])
     if failed or work.scale is not None:
         stats = run.stats.get()
         if work.scale is not None:  # forbidden entries: the tolerance follows the finite costs
-            _recheck_with_scale(stats, cupy.asnumpy(work.scale), c)
+            _recheck_with_scale(stats, work.scale, c)
             min_slack, max_assigned, tolerance = float(stats[1].min()), float(stats[2].max()), float(stats[3].max())
         if (stats[4] != 1).any():
             failed_at = np.flatnonzero(stats[4] != 1)

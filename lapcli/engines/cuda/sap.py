@@ -18,7 +18,6 @@ The twin (lapcli.twins.sap_twin) composes the two NumPy specifications; the cert
 
 from __future__ import annotations
 
-import numpy as np
 
 from ...cuda.batch_lap import MAX_COLUMNS, STATUS_MESSAGES, solve_stack
 from ...cuda.hungarian import (

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from ...cuda.hungarian import (
-    allow_shared_memory, check_memory_before_upload, device_work, launch_details, prepare_launch,
+    DeviceState, allow_shared_memory, check_memory_before_upload, device_work, launch_details, prepare_launch,
 )
 from ...cuda.hungarian_abi import (
     BLOCK_SIZE, BLOCKS_PER_SM, EPOCH_KERNELS, SHARED_KERNELS, SLOT_CHANGED, SLOT_COUNT, SLOT_INTS, SLOT_PATH,

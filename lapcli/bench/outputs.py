@@ -1,0 +1,128 @@
+"""The records of a sweep: the environment it ran in, and its results as JSON, CSV or a plot (each
+file written atomically)."""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import platform
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..generate import FLOAT_KINDS
+from .suites import BenchSettings, SolveTiming
+from .table import results_kinds
+
+
+def environment() -> dict[str, Any]:
+    import scipy
+
+    env: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "lapcli": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "platform": platform.platform(),
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+    }
+    try:
+        import cupy
+
+        env["cupy"] = cupy.__version__
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        env["device"] = name.decode() if isinstance(name, bytes) else str(name)
+        env["driver"] = cupy.cuda.runtime.driverGetVersion()
+        env["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+    except Exception as error:
+        env["device"] = f"none ({type(error).__name__})"
+    for module in ("lapx", "lap"):
+        try:
+            env[module] = getattr(__import__(module), "__version__", "installed")
+        except ImportError:
+            pass
+    return env
+
+
+def write_json(path: str, settings: BenchSettings, results: list[SolveTiming], env: dict) -> None:
+    import json
+
+    from ..io.write import write_bytes
+
+    payload = {
+        "environment": env,
+        "settings": asdict(settings),
+        "timing": "host array to host assignment (H2D + solve + D2H), warm, per repeat",
+        "results": [asdict(r) | {"median_ms": r.median_ms} for r in results],
+    }
+    write_bytes(path, (json.dumps(payload, indent=1) + "\n").encode())
+
+
+def write_csv(path: str, results: list[SolveTiming], env: dict) -> None:
+    import csv
+    import io
+
+    from ..io.write import write_bytes
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["n", "range", "dtype", "solver", "status", "repeat", "ms", "objective", "device", "kind", "engine"])
+    for r in results:
+        for i, ms in enumerate(r.times_ms or [None]):
+            writer.writerow([r.n, r.range_factor, r.dtype, r.solver, r.status, i, ms, r.objective, env.get("device"),
+                             r.kind, r.engine])
+    write_bytes(path, buffer.getvalue().encode())
+
+
+def write_plot(path: str, results: list[SolveTiming], env: dict) -> None:
+    """Time against n, one panel per range (per kind and range when the kinds differ; one panel
+    per float kind, whose R does not matter), log scales (needs matplotlib: lapcli[plot])."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..io.write import atomic_output
+
+    kinds = results_kinds(results)
+    panels = sorted({(kinds.index(r.kind), r.range_factor) for r in results})
+    solvers = list(dict.fromkeys(r.solver for r in results))
+    columns = min(4, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows), squeeze=False)
+    for ax, (kind_index, range_factor) in zip(axes.flat, panels):
+        kind = kinds[kind_index]
+        panel = [r for r in results if r.kind == kind and r.range_factor == range_factor and r.status == "ok"]
+        dtypes = list(dict.fromkeys(r.dtype for r in panel))
+        for solver in solvers:
+            for dtype in dtypes:
+                points = sorted((r.n, r.median_ms) for r in panel if r.solver == solver and r.dtype == dtype)
+                if points:
+                    ax.plot(*zip(*points), marker="o", label=solver if len(dtypes) == 1 else f"{solver} {dtype}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        kind_ranges = {r.range_factor for r in results if r.kind == kind}
+        if kind in FLOAT_KINDS and len(kind_ranges) == 1:
+            title = kind  # R does not shape these values
+        else:
+            title = f"{kind}, R = {range_factor:g}·n" if len(kinds) > 1 else f"R = {range_factor:g}·n"
+        ax.set_title(title)
+        ax.set_xlabel("n")
+        ax.set_ylabel("median ms")
+        ax.grid(True, which="both", alpha=0.3)
+        if len(dtypes) > 1:
+            ax.legend(fontsize="small")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    axes.flat[0].legend()
+    fig.suptitle(f"lapcli bench on {env.get('device', '?')} ({env.get('date', '')[:10]})")
+    fig.tight_layout()
+    with atomic_output(path) as handle:
+        fig.savefig(handle, format="png", dpi=110)
+    plt.close(fig)

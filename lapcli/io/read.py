@@ -1,0 +1,186 @@
+"""Read a cost matrix, or a stack of them, from the input named on the command line.
+
+``.npy`` (memory-mapped: nothing is loaded until a solver reads it), ``.csv``/``.tsv``/``.txt``
+(parsed by :mod:`lapcli.io.text`), ``.h5``/``.hdf5`` (``--dataset NAME`` or ``FILE.h5:/path``;
+a contiguous dataset is memory-mapped too), and ``-`` for stdin (NPY by its magic bytes, else
+text). NPY and HDF5 may also hold a stack of matrices (3-D, batch first); :func:`input_rank` tells
+which without loading the data.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import LapInputError
+from .formats import HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, split_hdf5_path
+from .text import MatrixSource, first_line, read_text_with_info
+
+
+def read_matrix(spec: str, dataset: str | None = None, stdin=None, *, header: bool | None = None,
+                index_col: bool = False):
+    """Load the cost matrix named by ``spec`` (a path, ``FILE.h5:/path`` or ``-``)."""
+    return read_matrix_with_info(spec, dataset, stdin, header=header, index_col=index_col)[0]
+
+
+def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, header: bool | None = None,
+                          index_col: bool = False):
+    """:func:`read_matrix`, returning ``(matrix, MatrixSource)``; ``header`` and ``index_col`` apply
+    to text input only (see :func:`read_text_with_info`)."""
+    text_options = {"header": header, "index_col": index_col}
+    if spec == "-":
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        return read_stdin_with_info(stream.read(), **text_options)
+    path, dataset = check_input_spec(spec, dataset)
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        _refuse_text_options(str(path), "NPY", text_options)
+        return read_npy(path), MatrixSource(str(path))
+    if suffix in HDF5_SUFFIXES:
+        _refuse_text_options(str(path), "HDF5", text_options)
+        return read_hdf5(path, dataset), MatrixSource(str(path))
+    return read_text_with_info(path.read_bytes(), str(path), delimiter="\t" if suffix == ".tsv" else None,
+                               **text_options)
+
+
+def check_input_spec(spec: str, dataset: str | None = None) -> tuple[Path, str | None]:
+    """The cheap checks of an input named on the command line, before anything is read: the file
+    exists, is a readable regular file with a known extension and is not empty. Returns the path
+    and the HDF5 dataset (``--dataset`` or the ``FILE.h5:/path`` tail)."""
+    path_text, inner = split_hdf5_path(spec)
+    path = Path(path_text)
+    check_readable_file(path)
+    suffix = path.suffix.lower()
+    if suffix not in MATRIX_SUFFIXES:
+        raise LapInputError(
+            f"unknown file extension {suffix or '(none)'!r} for {path}; use one of {', '.join(MATRIX_SUFFIXES)}"
+        )
+    if path.stat().st_size == 0:
+        raise LapInputError(f"{path} is empty")
+    return path, dataset or inner
+
+
+def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = None,
+               index_col: bool = False) -> int | None:
+    """How many dimensions the input named by ``spec`` has, found without loading its data (NPY:
+    the header, HDF5: the dataset's shape, text: 2); None for stdin, which can be read only once.
+    Raises what reading it would raise for a missing file, a bad extension, a bad NPY header, an
+    HDF5 file without a usable dataset, or text options on binary input."""
+    if spec == "-":
+        return None
+    path, dataset = check_input_spec(spec, dataset)
+    suffix = path.suffix.lower()
+    text_options = {"header": header, "index_col": index_col}
+    if suffix == ".npy":
+        _refuse_text_options(str(path), "NPY", text_options)
+        return read_npy(path).ndim  # memory-mapped: only the header is read
+    if suffix in HDF5_SUFFIXES:
+        _refuse_text_options(str(path), "HDF5", text_options)
+        return read_hdf5(path, dataset, load=False)
+    return 2
+
+
+def _refuse_text_options(name: str, kind: str, text_options: dict) -> None:
+    if text_options["header"] is not None or text_options["index_col"]:
+        raise LapInputError(f"{name} is {kind}: --header, --no-header and --index-col apply to text input only")
+
+
+def check_readable_file(path: Path) -> None:
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise LapInputError(f"no such file: {path}") from None
+    except OSError as error:
+        raise LapInputError(f"cannot read {path}: {error.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise LapInputError(f"{path} is a directory, not a matrix file")
+    if not stat.S_ISREG(mode):
+        raise LapInputError(f"{path} is not a regular file (use '-' to read a pipe from stdin)")
+    if not os.access(path, os.R_OK):
+        raise LapInputError(f"cannot read {path}: permission denied")
+
+
+def read_stdin(data: bytes, *, header: bool | None = None, index_col: bool = False):
+    return read_stdin_with_info(data, header=header, index_col=index_col)[0]
+
+
+def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: bool = False):
+    if not data:
+        raise LapInputError("stdin is empty")
+    if data.startswith(NPY_MAGIC):
+        _refuse_text_options("stdin", "NPY", {"header": header, "index_col": index_col})
+        try:
+            return np.load(io.BytesIO(data), allow_pickle=False), MatrixSource("stdin")
+        except (ValueError, OSError, EOFError) as error:
+            raise LapInputError(f"stdin is not a readable NPY stream: {first_line(error)}") from None
+    return read_text_with_info(data, "stdin", header=header, index_col=index_col)
+
+
+def read_npy(path: Path):
+    """Memory-map an NPY file; a header that promises more bytes than the file holds is refused
+    here, before anything is allocated."""
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as error:
+        message = first_line(error)
+        if "pickle" in message.lower():
+            message = "it holds Python objects, not numbers"
+        elif "mmap length" in message or "larger than" in message:
+            message = "the file is shorter than its header says (truncated?)"
+        raise LapInputError(f"cannot read {path} as NPY: {message}") from None
+    except (OSError, EOFError) as error:
+        raise LapInputError(f"cannot read {path} as NPY: {first_line(error)}") from None
+    return array
+
+def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
+    """The matrix (2-D) or stack of matrices (3-D) in ``dataset``, or, without ``dataset``, in the
+    file's only 2-D or 3-D dataset; ``load=False`` returns its number of dimensions instead."""
+    import h5py
+
+    try:
+        handle = h5py.File(path, "r")
+    except OSError as error:
+        raise LapInputError(f"cannot read {path} as HDF5: {first_line(error)}") from None
+    with handle:
+        if dataset is None:
+            candidates = []
+            handle.visititems(lambda name, obj: candidates.append(name)
+                              if isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3) else None)
+            if not candidates:
+                raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)")
+            if len(candidates) > 1:
+                raise LapInputError(
+                    f"{path} holds several 2-D/3-D datasets ({', '.join('/' + c for c in candidates)}); "
+                    "choose one with --dataset NAME or FILE.h5:/NAME"
+                )
+            dataset = candidates[0]
+        if dataset not in handle:
+            raise LapInputError(f"{path} has no dataset {dataset!r}")
+        node = handle[dataset]
+        if not isinstance(node, h5py.Dataset):
+            raise LapInputError(f"{path}:{dataset} is a group, not a dataset")
+        if node.ndim not in (2, 3):
+            raise LapInputError(f"{path}:{dataset} is {node.ndim}-D; a cost matrix must be 2-D "
+                                "(or 3-D: a stack of matrices)")
+        if node.dtype.kind not in "biuf":
+            raise LapInputError(f"{path}:{dataset} has dtype {node.dtype}; a cost matrix holds numbers")
+        if not load:
+            return node.ndim
+        mapped = _memory_map(path, node)
+        return mapped if mapped is not None else node[()]  # chunked, filtered or unwritten: read whole
+
+
+def _memory_map(path: Path, node):
+    """A contiguous, unfiltered HDF5 dataset lies in the file as one C-order block, as an NPY
+    body does: map it read-only instead of reading it, so a GPU solve pages it straight into the
+    pinned upload ring, as it does an NPY file. Anything else (chunks, compression, storage not
+    yet allocated): None."""
+    offset = node.id.get_offset()
+    if node.chunks is not None or node.compression is not None or offset is None or node.size == 0:
+        return None
+    return np.memmap(path, dtype=node.dtype, mode="r", offset=offset, shape=node.shape)

@@ -1,0 +1,199 @@
+"""Parse CSV, TSV and whitespace-separated text into a matrix, deciding about a header line and an
+index column without guessing silently (see :func:`read_text_with_info`); errors name the line and
+the column. :class:`MatrixSource` records what a reader decided on its own, for the CLI to say."""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import LapInputError
+
+
+@dataclass
+class MatrixSource:
+    """What the reader decided on its own about an input, so that the CLI can say so."""
+
+    name: str
+    skipped_header: str | None = None  # the first line, when it was skipped as a header
+    dropped_index_column: bool = False
+    notes: list[str] = field(default_factory=list)  # one line each, for people (stderr)
+
+
+def read_text(data: bytes, name: str, delimiter: str | None = None, *, header: bool | None = None,
+              index_col: bool = False):
+    """Parse CSV/TSV/whitespace text into an int64 (if every value is an integer) or float64 matrix."""
+    return read_text_with_info(data, name, delimiter, header=header, index_col=index_col)[0]
+
+
+def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *, header: bool | None = None,
+                        index_col: bool = False):
+    """:func:`read_text`, returning ``(matrix, MatrixSource)``.
+
+    ``header`` True or False settles whether the first line is a header. ``None`` never guesses
+    silently: a first line none of whose fields is a number is a header (skipped, with a note);
+    a first line that mixes numbers and text, or that is exactly ``0,1,…,m−1`` (the column labels
+    pandas writes by default), is refused; any other numeric line is data. ``index_col`` drops the
+    first column, as pandas' default ``to_csv()`` writes it (header ``,0,1,…``); such a file is
+    refused without it. Errors name the line (1-based, in the file) and the column.
+    """
+    text = data.decode("utf-8-sig", errors="replace")  # -sig: a BOM is not part of the first field
+    lines = text.splitlines()
+    first_index = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first_index is None:
+        raise LapInputError(f"{name} holds no numbers")
+    first = lines[first_index]
+    second_index = next((i for i in range(first_index + 1, len(lines)) if lines[i].strip()), None)
+    if delimiter is None:  # from the first two lines: a header or comment alone may hold no delimiter
+        sample = first + "\n" + ("" if second_index is None else lines[second_index])
+        delimiter = "," if "," in sample else ("\t" if "\t" in sample else None)
+    fields = _split_fields(first, delimiter)
+    line_number = first_index + 1
+    second_width = None if second_index is None else len(_split_fields(lines[second_index], delimiter))
+    empty_first_label = len(fields) > 1 and not fields[0].strip() and any(f.strip() for f in fields[1:])
+    if empty_first_label and not index_col and header is not False:
+        raise LapInputError(_index_column_hint(name, "empty first header field"))
+    guessed = header is None
+    if guessed:
+        header = _first_line_is_header(fields, name, line_number, index_col, second_width)
+    source = MatrixSource(name, dropped_index_column=index_col)
+    start = first_index
+    if header:
+        start = first_index + 1
+        source.skipped_header = first
+        if guessed:  # no option asked for it: say so
+            source.notes.append(f"skipped header line of {name}: {_shorten(first.strip())}")
+        # pandas with sep=" " writes no empty first field to see; a comment is not a header to count
+        if delimiter is None and not index_col and second_width == len(fields) + 1 and not first.lstrip().startswith("#"):
+            raise LapInputError(_index_column_hint(
+                name, f"line {line_number} has {_columns(len(fields))}, line {second_index + 1} has {second_width}"))
+    body = lines[start:]
+    if not any(line.strip() for line in body):
+        raise LapInputError(f"{name} holds no numbers")
+    # float64 per value, plus the parser's own copy of the text
+    check_host_memory(8 * len(fields) * len(body) + len(data), f"parsing {name}")
+    if index_col:
+        body = _drop_index_column(body, start, delimiter, name)
+    options = {"delimiter": delimiter, "ndmin": 2}
+    if delimiter is not None:
+        options["quotechar"] = '"'
+    try:  # integers stay exact; anything else parses as float64
+        matrix = np.loadtxt(body, dtype=np.int64, **options)
+    except (ValueError, OverflowError):
+        try:
+            matrix = np.loadtxt(body, dtype=np.float64, **options)
+        except ValueError as error:
+            # numpy counts rows its own way (data rows, 0- or 1-based): find the line ourselves
+            located = _locate_bad_value(lines, start, delimiter, name, index_col)
+            raise LapInputError(located or f"cannot parse {name}: {first_line(error)}") from None
+    if matrix.shape[1] == 0:
+        raise LapInputError(f"{name} holds no numbers besides its index column")
+    return matrix, source
+
+
+def _split_fields(line: str, delimiter: str | None) -> list[str]:
+    if delimiter is None:
+        return line.split()
+    return next(csv.reader([line], delimiter=delimiter), [])
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _shorten(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _columns(count: int) -> str:
+    return f"{count} column" + ("" if count == 1 else "s")
+
+
+def _index_column_hint(name: str, why: str) -> str:
+    return f"{name} looks like it has an index column ({why}); pass --index-col to drop it"
+
+
+def _first_line_is_header(fields: list[str], name: str, line_number: int, index_col: bool,
+                          next_width: int | None) -> bool:
+    if index_col and (not fields[0].strip() or next_width == len(fields) + 1):
+        return True  # pandas' header: an empty index name (or none at all with sep=" "), then the labels
+    offset = 1 if index_col else 0
+    labels = fields[offset:]
+    numeric = [_is_number(label) for label in labels]
+    if not any(numeric):
+        return True
+    if not all(numeric):
+        bad = numeric.index(False)
+        raise LapInputError(
+            f"{name} line {line_number}, column {bad + offset + 1}: {labels[bad].strip()!r} is not a number "
+            f"(use --header if line {line_number} is a header)"
+        )
+    if next_width is not None and [label.strip() for label in labels] == [str(i) for i in range(len(labels))]:
+        raise LapInputError(
+            f"{name} line {line_number} ({_shorten(','.join(labels), 40)}) could be pandas' default column "
+            "labels or data; pass --header or --no-header"
+        )
+    return False
+
+
+def _drop_index_column(body: list[str], start: int, delimiter: str | None, name: str) -> list[str]:
+    kept = []
+    for offset, line in enumerate(body):
+        if not line.strip() or line.lstrip().startswith("#"):
+            kept.append(line)
+            continue
+        if delimiter is None:
+            rest = line.split(None, 1)[1:]
+            rest = rest[0] if rest else ""
+        elif '"' in line:  # a quoted index may hold the delimiter
+            rest = delimiter.join(_split_fields(line, delimiter)[1:])
+        else:
+            rest = line.partition(delimiter)[2]
+        if not rest.strip():
+            raise LapInputError(f"{name} line {start + offset + 1} holds only its index column")
+        kept.append(rest)
+    return kept
+
+
+def _locate_bad_value(lines: list[str], start: int, delimiter: str | None, name: str, index_col: bool) -> str | None:
+    """The first ragged row or non-numeric field from ``lines[start]`` on, in np.loadtxt's terms."""
+    expected = expected_line = None
+    first_column = 1 if index_col else 0
+    for index in range(start, len(lines)):
+        content = lines[index].split("#", 1)[0]  # np.loadtxt's comments
+        if not content.strip():
+            continue
+        fields = _split_fields(content, delimiter)
+        if expected is None:
+            expected, expected_line = len(fields), index + 1
+        elif len(fields) != expected:
+            return (f"cannot parse {name}: ragged rows: line {index + 1} has {_columns(len(fields))}, "
+                    f"line {expected_line} has {_columns(expected)}")
+        for column in range(first_column, len(fields)):
+            if not _is_number(fields[column]):
+                return f"{name} line {index + 1}, column {column + 1}: {fields[column].strip()!r} is not a number"
+    return None
+
+def check_host_memory(bytes_needed: int, what: str) -> None:
+    """Refuse to parse when the result clearly cannot fit in the memory that is available."""
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if bytes_needed > available:
+        raise LapInputError(
+            f"{what} needs about {bytes_needed / 2**30:.1f} GiB of memory, only "
+            f"{available / 2**30:.1f} GiB are available; convert it to .npy (memory-mapped)"
+        )
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

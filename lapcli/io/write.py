@@ -1,0 +1,235 @@
+"""Write matrices, assignments, duals and reports, never leaving a partial file.
+
+Every file is written to a temporary file in the target folder and renamed over the target only
+once it is complete and fsync'ed (the rename is atomic on POSIX); the file then has the mode the
+umask gives a new file. ``-`` writes to stdout instead.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import LapInputError
+from .formats import HDF5_SUFFIXES
+
+
+def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
+    """Fail before any work when an output could not be written."""
+    if path == "-":
+        return
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in suffixes:
+        raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise LapInputError(f"cannot write {target}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise LapInputError(f"cannot write {target}: folder {folder} is not writable")
+    if target.is_dir():
+        raise LapInputError(f"cannot write {target}: it is a directory")
+
+
+@contextmanager
+def atomic_output(path: str, mode: str = "wb"):
+    """Yield a temporary file next to ``path``; rename it to ``path`` only once it is complete.
+
+    On any exception (including KeyboardInterrupt and the CLI's SIGTERM) the temporary file is
+    removed. The data is flushed and fsync'ed before the rename, so a crash after it cannot leave
+    an empty or partial file under the final name, and the file gets the mode the umask gives any
+    new file (``mkstemp`` makes it 0600)."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
+    except OSError as error:
+        raise LapInputError(f"cannot write {target}: {error.strerror}") from None
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, 0o666 & ~current_umask())
+        os.replace(temp_name, target)
+    except BaseException:
+        try:
+            os.unlink(temp_name)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def current_umask() -> int:
+    """The process umask. Linux shows it in /proc/self/status, so it is read without changing it;
+    elsewhere it is set and restored at once, to 0o077 meanwhile, so that a file another thread
+    creates in that instant is too private rather than too open."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def write_matrix(path: str, matrix: np.ndarray, dataset: str = "costs") -> None:
+    """Write a matrix to .npy, .csv or .h5/.hdf5 (atomically), or NPY to stdout for ``-``; a 3-D
+    stack to .npy or .h5. :func:`write_matrix_blocks` with the whole array as its one block."""
+    matrix = np.asarray(matrix)
+    write_matrix_blocks(path, matrix.shape, matrix.dtype, [matrix], dataset)
+
+
+def write_matrix_blocks(path: str, shape: tuple[int, ...], dtype, blocks,
+                        dataset: str = "costs", stdout=None) -> None:
+    """Write the array of ``shape`` and ``dtype`` that ``blocks`` make, streaming: each block is
+    written as it comes, so a matrix larger than memory takes one block's memory.
+
+    The blocks are consecutive rows of the array in C order: arrays of ``dtype`` whose last axis
+    is the array's (a 2-D matrix's blocks are row blocks; a stack's may be rows of its (B·n, m)
+    view or whole problems). Blocks that do not fill ``shape`` exactly raise ValueError: no short
+    file is ever written. ``path`` is a file (written atomically, as every writer here: an error,
+    Ctrl-C or SIGTERM leaves no file) or ``-`` for NPY on stdout. Formats as :func:`write_matrix`:
+    NPY (the bytes ``np.save`` writes), CSV (``np.savetxt``, one block at a time), HDF5 (one
+    contiguous dataset, no chunks or compression, as memory-mapping readers want)."""
+    shape, dtype = tuple(int(size) for size in shape), np.dtype(dtype)
+    suffix = ".npy" if path == "-" else Path(path).suffix.lower()
+    if len(shape) not in (2, 3):
+        raise ValueError(f"a matrix is 2-D and a stack 3-D, not {len(shape)}-D {shape}")
+    if len(shape) == 3 and suffix not in (".npy",) + HDF5_SUFFIXES:
+        raise LapInputError(f"{path}: a stack of matrices (3-D) is written to .npy or .h5/.hdf5, not {suffix}")
+    rows = _checked_rows(shape, dtype, blocks)
+    if path == "-":
+        stream = stdout if stdout is not None else sys.stdout.buffer
+        _write_npy(stream, shape, dtype, rows)
+        stream.flush()
+        return
+    if suffix in HDF5_SUFFIXES:
+        import h5py
+
+        with atomic_output(path) as handle:
+            with h5py.File(handle, "w") as h5:
+                _write_hdf5_rows(h5.create_dataset(dataset, shape=shape, dtype=dtype), rows)
+        return
+    with atomic_output(path) as handle:
+        if suffix == ".npy":
+            _write_npy(handle, shape, dtype, rows)
+        else:
+            for start, block in rows:
+                np.savetxt(handle, block, delimiter=",", fmt=_text_format(dtype))
+
+
+def _checked_rows(shape: tuple[int, ...], dtype: np.dtype, blocks):
+    """Yield ``(first_row, block)`` for each block as a C-contiguous (rows, m) view, rows counted
+    in the (prod(shape[:-1]), m) view of the array; raise ValueError (before anything of it is
+    written) for a block of another dtype or width, or one too many rows, and after the last
+    block if the rows fall short."""
+    width, total, start = shape[-1], int(np.prod(shape[:-1], dtype=np.int64)), 0
+    for block in blocks:
+        if block.dtype != dtype or block.ndim < 1 or block.shape[-1] != width:
+            raise ValueError(f"a block of {block.shape} {block.dtype} in an array of {shape} {dtype}")
+        block = np.ascontiguousarray(block).reshape(int(np.prod(block.shape[:-1], dtype=np.int64)), width)
+        if start + len(block) > total:
+            raise ValueError(f"the blocks hold more than the {total} rows of {shape}")
+        yield start, block
+        start += len(block)
+    if start != total:
+        raise ValueError(f"the blocks hold {start} of the {total} rows of {shape}; nothing more to write")
+
+
+def _write_npy(handle, shape: tuple[int, ...], dtype: np.dtype, rows) -> None:
+    """NPY: the header ``np.save`` writes (format 1.0, or 2.0 when it needs to be), then the raw
+    C-order bytes of each block, written from its buffer (no copy)."""
+    from numpy.lib import format as npy
+
+    header = {"descr": npy.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    try:
+        npy.write_array_header_1_0(handle, header)
+    except ValueError:  # the header is over 64 KiB: format 2.0, as np.save would switch to
+        npy.write_array_header_2_0(handle, header)
+    for start, block in rows:
+        if block.size:  # memoryview cannot cast an empty view
+            handle.write(memoryview(block).cast("B"))
+
+
+def _write_hdf5_rows(ds, rows) -> None:
+    """Write each (rows, m) block into dataset ``ds``, splitting a block that crosses from one
+    problem of a stack into the next (h5py cannot address the stack's (B·n, m) view)."""
+    height = ds.shape[-2]
+    for start, block in rows:
+        done = 0
+        while done < len(block):
+            index, row = divmod(start + done, height)
+            count = min(len(block) - done, height - row)
+            where = (slice(row, row + count),) if ds.ndim == 2 else (index, slice(row, row + count))
+            ds[where] = block[done:done + count]
+            done += count
+
+
+def _text_format(dtype) -> str:
+    return "%d" if np.dtype(dtype).kind in "biu" else "%.17g"
+
+
+def assignment_bytes(path: str, rows: np.ndarray, cols: np.ndarray, n_rows: int) -> bytes:
+    """Serialise an assignment: CSV ``row,col``; NPY the column of each row (−1: unassigned);
+    JSON ``{"row_ind": [...], "col_ind": [...]}``."""
+    suffix = ".csv" if path == "-" else Path(path).suffix.lower()
+    if suffix == ".npy":
+        column_of_row = np.full(n_rows, -1, dtype=np.int64)
+        column_of_row[rows] = cols
+        buffer = io.BytesIO()
+        np.save(buffer, column_of_row)
+        return buffer.getvalue()
+    if suffix == ".json":
+        return (json.dumps({"row_ind": rows.tolist(), "col_ind": cols.tolist()}) + "\n").encode()
+    lines = ["row,col"] + [f"{r},{c}" for r, c in zip(rows.tolist(), cols.tolist())]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def stack_assignment_bytes(path: str, col_ind: np.ndarray) -> bytes:
+    """Serialise the assignments of a stack, ``col_ind`` (B, n) with −1 for an unassigned row:
+    NPY the (B, n) int64 array; CSV ``problem,row,col`` (assigned pairs only); JSON
+    ``{"col_ind": [[...], ...]}``."""
+    suffix = ".csv" if path == "-" else Path(path).suffix.lower()
+    col_ind = np.asarray(col_ind, dtype=np.int64)
+    if suffix == ".npy":
+        buffer = io.BytesIO()
+        np.save(buffer, col_ind)
+        return buffer.getvalue()
+    if suffix == ".json":
+        return (json.dumps({"col_ind": col_ind.tolist()}) + "\n").encode()
+    problems, rows = np.nonzero(col_ind >= 0)
+    lines = ["problem,row,col"] + [f"{b},{r},{c}" for b, r, c in
+                                   zip(problems.tolist(), rows.tolist(), col_ind[problems, rows].tolist())]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def duals_bytes(path: str, u: np.ndarray, v: np.ndarray) -> bytes:
+    """Serialise duals: NPZ with arrays ``u`` (rows) and ``v`` (columns), or JSON ``{"u": [...],
+    "v": [...]}`` (integers stay exact)."""
+    if Path(path).suffix.lower() == ".npz":
+        buffer = io.BytesIO()
+        np.savez(buffer, u=u, v=v)
+        return buffer.getvalue()
+    return (json.dumps({"u": u.tolist(), "v": v.tolist()}) + "\n").encode()
+
+
+def write_bytes(path: str, data: bytes, stdout=None) -> None:
+    """Write to ``path`` atomically, or to stdout for ``-``."""
+    if path == "-":
+        stream = stdout if stdout is not None else sys.stdout.buffer
+        stream.write(data)
+        stream.flush()
+        return
+    with atomic_output(path) as handle:
+        handle.write(data)

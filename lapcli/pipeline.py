@@ -1,0 +1,209 @@
+"""The one pipeline every entry point takes: prepare → choose → engine → certify → map back.
+
+``solve`` (one matrix) and ``solve_batch`` (a stack, or a list of matrices) differ only in the
+result they return: both prepare a ``Problem`` (lapcli.problem; a matrix is a stack of one), let
+``engines.auto.choose`` name the engine, run it (the engines build their work stack with
+lapcli.work and prove their answers with lapcli.certificate), and map the answer back to the
+caller's rows, columns, sign, library and device. ``cost_limit`` is a transform around it
+(lapcli.cost_limit). Preparing is O(1) for contiguous input: a small batch's whole call on the GPU
+is ~0.2 ms, so nothing here scans the costs that an engine will read anyway.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .certificate import not_certified
+from .cost_limit import CostLimit
+from .cuda import probe
+from .engines import registry
+from .engines.auto import choose
+from .errors import LapInputError
+from .problem import Problem, prepare
+from .results import BatchReport, BatchSolution, Solution, SolveReport
+
+
+def check_device(device: int | None) -> None:
+    """Refuse a device ordinal that does not exist here (bad input, before any work)."""
+    if device is None:
+        return
+    available, why = probe.cuda_status()
+    if not available:
+        raise LapInputError(f"--device {device}: {why}")
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    if not 0 <= device < count:
+        raise LapInputError(f"--device {device}: there {'is' if count == 1 else 'are'} {count} CUDA "
+                            f"device{'s' if count != 1 else ''} (0 … {count - 1})")
+
+
+def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
+          timeout: float | None = None, device: int | None = None, cost_limit: float | None = None) -> Solution:
+    """Solve the linear assignment problem for ``cost`` and report how.
+
+    Parameters
+    ----------
+    cost : array_like or cupy.ndarray, shape (n, m)
+        Costs; ``+inf`` marks a forbidden pair (``-inf`` when ``maximize``).
+    solver : str
+        ``"auto"`` or an engine of ``lap info`` (``cuda``, ``cuda-sap``, ``cuda-stepwise``,
+        ``numpy``, ``scipy``, ``lapx``); ``cuda-stepwise`` is the benchmark baseline.
+    maximize : bool
+        Maximise the total instead of minimising it.
+    dtype : {"int32", "int64", "float32", "float64"}, optional
+        Working dtype of the engines (default: int32 for integers that fit, float32 for float32
+        input, float64 otherwise).
+    timeout : float, optional
+        Seconds after which a CUDA engine gives up (SolverError).
+    device : int, optional
+        CUDA device to run on (default: CuPy's current device).
+    cost_limit : float, optional
+        As lapjv's ``cost_limit``: a row whose assignment would cost more than this stays
+        unassigned (−1 in ``x``). Solved exactly as lapjv does, on the (n+m)² augmented problem;
+        ``inf`` (lapjv's default) leaves no row out.
+
+    Returns
+    -------
+    Solution
+        ``row_ind``, ``col_ind`` (as scipy), ``x``/``y`` (as lapjv), ``objective`` (exact for
+        integers), ``duals`` and ``report`` (with ``certified``).
+
+    Raises
+    ------
+    ValueError
+        Bad input (scipy's messages), or "cost matrix is infeasible" (InfeasibleError).
+    SolverUnavailable, SolverError
+        The engine cannot run here, or stopped (guard, timeout, device memory, failed certificate).
+    """
+    start = time.perf_counter()
+    check_device(device)
+    limit = CostLimit.of(cost, cost_limit, maximize) if cost_limit is not None else None
+    problem = prepare(limit.matrix if limit else cost, maximize=maximize, dtype=dtype, check=False)
+    solution = solve_problem(problem, solver=solver, timeout=timeout, device=device, start=start)
+    return limit.solution(solution) if limit else solution
+
+
+def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | None = None,
+                  device: int | None = None, start: float | None = None) -> Solution:
+    """``solve`` from a prepared matrix problem (``linear_sum_assignment`` prepares only once)."""
+    start = time.perf_counter() if start is None else start
+    name, reason = choose(problem, solver)
+    engine = registry.get(name)
+    if not engine.capabilities.checks_entries:
+        problem.has_forbidden  # noqa: B018 - entries and feasibility where the input lives
+    if problem.is_empty:
+        empty = np.empty(0, dtype=np.int64)
+        report = _matrix_report(problem, name, reason, start, 0, "none", problem.original.dtype.name, None)
+        return Solution(row_ind=empty, col_ind=empty, objective=0, report=report)
+    result = engine.load().run(problem, timeout=timeout, device=device)
+    objective = problem.objective(result.rows, result.cols) if len(result.rows) else 0
+    report = _matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
+    return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report,
+                    duals=result.duals)
+
+
+def _matrix_report(problem, name, reason, start, objective, device, dtype_name, result) -> SolveReport:
+    if result is None:
+        certificate = not_certified("empty problem: nothing to prove")
+    elif result.certificate is not None:
+        certificate = result.certificate
+    else:
+        certificate = not_certified(f"engine {name} gives no duals")
+    return SolveReport(
+        objective=objective, n_rows=problem.n_rows, n_cols=problem.n_cols, maximize=problem.maximize, solver=name,
+        device=device, dtype=dtype_name, total_ms=(time.perf_counter() - start) * 1e3,
+        steps=result.steps if result else [], version=__version__, reason=reason,
+        details=result.details if result else {}, certified=result is not None and result.certificate is not None,
+        certificate=certificate, notes=problem.notes(),
+    )
+
+
+def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
+                timeout: float | None = None, device: int | None = None) -> BatchSolution:
+    """Solve every problem of a (B, n, m) stack (NumPy, CuPy or a torch tensor), or of a list of
+    matrices, in one call.
+
+    Returns a BatchSolution: ``col_ind`` (B, n) (−1: unassigned row) in the caller's library and
+    device, ``objectives`` (B,), and a ``report`` (engine, device, times, problems per second,
+    certificate). Raises InfeasibleError naming the infeasible members; nothing is returned then.
+    A list of matrices of different shapes gives ``col_ind`` as a list of arrays.
+    """
+    start = time.perf_counter()
+    if isinstance(costs, (list, tuple)) and costs and len({np.shape(c) for c in costs}) > 1:
+        return _solve_ragged(costs, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
+    problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)
+    name, reason = choose(problem, solver)
+    if problem.is_empty:
+        batch, n, _ = problem.shape
+        col_ind = problem.xp.full((batch, n), -1, dtype=np.int64)
+        return _batch_solution(problem, name, reason, start, col_ind, "none", problem.original.dtype.name, {}, None, [])
+    engine = registry.get(name)
+    if not engine.capabilities.checks_entries:
+        problem.has_forbidden  # noqa: B018 - entries and feasibility where the input lives
+    module = engine.load()
+    result = module.run_batch(problem, timeout=timeout, device=device)
+    if result.unchecked_nonfinite:  # the launch met NaN or an infinity: check them (bad input, or forbidden
+        problem.has_forbidden  # noqa: B018 - pairs and their feasibility), then solve with the sentinels
+        result = module.run_batch(problem, timeout=timeout, device=device)
+    return _batch_solution(problem, name, reason, start, result.col_ind, result.device, result.dtype, result.details,
+                           result.certificate, result.notes, result.objectives)
+
+
+def _batch_solution(problem, name, reason, start, col_ind, device, dtype, details, certificate, notes,
+                    objectives=None) -> BatchSolution:
+    if objectives is None:  # engines that do not sum the objectives themselves
+        objectives = problem.objectives(col_ind)
+    caller_col_ind = problem.origin.to_caller(col_ind)
+    batch, n, m = problem.shape
+    total_ms = (time.perf_counter() - start) * 1e3
+    report = BatchReport(
+        batch=batch, n_rows=n, n_cols=m, maximize=problem.maximize, solver=name, device=device, dtype=dtype,
+        total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,
+        reason=reason, details=details, certified=certificate is not None,
+        certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
+        notes=list(dict.fromkeys([*problem.notes(), *notes])), objectives=objectives,
+    )
+    return BatchSolution(col_ind=caller_col_ind, objectives=objectives, report=report)
+
+
+def _solve_ragged(costs, **options) -> BatchSolution:
+    """A list of matrices of several shapes: one batch per shape, results back in input order."""
+    from .arrays import as_array
+
+    start = time.perf_counter()
+    groups: dict[tuple, list[int]] = {}
+    for index, matrix in enumerate(costs):
+        groups.setdefault(tuple(np.shape(matrix)), []).append(index)
+    col_ind: list = [None] * len(costs)
+    objectives: list = [None] * len(costs)
+    reports = []
+    for members in groups.values():
+        first, origin = as_array(costs[members[0]])
+        if origin.library == "torch":
+            import torch
+
+            stack = torch.stack([costs[i] for i in members])
+        else:
+            xp = np if isinstance(first, np.ndarray) else __import__("cupy")
+            stack = xp.stack([as_array(costs[i])[0] for i in members])
+        solution = solve_batch(stack, **options)
+        reports.append(solution.report)
+        for position, index in enumerate(members):
+            col_ind[index] = solution.col_ind[position]
+            objectives[index] = solution.objectives[position]
+    head = reports[0]
+    total_ms = (time.perf_counter() - start) * 1e3
+    report = BatchReport(
+        batch=len(costs), n_rows=-1, n_cols=-1, maximize=head.maximize, solver=",".join(sorted({r.solver for r in reports})),
+        device=head.device, dtype=",".join(sorted({r.dtype for r in reports})), total_ms=total_ms,
+        problems_per_second=len(costs) / (total_ms / 1e3), version=__version__,
+        reason=f"{len(groups)} shapes, one batch each", certified=all(r.certified for r in reports),
+        certificate={"groups": [r.certificate for r in reports]},
+        objectives=[o.item() if hasattr(o, "item") else o for o in objectives],
+    )
+    return BatchSolution(col_ind=col_ind, objectives=np.array(objectives, dtype=object), report=report)

@@ -1,0 +1,279 @@
+"""The work stack: the one place where a caller's costs become what the engines minimise.
+
+Every engine solves a (B, r, c) stack of finite costs to MINIMISE, with r ≤ c. A single matrix is a
+batch of one; the Hungarian engines, which need a square matrix, get :func:`square_matrix` of it.
+The rules, each applied here once, with one array-module parameter (NumPy or CuPy), so that the
+CPU engines exercise the same code as the GPU ones:
+
+* **transpose** a tall problem (more rows than columns), so that r ≤ c;
+* **negate** to maximise (min of −C is max of C), exactly: integers in int64;
+* **dtype**: integers stay exact (int32 when they fit, else int64) while the int64 duals cannot
+  overflow — (k + 1)·max|c| below 2^62, after an exact row reduction if needed — and are solved in
+  float64 otherwise, as scipy does, with a note; floats stay float32 or become float64; a requested
+  working dtype is honoured or refused, never changed silently;
+* **reduce** float64 rows by their minimum (and columns, for a square problem), so that the numbers
+  the solvers compare are the spread of the costs, not their magnitude (``1e6 + U(0, 1e-7)`` becomes
+  ``U(0, 1e-7)`` exactly: Sterbenz). float32 costs are exact float32 numbers and stay unreduced: the
+  kernels compute slack in float64. The offsets are kept and added back to the duals;
+* **forbidden** entries (+inf minimising, −inf maximising) become a per-problem finite sentinel
+  larger than any finite assignment can cost, once the pipeline has proved each problem feasible.
+
+The float tolerance (one definition: engines, certificate, bench, fuzzer, tests): a reduced cost
+counts as zero when it is at most ``eps = k · S · 2^-50``, S the magnitude the problem's reduced
+costs span (``Work.scale``); see lapcli/certificate.py for what the certificate then proves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import LapInputError
+
+WORK_DTYPES = ("int32", "int64", "float32", "float64")
+
+# Duals and slacks of integer problems live in int64. They stay within a small multiple of
+# (k + 1) · max|cost|, so integer costs are solved exactly while that bound is below 2^62.
+INT64_SAFE = 2**62
+_FLOAT_EPS_FACTOR = 2.0**-50  # eps = k · S · 2^-50
+_PLAIN = {np.dtype(np.int32): "int32", np.dtype(np.float32): "float32"}  # solved as given
+
+
+def float_eps(k: int, spread: float) -> float:
+    """The zero tolerance of a k-column float work problem whose reduced costs lie in [0, spread]."""
+    return k * max(spread, np.finfo(np.float64).tiny) * _FLOAT_EPS_FACTOR
+
+
+@dataclass
+class Work:
+    """The (B, r, c) stack (r ≤ c) the engines minimise, and how its answers map back.
+
+    ``row_offset`` (B, r) and ``col_offset`` (B, c), in the array module of ``values`` (or None for
+    zeros), are what the reduction subtracted: objective = sign · (Σ work + Σ offsets), and the
+    duals of the work plus the offsets are the duals of the sign-adjusted problem. ``scale`` (B,)
+    host float64, where known, is the magnitude each problem's tolerance follows (float work)."""
+
+    values: Any
+    sign: int = 1
+    row_offset: Any = None
+    col_offset: Any = None
+    scale: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def dtype(self) -> str:
+        return self.values.dtype.name
+
+    @property
+    def exact(self) -> bool:
+        return self.values.dtype.kind in "iu"
+
+    def eps(self, b: int = 0) -> float:
+        """Problem b's zero tolerance: 0 for integers, float_eps of its scale for floats."""
+        if self.exact:
+            return 0.0
+        scale = self.scale[b] if self.scale is not None else _magnitude(self.values[b], self.row_offset is None)
+        return float_eps(self.values.shape[2], float(scale))
+
+
+def _magnitude(values, unreduced: bool) -> float:
+    """What a float problem's tolerance follows: max |c| unreduced (float32), else the spread."""
+    if values.size == 0:
+        return 0.0
+    return float(abs(values).max()) if unreduced else float(values.max())
+
+
+def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, square: bool) -> Work:
+    """The work stack of ``stack`` (B, n, m): transposed, negated, in its working dtype, reduced
+    and sentinel-filled as the module docstring says. ``forbidden`` (B,) bool: which problems hold
+    forbidden entries (checked and proved feasible by the caller), or None when nobody has checked
+    the entries (an engine that detects non-finite values itself: they are then left as they are);
+    ``square``: the problem will be padded to a square (the Hungarian engines), so a square float64
+    problem's columns are reduced too."""
+    arr = stack.transpose(0, 2, 1) if stack.shape[1] > stack.shape[2] else stack
+    any_forbidden = bool(forbidden.any()) if forbidden is not None else False
+    if (not maximize and not any_forbidden and arr.dtype in _PLAIN and requested in (None, _PLAIN[arr.dtype])
+            and arr.flags.c_contiguous):
+        return Work(arr)  # already its own work stack: no copy (a small batch's whole call is ~0.1 ms)
+    if arr.dtype.kind == "f" and requested is not None and requested.startswith("int"):
+        arr = _floats_as_integers(arr, xp, requested, any_forbidden)
+    sign = -1 if maximize else 1
+    if arr.dtype.kind in "biu" and (requested is None or requested.startswith("int")):
+        work = _integer_work(arr, xp, maximize, requested)
+        if work is not None:
+            work.sign = sign
+            return work
+        if requested is not None:
+            raise LapInputError(f"integer costs are too large for exact solving as {requested} at "
+                                f"n={arr.shape[2]} (the int64 duals could overflow); drop --dtype to solve in float64")
+        work = _float_work(arr.astype(np.float64), xp, maximize, any_forbidden, "float64", square, True)
+        work.notes.append(f"integer costs too large for exact int64 duals at n={arr.shape[2]}: solved in "
+                          "float64 (as scipy does)")
+        work.sign = sign
+        return work
+    target = requested or ("float32" if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 else "float64")
+    if arr.dtype.kind in "biu":
+        _check_exact_in_float(arr, target)
+    work = _float_work(arr, xp, maximize, any_forbidden, target, square, forbidden is not None)
+    work.sign = sign
+    return work
+
+
+def _integer_work(arr, xp, maximize: bool, requested: str | None) -> Work | None:
+    """Exact integer work, or None when even the row-reduced integers could overflow the int64
+    duals (the caller then solves in float64). A requested int dtype that cannot hold the values
+    is an error, never a silent change."""
+    if arr.dtype.kind == "b":
+        arr = arr.astype(np.int8)
+    if maximize:
+        arr = _negate_exactly(arr)
+        if arr is None:
+            return None
+    if arr.size == 0:
+        return Work(xp.ascontiguousarray(arr.astype(requested or "int32")))
+    if arr.dtype.itemsize <= 4 and arr.dtype != np.uint32:
+        target = requested or "int32"  # |cost| < 2^31: duals within 4·(k+1)·2^31 < 2^62 for k ≤ 2^28
+        return Work(xp.ascontiguousarray(arr.astype(target, copy=False)))
+    k = arr.shape[2]
+    lo, hi = int(arr.min()), int(arr.max())
+    row_offset = None
+    if max(abs(lo), abs(hi)) * 4 * (k + 1) >= INT64_SAFE:
+        arr, row_offset = _reduce_rows_exactly(arr)
+        lo, hi = 0, int(arr.max())
+        if hi * 4 * (k + 1) >= INT64_SAFE:
+            return None
+    target = requested or ("int32" if -(2**31) <= lo and hi < 2**31 else "int64")
+    info = np.iinfo(target)
+    if lo < info.min or hi > info.max:
+        raise LapInputError(f"costs in [{lo}, {hi}] do not fit {target}; use --dtype int64 or float64")
+    return Work(xp.ascontiguousarray(arr.astype(target, copy=False)), row_offset=row_offset)
+
+
+def _negate_exactly(arr):
+    """−arr in int64, or None when a value has no int64 negation (−2^63, or uint64 ≥ 2^63)."""
+    if arr.dtype.itemsize == 8 and arr.size:
+        if arr.dtype == np.uint64 and int(arr.max()) >= 2**63:
+            return None
+        if arr.dtype == np.int64 and int(arr.min()) == -(2**63):
+            return None
+    return -arr.astype(np.int64)
+
+
+def _reduce_rows_exactly(arr):
+    """Subtract each row's minimum exactly (unsigned differences of 64-bit integers are exact modulo
+    2^64 and the true difference lies in [0, 2^64)). Returns (reduced uint64 or int64, row offsets
+    as int64, or a Python-int object array on the host when they do not fit int64)."""
+    row_min = arr.min(axis=2)
+    if arr.dtype == np.int64:
+        reduced = arr.view(np.uint64) - row_min.view(np.uint64)[:, :, None]
+        offsets = row_min
+    else:
+        reduced = arr.astype(np.uint64, copy=False) - row_min.astype(np.uint64)[:, :, None]
+        offsets = row_min.astype(np.int64) if int(row_min.max()) < 2**63 else _host(row_min).astype(object)
+    if int(reduced.max()) < 2**63:
+        reduced = reduced.astype(np.int64)
+    return reduced, offsets
+
+
+def _floats_as_integers(arr, xp, requested: str, any_forbidden: bool):
+    """Float costs solved as integers (``dtype="int64"``): only when every value is an integer."""
+    if any_forbidden:
+        raise LapInputError(f"forbidden (infinite) entries need a float working dtype, not {requested}")
+    if arr.size and not bool((arr == xp.floor(arr)).all()):
+        raise LapInputError(f"costs are not integers, so they cannot be solved as {requested}")
+    if arr.size and float(xp.abs(arr).max()) >= 2.0**63:
+        raise LapInputError(f"costs do not fit {requested}; use --dtype float64")
+    return arr.astype(np.int64)
+
+
+def _check_exact_in_float(arr, target: str) -> None:
+    """Integers solved as floats (``dtype="float32"``): refuse values the float cannot hold."""
+    if arr.size == 0:
+        return
+    digits = np.finfo(target).nmant + 1
+    if arr.dtype.kind == "b" or arr.dtype.itemsize * 8 - (arr.dtype.kind == "i") <= digits:
+        return  # every value of the integer dtype is exact in the float: no scan
+    limit = 2**digits
+    if max(abs(int(arr.min())), abs(int(arr.max()))) > limit:
+        raise LapInputError(f"integer costs beyond ±{limit} are not exact in {target}; use --dtype int64 or float64")
+
+
+def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, square: bool, checked: bool) -> Work:
+    """Float work: negated when maximising (exact), cast to ``target`` (float16 widens), float64
+    rows reduced (and columns when ``square`` and r == c, without forbidden entries), forbidden
+    entries set to each problem's sentinel. The sentinel exceeds what any assignment of finite
+    reduced costs can cost, so the optimum of a feasible problem never takes one."""
+    finite = xp.isfinite(arr) if any_forbidden else None  # before a narrowing cast can overflow
+    values = arr.astype(target, copy=False)
+    if maximize:
+        values = -values
+    batch, r, k = values.shape
+    if not any_forbidden:
+        if checked and values.size and not bool(xp.isfinite(values).all()):  # finite before the cast
+            raise LapInputError(f"costs overflow {target}; use --dtype float64")
+        if values.dtype == np.float32:  # eps follows |c| (see the module docstring)
+            return Work(xp.ascontiguousarray(values))
+        row_min = values.min(axis=2)
+        values = values - row_min[:, :, None]
+        col_min = None
+        if square and r == k:
+            col_min = values.min(axis=1)
+            values = values - col_min[:, None, :]
+        return Work(xp.ascontiguousarray(values), row_offset=row_min, col_offset=col_min)
+    if values.dtype.itemsize < arr.dtype.itemsize and not bool((xp.isfinite(values) == finite).all()):
+        raise LapInputError(f"costs overflow {target}; use --dtype float64")
+    lo = xp.where(finite, values, xp.inf).min(axis=(1, 2))
+    hi = xp.where(finite, values, -xp.inf).max(axis=(1, 2))
+    lo, hi = xp.where(xp.isfinite(lo), lo, 0), xp.where(xp.isfinite(hi), hi, 0)
+    if values.dtype == np.float32:  # unreduced: the sentinel clears hi + k·(hi − lo)
+        width = xp.maximum(xp.maximum(hi - lo, abs(hi) * 2.0**-20), 1e-30)
+        sentinel = (hi + (k + 2) * width).astype(values.dtype)
+        scale = _host(xp.maximum(abs(lo), abs(hi))).astype(np.float64)
+        return Work(xp.ascontiguousarray(xp.where(finite, values, sentinel[:, None, None])), scale=scale)
+    row_min = xp.where(finite, values, xp.inf).min(axis=2)
+    row_min = xp.where(xp.isfinite(row_min), row_min, 0).astype(values.dtype)
+    values = values - row_min[:, :, None]
+    spread = xp.where(finite, values, 0).max(axis=(1, 2))
+    sentinel = (k + 2) * xp.where(spread > 0, spread, 1.0)
+    if not bool(xp.isfinite(sentinel).all()):
+        raise LapInputError("finite costs span too wide a range to mark forbidden entries")
+    values = xp.where(finite, values, sentinel.astype(values.dtype)[:, None, None])
+    return Work(xp.ascontiguousarray(values), row_offset=row_min, scale=_host(spread).astype(np.float64))
+
+
+def _host(array) -> np.ndarray:
+    return array if isinstance(array, np.ndarray) else array.get()
+
+
+@dataclass
+class WorkMatrix:
+    """One problem of a work stack as the square k×k matrix the Hungarian engines solve: the r real
+    rows, then k − r rows of zeros (a padded row may take any column at no cost, so the real rows
+    get exactly scipy's min(n, m) pairs). Offsets are host arrays of k (or None for zeros)."""
+
+    values: Any
+    eps: float
+    row_offset: np.ndarray | None = None
+    col_offset: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def dtype(self) -> str:
+        return str(self.values.dtype)
+
+
+def square_matrix(work: Work, xp) -> WorkMatrix:
+    """The square adapter: problem 0 of ``work`` padded with zero rows to k × k."""
+    values = work.values[0]
+    r, k = values.shape
+    row_offset = None if work.row_offset is None else _host(work.row_offset[0])
+    if r < k:
+        padded = xp.zeros((k, k), dtype=values.dtype)
+        padded[:r] = values
+        values = padded
+        if row_offset is not None:
+            row_offset = np.concatenate([row_offset, np.zeros(k - r, row_offset.dtype)])
+    col_offset = None if work.col_offset is None else _host(work.col_offset[0])
+    return WorkMatrix(xp.ascontiguousarray(values), work.eps(0), row_offset, col_offset, list(work.notes))
