@@ -77,6 +77,11 @@ class Problem:
     origin: Origin | None = None  # where results go back (None: as NumPy, or CuPy for CuPy input)
     forbidden: np.ndarray | None = None  # (B,) bool per problem; None: the entries are not checked yet
     _works: dict = field(default_factory=dict, repr=False)
+    shape: tuple[int, int, int] = field(init=False, repr=False)  # (B, n, m); a matrix: (1, n, m)
+
+    def __post_init__(self) -> None:
+        shape = self.original.shape  # NumPy and CuPy give Python ints
+        self.shape = (shape[0], shape[1], shape[2]) if len(shape) == 3 else (1, shape[0], shape[1])
 
     # -------------------------------------------------------------------------- shape
     @property
@@ -87,11 +92,6 @@ class Problem:
     def stack(self):
         """The (B, n, m) view: a matrix is the stack of one."""
         return self.original if self.is_stack else self.original[None]
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        shape = self.original.shape
-        return (shape[0], shape[1], shape[2]) if len(shape) == 3 else (1, shape[0], shape[1])
 
     @property
     def n_rows(self) -> int:
@@ -287,9 +287,7 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
     if arr.dtype.kind not in "biuf":
         raise LapTypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') according to the rule 'safe'")
     problem = Problem(original=arr, xp=xp, maximize=bool(maximize), requested_dtype=dtype, origin=origin)
-    if arr.dtype.kind != "f":
-        problem.forbidden = np.zeros(problem.shape[0], dtype=bool)  # nothing to check
-    elif check:
+    if check:
         problem.has_forbidden  # noqa: B018 - checks the entries now
     return problem
 

@@ -8,9 +8,19 @@ from __future__ import annotations
 import numpy as np
 
 from ...cuda.batch_lap import (
-    SUMMARY_SLOTS, STATUS_MESSAGES, CertifiedStack, certified_launch, certified_stack, copy_back, decode_key,
-    device_label, dtype_name, reused_events,
+    STATUS_MESSAGES,
+    SUMMARY_SLOTS,
+    CertifiedStack,
+    certified_launch,
+    certified_stack,
+    copy_back,
+    decode_key,
+    device_label,
+    dtype_name,
+    reused_events,
 )
+from ...cuda.staging import start_upload, upload
+from ...work import Work
 
 
 def run_batch(problem, *, timeout: float | None = None, device: int | None = None):
@@ -31,31 +41,30 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
     pipeline checks them and runs the engine again."""
     import cupy
 
-    from ...cuda.staging import start_upload, upload
-    from ...work import Work
-
-    if device is not None and device != cupy.cuda.runtime.getDevice():
+    current = cupy.cuda.runtime.getDevice()
+    if device is not None and device != current:
         with cupy.cuda.Device(device):
             return run_batch(problem, timeout=timeout)
     on_host = problem.xp is np
     stack = problem.stack
     batch, n, m = problem.shape
-    start, copied_in = reused_events(cupy.cuda.runtime.getDevice(), "batch", 2)
+    start, copied_in = reused_events(current, "batch", 2)
+    entries_checked = problem.forbidden is not None
+    if is_own_work(problem, on_host, current):
+        if not on_host:  # launched at once; the caller's view of the columns is made while it runs
+            run = certified_stack(stack, n_out=n, transposed=False, timeout=timeout)
+            return collect(run, Work(stack), on_host=False, entries_checked=entries_checked, started=None,
+                           device_col_ind=run.col_ind)
+        start.record()  # the device time from here to the launch's end: upload and solve
+        pending = start_upload(stack)
+        try:
+            launch = certified_launch(pending.out, n_out=n, transposed=False, timeout=timeout)
+        finally:
+            values = pending.wait()
+        copied_in.record()
+        return collect(launch(), Work(values), on_host=True, entries_checked=entries_checked,
+                       started=(start, copied_in))
     start.record()  # the device time from here to the launch's end: upload, work stack, solve
-    if is_own_work(problem) and (problem.forbidden is None or not problem.forbidden.any()):
-        if on_host:
-            pending = start_upload(stack)
-            try:
-                launch = certified_launch(pending.out, n_out=n, transposed=False, timeout=timeout)
-            finally:
-                values = pending.wait()
-            copied_in.record()
-            run = launch()
-        else:
-            values = stack
-            run = certified_stack(values, n_out=n, transposed=False, timeout=timeout)
-        return collect(run, Work(values), on_host=on_host, entries_checked=problem.forbidden is not None,
-                       started=(start, copied_in) if on_host else None)
     source = upload(stack) if on_host else stack
     if on_host:
         copied_in.record()
@@ -70,12 +79,16 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
     return result
 
 
-def is_own_work(problem) -> bool:
-    """A C-contiguous int32 or float32 stack of n ≤ m problems to minimise in its own dtype."""
+def is_own_work(problem, on_host: bool, device: int) -> bool:
+    """A C-contiguous int32 or float32 stack of n ≤ m problems to minimise in its own dtype, with no
+    forbidden entry known, on the host or on the current device: its own work stack."""
     stack = problem.stack
     dtype = stack.dtype
-    return (dtype in _PLAIN_DTYPES and not problem.maximize and problem.requested_dtype in (None, dtype.name)
-            and problem.n_rows <= problem.n_cols and stack.flags.c_contiguous)
+    return (dtype in _PLAIN_DTYPES and not problem.maximize
+            and (problem.requested_dtype is None or problem.requested_dtype == dtype.name)
+            and problem.n_rows <= problem.n_cols and stack.flags.c_contiguous
+            and (problem.forbidden is None or not problem.forbidden.any())
+            and (on_host or stack.data.device_id == device))
 
 
 _PLAIN_DTYPES = (np.dtype(np.int32), np.dtype(np.float32))
