@@ -27,6 +27,8 @@ SUITE_ARGS = {  # the solvers each suite times (peers are timed in the suites' o
     "papers": ["--solvers", "cuda", "--warmup", "1"],
     "batch": ["--solvers", "cuda-batch,cuda-batch:d2d", "--warmup", "2"],
     "quick": ["--solvers", "scipy,numpy", "--warmup", "1"],  # CPU only: a check of this script
+    # the papers' grid's cells of at most 2048 (a few ms each: where fixed costs of a call show)
+    "papers-small": ["--sizes", "256,512,1024,2048", "--solvers", "cuda", "--warmup", "1"],
 }
 
 
@@ -38,7 +40,8 @@ def cell_key(row: dict) -> tuple:
 
 def run_suite(tree: Path, suite: str, repeat: int, out: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    command = [sys.executable, "-m", "lapcli", "bench", "--suite", suite, *SUITE_ARGS[suite], "--repeat", str(repeat),
+    command = [sys.executable, "-m", "lapcli", "bench", "--suite", suite.split("-")[0], *SUITE_ARGS[suite],
+               "--repeat", str(repeat),
                "--json", str(out)]  # not --quiet: a base tree may predate its fix for Rich 15
     with open(out.with_suffix(".log"), "w") as log:
         subprocess.run(command, env=env, check=False, cwd=tree, stdout=log, stderr=subprocess.STDOUT)

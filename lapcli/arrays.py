@@ -54,8 +54,12 @@ def as_array(x: Any) -> tuple[Any, Origin]:
         if tensor.is_cuda:
             import cupy
 
-            return cupy.from_dlpack(tensor), Origin("torch", True)
-        return tensor.resolve_conj().resolve_neg().numpy(), Origin("torch", False)
+            return cupy.from_dlpack(tensor), _TORCH_GPU
+        return tensor.resolve_conj().resolve_neg().numpy(), _TORCH_CPU
     if is_cupy(x):
-        return x, Origin("cupy", True)
-    return np.asarray(x), Origin("numpy", False)
+        return x, _CUPY
+    return np.asarray(x), _NUMPY
+
+
+_TORCH_GPU, _TORCH_CPU = Origin("torch", True), Origin("torch", False)
+_CUPY, _NUMPY = Origin("cupy", True), Origin("numpy", False)

@@ -22,6 +22,7 @@ from .cost_limit import CostLimit
 from .cuda import probe
 from .engines import registry
 from .engines.auto import choose
+from .engines.base import PendingBatch
 from .errors import LapInputError
 from .problem import Problem, prepare
 from .results import BatchReport, BatchSolution, Solution, SolveReport
@@ -146,19 +147,29 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     if not engine.capabilities.checks_entries:
         problem.has_forbidden  # noqa: B018 - entries and feasibility where the input lives
     module = engine.load()
-    result = module.run_batch(problem, timeout=timeout, device=device)
+    result, caller_col_ind = _finished(module.run_batch(problem, timeout=timeout, device=device), problem)
     if result.unchecked_nonfinite:  # the launch met NaN or an infinity: check them (bad input, or forbidden
         problem.has_forbidden  # noqa: B018 - pairs and their feasibility), then solve with the sentinels
-        result = module.run_batch(problem, timeout=timeout, device=device)
+        result, caller_col_ind = _finished(module.run_batch(problem, timeout=timeout, device=device), problem)
     return _batch_solution(problem, name, reason, start, result.col_ind, result.device, result.dtype, result.details,
-                           result.certificate, result.notes, result.objectives)
+                           result.certificate, result.notes, result.objectives, caller_col_ind)
+
+
+def _finished(result, problem):
+    """(BatchEngineResult, the caller's col_ind or None): a launch still running is waited for after
+    the caller's view of its columns is made."""
+    if not isinstance(result, PendingBatch):
+        return result, None
+    caller_col_ind = problem.origin.to_caller(result.col_ind)
+    return result.finish(), caller_col_ind
 
 
 def _batch_solution(problem, name, reason, start, col_ind, device, dtype, details, certificate, notes,
-                    objectives=None) -> BatchSolution:
+                    objectives=None, caller_col_ind=None) -> BatchSolution:
     if objectives is None:  # engines that do not sum the objectives themselves
         objectives = problem.objectives(col_ind)
-    caller_col_ind = problem.origin.to_caller(col_ind)
+    if caller_col_ind is None:
+        caller_col_ind = problem.origin.to_caller(col_ind)
     batch, n, m = problem.shape
     total_ms = (time.perf_counter() - start) * 1e3
     report = BatchReport(

@@ -15,6 +15,7 @@ a GPU engine checks them on the device instead of a host pass before the upload.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -276,7 +277,7 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
         raise LapInputError(f"unknown working dtype {dtype!r}; choose one of {', '.join(WORK_DTYPES)}")
     if stack:
         arr, origin = as_array(cost)
-        xp = np if isinstance(arr, np.ndarray) else array_module(arr)
+        xp = np if isinstance(arr, np.ndarray) else sys.modules["cupy"]  # as_array gave a CuPy array
         if arr.ndim != 3:
             raise LapInputError(f"expected a stack of matrices (3-D array), got a {arr.ndim}-D array")
     else:

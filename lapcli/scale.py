@@ -90,9 +90,8 @@ def _failed(index: int, error: BaseException) -> Failed:
 
 def solve_input(index: int, item, options: dict, read_options: dict) -> Solved | Failed:
     """One task: read ``item`` if it is a file spec, solve it, and turn any failure into Failed."""
-    from .pipeline import solve_batch
-    from .pipeline import solve
     from .io.read import read_matrix_with_info
+    from .pipeline import solve, solve_batch
 
     try:
         notes: list[str] = []

@@ -8,11 +8,25 @@ import click
 
 from ..bench.outputs import environment, write_csv, write_json, write_plot
 from ..bench.runner import bench_solvers, run_bench, solver_available
-from ..bench.suites import SUITES, BenchSettings, ObjectiveMismatch, fixed_options, grid_cells, open_suite
+from ..bench.suites import (
+    SUITES,
+    BenchSettings,
+    ObjectiveMismatch,
+    fixed_options,
+    grid_cells,
+    open_suite,
+)
 from ..bench.table import baseline_title, results_table_columns, results_table_rows
-from .support import FailedError, FiniteFloatRange, InputError, OneLineCommand, run_library_call, stderr_console
 from ..generate import FLOAT_KINDS, KINDS
 from ..problem import WORK_DTYPES
+from .support import (
+    FailedError,
+    FiniteFloatRange,
+    InputError,
+    OneLineCommand,
+    run_library_call,
+    stderr_console,
+)
 
 
 def csv_list(kind, check=None):
@@ -147,9 +161,9 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
 
         warm += ["cuda"] if probe.cuda_status()[0] else []
     if warm:  # context creation and NVRTC compile stay out of the numbers
-        from ..pipeline import solve
-
         import numpy as np
+
+        from ..pipeline import solve
 
         for s in warm:
             solve(np.eye(4, dtype=np.int32), solver=s)
@@ -196,8 +210,14 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet)
     from rich.table import Table
 
     from ..bench import batch as bench_batch
-    from ..bench.batch import BatchMismatch, BatchSettings, batch_environment, batch_table_rows, run_batch_bench, \
-        write_batch_json
+    from ..bench.batch import (
+        BatchMismatch,
+        BatchSettings,
+        batch_environment,
+        batch_table_rows,
+        run_batch_bench,
+        write_batch_json,
+    )
     from ..io.write import check_output_path
 
     runners = bench_batch.batch_runners()

@@ -15,21 +15,35 @@ import sys
 import click
 
 from .. import __version__
-from .support import FailedError, FiniteFloatRange, InputError, OneLineGroup, run_library_call, stderr_console
-from ..generate import GENERATED_DTYPES, KINDS, check_options, generate_blocks, generate_stack_blocks, new_seed
-from .bench import bench_command
+from ..engines.registry import solver_choices
+from ..generate import (
+    GENERATED_DTYPES,
+    KINDS,
+    check_options,
+    generate_blocks,
+    generate_stack_blocks,
+    new_seed,
+)
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, MATRIX_SUFFIXES
 from ..io.read import input_rank, read_matrix_with_info
 from ..io.write import (
     assignment_bytes,
-    duals_bytes,
     check_output_path,
+    duals_bytes,
     stack_assignment_bytes,
     write_bytes,
     write_matrix_blocks,
 )
-from ..engines.registry import solver_choices
 from ..problem import WORK_DTYPES
+from .bench import bench_command
+from .support import (
+    FailedError,
+    FiniteFloatRange,
+    InputError,
+    OneLineGroup,
+    run_library_call,
+    stderr_console,
+)
 
 
 @click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -213,8 +227,8 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
     """Each input one Dask task (stdin is read here); the output as the in-process path gives it, in
     input order. A failed input prints its one-line error and sets the exit code (2: bad input, 1:
     infeasible or solver failure); the others still give their output."""
-    from ..results import BatchReport
     from ..report import render_batch_summary, render_summary
+    from ..results import BatchReport
     from ..scale import Solved
 
     items, local_notes = [], {}

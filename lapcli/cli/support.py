@@ -4,12 +4,17 @@ and the stderr console for people."""
 from __future__ import annotations
 
 import math
+import os
 
 import click
 
-import os
-
-from ..errors import InfeasibleError, LapInputError, LapTypeError, SolverError, SolverUnavailable
+from ..errors import (
+    InfeasibleError,
+    LapInputError,
+    LapTypeError,
+    SolverError,
+    SolverUnavailable,
+)
 
 
 class InputError(click.ClickException):

@@ -25,10 +25,30 @@ from typing import Any
 import numpy as np
 
 from .batch_abi import (  # noqa: F401 - the ABI's names are part of this launcher's interface
-    CERTIFY_STATS, KERNEL_ARGUMENTS, KERNEL_PARAMETERS, KERNEL_TYPES, LAYOUTS, MAX_COLUMNS, STATS, STATUS_MESSAGES,
-    STATUS_OK, STATUSES, SUMMARY, SUMMARY_SLOTS, _INT_ARGUMENTS, _NO_CERTIFY, _STAMP_OFFSET, checked_layout,
-    choose_layout, dtype_name, fault_defines, kernel_defines, kernel_name, kernel_source,
+    _INT_ARGUMENTS,
+    _NO_CERTIFY,
+    _STAMP_OFFSET,
+    CERTIFY_STATS,
+    KERNEL_ARGUMENTS,
+    KERNEL_PARAMETERS,
+    KERNEL_TYPES,
+    LAYOUTS,
+    MAX_COLUMNS,
+    STATS,
+    STATUS_MESSAGES,
+    STATUS_OK,
+    STATUSES,
+    SUMMARY,
+    SUMMARY_SLOTS,
+    checked_layout,
+    choose_layout,
+    dtype_name,
+    fault_defines,
+    kernel_defines,
+    kernel_name,
+    kernel_source,
 )
+
 
 @dataclass
 class StackResult:

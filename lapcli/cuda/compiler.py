@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import SolverError
 
+
 def cache_dir() -> Path:
     """Where compiled kernels are kept: $LAPCLI_CACHE_DIR, else $XDG_CACHE_HOME/lapcli, else
     ~/.cache/lapcli."""

@@ -13,13 +13,23 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS, STEP_NAMES, StepStat
 from ..errors import SolverError
+from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS, STEP_NAMES, StepStat
 from .hungarian_abi import (
-    BLOCK_SIZE, STEPWISE_KERNELS, STATE_POINTERS, STATUS_MESSAGES, LaunchPlan, buffer_layout, kernel_defines, kernel_name,
-    kernel_source, launch_bytes, pack_state, plan_arena, plan_from_occupancy,
+    BLOCK_SIZE,
+    STATE_POINTERS,
+    STATUS_MESSAGES,
+    STEPWISE_KERNELS,
+    LaunchPlan,
+    buffer_layout,
+    kernel_defines,
+    kernel_name,
+    kernel_source,
+    launch_bytes,
+    pack_state,
+    plan_arena,
+    plan_from_occupancy,
 )
-
 
 
 @lru_cache(maxsize=None)

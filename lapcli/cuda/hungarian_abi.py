@@ -14,8 +14,8 @@ from importlib import resources
 
 import numpy as np
 
-from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS
 from ..errors import SolverError
+from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS
 
 BLOCK_SIZE = 512
 BLOCKS_PER_SM = 1  # one resident block per SM: the cheapest grid.sync() (docs/design.md: grid.sync() costs 1.2 us at one block per SM, 2.3 us at eight)

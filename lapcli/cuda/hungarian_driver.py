@@ -16,11 +16,33 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compiler import compile_options, load_or_compile
-from .driver import DeviceArena, PointerArg, _check, _driver, copy_out, early_start, kernel_arguments, open_gpu
-from .hungarian import check_device_memory, check_result, launch_details, work_is_the_input
+from .driver import (
+    DeviceArena,
+    PointerArg,
+    _check,
+    _driver,
+    copy_out,
+    early_start,
+    kernel_arguments,
+    open_gpu,
+)
+from .hungarian import (
+    check_device_memory,
+    check_result,
+    launch_details,
+    work_is_the_input,
+)
 from .hungarian_abi import (
-    AUCTION_ROUNDS, BLOCK_SIZE, BLOCKS_PER_SM, STATE_POINTERS, buffer_layout, kernel_defines, kernel_name, kernel_source,
-    pack_state, plan_from_occupancy,
+    AUCTION_ROUNDS,
+    BLOCK_SIZE,
+    BLOCKS_PER_SM,
+    STATE_POINTERS,
+    buffer_layout,
+    kernel_defines,
+    kernel_name,
+    kernel_source,
+    pack_state,
+    plan_from_occupancy,
 )
 
 # H100 machine, warm, int32 (docs/dispatch.md): the pageable copy here takes 0.5 / 9.2 / 37 ms at

@@ -6,8 +6,8 @@ import platform
 
 import numpy as np
 
-from ..base import EngineResult, certified_result
 from ...steps import AUCTION_ROUNDS, StepRecorder
+from ..base import EngineResult, certified_result
 from .numpy_hungarian import solve_square
 
 

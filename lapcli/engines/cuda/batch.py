@@ -21,6 +21,7 @@ from ...cuda.batch_lap import (
 )
 from ...cuda.staging import start_upload, upload
 from ...work import Work
+from ..base import PendingBatch
 
 
 def run_batch(problem, *, timeout: float | None = None, device: int | None = None):
@@ -51,10 +52,11 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
     start, copied_in = reused_events(current, "batch", 2)
     entries_checked = problem.forbidden is not None
     if is_own_work(problem, on_host, current):
-        if not on_host:  # launched at once; the caller's view of the columns is made while it runs
+        if not on_host:  # launched at once; the pipeline's bookkeeping runs while the kernel does
             run = certified_stack(stack, n_out=n, transposed=False, timeout=timeout)
-            return collect(run, Work(stack), on_host=False, entries_checked=entries_checked, started=None,
-                           device_col_ind=run.col_ind)
+            col_ind = run.col_ind
+            return PendingBatch(col_ind, lambda: collect(run, Work(stack), on_host=False, entries_checked=entries_checked,
+                                                         started=None, device_col_ind=col_ind))
         start.record()  # the device time from here to the launch's end: upload and solve
         pending = start_upload(stack)
         try:

@@ -14,12 +14,17 @@ import numpy as np
 
 from ...cuda import hungarian_driver
 from ...cuda.hungarian import (
-    DeviceState, allow_shared_memory, check_memory_before_upload, device_work, launch_details,
-    prepare_launch, step_stats,
+    DeviceState,
+    allow_shared_memory,
+    check_memory_before_upload,
+    device_work,
+    launch_details,
+    prepare_launch,
+    step_stats,
 )
 from ...cuda.hungarian_abi import BLOCK_SIZE, BLOCKS_PER_SM, kernel_name
-from ..base import EngineResult, certified_result
 from ...steps import AUCTION_ROUNDS
+from ..base import EngineResult, certified_result
 from .common import finish
 
 

@@ -18,17 +18,21 @@ The twin (lapcli.twins.sap_twin) composes the two NumPy specifications; the cert
 
 from __future__ import annotations
 
-
 from ...cuda.batch_lap import MAX_COLUMNS, STATUS_MESSAGES, solve_stack
 from ...cuda.hungarian import (
-    DeviceState, allow_shared_memory, check_memory_before_upload, check_result, device_name, device_work,
+    DeviceState,
+    allow_shared_memory,
+    check_memory_before_upload,
+    check_result,
+    device_name,
+    device_work,
     prepare_launch,
 )
 from ...cuda.hungarian_abi import BLOCK_SIZE, BLOCKS_PER_SM, kernel_name
 from ...cuda.hungarian_abi import STATUS_MESSAGES as KERNEL_MESSAGES
 from ...errors import LapInputError, SolverError
-from ..base import EngineResult, certified_result
 from ...steps import AUCTION_PATIENCE, AUCTION_ROUNDS, StepStat
+from ..base import EngineResult, certified_result
 
 STEPS = (
     (1, "start: auction"),  # rounds run

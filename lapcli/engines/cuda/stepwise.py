@@ -11,14 +11,28 @@ import time
 import numpy as np
 
 from ...cuda.hungarian import (
-    DeviceState, allow_shared_memory, check_memory_before_upload, device_work, launch_details, prepare_launch,
+    DeviceState,
+    allow_shared_memory,
+    check_memory_before_upload,
+    device_work,
+    launch_details,
+    prepare_launch,
 )
 from ...cuda.hungarian_abi import (
-    BLOCK_SIZE, BLOCKS_PER_SM, EPOCH_KERNELS, SHARED_KERNELS, SLOT_CHANGED, SLOT_COUNT, SLOT_INTS, SLOT_PATH,
-    SLOT_STARS, STEPWISE_KERNELS, kernel_name,
+    BLOCK_SIZE,
+    BLOCKS_PER_SM,
+    EPOCH_KERNELS,
+    SHARED_KERNELS,
+    SLOT_CHANGED,
+    SLOT_COUNT,
+    SLOT_INTS,
+    SLOT_PATH,
+    SLOT_STARS,
+    STEPWISE_KERNELS,
+    kernel_name,
 )
-from ..base import EngineResult
 from ...steps import AUCTION_PATIENCE, AUCTION_ROUNDS
+from ..base import EngineResult
 from .common import finish
 
 
