@@ -54,6 +54,8 @@ def check_entries(stack, xp, maximize: bool, single: bool = True) -> np.ndarray:
 def infeasible_members(stack, forbidden: np.ndarray, maximize: bool, xp) -> list[int]:
     """The problems whose allowed (finite) pairs hold no assignment of the smaller side: a maximum
     bipartite matching (Hopcroft–Karp, scipy) of each problem with forbidden entries."""
+    if not forbidden.any():
+        return []
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import maximum_bipartite_matching
 

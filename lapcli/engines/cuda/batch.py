@@ -49,7 +49,6 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
     on_host = problem.xp is np
     stack = problem.stack
     batch, n, m = problem.shape
-    start, copied_in = reused_events(current, "batch", 2)
     entries_checked = problem.forbidden is not None
     if is_own_work(problem, on_host, current):
         if not on_host:  # launched at once; the pipeline's bookkeeping runs while the kernel does
@@ -57,6 +56,7 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
             col_ind = run.col_ind
             return PendingBatch(col_ind, lambda: collect(run, Work(stack), on_host=False, entries_checked=entries_checked,
                                                          started=None, device_col_ind=col_ind))
+        start, copied_in = reused_events(current, "batch", 2)
         start.record()  # the device time from here to the launch's end: upload and solve
         pending = start_upload(stack)
         try:
@@ -66,6 +66,7 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
         copied_in.record()
         return collect(launch(), Work(values), on_host=True, entries_checked=entries_checked,
                        started=(start, copied_in))
+    start, copied_in = reused_events(current, "batch", 2)
     start.record()  # the device time from here to the launch's end: upload, work stack, solve
     source = upload(stack) if on_host else stack
     if on_host:
