@@ -19,7 +19,7 @@ from .steps import AUCTION_PATIENCE, AUCTION_ROUNDS
 
 
 def column_reduction(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The kernel's start for a square problem without a warm start (BATCH_COLUMN_REDUCTION): v[j]
+    """The kernel's start for a square problem without a warm start: v[j]
     = min over i of c[i][j] (lowest row on ties), and each row that is some column's minimum takes
     the lowest such column. Returns (v, col_of_row), -1 for a free row. For finite costs (the
     kernel's comparisons skip a NaN where NumPy's minimum takes it; a stack with NaN or an infinity
@@ -36,8 +36,8 @@ def column_reduction(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def reference_stack(costs: np.ndarray, warm_start=None, column_reduction_start: bool = True):
     """Solve each costs[b] like the kernel does; return (col_of_row, u, v, status) as NumPy arrays.
     ``warm_start`` = (v, col_of_row) as solve_stack takes it (square problems); without one, a
-    square problem starts from column_reduction (``column_reduction_start``: the kernel's
-    BATCH_COLUMN_REDUCTION)."""
+    square problem starts from column_reduction, as the kernel does (``column_reduction_start``
+    False: a search from every row, the cold start a test may compare with)."""
     costs = np.asarray(costs)
     batch, n, m = costs.shape
     dual = np.int64 if costs.dtype.kind in "iu" else np.float64

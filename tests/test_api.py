@@ -136,7 +136,7 @@ def test_huge_integers_are_solved_in_float64_as_scipy_does_and_the_report_says_s
 
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64])
 def test_integers_beyond_2_to_50_are_solved_exactly_where_scipy_solves(rng, dtype):
-    # issue #11: int64 costs above ~2^50 at n = 1000 and uint64 above 2^63 used to be refused
+    # int64 costs above ~2^50 at n = 1000 and uint64 above 2^63 used to be refused
     n = 300
     offset = 2**63 + 12345 if dtype is np.uint64 else 2**55
     cost = (rng.integers(0, 10**6, (n, n)).astype(dtype) + dtype(offset)).astype(dtype)

@@ -1,4 +1,4 @@
-"""Issue #13: batches of problems through one call (CPU engine here; GPU tests in test_cuda_batch.py)."""
+"""Batches of problems through one call (CPU engine here; GPU tests in test_cuda_batch.py)."""
 
 import numpy as np
 import pytest
@@ -47,6 +47,14 @@ def test_infeasible_members_are_named_and_nothing_is_returned(rng):
     for b in (3, 17):
         stack[b, 2, :] = np.inf
     with pytest.raises(InfeasibleError, match=r"cost matrix is infeasible: problems 3, 17 of 64"):
+        solve_batch(stack)
+
+
+def test_a_nan_in_a_stack_names_the_problems_that_hold_it():
+    stack = np.ones((30, 3, 4))
+    stack[[4, 17], 1, 2] = np.nan
+    stack[9, 0, 0] = -np.inf
+    with pytest.raises(ValueError, match=r"^matrix contains invalid numeric entries: problems 4, 9, 17 of 30$"):
         solve_batch(stack)
 
 

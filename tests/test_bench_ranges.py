@@ -1,4 +1,4 @@
-"""`lap bench --suite ranges` (issue #14) on the CPU: suites of several kinds, the engine `auto`
+"""`lap bench --suite ranges` on the CPU: suites of several kinds, the engine `auto`
 ran, a baseline that is the fastest of several solvers, and the timeout skip per kind."""
 
 import csv

@@ -1,4 +1,4 @@
-"""Issue #11: no silent wrong answer. Every answer of an engine with duals is proved optimal by
+"""No silent wrong answer. Every answer of an engine with duals is proved optimal by
 complementary slackness, the duals come back in the caller's coordinates, and the float tolerance
 follows the spread of the costs, not their magnitude."""
 
@@ -161,6 +161,13 @@ def test_cost_limit_leaves_expensive_rows_unassigned_as_lapjv(rng, solver):
         assert augmented_total(solution.objective, len(solution.row_ind)) == \
             augmented_total(int(cost[rows, cols].sum()), len(rows))
         assert (solution.x >= 0).sum() == len(solution.row_ind)
+
+
+def test_an_infinite_cost_limit_leaves_no_row_out_as_lapjvs_default(rng):
+    cost = rng.integers(0, 100, (5, 7))
+    limited, plain = lapcli.solve(cost, cost_limit=np.inf), lapcli.solve(cost)
+    assert limited.objective == plain.objective and (limited.x >= 0).all()
+    assert not any("cost_limit" in note for note in limited.report.notes)
 
 
 def test_cost_limit_refuses_maximize_and_nan():

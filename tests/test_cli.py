@@ -511,7 +511,7 @@ def test_unwritable_output_folder_is_exit_2(tmp_path):
 
 
 def test_quiet_one_shot_solve_imports_neither_rich_nor_cupy(tmp_path, rng):
-    """Start-up is part of a one-shot solve (issue #12): --quiet prints nothing, so Rich (~40 ms
+    """Start-up is part of a one-shot solve: --quiet prints nothing, so Rich (~40 ms
     on the H100 machine) is not imported; nor is CuPy (~0.25 s; cuda_status asks the driver)."""
     import json
     import subprocess

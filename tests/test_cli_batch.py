@@ -1,4 +1,4 @@
-"""Issue #13 on the command line: `lap solve` on stacks and on several inputs, `lap generate --batch`."""
+"""Stacks on the command line: `lap solve` on stacks and on several inputs, `lap generate --batch`."""
 
 import io
 import json

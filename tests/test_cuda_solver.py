@@ -276,7 +276,7 @@ def test_bench_runs_both_gpu_solvers_and_agrees(tmp_path):
     assert all([s["step"] for s in r["steps"]] == [1, 2, 3, 4, 5, 6] for r in stepwise)
 
 
-# ----------------------------------------------------------------------------- issue #11 on the GPU
+# ----------------------------------------------------------------------------- large integers on the GPU
 @pytest.mark.parametrize("solver", ["cuda", "cuda-stepwise"])
 def test_offset_floats_are_solved_to_the_optimum_on_the_gpu(rng, solver):
     for n in (100, 700):
@@ -377,7 +377,7 @@ def test_compiled_kernel_is_cached_on_disk_for_the_next_process(tmp_path, rng):
 
 def test_the_lap_process_starts_the_driver_early_and_solves_right(tmp_path, rng):
     """``lap solve`` of a matrix auto gives to the kernel: the driver starts in a thread before
-    NumPy's import (lapcli/gpu_start.py), the answer is scipy's, and the command returns with
+    NumPy's import (lapcli/cli/gpu_start.py), the answer is scipy's, and the command returns with
     its output whole although the CUDA teardown is left to a child."""
     import json
     import subprocess

@@ -1,4 +1,4 @@
-"""Issue #15: `lap generate` streams a matrix in row blocks (generator to writer, file or stdout)
+"""`lap generate` streams a matrix in row blocks (generator to writer, file or stdout)
 without holding it, and the blocks are exactly the matrices the seeds always gave."""
 
 import hashlib

@@ -1,4 +1,4 @@
-"""The lap process's early CUDA start and detached teardown (lapcli/gpu_start.py): which commands
+"""The lap process's early CUDA start and detached teardown (lapcli/cli/gpu_start.py): which commands
 start the driver before NumPy's import, the NPY header read without NumPy, the lazy package, and
 the child that outlives the process only until its exit. CPU only: the child and the decisions
 need no GPU (the GPU test of the whole path is in test_cuda_solver.py)."""

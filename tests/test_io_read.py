@@ -1,5 +1,5 @@
-"""Reading inputs: NPY and contiguous HDF5 datasets are memory-mapped, not read whole (issue #15:
-a GPU solve pages them straight into the pinned upload ring)."""
+"""Reading inputs: NPY and contiguous HDF5 datasets are memory-mapped, not read whole:
+a GPU solve pages them straight into the pinned upload."""
 
 import h5py
 import numpy as np

@@ -98,7 +98,7 @@ def test_step5_green_of_a_column_is_its_largest_visiting_row():
     assert star_col.tolist() == [0, 1, -1, 2] and star_row.tolist() == [0, 1, 3, -1]
 
 
-# ------------------------------------------------------------------ the auction start (issue #14 lead)
+# ------------------------------------------------------------------ the auction start
 def _work(cost, maximize=False):
     from lapcli.problem import prepare
 

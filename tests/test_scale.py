@@ -1,4 +1,4 @@
-"""Issue #15: scale-out through Dask, on a real LocalCluster of CPU worker processes."""
+"""Scale-out through Dask, on a real LocalCluster of CPU worker processes."""
 
 import builtins
 import gc

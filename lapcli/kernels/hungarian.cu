@@ -927,7 +927,7 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) step_6_shift(const State<T, D>* 
 }
 
 // ================================ the certificate's read pass ==================================
-// For the driver-API launcher (lapcli/engines/cuda_driver.py): the minimum reduced cost of each
+// For the driver-API launcher (lapcli/cuda/hungarian_driver.py): the minimum reduced cost of each
 // row, min_j cost[i, j] - u[i] - v[j], a block per row. The host checks these minima and the
 // assigned pairs against the tolerance (lapcli/certificate.py); CuPy's launcher does the same
 // pass with a CuPy reduction.
