@@ -52,3 +52,17 @@ def test_checker_agrees_on_infeasibility():
     cost = np.ones((4, 4))
     cost[2] = np.inf
     assert fuzz.check(case, cost, "numpy") == ("ok", "")
+
+
+def test_batch_checker_sums_the_reference_exactly(monkeypatch):
+    """A case the GPU fuzzer flagged: 53 problems of 1e6 + U(0, 1e-7), maximised. lapcli's
+    objectives are correctly rounded (fsum); NumPy's plain sum of scipy's pairs errs by 2.2e-8 on
+    problem 3, more than the tolerance (2.1e-8): the checker must sum its reference exactly too."""
+    import types
+
+    fuzz = load_fuzz_module()
+    case = {"n": 47, "m": 47, "kind": "offset", "range": 100.0, "dtype": "float64", "maximize": True,
+            "forbidden": 0.0, "seed": 236563105}
+    monkeypatch.setattr(fuzz, "draw_case", lambda rng, max_n: dict(case))
+    _, stack, verdicts = fuzz.check_batch(types.SimpleNamespace(integers=lambda low, high: 53), "scipy-batch")
+    assert stack.shape == (53, 47, 47) and verdicts == ["ok"] * 53
