@@ -243,7 +243,8 @@ def _exact_sum(values: np.ndarray) -> np.ndarray:
     object array); float32 in float64 (exact at these sizes); float64 by fsum (a pairwise sum of
     1e6 + U(0, 1e-7) costs errs by more than the tolerance the fuzzer holds us to)."""
     if values.dtype.kind in "biu":
-        if values.dtype.itemsize < 8 or int(np.abs(values).max(initial=0)) < 2**63 // max(values.shape[1], 1):
+        widest = max(abs(int(values.min())), abs(int(values.max()))) if values.size else 0  # no np.abs: −2^63
+        if values.dtype.itemsize < 8 or widest < 2**63 // max(values.shape[1], 1):
             return values.astype(np.int64).sum(axis=1)
         return np.array([sum(int(x) for x in row) for row in values.tolist()] or [], dtype=object)
     if values.dtype.itemsize <= 4:

@@ -128,6 +128,43 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
     return work
 
 
+FLOAT64_EXACT = 2**53  # integers below this are exact in float64
+
+
+def float64_exact(values) -> bool:
+    """Whether a float64 solver (scipy) computes exactly on these integer costs: every value, and
+    every dual and path length it forms (within 4·(k + 1)·max|c|), below 2^53. Floats: True (they are
+    solved as the floats they are). Scans the values only for 64-bit integers."""
+    dtype = values.dtype
+    if dtype.kind not in "biu" or values.size == 0:
+        return True
+    k = max(values.shape[-2:])
+    info = np.iinfo(dtype) if dtype.kind != "b" else np.iinfo(np.int8)
+    if max(-int(info.min), int(info.max)) * 4 * (k + 1) < FLOAT64_EXACT:
+        return True  # no value of the dtype is too wide: no scan
+    return max(abs(int(values.min())), abs(int(values.max()))) * 4 * (k + 1) < FLOAT64_EXACT
+
+
+def reduced_for_float64(matrix: np.ndarray, maximize: bool) -> np.ndarray | None:
+    """An integer host matrix to MINIMISE with the same optimal assignments as ``matrix`` (to
+    maximise when ``maximize``), reduced exactly along its smaller side so that a float64 solver is
+    exact on it: each row's minimum subtracted (its maximum minus each cost, maximising), or each
+    column's for a tall matrix, where not every row is assigned but every column is. Unsigned
+    differences of 64-bit integers are exact; None when even the reduced costs are too wide."""
+    values = matrix.T if matrix.shape[0] > matrix.shape[1] else matrix
+    if values.dtype.kind == "b":
+        values = values.astype(np.int8)
+    unsigned = values.astype(np.uint64)  # two's complement: differences below are exact modulo 2^64
+    if maximize:
+        reduced = values.max(axis=1).astype(np.uint64)[:, None] - unsigned
+    else:
+        reduced = unsigned - values.min(axis=1).astype(np.uint64)[:, None]
+    if reduced.size and int(reduced.max()) * 4 * (max(values.shape) + 1) >= FLOAT64_EXACT:
+        return None
+    reduced = reduced.astype(np.int64)
+    return reduced.T if matrix.shape[0] > matrix.shape[1] else reduced
+
+
 def _integer_work(arr, xp, maximize: bool, requested: str | None) -> Work | None:
     """Exact integer work, or None when even the row-reduced integers could overflow the int64
     duals (the caller then solves in float64). A requested int dtype that cannot hold the values
@@ -135,9 +172,10 @@ def _integer_work(arr, xp, maximize: bool, requested: str | None) -> Work | None
     if arr.dtype.kind == "b":
         arr = arr.astype(np.int8)
     if maximize:
-        arr = _negate_exactly(arr)
-        if arr is None:
-            return None
+        negated = _negate_exactly(arr)
+        if negated is None:  # −2^63, or uint64 ≥ 2^63: subtract from the row maxima instead
+            return _reduced_integer_work(arr, xp, True, requested)
+        arr = negated
     if arr.size == 0:
         return Work(xp.ascontiguousarray(arr.astype(requested or "int32")))
     if arr.dtype.itemsize <= 4 and arr.dtype != np.uint32:
@@ -145,17 +183,37 @@ def _integer_work(arr, xp, maximize: bool, requested: str | None) -> Work | None
         return Work(xp.ascontiguousarray(arr.astype(target, copy=False)))
     k = arr.shape[2]
     lo, hi = int(arr.min()), int(arr.max())
-    row_offset = None
     if max(abs(lo), abs(hi)) * 4 * (k + 1) >= INT64_SAFE:
-        arr, row_offset = _reduce_rows_exactly(arr)
-        lo, hi = 0, int(arr.max())
-        if hi * 4 * (k + 1) >= INT64_SAFE:
-            return None
+        return _reduced_integer_work(arr, xp, False, requested)
+    return Work(xp.ascontiguousarray(arr.astype(_integer_target(lo, hi, requested), copy=False)))
+
+
+def _integer_target(lo: int, hi: int, requested: str | None) -> str:
     target = requested or ("int32" if -(2**31) <= lo and hi < 2**31 else "int64")
     info = np.iinfo(target)
     if lo < info.min or hi > info.max:
         raise LapInputError(f"costs in [{lo}, {hi}] do not fit {target}; use --dtype int64 or float64")
-    return Work(xp.ascontiguousarray(arr.astype(target, copy=False)), row_offset=row_offset)
+    return target
+
+
+def _reduced_integer_work(arr, xp, maximize: bool, requested: str | None) -> Work | None:
+    """Each row's minimum subtracted exactly (maximising: each cost subtracted from its row's
+    maximum, which folds the negation in), in unsigned 64-bit arithmetic: the differences are exact
+    modulo 2^64 and lie in [0, 2^64). The offsets (host, int64 or Python ints) are what was
+    subtracted, signed so that objective = sign · (Σ work + Σ offsets). None when even the reduced
+    integers could overflow the int64 duals (the caller then solves in float64)."""
+    k = arr.shape[2]
+    reference = arr.max(axis=2) if maximize else arr.min(axis=2)
+    unsigned, base = arr.astype(np.uint64), reference.astype(np.uint64)[:, :, None]
+    reduced = base - unsigned if maximize else unsigned - base
+    hi = int(reduced.max())
+    if hi * 4 * (k + 1) >= INT64_SAFE:
+        return None
+    offsets = _host(reference).astype(object)
+    offsets = -offsets if maximize else offsets
+    if all(-(2**63) <= int(o) < 2**63 for o in offsets.flat):
+        offsets = offsets.astype(np.int64)
+    return Work(xp.ascontiguousarray(reduced.astype(_integer_target(0, hi, requested))), row_offset=offsets)
 
 
 def _negate_exactly(arr):
@@ -166,22 +224,6 @@ def _negate_exactly(arr):
         if arr.dtype == np.int64 and int(arr.min()) == -(2**63):
             return None
     return -arr.astype(np.int64)
-
-
-def _reduce_rows_exactly(arr):
-    """Subtract each row's minimum exactly (unsigned differences of 64-bit integers are exact modulo
-    2^64 and the true difference lies in [0, 2^64)). Returns (reduced uint64 or int64, row offsets
-    as int64, or a Python-int object array on the host when they do not fit int64)."""
-    row_min = arr.min(axis=2)
-    if arr.dtype == np.int64:
-        reduced = arr.view(np.uint64) - row_min.view(np.uint64)[:, :, None]
-        offsets = row_min
-    else:
-        reduced = arr.astype(np.uint64, copy=False) - row_min.astype(np.uint64)[:, :, None]
-        offsets = row_min.astype(np.int64) if int(row_min.max()) < 2**63 else _host(row_min).astype(object)
-    if int(reduced.max()) < 2**63:
-        reduced = reduced.astype(np.int64)
-    return reduced, offsets
 
 
 def _floats_as_integers(arr, xp, requested: str, any_forbidden: bool):

@@ -98,7 +98,29 @@ def choose_for_stack(problem) -> tuple[str, str]:
 
 
 def choose_for_matrix(problem) -> tuple[str, str]:
-    """``auto`` for one matrix, from the crossovers above."""
+    """``auto`` for one matrix: the crossovers' pick, but never scipy where its float64 would round
+    the integers (then the exact NumPy engine, int64 duals)."""
+    name, reason = fastest_for_matrix(problem)
+    if name == "scipy" and not scipy_is_exact(problem):
+        return "numpy", ("auto: integers too wide for scipy's float64 to be exact, even reduced "
+                         "(|c|·4(k+1) ≥ 2^53): the exact NumPy engine")
+    return name, reason
+
+
+def scipy_is_exact(problem) -> bool:
+    """scipy solves ``problem`` exactly: floats, integers narrow enough for float64, or integers
+    that an exact reduction makes so (the scipy engine reduces them first)."""
+    from ..work import float64_exact, reduced_for_float64  # NumPy: not at import (lapcli.cli.gpu_start)
+
+    original = problem.original
+    if original.dtype.kind not in "biu" or float64_exact(original):
+        return True
+    host = original if problem.xp.__name__ == "numpy" else problem.xp.asnumpy(original)
+    return reduced_for_float64(host, problem.maximize) is not None
+
+
+def fastest_for_matrix(problem) -> tuple[str, str]:
+    """The measured crossovers' pick for one matrix (docs/dispatch.md)."""
     available, why = cuda_status()
     if not available:
         return "scipy", f"auto: {why}; scipy (native k×m; faster than the NumPy twin everywhere measured)"

@@ -1,8 +1,11 @@
 """Engine ``scipy``: scipy.optimize.linear_sum_assignment (shortest augmenting path, Crouse 2016).
 
 It solves the original matrix directly (rectangular, maximize and infinities included), so it is
-also the reference the other engines are tested against. It reports no steps and no duals, so
-its answers are not certified.
+also the reference the other engines are tested against. scipy computes in float64: integers
+too wide for that to be exact (lapcli.work.float64_exact) are reduced exactly first
+(lapcli.work.reduced_for_float64, same optimal assignments), and refused when even that is too
+wide (``auto`` gives those to the exact NumPy engine). It reports no steps and no duals, so its
+answers are not certified.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
-from ...errors import InfeasibleError
+from ...errors import InfeasibleError, SolverError
+from ...work import float64_exact, reduced_for_float64
 from ..base import EngineResult
 
 
@@ -18,8 +22,14 @@ def run(problem, *, timeout: float | None = None, device: int | None = None) -> 
     original = problem.original
     if problem.xp is not np:
         original = problem.xp.asnumpy(original)
+    maximize = problem.maximize
+    if not float64_exact(original):
+        original, maximize = reduced_for_float64(original, maximize), False
+        if original is None:
+            raise SolverError("integer costs too wide for scipy's float64 to be exact, even reduced; "
+                              "use --solver numpy (exact int64 duals) or auto")
     try:
-        rows, cols = scipy_lsa(original, maximize=problem.maximize)
+        rows, cols = scipy_lsa(original, maximize=maximize)
     except ValueError as error:
         if "infeasible" in str(error):
             raise InfeasibleError() from None

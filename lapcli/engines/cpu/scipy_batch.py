@@ -4,6 +4,11 @@ thread pool (scipy releases the GIL while it solves, so the problems of a stack 
 It solves the same work stack as the GPU batch engine (lapcli.work: tall problems transposed,
 negated to maximise, floats reduced, forbidden entries at a sentinel) and maps the answers back
 with the same rule, so the CPU tests guard those rules on every machine. No duals.
+
+scipy computes in float64: a problem whose integer work is too wide for that to be exact is
+reduced exactly first (lapcli.work.reduced_for_float64), or, when even that is too wide, solved by
+the NumPy twin of the batch kernel (lapcli.twins.reference_stack: shortest augmenting paths with
+exact int64 duals).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
+from ...twins import reference_stack
+from ...work import float64_exact, reduced_for_float64
 from ..base import BatchEngineResult
 
 # Below this many entries a problem's Python-side overhead (which holds the GIL) outweighs the
@@ -34,15 +41,27 @@ def caller_columns(col_of_row: np.ndarray, n: int, m: int) -> np.ndarray:
     return col_ind
 
 
+def exactly(cost: np.ndarray) -> np.ndarray:
+    """The column of each row of one integer work problem too wide for float64 as given."""
+    if float64_exact(cost):
+        return scipy_lsa(cost)[1]
+    reduced = reduced_for_float64(cost, maximize=False)
+    if reduced is not None:
+        return scipy_lsa(reduced)[1]
+    return reference_stack(cost[None])[0][0]
+
+
 def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
     work = problem.work_stack(np)
     values = work.values
     batch, r, c = values.shape
     col_of_row = np.empty((batch, r), dtype=np.int64)
 
+    exact = float64_exact(values)
+
     def solve_range(start: int, stop: int) -> None:
         for b in range(start, stop):  # r ≤ c: every work row is assigned, in order
-            col_of_row[b] = scipy_lsa(values[b])[1]
+            col_of_row[b] = scipy_lsa(values[b])[1] if exact else exactly(values[b])
 
     begin = time.perf_counter()
     workers = min(os.cpu_count() or 1, batch)
