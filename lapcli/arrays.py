@@ -51,6 +51,8 @@ def as_array(x: Any) -> tuple[Any, Origin]:
     """(NumPy or CuPy array, Origin) for NumPy/CuPy arrays, torch tensors and nested lists."""
     if is_torch(x):
         tensor = x.detach()
+        if str(tensor.dtype) == "torch.bfloat16":  # neither NumPy nor CuPy has it; float32 holds it exactly
+            tensor = tensor.float()
         if tensor.is_cuda:
             import cupy
 

@@ -14,6 +14,7 @@ chunk at a time, for writers that stream a matrix larger than memory (``lap gene
 from __future__ import annotations
 
 import math
+import os
 import secrets
 from collections.abc import Callable, Iterable, Iterator
 
@@ -47,6 +48,20 @@ def default_dtype(kind: str, n: int, range_factor: float) -> str:
     return "int32" if uniform_high(n, range_factor) <= 2**31 else "int64"
 
 
+def check_block_fits(n: int, m: int, itemsize: int) -> None:
+    """Refuse (bad input, before any work) a matrix whose one block of rows, the unit that is
+    generated and written at a time, cannot fit in this machine's memory."""
+    block = min(n, CHUNK_ROWS) * m * itemsize
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if block > memory:
+        raise LapInputError(f"an {n}×{m} matrix ({n * m * itemsize / 2**30:.3g} GiB) is generated "
+                            f"{min(n, CHUNK_ROWS)} rows at a time: one block needs {block / 2**30:.3g} GiB, "
+                            f"more than this machine's {memory / 2**30:.3g} GiB of memory")
+
+
 def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | None) -> str:
     """Refuse impossible combinations before any work; return the dtype to generate."""
     if kind not in KINDS:
@@ -61,6 +76,7 @@ def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | N
         raise LapInputError(f"the {kind} kind makes fractional values; {dtype} would truncate them "
                          "(choose float32 or float64)")
     dtype = dtype or default_dtype(kind, n, range_factor)
+    check_block_fits(n, m, np.dtype(dtype).itemsize)
     high = uniform_high(n, range_factor)
     if kind == "uniform" and np.dtype(dtype).kind == "i" and high - 1 > np.iinfo(dtype).max:
         raise LapInputError(f"values up to {high - 1} do not fit {dtype}")

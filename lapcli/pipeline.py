@@ -11,6 +11,7 @@ is ~0.2 ms, so nothing here scans the costs that an engine will read anyway.
 
 from __future__ import annotations
 
+import numbers
 import time
 from typing import Any
 
@@ -41,6 +42,13 @@ def check_device(device: int | None) -> None:
     if not 0 <= device < count:
         raise LapInputError(f"--device {device}: there {'is' if count == 1 else 'are'} {count} CUDA "
                             f"device{'s' if count != 1 else ''} (0 … {count - 1})")
+
+
+def check_timeout(timeout: float | None) -> None:
+    """A time limit is a positive number of seconds (or None: no limit)."""
+    if timeout is not None and not (isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
+                                    and timeout > 0 and timeout == timeout):
+        raise LapInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
 
 
 def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
@@ -83,6 +91,7 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     """
     start = time.perf_counter()
     check_device(device)
+    check_timeout(timeout)
     limit = CostLimit.of(cost, cost_limit, maximize) if cost_limit is not None else None
     problem = prepare(limit.matrix if limit else cost, maximize=maximize, dtype=dtype, check=False)
     solution = solve_problem(problem, solver=solver, timeout=timeout, device=device, start=start)
@@ -135,6 +144,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     A list of matrices of different shapes gives ``col_ind`` as a list of arrays.
     """
     start = time.perf_counter()
+    check_timeout(timeout)
     if isinstance(costs, (list, tuple)) and costs and len({np.shape(c) for c in costs}) > 1:
         return _solve_ragged(costs, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
     problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)

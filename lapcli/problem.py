@@ -229,8 +229,8 @@ class Problem:
         """(B,): per problem, the sum of the chosen original costs (``col_ind`` (B, n), −1 for an
         unassigned row): exact for integers, correctly rounded (fsum) for float64."""
         xp = self.xp
-        if self.shape[0] == 0:
-            return np.zeros(0)
+        if 0 in self.shape:  # no problem, or problems without a pair: nothing is chosen
+            return _exact_sum(_host(self.xp.zeros(self.shape[:2], dtype=self.stack.dtype)))
         col_ind = xp.asarray(col_ind)
         assigned = col_ind >= 0
         values = xp.take_along_axis(self.stack, xp.where(assigned, col_ind, 0)[:, :, None], axis=2)[:, :, 0]
@@ -288,7 +288,7 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
         arr, origin = xp.asarray(cost), None
         if arr.ndim != 2:
             raise LapInputError(f"expected a matrix (2-D array), got a {arr.ndim} array")
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "biuf" or arr.dtype.itemsize > 8:  # complex, object, dates; float128
         raise LapTypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') according to the rule 'safe'")
     problem = Problem(original=arr, xp=xp, maximize=bool(maximize), requested_dtype=dtype, origin=origin)
     if check:

@@ -1,0 +1,55 @@
+"""Degenerate and unsupported inputs: a correct empty answer, or one clean error (exit code 2 on the
+command line, no output file), never an "internal error"."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lapcli
+
+LAP = [sys.executable, "-m", "lapcli"]
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 3), (2, 0, 3), (2, 3, 0), (0, 0, 0), (2, 0, 0)])
+def test_stacks_with_an_empty_axis_give_empty_answers(shape):
+    solution = lapcli.solve_batch(np.ones(shape))
+    assert np.asarray(solution.col_ind).shape == shape[:2] and (np.asarray(solution.col_ind) == -1).all()
+    assert list(solution.objectives) == [0] * shape[0]
+    assert lapcli.batch_linear_assignment(np.ones(shape, dtype=np.int32)).shape == shape[:2]
+
+
+def test_torch_stacks_that_need_grad_or_are_bfloat16_are_solved():
+    torch = pytest.importorskip("torch")
+    stack = torch.tensor(np.random.default_rng(5).random((4, 6, 6)), dtype=torch.float32)
+    expected = lapcli.solve_batch(stack).objectives
+    assert np.array_equal(lapcli.solve_batch(stack.clone().requires_grad_(True)).objectives, expected)
+    bf16 = stack.to(torch.bfloat16)  # bfloat16 values are float32 values exactly
+    np.testing.assert_array_equal(lapcli.solve_batch(bf16).objectives, lapcli.solve_batch(bf16.float()).objectives)
+
+
+@pytest.mark.parametrize("make", [lambda: np.ones((3, 3), np.longdouble), lambda: np.ones((2, 3, 3), np.longdouble)])
+def test_float128_is_refused_like_scipy(make):
+    cost = make()
+    call = lapcli.solve if cost.ndim == 2 else lapcli.solve_batch
+    with pytest.raises(TypeError, match="Cannot cast array data from dtype\\('float128'\\)"):
+        call(cost)
+
+
+@pytest.mark.parametrize("timeout", [-1, 0, float("nan"), "1"])
+def test_a_time_limit_is_a_positive_number(timeout):
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        lapcli.solve(np.eye(3), timeout=timeout)
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        lapcli.solve_batch(np.ones((2, 3, 3)), timeout=timeout)
+
+
+def test_the_cli_refuses_float128_and_huge_matrices_with_one_line_and_no_file(tmp_path):
+    np.save(tmp_path / "f128.npy", np.ones((3, 3), np.longdouble))
+    result = subprocess.run(LAP + ["solve", "f128.npy", "-o", "out.csv"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 2 and "float128" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    result = subprocess.run(LAP + ["generate", "--n", "1000000000000", "-o", "huge.npy"], cwd=tmp_path,
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "GiB" in result.stderr and "internal error" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f128.npy"]
