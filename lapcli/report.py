@@ -19,14 +19,14 @@ def render_summary(report: SolveReport, console) -> None:
         f"[bold]size[/] {report.n_rows}×{report.n_cols}   [bold]total[/] {report.total_ms:.3f} ms"
     )
     if report.reason:
-        console.print(f"[dim]{report.reason}[/]")
+        console.print(f"[dim]{escape(report.reason)}[/]")
     certificate = report.certificate
     if report.certified:
         console.print(f"[green]certified optimal[/] [dim](duals: min reduced cost {certificate['min_slack']:.6g}, "
                       f"tolerance {certificate['tolerance']:.3g}, checked on the {certificate['where']} in "
                       f"{certificate['ms']:.3f} ms)[/]")
     elif certificate.get("why"):
-        console.print(f"[dim]not certified: {certificate['why']}[/]")
+        console.print(f"[dim]not certified: {escape(certificate['why'])}[/]")
     for note in report.notes:
         console.print(f"[yellow]note[/] {escape(note)}")
     if not report.steps:
@@ -58,4 +58,6 @@ def render_batch_summary(report, console) -> None:
         f"[bold]certified[/] {'yes' if report.certified else 'no'}"
     )
     if report.reason:
-        console.print(f"[dim]{report.reason}[/]")
+        from rich.markup import escape
+
+        console.print(f"[dim]{escape(report.reason)}[/]")

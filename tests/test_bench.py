@@ -174,3 +174,34 @@ def test_the_peers_are_timed_as_direct_library_calls(monkeypatch, rng):
             assert outcome.objective == pytest.approx(expected, rel=1e-12)
             if cost.dtype.kind == "i":
                 assert isinstance(outcome.objective, int) and outcome.objective == int(expected)
+
+
+def test_the_table_title_names_the_cpu_when_there_is_no_gpu(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_cupy(name, *args, **kwargs):
+        if name == "cupy":
+            raise ModuleNotFoundError("No module named 'cupy'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_cupy)
+    result = CliRunner().invoke(cli, ["bench", "--sizes", "8", "--ranges", "1", "--solvers", "scipy", "--repeat", "1"])
+    assert result.exit_code == 0, result.output
+    assert " on cpu: " in result.output and "none (" not in result.output
+
+
+def test_hints_keep_their_brackets_on_stderr(tmp_path):
+    """Rich markup would eat "[cuda13]" from "pip install 'lapcli[cuda13]'" in the reason line."""
+    from lapcli.report import render_summary
+    from lapcli.results import SolveReport
+    from rich.console import Console
+
+    console = Console(file=__import__("io").StringIO(), width=200)
+    report = SolveReport(objective=0, n_rows=1, n_cols=1, maximize=False, solver="scipy", device="cpu", dtype="int64",
+                         total_ms=1.0, steps=[], version="x", reason="auto: pip install 'lapcli[cuda13]' or 'lapcli[cuda12]'",
+                         certificate={"why": "engine [x] gives no duals"})
+    render_summary(report, console)
+    text = console.file.getvalue()
+    assert "lapcli[cuda13]" in text and "lapcli[cuda12]" in text and "[x]" in text

@@ -40,8 +40,9 @@ def environment() -> dict[str, Any]:
         env["device"] = name.decode() if isinstance(name, bytes) else str(name)
         env["driver"] = cupy.cuda.runtime.driverGetVersion()
         env["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
-    except Exception as error:
-        env["device"] = f"none ({type(error).__name__})"
+    except Exception as error:  # no CuPy or no GPU: the suite ran on the CPU
+        env["device"] = f"cpu: {env['cpu']} ({env['cpu_count']} cores)"
+        env["gpu"] = f"none ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
     for module in ("lapx", "lap"):
         try:
             env[module] = getattr(__import__(module), "__version__", "installed")

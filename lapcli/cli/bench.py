@@ -177,6 +177,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         except ObjectiveMismatch as mismatch:
             results, failure = mismatch.results, str(mismatch)
 
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"median ms (speedup over {baseline_title(baseline)}) on {env.get('device')}",
@@ -193,7 +194,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     if "auto" in solvers:
         notes.append("auto: the engine it chose follows its time")
     if notes:
-        console.print(f"[dim]{'; '.join(notes)}[/]")
+        console.print(f"[dim]{escape('; '.join(notes))}[/]")
     if json_path:
         write_json(json_path, settings, results, env)
     if csv_path:
@@ -207,6 +208,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
 def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet) -> None:
     """``lap bench --suite batch``: see lapcli.bench.batch."""
     from rich.progress import Progress
+    from rich.markup import escape
     from rich.table import Table
 
     from ..bench import batch as bench_batch
@@ -234,7 +236,7 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet)
             skipped[name] = why
     chosen = tuple(name for name in wanted if name not in skipped)
     for name, why in skipped.items():
-        console.print(f"[dim]skipped {name}: {why}[/]")
+        console.print(f"[dim]skipped {name}: {escape(why)}[/]")
     if not chosen:
         raise FailedError("no batch runner can run here")
     settings = BatchSettings(cells=bench_batch.BATCH_CELLS, runners=chosen, repeat=repeat, warmup=warmup, seed=seed,

@@ -199,7 +199,9 @@ def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_c
 def announce_input(spec, notes, several, console) -> None:
     """On stderr, ahead of an input's summary: its name (several inputs) and the reader's notes."""
     if several:
-        console.print(f"[bold]{spec}[/]", markup=True, highlight=False)
+        from rich.markup import escape
+
+        console.print(f"[bold]{escape(spec)}[/]", markup=True, highlight=False)
     for note in notes:
         console.print(note, markup=False, emoji=False, soft_wrap=True)
 
