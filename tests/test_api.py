@@ -218,3 +218,18 @@ def test_before_ampere_floats_stay_on_the_cuda_kernel(rng, monkeypatch):
         assert auto.choose(prepare(rng.random((600, 600))))[0] == "cuda-sap"
     finally:
         probe.search_kernel_status.cache_clear()
+
+
+def test_a_first_solve_reports_its_one_off_import_apart_from_the_solve():
+    """scipy's first import (~0.2-0.5 s) is set-up, not solving: it is ``details.import_ms``, and
+    neither ``total_ms`` nor a stack's problems per second includes it."""
+    import json
+    import subprocess
+    import sys
+
+    script = ("import json, numpy as np, lapcli\n"
+              "s = lapcli.solve(np.arange(20).reshape(5, 4))\n"
+              "print(json.dumps([s.report.total_ms, s.report.details.get('import_ms')]))")
+    total_ms, import_ms = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                                    check=True).stdout)
+    assert import_ms is not None and import_ms > 10 * total_ms
