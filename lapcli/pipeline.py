@@ -21,6 +21,7 @@ from . import __version__
 from .certificate import not_certified
 from .cost_limit import CostLimit
 from .cuda import probe
+from .duals import DEFAULT_PASSES, certified_duals
 from .engines import registry
 from .engines.auto import choose
 from .engines.base import PendingBatch
@@ -52,7 +53,8 @@ def check_timeout(timeout: float | None) -> None:
 
 
 def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
-          timeout: float | None = None, device: int | None = None, cost_limit: float | None = None) -> Solution:
+          timeout: float | None = None, device: int | None = None, cost_limit: float | None = None,
+          certify: bool | None = None) -> Solution:
     """Solve the linear assignment problem for ``cost`` and report how.
 
     Parameters
@@ -75,6 +77,11 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
         As lapjv's ``cost_limit``: a row whose assignment would cost more than this stays
         unassigned (−1 in ``x``). Solved exactly as lapjv does, on the (n+m)² augmented problem;
         ``inf`` (lapjv's default) leaves no row out.
+    certify : bool, optional
+        Engines without duals (scipy, lapx) have theirs recovered from the assignment and checked
+        by the certificate, as every engine's are (lapcli.duals). By default only where that costs
+        less than the solve itself (the report says why not, otherwise); ``True`` always,
+        ``False`` never. Engines with duals always certify.
 
     Returns
     -------
@@ -94,12 +101,12 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     check_timeout(timeout)
     limit = CostLimit.of(cost, cost_limit, maximize) if cost_limit is not None else None
     problem = prepare(limit.matrix if limit else cost, maximize=maximize, dtype=dtype, check=False)
-    solution = solve_problem(problem, solver=solver, timeout=timeout, device=device, start=start)
+    solution = solve_problem(problem, solver=solver, timeout=timeout, device=device, start=start, certify=certify)
     return limit.solution(solution) if limit else solution
 
 
 def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | None = None,
-                  device: int | None = None, start: float | None = None) -> Solution:
+                  device: int | None = None, start: float | None = None, certify: bool | None = None) -> Solution:
     """``solve`` from a prepared matrix problem (``linear_sum_assignment`` prepares only once)."""
     start = time.perf_counter() if start is None else start
     name, reason = choose(problem, solver)
@@ -112,6 +119,9 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
         return Solution(row_ind=empty, col_ind=empty, objective=0, report=report)
     module, import_ms = _loaded(engine)
     result = module.run(problem, timeout=timeout, device=device)
+    if result.certificate is None and certify is not False and len(result.rows):
+        budget = None if certify else DEFAULT_PASSES  # by default: no dearer than the solve
+        result.duals, result.certificate = certified_duals(problem, result.rows, result.cols, name, budget)
     objective = problem.objective(result.rows, result.cols) if len(result.rows) else 0
     _set_up_apart(result.details, import_ms)
     report = _matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
@@ -142,15 +152,17 @@ def _solve_ms(start: float, details: dict) -> float:
 def _matrix_report(problem, name, reason, start, objective, device, dtype_name, result) -> SolveReport:
     if result is None:
         certificate = not_certified("empty problem: nothing to prove")
-    elif result.certificate is not None:
+    elif isinstance(result.certificate, dict):
         certificate = result.certificate
+    elif isinstance(result.certificate, str):  # why the duals were not recovered
+        certificate = not_certified(result.certificate)
     else:
         certificate = not_certified(f"engine {name} gives no duals")
     return SolveReport(
         objective=objective, n_rows=problem.n_rows, n_cols=problem.n_cols, maximize=problem.maximize, solver=name,
         device=device, dtype=dtype_name, total_ms=_solve_ms(start, result.details if result else {}),
         steps=result.steps if result else [], version=__version__, reason=reason,
-        details=result.details if result else {}, certified=result is not None and result.certificate is not None,
+        details=result.details if result else {}, certified=bool(certificate.get("checked")),
         certificate=certificate, notes=problem.notes(),
     )
 

@@ -71,9 +71,22 @@ def test_duals_file_proves_the_assignment(tmp_path, rng):
         assert (slack >= 0).all() and u.shape == (6,) and v.shape == (9,)
 
 
-def test_duals_from_an_engine_without_duals_is_exit_1_and_writes_nothing(tmp_path, rng):
+def test_duals_with_the_default_solver_on_a_cpu_prove_the_assignment(tmp_path, rng):
+    """scipy keeps no duals: --duals recovers them (however costly), and the report is certified."""
+    cost = rng.integers(0, 100, (7, 9))
+    np.save(tmp_path / "m.npy", cost)
+    result = invoke("solve", tmp_path / "m.npy", "--duals", tmp_path / "d.npz", "-o", tmp_path / "x.npy",
+                    "--report", tmp_path / "r.json", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    duals, x = np.load(tmp_path / "d.npz"), np.load(tmp_path / "x.npy")
+    reduced = cost - duals["u"][:, None] - duals["v"][None, :]
+    assert reduced.min() >= 0 and (reduced[np.arange(7), x] == 0).all()
+    assert json.loads((tmp_path / "r.json").read_text())["certified"]
+
+
+def test_duals_of_a_cost_limited_solve_are_exit_1_and_write_nothing(tmp_path, rng):
     np.save(tmp_path / "m.npy", rng.integers(0, 100, (5, 5)))
-    result = invoke("solve", tmp_path / "m.npy", "--solver", "scipy", "--duals", tmp_path / "d.npz", "--quiet")
+    result = invoke("solve", tmp_path / "m.npy", "--cost-limit", "50", "--duals", tmp_path / "d.npz", "--quiet")
     assert result.exit_code == 1 and "no duals" in result.stderr
     assert not (tmp_path / "d.npz").exists()
 

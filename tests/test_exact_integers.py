@@ -42,7 +42,7 @@ def test_one_matrix_agrees_with_brute_force_on_wide_integers(rng, dtype, low, sp
         cost = draw(rng, dtype, low, spread, shape)
         solution = lapcli.solve(cost, maximize=maximize, solver=solver)
         assert solution.objective == brute_force(cost, maximize), (solution.report.solver, cost.tolist())
-        assert solution.report.certified == (solution.report.solver == "numpy")
+        assert solution.report.certified  # scipy's answers too: duals recovered (lapcli.duals)
 
 
 @pytest.mark.parametrize("dtype, low, spread", WIDE)

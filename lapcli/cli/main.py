@@ -132,6 +132,9 @@ def write_unless_pipe_closed(*args) -> bool:
 @click.option("--json", "json_stdout", is_flag=True,
               help="Print the JSON report on stdout (several INPUTs: one compact line each, in order).")
 @click.option("--duals", "duals_path", help="Write the duals u (rows), v (columns): .npz or .json. Not for stacks.")
+@click.option("--certify", is_flag=True,
+              help="Prove scipy's or lapx's answer with recovered duals even where that costs more than the "
+                   "solve (by default only where it costs less; other engines always certify).")
 @click.option("--cost-limit", type=FiniteFloatRange(),
               help="As lapjv: a row whose pair would cost more stays unassigned (-1). Not for stacks.")
 @click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
@@ -141,7 +144,7 @@ def write_unless_pipe_closed(*args) -> bool:
 @click.option("--scheduler", metavar="ADDRESS", help="Spread the INPUTs over the Dask cluster of this scheduler.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
 def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_col, output, report_path, json_stdout,
-                  duals_path, cost_limit, device, timeout, use_dask, scheduler, quiet):
+                  duals_path, certify, cost_limit, device, timeout, use_dask, scheduler, quiet):
     """Solve the assignment problem for each INPUT in order (.npy, .csv/.tsv/.txt, .h5/.hdf5, or - for
     stdin).
 
@@ -192,7 +195,8 @@ def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_c
         if cost.ndim == 3:
             report = solve_stack(cost, options, output, console)
         else:
-            report = solve_matrix(cost, options, cost_limit, output, duals_path, console)
+            report = solve_matrix(cost, {**options, "certify": True if certify else None}, cost_limit, output,
+                                  duals_path, console)
         emit_report(spec, report, source.notes, several, report_path, json_stdout)
 
 
@@ -292,10 +296,12 @@ def solve_matrix(cost, options, cost_limit, output, duals_path, console):
     from ..pipeline import solve
     from ..report import render_summary
 
-    solution = run_library_call(solve, cost, cost_limit=cost_limit, **options)
+    certify = True if duals_path is not None else options.get("certify")  # --duals: recover them if need be
+    solution = run_library_call(solve, cost, cost_limit=cost_limit, **{**options, "certify": certify})
     report = solution.report
     if duals_path is not None and solution.duals is None:
-        raise FailedError(f"--duals: solver {report.solver} gives no duals; use a Hungarian engine (cuda, numpy)")
+        raise FailedError(f"--duals: solver {report.solver} gives no duals"
+                          + (" with --cost-limit (the augmented problem's are not the caller's)" if cost_limit else ""))
     if output is not None:
         run_library_call(write_bytes, output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
     if duals_path is not None:

@@ -1,0 +1,104 @@
+"""Duals for an engine that gives none (scipy, lapx), so that its answer is certified like any other.
+
+Given an assignment σ of a k × m work matrix c (k ≤ m, minimise: lapcli.work), duals exist that
+prove it optimal if and only if it is optimal. With p = −v they are shortest distances: the dual
+constraint of row i and column j, ``c[i, j] − u[i] − v[j] ≥ 0`` with u[i] = c[i, σ(i)] − v[σ(i)], reads
+
+    p[σ(i)] ≤ p[j] + (c[i, j] − c[i, σ(i)])        (an edge j → σ(i) of that weight),
+
+and the free columns of a rectangular matrix keep v = 0 (the sources, at distance 0; for a square
+matrix every column is a source). An optimal σ leaves no negative cycle, so Bellman–Ford's passes
+end; each pass relaxes only the columns whose distance fell in the last one (their rows of cᵀ), so
+a typical random matrix needs a few dozen cheap passes after one full one. More passes than columns
+prove a negative cycle: σ is not optimal. The duals then go through lapcli.certificate, as every
+engine's do. Integer costs are recovered in int64, exactly.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .certificate import certify
+
+_UNREACHED_INT = np.iinfo(np.int64).max // 4  # above any distance of int64-safe work (lapcli.work)
+
+
+# The default budget of a recovery, in passes over the matrix: scipy's own solve of a random
+# 1000 × 1000 float matrix costs about as much as 70 such passes (2-core CI machine, 29 ms), and a
+# recovery there relaxes ~6 (uniform costs) to ~56 (squared distances) passes' worth of columns.
+DEFAULT_PASSES = 64
+
+
+class TooCostly(Exception):
+    """The recovery went past its budget (it is then skipped, not failed)."""
+
+
+def recover(cost: np.ndarray, col_of_row: np.ndarray, budget_passes: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(u, v) for the assignment ``col_of_row`` of the k × m host work matrix ``cost`` (k ≤ m),
+    int64 for integers and float64 otherwise. Raises ValueError when the assignment is not optimal
+    (a negative cycle), TooCostly once it has relaxed more than ``budget_passes`` passes' worth of
+    columns (a count, not a time: the same input is certified or not on every machine)."""
+    exact = cost.dtype.kind in "biu"
+    dual = np.int64 if exact else np.float64
+    c = cost.astype(dual, copy=False)
+    k, m = c.shape
+    rows = np.arange(k)
+    assigned = c[rows, col_of_row]
+    free = np.ones(m, dtype=bool)
+    free[col_of_row] = False
+    unreached = _UNREACHED_INT if exact else np.inf
+    if free.any():
+        distance = np.where(free, dual(0), dual(unreached))
+        best = c[:, free].min(axis=1)  # per row: the least p[j] + c[i, j] over the columns reached
+    else:
+        distance = np.zeros(m, dtype=dual)
+        best = c.min(axis=1)
+    by_column = None
+    relaxed = 0  # columns relaxed so far
+    for _ in range(m + 1):
+        candidate = best - assigned
+        fell = candidate < distance[col_of_row]
+        if not fell.any():
+            v = -distance
+            return assigned - v[col_of_row], v
+        columns = col_of_row[fell]
+        distance[columns] = candidate[fell]
+        if by_column is None:
+            by_column = np.ascontiguousarray(c.T)  # the relaxed columns' costs are then contiguous rows
+        best = np.minimum(best, (by_column[columns] + distance[columns][:, None]).min(axis=0))
+        relaxed += columns.size
+        if budget_passes is not None and relaxed > budget_passes * m:
+            raise TooCostly()
+    raise ValueError("the assignment is not optimal: its residual graph has a negative cycle")
+
+
+def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, budget_passes: float | None):
+    """(duals in the caller's coordinates, certificate dict) for a single problem's answer
+    (``rows``, ``cols`` in the caller's matrix), or (None, why) when the recovery would cost more
+    than ``budget_passes`` passes over the matrix. Raises SolverError when the answer is not optimal."""
+    from .errors import SolverError
+    from .work import WorkMatrix
+
+    work = problem.work_stack(np)
+    values = work.values[0]
+    col_of_row = np.empty(values.shape[0], dtype=np.int64)
+    if problem.transposed:  # work rows are the caller's columns
+        col_of_row[cols] = rows
+    else:
+        col_of_row[rows] = cols
+    began = time.perf_counter()
+    try:
+        u, v = recover(values, col_of_row, budget_passes)
+    except TooCostly:
+        return None, (f"recovering {engine}'s duals would cost more than {budget_passes:g} passes over the "
+                      "matrix, about its solve; certify=True forces it")
+    except ValueError as error:
+        raise SolverError(f"the {engine} engine's answer failed its optimality certificate: {error}") from None
+    recovered_ms = (time.perf_counter() - began) * 1e3
+    certificate = certify(values, col_of_row, u, v, work.eps(0), engine).to_dict()
+    certificate["duals_recovered_ms"] = round(recovered_ms, 3)
+    row_offset = None if work.row_offset is None else np.asarray(work.row_offset[0])
+    adapter = WorkMatrix(values, work.eps(0), row_offset, None)
+    return problem.duals_from_work(u, v, adapter), certificate
