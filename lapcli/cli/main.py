@@ -24,7 +24,7 @@ from ..generate import (
     generate_stack_blocks,
     new_seed,
 )
-from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, MATRIX_SUFFIXES
+from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
 from ..io.read import input_rank, read_matrix_with_info
 from ..io.write import (
     assignment_bytes,
@@ -74,7 +74,7 @@ def generate_command(n, m, batch, range_factor, seed, dtype, kind, output, datas
     if output is None and sys.stdout.isatty():
         raise InputError("stdout is a terminal; give -o FILE (.npy, .csv, .h5) or pipe into 'lap solve -'")
     if output is not None:
-        suffixes = (".npy", ".h5", ".hdf5") if batch else MATRIX_SUFFIXES[:2] + (".h5", ".hdf5")
+        suffixes = (".npy", ".h5", ".hdf5") if batch else (".npy", ".csv", ".h5", ".hdf5")
         if batch and output.lower().endswith((".csv", ".tsv", ".txt")):
             raise InputError(f"{output}: CSV holds one matrix; write a stack (--batch) to .npy or .h5")
         run_library_call(check_output_path, output, suffixes, "matrix")

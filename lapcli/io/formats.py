@@ -1,18 +1,19 @@
-"""The file formats lapcli reads and writes: their extensions, NPY's magic bytes, and HDF5 specs
-of the form ``FILE.h5:/group/data``."""
+"""The file formats lapcli reads and writes: their extensions, NPY's magic bytes, and the specs
+that name one array inside a file: ``FILE.h5:/group/data`` and ``FILE.npz:name``."""
 
 from __future__ import annotations
 
 NPY_MAGIC = b"\x93NUMPY"
-MATRIX_SUFFIXES = (".npy", ".csv", ".tsv", ".txt", ".h5", ".hdf5")
+MATRIX_SUFFIXES = (".npy", ".npz", ".csv", ".tsv", ".txt", ".h5", ".hdf5")
 ASSIGNMENT_SUFFIXES = (".csv", ".npy", ".json")
 DUALS_SUFFIXES = (".npz", ".json")
 HDF5_SUFFIXES = (".h5", ".hdf5")
 
 
 def split_hdf5_path(spec: str) -> tuple[str, str | None]:
-    """``FILE.h5:/group/data`` -> (``FILE.h5``, ``/group/data``); other paths unchanged."""
-    for suffix in HDF5_SUFFIXES:
+    """``FILE.h5:/group/data`` -> (``FILE.h5``, ``/group/data``), ``FILE.npz:name`` -> (``FILE.npz``,
+    ``name``); other paths unchanged."""
+    for suffix in (*HDF5_SUFFIXES, ".npz"):
         marker = suffix + ":"
         if marker in spec:
             head, _, tail = spec.partition(marker)

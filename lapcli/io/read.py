@@ -44,6 +44,9 @@ def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, 
     if suffix in HDF5_SUFFIXES:
         _refuse_text_options(str(path), "HDF5", text_options)
         return read_hdf5(path, dataset), MatrixSource(str(path))
+    if suffix == ".npz":
+        _refuse_text_options(str(path), "NPZ", text_options)
+        return read_npz(path, dataset), MatrixSource(str(path))
     return read_text_with_info(path.read_bytes(), str(path), delimiter="\t" if suffix == ".tsv" else None,
                                **text_options)
 
@@ -82,6 +85,9 @@ def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = N
     if suffix in HDF5_SUFFIXES:
         _refuse_text_options(str(path), "HDF5", text_options)
         return read_hdf5(path, dataset, load=False)
+    if suffix == ".npz":
+        _refuse_text_options(str(path), "NPZ", text_options)
+        return read_npz(path, dataset).ndim
     return 2
 
 
@@ -119,6 +125,30 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
         except (ValueError, OSError, EOFError) as error:
             raise LapInputError(f"stdin is not a readable NPY stream: {first_line(error)}") from None
     return read_text_with_info(data, "stdin", header=header, index_col=index_col)
+
+
+def read_npz(path: Path, name: str | None):
+    """One array of an NPZ file (NumPy's archive of several): the one it holds, or ``name``
+    (``FILE.npz:name``, or --dataset)."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            names = list(archive.files)
+            if name is None:
+                if len(names) != 1:
+                    listed = ", ".join(names[:10]) + (", …" if len(names) > 10 else "")
+                    raise LapInputError(f"{path} holds {len(names)} arrays ({listed or 'none'}); name one: "
+                                        f"{path}:NAME")
+                name = names[0]
+            if name not in names:
+                raise LapInputError(f"{path} has no array {name!r}; it holds {', '.join(names[:10])}")
+            return archive[name]
+    except LapInputError:
+        raise
+    except (ValueError, OSError, EOFError) as error:
+        message = first_line(error)
+        if "pickle" in message.lower():
+            message = "an array holds Python objects, not numbers"
+        raise LapInputError(f"cannot read {path} as NPZ: {message}") from None
 
 
 def read_npy(path: Path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,7 +50,13 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     second_index = next((i for i in range(first_index + 1, len(lines)) if lines[i].strip()), None)
     if delimiter is None:  # from the first two lines: a header or comment alone may hold no delimiter
         sample = first + "\n" + ("" if second_index is None else lines[second_index])
-        delimiter = "," if "," in sample else ("\t" if "\t" in sample else None)
+        delimiter = ("," if "," in sample else ("\t" if "\t" in sample else None))
+        if all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
+            delimiter = ";"
+            decimal_comma = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
+            if any(decimal_comma.match(field) for line in sample.splitlines() for field in line.split(";")):
+                raise LapInputError(f"{name}: semicolon-separated with decimal commas ('1,5'); lapcli reads "
+                                    "decimal points: convert the file (e.g. sed 's/,/./g')")
     fields = _split_fields(first, delimiter)
     line_number = first_index + 1
     second_width = None if second_index is None else len(_split_fields(lines[second_index], delimiter))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -21,9 +22,19 @@ from ..errors import LapInputError
 from .formats import HDF5_SUFFIXES
 
 
+def is_device(path: str) -> bool:
+    """An existing character device or pipe (``/dev/null``, ``/dev/stdout``, a FIFO): written in
+    place, as CSV/JSON like stdout, not through a temporary file and a rename."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
 def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
     """Fail before any work when an output could not be written."""
-    if path == "-":
+    if path == "-" or is_device(path):
         return
     target = Path(path)
     suffix = target.suffix.lower()
@@ -47,6 +58,14 @@ def atomic_output(path: str, mode: str = "wb"):
     an empty or partial file under the final name, and the file gets the mode the umask gives any
     new file (``mkstemp`` makes it 0600)."""
     target = Path(path)
+    if is_device(path):  # /dev/null, a pipe: written in place; a rename would replace the device
+        try:
+            handle = open(path, mode)
+        except OSError as error:
+            raise LapInputError(f"cannot write {target}: {error.strerror}") from None
+        with handle:
+            yield handle
+        return
     folder = target.parent if str(target.parent) else Path(".")
     try:
         fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
@@ -225,7 +244,7 @@ def duals_bytes(path: str, u: np.ndarray, v: np.ndarray) -> bytes:
 
 
 def write_bytes(path: str, data: bytes, stdout=None) -> None:
-    """Write to ``path`` atomically, or to stdout for ``-``."""
+    """Write to ``path`` atomically (a device or pipe in place), or to stdout for ``-``."""
     if path == "-":
         stream = stdout if stdout is not None else sys.stdout.buffer
         stream.write(data)

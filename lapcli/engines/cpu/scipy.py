@@ -19,20 +19,41 @@ from ..base import EngineResult
 
 
 def run(problem, *, timeout: float | None = None, device: int | None = None) -> EngineResult:
+    if problem.requested_dtype is not None:
+        return _run_on_work(problem)
     original = problem.original
     if problem.xp is not np:
         original = problem.xp.asnumpy(original)
+    dtype = original.dtype.name
     maximize = problem.maximize
     if not float64_exact(original):
-        original, maximize = reduced_for_float64(original, maximize), False
-        if original is None:
-            raise SolverError("integer costs too wide for scipy's float64 to be exact, even reduced; "
-                              "use --solver numpy (exact int64 duals) or auto")
+        original, maximize = _exact_for_float64(original, maximize), False
     try:
         rows, cols = scipy_lsa(original, maximize=maximize)
     except ValueError as error:
         if "infeasible" in str(error):
             raise InfeasibleError() from None
         raise
-    return EngineResult(rows=rows.astype(np.int64), cols=cols.astype(np.int64), device="cpu",
-                        dtype=str(original.dtype))
+    return EngineResult(rows=rows.astype(np.int64), cols=cols.astype(np.int64), device="cpu", dtype=dtype)
+
+
+def _run_on_work(problem) -> EngineResult:
+    """A requested working dtype: scipy solves the work stack (lapcli.work: the costs in that dtype,
+    transposed when tall, negated to maximise, forbidden entries at a sentinel), mapped back."""
+    work = problem.work_stack(np)
+    values = work.values[0]
+    if not float64_exact(values):
+        values = _exact_for_float64(values, False)
+    work_rows, work_cols = scipy_lsa(values)  # every work row is assigned (rows ≤ columns)
+    rows, cols = (work_cols, work_rows) if problem.transposed else (work_rows, work_cols)
+    order = np.argsort(rows, kind="stable")
+    return EngineResult(rows=rows[order].astype(np.int64), cols=cols[order].astype(np.int64), device="cpu",
+                        dtype=work.dtype)
+
+
+def _exact_for_float64(values: np.ndarray, maximize: bool) -> np.ndarray:
+    reduced = reduced_for_float64(values, maximize)
+    if reduced is None:
+        raise SolverError("integer costs too wide for scipy's float64 to be exact, even reduced; "
+                          "use --solver numpy (exact int64 duals) or auto")
+    return reduced

@@ -1,0 +1,72 @@
+"""Inputs and outputs users have: NumPy's own .npz, semicolon-separated files, /dev/null, and a
+working dtype under ``auto``."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lapcli
+
+LAP = [sys.executable, "-m", "lapcli"]
+
+
+def lap(*args, cwd):
+    return subprocess.run(LAP + [str(a) for a in args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_npz_with_one_array_or_a_named_one_is_read(tmp_path):
+    np.savez(tmp_path / "one.npz", costs=np.array([[4, 1], [2, 8]]))
+    np.savez(tmp_path / "two.npz", a=np.eye(3), b=np.array([[4, 1], [2, 8]]))
+    for spec in ("one.npz", "two.npz:b"):
+        result = lap("solve", spec, "--json", "--quiet", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["objective"] == 3
+    several = lap("solve", "two.npz", "--quiet", cwd=tmp_path)
+    assert several.returncode == 2 and "holds 2 arrays (a, b)" in several.stderr and "two.npz:NAME" in several.stderr
+    missing = lap("solve", "two.npz:c", "--quiet", cwd=tmp_path)
+    assert missing.returncode == 2 and "no array 'c'" in missing.stderr
+
+
+def test_a_semicolon_separated_file_is_read_and_decimal_commas_are_refused(tmp_path):
+    (tmp_path / "semi.csv").write_text("a;b;c\n4;1;3\n2;0;5\n3;2;2\n")
+    result = lap("solve", "semi.csv", "--json", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["objective"] == 5
+    (tmp_path / "comma.csv").write_text("1,5;2,0\n0,5;4,25\n")
+    refused = lap("solve", "comma.csv", "--quiet", cwd=tmp_path)
+    assert refused.returncode == 2 and "decimal commas" in refused.stderr
+
+
+@pytest.mark.parametrize("command", [["solve", "m.npy", "-o"], ["solve", "m.npy", "--report"], ["generate", "--n", "4", "-o"]])
+def test_an_output_that_is_a_pipe_is_written_in_place_not_replaced(tmp_path, command):
+    """Like /dev/null or /dev/stdout: written in place, as CSV/JSON; a rename over it (the atomic
+    write of a regular file) would replace the device itself. A FIFO stands in for /dev/null here."""
+    import os
+    import stat
+    import threading
+
+    np.save(tmp_path / "m.npy", np.array([[4, 1], [2, 8]]))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    result = lap(*command, fifo, "--quiet", cwd=tmp_path)
+    reader.join(timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and received and received[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npy", "pipe"]
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_auto_honours_a_working_dtype(rng, maximize):
+    cost = rng.random((6, 9)) * 1e3
+    for shaped in (cost, cost.T):
+        solution = lapcli.solve(shaped, dtype="float32", maximize=maximize)
+        assert solution.report.dtype == "float32"
+        rounded = lapcli.solve(shaped.astype(np.float32).astype(np.float64), solver="numpy", maximize=maximize)
+        chosen = shaped.astype(np.float32)[solution.row_ind, solution.col_ind].astype(np.float64).sum()
+        assert abs(chosen - rounded.objective) <= 1e-6 * abs(rounded.objective)  # optimal for the float32 costs
