@@ -205,3 +205,14 @@ def test_hints_keep_their_brackets_on_stderr(tmp_path):
     render_summary(report, console)
     text = console.file.getvalue()
     assert "lapcli[cuda13]" in text and "lapcli[cuda12]" in text and "[x]" in text
+
+
+def test_naming_a_solver_this_machine_lacks_is_bad_input(monkeypatch, tmp_path):
+    from lapcli.bench import runner
+
+    monkeypatch.setattr(runner, "solver_available", lambda name: (name != "lapx", "lapx is not installed"))
+    monkeypatch.setattr("lapcli.cli.bench.solver_available", runner.solver_available)
+    result = CliRunner().invoke(cli, ["bench", "--sizes", "8", "--ranges", "1", "--solvers", "scipy,lapx",
+                                      "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 2 and "solver 'lapx' cannot run here: lapx is not installed" in result.stderr
+    assert not (tmp_path / "b.json").exists()

@@ -70,3 +70,15 @@ def test_auto_honours_a_working_dtype(rng, maximize):
         rounded = lapcli.solve(shaped.astype(np.float32).astype(np.float64), solver="numpy", maximize=maximize)
         chosen = shaped.astype(np.float32)[solution.row_ind, solution.col_ind].astype(np.float64).sum()
         assert abs(chosen - rounded.objective) <= 1e-6 * abs(rounded.objective)  # optimal for the float32 costs
+
+
+def test_csv_integers_beyond_int64_stay_exact_or_are_refused(tmp_path):
+    big = 2**64 - 1
+    (tmp_path / "u64.csv").write_text(f"{big},{big - 5}\n{big - 15},{big}\n")
+    result = lap("solve", "u64.csv", "--json", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["dtype"] == "uint64" and report["objective"] == (big - 5) + (big - 15) and report["certified"]
+    (tmp_path / "wide.csv").write_text("100000000000000000000,1\n1,2\n")  # 10^20 > 2^64: float64 would round
+    refused = lap("solve", "wide.csv", "--quiet", cwd=tmp_path)
+    assert refused.returncode == 2 and "beyond 64 bits" in refused.stderr

@@ -136,9 +136,10 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     for solver in solvers:
         if solver not in bench_solvers():
             raise InputError(f"unknown solver {solver!r}; choose from {', '.join(bench_solvers())}")
+    for solver in solvers:  # an option naming a solver this machine lacks: bad input, as an unknown one
         available, why = solver_available(solver)
         if not available:
-            raise FailedError(f"solver {solver!r} cannot run here: {why}")
+            raise InputError(f"solver {solver!r} cannot run here: {why}")
     for name in baseline or ():
         if name not in solvers:
             raise InputError(f"--baseline {name!r} is not among the solvers ({', '.join(solvers)})")

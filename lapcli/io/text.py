@@ -90,6 +90,8 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     try:  # integers stay exact; anything else parses as float64
         matrix = np.loadtxt(body, dtype=np.int64, **options)
     except (ValueError, OverflowError):
+        matrix = _wide_integers(body, options, name)
+    if matrix is None:
         try:
             matrix = np.loadtxt(body, dtype=np.float64, **options)
         except ValueError as error:
@@ -99,6 +101,25 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     if matrix.shape[1] == 0:
         raise LapInputError(f"{name} holds no numbers besides its index column")
     return matrix, source
+
+
+_INTEGER = re.compile(r"^\s*[-+]?\d+\s*$")
+
+
+def _wide_integers(body: list[str], options: dict, name: str):
+    """Integers that int64 cannot hold: exact as uint64 when they are all in [0, 2^64), refused
+    otherwise (float64 would round them silently). None when the text is not all integers."""
+    delimiter = options["delimiter"]
+    fields = [field for line in body if line.strip() for field in _split_fields(line, delimiter)]
+    if not fields or not all(_INTEGER.match(field) for field in fields):
+        return None
+    if all(-(2**63) <= int(field) < 2**63 for field in fields):
+        return None  # int64 failed for another reason (ragged rows): the float parse says which
+    try:
+        return np.loadtxt(body, dtype=np.uint64, **options)
+    except (ValueError, OverflowError):
+        raise LapInputError(f"{name}: integers beyond 64 bits (or of both signs beyond int64): lapcli solves "
+                            "integers exactly in 64 bits and will not round them to float64") from None
 
 
 def _split_fields(line: str, delimiter: str | None) -> list[str]:
