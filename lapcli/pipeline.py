@@ -120,7 +120,7 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
     module, import_ms = _loaded(engine)
     result = module.run(problem, timeout=timeout, device=device)
     if result.certificate is None and certify is not False and len(result.rows):
-        budget = None if certify else DEFAULT_PASSES  # by default: no dearer than the solve
+        budget = None if certify else DEFAULT_PASSES.get(name, 16)  # by default: no dearer than the solve
         result.duals, result.certificate = certified_duals(problem, result.rows, result.cols, name, budget)
     objective = problem.objective(result.rows, result.cols) if len(result.rows) else 0
     _set_up_apart(result.details, import_ms)

@@ -162,9 +162,33 @@ def test_auto_without_a_gpu_runs_scipy_and_says_why(rng):
 
     if cuda_status()[0]:
         pytest.skip("a GPU is present")
+    lapx = lapcli.engines.registry.get("lapx").available()[0]
     for shape in ((20, 20), (20, 1000), (1000, 30), (1100, 1100)):
         solution = lapcli.solve(rng.integers(0, 10, shape))
-        assert solution.report.solver == "scipy" and "auto" in solution.report.reason
+        square_and_large = shape[0] == shape[1] and shape[0] >= 64
+        assert solution.report.solver == ("lapx" if lapx and square_and_large else "scipy")
+        assert "auto" in solution.report.reason
+
+
+def test_auto_without_a_gpu_takes_lapx_only_in_its_measured_lead(rng, monkeypatch):
+    """Square matrices from n = 64 (integers at any size, floats up to 512), costs exact in float64;
+    scipy elsewhere, and scipy whenever lapx is not installed."""
+    import dataclasses
+
+    from lapcli.engines import auto, registry
+
+    monkeypatch.setattr(auto, "cuda_status", lambda: (False, "no GPU"))
+    lapx = registry.get("lapx")
+    for installed in (True, False):
+        monkeypatch.setitem(registry.ENGINES, "lapx", dataclasses.replace(lapx, probe=lambda i=installed: (i, "")))
+        cases = {(32, 32, "i"): "scipy", (64, 64, "i"): "lapx", (2048, 2048, "i"): "lapx", (64, 80, "i"): "scipy",
+                 (512, 512, "f"): "lapx", (513, 513, "f"): "scipy"}
+        for (n, m, kind), engine in cases.items():
+            cost = rng.integers(0, 1000, (n, m)) if kind == "i" else rng.random((n, m))
+            expected = engine if installed else "scipy"
+            assert auto.choose(lapcli.problem.prepare(cost, check=False))[0] == expected, (n, m, kind, installed)
+        wide = np.full((100, 100), 2**60, dtype=np.int64)  # float64 would round: never lapx
+        assert auto.choose(lapcli.problem.prepare(wide, check=False))[0] == "scipy"
 
 
 def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch):

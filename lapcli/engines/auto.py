@@ -36,6 +36,12 @@ class Crossovers:
     high_range: float = 10.0  # R = (max − min) / k at and above which the range counts as high
     small_side: int = 384  # below this side the kernel wins only at lower ranges:
     small_high_range: float = 3.0  # n = 256: cuda 1.13–1.52× scipy at R ≤ 2, 0.73–0.92× at R = 4–16
+    # Without a GPU, lapx (when installed) on square matrices: 2-core CI machine, best of 5, lapx 0.11
+    # against scipy 1.17: integers 1.3–1.9× scipy at n = 64, 2.0–5.1× at 128, 3.9–5.7× at 2048;
+    # U[0, 1) floats 1.6× at 64, 2.4–2.8× at 128–512, 1.1× at 1024, 0.73× at 2048; below 64 scipy
+    # (0.1–0.6×), and on rectangular matrices lapx's extend_cost is 0.27–1.5× (docs/dispatch.md).
+    lapx_from: int = 64
+    lapx_floats_up_to: int = 512
 
     def high_range_at(self, k: int) -> float:
         return self.small_high_range if k < self.small_side else self.high_range
@@ -119,10 +125,28 @@ def scipy_is_exact(problem) -> bool:
     return reduced_for_float64(host, problem.maximize) is not None
 
 
+def lapx_is_faster(problem) -> bool:
+    """Without a GPU: a square matrix in lapx's measured lead (above), lapx installed, and costs its
+    float64 arithmetic holds exactly (lapx, like scipy, solves in float64)."""
+    n, m = problem.n_rows, problem.n_cols
+    if n != m or n < CROSSOVERS.lapx_from:
+        return False
+    if problem.original.dtype.kind == "f" and n > CROSSOVERS.lapx_floats_up_to:
+        return False
+    if not registry.get("lapx").available()[0]:
+        return False
+    from ..work import float64_exact  # NumPy: not at import (lapcli.cli.gpu_start)
+
+    return float64_exact(problem.original)
+
+
 def fastest_for_matrix(problem) -> tuple[str, str]:
     """The measured crossovers' pick for one matrix (docs/dispatch.md)."""
     available, why = cuda_status()
     if not available:
+        if lapx_is_faster(problem):
+            return "lapx", (f"auto: {why}; lapx (installed): square n={problem.size} ≥ {CROSSOVERS.lapx_from}, "
+                            "where it beat scipy on the CPU")
         return "scipy", f"auto: {why}; scipy (native k×m; faster than the NumPy twin everywhere measured)"
     small, large = sorted((problem.n_rows, problem.n_cols))
     if large > CROSSOVERS.wide_ratio * max(small, 1):

@@ -8,12 +8,15 @@ The lapx distribution installs the import package ``lap`` (a drop-in for gatagat
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ...errors import InfeasibleError
 from ..base import EngineResult
 
 
+@lru_cache(maxsize=1)
 def lapx_module():
     """lapx's import package ``lap``; ImportError when lapx is not the distribution behind it."""
     from importlib import metadata
