@@ -37,12 +37,14 @@ DTYPES = ("int32", "int64", "float32", "float64")
 def draw_case(rng: np.random.Generator, max_n: int) -> dict:
     n = int(round(math.exp(rng.uniform(0, math.log(max_n)))))
     m = n if rng.random() < 0.75 else int(round(math.exp(rng.uniform(0, math.log(max_n)))))
-    kind = str(rng.choice(["uniform"] * 6 + ["float", "geometric", "sanity", "offset", "near-tie"]))
+    kind = str(rng.choice(["uniform"] * 6 + ["float", "geometric", "sanity", "offset", "near-tie", "wide"]))
     if kind == "sanity":
         m = n
     dtype = str(rng.choice(DTYPES)) if kind == "uniform" else str(rng.choice(["float32", "float64"]))
     if kind in ("offset", "near-tie"):
         dtype = "float64"  # their structure is below float32's resolution
+    if kind == "wide":
+        dtype = str(rng.choice(["int64", "uint64"]))  # near 2^53, 2^62, 2^63: float64 would round them
     return {
         "n": n, "m": m, "kind": kind, "range": float(rng.choice(RANGES)), "dtype": dtype,
         "maximize": bool(rng.random() < 0.2),
@@ -59,6 +61,11 @@ def build_matrix(case: dict) -> np.ndarray:
         cost = 1e6 + rng.uniform(0, 1e-7, shape)
     elif case["kind"] == "near-tie":
         cost = rng.integers(0, 10, shape) + 1e-8 * rng.random(shape)
+    elif case["kind"] == "wide":  # integers float64 cannot hold: exact on every path, or refused
+        signed = case["dtype"] == "int64"
+        low = int(rng.choice([2**53 - 8, 2**62, -(2**63)] if signed else [2**53, 2**63, 2**64 - 2**20]))
+        spread = int(rng.choice([8, 1000, 2**20]))
+        cost = (np.array(low, dtype=object) + rng.integers(0, spread, shape).astype(object)).astype(case["dtype"])
     else:
         cost = generate(case["n"], case["m"], range_factor=case["range"], seed=case["seed"], kind=case["kind"],
                         dtype=None if case["kind"] != "uniform" else "int64")
@@ -76,6 +83,8 @@ def build_matrix(case: dict) -> np.ndarray:
 
 
 def working_dtype(case: dict, cost: np.ndarray) -> str | None:
+    if case["kind"] == "wide":
+        return None  # lapcli chooses: int64 after an exact reduction
     if cost.dtype.kind == "f" and case["dtype"].startswith("int"):
         return None  # forbidden entries made it float: let lapcli choose
     return case["dtype"]
@@ -105,10 +114,23 @@ def routed(case: dict, cost: np.ndarray, out: Path | None = None):
     return cost
 
 
+def exact_reference(cost: np.ndarray, maximize: bool):
+    """scipy's answer, exact also for integers float64 cannot hold: solved on their exact reduction
+    (lapcli.work.reduced_for_float64, the same optimal pairs); none when even that is too wide."""
+    from lapcli.work import float64_exact, reduced_for_float64
+
+    if float64_exact(cost):
+        return scipy_lsa(cost, maximize=maximize)
+    reduced = reduced_for_float64(cost, maximize)
+    if reduced is None:
+        raise ValueError("no exact float64 reference for these integers")  # counted as an error, not a pass
+    return scipy_lsa(reduced)
+
+
 def check(case: dict, cost: np.ndarray, solver: str = "cuda") -> tuple[str, str]:
     """('ok' | 'mismatch' | 'error' | 'hang' | 'uncertified', detail)."""
     try:
-        ref_rows, ref_cols = scipy_lsa(cost, maximize=case["maximize"])
+        ref_rows, ref_cols = exact_reference(cost, case["maximize"])
         expected = cost[ref_rows, ref_cols]
         expected = int(expected.astype(object).sum()) if cost.dtype.kind in "iu" else math.fsum(expected.tolist())
     except ValueError as error:
@@ -152,7 +174,7 @@ def check_batch(rng: np.random.Generator, solver: str) -> tuple[dict, np.ndarray
     expected = []
     for cost in stack:
         try:
-            r, c = scipy_lsa(cost, maximize=case["maximize"])
+            r, c = exact_reference(cost, case["maximize"])
             pairs = cost[r, c]  # summed exactly, as the single-problem check and lapcli do: NumPy's
             # sum of 47 costs of 1e6 + U(0, 1e-7) errs by more than the tolerance (2.2e-8 > 2.1e-8)
             expected.append(int(pairs.astype(object).sum()) if cost.dtype.kind in "biu" else math.fsum(pairs.tolist()))
