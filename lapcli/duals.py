@@ -79,10 +79,13 @@ def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, bu
     """(duals in the caller's coordinates, certificate dict) for a single problem's answer
     (``rows``, ``cols`` in the caller's matrix), or (None, why) when the recovery would cost more
     than ``budget_passes`` passes over the matrix. Raises SolverError when the answer is not optimal."""
-    from .errors import SolverError
+    from .errors import LapInputError, SolverError
     from .work import WorkMatrix
 
-    work = problem.work_stack(np)
+    try:
+        work = problem.work_stack(np)
+    except LapInputError as error:  # costs the engine solved but no work can be built of (an overflowing spread)
+        return None, f"no certificate: {error}"
     values = work.values[0]
     col_of_row = np.empty(values.shape[0], dtype=np.int64)
     if problem.transposed:  # work rows are the caller's columns

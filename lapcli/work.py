@@ -112,14 +112,9 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
         if work is not None:
             work.sign = sign
             return work
-        if requested is not None:
-            raise LapInputError(f"integer costs are too large for exact solving as {requested} at "
-                                f"n={arr.shape[2]} (the int64 duals could overflow); drop --dtype to solve in float64")
-        work = _float_work(arr.astype(np.float64), xp, maximize, any_forbidden, "float64", square, True)
-        work.notes.append(f"integer costs too large for exact int64 duals at n={arr.shape[2]}: solved in "
-                          "float64 (as scipy does)")
-        work.sign = sign
-        return work
+        raise LapInputError(f"integer costs span too wide a range for exact int64 duals at n={arr.shape[2]}, "
+                            "even reduced (spread · 4(n+1) ≥ 2^62); lapcli does not round integers: "
+                            "narrow their range, or convert them to float64 yourself")
     target = requested or ("float32" if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 else "float64")
     if arr.dtype.kind in "biu":
         _check_exact_in_float(arr, target)
@@ -202,18 +197,30 @@ def _reduced_integer_work(arr, xp, maximize: bool, requested: str | None) -> Wor
     modulo 2^64 and lie in [0, 2^64). The offsets (host, int64 or Python ints) are what was
     subtracted, signed so that objective = sign · (Σ work + Σ offsets). None when even the reduced
     integers could overflow the int64 duals (the caller then solves in float64)."""
-    k = arr.shape[2]
+    r, k = arr.shape[1], arr.shape[2]
     reference = arr.max(axis=2) if maximize else arr.min(axis=2)
     unsigned, base = arr.astype(np.uint64), reference.astype(np.uint64)[:, :, None]
     reduced = base - unsigned if maximize else unsigned - base
     hi = int(reduced.max())
+    col_offset = None
+    if hi * 4 * (k + 1) >= INT64_SAFE and r == k:  # square: every column is assigned, reduce them too
+        col_min = reduced.min(axis=1)
+        reduced = reduced - col_min[:, None, :]  # both in [0, 2^64): exact
+        hi = int(reduced.max())
+        col_offset = _int_offsets(_host(col_min).astype(object))  # subtracted from the sign-folded work
     if hi * 4 * (k + 1) >= INT64_SAFE:
         return None
-    offsets = _host(reference).astype(object)
-    offsets = -offsets if maximize else offsets
-    if all(-(2**63) <= int(o) < 2**63 for o in offsets.flat):
-        offsets = offsets.astype(np.int64)
-    return Work(xp.ascontiguousarray(reduced.astype(_integer_target(0, hi, requested))), row_offset=offsets)
+    references = _host(reference).astype(object)
+    offsets = _int_offsets(-references if maximize else references)  # objective = sign · (Σ work + Σ offsets)
+    return Work(xp.ascontiguousarray(reduced.astype(_integer_target(0, hi, requested))), row_offset=offsets,
+                col_offset=col_offset)
+
+
+def _int_offsets(values: np.ndarray) -> np.ndarray:
+    """Offsets as int64 where they fit, else the Python ints they are (an object array)."""
+    if all(-(2**63) <= int(o) < 2**63 for o in values.flat):
+        values = values.astype(np.int64)
+    return values
 
 
 def _negate_exactly(arr):
@@ -244,9 +251,10 @@ def _check_exact_in_float(arr, target: str) -> None:
     digits = np.finfo(target).nmant + 1
     if arr.dtype.kind == "b" or arr.dtype.itemsize * 8 - (arr.dtype.kind == "i") <= digits:
         return  # every value of the integer dtype is exact in the float: no scan
-    limit = 2**digits
+    limit = 2 ** (digits - 1)  # the reductions form differences of two costs: they must be exact too
     if max(abs(int(arr.min())), abs(int(arr.max()))) > limit:
-        raise LapInputError(f"integer costs beyond ±{limit} are not exact in {target}; use --dtype int64 or float64")
+        raise LapInputError(f"integer costs beyond ±{limit} are not exact in {target} once reduced; "
+                            "use --dtype int64 or float64")
 
 
 def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, square: bool, checked: bool) -> Work:
@@ -265,20 +273,28 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
         if values.dtype == np.float32:  # eps follows |c| (see the module docstring)
             return Work(xp.ascontiguousarray(values))
         row_min = values.min(axis=2)
-        values = values - row_min[:, :, None]
-        col_min = None
-        if square and r == k:
-            col_min = values.min(axis=1)
-            values = values - col_min[:, None, :]
-        return Work(xp.ascontiguousarray(values), row_offset=row_min, col_offset=col_min)
+        with np.errstate(over="ignore", invalid="ignore"):
+            reduced = values - row_min[:, :, None]
+            col_min = None
+            if square and r == k:
+                col_min = reduced.min(axis=1)
+                reduced = reduced - col_min[:, None, :]
+        if checked and reduced.size and not bool(xp.isfinite(reduced).all()):
+            raise LapInputError("the costs' spread (a row's max − min) overflows float64, so lapcli cannot "
+                                "reduce them; scale them down")
+        return Work(xp.ascontiguousarray(reduced), row_offset=row_min, col_offset=col_min)
     if values.dtype.itemsize < arr.dtype.itemsize and not bool((xp.isfinite(values) == finite).all()):
         raise LapInputError(f"costs overflow {target}; use --dtype float64")
     lo = xp.where(finite, values, xp.inf).min(axis=(1, 2))
     hi = xp.where(finite, values, -xp.inf).max(axis=(1, 2))
     lo, hi = xp.where(xp.isfinite(lo), lo, 0), xp.where(xp.isfinite(hi), hi, 0)
     if values.dtype == np.float32:  # unreduced: the sentinel clears hi + k·(hi − lo)
-        width = xp.maximum(xp.maximum(hi - lo, abs(hi) * 2.0**-20), 1e-30)
-        sentinel = (hi + (k + 2) * width).astype(values.dtype)
+        hi64, lo64 = hi.astype(np.float64), lo.astype(np.float64)
+        width = xp.maximum(xp.maximum(hi64 - lo64, abs(hi64) * 2.0**-20), 1e-30)
+        sentinel = hi64 + (k + 2) * width
+        if bool((sentinel > float(np.finfo(np.float32).max)).any()):
+            raise LapInputError("float32 costs span too wide a range to mark forbidden entries; use --dtype float64")
+        sentinel = sentinel.astype(values.dtype)
         scale = _host(xp.maximum(abs(lo), abs(hi))).astype(np.float64)
         return Work(xp.ascontiguousarray(xp.where(finite, values, sentinel[:, None, None])), scale=scale)
     row_min = xp.where(finite, values, xp.inf).min(axis=2)

@@ -125,13 +125,18 @@ def test_working_dtype_is_checked(rng):
     assert_matches_scipy(solution, cost)
 
 
-def test_huge_integers_are_solved_in_float64_as_scipy_does_and_the_report_says_so():
-    cost = np.array([[2**62, 0], [0, 2**62]], dtype=np.int64)
-    solution = lapcli.solve(cost, solver="numpy")
-    assert solution.objective == 0 and solution.report.dtype == "float64"
-    assert any("float64" in note for note in solution.report.notes)
-    with pytest.raises(ValueError, match="too large for exact solving"):
-        lapcli.solve(cost, solver="numpy", dtype="int64")
+def test_huge_integers_are_solved_exactly_reduced_or_refused_never_rounded():
+    wide = np.array([[2**62, 0], [0, 2**62]], dtype=np.int64)  # a spread int64 duals cannot hold: refused
+    with pytest.raises(ValueError, match="does not round integers"):
+        lapcli.solve(wide, solver="numpy")
+    tricky = np.array([[0, 2**61], [1, 2**61 + 3]], dtype=np.int64)  # rows alone leave 2^61 + 2
+    for maximize, optimum in ((False, 2**61 + 1), (True, 2**61 + 3)):
+        assert lapcli.solve(tricky, maximize=maximize).objective == optimum
+        assert lapcli.solve(tricky, solver="numpy", maximize=maximize).objective == optimum
+        assert int(lapcli.solve_batch(tricky[None], maximize=maximize).objectives[0]) == optimum
+    tall = np.array([[-(2**62), 2**62], [2**62, -(2**62)], [0, 1]], dtype=np.int64)  # columns not all assigned
+    with pytest.raises(ValueError, match="does not round integers"):
+        lapcli.solve(tall, solver="numpy")
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64])

@@ -63,10 +63,22 @@ def test_the_uint64_pair_near_2_to_the_64_is_exact():
     assert lapcli.solve(cost, maximize=True).objective == 2**64 + 10
 
 
-def test_integers_too_wide_even_reduced_go_to_the_exact_engine():
-    cost = np.array([[-(2**62), 2**62], [2**62, -(2**62)], [0, 1]], dtype=np.int64)
-    solution = lapcli.solve(cost)
+def test_integers_too_wide_even_reduced_go_to_the_exact_engine_or_are_refused():
+    square = np.array([[0, 2**61], [1, 2**61 + 3]], dtype=np.int64)  # exact once columns are reduced too
+    solution = lapcli.solve(square)
     assert solution.report.solver == "numpy" and "2^53" in solution.report.reason
-    assert solution.objective == brute_force(cost, False) and solution.report.certified
+    assert solution.objective == brute_force(square, False) and solution.report.certified
     with pytest.raises(lapcli.SolverError, match="too wide"):
-        lapcli.solve(cost, solver="scipy")
+        lapcli.solve(square, solver="scipy")
+    tall = np.array([[-(2**62), 2**62], [2**62, -(2**62)], [0, 1]], dtype=np.int64)
+    with pytest.raises(ValueError, match="does not round integers"):  # exit 2 on the command line
+        lapcli.solve(tall)
+
+
+def test_integers_near_a_floats_precision_are_refused_as_that_float(rng):
+    """dtype="float64" on integers whose reduction (differences of two costs) leaves float64."""
+    cost = np.array([[0, 2**53], [-2, 2**53 - 1]], dtype=np.int64)
+    for solver in ("numpy", "scipy"):
+        with pytest.raises(ValueError, match="not exact in float64 once reduced"):
+            lapcli.solve(cost, solver=solver, dtype="float64")
+    assert lapcli.solve(cost).objective == 2**53 - 2

@@ -53,3 +53,17 @@ def test_the_cli_refuses_float128_and_huge_matrices_with_one_line_and_no_file(tm
                             capture_output=True, text=True)
     assert result.returncode == 2 and "GiB" in result.stderr and "internal error" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f128.npy"]
+
+
+def test_float_spreads_beyond_the_float_range_are_refused_not_misread():
+    extreme = np.array([[-1e308, 1e308], [-1.7e308, 1.7e308]])  # a row's max − min overflows float64
+    with pytest.raises(ValueError, match="overflows float64"):
+        lapcli.solve(extreme, solver="numpy")
+    with pytest.raises(ValueError, match="overflows float64"):
+        lapcli.solve_batch(extreme[None])
+    solution = lapcli.solve(extreme)  # scipy compares them as they are: solved, not certified
+    assert not solution.report.certified and "overflows float64" in solution.report.certificate["why"]
+    forbidden = np.array([[0, np.inf, 1], [3e38, 3e38, 3e38], [1, 1, 0]], np.float32)  # sentinel beyond float32
+    with pytest.raises(ValueError, match="use --dtype float64"):
+        lapcli.solve_batch(forbidden[None])
+    assert lapcli.solve_batch(forbidden[None], dtype="float64").objectives[0] == pytest.approx(3e38 + 1, rel=1e-6)
