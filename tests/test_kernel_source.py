@@ -177,7 +177,7 @@ def test_batch_kernel_compiles_for_every_dtype_layout_and_mode(tmp_path):
     assert max(spills) <= 16, [e.split("'")[1] for e, s in zip(entries, spills) if s > 16]
     # The certificate is inlined into the solve's kernel, so its registers are the launch's: with
     # 8-16 rows in flight it needed 106-184 per thread, and batches that fit the GPU at once ran in
-    # two waves (docs/history/batch-notes.md). Each certified launch stays within 80 (ptxas 13.0,
+    # two waves (docs/design.md). Each certified launch stays within 80 (ptxas 13.0,
     # sm_90: 56-80; the solve alone 32-72).
     registers = {e.split("'")[1]: int(re.search(r"Used (\d+) registers", e).group(1)) for e in certifying}
     assert max(registers.values()) <= 80, {name: r for name, r in registers.items() if r > 80}

@@ -21,7 +21,7 @@ KERNEL_TYPES = {
 
 # Layouts (K columns per thread, THREADS threads per problem), the first that holds m columns wins.
 # THREADS 16: half a warp per problem, four problems per 64-thread block; 32: a warp, two per block;
-# 64 and more: a block per problem. Chosen by measurement on an H100 (docs/history/batch-notes.md):
+# 64 and more: a block per problem. Chosen by measurement on an H100 (docs/design.md):
 # up to 16 columns half-warp groups (certified launch at 10000 x 16: 0.130 against 0.142 ms for a
 # warp per problem, and 0.254 for a thread per problem; four columns per half-warp thread at 64
 # columns took 0.47 against K2 x 32's 0.28); up to 1024 columns K4 x 256 since the branch-free step

@@ -389,7 +389,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     // reads the problem once with independent loads (no chain of dependent steps) and leaves ~n/e
     // rows free: on random problems the searches then take about half the Dijkstra steps (NumPy
     // count, 256 x 256: U[0, 1) 3010 -> 1809, integers in [0, 10n) 2566 -> 1316;
-    // docs/history/batch-notes.md).
+    // docs/design.md).
     // Only for n == m: with n < m it would leave v > 0 on columns no row takes.
     if (!v_start && !col_start && n == m) {
         T best[K];
@@ -475,7 +475,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             // this thread's (key, tag) minimum as a tree of K - 1 comparisons: depth log2 K, and no
             // branches. Against one compare-and-branch chain (H100, kernel ms): 18-33 % faster on
             // batches of 64-1024 columns, 11 % on cuda-sap's searches at n = 1024
-            // (docs/history/batch-notes.md)
+            // (docs/design.md)
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 const bool open = !((scanned >> k) & 1);
