@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import LapInputError
-from .problem import array_module, check_entries, prepare
+from .problem import array_module, check_entries, exact_sum, prepare
 from .results import Solution
 
 
@@ -68,9 +68,8 @@ class CostLimit:
         n, m = self.cost.shape
         real = (inner.row_ind < n) & (inner.col_ind < m)
         rows, cols = inner.row_ind[real], inner.col_ind[real]
-        values = self.cost[rows, cols]
-        objective = (int(sum(int(x) for x in values.tolist())) if self.cost.dtype.kind in "biu"
-                     else math.fsum(values.tolist()))
+        total = exact_sum(self.cost[rows, cols][None])[0]
+        objective = total.item() if isinstance(total, np.generic) else total
         report = inner.report
         report.objective, report.n_rows, report.n_cols = objective, n, m
         report.notes = [*report.notes, f"cost_limit {self.limit:g}: solved as lapjv's ({n + m})² augmented problem; "

@@ -222,7 +222,7 @@ class Problem:
 
     def objective(self, rows: np.ndarray, cols: np.ndarray) -> int | float:
         """Sum of a single problem's chosen costs: exact (Python int) for integers, fsum for floats."""
-        total = _exact_sum(self.values_at(rows, cols)[None])[0]
+        total = exact_sum(self.values_at(rows, cols)[None])[0]
         return total.item() if isinstance(total, np.generic) else total  # a Python int or float
 
     def objectives(self, col_ind) -> np.ndarray:
@@ -230,15 +230,15 @@ class Problem:
         unassigned row): exact for integers, correctly rounded (fsum) for float64."""
         xp = self.xp
         if 0 in self.shape:  # no problem, or problems without a pair: nothing is chosen
-            return _exact_sum(_host(self.xp.zeros(self.shape[:2], dtype=self.stack.dtype)))
+            return exact_sum(_host(self.xp.zeros(self.shape[:2], dtype=self.stack.dtype)))
         col_ind = xp.asarray(col_ind)
         assigned = col_ind >= 0
         values = xp.take_along_axis(self.stack, xp.where(assigned, col_ind, 0)[:, :, None], axis=2)[:, :, 0]
         zero = 0 if values.dtype.kind in "biu" else 0.0
-        return _exact_sum(_host(xp.where(assigned, values, zero)))
+        return exact_sum(_host(xp.where(assigned, values, zero)))
 
 
-def _exact_sum(values: np.ndarray) -> np.ndarray:
+def exact_sum(values: np.ndarray) -> np.ndarray:
     """Row sums of a (B, n) host array: int64 where that cannot overflow, else Python ints (an
     object array); float32 in float64 (exact at these sizes); float64 by fsum (a pairwise sum of
     1e6 + U(0, 1e-7) costs errs by more than the tolerance the fuzzer holds us to)."""

@@ -160,6 +160,16 @@ def reduced_for_float64(matrix: np.ndarray, maximize: bool) -> np.ndarray | None
     return reduced.T if matrix.shape[0] > matrix.shape[1] else reduced
 
 
+def float64_solvable(matrix: np.ndarray, maximize: bool) -> tuple[np.ndarray, bool] | None:
+    """(costs, maximize) that a float64 solver solves exactly, with ``matrix``'s optimal
+    assignments: the matrix as given where float64 holds it, else its exact reduction (to
+    minimise); None when even that is too wide."""
+    if float64_exact(matrix):
+        return matrix, maximize
+    reduced = reduced_for_float64(matrix, maximize)
+    return None if reduced is None else (reduced, False)
+
+
 def _integer_work(arr, xp, maximize: bool, requested: str | None) -> Work | None:
     """Exact integer work, or None when even the row-reduced integers could overflow the int64
     duals (the caller then solves in float64). A requested int dtype that cannot hold the values

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -63,6 +64,12 @@ def usable(problem) -> bool:
         return False
     if "cupy" in sys.modules and problem.original.nbytes > SMALL_BYTES:
         return False
+    return _has_driver_bindings()
+
+
+@lru_cache(maxsize=1)
+def _has_driver_bindings() -> bool:
+    """cuda.bindings is installed (asked once: a module search costs tens of µs a solve)."""
     return importlib.util.find_spec("cuda.bindings") is not None
 
 

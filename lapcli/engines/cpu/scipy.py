@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...errors import InfeasibleError, SolverError
-from ...work import float64_exact, reduced_for_float64
+from ...work import float64_solvable
 from ..base import EngineResult
 
 
@@ -25,9 +25,7 @@ def run(problem, *, timeout: float | None = None, device: int | None = None) -> 
     if problem.xp is not np:
         original = problem.xp.asnumpy(original)
     dtype = original.dtype.name
-    maximize = problem.maximize
-    if not float64_exact(original):
-        original, maximize = _exact_for_float64(original, maximize), False
+    original, maximize = _exact_for_float64(original, problem.maximize)
     try:
         rows, cols = scipy_lsa(original, maximize=maximize)
     except ValueError as error:
@@ -41,9 +39,7 @@ def _run_on_work(problem) -> EngineResult:
     """A requested working dtype: scipy solves the work stack (lapcli.work: the costs in that dtype,
     transposed when tall, negated to maximise, forbidden entries at a sentinel), mapped back."""
     work = problem.work_stack(np)
-    values = work.values[0]
-    if not float64_exact(values):
-        values = _exact_for_float64(values, False)
+    values, _ = _exact_for_float64(work.values[0], False)
     work_rows, work_cols = scipy_lsa(values)  # every work row is assigned (rows ≤ columns)
     rows, cols = (work_cols, work_rows) if problem.transposed else (work_rows, work_cols)
     order = np.argsort(rows, kind="stable")
@@ -51,9 +47,9 @@ def _run_on_work(problem) -> EngineResult:
                         dtype=work.dtype)
 
 
-def _exact_for_float64(values: np.ndarray, maximize: bool) -> np.ndarray:
-    reduced = reduced_for_float64(values, maximize)
-    if reduced is None:
+def _exact_for_float64(values: np.ndarray, maximize: bool) -> tuple[np.ndarray, bool]:
+    solvable = float64_solvable(values, maximize)
+    if solvable is None:
         raise SolverError("integer costs too wide for scipy's float64 to be exact, even reduced; "
                           "use --solver numpy (exact int64 duals) or auto")
-    return reduced
+    return solvable

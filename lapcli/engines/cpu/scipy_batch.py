@@ -21,7 +21,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...twins import reference_stack
-from ...work import float64_exact, reduced_for_float64
+from ...work import float64_exact, float64_solvable
 from ..base import BatchEngineResult
 
 # Below this many entries a problem's Python-side overhead (which holds the GIL) outweighs the
@@ -43,11 +43,9 @@ def caller_columns(col_of_row: np.ndarray, n: int, m: int) -> np.ndarray:
 
 def exactly(cost: np.ndarray) -> np.ndarray:
     """The column of each row of one integer work problem too wide for float64 as given."""
-    if float64_exact(cost):
-        return scipy_lsa(cost)[1]
-    reduced = reduced_for_float64(cost, maximize=False)
-    if reduced is not None:
-        return scipy_lsa(reduced)[1]
+    solvable = float64_solvable(cost, maximize=False)
+    if solvable is not None:
+        return scipy_lsa(solvable[0])[1]
     return reference_stack(cost[None])[0][0]
 
 
