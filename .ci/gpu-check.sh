@@ -101,7 +101,7 @@ if ! skip cold; then  # a cold one-shot solve's wall time against its kernel tim
     sync; start=$(date +%s.%N)
     env "$@" python3 -m lapcli solve "$matrix" -o /tmp/a.npy --quiet --report /tmp/cold.json
     end=$(date +%s.%N)
-    python3 -c "import json,sys; r=json.load(open('/tmp/cold.json')); d=r['details']; w=($end-$start)*1e3; print(f'cold lap solve n=4096 ($label): wall {w:.0f} ms, kernel {d[\"kernel_ms\"]:.0f} ms, over the kernel {w-d[\"kernel_ms\"]:.0f} ms, solver {r[\"solver\"]}, launcher {d.get(\"launcher\")}, early start {d.get(\"driver_started_early\")}, compile {d[\"compile_ms\"]:.0f} ms')"
+    python3 -c "import json,sys; r=json.load(open('/tmp/cold.json')); d=r['details']; w=($end-$start)*1e3; print(f'cold lap solve n=4096 ($label): wall {w:.0f} ms, kernel {d[\"kernel_ms\"]:.0f} ms, over the kernel {w-d[\"kernel_ms\"]:.0f} ms, solver {r[\"solver\"]}, route {d.get(\"route\")}, early start {d.get(\"driver_started_early\")}, compile {d[\"compile_ms\"]:.0f} ms')"
   }
   for i in 1 2 3 4 5; do cold default; done | tee "$out/cold-solve.txt"
   for i in 1 2 3; do cold "teardown in the process" LAPCLI_DETACH_TEARDOWN=0; done | tee -a "$out/cold-solve.txt"

@@ -94,12 +94,13 @@ ROW_SLACKS_THREADS = 256
 
 
 @lru_cache(maxsize=None)
-def _row_slacks_kernel(cost_dtype: str, exact: bool):
-    import cupy
+def _row_slacks_program(cost_dtype: str, exact: bool):
+    """The read pass for one cost type, compiled and loaded by lapcli.cuda.runtime; its parameters
+    (cost, u, v, col, k, m, largest, out) as the runtime's slot letters."""
+    from .cuda.runtime import Program
 
     name = f"row_slacks<{_C_TYPES[cost_dtype]}, {'long long' if exact else 'double'}>"
-    module = cupy.RawModule(code=_ROW_SLACKS_SOURCE, options=("-std=c++17",), name_expressions=[name])
-    return module.get_function(name)
+    return Program("certificate", _ROW_SLACKS_SOURCE, (), ((name, name, f"ppppii{'q' if exact else 'd'}p"),))
 
 
 def _device_slacks(cost, col, u, v, dual_dtype):
@@ -110,11 +111,15 @@ def _device_slacks(cost, col, u, v, dual_dtype):
     k, m = cost.shape
     exact = dual_dtype is np.int64
     out = cupy.empty(2 * k, dtype=dual_dtype)
-    largest = np.int64(np.iinfo(np.int64).max) if exact else np.float64(np.inf)
-    kernel = _row_slacks_kernel(cost.dtype.name, exact)
-    kernel((min(k, 1024),), (ROW_SLACKS_THREADS,),
-           (cost, cupy.ascontiguousarray(u), cupy.ascontiguousarray(v), cupy.ascontiguousarray(col),
-            np.int32(k), np.int32(m), largest, out))
+    from .cuda.runtime import current_stream, load
+
+    largest = int(np.iinfo(np.int64).max) if exact else float("inf")
+    program = _row_slacks_program(cost.dtype.name, exact)
+    kernels, _load_ms = load(program)
+    u, v, col = (cupy.ascontiguousarray(array) for array in (u, v, col))  # kept alive until the copy back
+    kernels[program.kernels[0][0]].launch(
+        min(k, 1024), ROW_SLACKS_THREADS,
+        (cost.data.ptr, u.data.ptr, v.data.ptr, col.data.ptr, k, m, largest, out.data.ptr), stream=current_stream())
     host = out.get()
     return host[0::2].min(), host[1::2].max()
 

@@ -94,7 +94,7 @@ def test_the_classical_step_1_still_takes_the_twins_steps(rng):
 
     for cost in [uniform_costs(rng, n, n, r, dtype=np.int32) for n in (64, 257) for r in (0.01, 1000)]:
         twin = {s.step: s.count for s in numpy_engine.solve(prepare(cost), auction_rounds=0).steps}
-        for run in (hungarian.run_with_cupy, hungarian.run_with_driver, stepwise.solve):
+        for run in (hungarian.run_on_cupy, hungarian.run_from_host, stepwise.solve):
             assert {s.step: s.count for s in run(prepare(cost), auction_rounds=0).steps} == twin
 
 
@@ -120,7 +120,7 @@ def test_report_carries_launch_details(rng):
     assert report.solver == "cuda" and report.device.startswith("cuda:")
     for key in ("grid", "block", "h2d_ms", "kernel_ms", "d2h_ms", "compile_ms"):
         assert key in report.details
-    assert report.details["launcher"] == "driver"  # a host input: the driver API, no CuPy
+    assert report.details["route"] == "host"  # a host input: copied in by the driver, no CuPy
     assert sum(s.ms for s in report.steps) <= report.details["kernel_ms"] * 1.05 + 0.05
 
 
@@ -164,22 +164,23 @@ def test_stepwise_baseline_matches_scipy_and_the_cooperative_counts(rng):
     assert_matches_scipy(lapcli.solve(cost, solver="cuda-stepwise"), cost)
 
 
-@pytest.mark.parametrize("launcher", ["driver", "cupy"])
-def test_too_little_device_memory_fails_before_allocating(rng, monkeypatch, launcher):
+@pytest.mark.parametrize("route", ["host", "cupy"])
+def test_too_little_device_memory_fails_before_allocating(rng, monkeypatch, route):
     import cupy
 
-    from lapcli.cuda import driver, hungarian, hungarian_driver
+    from lapcli.cuda import driver, hungarian, runtime
     from lapcli.engines.cuda import hungarian as engine
 
-    monkeypatch.setattr(hungarian, "free_device_bytes", lambda: 1 << 20)  # CuPy's launcher
-    monkeypatch.setattr(driver.Gpu, "free_bytes", lambda self: 1 << 20)  # the driver's
+    monkeypatch.setattr(hungarian, "free_device_bytes", lambda: 1 << 20)  # the CuPy route's count
+    monkeypatch.setattr(driver.Gpu, "free_bytes", lambda self: 1 << 20)  # the host route's
     allocations = []
-    real_arena = driver.DeviceArena
-    monkeypatch.setattr(hungarian_driver, "DeviceArena", lambda sizes: allocations.append(sizes) or real_arena(sizes))
+    real_init = runtime.Arena.__init__
+    monkeypatch.setattr(runtime.Arena, "__init__",
+                        lambda self, *args, **kwargs: allocations.append(args) or real_init(self, *args, **kwargs))
     pool = cupy.get_default_memory_pool()
     used_before = pool.used_bytes()
     with pytest.raises(lapcli.SolverError, match=r"needs \d+ MiB.*--dtype float32.*--solver scipy"):
-        run = engine.run_with_driver if launcher == "driver" else engine.run_with_cupy
+        run = engine.run_from_host if route == "host" else engine.run_on_cupy
         run(prepare(uniform_costs(rng, 2048, 2048, 10, dtype=np.int32)))
     assert pool.used_bytes() == used_before and not allocations
 
@@ -341,14 +342,13 @@ def test_auto_picks_by_size_range_and_shape_on_the_gpu(rng):
     assert wide.report.solver == "scipy" and "wide" in wide.report.reason
 
 
-def test_driver_and_cupy_launchers_take_the_same_steps_to_the_same_answer(rng):
+def test_host_and_cupy_routes_take_the_same_steps_to_the_same_answer(rng):
     from lapcli.engines.cuda import hungarian
 
     for cost in (uniform_costs(rng, 300, 300, 100, dtype=np.int32), rng.random((257, 190)),
                  rng.integers(0, 3, (128, 128))):
-        results = {"driver": hungarian.run_with_driver(prepare(cost)), "cupy": hungarian.run_with_cupy(prepare(cost))}
-        driver, cupy_run = results["driver"], results["cupy"]
-        assert driver.details["launcher"] == "driver" and cupy_run.details["launcher"] == "cupy"
+        driver, cupy_run = hungarian.run_from_host(prepare(cost)), hungarian.run_on_cupy(prepare(cost))
+        assert driver.details["route"] == "host" and cupy_run.details["route"] == "cupy"
         assert np.array_equal(driver.cols, cupy_run.cols)  # the kernel is deterministic
         assert [s.count for s in driver.steps] == [s.count for s in cupy_run.steps]
         assert driver.certificate["where"] == cupy_run.certificate["where"] == "device"
@@ -365,13 +365,13 @@ def test_compiled_kernel_is_cached_on_disk_for_the_next_process(tmp_path, rng):
     np.save(matrix, uniform_costs(rng, 200, 200, 10, dtype=np.int32))
     script = ("import sys, json, numpy as np, lapcli; "
               "r = lapcli.solve(np.load(sys.argv[1]), solver='cuda').report; "
-              "print(json.dumps([r.details['compile_ms'], r.details['launcher'], 'cupy' in sys.modules]))")
+              "print(json.dumps([r.details['compile_ms'], r.details['route'], 'cupy' in sys.modules]))")
     env = {**os.environ, "LAPCLI_CACHE_DIR": str(tmp_path / "cache")}
     runs = [json.loads(subprocess.run([sys.executable, "-c", script, str(matrix)], env=env, check=True,
                                       capture_output=True, text=True).stdout) for _ in range(2)]
     assert sorted(p.suffix for p in (tmp_path / "cache").iterdir()) == [".cubin", ".json"]
-    (first_ms, launcher, cupy_imported), (second_ms, _, _) = runs
-    assert launcher == "driver" and not cupy_imported  # the one-shot path never imports CuPy
+    (first_ms, route, cupy_imported), (second_ms, _, _) = runs
+    assert route == "host" and not cupy_imported  # the one-shot path never imports CuPy
     assert second_ms < first_ms / 5, runs  # loaded from the cubin, not compiled again
 
 
@@ -392,7 +392,7 @@ def test_the_lap_process_starts_the_driver_early_and_solves_right(tmp_path, rng)
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and result.stdout == result.stderr == "", result
     report = json.loads((tmp_path / "r.json").read_text())
-    assert report["solver"] == "cuda" and report["details"]["launcher"] == "driver"
+    assert report["solver"] == "cuda" and report["details"]["route"] == "host"
     assert report["details"]["driver_started_early"] is True
     cols = np.load(tmp_path / "a.npy")
     rows, expected = linear_sum_assignment(cost)

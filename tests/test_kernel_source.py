@@ -96,8 +96,9 @@ def batch_instantiation(dtype: str, k: int, threads: int, certify: bool) -> str:
 
 
 def test_batch_kernel_parameters_are_the_launchers_in_order():
-    """The driver launch packs KERNEL_PARAMETERS into 8-byte slots and CuPy's launch types them by
-    kind: a parameter added, dropped or moved in the kernel alone would hand it the wrong values."""
+    """The launch packs its arguments into 8-byte slots by KERNEL_SIGNATURE, derived from
+    KERNEL_PARAMETERS: a parameter added, dropped or moved in the kernel alone would hand it the
+    wrong values."""
     from lapcli.cuda import batch_lap as cuda_batch
 
     parameters = batch_parameters(cuda_batch.kernel_source())
@@ -108,7 +109,8 @@ def test_batch_kernel_parameters_are_the_launchers_in_order():
     assert cuda_batch.KERNEL_ARGUMENTS == len(parameters) == 20
     names = [name for name, _ in cuda_batch.KERNEL_PARAMETERS]
     ints = ("B", "n", "m", "transposed", "n_out", "exact")
-    assert sorted(cuda_batch._INT_ARGUMENTS) == [names.index(name) for name in ints]
+    assert [at for at, letter in enumerate(cuda_batch.KERNEL_SIGNATURE) if letter == "i"] == \
+        [names.index(name) for name in ints]
     assert len(cuda_batch._NO_CERTIFY) == len(names) - names.index("row_offset")
 
 

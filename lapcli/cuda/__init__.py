@@ -1,3 +1,4 @@
-"""lapcli's CUDA runtime, below the engines: the device probe, the driver API, the NVRTC compile
-path and its disk cache, pinned uploads (staging), and one launcher module per kernel family with
-that kernel's ABI (hungarian_abi, batch_lap). Importing this package imports nothing."""
+"""lapcli's CUDA runtime, below the engines: the device probe, the driver API, one runtime (NVRTC
+compile and disk cache, load, launch, one allocation per solve, events: runtime.py), pinned uploads
+(staging), and one launcher module per kernel with that kernel's ABI (hungarian + hungarian_abi,
+batch_lap + batch_abi). Importing this package imports nothing."""

@@ -64,11 +64,11 @@ KERNEL_PARAMETERS = (
     ("out", "ptr"), ("stats", "ptr"), ("objective_out", "ptr"), ("summary", "ptr"),
 )
 KERNEL_ARGUMENTS = len(KERNEL_PARAMETERS)
-# The positions of the 32-bit int arguments (a CuPy launch types them np.int32, the rest np.uint64).
-_INT_ARGUMENTS = frozenset(at for at, (_, kind) in enumerate(KERNEL_PARAMETERS) if kind == "i32")
+# The launch's signature (lapcli.cuda.runtime.SLOT_CODES): p a pointer, i an int, u an unsigned 64-bit int.
+KERNEL_SIGNATURE = "".join({"ptr": "p", "i32": "i", "u64": "u"}[kind] for _, kind in KERNEL_PARAMETERS)
 # The certify arguments (row_offset on) of a launch that does not certify: null pointers and zeros.
 _CERTIFY_FROM = [name for name, _ in KERNEL_PARAMETERS].index("row_offset")
-_NO_CERTIFY = tuple(np.int32(0) if kind == "i32" else np.uint64(0) for _, kind in KERNEL_PARAMETERS[_CERTIFY_FROM:])
+_NO_CERTIFY = (0,) * (KERNEL_ARGUMENTS - _CERTIFY_FROM)
 _STAMP_OFFSET = 8 * SUMMARY["SUMMARY_STAMP"]  # a certified launch's launch_start: its summary's stamp slot
 
 

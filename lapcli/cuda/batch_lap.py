@@ -16,8 +16,6 @@ The kernel's ABI (types, layouts, statuses, stats, parameters) is lapcli.cuda.ba
 from __future__ import annotations
 
 import struct
-import threading
-import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -25,12 +23,12 @@ from typing import Any
 import numpy as np
 
 from .batch_abi import (  # noqa: F401 - the ABI's names are part of this launcher's interface
-    _INT_ARGUMENTS,
     _NO_CERTIFY,
     _STAMP_OFFSET,
     CERTIFY_STATS,
     KERNEL_ARGUMENTS,
     KERNEL_PARAMETERS,
+    KERNEL_SIGNATURE,
     KERNEL_TYPES,
     LAYOUTS,
     MAX_COLUMNS,
@@ -48,6 +46,7 @@ from .batch_abi import (  # noqa: F401 - the ABI's names are part of this launch
     kernel_name,
     kernel_source,
 )
+from .runtime import Program, current_stream, load, reused_events
 
 
 @dataclass
@@ -71,27 +70,30 @@ class StackResult:
                 duals[batch * n:].reshape(batch, -1), ints[2:2 + batch])
 
 
-_kernels: dict[tuple, tuple] = {}  # (dtype, k, threads, certify, fault) -> (kernel, compile_ms)
-_launchers: dict[tuple, Any] = {}  # (device, the _kernels key) -> driver_launcher(kernel) or None
+@lru_cache(maxsize=None)
+def program(dtype: str, k: int, threads: int, certify: bool = False, fault: tuple[int, int] | None = None) -> Program:
+    """One instantiation of the kernel: ``certify`` selects the launch that also proves each answer
+    and writes the caller's columns (certified_stack); ``fault`` is for tests only (fault_defines)."""
+    name = kernel_name(dtype, k, threads, certify)
+    return Program("batch_lap", kernel_source(), (*kernel_defines(), *fault_defines(fault)),
+                   ((name, name, KERNEL_SIGNATURE),))
 
 
-def compiled_kernel(dtype: str, k: int, threads: int, certify: bool = False, *, fault: tuple[int, int] | None = None):
-    """Compile one instantiation once per process; return (kernel, compile_ms, fresh). ``certify``
-    selects the launch that also proves each answer and writes the caller's columns
-    (certified_stack); ``fault`` is for tests only (fault_defines)."""
-    key = (dtype, k, threads, certify, fault)
+_kernels: dict[tuple, object] = {}  # (device, dtype, k, threads, certify, fault) -> its loaded Kernel
+
+
+def compiled_kernel(dtype: str, k: int, threads: int, certify: bool = False, *, fault: tuple[int, int] | None = None,
+                    device: int = 0):
+    """(kernel, ms spent loading it now: 0 once loaded) on device ``device``, CuPy's current one.
+    Looked up in a plain dict first: a small batch's call is ~0.1 ms of host work, and this is on it."""
+    key = (device, dtype, k, threads, certify, fault)
     found = _kernels.get(key)
     if found is not None:
-        return found[0], found[1], False
-    import cupy
-
-    start = time.perf_counter()
-    name = kernel_name(dtype, k, threads, certify)
-    module = cupy.RawModule(code=kernel_source(), options=("-std=c++17", *kernel_defines(), *fault_defines(fault)),
-                            name_expressions=[name])
-    kernel = module.get_function(name)
-    _kernels[key] = (kernel, (time.perf_counter() - start) * 1e3)
-    return kernel, _kernels[key][1], True
+        return found, 0.0
+    chosen = program(dtype, k, threads, certify, fault)
+    kernels, load_ms = load(chosen)
+    _kernels[key] = kernels[chosen.kernels[0][0]]
+    return _kernels[key], load_ms
 
 
 def launch_shape(batch: int, threads: int) -> tuple[int, int]:
@@ -103,65 +105,10 @@ def launch_shape(batch: int, threads: int) -> tuple[int, int]:
     return batch, threads
 
 
-_reused: dict[tuple, tuple] = {}  # (thread, device, role) -> CUDA events reused call after call
-
-# The driver launch's arguments, each in an 8-byte slot (a 32-bit int in its slot's low half).
-_SLOTS = struct.Struct(f"<{KERNEL_ARGUMENTS}Q")  # every argument as an unsigned 64-bit slot (none is negative)
-_launch_slots = threading.local()
-
-
-def driver_launcher(kernel):
-    """A launch of ``kernel`` (a CuPy RawKernel) through the driver's cuLaunchKernel (cuda.bindings,
-    which lapcli's CUDA extras install), or None where that is not at hand (then CuPy launches).
-
-    Why: a certified launch is a small batch's largest fixed cost after the kernel itself. CuPy
-    converts each of the KERNEL_ARGUMENTS arguments on every call (~25 us on the H100 machine, against a 0.13 ms
-    kernel at 10000 x 16); here they are written into one reused buffer of 8-byte slots whose
-    addresses the driver reads."""
-    try:
-        from cuda.bindings import driver
-
-        loaded = kernel.kernel  # CuPy's loaded function on this device (kept with the launch below)
-        function = driver.CUfunction(loaded.ptr)
-        status, _ = driver.cuFuncGetAttribute(driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, function)
-        if status != driver.CUresult.CUDA_SUCCESS:  # cuda.bindings cannot drive this driver: CuPy launches
-            return None
-    except Exception:  # noqa: BLE001 - no cuda.bindings, or a CuPy without the handle: CuPy launches
-        return None
-
-    def launch(grid: int, block: int, stream: int, values: tuple) -> None:
-        slots = getattr(_launch_slots, "slots", None)
-        if slots is None:  # per thread: a launch reads its slots while the call runs
-            slots = _launch_slots.slots = np.zeros(KERNEL_ARGUMENTS, dtype=np.uint64)
-            _launch_slots.bytes = memoryview(slots).cast("B")
-            _launch_slots.addresses = addresses = slots.ctypes.data + 8 * np.arange(KERNEL_ARGUMENTS, dtype=np.uint64)
-            _launch_slots.pointer = addresses.ctypes.data  # the driver's void** kernelParams
-        _SLOTS.pack_into(_launch_slots.bytes, 0, *values)  # 0.9 us; NumPy's slots[:] = values 1.8 (H100 machine)
-        status, = driver.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, stream, _launch_slots.pointer, 0)
-        if status != driver.CUresult.CUDA_SUCCESS:
-            from ..errors import SolverError
-
-            raise SolverError(f"launching the batch kernel failed: {driver.cuGetErrorName(status)[1].decode()}")
-
-    launch.function = loaded  # CuPy's function object, so that its module stays loaded while launch lives
-    return launch
-
-
-def reused_events(device: int, role: str, count: int) -> tuple:
-    """``count`` timing events for one role (a launch, a batch call) on one device and thread:
-    created once, so a call records instead of creating them."""
-    import cupy
-
-    key = (threading.get_ident(), device, role)
-    if key not in _reused:
-        _reused[key] = tuple(cupy.cuda.Event() for _ in range(count))
-    return _reused[key]
-
-
 def warm_start_pointers(warm_start, batch: int, n: int, m: int, dual) -> tuple:
     """The kernel's (v_start, col_start) arguments: device addresses, or two nulls."""
     if warm_start is None:
-        return np.uint64(0), np.uint64(0)
+        return 0, 0
     v, col_of_row = warm_start
     if n != m:
         raise ValueError(f"a warm start needs square problems, got n = {n}, m = {m}")
@@ -169,7 +116,7 @@ def warm_start_pointers(warm_start, batch: int, n: int, m: int, dual) -> tuple:
         raise ValueError(f"warm-start v must be a C-contiguous ({batch}, {m}) {np.dtype(dual).name} array")
     if col_of_row.shape != (batch, n) or col_of_row.dtype != np.int32 or not col_of_row.flags.c_contiguous:
         raise ValueError(f"warm-start columns must be a C-contiguous ({batch}, {n}) int32 array")
-    return np.uint64(v.data.ptr), np.uint64(col_of_row.data.ptr)
+    return v.data.ptr, col_of_row.data.ptr
 
 
 def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchronize: bool = True,
@@ -215,25 +162,25 @@ def solve_stack(costs, eps: float = 0.0, *, timeout: float | None = None, synchr
     if not costs.flags.c_contiguous:
         costs = cupy.ascontiguousarray(costs)
     k, threads = checked_layout(layout, m)
-    kernel, compile_ms, fresh = compiled_kernel(dtype, k, threads)
+    device = cupy.cuda.runtime.getDevice()
+    kernel, compile_ms = compiled_kernel(dtype, k, threads, device=device)
     grid, block = launch_shape(batch, threads)
     warm = warm_start_pointers(warm_start, batch, n, m, dual)
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
-    stream = cupy.cuda.get_current_stream()
-    device = cupy.cuda.runtime.getDevice()
+    stream = current_stream()
     begin, end = reused_events(device, "launch", 2)
-    cupy.cuda.runtime.memsetAsync(ints.data.ptr, 0, 8, stream.ptr)  # the launch stamp
+    cupy.cuda.runtime.memsetAsync(ints.data.ptr, 0, 8, stream)  # the launch stamp
     begin.record(stream)
-    kernel((grid,), (block,), (costs, np.int32(batch), np.int32(n), np.int32(m), col_of_row, u, v,
-                               status, ints, np.uint64(limit_ns), *warm, *_NO_CERTIFY))
+    kernel.launch(grid, block, (costs.data.ptr, batch, n, m, col_of_row.data.ptr, u.data.ptr, v.data.ptr,
+                                status.data.ptr, ints.data.ptr, limit_ns, *warm, *_NO_CERTIFY), stream=stream)
     end.record(stream)
     details = {"layout": f"K={k} threads={threads}", "grid": grid, "block": block, "launches": 1,
-               "compile_ms": round(compile_ms if fresh else 0.0, 3)}
+               "compile_ms": round(compile_ms, 3)}
     if not synchronize:  # the caller synchronises later and reads the time then (events in details)
         details["events"] = (begin, end)
         return StackResult(col_of_row, u, v, status, float("nan"), details, (ints, duals))
     end.synchronize()
-    kernel_ms = cupy.cuda.get_elapsed_time(begin, end)
+    kernel_ms = end.ms_since(begin)
     details["kernel_ms"] = round(kernel_ms, 4)
     return StackResult(col_of_row, u, v, status, kernel_ms, details, (ints, duals))
 
@@ -280,20 +227,18 @@ class CertifiedStack:
 
 
 def certified_stack(values, *, n_out: int, transposed: bool, row_offset=None, timeout: float | None = None,
-                    layout: tuple[int, int] | None = None, launcher: str = "driver",
-                    fault: tuple[int, int] | None = None) -> CertifiedStack:
+                    layout: tuple[int, int] | None = None, fault: tuple[int, int] | None = None) -> CertifiedStack:
     """certified_launch, launched at once (a stack not C-contiguous is copied first)."""
     import cupy
 
     if not values.flags.c_contiguous:
         values = cupy.ascontiguousarray(values)
     return certified_launch(values, n_out=n_out, transposed=transposed, row_offset=row_offset, timeout=timeout,
-                            layout=layout, launcher=launcher, fault=fault)()
+                            layout=layout, fault=fault)()
 
 
 def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None, timeout: float | None = None,
-                     layout: tuple[int, int] | None = None, launcher: str = "driver",
-                     fault: tuple[int, int] | None = None):
+                     layout: tuple[int, int] | None = None, fault: tuple[int, int] | None = None):
     """Everything of certified_stack's launch but the launch: returns a function that launches and
     returns the CertifiedStack. A host stack's call prepares it while its upload is copied (the
     values' address is all it needs of them), then launches once the upload's DMAs are issued.
@@ -302,14 +247,13 @@ def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None, t
     and, in the same launch, proves each answer optimal, sums its objective and writes the caller's
     columns (kernels/batch_lap.cu, certify_problem). Nothing is copied back and nothing waits:
     the caller reads ``summary`` (48 bytes) to learn whether every problem was proved. ``layout``
-    = (K, THREADS), one of LAYOUTS, overrides choose_layout; ``launcher`` "cupy" launches through
-    CuPy even where the driver's launch is at hand (driver_launcher; tests compare the two).
-    ``fault`` = (problem, mode) is for TESTS ONLY: a kernel that spoils that problem's answer
+    = (K, THREADS), one of LAYOUTS, overrides choose_layout. ``fault`` = (problem, mode) is for TESTS ONLY: a kernel that spoils that problem's answer
     before proving it (fault_defines).
 
     The launch is the whole call's fixed cost at small batches (a 10000 x 16 stack solves in
     ~0.12 ms on an H100), so it is kept lean: device pointers go to the kernel as integers (an
-    array argument costs CuPy a descriptor each) and no view of the result buffer is made here."""
+    argument is packed into a reused slot: lapcli.cuda.runtime) and no view of the result buffer
+    is made here."""
     import cupy
 
     batch, r, c = values.shape  # Python ints (CuPy)
@@ -317,7 +261,8 @@ def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None, t
         raise ValueError("certified_launch needs a C-contiguous stack")
     k, threads = checked_layout(layout, c)
     dtype = dtype_name(values.dtype)
-    kernel, compile_ms, fresh = compiled_kernel(dtype, k, threads, certify=True, fault=fault)
+    device = cupy.cuda.runtime.getDevice()
+    kernel, compile_ms = compiled_kernel(dtype, k, threads, certify=True, fault=fault, device=device)
     grid, block = launch_shape(batch, threads)
     buffer = cupy.empty(SUMMARY_SLOTS + batch * (1 + n_out + CERTIFY_STATS + 1), dtype=np.int64)
     base = buffer.data.ptr
@@ -325,31 +270,20 @@ def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None, t
     columns = objective + 8 * batch
     stats = columns + 8 * batch * n_out
     status = stats + 8 * batch * CERTIFY_STATS
-    stream = cupy.cuda.get_current_stream()
-    device = cupy.cuda.runtime.getDevice()
+    stream = current_stream()
     begin, end = reused_events(device, "launch", 2)
-    cupy.cuda.runtime.memsetAsync(base, 0, SUMMARY_SLOTS * 8, stream.ptr)  # launch stamp, counters, keys
+    cupy.cuda.runtime.memsetAsync(base, 0, SUMMARY_SLOTS * 8, stream)  # launch stamp, counters, keys
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
     # KERNEL_PARAMETERS in order: no plain outputs and no warm start (0: null)
     arguments = (values.data.ptr, batch, r, c, 0, 0, 0, status, base + _STAMP_OFFSET, limit_ns, 0, 0,
                  row_offset.data.ptr if row_offset is not None else 0, int(transposed), n_out,
                  int(values.dtype.kind in "iu"), columns, stats, objective, base)
-    launch = None
-    if launcher == "driver":
-        key = (device, dtype, k, threads, True, fault)
-        if key not in _launchers:
-            _launchers[key] = driver_launcher(kernel)
-        launch = _launchers[key]
     details = {"layout": f"K={k} threads={threads}", "grid": grid, "block": block, "launches": 1,
-               "launcher": "driver" if launch is not None else "cupy", "compile_ms": round(compile_ms if fresh else 0.0, 3)}
+               "compile_ms": round(compile_ms, 3)}
 
     def launched() -> CertifiedStack:
         begin.record(stream)
-        if launch is not None:
-            launch(grid, block, stream.ptr, arguments)
-        else:
-            kernel((grid,), (block,), tuple(np.int32(a) if i in _INT_ARGUMENTS else np.uint64(a)
-                                            for i, a in enumerate(arguments)))
+        kernel.launch(grid, block, arguments, stream=stream)
         end.record(stream)
         return CertifiedStack(buffer, batch, n_out, (begin, end), details, device)
 
@@ -365,9 +299,9 @@ def decode_key(key: int) -> float:
 
 @lru_cache(maxsize=None)
 def device_label(ordinal: int) -> str:
-    from .hungarian import device_name
+    from .driver import open_gpu
 
-    return device_name()
+    return open_gpu(ordinal).name
 
 
 def copy_back(buffer, count: int) -> np.ndarray:

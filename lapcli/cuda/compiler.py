@@ -1,12 +1,12 @@
-"""One compile path for lapcli's kernels outside CuPy: NVRTC (``cuda.bindings.nvrtc``) to a cubin,
-kept on disk so that a later process loads it in under a millisecond.
+"""The one compile path of lapcli's kernels: NVRTC (``cuda.bindings.nvrtc``) to a cubin, kept on
+disk so that a later process loads it in under a millisecond (lapcli.cuda.runtime loads it).
 
 The cache key is a SHA-256 of the source, the options (defines and architecture), and the kernel
 names asked for; the cubin and its lowered names are written whole or not at all (a temporary file
 and a rename), so several processes may compile at once. The NVRTC version is not in the key
 (importing NVRTC to ask costs a cold process ~50 ms): a cubin this driver cannot load is compiled
-again (:func:`load_or_compile`). Kernels launched through CuPy use CuPy's own cache
-(``CUPY_CACHE_DIR``). Both caches are listed in docs/environment.md.
+again (:func:`load_or_compile`). The folder is listed in docs/environment.md; CuPy's own cache
+holds only the element-wise kernels CuPy generates for its array operations.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def cache_dir() -> Path:
 
 
 def compile_options(defines: tuple[str, ...], arch: tuple[int, int]) -> list[str]:
-    """NVRTC options: the launcher's -D defines, the device's architecture, C++17 and -ftz=true (as
-    CuPy compiles the same source, so both launchers run the same code)."""
+    """NVRTC options: the kernel's -D defines, the device's architecture, C++17 and -ftz=true
+    (flush single-precision denormals, as CuPy compiles by default)."""
     return ["-std=c++17", "-ftz=true", f"--gpu-architecture=sm_{arch[0]}{arch[1]}", *defines]
 
 

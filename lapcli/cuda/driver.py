@@ -1,6 +1,6 @@
-"""The CUDA driver API (NVIDIA's ``cuda.bindings``), for what needs no CuPy: the device count and
-compute capability (``lap info``, ``auto``), one device's primary context, a device allocation
-carved into buffers, kernel arguments, copies back.
+"""The CUDA driver API (NVIDIA's ``cuda.bindings``): the device count and compute capability
+(``lap info``, ``auto``) and each device's primary context with the kernels loaded into it
+(lapcli.cuda.runtime launches them).
 
 Why not CuPy everywhere: a one-shot ``lap solve`` of a host matrix spent more on CuPy's import and
 set-up than on the solve (H100, n = 4096: ``import cupy`` 0.25 s, the CUDA runtime and context
@@ -15,18 +15,15 @@ The library itself never starts anything early.
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
-
-import numpy as np
 
 from ..errors import SolverError
 from .early_start import hooks as early_start
 
-ALIGN = 256  # bytes between the buffers carved from one allocation (16 is what step 6's loads need)
 
-
+@lru_cache(maxsize=1)
 def _driver():
+    """cuda.bindings.driver, imported on first use (an import statement costs ~1 µs a call)."""
     from cuda.bindings import driver
 
     return driver
@@ -80,7 +77,7 @@ class Gpu:
                      read(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
         raw_name = _check(driver.cuDeviceGetName(256, self.handle))
         self.name = f"cuda:{ordinal} ({raw_name.split(bytes(1))[0].decode()})"
-        self.kernels = {}  # a launcher's key -> {kernel name: CUfunction}
+        self.kernels = {}  # lapcli.cuda.runtime.Program -> its loaded kernels
 
     def make_current(self) -> None:
         _check(_driver().cuCtxSetCurrent(self.context))
@@ -93,52 +90,12 @@ class Gpu:
         """Load a cubin into this device's context; return {name: CUfunction} for ``names``
         (name -> lowered name)."""
         driver = _driver()
+        self.make_current()
         module = _check(driver.cuModuleLoadData(cubin))
         return {name: _check(driver.cuModuleGetFunction(module, lowered.encode())) for name, lowered in names.items()}
 
-    def resident_blocks(self, function, block_size: int, shared_bytes: int) -> int:
-        return int(_check(_driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(function, block_size, shared_bytes)))
 
 
 @lru_cache(maxsize=None)
 def open_gpu(ordinal: int) -> Gpu:
     return Gpu(ordinal)
-
-
-# ------------------------------------------------------------------------------- one solve
-class DeviceArena:
-    """One device allocation carved into the solve's buffers (fewer driver calls than one each)."""
-
-    def __init__(self, sizes: dict[str, int]):
-        self.offsets, total = {}, 0
-        for name, nbytes in sizes.items():
-            self.offsets[name] = total
-            total += math.ceil(max(nbytes, 1) / ALIGN) * ALIGN
-        self.nbytes = total
-        self.base = _check(_driver().cuMemAlloc(total))
-
-    def __getitem__(self, name: str) -> int:
-        return int(self.base) + self.offsets[name]
-
-    def free(self) -> None:
-        _check(_driver().cuMemFree(self.base))
-
-
-def kernel_arguments(*values) -> tuple[list[np.ndarray], np.ndarray]:
-    """kernelParams for a launch: an array of addresses of the argument values (pointers as
-    uint64, ints as int32). The value arrays must live until the launch returns."""
-    holders = [np.array([v], dtype=np.uint64 if isinstance(v, PointerArg) else np.int32) for v in values]
-    return holders, np.array([h.ctypes.data for h in holders], dtype=np.uint64)
-
-
-class PointerArg(int):
-    """A device address passed to a kernel (64 bits), as opposed to an int argument (32 bits)."""
-
-
-def copy_out(address: int, dtype, count: int) -> np.ndarray:
-    host = np.empty(count, dtype=dtype)
-    if count:
-        _check(_driver().cuMemcpyDtoH(host.ctypes.data, address, host.nbytes))
-    return host
-
-

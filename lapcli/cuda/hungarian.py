@@ -1,14 +1,15 @@
-"""The classical kernel (kernels/hungarian.cu) through CuPy: compile once per process, plan the
-cooperative launch on the current device, hold one solve's device state in one allocation, build
-the work matrix on the device, and read the kernel's status, clocks and counts back.
+"""The launcher of the classical kernel (kernels/hungarian.cu): load it through lapcli.cuda.runtime,
+plan the cooperative launch on a device, hold one solve's device state in one allocation, launch,
+and read the status, clocks and counts back.
 
-The engines ``cuda``, ``cuda-stepwise`` and ``cuda-sap`` launch through this module; a host matrix
-that is its own work matrix may go through the driver API instead (lapcli.cuda.hungarian_driver).
+The engines ``cuda``, ``cuda-stepwise`` and ``cuda-sap`` hand it a work matrix on the device (a
+CuPy array: a device input, or a host input uploaded by lapcli.cuda.staging and prepared on the
+device). A host matrix that is its own work matrix may instead be copied by the driver into the
+solve's own allocation, without CuPy (lapcli.cuda.hungarian_host): the same state and launch.
 """
 
 from __future__ import annotations
 
-import time
 from functools import lru_cache
 
 import numpy as np
@@ -17,6 +18,8 @@ from ..errors import SolverError
 from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS, STEP_NAMES, StepStat
 from .hungarian_abi import (
     BLOCK_SIZE,
+    EPOCH_KERNELS,
+    KERNEL_TYPES,
     STATE_POINTERS,
     STATUS_MESSAGES,
     STEPWISE_KERNELS,
@@ -30,47 +33,37 @@ from .hungarian_abi import (
     plan_arena,
     plan_from_occupancy,
 )
+from .runtime import Arena, Program, current_gpu, load
+
+# Each kernel's parameters (lapcli.cuda.runtime.SLOT_CODES): the State pointer, the stepwise
+# kernels' flag-slot epoch, and the certificate's read pass (cost, u, v, n, out).
+SIGNATURES = {"hungarian": "p", "row_min_slack": "pppip",
+              **{name: "pi" if name in EPOCH_KERNELS else "p" for name in STEPWISE_KERNELS}}
+STATE_BYTES = 512  # room for struct State (25 pointers and the scalars: 264 bytes)
 
 
 @lru_cache(maxsize=None)
-def compiled_module(dtype: str, stepwise: bool = False, block_size: int = BLOCK_SIZE):
-    """Compile the kernels of one dtype once per process; return (module, compile_ms)."""
-    import cupy
+def program(dtype: str, stepwise: bool = False, block_size: int = BLOCK_SIZE) -> Program:
+    """The kernels of one dtype: the cooperative solve and the certificate's read pass, or the
+    stepwise kernels (engine cuda-stepwise)."""
+    functions = STEPWISE_KERNELS if stepwise else ("hungarian", "row_min_slack")
+    return Program("hungarian", kernel_source(), kernel_defines(block_size),
+                   tuple((f, kernel_name(f, dtype), SIGNATURES[f]) for f in functions))
 
-    functions = STEPWISE_KERNELS if stepwise else ("hungarian",)
-    start = time.perf_counter()
-    module = cupy.RawModule(
-        code=kernel_source(),
-        options=("-std=c++17", *kernel_defines(block_size)),
-        name_expressions=[kernel_name(f, dtype) for f in functions],
-        enable_cooperative_groups=not stepwise,
-    )
-    for function in functions:
-        module.get_function(kernel_name(function, dtype))
-    return module, (time.perf_counter() - start) * 1e3
 
-def plan_launch(kernel, size: int, cost_itemsize: int, block_size: int, blocks_per_sm: int) -> LaunchPlan:
+def plan_launch(gpu, kernel, size: int, cost_itemsize: int, block_size: int, blocks_per_sm: int) -> LaunchPlan:
     """Grid = co-resident blocks (occupancy × SMs, capped by blocks_per_sm, by the rows, and to
     half the SMs up to HALF_GRID_UP_TO)."""
-    import cupy
+    return plan_from_occupancy(size, cost_itemsize, block_size, blocks_per_sm, gpu.sms, gpu.max_shared,
+                               lambda shared: kernel.resident_blocks(block_size, shared))
 
-    device = cupy.cuda.Device()
-    return plan_from_occupancy(
-        size, cost_itemsize, block_size, blocks_per_sm, device.attributes["MultiProcessorCount"],
-        device.attributes["MaxSharedMemoryPerBlockOptin"],
-        lambda shared: cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block_size, shared))
-
-def allow_shared_memory(kernel, plan: LaunchPlan) -> None:
-    """Above 48 KB of dynamic shared memory a kernel must opt in (only tiny GPUs with huge n)."""
-    if plan.shared_bytes > 48 * 1024:
-        kernel.max_dynamic_shared_size_bytes = plan.shared_bytes
 
 def check_memory_before_upload(problem, blocks_per_sm: int) -> None:
     """Refuse before anything is copied: the launch's bytes with the widest cost type the work
     matrix can have, plus the uploaded input where it is not the work matrix itself."""
     import cupy
 
-    blocks = max(1, min(problem.size, cupy.cuda.Device().attributes["MultiProcessorCount"] * blocks_per_sm))
+    blocks = max(1, min(problem.size, current_gpu().sms * blocks_per_sm))
     if work_is_the_input(problem):  # n = 131,072 int32 on an H200: 68.7 GB of costs + 68.7 GB of zeros
         check_device_memory(launch_bytes(problem.size, 4, blocks))
         return
@@ -107,59 +100,67 @@ def check_device_memory(bytes_needed: int, free: int | None = None) -> None:
 
 
 class DeviceState:
-    """The device buffers of one solve and the packed State struct that points at them."""
+    """The device buffers of one solve in one allocation (lapcli.cuda.runtime.Arena) and the
+    packed State struct that points at them, filled on ``stream`` with two memsets (one buffer
+    and one fill kernel each took ~1 ms of host time at n = 1024, H100 machine).
 
-    def __init__(self, cost, plan: LaunchPlan, dtype: str, eps: float, timeout: float | None,
+    ``cost`` is the work matrix (a CuPy array, kept alive with the state), or None: the costs then
+    get ``cost_bytes`` in the allocation and the caller copies them in (the host path, whose
+    allocation is the driver's, not CuPy's). ``row_min_slack`` adds the certificate's per-row minima."""
+
+    def __init__(self, cost, size: int, plan: LaunchPlan, dtype: str, eps: float, timeout: float | None, *,
                  auction_rounds: int = AUCTION_ROUNDS, start_only: bool = False,
-                 auction_patience: int = AUCTION_PATIENCE):
-        import cupy
-
-        size = cost.shape[0]
-        self.size = size
-        # One allocation, buffers grouped by fill (0, -1, none), two memsets: one buffer and one fill
-        # kernel each took ~1 ms of host time at n = 1024 (H100 machine), ahead of the launch.
-        arena_layout = plan_arena(buffer_layout(size, plan, dtype))
-        arena = cupy.empty(arena_layout.total, dtype=np.uint8)
-        stream = cupy.cuda.get_current_stream().ptr
-        cupy.cuda.runtime.memsetAsync(arena.data.ptr, 0, arena_layout.zeros_end, stream)
-        cupy.cuda.runtime.memsetAsync(arena.data.ptr + arena_layout.zeros_end, 0xFF,
-                                      arena_layout.minus_ones_end - arena_layout.zeros_end, stream)
-        self.buffers = {"cost": cost}
-        for name, (kind, count, _fill) in arena_layout.buffers.items():
-            offset = arena_layout.offsets[name]
-            self.buffers[name] = arena[offset:offset + count * kind.itemsize].view(kind)
-        packed = pack_state({name: self.buffers[name].data.ptr for name in STATE_POINTERS}, plan, size, dtype,
-                            eps, timeout, auction_rounds, start_only, auction_patience)
-        self.struct = cupy.asarray(np.frombuffer(packed, dtype=np.uint8))
+                 auction_patience: int = AUCTION_PATIENCE, stream: int = 0, cost_bytes: int = 0,
+                 row_min_slack: bool = False):
+        self.size, self.stream, self.cost = size, stream, cost
+        layout = buffer_layout(size, plan, dtype)
+        layout["state"] = (np.dtype(np.uint8), STATE_BYTES, None)
+        if row_min_slack:
+            layout["row_min_slack"] = (np.dtype(KERNEL_TYPES[dtype][2]), size, None)
+        if cost is None:
+            layout["cost"] = (np.dtype(np.uint8), cost_bytes, None)  # last: to_host's spans stay short
+        arena_layout = plan_arena(layout)
+        self.arena = Arena(arena_layout.offsets, {name: (kind, count) for name, (kind, count, _) in layout.items()},
+                           arena_layout.total, on_cupy=cost is not None)
+        self.arena.memset(0, arena_layout.zeros_end, 0, stream)
+        self.arena.memset(arena_layout.zeros_end, arena_layout.minus_ones_end, 0xFF, stream)
+        self.cost_address = self.arena.address("cost") if cost is None else cost.data.ptr
+        pointers = {name: self.arena.address(name) for name in STATE_POINTERS if name != "cost"}
+        packed = pack_state({"cost": self.cost_address, **pointers}, plan, size, dtype, eps, timeout, auction_rounds,
+                            start_only, auction_patience)
+        assert len(packed) <= STATE_BYTES
+        self.arena.upload("state", np.frombuffer(packed, dtype=np.uint8), stream)
+        self.address = self.arena.address("state")
 
     def __getitem__(self, name):
-        return self.buffers[name]
+        """A buffer as a CuPy array (a state on a CuPy work matrix)."""
+        return self.arena.array(name)
 
     def to_host(self, *names: str) -> dict[str, np.ndarray]:
-        """Host copies of the named buffers in one device-to-host copy (of the span that holds them
-        all; they share one allocation), waiting for the work queued before it."""
-        import cupy
-
+        """Host copies of the named buffers in one copy, after the work queued on the stream."""
         if "cost" in names:
             raise ValueError("to_host copies the state's own buffers, not the cost matrix")
-        views = [self.buffers[name] for name in names]
-        begin = min(view.data.ptr for view in views)
-        end = max(view.data.ptr + view.nbytes for view in views)
-        span = np.empty(end - begin, dtype=np.uint8)
-        stream = cupy.cuda.get_current_stream()
-        cupy.cuda.runtime.memcpyAsync(span.ctypes.data, begin, end - begin, cupy.cuda.runtime.memcpyDeviceToHost,
-                                      stream.ptr)
-        stream.synchronize()
-        return {name: span[view.data.ptr - begin:view.data.ptr - begin + view.nbytes].view(view.dtype)
-                for name, view in zip(names, views)}
+        return self.arena.to_host(names, self.stream)
 
-@lru_cache(maxsize=None)
+
+def start_solve(kernel, plan: LaunchPlan, state: DeviceState) -> None:
+    """Queue the one cooperative launch of the whole solve (steps 1-6, or the auction alone)."""
+    kernel.allow_shared(plan.shared_bytes)
+    kernel.launch(plan.blocks, plan.block_size, (state.address,), shared=plan.shared_bytes, stream=state.stream,
+                  cooperative=True)
+
+
+def start_row_min_slack(kernel, gpu, state: DeviceState, block_size: int = BLOCK_SIZE) -> None:
+    """Queue the certificate's read pass over the costs on the device that holds them (a block
+    per row): each row's minimum of c − u − v, into the state's row_min_slack."""
+    arena = state.arena
+    kernel.launch(min(state.size, 4 * gpu.sms), block_size,
+                  (state.cost_address, arena.address("u"), arena.address("v"), state.size,
+                   arena.address("row_min_slack")), stream=state.stream)
+
+
 def device_name() -> str:
-    import cupy
-
-    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    return f"cuda:{cupy.cuda.Device().id} ({name})"
+    return current_gpu().name
 
 
 def upload(work):
@@ -188,15 +189,14 @@ def device_work(problem):
 
 
 def prepare_launch(problem, work, stepwise: bool, block_size: int, blocks_per_sm: int):
-    size = problem.size
+    """(kernels, dtype, plan, ms spent loading them now) for a work matrix on CuPy's current device."""
+    gpu = current_gpu()
     dtype = work.dtype
-    was_cached = compiled_module.cache_info().currsize
-    module, compile_ms = compiled_module(dtype, stepwise, block_size)
-    fresh_compile = compiled_module.cache_info().currsize > was_cached
-    first_kernel = module.get_function(kernel_name("hungarian" if not stepwise else "step_4", dtype))
-    plan = plan_launch(first_kernel, size, work.values.dtype.itemsize, block_size, blocks_per_sm)
+    kernels, compile_ms = load(program(dtype, stepwise, block_size), gpu)
+    first_kernel = kernels["step_4" if stepwise else "hungarian"]
+    plan = plan_launch(gpu, first_kernel, problem.size, work.values.dtype.itemsize, block_size, blocks_per_sm)
     check_device_memory(plan.bytes_needed - work.values.nbytes)  # the work matrix is on the device already
-    return module, dtype, plan, (compile_ms if fresh_compile else 0.0)
+    return kernels, dtype, plan, compile_ms
 
 
 def launch_details(plan: LaunchPlan, compile_ms: float, launches: int, **times_ms: float) -> dict:

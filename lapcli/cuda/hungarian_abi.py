@@ -1,8 +1,8 @@
 """The ABI of kernels/hungarian.cu, defined once: its C++ types per working dtype, the flag slots
 and status words (handed to every compile as -D defines: the kernel #errors without them), the
 State struct it reads (pointers, then scalars), and the launch plan (grid, zero segments, shared
-memory) computed from a device's numbers. Pure Python: both launchers (CuPy's, lapcli.cuda.hungarian,
-and the driver API's, lapcli.cuda.hungarian_driver) and the CPU tests use it.
+memory) computed from a device's numbers. Pure Python: the launcher (lapcli.cuda.hungarian) and
+the CPU tests use it.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ STEPWISE_KERNELS = ("step_1_rows", "step_1_columns", "step_1_zeros", "step_1_auc
                     "step_4", "step_5a", "step_5b", "step_6_min", "step_6_shift")
 EPOCH_KERNELS = ("step_1_bid", "step_2_pick", "step_3", "step_4")  # stepwise kernels that take the flag slot's epoch
 SHARED_KERNELS = ("hungarian", "step_2_pick", "step_4")  # kernels that use the row_choice shared array
-# What the kernel and this launcher share, defined HERE only: compiled_module passes them to the
+# What the kernel and this launcher share, defined HERE only: every compile passes them to the
 # kernel as -D defines (kernel_defines), and the kernel refuses to compile without them.
 # Flag slots: what a phase's threads report, read by every thread after the barrier.
 SLOTS = {

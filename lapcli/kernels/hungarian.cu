@@ -927,10 +927,10 @@ __global__ void __launch_bounds__(LAP_BLOCK, 1) step_6_shift(const State<T, D>* 
 }
 
 // ================================ the certificate's read pass ==================================
-// For the driver-API launcher (lapcli/cuda/hungarian_driver.py): the minimum reduced cost of each
-// row, min_j cost[i, j] - u[i] - v[j], a block per row. The host checks these minima and the
-// assigned pairs against the tolerance (lapcli/certificate.py); CuPy's launcher does the same
-// pass with a CuPy reduction.
+// For a host matrix copied in by the driver (lapcli/cuda/hungarian_host.py): the minimum reduced
+// cost of each row, min_j cost[i, j] - u[i] - v[j], a block per row. The host checks these minima
+// and the assigned pairs against the tolerance (lapcli/certificate.py); a solve on CuPy arrays
+// runs the certificate's own device pass instead.
 template <typename T, typename D>
 __global__ void __launch_bounds__(LAP_BLOCK) row_min_slack(const T* __restrict__ cost, const D* __restrict__ u,
                                                            const D* __restrict__ v, int k, D* __restrict__ out) {

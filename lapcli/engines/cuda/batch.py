@@ -17,8 +17,8 @@ from ...cuda.batch_lap import (
     decode_key,
     device_label,
     dtype_name,
-    reused_events,
 )
+from ...cuda.runtime import current_stream, reused_events
 from ...cuda.staging import start_upload, upload
 from ...work import Work
 from ..base import PendingBatch
@@ -56,21 +56,23 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
             col_ind = run.col_ind
             return PendingBatch(col_ind, lambda: collect(run, Work(stack), on_host=False, entries_checked=entries_checked,
                                                          started=None, device_col_ind=col_ind))
+        stream = current_stream()
         start, copied_in = reused_events(current, "batch", 2)
-        start.record()  # the device time from here to the launch's end: upload and solve
+        start.record(stream)  # the device time from here to the launch's end: upload and solve
         pending = start_upload(stack)
         try:
             launch = certified_launch(pending.out, n_out=n, transposed=False, timeout=timeout)
         finally:
             values = pending.wait()
-        copied_in.record()
+        copied_in.record(stream)
         return collect(launch(), Work(values), on_host=True, entries_checked=entries_checked,
                        started=(start, copied_in))
+    stream = current_stream()
     start, copied_in = reused_events(current, "batch", 2)
-    start.record()  # the device time from here to the launch's end: upload, work stack, solve
+    start.record(stream)  # the device time from here to the launch's end: upload, work stack, solve
     source = upload(stack) if on_host else stack
     if on_host:
-        copied_in.record()
+        copied_in.record(stream)
     work = problem.work_stack(cupy, source, unchecked=True)
     exact_offsets = work.exact and work.row_offset is not None  # summed by the pipeline, exactly
     run = certified_stack(work.values, n_out=n, transposed=problem.transposed,
@@ -106,8 +108,6 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
     ``device_col_ind`` the view of ``run.col_ind`` a device caller made already (one less view).
     A launch that met NaN or an infinity in unchecked entries gives a result that says so
     (``unchecked_nonfinite``) and nothing else."""
-    import cupy
-
     from ...errors import SolverError
     from ..base import BatchEngineResult
 
@@ -159,14 +159,13 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
     }
     begin, end = run.events
     details = run.details
-    elapsed = cupy.cuda.get_elapsed_time
-    details["kernel_ms"] = kernel_ms = round(elapsed(begin, end), 4)
+    details["kernel_ms"] = kernel_ms = round(end.ms_since(begin), 4)
     if started is None:
         details["h2d_ms"], details["total_device_ms"] = 0.0, kernel_ms
     else:
         start, copied_in = started
-        details["h2d_ms"] = round(elapsed(start, copied_in), 4) if copied_in is not None else 0.0
-        details["total_device_ms"] = round(elapsed(start, end), 4)
+        details["h2d_ms"] = round(copied_in.ms_since(start), 4) if copied_in is not None else 0.0
+        details["total_device_ms"] = round(end.ms_since(start), 4)
     return BatchEngineResult(col_ind=col_ind, device=device_label(run.device), dtype=dtype_name(values.dtype),
                              details=details, certificate=certificate, notes=work.notes, objectives=objectives)
 

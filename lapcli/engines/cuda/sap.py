@@ -21,15 +21,16 @@ from __future__ import annotations
 from ...cuda.batch_lap import MAX_COLUMNS, STATUS_MESSAGES, solve_stack
 from ...cuda.hungarian import (
     DeviceState,
-    allow_shared_memory,
     check_memory_before_upload,
     check_result,
     device_name,
     device_work,
     prepare_launch,
+    start_solve,
 )
-from ...cuda.hungarian_abi import BLOCK_SIZE, BLOCKS_PER_SM, kernel_name
+from ...cuda.hungarian_abi import BLOCK_SIZE, BLOCKS_PER_SM
 from ...cuda.hungarian_abi import STATUS_MESSAGES as KERNEL_MESSAGES
+from ...cuda.runtime import Event, current_gpu, current_stream
 from ...errors import LapInputError, SolverError
 from ...steps import AUCTION_PATIENCE, AUCTION_ROUNDS, StepStat
 from ..base import EngineResult, certified_result
@@ -57,15 +58,17 @@ def solve(problem, *, timeout: float | None = None, device: int | None = None,
     if problem.size > MAX_COLUMNS:
         raise LapInputError(f"solver 'cuda-sap' takes at most {MAX_COLUMNS} columns, not {problem.size} "
                             "(use 'cuda' or 'auto')")
-    with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
+    with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
         began = time.perf_counter()
-        start, copied_in, copied_out = (cupy.cuda.Event() for _ in range(3))
+        stream = current_stream()
+        current_gpu()  # its context current on this thread, for the events
+        start, copied_in, copied_out = (Event() for _ in range(3))
         check_memory_before_upload(problem, BLOCKS_PER_SM)
-        start.record()
+        start.record(stream)
         work = device_work(problem)
-        copied_in.record()
+        copied_in.record(stream)
         size = problem.size
-        auction = (launch_auction(problem, work, timeout, auction_rounds, AUCTION_PATIENCE)
+        auction = (launch_auction(problem, work, timeout, auction_rounds, AUCTION_PATIENCE, stream)
                    if auction_rounds and size > 1 else None)
         if timeout:  # the search gets what is left (the auction is bounded by its rounds)
             timeout = max(timeout - (time.perf_counter() - began), 1e-3)
@@ -77,25 +80,24 @@ def solve(problem, *, timeout: float | None = None, device: int | None = None,
         # the copies wait for both launches (one stream): three copies back in all, no other sync
         rounds, auction_ms, searches = auction.finish() if auction is not None else (0, 0.0, None)
         col_of_row, u, v, stack_status = (array[0] for array in result.to_host())
-        copied_out.record()
+        copied_out.record(stream)
         copied_out.synchronize()
         if searches is None:  # no auction: the kernel's column reduction took each column's lowest row
             searches = size - int(cupy.unique(work.values.reshape(size, size).argmin(axis=0)).size)
         if stack_status != 0:
             raise SolverError(STATUS_MESSAGES.get(int(stack_status), f"the search kernel ended with status {stack_status}"))
         check_result(0, col_of_row)  # a permutation (the certificate checks the duals)
-        elapsed = cupy.cuda.get_elapsed_time
-        search_ms = elapsed(*result.details["events"])  # the search launch alone (its compile is not in it)
-        auction_launch_ms = elapsed(*auction.events) if auction is not None else 0.0
+        search_begin, search_end = result.details["events"]
+        search_ms = search_end.ms_since(search_begin)  # the search launch alone (its compile is not in it)
+        auction_launch_ms = auction.events[1].ms_since(auction.events[0]) if auction is not None else 0.0
         details = {
             "grid": auction.plan.blocks if auction is not None else 0,
             "block": auction.plan.block_size if auction is not None else 0,
             "compile_ms": round((auction.compile_ms if auction is not None else 0.0) + result.details["compile_ms"], 3),
-            "h2d_ms": round(elapsed(start, copied_in), 3),
+            "h2d_ms": round(copied_in.ms_since(start), 3),
             "kernel_ms": round(auction_launch_ms + search_ms, 3),
-            "d2h_ms": round(elapsed(result.details["events"][1], copied_out), 3),
+            "d2h_ms": round(copied_out.ms_since(search_end), 3),
             "launches": 2 if auction is not None else 1,
-            "launcher": "cupy",
             "auction_rounds": rounds,
             "search_layout": result.details["layout"],
         }
@@ -121,16 +123,13 @@ class Auction:
         return int(host["step_count"][0]), float(host["step_ns"][1]) / 1e6, free_rows
 
 
-def launch_auction(problem, work, timeout, rounds: int, patience: int) -> Auction:
+def launch_auction(problem, work, timeout, rounds: int, patience: int, stream: int) -> Auction:
     """Launch the cooperative kernel's step 1 (the auction) on the work matrix; nothing waits."""
-    import cupy
-
-    module, dtype, plan, compile_ms = prepare_launch(problem, work, False, BLOCK_SIZE, BLOCKS_PER_SM)
-    kernel = module.get_function(kernel_name("hungarian", dtype))
-    allow_shared_memory(kernel, plan)
-    state = DeviceState(work.values, plan, dtype, work.eps, timeout, rounds, start_only=True, auction_patience=patience)
-    begin, end = cupy.cuda.Event(), cupy.cuda.Event()
-    begin.record()
-    kernel((plan.blocks,), (plan.block_size,), (state.struct,), shared_mem=plan.shared_bytes)
-    end.record()
+    kernels, dtype, plan, compile_ms = prepare_launch(problem, work, False, BLOCK_SIZE, BLOCKS_PER_SM)
+    state = DeviceState(work.values, problem.size, plan, dtype, work.eps, timeout, auction_rounds=rounds,
+                        start_only=True, auction_patience=patience, stream=stream)
+    begin, end = Event(), Event()
+    begin.record(stream)
+    start_solve(kernels["hungarian"], plan, state)
+    end.record(stream)
     return Auction(state, plan, compile_ms, (begin, end))

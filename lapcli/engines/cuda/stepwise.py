@@ -8,11 +8,8 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
-
 from ...cuda.hungarian import (
     DeviceState,
-    allow_shared_memory,
     check_memory_before_upload,
     device_work,
     launch_details,
@@ -28,9 +25,8 @@ from ...cuda.hungarian_abi import (
     SLOT_INTS,
     SLOT_PATH,
     SLOT_STARS,
-    STEPWISE_KERNELS,
-    kernel_name,
 )
+from ...cuda.runtime import Event, current_stream
 from ...steps import AUCTION_PATIENCE, AUCTION_ROUNDS
 from ..base import EngineResult
 from .common import finish
@@ -46,25 +42,22 @@ def solve(problem, *, timeout: float | None = None, device: int | None = None,
     """``run`` with the auction's round cap (0: the classical step 1, as the twin's)."""
     import cupy
 
-    with cupy.cuda.Device(device if device is not None else cupy.cuda.Device().id):
+    with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
         return _run_stepwise(problem, timeout, BLOCK_SIZE, BLOCKS_PER_SM, auction_rounds)
 
 
 def _run_stepwise(problem, timeout, block_size, blocks_per_sm, auction_rounds) -> EngineResult:
-    import cupy
-
-    check_memory_before_upload(problem, blocks_per_sm)
-    start, copied_in = cupy.cuda.Event(), cupy.cuda.Event()
-    start.record()
+    check_memory_before_upload(problem, blocks_per_sm)  # (current_gpu: the device's context made current)
+    stream = current_stream()
+    start, copied_in = Event(), Event()
+    start.record(stream)
     work = device_work(problem)
-    copied_in.record()
-    module, dtype, plan, compile_ms = prepare_launch(problem, work, True, block_size, blocks_per_sm)
-    kernels = {name: module.get_function(kernel_name(name, dtype)) for name in STEPWISE_KERNELS}
+    copied_in.record(stream)
+    kernels, dtype, plan, compile_ms = prepare_launch(problem, work, True, block_size, blocks_per_sm)
     for name in SHARED_KERNELS[1:]:
-        allow_shared_memory(kernels[name], plan)
-    grid, block = (plan.blocks,), (plan.block_size,)
-    state = DeviceState(work.values, plan, dtype, work.eps, None, auction_rounds)
-    args = (state.struct,)
+        kernels[name].allow_shared(plan.shared_bytes)
+    state = DeviceState(work.values, problem.size, plan, dtype, work.eps, None, auction_rounds=auction_rounds,
+                        stream=stream)
     timed: list[tuple[int, object, object]] = []  # (step, start event, end event)
     counts = [0] * 7
     launches = 0
@@ -72,14 +65,15 @@ def _run_stepwise(problem, timeout, block_size, blocks_per_sm, auction_rounds) -
 
     def launch_step(step: int, names: tuple[str, ...], epoch: int | None = None, count: bool = True):
         nonlocal launches
-        begin, end = cupy.cuda.Event(), cupy.cuda.Event()
-        begin.record()
+        begin, end = Event(), Event()
+        begin.record(stream)
         for name in names:
             shared = plan.shared_bytes if name in SHARED_KERNELS else 0
-            kernels[name](grid, block, (state.struct, np.int32(epoch)) if name in EPOCH_KERNELS else args,
-                          shared_mem=shared)
+            kernels[name].launch(plan.blocks, plan.block_size,
+                                 (state.address, epoch) if name in EPOCH_KERNELS else (state.address,),
+                                 shared=shared, stream=stream)
             launches += 1
-        end.record()
+        end.record(stream)
         timed.append((step, begin, end))
         counts[step] += count
 
@@ -138,16 +132,16 @@ def _run_stepwise(problem, timeout, block_size, blocks_per_sm, auction_rounds) -
             status_word = int(state["status"].get()[0])
             if status_word:
                 break
-    finished = cupy.cuda.Event()
-    finished.record()
+    finished = Event()
+    finished.record(stream)
     finished.synchronize()
     step_ms = [0.0] * 7
     for step, begin, end in timed:
-        step_ms[step] += cupy.cuda.get_elapsed_time(begin, end)
+        step_ms[step] += end.ms_since(begin)
     details = launch_details(
         plan, compile_ms, launches=launches,
-        h2d_ms=cupy.cuda.get_elapsed_time(start, copied_in),
-        kernel_ms=cupy.cuda.get_elapsed_time(copied_in, finished),  # all launches, host loop included
+        h2d_ms=copied_in.ms_since(start),
+        kernel_ms=finished.ms_since(copied_in),  # all launches, host loop included
     )
     details["auction_rounds"] = rounds_run
     return finish(problem, work, state, status_word, counts, step_ms, "cuda-stepwise", details)
