@@ -27,7 +27,7 @@ from .engines.auto import choose
 from .engines.base import PendingBatch
 from .errors import LapInputError
 from .problem import Problem, prepare
-from .results import BatchReport, BatchSolution, Solution, SolveReport
+from .results import BatchSolution, Solution, SolveReport
 
 
 def check_device(device: int | None) -> None:
@@ -217,7 +217,7 @@ def _batch_solution(problem, name, reason, start, col_ind, device, dtype, detail
         caller_col_ind = problem.origin.to_caller(col_ind)
     batch, n, m = problem.shape
     total_ms = _solve_ms(start, details)
-    report = BatchReport(
+    report = SolveReport(
         batch=batch, n_rows=n, n_cols=m, maximize=problem.maximize, solver=name, device=device, dtype=dtype,
         total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,
         reason=reason, details=details, certified=certificate is not None,
@@ -254,7 +254,7 @@ def _solve_ragged(costs, **options) -> BatchSolution:
             objectives[index] = solution.objectives[position]
     head = reports[0]
     total_ms = (time.perf_counter() - start) * 1e3
-    report = BatchReport(
+    report = SolveReport(
         batch=len(costs), n_rows=-1, n_cols=-1, maximize=head.maximize, solver=",".join(sorted({r.solver for r in reports})),
         device=head.device, dtype=",".join(sorted({r.dtype for r in reports})), total_ms=total_ms,
         problems_per_second=len(costs) / (total_ms / 1e3), version=__version__,

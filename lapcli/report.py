@@ -1,5 +1,5 @@
 """Render a SolveReport for people (Rich, on stderr). The report's schema lives in results.py and
-the step schema in steps.py; this module only draws them. A stack's BatchReport gets one summary line."""
+the step schema in steps.py; this module only draws them. A stack's report gets one summary line."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def render_summary(report: SolveReport, console) -> None:
 
 
 def render_batch_summary(report, console) -> None:
-    """One line for a whole stack (BatchReport): batch, shape, engine, device, time, throughput and
+    """One line for a whole stack (a SolveReport with ``batch``): batch, shape, engine, device, time, throughput and
     whether every answer is certified; no per-problem table (the objectives are in --json)."""
     console.print(
         f"[bold]batch[/] {report.batch}   [bold]size[/] {report.n_rows}×{report.n_cols}   "

@@ -1,6 +1,6 @@
 """What a solve gives back: for a matrix the Solution (scipy's pair, lapjv's x/y, the objective, the
-duals) and its SolveReport; for a stack the BatchSolution and its BatchReport. Their field names
-are a public interface (the JSON reports)."""
+duals), for a stack the BatchSolution; each with one SolveReport. Their field names are a public
+interface (the JSON reports)."""
 
 from __future__ import annotations
 
@@ -14,26 +14,37 @@ from .steps import StepStat
 
 @dataclass
 class SolveReport:
-    """What one solve did. Field names are a public interface: scripts rely on them."""
+    """What one solve did, of a matrix or of a stack (``batch``: its number of problems; None for a
+    matrix). Field names are a public interface (the JSON reports; scripts rely on them): a
+    matrix's report has ``objective``, a stack's ``batch``, ``problems_per_second`` and
+    ``objectives`` instead."""
 
-    objective: int | float
-    n_rows: int
+    n_rows: int  # -1 for a list of matrices of several shapes
     n_cols: int
     maximize: bool
     solver: str
     device: str
     dtype: str
     total_ms: float
-    steps: list[StepStat]
     version: str
+    objective: int | float | None = None
+    steps: list[StepStat] = field(default_factory=list)  # a stack's: summed over it, where the engine has steps
     reason: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)  # h2d_ms, kernel_ms, d2h_ms, grid, layout, …
     certified: bool = False  # complementary slackness checked on the duals (docs/reliability.md)
     certificate: dict[str, Any] = field(default_factory=dict)  # what was checked, margins, ms; or why not
     notes: list[str] = field(default_factory=list)  # e.g. "solved in float64: ..." (widened arithmetic)
+    batch: int | None = None
+    problems_per_second: float | None = None
+    objectives: Any = None  # (B,) array, as a list in to_dict()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        for name in (("batch", "problems_per_second", "objectives") if self.batch is None else ("objective",)):
+            del data[name]
+        if isinstance(self.objectives, np.ndarray):
+            data["objectives"] = self.objectives.tolist()  # Python ints stay exact
+        return data
 
 
 @dataclass
@@ -72,39 +83,10 @@ class Solution:
 
 
 @dataclass
-class BatchReport:
-    """What one batch solve did (the JSON report of ``lap solve stack.npy``)."""
-
-    batch: int
-    n_rows: int
-    n_cols: int
-    maximize: bool
-    solver: str
-    device: str
-    dtype: str
-    total_ms: float
-    problems_per_second: float
-    version: str
-    reason: str = ""
-    details: dict[str, Any] = field(default_factory=dict)  # h2d_ms, kernel_ms, d2h_ms, layout, …
-    steps: list = field(default_factory=list)  # summed over the batch where the engine has steps
-    certified: bool = False
-    certificate: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    objectives: Any = field(default_factory=list)  # (B,) array, as a list in to_dict()
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if isinstance(self.objectives, np.ndarray):
-            data["objectives"] = self.objectives.tolist()  # Python ints stay exact
-        return data
-
-
-@dataclass
 class BatchSolution:
     """``col_ind`` (B, n) in the caller's library and device (−1: an unassigned row), ``objectives``
     (B,) exact for integer costs, and one ``report``."""
 
     col_ind: Any
     objectives: np.ndarray
-    report: BatchReport
+    report: SolveReport

@@ -113,6 +113,20 @@ def test_report_counts_problems(rng):
     assert len(report.to_dict()["objectives"]) == 20 and "auto" in report.reason
 
 
+def test_a_matrix_and_a_stack_share_one_report_type_with_their_own_fields(rng):
+    """One SolveReport: a matrix's JSON has ``objective`` and no batch fields; a stack's has
+    ``batch``, ``problems_per_second`` and ``objectives`` and no single ``objective``; the rest
+    of the schema is the same."""
+    cost = rng.integers(0, 50, (6, 6))
+    single = lapcli.solve(cost).report
+    stack = solve_batch(np.stack([cost, cost])).report
+    assert type(single) is type(stack)
+    single_keys, stack_keys = set(single.to_dict()), set(stack.to_dict())
+    assert single_keys - stack_keys == {"objective"}
+    assert stack_keys - single_keys == {"batch", "problems_per_second", "objectives"}
+    assert stack.to_dict()["objectives"] == [single.objective] * 2 and stack.batch == 2 and single.batch is None
+
+
 def test_single_problem_api_refuses_batch_engines(rng):
     with pytest.raises(ValueError, match="stacks"):
         lapcli.solve(rng.random((4, 4)), solver="scipy-batch")

@@ -234,7 +234,6 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
     input order. A failed input prints its one-line error and sets the exit code (2: bad input, 1:
     infeasible or solver failure); the others still give their output."""
     from ..report import render_batch_summary, render_summary
-    from ..results import BatchReport
     from ..scale import Solved
 
     items, local_notes = [], {}
@@ -265,7 +264,7 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
         notes = local_notes.get(result.index, []) + result.source_notes
         announce_input(spec, notes, several, console)
         report = result.solution.report
-        (render_batch_summary if isinstance(report, BatchReport) else render_summary)(report, console)
+        (render_summary if report.batch is None else render_batch_summary)(report, console)
         emit_report(spec, report, notes, several, report_path, json_stdout)
     if code:
         raise click.exceptions.Exit(code)
