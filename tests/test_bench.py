@@ -207,6 +207,22 @@ def test_hints_keep_their_brackets_on_stderr(tmp_path):
     assert "lapcli[cuda13]" in text and "lapcli[cuda12]" in text and "[x]" in text
 
 
+def test_solving_with_a_solver_this_machine_lacks_is_bad_input(monkeypatch, tmp_path):
+    """`lap solve --solver X` where X cannot run here: exit 2 and one line, as `lap bench`, no output file."""
+    import dataclasses
+
+    import numpy as np
+
+    from lapcli.engines import registry
+
+    lapx = registry.ENGINES["lapx"]
+    monkeypatch.setitem(registry.ENGINES, "lapx", dataclasses.replace(lapx, probe=lambda: (False, "lapx is not installed")))
+    np.save(tmp_path / "m.npy", np.arange(16).reshape(4, 4))
+    result = CliRunner().invoke(cli, ["solve", str(tmp_path / "m.npy"), "--solver", "lapx", "-o", str(tmp_path / "a.npy")])
+    assert result.exit_code == 2 and "solver 'lapx' cannot run here: lapx is not installed" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "a.npy").exists()
+
+
 def test_naming_a_solver_this_machine_lacks_is_bad_input(monkeypatch, tmp_path):
     from lapcli.bench import runner
 

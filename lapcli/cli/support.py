@@ -75,9 +75,9 @@ def run_library_call(function, *args, **kwargs):
         return function(*args, **kwargs)
     except InfeasibleError as error:
         raise FailedError(str(error)) from None
-    except (LapInputError, LapTypeError) as error:
-        raise InputError(str(error)) from None
-    except (SolverError, SolverUnavailable) as error:
+    except (LapInputError, LapTypeError, SolverUnavailable) as error:  # an engine this machine lacks: an option
+        raise InputError(str(error)) from None  # it cannot serve, as for `lap bench`
+    except SolverError as error:
         raise FailedError(str(error)) from None
     except MemoryError:
         raise FailedError("out of host memory") from None
