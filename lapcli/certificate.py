@@ -140,7 +140,7 @@ def certify(cost, col_of_row, u, v, tolerance: float, engine: str, row_min_slack
     """Check the duals (u, v) of a k × m work matrix ``cost`` (NumPy or CuPy, k ≤ m) for the
     assignment ``col_of_row``; raise SolverError naming what failed (no answer is returned).
     ``row_min_slack``: each row's minimum of c − u − v, when the read pass already ran on the
-    device that solved (the driver-API launcher's kernel), so the host matrix is not read again."""
+    device that solved (the host route's row_min_slack kernel), so the host matrix is not read again."""
     start = time.perf_counter()
     on_device = type(cost).__module__.startswith("cupy")
     exact = cost.dtype.kind in "iu"

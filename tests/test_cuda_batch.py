@@ -182,14 +182,16 @@ def test_the_slot_packed_launch_gives_the_plain_launchs_answer(rng):
     """certified_stack packs its 20 arguments into 8-byte slots (lapcli.cuda.runtime); a slot out
     of place would solve another problem or none. Its columns and objectives equal those of the
     plain launch (solve_stack, other arguments) and scipy's optimum, for ints and floats,
-    transposed problems included."""
+    transposed problems and row offsets (added to the objectives) included."""
     import cupy
 
     for shape, dtype, transposed in (((300, 16, 16), "int32", False), ((40, 20, 70), "float32", True),
                                      ((9, 130, 200), "float64", False)):
         c = (rng.integers(0, 1000, shape) if dtype.startswith("int") else rng.random(shape)).astype(dtype)
         n_out = shape[2] if transposed else shape[1]
-        run = cb.certified_stack(cupy.asarray(c), n_out=n_out, transposed=transposed)
+        offsets = rng.random(shape[:2]) if dtype == "float64" else None
+        run = cb.certified_stack(cupy.asarray(c), n_out=n_out, transposed=transposed,
+                                 row_offset=None if offsets is None else cupy.asarray(offsets))
         assert int(run.summary[1].get()) == 0  # every problem proved
         plain = cb.solve_stack(cupy.asarray(c))
         assert np.all(plain.status.get() == 0)
@@ -203,7 +205,7 @@ def test_the_slot_packed_launch_gives_the_plain_launchs_answer(rng):
             total = objective(c[b], plain_cols[b])
             assert total == pytest.approx(scipy_objective(c[b]))
             got = objectives[b] if dtype.startswith("int") else objectives[b:b + 1].view(np.float64)[0]
-            assert got == pytest.approx(total)
+            assert got == pytest.approx(total + (offsets[b].sum() if offsets is not None else 0.0))
 
 
 @pytest.mark.gpu

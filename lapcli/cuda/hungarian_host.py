@@ -10,14 +10,12 @@ lapcli.cuda.staging's pinned upload is faster than the pageable copy here) go th
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
-from .driver import early_start, open_gpu
+from .driver import _check, _driver, early_start, open_gpu
 from .hungarian import (
     DeviceState,
     check_device_memory,
@@ -41,21 +39,13 @@ SMALL_BYTES = 16 << 20  # n = 2048 int32: below, the two copies cost about the s
 def usable(problem) -> bool:
     """This path serves ``problem`` by default: a host matrix that is its own work matrix
     (square int32, minimised: no preparation pass, which the CuPy path runs on the device),
-    with cuda.bindings installed, and either CuPy not imported yet in this process (its import
+    and either CuPy not imported yet in this process (its import
     and set-up would cost more than any copy saves: a one-shot solve) or a matrix small enough
     (SMALL_BYTES) that the pageable copy costs no more than CuPy's ring. A test may send any
     host input through it (``launch``): its work matrix is then prepared on the host."""
     if problem.xp is not np or not work_is_the_input(problem) or problem.original.nbytes > HOST_MAX_BYTES:
         return False
-    if "cupy" in sys.modules and problem.original.nbytes > SMALL_BYTES:
-        return False
-    return _has_driver_bindings()
-
-
-@lru_cache(maxsize=1)
-def _has_driver_bindings() -> bool:
-    """cuda.bindings is installed (asked once: a module search costs tens of µs a solve)."""
-    return importlib.util.find_spec("cuda.bindings") is not None
+    return "cupy" not in sys.modules or problem.original.nbytes <= SMALL_BYTES
 
 
 @dataclass
@@ -75,10 +65,23 @@ class HostSolve:
 
 def launch(work, *, timeout: float | None = None, device: int | None = None, block_size: int = BLOCK_SIZE,
            blocks_per_sm: int = BLOCKS_PER_SM, auction_rounds: int = AUCTION_ROUNDS) -> HostSolve:
-    """Solve a host work matrix (lapcli.model.work.WorkMatrix): copy in, one cooperative launch,
-    the certificate's read pass on the device, the assignment and duals back."""
-    gpu = open_gpu(device if device is not None else 0)
+    """Solve a host work matrix (lapcli.work.WorkMatrix): copy in, one cooperative launch, the
+    certificate's read pass on the device, the assignment and duals back. ``device`` None: CuPy's
+    current device where CuPy is loaded, else device 0. The thread's current context is restored
+    after, so that CuPy's current device does not change under its caller."""
+    if device is None:
+        device = sys.modules["cupy"].cuda.runtime.getDevice() if "cupy" in sys.modules else 0
+    gpu = open_gpu(device)
+    previous = _check(_driver().cuCtxGetCurrent())
     gpu.make_current()
+    try:
+        return _launch(gpu, work, timeout, block_size, blocks_per_sm, auction_rounds)
+    finally:
+        if int(previous):
+            _check(_driver().cuCtxSetCurrent(previous))
+
+
+def _launch(gpu, work, timeout, block_size, blocks_per_sm, auction_rounds) -> HostSolve:
     host = np.ascontiguousarray(work.values)
     size, dtype = host.shape[0], work.dtype
     kernels, compile_ms = load(program(dtype, block_size=block_size), gpu)

@@ -10,45 +10,34 @@ from functools import lru_cache
 
 @lru_cache(maxsize=1)
 def cuda_status() -> tuple[bool, str]:
-    """(available, why): whether CuPy is installed and a CUDA device is visible. The device count
-    is asked of the driver through cuda.bindings when it is installed (~0.1 s), not of CuPy,
-    whose import alone costs ~0.25 s that a one-shot solve of a host matrix never needs."""
+    """(available, why): whether CuPy and cuda.bindings are installed (lapcli's CUDA extras install
+    both: CuPy holds the arrays, the driver API compiles and launches every kernel,
+    lapcli.cuda.runtime) and a CUDA device is visible. The device count is asked of the driver
+    (~0.1 s), not of CuPy, whose import alone costs ~0.25 s that a one-shot solve of a host matrix
+    never needs."""
     if importlib.util.find_spec("cupy") is None:
         return False, "CuPy is not installed (pip install 'lapcli[cuda13]' or 'lapcli[cuda12]')"
-    if importlib.util.find_spec("cuda.bindings") is not None:
-        from . import driver
+    if importlib.util.find_spec("cuda.bindings") is None:
+        return False, "cuda.bindings is not installed (pip install 'lapcli[cuda13]' or 'lapcli[cuda12]')"
+    from . import driver
 
-        try:
-            count = driver.device_count()
-        except Exception as error:  # no driver library, or the driver finds no device
-            return False, f"no CUDA device ({error})".replace("\n", " ")
-        source = "the CUDA driver"
-    else:
-        try:
-            import cupy
-
-            count = cupy.cuda.runtime.getDeviceCount()
-        except Exception as error:  # a broken CUDA install can raise on import too
-            return False, f"no CUDA device ({type(error).__name__}: {error})".replace("\n", " ")
-        source = f"CuPy {cupy.__version__}"
+    try:
+        count = driver.device_count()
+    except Exception as error:  # no driver library, or the driver finds no device
+        return False, f"no CUDA device ({error})".replace("\n", " ")
     if count < 1:
         return False, "no CUDA device"
-    return True, f"{source} sees {count} CUDA device{'s' if count > 1 else ''}"
+    return True, f"the CUDA driver sees {count} CUDA device{'s' if count > 1 else ''}"
 
 
 SEARCH_KERNEL_ARCH = (8, 0)  # kernels/batch_lap.cu's warp argmin is __reduce_min_sync (Ampere and newer)
 
 
 def device_compute_capability(ordinal: int = 0) -> tuple[int, int]:
-    """(major, minor), from the driver when cuda.bindings is installed, else from CuPy."""
-    if importlib.util.find_spec("cuda.bindings") is not None:
-        from . import driver
+    """(major, minor), from the driver."""
+    from . import driver
 
-        return driver.compute_capability(ordinal)
-    import cupy
-
-    capability = cupy.cuda.Device(ordinal).compute_capability  # e.g. "90"
-    return int(capability[:-1]), int(capability[-1])
+    return driver.compute_capability(ordinal)
 
 
 @lru_cache(maxsize=1)

@@ -11,7 +11,9 @@
 - events and copies back through the driver, on the caller's stream.
 
 CuPy stays the array library (device inputs, work matrices built on the device, device results,
-the pinned uploads of lapcli.cuda.staging); it launches none of lapcli's kernels. CuPy and the
+the pinned uploads of lapcli.cuda.staging); of lapcli's own code it runs only element-wise and
+reduction kernels it generates itself (the certificate's reduction for inputs its read pass does
+not take). CuPy and the
 driver share each device's primary context, so a CuPy array's address is a kernel argument and a
 CuPy stream's handle a launch's stream.
 """
@@ -194,11 +196,12 @@ class Event:
         driver = _driver()
         self.handle = _check(driver.cuEventCreate(0))
         self._record, self._success = driver.cuEventRecord, driver.CUresult.CUDA_SUCCESS
+        self._destroy = driver.cuEventDestroy  # bound now: at exit the module's globals may be gone
 
     def __del__(self):  # cheaper than a weakref.finalize per event (the stepwise engine makes two a step)
         handle = getattr(self, "handle", None)
         if handle is not None:
-            _driver().cuEventDestroy(handle)
+            self._destroy(handle)
 
     def record(self, stream: int = 0) -> None:
         status, = self._record(self.handle, stream)  # on every call of a small batch: no _check

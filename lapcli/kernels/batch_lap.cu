@@ -302,7 +302,7 @@ __device__ __forceinline__ void certify_problem(
     }
 }
 
-// The parameters, in order, are lapcli/cuda/batch_lap.py's KERNEL_PARAMETERS (the driver launch packs
+// The parameters, in order, are lapcli/cuda/batch_abi.py's KERNEL_PARAMETERS (the driver launch packs
 // them by their kinds there; a test compares the two lists).
 template <typename T, typename D, int K, int THREADS, bool CERTIFY>
 __global__ void __launch_bounds__(Group<THREADS>::BLOCK)
