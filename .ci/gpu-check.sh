@@ -51,6 +51,13 @@ lapcli.solve(rng.random((90, 60)), solver="cuda-sap", maximize=True)
 for shape in ((40, 16, 16), (20, 30, 70), (20, 70, 30), (3, 300, 300)):  # the batch kernel, certify fused
     lapcli.solve_batch(rng.integers(0, 1000, shape).astype("int32"), solver="cuda-batch")
     lapcli.solve_batch(rng.random(shape).astype("float32"), solver="cuda-batch", maximize=True)
+for maximize in (False, True):  # ragged batches: the pack, one launch, the unpack
+    lapcli.solve_batch([rng.random((int(r), int(c))).astype("float32") for r, c in rng.integers(0, 40, (30, 2))],
+                       solver="cuda-batch", maximize=maximize)
+    lapcli.solve_batch([rng.integers(0, 99, (int(r), int(c))) for r, c in rng.integers(0, 40, (30, 2))],
+                       solver="cuda-batch", maximize=maximize)
+import cupy
+lapcli.match(cupy.asarray(rng.random((6, 50, 60))), [10, 0, 15, 5, 20, 10])
 print("sanitized solves done")
 PY
   for tool in memcheck racecheck synccheck; do

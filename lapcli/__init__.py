@@ -14,6 +14,7 @@ _EXPORTS = {
     "linear_sum_assignment": "api",
     "BatchSolution": "results",
     "batch_linear_assignment": "api",
+    "match": "api",
     "solve_batch": "pipeline",
     "InfeasibleError": "errors",
     "LapInputError": "errors",

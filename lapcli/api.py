@@ -72,7 +72,36 @@ def _scipy_lsa(cost_matrix, maximize: bool):
     return linear_sum_assignment(cost_matrix, maximize=maximize)
 
 
-def batch_linear_assignment(costs, maximize: bool = False):
+def batch_linear_assignment(costs, maximize: bool = False, sizes=None):
     """The column of each row for every problem of a (B, n, m) stack, −1 for an unassigned row:
-    torch-linear-assignment's function, on NumPy, CuPy or torch input (result of the same kind)."""
-    return solve_batch(costs, maximize=maximize).col_ind
+    torch-linear-assignment's function, on NumPy, CuPy or torch input (result of the same kind).
+    ``sizes`` = (rows, cols), B integers each: problem b is ``costs[b, :rows[b], :cols[b]]``, the
+    rest of the stack is not read. A list of matrices of any shapes gives a list of results."""
+    return solve_batch(costs, maximize=maximize, sizes=sizes).col_ind
+
+
+def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
+    """DETR's Hungarian matcher in one call: ``cost`` is the (B, Q, Σk) block of every query
+    against every target of the batch (``C.view(B, Q, -1)``), ``sizes`` the k_i targets of each
+    image; image i solves ``cost[i, :, s_i : s_i + k_i]`` (s_i = k_0 + … + k_{i−1}), all images in
+    one launch on the GPU.
+
+    Returns what DETR's matcher returns: per image a pair (query indices, target indices) of int64
+    arrays sorted by query, on the input's library and device (torch tensors for torch input)."""
+    from . import ragged
+    from .pipeline import solve_members_raw
+
+    members = ragged.from_block(cost, sizes)
+    col_ind, _, _, packed = solve_members_raw(members, solver=solver, maximize=maximize)
+    counts = np.minimum(members.rows, members.cols)  # pairs per image
+    rows, cols = ragged.pairs(col_ind, packed, counts)
+    rows, cols = members.origin.to_caller(rows), members.origin.to_caller(cols)
+    return list(zip(_split(rows, counts), _split(cols, counts)))
+
+
+def _split(flat, counts: np.ndarray) -> list:
+    """``flat`` cut into len(counts) consecutive views (torch's split: one call for all of them)."""
+    if type(flat).__module__.startswith("torch"):
+        return list(flat.split(counts.tolist()))
+    xp = np if isinstance(flat, np.ndarray) else __import__("cupy")
+    return xp.split(flat, np.cumsum(counts)[:-1].tolist())

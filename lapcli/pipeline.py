@@ -12,18 +12,19 @@ is ~0.2 ms, so nothing here scans the costs that an engine will read anyway.
 from __future__ import annotations
 
 import numbers
+import sys
 import time
 from typing import Any
 
 import numpy as np
 
-from . import __version__
+from . import __version__, ragged
 from .certificate import not_certified
 from .cost_limit import CostLimit
 from .cuda import probe
 from .duals import DEFAULT_PASSES, certified_duals
 from .engines import registry
-from .engines.auto import choose
+from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
 from .errors import LapInputError
 from .problem import Problem, prepare
@@ -168,21 +169,30 @@ def _matrix_report(problem, name, reason, start, objective, device, dtype_name, 
 
 
 def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
-                timeout: float | None = None, device: int | None = None) -> BatchSolution:
+                timeout: float | None = None, device: int | None = None, sizes=None) -> BatchSolution:
     """Solve every problem of a (B, n, m) stack (NumPy, CuPy or a torch tensor), or of a list of
-    matrices, in one call.
+    matrices of any shapes, in one call.
 
     Returns a BatchSolution: ``col_ind`` (B, n) (−1: unassigned row) in the caller's library and
     device, ``objectives`` (B,), and a ``report`` (engine, device, times, problems per second,
     certificate). Raises InfeasibleError naming the infeasible members; nothing is returned then.
-    A list of matrices of different shapes gives ``col_ind`` as a list of arrays.
+    A list of matrices of different shapes is solved in one launch too (lapcli.ragged) and gives
+    ``col_ind`` as a list of arrays. ``sizes`` = (rows, cols), B integers each: problem b is
+    ``costs[b, :rows[b], :cols[b]]`` (entries outside it are not read); ``col_ind`` stays (B, n).
     """
     start = time.perf_counter()
     check_timeout(timeout)
-    if isinstance(costs, (list, tuple)) and costs and len({np.shape(c) for c in costs}) > 1:
-        return _solve_ragged(costs, solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
+    options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
+    if sizes is not None:
+        return solve_members(ragged.from_padded(costs, sizes), start=start, **options)
+    if isinstance(costs, (list, tuple)) and costs and len({tuple(np.shape(c)) for c in costs}) > 1:
+        return solve_members(ragged.from_list(costs), start=start, **options)
     problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)
     name, reason = choose(problem, solver)
+    return _solve_stack(problem, name, reason, start, timeout, device)
+
+
+def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout, device) -> BatchSolution:
     if problem.is_empty:
         batch, n, _ = problem.shape
         col_ind = problem.xp.full((batch, n), -1, dtype=np.int64)
@@ -198,6 +208,64 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     _set_up_apart(result.details, import_ms)
     return _batch_solution(problem, name, reason, start, result.col_ind, result.device, result.dtype, result.details,
                            result.certificate, result.notes, result.objectives, caller_col_ind)
+
+
+def solve_members(members: ragged.Members, **options) -> BatchSolution:
+    """A ragged batch (lapcli.ragged.Members) in one call: on the GPU packed into one work stack and
+    solved in one launch like any stack; on the CPU each member by scipy as it is (padding would
+    only add work there). ``col_ind``: a list of arrays, one per member, or (B, n) for a padded
+    stack with sizes."""
+    col_ind, objectives, report, _ = solve_members_raw(members, **options)
+    caller = members.origin.to_caller(col_ind)
+    if members.padded_rows is None:
+        caller = [caller[b, :rows] for b, rows in enumerate(members.rows.tolist())]
+    elif members.padded_rows > col_ind.shape[1]:
+        caller = members.origin.to_caller(_widen(col_ind, members.padded_rows))
+    return BatchSolution(col_ind=caller, objectives=objectives, report=report)
+
+
+def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize: bool = False,
+                      dtype: str | None = None, timeout: float | None = None, device: int | None = None,
+                      start: float | None = None):
+    """(col_ind (B, most rows) as a NumPy or CuPy array, objectives, report, the packed work stack
+    or None) of a ragged batch."""
+    start = time.perf_counter() if start is None else start
+    name, reason = choose_ragged(len(members), int(max(members.rows.max(), members.cols.max(), 0)), solver)
+    module, import_ms = _loaded(registry.get(name))
+    packed = None
+    if hasattr(module, "run_members"):
+        result = module.run_members(members, maximize=maximize)
+        col_ind, objectives = result.col_ind, result.objectives
+        details, certificate, notes, device_name, dtype_name = (result.details, None, [], result.device,
+                                                                  result.dtype)
+    else:
+        packed = ragged.pack(members, maximize)
+        problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
+        solved = _solve_stack(problem, name, reason, start, timeout, device)
+        col_ind = ragged.unpack(packed, solved.col_ind, members)
+        objectives, report = solved.objectives, solved.report
+        details, certificate, notes = report.details, report.certificate if report.certified else None, report.notes
+        device_name, dtype_name = report.device, report.dtype
+        details["padded"] = f"{problem.shape[1]}×{problem.shape[2]}"
+    _set_up_apart(details, import_ms)
+    total_ms = _solve_ms(start, details)
+    batch = len(members)
+    report = SolveReport(
+        batch=batch, n_rows=-1, n_cols=-1, maximize=maximize, solver=name, device=device_name, dtype=dtype_name,
+        total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,
+        reason=f"{reason}; {batch} problems of several shapes", details=details, certified=certificate is not None,
+        certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
+        notes=notes, objectives=objectives,
+    )
+    return col_ind, objectives, report, packed
+
+
+def _widen(col_ind, width: int):
+    """(B, width) with −1 past ``col_ind``'s columns (rows past every member's own)."""
+    xp = np if isinstance(col_ind, np.ndarray) else sys.modules["cupy"]
+    wide = xp.full((col_ind.shape[0], width), -1, dtype=np.int64)
+    wide[:, :col_ind.shape[1]] = col_ind
+    return wide
 
 
 def _finished(result, problem):
@@ -225,41 +293,3 @@ def _batch_solution(problem, name, reason, start, col_ind, device, dtype, detail
         notes=list(dict.fromkeys([*problem.notes(), *notes])), objectives=objectives,
     )
     return BatchSolution(col_ind=caller_col_ind, objectives=objectives, report=report)
-
-
-def _solve_ragged(costs, **options) -> BatchSolution:
-    """A list of matrices of several shapes: one batch per shape, results back in input order."""
-    from .arrays import as_array
-
-    start = time.perf_counter()
-    groups: dict[tuple, list[int]] = {}
-    for index, matrix in enumerate(costs):
-        groups.setdefault(tuple(np.shape(matrix)), []).append(index)
-    col_ind: list = [None] * len(costs)
-    objectives: list = [None] * len(costs)
-    reports = []
-    for members in groups.values():
-        first, origin = as_array(costs[members[0]])
-        if origin.library == "torch":
-            import torch
-
-            stack = torch.stack([costs[i] for i in members])
-        else:
-            xp = np if isinstance(first, np.ndarray) else __import__("cupy")
-            stack = xp.stack([as_array(costs[i])[0] for i in members])
-        solution = solve_batch(stack, **options)
-        reports.append(solution.report)
-        for position, index in enumerate(members):
-            col_ind[index] = solution.col_ind[position]
-            objectives[index] = solution.objectives[position]
-    head = reports[0]
-    total_ms = (time.perf_counter() - start) * 1e3
-    report = SolveReport(
-        batch=len(costs), n_rows=-1, n_cols=-1, maximize=head.maximize, solver=",".join(sorted({r.solver for r in reports})),
-        device=head.device, dtype=",".join(sorted({r.dtype for r in reports})), total_ms=total_ms,
-        problems_per_second=len(costs) / (total_ms / 1e3), version=__version__,
-        reason=f"{len(groups)} shapes, one batch each", certified=all(r.certified for r in reports),
-        certificate={"groups": [r.certificate for r in reports]},
-        objectives=[o.item() if hasattr(o, "item") else o for o in objectives],
-    )
-    return BatchSolution(col_ind=col_ind, objectives=np.array(objectives, dtype=object), report=report)

@@ -32,7 +32,8 @@ def invalid_entries(where: str = "") -> ValueError:
     return LapInputError(f"matrix contains invalid numeric entries{where}")
 
 
-def _members(indices, batch: int) -> str:
+def members_text(indices, batch: int) -> str:
+    """"problem 3 of 6", "problems 1, 4 of 9": the members an error names."""
     indices = [int(i) for i in indices]
     shown = ", ".join(map(str, indices[:20])) + (", …" if len(indices) > 20 else "")
     return f"problem{'s' if len(indices) > 1 else ''} {shown} of {batch}"
@@ -47,11 +48,11 @@ def check_entries(stack, xp, maximize: bool, single: bool = True) -> np.ndarray:
     wrong, allowed = (np.inf, -np.inf) if maximize else (-np.inf, np.inf)
     bad = (xp.isnan(stack) | (stack == wrong)).any(axis=(1, 2))
     if bool(bad.any()):
-        raise invalid_entries("" if single else f": {_members(np.flatnonzero(_host(bad)), batch)}")
+        raise invalid_entries("" if single else f": {members_text(np.flatnonzero(_host(bad)), batch)}")
     return _host((stack == allowed).any(axis=(1, 2)))
 
 
-def infeasible_members(stack, forbidden: np.ndarray, maximize: bool, xp) -> list[int]:
+def infeasiblemembers_text(stack, forbidden: np.ndarray, maximize: bool, xp) -> list[int]:
     """The problems whose allowed (finite) pairs hold no assignment of the smaller side: a maximum
     bipartite matching (Hopcroft–Karp, scipy) of each problem with forbidden entries."""
     if not forbidden.any():
@@ -136,10 +137,10 @@ class Problem:
         if copy.ndim == 2:
             copy = copy[None]
         forbidden = check_entries(copy, xp, self.maximize, single=not self.is_stack)
-        bad = infeasible_members(copy, forbidden, self.maximize, xp)
+        bad = infeasiblemembers_text(copy, forbidden, self.maximize, xp)
         if bad:
             raise InfeasibleError() if not self.is_stack else InfeasibleError(
-                f"cost matrix is infeasible: {_members(bad, self.shape[0])}")
+                f"cost matrix is infeasible: {members_text(bad, self.shape[0])}")
         self.forbidden = forbidden
 
     # -------------------------------------------------------------------------- work

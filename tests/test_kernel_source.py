@@ -250,3 +250,22 @@ def test_the_packed_argmin_is_compiled_for_integer_duals_only(tmp_path):
         return ptx.read_text().count("redux.sync.min.u32")
 
     assert redux_count("int32") > redux_count("float32") > 0
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_the_ragged_kernels_compile_as_their_launcher_names_them(tmp_path):
+    """Every kernel lapcli.cuda.ragged_pack asks for (its program's name expressions) compiles for
+    sm_90 without spilling."""
+    from lapcli.cuda import ragged_pack
+
+    program = ragged_pack.program()
+    uses = "".join(f"    (void)&{expression};\n" for _, expression, _ in program.kernels)
+    (tmp_path / "ragged.cu").write_text(program.source + f"\nvoid lapcli_instantiate() {{\n{uses}}}\n")
+    result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-Xptxas", "-v", "-o",
+                             str(tmp_path / "ragged.cubin"), str(tmp_path / "ragged.cu")],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.count("Compiling entry function") == len(program.kernels)
+    assert "spill stores" in result.stderr and all(
+        line.split("bytes spill stores")[0].split()[-1] == "0" for line in result.stderr.splitlines()
+        if "bytes spill stores" in line)

@@ -39,7 +39,7 @@ PREFIX_RANKS = {
     "lapcli.certificate": 2, "lapcli.duals": 2,  # the certificate's device pass launches through lapcli.cuda.runtime
     "lapcli.engines.base": 3, "lapcli.engines.cpu": 3, "lapcli.engines.cuda": 3, "lapcli.twins": 3,
     "lapcli.engines.registry": 4, "lapcli.engines.auto": 4,
-    "lapcli.results": 5, "lapcli.report": 5, "lapcli.cost_limit": 5,
+    "lapcli.results": 5, "lapcli.report": 5, "lapcli.cost_limit": 5, "lapcli.ragged": 4,
     "lapcli.api": 5, "lapcli.pipeline": 5, "lapcli.scale": 5, "lapcli.info": 5,
     "lapcli.bench": 6,
     "lapcli.cli": 7,

@@ -62,11 +62,12 @@ def range_problem(r: float) -> str | None:
 
 
 @click.command(cls=OneLineCommand)
-@click.option("--suite", type=click.Choice(sorted(SUITES) + ["batch"]),
+@click.option("--suite", type=click.Choice(sorted(SUITES) + ["batch", "matcher"]),
               help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X); ranges: every cost range at n = 1024-8192, "
                    "n = 1024 … 8192 × int32 [0, R·n) for R = 0.1 … 1000, float32 and float64 U[0, 1) and "
                    "geometric, kinds and dtypes fixed; batch: eight stacks, B×n = 10000×16 … 64×1024, "
-                   "through every batch runner.")
+                   "through every batch runner; matcher: DETR's matcher, six B×Q×K ragged blocks on the GPU, "
+                   "lapcli's three ragged forms beside the scipy loop and torch-linear-assignment.")
 @click.option("--sizes", callback=csv_list(int, size_problem),
               help="Comma-separated n, e.g. 256,1024; with --suite, only its cells of those n.")
 @click.option("--ranges", callback=csv_list(float, range_problem), help="Comma-separated R (costs in [0, R·n)).")
@@ -98,15 +99,17 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     from ..io.write import check_output_path
 
     console = stderr_console(quiet)
-    if suite == "batch":
+    if suite in ("batch", "matcher"):
         from click.core import ParameterSource
 
         given = {name for name in ("sizes", "ranges", "dtypes", "kind", "timeout", "baseline", "csv_path", "plot_path")
                  if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)}
+        if suite == "matcher" and scale is not None:
+            given.add("scale")
         if given:
             flags = ", ".join("--" + name.removesuffix("_path").replace("_", "-") for name in sorted(given))
-            raise InputError(f"--suite batch has its own cells, kinds and outputs; drop {flags}")
-        return batch_suite(console, solvers, repeat, warmup, seed, scale or 1.0, json_path, quiet)
+            raise InputError(f"--suite {suite} has its own cells, kinds and outputs; drop {flags}")
+        return batch_suite(console, solvers, repeat, warmup, seed, scale or 1.0, json_path, quiet, suite)
     if scale is not None:
         raise InputError("--scale applies to --suite batch only")
     if suite and ranges:
@@ -206,8 +209,9 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         raise FailedError(f"objectives disagree: {failure}")
 
 
-def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet) -> None:
-    """``lap bench --suite batch``: see lapcli.bench.batch."""
+def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet, suite: str = "batch") -> None:
+    """``lap bench --suite batch`` (lapcli.bench.batch) or ``--suite matcher`` (lapcli.bench.matcher):
+    runners over the suite's cells, one table, the JSON record."""
     from rich.progress import Progress
     from rich.markup import escape
     from rich.table import Table
@@ -223,11 +227,16 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet)
     )
     from ..io.write import check_output_path
 
-    runners = bench_batch.batch_runners()
+    if suite == "matcher":
+        from ..bench import matcher as bench_matcher
+
+        runners = bench_matcher.matcher_runners()
+    else:
+        runners = bench_batch.batch_runners()
     wanted = tuple(runners) if solvers == ("auto",) else solvers
     for name in wanted:
         if name not in runners:
-            raise InputError(f"unknown batch runner {name!r}; choose from {', '.join(runners)}")
+            raise InputError(f"unknown {suite} runner {name!r}; choose from {', '.join(runners)}")
     if json_path:
         run_library_call(check_output_path, json_path, (".json",), "output")
     skipped = {}
@@ -239,28 +248,40 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet)
     for name, why in skipped.items():
         console.print(f"[dim]skipped {name}: {escape(why)}[/]")
     if not chosen:
-        raise FailedError("no batch runner can run here")
+        raise FailedError(f"no {suite} runner can run here")
     settings = BatchSettings(cells=bench_batch.BATCH_CELLS, runners=chosen, repeat=repeat, warmup=warmup, seed=seed,
                              scale=scale, min_seconds=bench_batch.SUITE_MIN_SECONDS)
     env = batch_environment()
-    total = len(settings.cells) * len(settings.kinds) * len(chosen)
+    cells = bench_matcher.MATCHER_CELLS if suite == "matcher" else ()
+    total = len(cells) * len(chosen) if suite == "matcher" else len(settings.cells) * len(settings.kinds) * len(chosen)
     failure = None
     with Progress(console=None if quiet else console, transient=True, disable=quiet) as bar:
         task = bar.add_task("benchmarking", total=total)
-        try:
-            results = run_batch_bench(settings, runners,
-                                      on_progress=lambda text: bar.update(task, advance=1, description=text))
-        except BatchMismatch as mismatch:
-            results, failure = mismatch.results, str(mismatch)
+        progress = lambda text: bar.update(task, advance=1, description=text)  # noqa: E731
+        if suite == "matcher":
+            results, failures = bench_matcher.run_matcher_bench(
+                cells, chosen, runners, repeat=repeat, warmup=warmup, seed=seed,
+                min_seconds=bench_batch.SUITE_MIN_SECONDS, on_progress=progress)
+            failure = "; ".join(failures) or None
+            settings.cells = tuple((b, q) for b, q, _ in cells)
+        else:
+            try:
+                results = run_batch_bench(settings, runners, on_progress=progress)
+            except BatchMismatch as mismatch:
+                results, failure = mismatch.results, str(mismatch)
     base = "torch-linear-assignment" if any(n.startswith("torch-la") for n in chosen) else "the scipy loop"
     table = Table(title=f"median ms per batch (speedup over {base}) on {env.get('device')}", title_justify="left")
-    for column in ("B", "n", "kind", *chosen):
+    for column in ("B", "Q" if suite == "matcher" else "n", "targets" if suite == "matcher" else "kind", *chosen):
         table.add_column(column, justify="right")
     for row in batch_table_rows(results, chosen):
         table.add_row(*row)
     console.print(table)
-    console.print("[dim]int: float32 integers uniform in [0, 10n); float: float32 U[0, 1); "
-                  "d2d: stack on the GPU, result left there[/]")
+    if suite == "matcher":
+        console.print("[dim]k_i targets per image uniform in 1..K; float32 U[0, 1) block on the GPU (torch); "
+                      "the scipy loop includes its copy to the host[/]")
+    else:
+        console.print("[dim]int: float32 integers uniform in [0, 10n); float: float32 U[0, 1); "
+                      "d2d: stack on the GPU, result left there[/]")
     if json_path:
         write_batch_json(json_path, settings, results, env, skipped)
     if failure:

@@ -34,7 +34,7 @@ from .driver import _check, _driver, open_gpu
 
 # A kernel signature is one character per parameter; each is passed in an 8-byte slot (a 32-bit
 # int in its slot's low half: the driver reads as many bytes as the parameter has).
-SLOT_CODES = {"p": "Q", "u": "Q", "i": "q", "q": "q", "d": "d"}  # pointer, uint64, int, int64, double
+SLOT_CODES = {"p": "Q", "u": "Q", "i": "q", "q": "q", "d": "d", "f": "f4x"}  # pointer, uint64, int, int64, double, float
 
 
 class Kernel:

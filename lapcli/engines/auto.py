@@ -103,6 +103,29 @@ def choose_for_stack(problem) -> tuple[str, str]:
     return "cuda-batch", f"auto: {why}; the whole batch in one GPU launch"
 
 
+def choose_ragged(batch: int, widest: int, solver: str = "auto") -> tuple[str, str]:
+    """A ragged batch of ``batch`` problems whose longest side is ``widest``: the GPU batch kernel on
+    them packed into one stack when it can run here and holds the columns, else scipy per problem."""
+    if solver != "auto":
+        engine = registry.get(solver)
+        if not engine.capabilities.batch:
+            batch_names = ", ".join(registry.solver_choices(batch=True)[1:])
+            raise LapInputError(f"solver {solver!r} solves one problem at a time; for a batch use {batch_names}")
+        available, why = engine.available()
+        if not available:
+            raise SolverUnavailable(f"solver {solver!r} cannot run here: {why}")
+        return solver, "requested"
+    available, why = cuda_status()
+    if not available:
+        return "scipy-batch", f"auto: {why}; scipy per problem"
+    searchable, why_not = search_kernel_status()
+    if not searchable:
+        return "scipy-batch", f"auto: {why_not}; scipy per problem"
+    if widest > registry.get("cuda-batch").capabilities.max_columns:
+        return "scipy-batch", f"auto: problems up to {widest} wide exceed the GPU batch kernel's columns"
+    return "cuda-batch", f"auto: {why}; the whole batch in one GPU launch"
+
+
 def choose_for_matrix(problem) -> tuple[str, str]:
     """``auto`` for one matrix: the crossovers' pick, but never scipy where its float64 would round
     the integers (then the exact NumPy engine, int64 duals)."""

@@ -1,0 +1,177 @@
+"""``lap bench --suite matcher``: the matcher of a DETR-style training step, every runner on the same block.
+
+A cell is B images × Q queries × at most K targets: each image gets k_i targets, uniform in 1..K
+(seeded per cell), and the cost block is DETR's ``C.view(B, Q, Σk)``, float32 U[0, 1) on the GPU
+as a torch tensor (what a training step holds). Image i solves ``C[i, :, s_i : s_i + k_i]``.
+Runners (skipped with a note where they cannot run here):
+
+- ``scipy-loop``   DETR's ``HungarianMatcher``: the block ``.cpu()``, then scipy per image
+- ``match``        ``lapcli.match(C, k)``: one call, the pairs left on the GPU
+- ``list``         ``lapcli.solve_batch`` on the list of the B slices (made before the clock starts)
+- ``sizes``        ``lapcli.solve_batch`` on a (B, Q, K) stack padded with NaN, with sizes (Q, k)
+- ``padded``       ``lapcli.solve_batch`` on a (B, Q, K) stack padded with a constant (the
+                   caller's padding: after the transpose, constant rows that change no answer)
+- ``torch-la``     torch-linear-assignment on the same constant-padded stack
+
+Timing, checks and the table are those of the batch suite (lapcli.bench.batch): warm-up, then
+timed calls until ``min_seconds``; every runner's per-image objectives are compared with the
+first runner's. GPU runners synchronise before the clock stops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .batch import BatchRunner, BatchTiming, _always, _cuda_probe, _torch_probe, time_runner
+
+MATCHER_CELLS: tuple[tuple[int, int, int], ...] = (  # (B, Q, K)
+    (8, 100, 20), (32, 300, 50), (64, 300, 100), (16, 300, 300), (16, 900, 100), (128, 100, 30))
+PAD = 1e6  # the constant of the padded runners' missing targets
+
+
+@dataclass
+class MatcherCase:
+    block: Any  # (B, Q, Σk) float32 torch tensor, on the GPU where torch sees one
+    counts: list[int]
+    host: np.ndarray  # the same block on the host, for the check
+
+    @property
+    def starts(self) -> list[int]:
+        return np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(int).tolist()
+
+    def image(self, i: int) -> np.ndarray:
+        return self.host[i, :, self.starts[i]:self.starts[i] + self.counts[i]]
+
+    def padded(self, fill: float):
+        """(B, Q, K) torch CUDA tensor: image i's targets first, ``fill`` after."""
+        import torch
+
+        batch, queries, _ = self.block.shape
+        out = torch.full((batch, queries, max(self.counts)), fill, dtype=self.block.dtype, device=self.block.device)
+        for i, (start, count) in enumerate(zip(self.starts, self.counts)):
+            out[i, :, :count] = self.block[i, :, start:start + count]
+        return out
+
+
+def matcher_case(batch: int, queries: int, most: int, seed: int) -> MatcherCase:
+    import torch
+
+    rng = np.random.default_rng(seed * 1_000_003 + batch * 7919 + queries * 31 + most)
+    counts = rng.integers(1, most + 1, batch).tolist()
+    host = rng.random((batch, queries, sum(counts)), dtype=np.float32)
+    block = torch.from_numpy(host)
+    return MatcherCase(block.cuda() if torch.cuda.is_available() else block, counts, host)
+
+
+def _synchronised(result):
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return result
+
+
+def _pairs_from_col_ind(col_ind, case: MatcherCase) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per image (queries, targets) from a (B, Q) column of each query (−1: none; ≥ k_i: padding)."""
+    host = np.asarray(col_ind.cpu() if hasattr(col_ind, "cpu") else col_ind)
+    pairs = []
+    for i, count in enumerate(case.counts):
+        rows = np.flatnonzero((host[i] >= 0) & (host[i] < count))
+        pairs.append((rows, host[i, rows]))
+    return pairs
+
+
+def matcher_runners() -> dict[str, BatchRunner]:
+    """Every runner of the suite, in table order; each takes a MatcherCase."""
+    from scipy.optimize import linear_sum_assignment
+
+    def scipy_loop(case):
+        blocks = case.block.cpu().split(case.counts, -1)
+        return [linear_sum_assignment(c[i]) for i, c in enumerate(blocks)]
+
+    def match(case):
+        from ..api import match as lapcli_match
+
+        return _synchronised(lapcli_match(case.block, case.counts))
+
+    def solve_list(slices):
+        from ..pipeline import solve_batch
+
+        return _synchronised(solve_batch(slices).col_ind)
+
+    def solve_sized(prepared):
+        from ..pipeline import solve_batch
+
+        stack, sizes = prepared
+        return _synchronised(solve_batch(stack, sizes=sizes).col_ind)
+
+    def solve_padded(stack):
+        from ..pipeline import solve_batch
+
+        return _synchronised(solve_batch(stack).col_ind)
+
+    def torch_la(stack):
+        from torch_linear_assignment import batch_linear_assignment
+
+        return _synchronised(batch_linear_assignment(stack))
+
+    def pairs_of_list(col_ind):
+        return [(np.flatnonzero(c.cpu().numpy() >= 0), c.cpu().numpy()[c.cpu().numpy() >= 0]) for c in col_ind]
+
+    runners = [
+        BatchRunner("scipy-loop", _always, lambda case: case, scipy_loop, lambda pairs: pairs),
+        BatchRunner("match", _cuda_probe, lambda case: case, match,
+                    lambda pairs: [(r.cpu().numpy(), c.cpu().numpy()) for r, c in pairs]),
+        BatchRunner("list", _cuda_probe, lambda case: [case.block[i, :, s:s + k] for i, (s, k)
+                                                         in enumerate(zip(case.starts, case.counts))],
+                    solve_list, pairs_of_list),
+        BatchRunner("sizes", _cuda_probe,
+                    lambda case: (case.padded(float("nan")), (np.full(len(case.counts), case.block.shape[1]),
+                                                              np.array(case.counts))),
+                    solve_sized, None),
+        BatchRunner("padded", _cuda_probe, lambda case: case.padded(PAD), solve_padded, None),
+        BatchRunner("torch-la", _torch_probe(), lambda case: case.padded(PAD), torch_la, None),
+    ]
+    return {runner.name: runner for runner in runners}
+
+
+def run_matcher_bench(cells, runner_names, runners, *, repeat, warmup, seed, min_seconds, on_progress=None):
+    """Sweep cells × runners; per cell every runner's per-image objectives are compared with the
+    first runner's. Returns (timings, failures)."""
+    from .batch import BatchSettings
+
+    settings = BatchSettings(repeat=repeat, warmup=warmup, seed=seed, min_seconds=min_seconds)
+    results, failures = [], []
+    for batch, queries, most in cells:
+        case = matcher_case(batch, queries, most, seed)
+        reference = None
+        for name in runner_names:
+            runner = runners[name]
+            timing = BatchTiming(batch, queries, f"K={most}", name, "ok")
+            answer = time_runner(_with_case(runner, case), case, settings, timing)
+            if answer is not None:
+                objectives = np.array([case.image(i)[rows, cols].astype(np.float64).sum() if len(rows) else 0.0
+                                       for i, (rows, cols) in enumerate(answer)])
+                complete = all(len(rows) == min(queries, count) for (rows, _), count in zip(answer, case.counts))
+                timing.objective_total = float(objectives.sum())
+                if not complete:
+                    timing.status, timing.message = "invalid", "an image has not min(Q, k) pairs"
+                    failures.append(f"{batch}×{queries}×{most}: {name}: {timing.message}")
+                elif reference is None:
+                    reference = (name, objectives)
+                elif not np.allclose(objectives, reference[1], rtol=1e-5, atol=1e-4):
+                    timing.status, timing.message = "mismatch", f"objectives differ from {reference[0]}"
+                    failures.append(f"{batch}×{queries}×{most}: {name}: {timing.message}")
+            results.append(timing)
+            if on_progress:
+                on_progress(f"{batch}×{queries}×{most} {name}: {timing.status}")
+    return results, failures
+
+
+def _with_case(runner: BatchRunner, case: MatcherCase) -> BatchRunner:
+    """The runner with its answer read back as per-image pairs (padded runners' columns decoded)."""
+    to_host = runner.to_host or (lambda col_ind: _pairs_from_col_ind(col_ind, case))
+    return BatchRunner(runner.name, runner.available, runner.setup, runner.solve, to_host)

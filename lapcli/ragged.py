@@ -1,0 +1,326 @@
+"""Ragged batches: problems of different shapes, solved in ONE launch of the batch pipeline.
+
+Three forms name the same thing, the members of a batch (``Members``):
+  - a list of matrices of any shapes (NumPy, CuPy, torch CPU or CUDA: one kind per list);
+  - a padded stack with per-problem sizes: member i is ``stack[i, :rows[i], :cols[i]]`` (entries
+    outside that corner are never read, whatever they hold);
+  - a matcher's block (DETR's ``C.view(B, Q, -1)``) with the per-image target counts k: member i
+    is ``block[i, :, s_i : s_i + k_i]``, s_i = k_0 + … + k_{i−1}.
+
+``pack`` gathers the members into one oriented work stack on their device (B, R, C), R ≤ C: a
+tall member (rows > cols) is transposed, as the batch pipeline transposes a tall stack; rows past
+a member's own are dummy rows of constant cost 0 (any column they take adds 0); a member's real
+rows meet the columns past its own at a forbidden cost (+∞ for floats, through the pipeline's
+forbidden entries; for integers one above the largest real cost, which an optimal answer never
+takes: see _integer_forbidden). ``unpack`` maps the stack's answer back to each member's rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .arrays import Origin, as_array
+from .errors import LapInputError
+
+
+@dataclass
+class Members:
+    """A ragged batch: member i is rows[i] × cols[i] values of ``flat`` (a 1-D NumPy or CuPy array)
+    from ``offsets[i]``, row after row ``strides[i]`` apart; or, for a list of device matrices of
+    one dtype (``flat`` None), rows[i] × cols[i] values of ``arrays[i]`` at device byte address
+    ``addresses[i]``, read in place. ``padded_rows``: the caller's rows of a padded-stack result
+    (None: a list of results)."""
+
+    flat: Any
+    offsets: np.ndarray
+    strides: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    origin: Origin
+    padded_rows: int | None = None
+    arrays: list | None = None  # the device matrices of a list read in place (kept alive)
+    addresses: np.ndarray | None = None
+    dtype: np.dtype | None = None
+
+    def __post_init__(self):
+        if self.dtype is None:
+            self.dtype = self.flat.dtype
+
+    @property
+    def xp(self):
+        return np if isinstance(self.flat, np.ndarray) else _cupy()
+
+    def device_addresses(self, flat=None) -> np.ndarray:
+        """Each member's first element's device byte address (``flat``: the flat array as the
+        work dtype, if it was converted)."""
+        if self.flat is None:
+            return self.addresses
+        flat = self.flat if flat is None else flat
+        return flat.data.ptr + self.offsets * flat.itemsize
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def member(self, i: int):
+        """Member i as a 2-D view of ``flat`` (no copy), or the list's own device matrix."""
+        if self.flat is None:
+            matrix = self.arrays[i]
+            return matrix if _is_cupy(matrix) else _cupy().from_dlpack(matrix.detach())
+        rows, cols, stride, offset = int(self.rows[i]), int(self.cols[i]), int(self.strides[i]), int(self.offsets[i])
+        if rows == 0 or cols == 0:
+            return self.flat[:0].reshape(rows, cols)
+        xp = self.xp
+        window = self.flat[offset:offset + (rows - 1) * stride + cols]
+        item = window.itemsize
+        return xp.lib.stride_tricks.as_strided(window, shape=(rows, cols), strides=(stride * item, item))
+
+
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+def _is_cupy(x) -> bool:
+    return type(x).__module__.startswith("cupy")
+
+
+WORK_DTYPES = ("float32", "float64", "int32", "int64")
+
+
+def _in_place(matrices, library: str) -> Members | None:
+    """Members that read a list of device matrices where they are (no concatenation): all on the
+    GPU, of one work dtype, each row contiguous; None otherwise."""
+    if library == "torch":
+        if not all(m.is_cuda for m in matrices) or len({m.dtype for m in matrices}) != 1:
+            return None
+        dtype = np.dtype(str(matrices[0].dtype).removeprefix("torch."))
+        shapes = [tuple(m.shape) for m in matrices]
+        strides = [m.stride() for m in matrices]
+        addresses = [m.data_ptr() for m in matrices]
+        origin = Origin("torch", True)
+    elif library == "cupy":
+        if len({m.dtype for m in matrices}) != 1:
+            return None
+        dtype = matrices[0].dtype
+        shapes = [m.shape for m in matrices]
+        strides = [tuple(s // m.itemsize for s in m.strides) for m in matrices]
+        addresses = [m.data.ptr for m in matrices]
+        origin = Origin("cupy", True)
+    else:
+        return None
+    if dtype.name not in WORK_DTYPES or any(len(shape) != 2 for shape in shapes):
+        return None
+    if any(shape[1] > 1 and stride[1] != 1 for shape, stride in zip(shapes, strides)):
+        return None  # a member whose rows are not contiguous: concatenated instead
+    rows = np.array([s[0] for s in shapes], dtype=np.int64)
+    cols = np.array([s[1] for s in shapes], dtype=np.int64)
+    return Members(None, np.zeros(len(shapes), dtype=np.int64), np.array([s[0] for s in strides], dtype=np.int64),
+                   rows, cols, origin, arrays=list(matrices), addresses=np.array(addresses, dtype=np.int64),
+                   dtype=dtype)
+
+
+def _sizes(values, name: str, batch: int) -> np.ndarray:
+    sizes = np.asarray(values.get() if hasattr(values, "get") and not isinstance(values, np.ndarray) else
+                       values.cpu().numpy() if hasattr(values, "cpu") else values)
+    if sizes.shape != (batch,) or sizes.dtype.kind not in "iu" and not (sizes.size == 0 and sizes.dtype.kind == "f"):
+        raise LapInputError(f"{name} must be {batch} integers, one per problem, got shape {sizes.shape}")
+    if sizes.size and sizes.min() < 0:
+        raise LapInputError(f"{name} must not be negative")
+    return sizes.astype(np.int64)
+
+
+def from_list(matrices) -> Members:
+    """Members from a list of 2-D matrices, copied into one flat array (one concatenation)."""
+    if not matrices:
+        raise LapInputError("an empty list of problems")
+    libraries = {type(m).__module__.split(".")[0] for m in matrices}
+    if len(libraries) > 1:
+        raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
+    in_place = _in_place(matrices, next(iter(libraries)))
+    if in_place is not None:
+        return in_place
+    if "torch" in libraries:  # one concatenation in torch, then one crossing to NumPy or CuPy
+        import torch
+
+        shapes = [tuple(m.shape) for m in matrices]
+        flat, origin = as_array(torch.cat([m.detach().reshape(-1) for m in matrices]) if matrices else matrices)
+    else:
+        arrays = [as_array(m) for m in matrices]
+        origin = arrays[0][1]
+        shapes = [a.shape for a, _ in arrays]
+        xp = np if origin.library == "numpy" else _cupy()
+        flat = xp.concatenate([a.reshape(-1) for a, _ in arrays]) if arrays else xp.empty(0)
+    if any(len(shape) != 2 for shape in shapes):
+        raise LapInputError("every problem of a list must be a matrix (2-D)")
+    rows = np.array([s[0] for s in shapes], dtype=np.int64)
+    cols = np.array([s[1] for s in shapes], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(rows * cols)[:-1]]).astype(np.int64)
+    return Members(flat, offsets, cols.copy(), rows, cols, origin)
+
+
+def from_padded(stack, sizes) -> Members:
+    """Members from a padded (B, n, m) stack and ``sizes`` = (rows, cols), each B integers."""
+    values, origin = as_array(stack)
+    if values.ndim != 3:
+        raise LapInputError(f"expected a stack of matrices (3-D array) with sizes, got a {values.ndim}-D array")
+    batch, n, m = values.shape
+    if len(sizes) != 2:
+        raise LapInputError("sizes must be (rows, cols): two sequences of one integer per problem")
+    rows, cols = _sizes(sizes[0], "rows", batch), _sizes(sizes[1], "cols", batch)
+    if batch and (rows.max() > n or cols.max() > m):
+        raise LapInputError(f"sizes exceed the stack's {n}×{m} problems")
+    values = values if values.flags.c_contiguous else values.copy()
+    offsets = np.arange(batch, dtype=np.int64) * n * m
+    return Members(values.reshape(-1), offsets, np.full(batch, m, dtype=np.int64), rows, cols, origin, padded_rows=n)
+
+
+def from_block(block, targets) -> Members:
+    """Members from a matcher's (B, Q, Σk) block and the k_i targets of each image: member i is
+    block[i, :, s_i : s_i + k_i]."""
+    values, origin = as_array(block)
+    if values.ndim != 3:
+        raise LapInputError(f"expected a (B, Q, sum of targets) block, got a {values.ndim}-D array")
+    batch, queries, total = values.shape
+    counts = _sizes(targets, "sizes", batch)
+    if counts.sum() != total:
+        raise LapInputError(f"the target counts sum to {counts.sum()}, the block has {total} columns")
+    values = values if values.flags.c_contiguous else values.copy()
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    offsets = np.arange(batch, dtype=np.int64) * queries * total + starts
+    return Members(values.reshape(-1), offsets, np.full(batch, total, dtype=np.int64),
+                   np.full(batch, queries, dtype=np.int64), counts, origin)
+
+
+@dataclass
+class Packed:
+    """The oriented work stack of a ragged batch and what unpack needs."""
+
+    stack: Any  # (B, R, C), R <= C
+    tall: np.ndarray  # member transposed
+    real_rows: np.ndarray  # p_i = min(rows, cols): the stack rows that are the member's
+    table: Any = None  # on the device: the members' (offset, stride, rows, cols), and its pinned source
+    keep: Any = None
+
+
+def work_dtype(dtype: np.dtype) -> np.dtype:
+    """The work stack's dtype for members of ``dtype``: float32 or float64 as they are (float16 in
+    float32), integers and booleans in int32 where they fit, else int64."""
+    if dtype.kind == "f":
+        return np.dtype(np.float64 if dtype.itemsize == 8 else np.float32)
+    if dtype.kind == "b" or (dtype.kind in "iu" and dtype.itemsize < 4) or dtype == np.int32:
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)
+
+
+def pack(members: Members, maximize: bool) -> Packed:
+    """Gather the members into one (B, R, C) work stack on their device (see the module's
+    docstring): kernels/ragged.cu for device members, else ``pack_twin``."""
+    rows, cols = members.rows, members.cols
+    tall, real, wide = rows > cols, np.minimum(rows, cols), np.maximum(rows, cols)
+    r_max, c_max = max(int(real.max()), 1), max(int(wide.max()), 1)
+    padding_columns = bool(((wide < c_max) & (real > 0)).any())  # some real row meets columns past its own
+    dtype = work_dtype(members.dtype)
+    if members.dtype == np.uint64 and members.flat.size and int(members.flat.max()) >= 2**63:
+        raise LapInputError("integer costs too wide to pad a ragged batch exactly; solve a list of equal "
+                            "shapes, or use floats")
+    if members.xp is np:
+        return pack_twin(members, maximize, dtype, r_max, c_max, padding_columns)
+    from .cuda import ragged_pack
+
+    flat = members.flat.astype(dtype, copy=False) if members.flat is not None else None
+    table, keep = ragged_pack.device_table(members, members.device_addresses(flat))
+    forbidden = (-np.inf if maximize else np.inf) if dtype.kind == "f" else 0
+    stack = ragged_pack.pack(dtype, table, len(members), r_max, c_max, forbidden)
+    if padding_columns and dtype.kind != "f":  # the real costs' extreme is known once they are packed
+        forbidden = _integer_forbidden(stack, maximize)
+        if dtype == np.int32 and not -2**31 <= forbidden < 2**31:  # int64 work: the members widened first
+            members = _widened(members)
+            flat, dtype = members.flat, np.dtype(np.int64)
+            table, keep = ragged_pack.device_table(members, members.device_addresses())
+        stack = ragged_pack.pack(dtype, table, len(members), r_max, c_max, forbidden)
+    return Packed(stack, tall, real, table, (keep, flat, members))
+
+
+def _widened(members: Members) -> Members:
+    """The members as int64 values of one flat device array."""
+    cupy = _cupy()
+    if members.flat is not None:
+        return Members(members.flat.astype(np.int64), members.offsets, members.strides, members.rows, members.cols,
+                       members.origin)
+    flat = cupy.concatenate([cupy.asarray(members.member(i), dtype=np.int64).reshape(-1) for i in range(len(members))])
+    offsets = np.concatenate([[0], np.cumsum(members.rows * members.cols)[:-1]]).astype(np.int64)
+    return Members(flat, offsets, members.cols.copy(), members.rows, members.cols, members.origin)
+
+
+def pack_twin(members: Members, maximize: bool, dtype, r_max: int, c_max: int, padding_columns: bool) -> Packed:
+    """kernels/ragged.cu's ragged_pack in NumPy (or CuPy) array operations: what the CPU tests run."""
+    xp = members.xp
+    on = lambda a: xp.asarray(a)[:, None, None]  # noqa: E731 - per member, broadcast over (R, C)
+    x = xp.arange(r_max)[None, :, None]
+    y = xp.arange(c_max)[None, None, :]
+    tall = on(members.rows > members.cols)
+    real, wide = on(np.minimum(members.rows, members.cols)), on(np.maximum(members.rows, members.cols))
+    first, second = xp.where(tall, y, x), xp.where(tall, x, y)  # the member's own (row, col)
+    valid = (x < real) & (y < wide)
+    index = xp.where(valid, on(members.offsets) + first * on(members.strides) + second, 0)
+    values = (members.flat[index] if members.flat.size else xp.zeros(index.shape)).astype(dtype)
+    stack = xp.where(valid, values, dtype.type(0))  # dummy rows and padding columns 0 for now
+    if padding_columns:
+        forbidden = (-np.inf if maximize else np.inf) if dtype.kind == "f" else _integer_forbidden(stack, maximize)
+        if dtype == np.int32 and not -2**31 <= forbidden < 2**31:
+            dtype, stack = np.dtype(np.int64), stack.astype(np.int64)
+        stack = xp.where((x < real) & ~valid, dtype.type(forbidden), stack)
+    return Packed(stack, members.rows > members.cols, np.minimum(members.rows, members.cols))
+
+
+def _integer_forbidden(stack, maximize: bool) -> int:
+    """One above the largest cost of a stack packed with 0 where padding goes (one below the
+    smallest when maximising). Any value above every real cost will do: an answer that gives a real
+    row a padding column can give it instead a real column no real row takes (there are at least as
+    many real columns as real rows; a dummy row there moves to the padding at the same cost 0),
+    strictly cheaper, so an optimal answer takes none; the zeros only raise the bound."""
+    big = int(stack.min()) - 1 if maximize else int(stack.max()) + 1
+    if not -2**63 <= big < 2**63:
+        raise LapInputError("integer costs too wide to pad a ragged batch exactly; solve a list of equal "
+                            "shapes, or use floats")
+    return big
+
+
+def unpack(packed: Packed, col_of_row, members: Members):
+    """(B, most rows) the column of each member's row, −1 where none, from the stack's (B, R)
+    answer, on the answer's device (no host round trip): kernels/ragged.cu's ragged_unpack, or
+    its twin below."""
+    width = max(int(members.rows.max()), 0)
+    if packed.table is not None:
+        from .cuda import ragged_pack
+
+        return ragged_pack.unpack(col_of_row, packed.table, width)
+    xp = np if isinstance(col_of_row, np.ndarray) else _cupy()
+    batch = len(members)
+    here = xp.arange(col_of_row.shape[1])[None, :]
+    tall = xp.asarray(packed.tall)[:, None]
+    target = xp.where(tall, col_of_row, here)  # the member's row
+    value = xp.where(tall, here, col_of_row)  # its column
+    target = xp.where(here < xp.asarray(packed.real_rows)[:, None], target, width)  # else: a column thrown away
+    out = xp.full((batch, width + 1), -1, dtype=np.int64)
+    out[xp.arange(batch)[:, None], target] = value
+    return out[:, :width]
+
+
+def pairs(out, packed: Packed | None, counts: np.ndarray):
+    """(rows, cols), each of Σ counts int64: every member's assigned rows in order and their
+    columns, member after member (counts[b] = min(rows, cols) of member b): kernels/ragged.cu's
+    ragged_pairs, or its twin below."""
+    if packed is not None and packed.table is not None:
+        from .cuda import ragged_pack
+
+        return ragged_pack.pairs(out, packed.table, int(counts.sum()))
+    xp = np if isinstance(out, np.ndarray) else _cupy()
+    assigned = [xp.flatnonzero(out[b] >= 0) for b in range(out.shape[0])]
+    rows = xp.concatenate(assigned) if assigned else xp.zeros(0, dtype=np.int64)
+    cols = xp.concatenate([out[b, r] for b, r in enumerate(assigned)]) if assigned else xp.zeros(0, dtype=np.int64)
+    return rows.astype(np.int64), cols.astype(np.int64)

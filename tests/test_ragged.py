@@ -1,0 +1,188 @@
+"""Ragged batches: a list of matrices of several shapes, a padded stack with sizes, and a matcher's
+block (lapcli.match) agree with a scipy loop, on every engine; the padding rules of the GPU path
+(lapcli.ragged.pack / unpack) are checked here on the CPU through the scipy batch engine."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli
+from lapcli import ragged
+from lapcli.errors import InfeasibleError, LapInputError
+
+
+def random_members(rng, count, largest, kind="int", forbidden=False):
+    matrices = []
+    for _ in range(count):
+        shape = tuple(int(s) for s in rng.integers(0, largest + 1, 2))
+        matrix = rng.integers(-40, 60, shape) if kind == "int" else rng.random(shape)
+        if forbidden and matrix.size > 1 and kind == "float":
+            matrix[0, 0] = np.inf  # one forbidden pair: every member stays feasible
+        matrices.append(matrix)
+    return matrices
+
+
+def assert_loop_optimum(matrices, col_ind, objectives, maximize=False):
+    """Each member's answer is a full matching of scipy's optimal value."""
+    assert len(col_ind) == len(matrices) == len(objectives)
+    for matrix, cols, objective in zip(matrices, col_ind, objectives):
+        cols = np.asarray(cols)
+        assert cols.shape == (matrix.shape[0],)
+        rows = np.flatnonzero(cols >= 0)
+        assert len(rows) == min(matrix.shape) and len(set(cols[rows].tolist())) == len(rows)
+        expected = matrix[scipy_lsa(matrix, maximize=maximize)].sum() if matrix.size else 0
+        assert matrix[rows, cols[rows]].sum() == pytest.approx(expected)
+        assert objective == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("kind", ["int", "float"])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_a_list_of_any_shapes_matches_a_scipy_loop(rng, kind, maximize):
+    matrices = random_members(rng, 80, 9, kind, forbidden=not maximize)
+    solution = lapcli.solve_batch(matrices, maximize=maximize)
+    assert_loop_optimum(matrices, solution.col_ind, solution.objectives, maximize)
+    assert solution.report.batch == 80 and "several shapes" in solution.report.reason
+
+
+@pytest.mark.parametrize("kind", ["int", "float"])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_the_padded_work_stack_keeps_every_members_optimum(rng, kind, maximize):
+    """pack → the batch pipeline on the padded stack → unpack: tall members transposed, dummy rows,
+    forbidden padding columns (+inf, or one above the largest cost for integers) never taken."""
+    matrices = random_members(rng, 60, 8, kind, forbidden=not maximize)
+    members = ragged.from_list(matrices)
+    packed = ragged.pack(members, maximize)
+    assert packed.stack.shape[1] <= packed.stack.shape[2]
+    solved = lapcli.solve_batch(packed.stack, maximize=maximize, solver="scipy-batch")
+    col_ind = ragged.unpack(packed, solved.col_ind, members)
+    assert_loop_optimum(matrices, [col_ind[b, :m.shape[0]] for b, m in enumerate(matrices)], solved.objectives,
+                        maximize)
+
+
+def test_integer_padding_widens_to_int64_when_int32_cannot_hold_it(rng):
+    matrices = [rng.integers(0, 2**30, (3, 5)).astype(np.int32), rng.integers(0, 2**30, (4, 2)).astype(np.int32)]
+    matrices[0][1, 1] = 2**31 - 1  # the padding, one above it, needs int64
+    members = ragged.from_list(matrices)
+    packed = ragged.pack(members, maximize=False)
+    assert packed.stack.dtype == np.int64
+    solved = lapcli.solve_batch(packed.stack, solver="scipy-batch")
+    col_ind = ragged.unpack(packed, solved.col_ind, members)
+    assert_loop_optimum(matrices, [col_ind[b, :m.shape[0]] for b, m in enumerate(matrices)], solved.objectives)
+    with pytest.raises(LapInputError, match="too wide to pad"):
+        ragged.pack(ragged.from_list([np.array([[2**63 - 1, 0]]), np.array([[0, 1, 2]])]), maximize=False)
+
+
+def test_the_three_forms_give_the_same_answers(rng):
+    """A list, a padded stack with sizes (garbage, NaN included, outside each corner) and DETR's
+    block with target counts describe the same problems and get the same assignments."""
+    batch, queries = 12, 7
+    counts = rng.integers(0, 10, batch)
+    block = rng.random((batch, queries, int(counts.sum())))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    matrices = [block[i, :, s:s + k] for i, (s, k) in enumerate(zip(starts, counts))]
+    listed = lapcli.solve_batch(matrices)
+    padded = np.full((batch, queries, int(counts.max())), np.nan)
+    for i, matrix in enumerate(matrices):
+        padded[i, :, :matrix.shape[1]] = matrix
+    sized = lapcli.solve_batch(padded, sizes=(np.full(batch, queries), counts))
+    pairs = lapcli.match(block, counts)
+    assert sized.col_ind.shape == (batch, queries)
+    for i, matrix in enumerate(matrices):
+        assert np.array_equal(listed.col_ind[i], sized.col_ind[i])
+        rows, cols = pairs[i]
+        assert rows.dtype == cols.dtype == np.int64 and np.all(np.diff(rows) > 0)  # sorted by query, as scipy
+        expected_rows, expected_cols = scipy_lsa(matrix)
+        assert matrix[rows, cols].sum() == pytest.approx(matrix[expected_rows, expected_cols].sum())
+        assert np.array_equal(cols, listed.col_ind[i][rows])
+    assert np.allclose(listed.objectives.astype(float), sized.objectives.astype(float))
+
+
+def test_batch_linear_assignment_takes_sizes_and_lists(rng):
+    stack = rng.integers(0, 50, (4, 6, 6))
+    rows, cols = np.array([6, 2, 0, 5]), np.array([3, 6, 4, 5])
+    col_ind = lapcli.batch_linear_assignment(stack, sizes=(rows, cols))
+    assert col_ind.shape == (4, 6)
+    for b in range(4):
+        matrix = stack[b, :rows[b], :cols[b]]
+        assert np.all(col_ind[b, rows[b]:] == -1)
+        assert_loop_optimum([matrix], [col_ind[b, :rows[b]]], [matrix[scipy_lsa(matrix)].sum() if matrix.size else 0])
+    listed = lapcli.batch_linear_assignment([stack[0, :2, :3], stack[1]])
+    assert [len(c) for c in listed] == [2, 6]
+
+
+def test_torch_members_come_back_as_tensors():
+    torch = pytest.importorskip("torch")
+    generator = torch.Generator().manual_seed(5)
+    matrices = [torch.rand((r, c), generator=generator) for r, c in ((3, 5), (6, 2), (4, 4))]
+    col_ind = lapcli.batch_linear_assignment(matrices)
+    assert all(isinstance(c, torch.Tensor) for c in col_ind)
+    assert_loop_optimum([m.numpy() for m in matrices], [c.numpy() for c in col_ind],
+                        [m.numpy()[scipy_lsa(m.numpy())].sum() for m in matrices])
+    block = torch.rand((2, 5, 7), generator=generator)
+    pairs = lapcli.match(block, torch.tensor([3, 4]))
+    assert all(isinstance(r, torch.Tensor) and r.dtype == torch.int64 for r, _ in pairs)
+    assert [len(r) for r, _ in pairs] == [3, 4]
+
+
+def test_bad_members_are_named(rng):
+    matrices = [rng.random((3, 3)) for _ in range(5)]
+    matrices[3] = matrices[3].copy()
+    matrices[3][1, :] = np.inf  # a row with no finite cost: member 3 is infeasible
+    matrices.append(rng.random((2, 4)))
+    with pytest.raises(InfeasibleError, match="infeasible: problem 3 of 6"):
+        lapcli.solve_batch(matrices)
+    matrices[3][1, :] = np.nan
+    with pytest.raises(ValueError, match="invalid numeric entries: problem 3 of 6"):
+        lapcli.solve_batch(matrices)
+
+
+def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(LapInputError, match="one array library"):
+        lapcli.solve_batch([np.zeros((2, 2)), torch.zeros((3, 2))])
+    with pytest.raises(LapInputError, match="rows must be 3 integers"):
+        lapcli.solve_batch(np.zeros((3, 4, 4)), sizes=([1, 2], [1, 2, 3]))
+    with pytest.raises(LapInputError, match="exceed"):
+        lapcli.solve_batch(np.zeros((2, 4, 4)), sizes=([5, 1], [1, 1]))
+    with pytest.raises(LapInputError, match="sum to 5"):
+        lapcli.match(np.zeros((2, 3, 6)), [2, 3])
+    with pytest.raises(LapInputError, match="every problem of a list must be a matrix"):
+        lapcli.solve_batch([np.zeros((2, 2)), np.zeros(3)])
+
+
+def test_the_matcher_suite_checks_every_form_against_detrs_scipy_loop():
+    """lap bench --suite matcher's runners (all but torch-linear-assignment's, here on the CPU)
+    find the scipy loop's objectives in small cells; a wrong runner is reported."""
+    pytest.importorskip("torch")
+    from lapcli.bench import matcher
+
+    runners = matcher.matcher_runners()
+    names = ("scipy-loop", "match", "list", "sizes", "padded")
+    results, failures = matcher.run_matcher_bench(((3, 12, 5), (4, 6, 9)), names, runners, repeat=1, warmup=0,
+                                                  seed=1, min_seconds=0.0)
+    assert not failures and [r.status for r in results] == ["ok"] * 10
+    broken = dict(runners)  # a match that drops every pair
+    broken["match"] = dataclasses.replace(runners["match"],
+                                          solve=lambda case: [(r[:0], c[:0]) for r, c in runners["match"].solve(case)])
+    _, failures = matcher.run_matcher_bench(((3, 12, 5),), ("scipy-loop", "match"), broken, repeat=1, warmup=0,
+                                            seed=1, min_seconds=0.0)
+    assert failures and "min(Q, k) pairs" in failures[0]
+
+
+def test_lap_bench_suite_matcher_runs_the_scipy_loop_and_refuses_foreign_options(tmp_path):
+    pytest.importorskip("torch")
+    from click.testing import CliRunner
+
+    from lapcli.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["bench", "--suite", "matcher", "--solvers", "scipy-loop", "--repeat", "1",
+                                      "--warmup", "0", "--json", str(tmp_path / "m.json")])
+    assert result.exit_code == 0, result.output
+    import json
+
+    record = json.loads((tmp_path / "m.json").read_text())
+    assert len(record["results"]) == 6 and {r["runner"] for r in record["results"]} == {"scipy-loop"}
+    refused = CliRunner().invoke(cli, ["bench", "--suite", "matcher", "--scale", "0.5"])
+    assert refused.exit_code == 2 and "--scale" in refused.stderr
