@@ -185,8 +185,10 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
     if sizes is not None:
         return solve_members(ragged.from_padded(costs, sizes), start=start, **options)
-    if isinstance(costs, (list, tuple)) and costs and len({tuple(np.shape(c)) for c in costs}) > 1:
-        return solve_members(ragged.from_list(costs), start=start, **options)
+    if isinstance(costs, (list, tuple)) and costs:
+        if len({tuple(np.shape(c)) for c in costs}) > 1:
+            return solve_members(ragged.from_list(costs), start=start, **options)
+        costs = ragged.stacked(costs)
     problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)
     name, reason = choose(problem, solver)
     return _solve_stack(problem, name, reason, start, timeout, device)

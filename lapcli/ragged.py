@@ -133,6 +133,21 @@ def _sizes(values, name: str, batch: int) -> np.ndarray:
     return sizes.astype(np.int64)
 
 
+def stacked(matrices):
+    """A list of matrices of one shape as one stack of their own library (torch, CuPy), so that the
+    answer comes back as theirs; other lists (NumPy arrays, nested lists) as NumPy's."""
+    libraries = {type(m).__module__.split(".")[0] for m in matrices}
+    if libraries == {"torch"}:
+        import torch
+
+        return torch.stack(list(matrices))
+    if libraries == {"cupy"}:
+        return _cupy().stack(list(matrices))
+    if len(libraries & {"torch", "cupy"}):
+        raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
+    return matrices
+
+
 def from_list(matrices) -> Members:
     """Members from a list of 2-D matrices, copied into one flat array (one concatenation)."""
     if not matrices:

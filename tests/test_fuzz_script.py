@@ -64,5 +64,6 @@ def test_batch_checker_sums_the_reference_exactly(monkeypatch):
     case = {"n": 47, "m": 47, "kind": "offset", "range": 100.0, "dtype": "float64", "maximize": True,
             "forbidden": 0.0, "seed": 236563105}
     monkeypatch.setattr(fuzz, "draw_case", lambda rng, max_n: dict(case))
-    _, stack, verdicts = fuzz.check_batch(types.SimpleNamespace(integers=lambda low, high: 53), "scipy-batch")
+    rng = types.SimpleNamespace(integers=lambda low, high: 53, random=lambda: 0.9)  # 0.9: a stack, not a ragged list
+    _, stack, verdicts = fuzz.check_batch(rng, "scipy-batch")
     assert stack.shape == (53, 47, 47) and verdicts == ["ok"] * 53

@@ -112,6 +112,16 @@ def test_batch_linear_assignment_takes_sizes_and_lists(rng):
     assert [len(c) for c in listed] == [2, 6]
 
 
+def test_a_list_of_one_shape_comes_back_in_its_own_library(rng):
+    torch = pytest.importorskip("torch")
+    matrices = [torch.rand((4, 6), generator=torch.Generator().manual_seed(b)) for b in range(3)]
+    col_ind = lapcli.batch_linear_assignment(matrices)
+    assert isinstance(col_ind, torch.Tensor) and col_ind.shape == (3, 4)
+    assert_loop_optimum([m.numpy() for m in matrices], col_ind.numpy(),
+                        [m.numpy()[scipy_lsa(m.numpy())].sum() for m in matrices])
+    assert lapcli.batch_linear_assignment([[[1, 2], [3, 0]], [[0, 5], [5, 0]]]).tolist() == [[0, 1], [0, 1]]
+
+
 def test_torch_members_come_back_as_tensors():
     torch = pytest.importorskip("torch")
     generator = torch.Generator().manual_seed(5)

@@ -118,3 +118,12 @@ def test_device_lists_read_in_place_or_concatenated_give_the_same_answers(rng):
         solution = lapcli.solve_batch(members)
         assert solution.report.solver == "cuda-batch"
         assert np.array_equal(np.asarray(solution.objectives, dtype=np.int64), reference.astype(np.int64))
+
+
+def test_a_device_list_of_one_shape_is_one_stack(rng):
+    import cupy
+
+    matrices = [rng.random((5, 7)) for _ in range(4)]
+    solution = lapcli.solve_batch([cupy.asarray(m) for m in matrices])
+    assert isinstance(solution.col_ind, cupy.ndarray) and solution.col_ind.shape == (4, 5)
+    check(matrices, solution.col_ind.get(), solution.objectives)
