@@ -51,6 +51,8 @@ class Members:
 
     @property
     def xp(self):
+        if self.flat is None:
+            return np if isinstance(self.arrays[0], np.ndarray) else _cupy()
         return np if isinstance(self.flat, np.ndarray) else _cupy()
 
     def device_addresses(self, flat=None) -> np.ndarray:
@@ -68,7 +70,7 @@ class Members:
         """Member i as a 2-D view of ``flat`` (no copy), or the list's own device matrix."""
         if self.flat is None:
             matrix = self.arrays[i]
-            return matrix if _is_cupy(matrix) else _cupy().from_dlpack(matrix.detach())
+            return matrix if isinstance(matrix, np.ndarray) or _is_cupy(matrix) else _cupy().from_dlpack(matrix.detach())
         rows, cols, stride, offset = int(self.rows[i]), int(self.cols[i]), int(self.strides[i]), int(self.offsets[i])
         if rows == 0 or cols == 0:
             return self.flat[:0].reshape(rows, cols)
@@ -158,6 +160,18 @@ def from_list(matrices) -> Members:
     in_place = _in_place(matrices, next(iter(libraries)))
     if in_place is not None:
         return in_place
+    if all(type(m) is np.ndarray for m in matrices):  # the common host list: no conversion per matrix
+        arrays = [(m, Origin("numpy", False)) for m in matrices]
+    else:
+        arrays = [as_array(m) for m in matrices]
+    if not arrays[0][1].on_gpu:  # host matrices stay as they are: the CPU engine solves each where it is
+        if any(a.ndim != 2 for a, _ in arrays):
+            raise LapInputError("every problem of a list must be a matrix (2-D)")
+        host = [a for a, _ in arrays]
+        return Members(None, np.zeros(len(host), dtype=np.int64), np.array([a.shape[1] for a in host], dtype=np.int64),
+                       np.array([a.shape[0] for a in host], dtype=np.int64),
+                       np.array([a.shape[1] for a in host], dtype=np.int64), arrays[0][1], arrays=host,
+                       dtype=np.result_type(*host))
     if "torch" in libraries:  # one concatenation in torch, then one crossing to NumPy or CuPy
         import torch
 
@@ -243,7 +257,7 @@ def pack(members: Members, maximize: bool) -> Packed:
         raise LapInputError("integer costs too wide to pad a ragged batch exactly; solve a list of equal "
                             "shapes, or use floats")
     if members.xp is np:
-        return pack_twin(members, maximize, dtype, r_max, c_max, padding_columns)
+        return pack_twin(_flattened(members), maximize, dtype, r_max, c_max, padding_columns)
     from .cuda import ragged_pack
 
     flat = members.flat.astype(dtype, copy=False) if members.flat is not None else None
@@ -258,6 +272,16 @@ def pack(members: Members, maximize: bool) -> Packed:
             table, keep = ragged_pack.device_table(members, members.device_addresses())
         stack = ragged_pack.pack(dtype, table, len(members), r_max, c_max, forbidden)
     return Packed(stack, tall, real, table, (keep, flat, members))
+
+
+def _flattened(members: Members) -> Members:
+    """Host members as values of one flat array (a list of host matrices is kept as it is until a
+    GPU engine needs it packed)."""
+    if members.flat is not None:
+        return members
+    flat = np.concatenate([np.asarray(a, dtype=members.dtype).reshape(-1) for a in members.arrays])
+    offsets = np.concatenate([[0], np.cumsum(members.rows * members.cols)[:-1]]).astype(np.int64)
+    return Members(flat, offsets, members.cols.copy(), members.rows, members.cols, members.origin)
 
 
 def _widened(members: Members) -> Members:

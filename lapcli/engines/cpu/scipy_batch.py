@@ -13,6 +13,7 @@ exact int64 duals).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -90,17 +91,14 @@ def run_members(members, *, maximize: bool) -> BatchEngineResult:
     objectives = [0] * batch
     invalid, infeasible = [], []
     begin = time.perf_counter()
+    host_list = members.flat is None and members.xp is np
     for b in range(batch):
-        cost = members.member(b)
+        cost = members.arrays[b] if host_list else members.member(b)  # a host list's own matrices, as they are
         cost = cost if isinstance(cost, np.ndarray) else cost.get()
         if cost.size == 0:
             objectives[b] = 0.0 if cost.dtype.kind == "f" else 0
             continue
-        if cost.dtype.kind == "f" and (np.isnan(cost).any() or np.isposinf(cost).any() if maximize
-                                       else np.isnan(cost).any() or np.isneginf(cost).any()):
-            invalid.append(b)
-            continue
-        solvable = float64_solvable(cost, maximize)
+        solvable = (cost, maximize) if cost.dtype.kind == "f" else float64_solvable(cost, maximize)
         try:
             if solvable is None:  # integers too wide for float64 even reduced: the exact twin
                 cols = exactly_wide(cost, maximize)
@@ -108,18 +106,24 @@ def run_members(members, *, maximize: bool) -> BatchEngineResult:
                 cols = cols[rows]
             else:
                 rows, cols = scipy_lsa(solvable[0], maximize=solvable[1])
-        except ValueError:  # scipy's "cost matrix is infeasible" (forbidden entries)
-            infeasible.append(b)
+        except ValueError as error:  # scipy's own checks: NaN or the wrong infinity, or no finite matching
+            (infeasible if "infeasible" in str(error) else invalid).append(b)
             continue
         col_ind[b, rows] = cols
-        total = exact_sum(cost[rows, cols][None])[0]
-        objectives[b] = total.item() if isinstance(total, np.generic) else total
+        values = cost[rows, cols]
+        if values.dtype == np.float64:
+            objectives[b] = math.fsum(values.tolist())  # correctly rounded, as the pipeline sums
+        elif values.dtype.kind == "f":
+            objectives[b] = float(values.sum(dtype=np.float64))
+        else:
+            total = exact_sum(values[None])[0]
+            objectives[b] = total.item() if isinstance(total, np.generic) else total
     if invalid:
         raise invalid_entries(f": {members_text(invalid, batch)}")
     if infeasible:
         raise InfeasibleError(f"cost matrix is infeasible: {members_text(infeasible, batch)}")
     details = {"threads": 1, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3), "members": batch}
-    return BatchEngineResult(col_ind=col_ind, device="cpu", dtype=members.flat.dtype.name, details=details,
+    return BatchEngineResult(col_ind=col_ind, device="cpu", dtype=np.dtype(members.dtype).name, details=details,
                              objectives=np.array(objectives))  # int64, or Python ints where wider
 
 
