@@ -216,3 +216,18 @@ def _stack_blocks(batch, n, m, options, seed, progress) -> Iterator[np.ndarray]:
         yield from generate_blocks(n, m, seed=problem_seed(seed, b), **options)
         if progress is not None:
             progress(b + 1)
+
+
+def generate_ragged(batch: int, n: int, m: int | None = None, *, range_factor: float = 1.0, seed: int = 0,
+                    kind: str = "uniform", dtype: str | None = None) -> list[np.ndarray]:
+    """A ragged batch: ``batch`` problems of shapes drawn uniformly from 1..n × 1..m (square for the
+    sanity kind), problem b drawn as :func:`generate` makes an n_b × m_b matrix from
+    :func:`problem_seed` (seed, b); the shapes from one more child of the seed. Values as for an
+    n × m matrix of the same options (R·n_b for problem b), in one dtype for all."""
+    m = n if m is None else m
+    dtype = check_options(n, m, range_factor, kind, dtype)
+    shapes = np.random.default_rng(problem_seed(seed, batch)).integers(1, [n + 1, m + 1], size=(batch, 2))
+    if kind == "sanity":
+        shapes[:, 1] = shapes[:, 0]
+    return [generate(int(rows), int(cols), range_factor=range_factor, seed=problem_seed(seed, b), kind=kind, dtype=dtype)
+            for b, (rows, cols) in enumerate(shapes)]

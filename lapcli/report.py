@@ -52,7 +52,8 @@ def render_batch_summary(report, console) -> None:
     """One line for a whole stack (a SolveReport with ``batch``): batch, shape, engine, device, time, throughput and
     whether every answer is certified; no per-problem table (the objectives are in --json)."""
     console.print(
-        f"[bold]batch[/] {report.batch}   [bold]size[/] {report.n_rows}×{report.n_cols}   "
+        f"[bold]batch[/] {report.batch}   [bold]size[/] "
+        f"{'several' if report.n_rows < 0 else f'{report.n_rows}×{report.n_cols}'}   "
         f"[bold]solver[/] {report.solver}   [bold]device[/] {report.device}   [bold]dtype[/] {report.dtype}   "
         f"[bold]total[/] {report.total_ms:.3f} ms   [bold]problems/s[/] {report.problems_per_second:,.0f}   "
         f"[bold]certified[/] {'yes' if report.certified else 'no'}"

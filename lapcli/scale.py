@@ -102,7 +102,7 @@ def solve_input(index: int, item, options: dict, read_options: dict) -> Solved |
         else:
             cost = item
         read = time.perf_counter()
-        ndim = np.ndim(cost)
+        ndim = 3 if isinstance(cost, list) else np.ndim(cost)  # a list: an NPZ's or HDF5 group's matrices
         options = dict(options)
         cost_limit = options.pop("cost_limit", None)
         if ndim == 2:

@@ -218,3 +218,46 @@ def test_generate_batch_refusals_are_exit_2_and_write_nothing(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     assert_one_line_error(invoke("generate", "--batch", 2, "--n", 3, "--seed", 1, *args), 2, fragment)
     assert os.listdir(tmp_path) == []
+
+
+# ----------------------------------------------------------------------------- ragged batches
+def loop_answers(matrices, maximize=False):
+    return [cost[scipy_lsa(cost, maximize=maximize)].sum() for cost in matrices]
+
+
+def test_a_ragged_npz_and_an_hdf5_group_are_solved_as_one_batch(tmp_path, rng):
+    """lap generate --ragged writes reproducible problems of drawn shapes (.npz, or an HDF5 group);
+    lap solve reads either as one batch and writes one assignment per problem (.npz, .csv, .json),
+    objectives in order; .npy cannot hold them (exit 2, no file)."""
+    for name in ("a.npz", "b.npz"):
+        assert invoke("generate", "--batch", 9, "--n", 6, "--m", 9, "--ragged", "--seed", 4, "-o", tmp_path / name,
+                      "-q").exit_code == 0
+    first, second = np.load(tmp_path / "a.npz"), np.load(tmp_path / "b.npz")
+    matrices = [first[str(b)] for b in range(9)]
+    assert all(np.array_equal(first[k], second[k]) for k in first.files)  # the seed decides everything
+    assert len({m.shape for m in matrices}) > 1 and all(m.shape[0] <= 6 and m.shape[1] <= 9 for m in matrices)
+    result = invoke("solve", tmp_path / "a.npz", "-o", tmp_path / "cols.npz", "--report", tmp_path / "r.json", "-q")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["batch"] == 9 and report["objectives"] == loop_answers(matrices)
+    cols = np.load(tmp_path / "cols.npz")
+    for b, cost in enumerate(matrices):
+        col = cols[str(b)]
+        rows = np.flatnonzero(col >= 0)
+        assert col.shape == (cost.shape[0],) and cost[rows, col[rows]].sum() == report["objectives"][b]
+    text = invoke("solve", tmp_path / "a.npz", "-o", "-", "-q").output.splitlines()
+    assert text[0] == "problem,row,col" and len(text) - 1 == sum(min(m.shape) for m in matrices)
+    refused = invoke("solve", tmp_path / "a.npz", "-o", tmp_path / "cols.npy")
+    assert_one_line_error(refused, 2, "several shapes does not fit one NPY array")
+    assert not (tmp_path / "cols.npy").exists()
+    assert invoke("generate", "--batch", 5, "--n", 7, "--ragged", "--seed", 2, "-o", tmp_path / "g.h5",
+                  "--dataset", "group", "-q").exit_code == 0
+    with h5py.File(tmp_path / "g.h5") as handle:
+        grouped = [handle["group"][str(b)][()] for b in range(5)]
+    result = invoke("solve", tmp_path / "g.h5", "--dataset", "group", "--json", "-q")
+    assert json.loads(result.output)["objectives"] == loop_answers(grouped)
+
+
+def test_ragged_generation_needs_a_batch_and_a_file(tmp_path):
+    assert_one_line_error(invoke("generate", "--n", 5, "--ragged", "-o", tmp_path / "a.npz"), 2, "--batch")
+    assert_one_line_error(invoke("generate", "--n", 5, "--batch", 3, "--ragged", "-o", tmp_path / "a.npy"), 2, ".npz")

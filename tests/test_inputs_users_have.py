@@ -18,14 +18,19 @@ def lap(*args, cwd):
 
 
 def test_npz_with_one_array_or_a_named_one_is_read(tmp_path):
+    """One array, or a named one, is the matrix; several matrices unnamed are a batch; other
+    arrays among them make the choice the caller's."""
     np.savez(tmp_path / "one.npz", costs=np.array([[4, 1], [2, 8]]))
     np.savez(tmp_path / "two.npz", a=np.eye(3), b=np.array([[4, 1], [2, 8]]))
+    np.savez(tmp_path / "mixed.npz", a=np.arange(3), b=np.array([[4, 1], [2, 8]]))
     for spec in ("one.npz", "two.npz:b"):
         result = lap("solve", spec, "--json", "--quiet", cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["objective"] == 3
-    several = lap("solve", "two.npz", "--quiet", cwd=tmp_path)
-    assert several.returncode == 2 and "holds 2 arrays (a, b)" in several.stderr and "two.npz:NAME" in several.stderr
+    batch = lap("solve", "two.npz", "--json", "--quiet", cwd=tmp_path)
+    assert batch.returncode == 0 and json.loads(batch.stdout)["objectives"] == [0.0, 3]
+    several = lap("solve", "mixed.npz", "--quiet", cwd=tmp_path)
+    assert several.returncode == 2 and "holds 2 arrays (a, b)" in several.stderr and "mixed.npz:NAME" in several.stderr
     missing = lap("solve", "two.npz:c", "--quiet", cwd=tmp_path)
     assert missing.returncode == 2 and "no array 'c'" in missing.stderr
 

@@ -58,6 +58,8 @@ def cli():
 @click.option("--m", "m", type=click.IntRange(min=1), help="Columns (default: n).")
 @click.option("--batch", type=click.IntRange(min=1),
               help="Write a stack of BATCH problems (B×n×m; .npy or .h5), problem b seeded from --seed and b.")
+@click.option("--ragged", is_flag=True, help="With --batch: problem b of a shape drawn from 1..n × 1..m (.npz, "
+                                             "or .h5 with a group of datasets 0 … B−1).")
 @click.option("--range", "range_factor", type=FiniteFloatRange(0.001, 1000), default=1.0, show_default=True,
               help="R: integers uniform in [0, max(1, round(R·n))).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed (default: random, printed to stderr).")
@@ -66,9 +68,11 @@ def cli():
 @click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5) or '-' for NPY on stdout (the default when it is not a terminal).")
 @click.option("--dataset", default="costs", show_default=True, help="HDF5 dataset name.")
 @click.option("--quiet", "-q", is_flag=True, help="No messages on stderr.")
-def generate_command(n, m, batch, range_factor, seed, dtype, kind, output, dataset, quiet):
+def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, output, dataset, quiet):
     """Write a reproducible random cost matrix (or, with --batch, a stack of them)."""
     console = stderr_console(quiet)
+    if ragged:
+        return generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind, output, dataset)
     if output == "-":
         output = None  # NPY on stdout, as without -o
     if output is None and sys.stdout.isatty():
@@ -102,6 +106,20 @@ def generate_command(n, m, batch, range_factor, seed, dtype, kind, output, datas
         stream()
     if output is not None:
         console.print(f"wrote {output} ({'×'.join(map(str, shape))} {dtype})")
+
+
+def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind, output, dataset) -> None:
+    """``lap generate --batch B --ragged``: B matrices of drawn shapes, to .npz or an HDF5 group."""
+    from ..generate import generate_ragged
+    from ..io.write import members_bytes
+
+    if not batch or output in (None, "-"):
+        raise InputError("--ragged needs --batch and -o FILE (.npz, .h5 or .hdf5)")
+    run_library_call(check_output_path, output, (".npz", ".h5", ".hdf5"), "ragged batch")
+    seed = new_seed() if seed is None else seed
+    arrays = run_library_call(generate_ragged, batch, n, m, range_factor=range_factor, seed=seed, kind=kind, dtype=dtype)
+    run_library_call(write_bytes, output, members_bytes(output, arrays, dataset))
+    console.print(f"wrote {output} ({batch} problems up to {n}×{m or n} {arrays[0].dtype}, seed {seed})")
 
 
 def write_unless_pipe_closed(*args) -> bool:
@@ -145,11 +163,12 @@ def write_unless_pipe_closed(*args) -> bool:
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
 def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_col, output, report_path, json_stdout,
                   duals_path, certify, cost_limit, device, timeout, use_dask, scheduler, quiet):
-    """Solve the assignment problem for each INPUT in order (.npy, .csv/.tsv/.txt, .h5/.hdf5, or - for
-    stdin).
+    """Solve the assignment problem for each INPUT in order (.npy, .npz, .csv/.tsv/.txt, .h5/.hdf5, or -
+    for stdin).
 
     A 3-D INPUT (an NPY array or HDF5 dataset of shape B×n×m) is a stack of B problems, solved in one
-    batch. Every INPUT is checked before the first is solved. With --dask or --scheduler each INPUT is
+    batch; so are an NPZ of several matrices and an HDF5 group of 2-D datasets (--dataset GROUP), whose
+    shapes may differ (one launch on a GPU; -o .npz, .csv or .json). Every INPUT is checked before the first is solved. With --dask or --scheduler each INPUT is
     one Dask task: an INPUT that fails is reported on stderr and the others are still solved.
     """
     several = len(input_specs) > 1
@@ -189,10 +208,11 @@ def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_c
         return
     for spec in input_specs:
         cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
-        check_rank_options(spec, cost.ndim, solver, duals_path, cost_limit)  # stdin: known only now
+        rank = 3 if isinstance(cost, list) else cost.ndim  # a list: matrices of an NPZ or an HDF5 group
+        check_rank_options(spec, rank, solver, duals_path, cost_limit)  # stdin: known only now
         announce_input(spec, source.notes, several, console)
         options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
-        if cost.ndim == 3:
+        if rank == 3:
             report = solve_stack(cost, options, output, console)
         else:
             report = solve_matrix(cost, {**options, "certify": True if certify else None}, cost_limit, output,
@@ -310,13 +330,14 @@ def solve_matrix(cost, options, cost_limit, output, duals_path, console):
 
 
 def solve_stack(cost, options, output, console):
-    """A (B, n, m) stack through solve_batch: write col_ind (B, n), print one summary line; the report."""
+    """A (B, n, m) stack, or a list of matrices of several shapes, through solve_batch: write
+    col_ind, print one summary line; the report."""
     from ..pipeline import solve_batch
     from ..report import render_batch_summary
 
     solution = run_library_call(solve_batch, cost, **options)
     if output is not None:
-        run_library_call(write_bytes, output, stack_assignment_bytes(output, solution.col_ind))
+        run_library_call(write_bytes, output, run_library_call(stack_assignment_bytes, output, solution.col_ind))
     render_batch_summary(solution.report, console)
     return solution.report
 

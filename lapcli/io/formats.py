@@ -5,7 +5,7 @@ from __future__ import annotations
 
 NPY_MAGIC = b"\x93NUMPY"
 MATRIX_SUFFIXES = (".npy", ".npz", ".csv", ".tsv", ".txt", ".h5", ".hdf5")
-ASSIGNMENT_SUFFIXES = (".csv", ".npy", ".json")
+ASSIGNMENT_SUFFIXES = (".csv", ".npy", ".json", ".npz")
 DUALS_SUFFIXES = (".npz", ".json")
 HDF5_SUFFIXES = (".h5", ".hdf5")
 

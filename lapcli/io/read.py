@@ -68,6 +68,19 @@ def check_input_spec(spec: str, dataset: str | None = None) -> tuple[Path, str |
     return path, dataset or inner
 
 
+def _read_group(path: Path, name: str, group, load: bool):
+    """A group of 2-D datasets, a ragged batch: its datasets in order (numerically when every name
+    is a number, else as the file lists them); ``load=False`` gives 3, a batch's rank."""
+    import h5py
+
+    members = [(key, node) for key, node in group.items() if isinstance(node, h5py.Dataset)]
+    if not members or any(node.ndim != 2 or node.dtype.kind not in "biuf" for _, node in members):
+        raise LapInputError(f"{path}:{name} is a group; a batch of problems is a group of 2-D numeric datasets")
+    if all(key.isdigit() for key, _ in members):
+        members.sort(key=lambda item: int(item[0]))
+    return 3 if not load else [node[()] for _, node in members]
+
+
 def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = None,
                index_col: bool = False) -> int | None:
     """How many dimensions the input named by ``spec`` has, found without loading its data (NPY:
@@ -87,7 +100,8 @@ def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = N
         return read_hdf5(path, dataset, load=False)
     if suffix == ".npz":
         _refuse_text_options(str(path), "NPZ", text_options)
-        return read_npz(path, dataset).ndim
+        found = read_npz(path, dataset)
+        return 3 if isinstance(found, list) else found.ndim  # several matrices: a (ragged) batch
     return 2
 
 
@@ -129,10 +143,15 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
 
 def read_npz(path: Path, name: str | None):
     """One array of an NPZ file (NumPy's archive of several): the one it holds, or ``name``
-    (``FILE.npz:name``, or --dataset)."""
+    (``FILE.npz:name``, or --dataset); or, when every array it holds is a matrix and none is
+    named, all of them as a list in the archive's order: a ragged batch."""
     try:
         with np.load(path, allow_pickle=False) as archive:
             names = list(archive.files)
+            if name is None and len(names) > 1:
+                arrays = [archive[n] for n in names]
+                if all(a.ndim == 2 for a in arrays):
+                    return arrays
             if name is None:
                 if len(names) != 1:
                     listed = ", ".join(names[:10]) + (", …" if len(names) > 10 else "")
@@ -192,8 +211,8 @@ def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
         if dataset not in handle:
             raise LapInputError(f"{path} has no dataset {dataset!r}")
         node = handle[dataset]
-        if not isinstance(node, h5py.Dataset):
-            raise LapInputError(f"{path}:{dataset} is a group, not a dataset")
+        if isinstance(node, h5py.Group):
+            return _read_group(path, dataset, node, load)
         if node.ndim not in (2, 3):
             raise LapInputError(f"{path}:{dataset} is {node.ndim}-D; a cost matrix must be 2-D "
                                 "(or 3-D: a stack of matrices)")

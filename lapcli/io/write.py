@@ -200,9 +200,13 @@ def _text_format(dtype) -> str:
 
 
 def assignment_bytes(path: str, rows: np.ndarray, cols: np.ndarray, n_rows: int) -> bytes:
-    """Serialise an assignment: CSV ``row,col``; NPY the column of each row (−1: unassigned);
-    JSON ``{"row_ind": [...], "col_ind": [...]}``."""
+    """Serialise an assignment: CSV ``row,col``; NPY the column of each row (−1: unassigned); NPZ
+    arrays ``row_ind`` and ``col_ind``; JSON ``{"row_ind": [...], "col_ind": [...]}``."""
     suffix = ".csv" if path == "-" else Path(path).suffix.lower()
+    if suffix == ".npz":
+        buffer = io.BytesIO()
+        np.savez(buffer, row_ind=np.asarray(rows, dtype=np.int64), col_ind=np.asarray(cols, dtype=np.int64))
+        return buffer.getvalue()
     if suffix == ".npy":
         column_of_row = np.full(n_rows, -1, dtype=np.int64)
         column_of_row[rows] = cols
@@ -215,22 +219,45 @@ def assignment_bytes(path: str, rows: np.ndarray, cols: np.ndarray, n_rows: int)
     return ("\n".join(lines) + "\n").encode()
 
 
-def stack_assignment_bytes(path: str, col_ind: np.ndarray) -> bytes:
-    """Serialise the assignments of a stack, ``col_ind`` (B, n) with −1 for an unassigned row:
-    NPY the (B, n) int64 array; CSV ``problem,row,col`` (assigned pairs only); JSON
-    ``{"col_ind": [[...], ...]}``."""
+def stack_assignment_bytes(path: str, col_ind) -> bytes:
+    """Serialise the assignments of a batch, ``col_ind`` (B, n) or, for a ragged batch, a list of
+    one array per problem, −1 for an unassigned row: NPY the (B, n) int64 array (not for a ragged
+    batch); NPZ one array per problem, named 0 … B−1; CSV ``problem,row,col`` (assigned pairs only);
+    JSON ``{"col_ind": [[...], ...]}``."""
     suffix = ".csv" if path == "-" else Path(path).suffix.lower()
-    col_ind = np.asarray(col_ind, dtype=np.int64)
+    problems = [np.asarray(c, dtype=np.int64) for c in col_ind]
     if suffix == ".npy":
+        if isinstance(col_ind, list):
+            raise LapInputError(f"{path}: a batch of problems of several shapes does not fit one NPY array; "
+                                "write .npz, .csv or .json")
         buffer = io.BytesIO()
-        np.save(buffer, col_ind)
+        np.save(buffer, np.asarray(col_ind, dtype=np.int64))
+        return buffer.getvalue()
+    if suffix == ".npz":
+        buffer = io.BytesIO()
+        np.savez(buffer, **{str(b): cols for b, cols in enumerate(problems)})
         return buffer.getvalue()
     if suffix == ".json":
-        return (json.dumps({"col_ind": col_ind.tolist()}) + "\n").encode()
-    problems, rows = np.nonzero(col_ind >= 0)
-    lines = ["problem,row,col"] + [f"{b},{r},{c}" for b, r, c in
-                                   zip(problems.tolist(), rows.tolist(), col_ind[problems, rows].tolist())]
+        return (json.dumps({"col_ind": [cols.tolist() for cols in problems]}) + "\n").encode()
+    lines = ["problem,row,col"] + [f"{b},{r},{c}" for b, cols in enumerate(problems)
+                                   for r, c in zip(np.flatnonzero(cols >= 0).tolist(), cols[cols >= 0].tolist())]
     return ("\n".join(lines) + "\n").encode()
+
+
+def members_bytes(path: str, arrays: list[np.ndarray], dataset: str = "costs") -> bytes:
+    """A ragged batch's matrices: NPZ arrays named 0 … B−1, or an HDF5 group ``dataset`` of 2-D
+    datasets named 0 … B−1 (what ``lap solve`` reads as a batch)."""
+    buffer = io.BytesIO()
+    if Path(path).suffix.lower() == ".npz":
+        np.savez(buffer, **{str(b): array for b, array in enumerate(arrays)})
+        return buffer.getvalue()
+    import h5py
+
+    with h5py.File(buffer, "w") as handle:
+        group = handle.create_group(dataset)
+        for b, array in enumerate(arrays):
+            group.create_dataset(str(b), data=array)
+    return buffer.getvalue()
 
 
 def duals_bytes(path: str, u: np.ndarray, v: np.ndarray) -> bytes:
