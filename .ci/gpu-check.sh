@@ -131,7 +131,7 @@ for w in range(1, workers + 1):
         summary = json.load(open(f"{out}/fuzz-{w}/summary.json"))
     except FileNotFoundError:
         print(f"worker {w} wrote no summary"); sys.exit(1)
-    for key in ("solves", "ok", "mismatch", "error", "hang", "uncertified", "batches"):
+    for key in ("solves", "ok", "mismatch", "error", "hang", "uncertified", "batches", "batch_members"):
         total[key] = total.get(key, 0) + summary.get(key, 0)
     total.setdefault("solves_by_solver", {}).setdefault(summary["solver"], 0)
     total["solves_by_solver"][summary["solver"]] += summary.get("solves", 0)

@@ -254,6 +254,7 @@ def main() -> None:
                 counts["solves"] += 1
                 counts[verdict] += 1
             counts["batches"] = counts.get("batches", 0) + 1
+            counts["batch_members"] = counts.get("batch_members", 0) + len(verdicts)  # of the solves
             if any(v != "ok" for v in verdicts):
                 path = out / f"batch-{counts['solves']}.npz"
                 members = {f"cost_{b}": m for b, m in enumerate(stack)} if case.get("ragged") else {"cost": stack}
