@@ -38,6 +38,7 @@ def import_base(tree: Path):
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--base", type=Path, required=True)
 parser.add_argument("--head", type=Path, required=True)
+parser.add_argument("--only", default="", help="time only the cases whose name starts with this")
 args = parser.parse_args()
 sys.path.insert(0, str(args.head.resolve()))
 import cupy  # noqa: E402
@@ -59,6 +60,13 @@ singles = {f"single {n} R={r}": rng.integers(0, max(1, int(r * n)), (n, n)).asty
                         (8192, 10), (8192, 1000))}
 singles["single 1024 float64"] = rng.random((1024, 1024))
 singles["single 1024 float32"] = rng.random((1024, 1024)).astype(np.float32)
+singles["single 1024 R=1"] = rng.integers(0, 1024, (1024, 1024)).astype(np.int32)
+# the HyLAC suite's stepwise baseline and cuda-sap's cells: their own solvers
+solvers = {f"stepwise {n} R={r}": "cuda-stepwise" for n, r in ((1024, 1), (4096, 1), (4096, 100))}
+singles.update({name: rng.integers(0, int(r * n), (n, n)).astype(np.int32)
+                for name, (n, r) in zip(solvers, ((1024, 1), (4096, 1), (4096, 100)))})
+solvers["sap 1024 R=1000"] = "cuda-sap"
+singles["sap 1024 R=1000"] = rng.integers(0, 1000 * 1024, (1024, 1024)).astype(np.int32)
 host = {"base": [], "head": []}
 def timeit(fn, arg, count, label=None):
     ts = []
@@ -70,7 +78,10 @@ def timeit(fn, arg, count, label=None):
     return ts
 results = {}
 for name, stack in {**cases, **singles}.items():
-    solver = "cuda" if name.startswith("single") and "R=" in name and "1000" not in name else "auto"
+    if not name.startswith(args.only):
+        continue
+    solver = solvers.get(name) or ("cuda" if name.startswith("single") and "R=" in name and "1000" not in name
+                                   else "auto")
     fns = {"base": (lambda a: lapcli_base.solve_batch(a)) if name in cases else (lambda a: lapcli_base.solve(a, solver=solver)),
            "head": (lambda a: lapcli.solve_batch(a)) if name in cases else (lambda a: lapcli.solve(a, solver=solver))}
     host["base"].clear(); host["head"].clear()
