@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
 
@@ -87,3 +88,47 @@ def test_csv_integers_beyond_int64_stay_exact_or_are_refused(tmp_path):
     (tmp_path / "wide.csv").write_text("100000000000000000000,1\n1,2\n")  # 10^20 > 2^64: float64 would round
     refused = lap("solve", "wide.csv", "--quiet", cwd=tmp_path)
     assert refused.returncode == 2 and "beyond 64 bits" in refused.stderr
+
+
+def write_pandas_like_table(path, values, data_columns=False):
+    """What pandas' to_hdf(format="table") writes for a numeric DataFrame, built with h5py: a group
+    marked frame_table, a compound "table" (the index and one values block, or a field per column)
+    and PyTables' index internals beside it (2-D datasets that are not costs)."""
+    import h5py
+
+    n, m = values.shape
+    if data_columns:
+        dtype = [("index", "<i8")] + [(f"c{j}", values.dtype.str) for j in range(m)]
+        rows = [(i, *values[i]) for i in range(n)]
+    else:
+        dtype = [("index", "<i8"), ("values_block_0", values.dtype.str, (m,))]
+        rows = [(i, values[i]) for i in range(n)]
+    with h5py.File(path, "w") as handle:
+        group = handle.create_group("df")
+        group.attrs["pandas_type"] = b"frame_table"
+        group.create_dataset("table", data=np.array(rows, dtype=dtype))
+        group.create_dataset("_i_table/index/bounds", data=np.zeros((0, 127), dtype=np.int64))
+
+
+@pytest.mark.parametrize("data_columns", [False, True])
+def test_a_pandas_table_hdf5_is_read_as_its_values(tmp_path, data_columns):
+    """to_hdf(format="table") files: the values are the matrix (not the index, not PyTables' index
+    arrays, which an empty 0×127 'matrix' would have made a silent wrong answer)."""
+    values = np.array([[85, 63, 51, 26], [30, 4, 7, 1], [17, 81, 64, 91], [50, 60, 97, 72], [63, 54, 55, 93]])
+    write_pandas_like_table(tmp_path / "t.h5", values, data_columns)
+    for spec in ("t.h5", "t.h5:/df"):
+        result = lap("solve", spec, "--json", "--quiet", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        assert (report["n_rows"], report["n_cols"], report["objective"]) == (5, 4, 102)
+
+
+def test_a_real_pandas_table_round_trips(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("tables")
+    frame = pd.DataFrame(np.random.default_rng(3).random((6, 9)))
+    frame.to_hdf(tmp_path / "f.h5", key="costs", format="table")
+    result = lap("solve", "f.h5", "--json", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows, cols = scipy_lsa(frame.values)
+    assert json.loads(result.stdout)["objective"] == pytest.approx(frame.values[rows, cols].sum())

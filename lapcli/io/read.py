@@ -68,6 +68,30 @@ def check_input_spec(spec: str, dataset: str | None = None) -> tuple[Path, str |
     return path, dataset or inner
 
 
+def _is_pandas_table(node) -> bool:
+    """A DataFrame pandas wrote with ``to_hdf(format="table")``: a group marked frame_table."""
+    kind = node.attrs.get("pandas_type") if hasattr(node, "attrs") else None
+    return (kind.decode() if isinstance(kind, bytes) else kind) == "frame_table" and "table" in node
+
+
+def _read_pandas_table(path: Path, name: str, group):
+    """The values of a pandas table as a matrix: its one values block (a frame of one dtype), or
+    its numeric columns (``data_columns=True``); the index is not a cost."""
+    table = group["table"][()]
+    fields = [field for field in table.dtype.names if field != "index"]
+    blocks = [field for field in fields if field.startswith("values_block_")]
+    if len(blocks) == 1 and len(fields) == 1:
+        values = table[blocks[0]]
+    elif not blocks and all(table.dtype[field].shape == () for field in fields):
+        values = np.stack([table[field] for field in fields], axis=1) if fields else np.empty((len(table), 0))
+    else:
+        raise LapInputError(f"{path}:{name} is a pandas table with columns of several dtypes; save it with one "
+                            "(df.astype(float).to_hdf(...)) or as a plain array")
+    if values.ndim != 2 or values.dtype.kind not in "biuf":
+        raise LapInputError(f"{path}:{name} is a pandas table whose values are not a numeric matrix")
+    return np.ascontiguousarray(values)
+
+
 def _read_group(path: Path, name: str, group, load: bool):
     """A group of 2-D datasets, a ragged batch: its datasets in order (numerically when every name
     is a number, else as the file lists them); ``load=False`` gives 3, a batch's rank."""
@@ -198,8 +222,15 @@ def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
     with handle:
         if dataset is None:
             candidates = []
-            handle.visititems(lambda name, obj: candidates.append(name)
-                              if isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3) else None)
+
+            def visit(name, obj):  # matrices, stacks and pandas tables; not PyTables' index internals
+                if "_i_" in name:
+                    return
+                if _is_pandas_table(obj) or (isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3)
+                                             and not _is_pandas_table(obj.parent)):
+                    candidates.append(name)
+
+            handle.visititems(visit)
             if not candidates:
                 raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)")
             if len(candidates) > 1:
@@ -211,6 +242,8 @@ def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
         if dataset not in handle:
             raise LapInputError(f"{path} has no dataset {dataset!r}")
         node = handle[dataset]
+        if _is_pandas_table(node):
+            return 2 if not load else _read_pandas_table(path, dataset, node)
         if isinstance(node, h5py.Group):
             return _read_group(path, dataset, node, load)
         if node.ndim not in (2, 3):
