@@ -29,10 +29,10 @@ from .errors import LapInputError
 @dataclass
 class Members:
     """A ragged batch: member i is rows[i] × cols[i] values of ``flat`` (a 1-D NumPy or CuPy array)
-    from ``offsets[i]``, row after row ``strides[i]`` apart; or, for a list of device matrices of
-    one dtype (``flat`` None), rows[i] × cols[i] values of ``arrays[i]`` at device byte address
-    ``addresses[i]``, read in place. ``padded_rows``: the caller's rows of a padded-stack result
-    (None: a list of results)."""
+    from ``offsets[i]``, row after row ``strides[i]`` apart; or, for a list (``flat`` None), the
+    list's own matrices ``arrays``: host ones solved where they are on the CPU (and concatenated
+    only for a GPU engine), device ones of one dtype read in place at ``addresses`` (bytes).
+    ``padded_rows``: the caller's rows of a padded-stack result (None: a list of results)."""
 
     flat: Any
     offsets: np.ndarray
@@ -231,8 +231,8 @@ class Packed:
     stack: Any  # (B, R, C), R <= C
     tall: np.ndarray  # member transposed
     real_rows: np.ndarray  # p_i = min(rows, cols): the stack rows that are the member's
-    table: Any = None  # on the device: the members' (offset, stride, rows, cols), and its pinned source
-    keep: Any = None
+    table: Any = None  # on the device: per member (address, row stride, rows, cols, first pair)
+    keep: Any = None  # what the table's asynchronous copy and the pack read, alive until the solve ends
 
 
 def work_dtype(dtype: np.dtype) -> np.dtype:
