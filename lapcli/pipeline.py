@@ -232,10 +232,14 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     """(col_ind (B, most rows) as a NumPy or CuPy array, objectives, report, the packed work stack
     or None) of a ragged batch."""
     start = time.perf_counter() if start is None else start
-    name, reason = choose_ragged(len(members), int(max(members.rows.max(), members.cols.max(), 0)), solver)
+    widest = int(max(members.rows.max(), members.cols.max(), 0)) if len(members) else 0
+    name, reason = choose_ragged(len(members), widest, solver)
     module, import_ms = _loaded(registry.get(name))
     packed = None
-    if hasattr(module, "run_members"):
+    if not len(members):  # no problem: nothing to solve
+        col_ind, objectives = members.xp.zeros((0, 0), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        details, certificate, notes, device_name, dtype_name = {}, None, [], "none", np.dtype(members.dtype).name
+    elif hasattr(module, "run_members"):
         result = module.run_members(members, maximize=maximize)
         col_ind, objectives = result.col_ind, result.objectives
         details, certificate, notes, device_name, dtype_name = (result.details, None, [], result.device,

@@ -196,3 +196,8 @@ def test_lap_bench_suite_matcher_runs_the_scipy_loop_and_refuses_foreign_options
     assert len(record["results"]) == 6 and {r["runner"] for r in record["results"]} == {"scipy-loop"}
     refused = CliRunner().invoke(cli, ["bench", "--suite", "matcher", "--scale", "0.5"])
     assert refused.exit_code == 2 and "--scale" in refused.stderr
+
+
+def test_an_empty_padded_batch_gives_an_empty_answer():
+    solution = lapcli.solve_batch(np.zeros((0, 3, 4)), sizes=([], []))
+    assert solution.col_ind.shape == (0, 3) and len(solution.objectives) == 0 and solution.report.batch == 0
