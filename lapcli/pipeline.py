@@ -22,7 +22,7 @@ from . import __version__, ragged
 from .certificate import not_certified
 from .cost_limit import CostLimit
 from .cuda import probe
-from .duals import DEFAULT_PASSES, certified_duals
+from .duals import DEFAULT_PASSES, certified_duals, certified_stack
 from .engines import registry
 from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
@@ -169,7 +169,8 @@ def _matrix_report(problem, name, reason, start, objective, device, dtype_name, 
 
 
 def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
-                timeout: float | None = None, device: int | None = None, sizes=None) -> BatchSolution:
+                timeout: float | None = None, device: int | None = None, sizes=None,
+                certify: bool | None = None) -> BatchSolution:
     """Solve every problem of a (B, n, m) stack (NumPy, CuPy or a torch tensor), or of a list of
     matrices of any shapes, in one call.
 
@@ -179,6 +180,8 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     A list of matrices of different shapes is solved in one launch too (lapcli.ragged) and gives
     ``col_ind`` as a list of arrays. ``sizes`` = (rows, cols), B integers each: problem b is
     ``costs[b, :rows[b], :cols[b]]`` (entries outside it are not read); ``col_ind`` stays (B, n).
+    ``certify``: engines without duals (scipy-batch) have theirs recovered per problem and checked,
+    by default where that costs less than the solve (lapcli.duals.certified_stack); True always.
     """
     start = time.perf_counter()
     check_timeout(timeout)
@@ -191,10 +194,11 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
         costs = ragged.stacked(costs)
     problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)
     name, reason = choose(problem, solver)
-    return _solve_stack(problem, name, reason, start, timeout, device)
+    return _solve_stack(problem, name, reason, start, timeout, device, certify)
 
 
-def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout, device) -> BatchSolution:
+def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout, device,
+                 certify: bool | None = None) -> BatchSolution:
     if problem.is_empty:
         batch, n, _ = problem.shape
         col_ind = problem.xp.full((batch, n), -1, dtype=np.int64)
@@ -208,8 +212,12 @@ def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout
         problem.has_forbidden  # noqa: B018 - pairs and their feasibility), then solve with the sentinels
         result, caller_col_ind = _finished(module.run_batch(problem, timeout=timeout, device=device), problem)
     _set_up_apart(result.details, import_ms)
+    certificate = result.certificate
+    if certificate is None and certify is not False:  # an engine without duals: recover them, as for a matrix
+        certificate = certified_stack(problem, result.col_ind, name, DEFAULT_PASSES.get(name.split("-")[0], 16),
+                                      force=bool(certify))
     return _batch_solution(problem, name, reason, start, result.col_ind, result.device, result.dtype, result.details,
-                           result.certificate, result.notes, result.objectives, caller_col_ind)
+                           certificate, result.notes, result.objectives, caller_col_ind)
 
 
 def solve_members(members: ragged.Members, **options) -> BatchSolution:
@@ -228,9 +236,10 @@ def solve_members(members: ragged.Members, **options) -> BatchSolution:
 
 def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize: bool = False,
                       dtype: str | None = None, timeout: float | None = None, device: int | None = None,
-                      start: float | None = None):
+                      start: float | None = None, certify: bool | None = None):
     """(col_ind (B, most rows) as a NumPy or CuPy array, objectives, report, the packed work stack
-    or None) of a ragged batch."""
+    or None) of a ragged batch. On the GPU every answer is certified; the CPU's member loop gives
+    no duals (``certify`` is not taken there yet: the report says so)."""
     start = time.perf_counter() if start is None else start
     widest = int(max(members.rows.max(), members.cols.max(), 0)) if len(members) else 0
     name, reason = choose_ragged(len(members), widest, solver)
@@ -259,7 +268,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     report = SolveReport(
         batch=batch, n_rows=-1, n_cols=-1, maximize=maximize, solver=name, device=device_name, dtype=dtype_name,
         total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,
-        reason=f"{reason}; {batch} problems of several shapes", details=details, certified=certificate is not None,
+        reason=f"{reason}; {batch} problems of several shapes", details=details,
+        certified=bool(certificate and certificate.get("checked")),
         certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
         notes=notes, objectives=objectives,
     )
@@ -294,7 +304,7 @@ def _batch_solution(problem, name, reason, start, col_ind, device, dtype, detail
     report = SolveReport(
         batch=batch, n_rows=n, n_cols=m, maximize=problem.maximize, solver=name, device=device, dtype=dtype,
         total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,
-        reason=reason, details=details, certified=certificate is not None,
+        reason=reason, details=details, certified=bool(certificate and certificate.get("checked")),
         certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
         notes=list(dict.fromkeys([*problem.notes(), *notes])), objectives=objectives,
     )

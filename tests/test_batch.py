@@ -175,3 +175,40 @@ def test_an_engine_that_checks_entries_itself_gets_them_checked_on_request(monke
     solution = solve_batch(forbidden, solver="scipy-batch")
     assert seen == [False, True]
     np.testing.assert_allclose(solution.objectives, scipy_loop(forbidden)[1])
+
+
+def test_cpu_batches_are_certified_where_it_costs_less_than_the_solve(rng):
+    """scipy-batch gives no duals: the pipeline recovers and checks them per problem for problems of
+    at least BATCH_CERTIFY_FROM entries (wide, tall, maximised, integers), says why not for small
+    ones, and certify=True forces it."""
+    from lapcli.duals import BATCH_CERTIFY_FROM
+
+    for stack, maximize in ((rng.random((4, 100, 120)), False), (rng.random((3, 130, 90)), False),
+                            (rng.integers(0, 500, (3, 100, 100)), True)):
+        assert stack.shape[1] * stack.shape[2] >= BATCH_CERTIFY_FROM
+        report = solve_batch(stack, solver="scipy-batch", maximize=maximize).report
+        assert report.certified and report.certificate["problems"] == len(stack)
+        assert report.certificate["min_slack"] >= -report.certificate["tolerance"]
+    small = rng.random((50, 20, 20))
+    report = solve_batch(small, solver="scipy-batch").report
+    assert not report.certified and "would cost more than solving them" in report.certificate["why"]
+    assert solve_batch(small, solver="scipy-batch", certify=True).report.certified
+    assert not solve_batch(small, solver="scipy-batch", certify=False).report.certified
+
+
+def test_a_wrong_cpu_batch_answer_fails_its_certificate(rng, monkeypatch):
+    """An engine bug (two rows' columns swapped in one problem) is caught, not returned (with the
+    recovery unbounded: within its default budget a wrong answer may only show as too costly)."""
+    from lapcli.engines.cpu import scipy_batch
+
+    real = scipy_batch.run_batch
+
+    def spoiled(problem, **kwargs):
+        result = real(problem, **kwargs)
+        result.col_ind[1, [0, 1]] = result.col_ind[1, [1, 0]]
+        result.objectives = None
+        return result
+
+    monkeypatch.setattr(scipy_batch, "run_batch", spoiled)
+    with pytest.raises(lapcli.SolverError, match="problem 1 failed its optimality certificate"):
+        solve_batch(rng.random((3, 100, 100)), solver="scipy-batch", certify=True)

@@ -151,8 +151,8 @@ def write_unless_pipe_closed(*args) -> bool:
               help="Print the JSON report on stdout (several INPUTs: one compact line each, in order).")
 @click.option("--duals", "duals_path", help="Write the duals u (rows), v (columns): .npz or .json. Not for stacks.")
 @click.option("--certify", is_flag=True,
-              help="Prove scipy's or lapx's answer with recovered duals even where that costs more than the "
-                   "solve (by default only where it costs less; other engines always certify).")
+              help="Prove scipy's, lapx's or scipy-batch's answers with recovered duals even where that costs "
+                   "more than the solve (by default only where it costs less; other engines always certify).")
 @click.option("--cost-limit", type=FiniteFloatRange(),
               help="As lapjv: a row whose pair would cost more stays unassigned (-1). Not for stacks.")
 @click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
@@ -211,11 +211,12 @@ def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_c
         rank = 3 if isinstance(cost, list) else cost.ndim  # a list: matrices of an NPZ or an HDF5 group
         check_rank_options(spec, rank, solver, duals_path, cost_limit)  # stdin: known only now
         announce_input(spec, source.notes, several, console)
-        options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
+        options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device,
+                       certify=True if certify else None)
         if rank == 3:
             report = solve_stack(cost, options, output, console)
         else:
-            report = solve_matrix(cost, {**options, "certify": True if certify else None}, cost_limit, output,
+            report = solve_matrix(cost, options, cost_limit, output,
                                   duals_path, console)
         emit_report(spec, report, source.notes, several, report_path, json_stdout)
 
