@@ -156,3 +156,35 @@ def certified_stack(problem, col_ind: np.ndarray, engine: str, budget_passes: fl
         worst["tolerance"] = max(worst["tolerance"], proof.tolerance)
     return {"checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, per problem (duals recovered)",
             **worst, "ms": round((time.perf_counter() - began) * 1e3, 3), "where": "host", "problems": batch}
+
+
+def certified_members(members, col_ind: np.ndarray, maximize: bool, engine: str, budget_passes: float | None,
+                      force: bool = False) -> dict:
+    """The certificate of every member of a ragged batch solved on the CPU (``col_ind`` (B, most
+    rows), −1 unassigned), or ``not_certified`` with why: by default only when every member is
+    large enough that it costs less than its solve (BATCH_CERTIFY_FROM), ``force`` always."""
+    from .certificate import not_certified
+    from .problem import prepare
+
+    sizes = members.rows * members.cols
+    if not force and len(sizes) and sizes.min() < BATCH_CERTIFY_FROM:
+        return not_certified(f"recovering {engine}'s duals for members as small as {int(sizes.min())} entries would "
+                             "cost more than solving them (certify=True forces it)")
+    began = time.perf_counter()
+    worst = {"min_slack": np.inf, "max_assigned_slack": 0.0, "tolerance": 0.0}
+    for b in range(len(members)):
+        cost = members.member(b)
+        cost = cost if isinstance(cost, np.ndarray) else cost.get()
+        if cost.size == 0:
+            continue
+        cols = np.asarray(col_ind[b, :cost.shape[0]])
+        rows = np.flatnonzero(cols >= 0)
+        _, proof = certified_duals(prepare(cost, maximize=maximize), rows, cols[rows], engine,
+                                   None if force else budget_passes)
+        if not isinstance(proof, dict):
+            return not_certified(f"member {b}: {proof}")
+        worst["min_slack"] = min(worst["min_slack"], float(proof["min_slack"]))
+        worst["max_assigned_slack"] = max(worst["max_assigned_slack"], float(proof["max_assigned_slack"]))
+        worst["tolerance"] = max(worst["tolerance"], float(proof["tolerance"]))
+    return {"checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, per problem (duals recovered)",
+            **worst, "ms": round((time.perf_counter() - began) * 1e3, 3), "where": "host", "problems": len(members)}

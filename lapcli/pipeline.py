@@ -22,7 +22,7 @@ from . import __version__, ragged
 from .certificate import not_certified
 from .cost_limit import CostLimit
 from .cuda import probe
-from .duals import DEFAULT_PASSES, certified_duals, certified_stack
+from .duals import DEFAULT_PASSES, certified_duals, certified_members, certified_stack
 from .engines import registry
 from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
@@ -185,7 +185,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     """
     start = time.perf_counter()
     check_timeout(timeout)
-    options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device)
+    options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device, certify=certify)
     if sizes is not None:
         return solve_members(ragged.from_padded(costs, sizes), start=start, **options)
     if isinstance(costs, (list, tuple)) and costs:
@@ -238,8 +238,9 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
                       dtype: str | None = None, timeout: float | None = None, device: int | None = None,
                       start: float | None = None, certify: bool | None = None):
     """(col_ind (B, most rows) as a NumPy or CuPy array, objectives, report, the packed work stack
-    or None) of a ragged batch. On the GPU every answer is certified; the CPU's member loop gives
-    no duals (``certify`` is not taken there yet: the report says so)."""
+    or None) of a ragged batch. On the GPU every answer is certified; the CPU's member loop has its
+    duals recovered and checked per member where that costs less than the solve (``certify``:
+    True always, False never)."""
     start = time.perf_counter() if start is None else start
     widest = int(max(members.rows.max(), members.cols.max(), 0)) if len(members) else 0
     name, reason = choose_ragged(len(members), widest, solver)
@@ -251,8 +252,9 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     elif hasattr(module, "run_members"):
         result = module.run_members(members, maximize=maximize)
         col_ind, objectives = result.col_ind, result.objectives
-        details, certificate, notes, device_name, dtype_name = (result.details, None, [], result.device,
-                                                                  result.dtype)
+        details, notes, device_name, dtype_name = result.details, [], result.device, result.dtype
+        certificate = None if certify is False else certified_members(
+            members, col_ind, maximize, name, DEFAULT_PASSES.get(name.split("-")[0], 16), force=bool(certify))
     else:
         packed = ragged.pack(members, maximize)
         problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)

@@ -201,3 +201,14 @@ def test_lap_bench_suite_matcher_runs_the_scipy_loop_and_refuses_foreign_options
 def test_an_empty_padded_batch_gives_an_empty_answer():
     solution = lapcli.solve_batch(np.zeros((0, 3, 4)), sizes=([], []))
     assert solution.col_ind.shape == (0, 3) and len(solution.objectives) == 0 and solution.report.batch == 0
+
+
+def test_cpu_ragged_answers_are_certified_per_member(rng):
+    """The CPU's member loop: every member's duals recovered and checked when all are large enough
+    (or certify=True), else the report says why."""
+    large = [rng.random((100 + b, 110 - b)) for b in range(3)] + [rng.integers(0, 99, (120, 97))]
+    report = lapcli.solve_batch(large, solver="scipy-batch", maximize=True).report
+    assert report.certified and report.certificate["problems"] == 4
+    small = [rng.random((3, 5)), rng.random((6, 2))]
+    assert not lapcli.solve_batch(small, solver="scipy-batch").report.certified
+    assert lapcli.solve_batch(small, solver="scipy-batch", certify=True).report.certified
