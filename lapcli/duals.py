@@ -68,7 +68,9 @@ def recover(cost: np.ndarray, col_of_row: np.ndarray, budget_passes: float | Non
         distance[columns] = candidate[fell]
         if by_column is None:
             by_column = np.ascontiguousarray(c.T)  # the relaxed columns' costs are then contiguous rows
-        best = np.minimum(best, (by_column[columns] + distance[columns][:, None]).min(axis=0))
+        reached = by_column[columns]  # a copy (fancy indexing): add the distances in place, no second temporary
+        reached += distance[columns][:, None]
+        np.minimum(best, reached.min(axis=0), out=best)
         relaxed += columns.size
         if budget_passes is not None and relaxed > budget_passes * m:
             raise TooCostly()
