@@ -142,7 +142,7 @@ def certified_stack(problem, col_ind: np.ndarray, engine: str, budget_passes: fl
     else:
         col_of_row = col_ind
     began = time.perf_counter()
-    worst = {"min_slack": np.inf, "max_assigned_slack": 0.0, "tolerance": 0.0}
+    proofs = []
     for b in range(batch):
         try:
             u, v = recover(work.values[b], col_of_row[b], None if force else budget_passes)
@@ -152,12 +152,17 @@ def certified_stack(problem, col_ind: np.ndarray, engine: str, budget_passes: fl
         except ValueError as error:
             raise SolverError(f"the {engine} engine's answer to problem {b} failed its optimality "
                               f"certificate: {error}") from None
-        proof = certify(work.values[b], col_of_row[b], u, v, work.eps(b), engine)
-        worst["min_slack"] = min(worst["min_slack"], float(proof.min_slack))
-        worst["max_assigned_slack"] = max(worst["max_assigned_slack"], float(proof.max_assigned_slack))
-        worst["tolerance"] = max(worst["tolerance"], proof.tolerance)
+        proofs.append(certify(work.values[b], col_of_row[b], u, v, work.eps(b), engine).to_dict())
+    return _per_problem(proofs, began, batch)
+
+
+def _per_problem(proofs: list[dict], began: float, problems: int) -> dict:
+    """One certificate for a batch from its problems' (the worst slacks, the widest tolerance)."""
     return {"checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, per problem (duals recovered)",
-            **worst, "ms": round((time.perf_counter() - began) * 1e3, 3), "where": "host", "problems": batch}
+            "min_slack": min((float(p["min_slack"]) for p in proofs), default=0.0),
+            "max_assigned_slack": max((float(p["max_assigned_slack"]) for p in proofs), default=0.0),
+            "tolerance": max((float(p["tolerance"]) for p in proofs), default=0.0),
+            "ms": round((time.perf_counter() - began) * 1e3, 3), "where": "host", "problems": problems}
 
 
 def certified_members(members, col_ind: np.ndarray, maximize: bool, engine: str, budget_passes: float | None,
@@ -173,7 +178,7 @@ def certified_members(members, col_ind: np.ndarray, maximize: bool, engine: str,
         return not_certified(f"recovering {engine}'s duals for members as small as {int(sizes.min())} entries would "
                              "cost more than solving them (certify=True forces it)")
     began = time.perf_counter()
-    worst = {"min_slack": np.inf, "max_assigned_slack": 0.0, "tolerance": 0.0}
+    proofs = []
     for b in range(len(members)):
         cost = members.member(b)
         cost = cost if isinstance(cost, np.ndarray) else cost.get()
@@ -185,8 +190,5 @@ def certified_members(members, col_ind: np.ndarray, maximize: bool, engine: str,
                                    None if force else budget_passes)
         if not isinstance(proof, dict):
             return not_certified(f"member {b}: {proof}")
-        worst["min_slack"] = min(worst["min_slack"], float(proof["min_slack"]))
-        worst["max_assigned_slack"] = max(worst["max_assigned_slack"], float(proof["max_assigned_slack"]))
-        worst["tolerance"] = max(worst["tolerance"], float(proof["tolerance"]))
-    return {"checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, per problem (duals recovered)",
-            **worst, "ms": round((time.perf_counter() - began) * 1e3, 3), "where": "host", "problems": len(members)}
+        proofs.append(proof)
+    return _per_problem(proofs, began, len(members))
