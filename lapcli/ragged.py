@@ -151,7 +151,8 @@ def stacked(matrices):
 
 
 def from_list(matrices) -> Members:
-    """Members from a list of 2-D matrices, copied into one flat array (one concatenation)."""
+    """Members from a list of 2-D matrices: host matrices kept as they are, device matrices of one
+    dtype with contiguous rows read in place, other device lists concatenated once."""
     if not matrices:
         raise LapInputError("an empty list of problems")
     libraries = {type(m).__module__.split(".")[0] for m in matrices}
@@ -164,31 +165,16 @@ def from_list(matrices) -> Members:
         arrays = [(m, Origin("numpy", False)) for m in matrices]
     else:
         arrays = [as_array(m) for m in matrices]
-    if not arrays[0][1].on_gpu:  # host matrices stay as they are: the CPU engine solves each where it is
-        if any(a.ndim != 2 for a, _ in arrays):
-            raise LapInputError("every problem of a list must be a matrix (2-D)")
-        host = [a for a, _ in arrays]
-        return Members(None, np.zeros(len(host), dtype=np.int64), np.array([a.shape[1] for a in host], dtype=np.int64),
-                       np.array([a.shape[0] for a in host], dtype=np.int64),
-                       np.array([a.shape[1] for a in host], dtype=np.int64), arrays[0][1], arrays=host,
-                       dtype=np.result_type(*host))
-    if "torch" in libraries:  # one concatenation in torch, then one crossing to NumPy or CuPy
-        import torch
-
-        shapes = [tuple(m.shape) for m in matrices]
-        flat, origin = as_array(torch.cat([m.detach().reshape(-1) for m in matrices]) if matrices else matrices)
-    else:
-        arrays = [as_array(m) for m in matrices]
-        origin = arrays[0][1]
-        shapes = [a.shape for a, _ in arrays]
-        xp = np if origin.library == "numpy" else _cupy()
-        flat = xp.concatenate([a.reshape(-1) for a, _ in arrays]) if arrays else xp.empty(0)
-    if any(len(shape) != 2 for shape in shapes):
+    if any(a.ndim != 2 for a, _ in arrays):
         raise LapInputError("every problem of a list must be a matrix (2-D)")
-    rows = np.array([s[0] for s in shapes], dtype=np.int64)
-    cols = np.array([s[1] for s in shapes], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(rows * cols)[:-1]]).astype(np.int64)
-    return Members(flat, offsets, cols.copy(), rows, cols, origin)
+    values, origin = [a for a, _ in arrays], arrays[0][1]
+    rows = np.array([a.shape[0] for a in values], dtype=np.int64)
+    cols = np.array([a.shape[1] for a in values], dtype=np.int64)
+    if origin.on_gpu:
+        return _concatenated(values, rows, cols, origin, _cupy())
+    # host matrices stay as they are: the CPU engine solves each where it is
+    return Members(None, np.zeros(len(values), dtype=np.int64), cols.copy(), rows, cols, origin, arrays=values,
+                   dtype=np.result_type(*values))
 
 
 def from_padded(stack, sizes) -> Members:
@@ -253,11 +239,12 @@ def pack(members: Members, maximize: bool) -> Packed:
     r_max, c_max = max(int(real.max()), 1), max(int(wide.max()), 1)
     padding_columns = bool(((wide < c_max) & (real > 0)).any())  # some real row meets columns past its own
     dtype = work_dtype(members.dtype)
-    if members.dtype == np.uint64 and members.flat.size and int(members.flat.max()) >= 2**63:
-        raise LapInputError("integer costs too wide to pad a ragged batch exactly; solve a list of equal "
-                            "shapes, or use floats")
     if members.xp is np:
-        return pack_twin(_flattened(members), maximize, dtype, r_max, c_max, padding_columns)
+        members = _flattened(members)
+    if members.dtype == np.uint64 and members.flat.size and int(members.flat.max()) >= 2**63:
+        raise too_wide()
+    if members.xp is np:
+        return pack_twin(members, maximize, dtype, r_max, c_max, padding_columns)
     from .cuda import ragged_pack
 
     flat = members.flat.astype(dtype, copy=False) if members.flat is not None else None
@@ -274,25 +261,29 @@ def pack(members: Members, maximize: bool) -> Packed:
     return Packed(stack, tall, real, table, (keep, flat, members))
 
 
+def _concatenated(matrices, rows: np.ndarray, cols: np.ndarray, origin: Origin, xp, dtype=None) -> Members:
+    """Members as the values of one flat array of ``xp``: the matrices one after the other, each
+    in ``dtype`` (None: the common type of them all)."""
+    flat = xp.concatenate([xp.asarray(m, dtype=dtype).reshape(-1) for m in matrices])
+    offsets = np.concatenate([[0], np.cumsum(rows * cols)[:-1]]).astype(np.int64)
+    return Members(flat, offsets, cols.copy(), rows, cols, origin)
+
+
 def _flattened(members: Members) -> Members:
     """Host members as values of one flat array (a list of host matrices is kept as it is until a
     GPU engine needs it packed)."""
     if members.flat is not None:
         return members
-    flat = np.concatenate([np.asarray(a, dtype=members.dtype).reshape(-1) for a in members.arrays])
-    offsets = np.concatenate([[0], np.cumsum(members.rows * members.cols)[:-1]]).astype(np.int64)
-    return Members(flat, offsets, members.cols.copy(), members.rows, members.cols, members.origin)
+    return _concatenated(members.arrays, members.rows, members.cols, members.origin, np, members.dtype)
 
 
 def _widened(members: Members) -> Members:
     """The members as int64 values of one flat device array."""
-    cupy = _cupy()
     if members.flat is not None:
         return Members(members.flat.astype(np.int64), members.offsets, members.strides, members.rows, members.cols,
                        members.origin)
-    flat = cupy.concatenate([cupy.asarray(members.member(i), dtype=np.int64).reshape(-1) for i in range(len(members))])
-    offsets = np.concatenate([[0], np.cumsum(members.rows * members.cols)[:-1]]).astype(np.int64)
-    return Members(flat, offsets, members.cols.copy(), members.rows, members.cols, members.origin)
+    return _concatenated([members.member(i) for i in range(len(members))], members.rows, members.cols,
+                         members.origin, _cupy(), np.int64)
 
 
 def pack_twin(members: Members, maximize: bool, dtype, r_max: int, c_max: int, padding_columns: bool) -> Packed:
@@ -316,6 +307,11 @@ def pack_twin(members: Members, maximize: bool, dtype, r_max: int, c_max: int, p
     return Packed(stack, members.rows > members.cols, np.minimum(members.rows, members.cols))
 
 
+def too_wide() -> LapInputError:
+    return LapInputError("integer costs too wide to pad a ragged batch exactly; solve a list of equal shapes, "
+                         "or use floats")
+
+
 def _integer_forbidden(stack, maximize: bool) -> int:
     """One above the largest cost of a stack packed with 0 where padding goes (one below the
     smallest when maximising). Any value above every real cost will do: an answer that gives a real
@@ -324,8 +320,7 @@ def _integer_forbidden(stack, maximize: bool) -> int:
     strictly cheaper, so an optimal answer takes none; the zeros only raise the bound."""
     big = int(stack.min()) - 1 if maximize else int(stack.max()) + 1
     if not -2**63 <= big < 2**63:
-        raise LapInputError("integer costs too wide to pad a ragged batch exactly; solve a list of equal "
-                            "shapes, or use floats")
+        raise too_wide()
     return big
 
 

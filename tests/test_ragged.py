@@ -72,6 +72,9 @@ def test_integer_padding_widens_to_int64_when_int32_cannot_hold_it(rng):
     assert_loop_optimum(matrices, [col_ind[b, :m.shape[0]] for b, m in enumerate(matrices)], solved.objectives)
     with pytest.raises(LapInputError, match="too wide to pad"):
         ragged.pack(ragged.from_list([np.array([[2**63 - 1, 0]]), np.array([[0, 1, 2]])]), maximize=False)
+    with pytest.raises(LapInputError, match="too wide to pad"):  # a host list of uint64 beyond int64
+        ragged.pack(ragged.from_list([np.array([[2**63 + 5, 1]], dtype=np.uint64),
+                                      np.array([[1], [2]], dtype=np.uint64)]), maximize=False)
 
 
 def test_the_three_forms_give_the_same_answers(rng):
