@@ -32,6 +32,11 @@ _UNREACHED_INT = np.iinfo(np.int64).max // 4  # above any distance of int64-safe
 DEFAULT_PASSES = {"scipy": 64, "lapx": 16}
 
 
+def default_budget(engine: str) -> float:
+    """The passes a recovery may take by default for ``engine`` (a batch engine: its solver's)."""
+    return DEFAULT_PASSES.get(engine.removesuffix("-batch"), 16)
+
+
 class TooCostly(Exception):
     """The recovery went past its budget (it is then skipped, not failed)."""
 

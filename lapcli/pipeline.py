@@ -22,7 +22,7 @@ from . import __version__, ragged
 from .certificate import not_certified
 from .cost_limit import CostLimit
 from .cuda import probe
-from .duals import DEFAULT_PASSES, certified_duals, certified_members, certified_stack
+from .duals import certified_duals, certified_members, certified_stack, default_budget
 from .engines import registry
 from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
@@ -121,7 +121,7 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
     module, import_ms = _loaded(engine)
     result = module.run(problem, timeout=timeout, device=device)
     if result.certificate is None and certify is not False and len(result.rows):
-        budget = None if certify else DEFAULT_PASSES.get(name, 16)  # by default: no dearer than the solve
+        budget = None if certify else default_budget(name)  # by default: no dearer than the solve
         result.duals, result.certificate = certified_duals(problem, result.rows, result.cols, name, budget)
     objective = problem.objective(result.rows, result.cols) if len(result.rows) else 0
     _set_up_apart(result.details, import_ms)
@@ -214,8 +214,7 @@ def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout
     _set_up_apart(result.details, import_ms)
     certificate = result.certificate
     if certificate is None and certify is not False:  # an engine without duals: recover them, as for a matrix
-        certificate = certified_stack(problem, result.col_ind, name, DEFAULT_PASSES.get(name.split("-")[0], 16),
-                                      force=bool(certify))
+        certificate = certified_stack(problem, result.col_ind, name, default_budget(name), force=bool(certify))
     return _batch_solution(problem, name, reason, start, result.col_ind, result.device, result.dtype, result.details,
                            certificate, result.notes, result.objectives, caller_col_ind)
 
@@ -226,11 +225,11 @@ def solve_members(members: ragged.Members, **options) -> BatchSolution:
     only add work there). ``col_ind``: a list of arrays, one per member, or (B, n) for a padded
     stack with sizes."""
     col_ind, objectives, report, _ = solve_members_raw(members, **options)
+    if members.padded_rows is not None and members.padded_rows > col_ind.shape[1]:
+        col_ind = _widen(col_ind, members.padded_rows)
     caller = members.origin.to_caller(col_ind)
     if members.padded_rows is None:
         caller = [caller[b, :rows] for b, rows in enumerate(members.rows.tolist())]
-    elif members.padded_rows > col_ind.shape[1]:
-        caller = members.origin.to_caller(_widen(col_ind, members.padded_rows))
     return BatchSolution(col_ind=caller, objectives=objectives, report=report)
 
 
@@ -253,8 +252,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         result = module.run_members(members, maximize=maximize)
         col_ind, objectives = result.col_ind, result.objectives
         details, notes, device_name, dtype_name = result.details, [], result.device, result.dtype
-        certificate = None if certify is False else certified_members(
-            members, col_ind, maximize, name, DEFAULT_PASSES.get(name.split("-")[0], 16), force=bool(certify))
+        certificate = None if certify is False else certified_members(members, col_ind, maximize, name,
+                                                                       default_budget(name), force=bool(certify))
     else:
         packed = ragged.pack(members, maximize)
         problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)

@@ -253,6 +253,15 @@ def exact_sum(values: np.ndarray) -> np.ndarray:
     return np.array([math.fsum(row) for row in values.tolist()])
 
 
+def exact_total(values: np.ndarray) -> int | float:
+    """:func:`exact_sum` of one 1-D host array, as a Python number (its floats without the (1, n)
+    round trip: the CPU's ragged loop sums one member at a time)."""
+    if values.dtype.kind == "f":
+        return math.fsum(values.tolist()) if values.dtype.itemsize == 8 else float(values.sum(dtype=np.float64))
+    total = exact_sum(values[None])[0]
+    return total.item() if isinstance(total, np.generic) else total
+
+
 def _host(array) -> np.ndarray:
     return array if isinstance(array, np.ndarray) else array.get()
 

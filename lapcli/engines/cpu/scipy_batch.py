@@ -13,7 +13,6 @@ exact int64 duals).
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -83,7 +82,7 @@ def run_members(members, *, maximize: bool) -> BatchEngineResult:
     caller's thread: no padding, which would only add work on the CPU (a list of 1000 problems of
     1..40 × 1..40 runs as fast as a plain scipy loop). Bad entries and infeasible members are named."""
     from ...errors import InfeasibleError
-    from ...problem import exact_sum, invalid_entries, members_text
+    from ...problem import exact_total, invalid_entries, members_text
 
     batch = len(members)
     width = int(members.rows.max()) if batch else 0
@@ -110,14 +109,7 @@ def run_members(members, *, maximize: bool) -> BatchEngineResult:
             (infeasible if "infeasible" in str(error) else invalid).append(b)
             continue
         col_ind[b, rows] = cols
-        values = cost[rows, cols]
-        if values.dtype == np.float64:
-            objectives[b] = math.fsum(values.tolist())  # correctly rounded, as the pipeline sums
-        elif values.dtype.kind == "f":
-            objectives[b] = float(values.sum(dtype=np.float64))
-        else:
-            total = exact_sum(values[None])[0]
-            objectives[b] = total.item() if isinstance(total, np.generic) else total
+        objectives[b] = exact_total(cost[rows, cols])  # as the pipeline sums: exact, or fsum for float64
     if invalid:
         raise invalid_entries(f": {members_text(invalid, batch)}")
     if infeasible:
