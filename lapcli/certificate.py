@@ -204,7 +204,9 @@ def _host_min_slack(cost, u, v, dual_dtype):
     step = max(1, HOST_CHUNK_ELEMENTS // max(m, 1))
     smallest = None
     for start in range(0, k, step):
-        block = cost[start:start + step].astype(dual_dtype) - u[start:start + step, None] - v[None, :]
+        block = cost[start:start + step].astype(dual_dtype)  # always a copy: the duals go in place
+        block -= u[start:start + step, None]
+        block -= v[None, :]
         low = block.min()
         smallest = low if smallest is None else min(smallest, low)
     return np.asarray(smallest if smallest is not None else 0, dtype=dual_dtype)

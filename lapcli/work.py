@@ -284,11 +284,11 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
             return Work(xp.ascontiguousarray(values))
         row_min = values.min(axis=2)
         with np.errstate(over="ignore", invalid="ignore"):
-            reduced = values - row_min[:, :, None]
+            reduced = values - row_min[:, :, None]  # a new array: the column reduction goes in place
             col_min = None
             if square and r == k:
                 col_min = reduced.min(axis=1)
-                reduced = reduced - col_min[:, None, :]
+                reduced -= col_min[:, None, :]
         if checked and reduced.size and not bool(xp.isfinite(reduced).all()):
             raise LapInputError("the costs' spread (a row's max − min) overflows float64, so lapcli cannot "
                                 "reduce them; scale them down")

@@ -1,0 +1,60 @@
+"""lapcli.duals.recover: duals from any optimal assignment, and a negative cycle for any other,
+on matrices large enough that its rounds relax only the nearer half of the fallen columns."""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+from lapcli import duals
+
+
+def _col_of_row(cost):
+    rows, cols = scipy_lsa(cost)
+    col_of_row = np.empty(cost.shape[0], dtype=np.int64)
+    col_of_row[rows] = cols
+    return col_of_row
+
+
+def _points(rng, n, m):
+    a, b = rng.random((n, 2)), rng.random((m, 2))
+    return ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+
+
+@pytest.mark.parametrize("all_fallen_below", [0, 64, 10**9])  # nearer halves always, as shipped, never
+@pytest.mark.parametrize("kind", ["uniform", "points", "integers", "wide"])
+def test_recovered_duals_prove_the_optimum(rng, monkeypatch, all_fallen_below, kind):
+    monkeypatch.setattr(duals, "_ALL_FALLEN_BELOW", all_fallen_below)
+    n, m = (300, 300) if kind != "wide" else (200, 320)
+    cost = {"uniform": lambda: rng.random((n, m)), "points": lambda: _points(rng, n, m),
+            "integers": lambda: rng.integers(-(2**40), 2**40, (n, m)),
+            "wide": lambda: rng.random((n, m))}[kind]()
+    col_of_row = _col_of_row(cost)
+    u, v = duals.recover(cost, col_of_row)
+    if cost.dtype.kind == "i":
+        assert u.dtype == v.dtype == np.int64
+        reduced = cost - u[:, None] - v[None, :]
+        assert reduced.min() == 0 and not reduced[np.arange(n), col_of_row].any()  # exact
+    else:
+        reduced = cost - u[:, None] - v[None, :]
+        assert reduced.min() >= -1e-12 and np.abs(reduced[np.arange(n), col_of_row]).max() <= 1e-12
+    if m > n:  # free columns keep v = 0, the others v <= 0
+        free = np.setdiff1d(np.arange(m), col_of_row)
+        assert not v[free].any() and (v <= 0).all()
+
+
+@pytest.mark.parametrize("all_fallen_below", [0, 64, 10**9])
+def test_a_suboptimal_assignment_has_no_duals(rng, monkeypatch, all_fallen_below):
+    monkeypatch.setattr(duals, "_ALL_FALLEN_BELOW", all_fallen_below)
+    cost = rng.integers(0, 1000, (256, 256))
+    col_of_row = _col_of_row(cost)
+    col_of_row[[3, 200]] = col_of_row[[200, 3]]  # still a permutation; optimal only by a tie
+    if cost[np.arange(256), col_of_row].sum() == cost[np.arange(256), _col_of_row(cost)].sum():
+        pytest.skip("the swap happened to tie")
+    with pytest.raises(ValueError, match="negative cycle"):
+        duals.recover(cost, col_of_row)
+
+
+def test_the_budget_counts_relaxed_columns(rng):
+    cost = _points(rng, 300, 300)
+    with pytest.raises(duals.TooCostly):
+        duals.recover(cost, _col_of_row(cost), budget_passes=0.5)
