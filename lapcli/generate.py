@@ -22,10 +22,12 @@ import numpy as np
 
 from .errors import LapInputError
 
-KINDS = ("uniform", "float", "geometric", "sanity")
+KINDS = ("uniform", "float", "geometric", "geometric-int", "sanity")
 FLOAT_KINDS = ("float", "geometric", "sanity")  # values in [0, 2]: an integer dtype would truncate them
+RANGELESS_KINDS = (*FLOAT_KINDS, "geometric-int")  # kinds whose values do not depend on R
 GENERATED_DTYPES = ("int32", "int64", "float32", "float64")
 CHUNK_ROWS = 1024
+GEOMETRIC_INT_SCALE = 500_000  # geometric-int: squared distances in the unit square (≤ 2) to [0, 10⁶]
 
 
 def new_seed() -> int:
@@ -123,7 +125,7 @@ def _blocks(n, m, range_factor, rng, kind, dtype, progress) -> Iterator[np.ndarr
     # The draws, their order and their shapes are the seed's contract: changing them changes every
     # matrix made so far (tests/test_generate_stream.py pins some). Only 8- and 16-bit bounded
     # integers are buffered per call; these int64 draws come out the same in chunks of any size.
-    if kind == "geometric":
+    if kind in ("geometric", "geometric-int"):  # the same points: the integer kind is the float one scaled
         rows_points, cols_points = rng.random((n, 2)), rng.random((m, 2))
     elif kind == "sanity":
         row_offsets, col_offsets = rng.random(n), rng.random(m)
@@ -133,9 +135,11 @@ def _blocks(n, m, range_factor, rng, kind, dtype, progress) -> Iterator[np.ndarr
             block = rng.integers(0, uniform_high(n, range_factor), size=(stop - start, m), dtype=np.int64)
         elif kind == "float":
             block = rng.random((stop - start, m))
-        elif kind == "geometric":  # squared Euclidean distances in the unit square
+        elif kind in ("geometric", "geometric-int"):  # squared Euclidean distances in the unit square
             diff = rows_points[start:stop, None, :] - cols_points[None, :, :]
             block = np.einsum("ijk,ijk->ij", diff, diff)
+            if kind == "geometric-int":
+                block = np.rint(block * GEOMETRIC_INT_SCALE)
         else:  # sanity: 0.1·(J − I) + a⊗1 + 1⊗b, the identity is the unique optimum
             block = 0.1 * (1.0 - (np.arange(start, stop)[:, None] == np.arange(m)[None, :]))
             block += row_offsets[start:stop, None] + col_offsets[None, :]

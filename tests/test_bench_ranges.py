@@ -194,3 +194,13 @@ def test_ranges_usage_errors_are_one_line_exit_2(tmp_path, monkeypatch, extra, f
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], result.stderr
     assert not (tmp_path / "b.json").exists()
+
+
+def test_structured_suite_holds_distances_floats_and_wide_integers_up_to_32768():
+    sizes = (2048, 4096, 8192, 16384, 32768)
+    kinds = {(group.kind, dtype) for group in SUITES["structured"] for dtype in group.dtypes}
+    assert kinds == {("geometric-int", "int32"), ("geometric", "float64"), ("float", "float32"),
+                     ("float", "float64"), ("uniform", "int32")}
+    for group in SUITES["structured"]:
+        assert tuple(n for n, _ in group.cells) == sizes
+        assert {r for _, r in group.cells} == ({1000} if group.kind == "uniform" else {1})

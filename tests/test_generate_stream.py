@@ -279,3 +279,13 @@ def test_a_reader_that_goes_away_is_exit_1_without_a_word(tmp_path):
         process.stdout.close()  # as `| head -c 6` does
         assert process.wait(timeout=60) == 1
     assert (tmp_path / "err").read_bytes() == b""
+
+
+def test_integer_distances_are_the_float_ones_scaled_to_a_million():
+    """geometric-int: the same points as geometric, squared distances × 5·10⁵ rounded, in [0, 10⁶]."""
+    from lapcli.generate import GEOMETRIC_INT_SCALE
+
+    floats = generate(300, 200, kind="geometric", seed=5)
+    integers = generate(300, 200, kind="geometric-int", seed=5)
+    assert integers.dtype == np.int32 and integers.min() >= 0 and integers.max() <= 10**6
+    assert np.array_equal(integers, np.rint(floats * GEOMETRIC_INT_SCALE).astype(np.int32))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..generate import FLOAT_KINDS
+from ..generate import RANGELESS_KINDS
 from .suites import BenchSettings, SolveTiming
 from .table import results_kinds
 
@@ -109,7 +109,7 @@ def write_plot(path: str, results: list[SolveTiming], env: dict) -> None:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         kind_ranges = {r.range_factor for r in results if r.kind == kind}
-        if kind in FLOAT_KINDS and len(kind_ranges) == 1:
+        if kind in RANGELESS_KINDS and len(kind_ranges) == 1:
             title = kind  # R does not shape these values
         else:
             title = f"{kind}, R = {range_factor:g}·n" if len(kinds) > 1 else f"R = {range_factor:g}·n"

@@ -40,6 +40,7 @@ def open_suite(cells) -> tuple[SuiteGroup, ...]:
 
 
 RANGES_SIZES = (1024, 2048, 4096, 8192)
+STRUCTURED_SIZES = (2048, 4096, 8192, 16384, 32768)
 
 # A suite is a tuple of groups, each a kind, its dtypes and its (n, R) cells.
 SUITES: dict[str, tuple[SuiteGroup, ...]] = {
@@ -54,6 +55,15 @@ SUITES: dict[str, tuple[SuiteGroup, ...]] = {
         SuiteGroup("uniform", ("int32",), grid_cells(RANGES_SIZES, (0.1, 1, 10, 100, 1000))),
         SuiteGroup("float", ("float32", "float64"), grid_cells(RANGES_SIZES, (1,))),
         SuiteGroup("geometric", ("float64",), grid_cells(RANGES_SIZES, (1,))),
+    ),
+    # costs with structure, where the classical kernel pays one dual update per new zero: squared
+    # 2-D distances as integers in [0, 10⁶] and as float64, beside U[0, 1) floats and integers at
+    # R = 1000 (n = 32,768 float64 is 8.6 GB; scipy takes ~14 s at 8192: give it --sizes)
+    "structured": (
+        SuiteGroup("geometric-int", ("int32",), grid_cells(STRUCTURED_SIZES, (1,))),
+        SuiteGroup("geometric", ("float64",), grid_cells(STRUCTURED_SIZES, (1,))),
+        SuiteGroup("float", ("float32", "float64"), grid_cells(STRUCTURED_SIZES, (1,))),
+        SuiteGroup("uniform", ("int32",), grid_cells(STRUCTURED_SIZES, (1000,))),
     ),
 }
 

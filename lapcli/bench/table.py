@@ -3,7 +3,7 @@ median time and its speedup over the baseline."""
 
 from __future__ import annotations
 
-from ..generate import FLOAT_KINDS
+from ..generate import RANGELESS_KINDS
 from .suites import SolveTiming, baseline_names
 
 
@@ -36,7 +36,7 @@ def fastest_baseline(by_solver: dict[str, SolveTiming], baseline: str | tuple[st
 def range_label(kind: str, range_factor: float, ranges_of_kind: set[float]) -> str:
     """R as the table shows it: '—' for a float kind (R does not shape its values; it only seeds
     the matrix), unless the results hold that kind at several R, which then tell the rows apart."""
-    if kind in FLOAT_KINDS and len(ranges_of_kind) == 1:
+    if kind in RANGELESS_KINDS and len(ranges_of_kind) == 1:
         return "—"
     return f"{range_factor:g}"
 

@@ -65,7 +65,8 @@ def range_problem(r: float) -> str | None:
 @click.option("--suite", type=click.Choice(sorted(SUITES) + ["batch", "matcher"]),
               help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X); ranges: every cost range at n = 1024-8192, "
                    "n = 1024 … 8192 × int32 [0, R·n) for R = 0.1 … 1000, float32 and float64 U[0, 1) and "
-                   "geometric, kinds and dtypes fixed; batch: eight stacks, B×n = 10000×16 … 64×1024, "
+                   "geometric, kinds and dtypes fixed; structured: n = 2048 … 32768, squared 2-D distances as "
+                   "int32 (geometric-int) and float64 beside U[0, 1) floats and R = 1000 integers; batch: eight stacks, B×n = 10000×16 … 64×1024, "
                    "through every batch runner; matcher: DETR's matcher, six B×Q×K ragged blocks on the GPU, "
                    "lapcli's three ragged forms beside the scipy loop and torch-linear-assignment.")
 @click.option("--sizes", callback=csv_list(int, size_problem),
