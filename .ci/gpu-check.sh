@@ -8,7 +8,8 @@
 # benchmarks/compare_trees.py.
 # Environment: FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
 # BATCH_SOLVERS (the batch suite's runners; default cuda-batch, torch-la, both columns each),
-# SKIP (space-separated parts to skip: tests sanitizer crossover ranges hylac batch big solve startup cold fuzz).
+# SKIP (space-separated parts to skip: tests sanitizer crossover structured ranges hylac batch big solve startup
+# cold fuzz).
 # ranges: the suite at n = 1024 and 2048 beside scipy and lapx (~2 minutes on an H100; lapx from .whl/).
 # Peers travel as wheels (.whl, see the device notes): with torch-linear-assignment on PYTHONPATH
 # the batch part runs it beside lapcli's batch engine.
@@ -56,6 +57,13 @@ for maximize in (False, True):  # ragged batches: the pack, one launch, the unpa
                        solver="cuda-batch", maximize=maximize)
     lapcli.solve_batch([rng.integers(0, 99, (int(r), int(c))) for r, c in rng.integers(0, 40, (30, 2))],
                        solver="cuda-batch", maximize=maximize)
+from lapcli.engines.cuda import sap as cuda_sap
+cuda_sap.ONE_BLOCK_UP_TO = 0  # cuda-sap's cluster kernel (kernels/sap.cu) on small problems
+for n in (37, 300):
+    for dtype in ("int32", "float64"):
+        lapcli.solve((rng.integers(0, 1000 * n, (n, n))).astype(dtype), solver="cuda-sap")
+lapcli.solve(rng.random((90, 60)), solver="cuda-sap", maximize=True)
+cuda_sap.ONE_BLOCK_UP_TO = 2048
 import cupy
 lapcli.match(cupy.asarray(rng.random((6, 50, 60))), [10, 0, 15, 5, 20, 10])
 print("sanitized solves done")
@@ -73,6 +81,10 @@ if ! skip crossover; then  # auto within 10% of the fastest of scipy, cuda and c
       "$2" "$3" --solvers scipy,cuda,cuda-sap,auto --baseline scipy --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
       --json "$out/crossover-$1-$3.json" 2>&1 | tee -a "$out/crossover.txt" || status=1
   done
+fi
+if ! skip structured; then  # distances, U[0, 1) floats and R = 1000 integers at 2048 and 4096: cuda, cuda-sap, auto
+  lap bench --suite structured --sizes 2048,4096 --solvers cuda,cuda-sap,auto --baseline cuda --repeat 1 --warmup 1 \
+    --json "$out/structured.json" 2>&1 | tee "$out/structured.txt" || status=1
 fi
 if ! skip ranges; then  # auto against the faster of scipy and lapx (n = 4096 and 8192 take far longer)
   python3 -c "import lap" 2>/dev/null || python3 -m pip install -q --no-deps --no-index .whl/lapx*.whl 2>/dev/null
@@ -116,9 +128,10 @@ fi
 if ! skip fuzz; then  # several processes share the GPU; each has its own seed
   workers=${FUZZ_WORKERS:-6}
   for w in $(seq 1 "$workers"); do
-    solver=$([ $((w % 2)) = 0 ] && echo cuda-sap || echo cuda)  # every second worker fuzzes cuda-sap
+    solver=$([ $((w % 2)) = 0 ] && echo cuda-sap || echo cuda)  # every second worker fuzzes cuda-sap,
+    cluster=$([ $((w % 4)) = 0 ] && echo "--sap-one-block-up-to 0")  # every fourth its cluster kernel
     python3 benchmarks/fuzz_gpu.py --solver "$solver" --seconds "${FUZZ_SECONDS:-60}" --batch-solver cuda-batch \
-      --seed "$((RANDOM * 32768 + RANDOM + w))" \
+      --seed "$((RANDOM * 32768 + RANDOM + w))" $cluster \
       --out "$out/fuzz-$w" >"$out/fuzz-$w.log" 2>&1 &
   done
   wait

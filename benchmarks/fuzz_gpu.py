@@ -233,7 +233,14 @@ def main() -> None:
     parser.add_argument("--solver", default="cuda", help="solver under test (numpy: exercise the checker on a CPU)")
     parser.add_argument("--batch-solver", default=None, help="batch engine to fuzz too, one stack in ten cases "
                         "(cuda-batch on a GPU)")
+    parser.add_argument("--sap-one-block-up-to", type=int, default=None,
+                        help="cuda-sap's searches run in one block up to this many columns, in a thread-block "
+                             "cluster above (default 2048; 0: every cuda-sap solve through kernels/sap.cu)")
     args = parser.parse_args()
+    if args.sap_one_block_up_to is not None:
+        from lapcli.engines.cuda import sap as cuda_sap
+
+        cuda_sap.ONE_BLOCK_UP_TO = args.sap_one_block_up_to
     if args.replay:
         saved = np.load(args.replay, allow_pickle=False)
         case = json.loads(str(saved["case"]))

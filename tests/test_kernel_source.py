@@ -269,3 +269,24 @@ def test_the_ragged_kernels_compile_as_their_launcher_names_them(tmp_path):
     assert "spill stores" in result.stderr and all(
         line.split("bytes spill stores")[0].split()[-1] == "0" for line in result.stderr.splitlines()
         if "bytes spill stores" in line)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_the_cluster_search_kernels_compile_without_spilling(tmp_path):
+    """kernels/sap.cu as lapcli.cuda.sap_cluster compiles it (its defines, every dtype's name
+    expression) builds for sm_90 with clusters and no spills; without the defines it refuses."""
+    from lapcli.cuda import sap_cluster
+
+    program = sap_cluster.program()
+    uses = "".join(f"    (void)&{expression};\n" for _, expression, _ in program.kernels)
+    (tmp_path / "sap.cu").write_text(program.source + f"\nvoid lapcli_instantiate() {{\n{uses}}}\n")
+    result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-Xptxas", "-v", *program.defines, "-o",
+                             str(tmp_path / "sap.cubin"), str(tmp_path / "sap.cu")],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.count("Compiling entry function") == len(program.kernels) == 4
+    assert all(line.split("bytes spill stores")[0].split()[-1] == "0" for line in result.stderr.splitlines()
+               if "bytes spill stores" in line)
+    bare = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "bare.cubin"),
+                           str(tmp_path / "sap.cu")], capture_output=True, text=True, check=False)
+    assert bare.returncode != 0 and "kernel_defines" in bare.stderr

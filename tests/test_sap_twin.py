@@ -76,5 +76,8 @@ def test_one_row_has_no_auction():
 def test_the_engine_is_registered_with_its_limits():
     engine = registry.get("cuda-sap")
     assert engine.capabilities.device == "cuda" and engine.capabilities.duals
-    assert engine.capabilities.max_columns == 2048
+    from lapcli.cuda import sap_cluster
+
+    hopper_shared_per_block = 227 * 1024  # opt-in shared memory per block on the H100 and H200
+    assert engine.capabilities.max_columns == sap_cluster.max_columns(hopper_shared_per_block) == 55296
     assert "cuda-sap" in registry.solver_choices(batch=False)

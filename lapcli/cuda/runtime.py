@@ -85,6 +85,12 @@ class Kernel:
             _check(driver.cuFuncSetAttribute(
                 self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared))
 
+    def allow_wide_clusters(self) -> None:
+        """Clusters of more than 8 blocks (Hopper takes 16) are not portable: a kernel must opt in."""
+        driver = _driver()
+        _check(driver.cuFuncSetAttribute(
+            self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
+
 
 @dataclass(frozen=True)
 class Program:

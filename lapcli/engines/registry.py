@@ -118,9 +118,11 @@ register(Engine(
     cuda_status,
 ))
 register(Engine(
-    "cuda-sap", "the cuda kernel's auction start, then shortest augmenting paths in one block (Jonker-Volgenant)",
+    "cuda-sap", "the cuda kernel's auction start, then shortest augmenting paths (Jonker-Volgenant): in one "
+    "block up to 2048 columns, each search over a thread-block cluster above",
     "lapcli.engines.cuda.sap",
-    Capabilities(device="cuda", steps=True, timeout=True, duals=True, checks_entries=True, max_columns=2048),
+    # the columns a cluster's shared memory holds on an H100 or H200 (lapcli.cuda.sap_cluster.max_columns)
+    Capabilities(device="cuda", steps=True, timeout=True, duals=True, checks_entries=True, max_columns=55296),
     search_kernel_status,
 ))
 register(Engine(

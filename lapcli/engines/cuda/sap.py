@@ -1,5 +1,7 @@
 """Engine ``cuda-sap``: the auction start of the ``cuda`` kernel, then shortest augmenting paths
-(Jonker–Volgenant) from the rows it leaves free, in one thread block.
+(Jonker–Volgenant) from the rows it leaves free: in one thread block up to 2048 columns
+(kernels/batch_lap.cu), each search spread over one thread-block cluster above
+(kernels/sap.cu, lapcli.cuda.sap_cluster; docs/design.md has both layouts' measurements).
 
 Why: the classical phases pay a grid-wide dual update (step 6) per new zero, and on squared
 distances and the widest integer ranges they still need thousands of them after the auction. A shortest-path search needs no grid
@@ -18,6 +20,9 @@ The twin (lapcli.twins.sap_twin) composes the two NumPy specifications; the cert
 
 from __future__ import annotations
 
+import numpy as np
+
+from ...cuda import sap_cluster
 from ...cuda.batch_lap import MAX_COLUMNS, STATUS_MESSAGES, solve_stack
 from ...cuda.hungarian import (
     DeviceState,
@@ -39,11 +44,15 @@ STEPS = (
     (1, "start: auction"),  # rounds run
     (2, "shortest augmenting paths"),  # searches (the rows the auction left free)
 )
+# Up to here the searches run in one block (kernels/batch_lap.cu, its registers hold the columns);
+# above, in one thread-block cluster (kernels/sap.cu).
+ONE_BLOCK_UP_TO = MAX_COLUMNS
 
 
 def run(problem, *, timeout: float | None = None, device: int | None = None) -> EngineResult:
-    """Solve one square (padded) problem of at most MAX_COLUMNS columns; device inputs stay where
-    they are, host inputs go through lapcli.cuda.staging, as for engine ``cuda``."""
+    """Solve one square (padded) problem whose columns fit a cluster's shared memory
+    (lapcli.cuda.sap_cluster.max_columns); device inputs stay where they are, host inputs go
+    through lapcli.cuda.staging, as for engine ``cuda``."""
     return solve(problem, timeout=timeout, device=device)
 
 
@@ -55,10 +64,9 @@ def solve(problem, *, timeout: float | None = None, device: int | None = None,
 
     import cupy
 
-    if problem.size > MAX_COLUMNS:
-        raise LapInputError(f"solver 'cuda-sap' takes at most {MAX_COLUMNS} columns, not {problem.size} "
-                            "(use 'cuda' or 'auto')")
     with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
+        if problem.size > ONE_BLOCK_UP_TO:
+            return solve_on_cluster(problem, timeout=timeout, auction_rounds=auction_rounds)
         began = time.perf_counter()
         stream = current_stream()
         current_gpu()  # its context current on this thread, for the events
@@ -104,6 +112,78 @@ def solve(problem, *, timeout: float | None = None, device: int | None = None,
         steps = [StepStat(1, STEPS[0][1], rounds, auction_ms), StepStat(2, STEPS[1][1], searches, search_ms)]
         return certified_result(problem, work, result.col_of_row[0], result.u[0], result.v[0], engine="cuda-sap",
                                 device=device_name(), steps=steps, details=details, host_copies=(col_of_row, u, v))
+
+
+def solve_on_cluster(problem, *, timeout: float | None, auction_rounds: int) -> EngineResult:
+    """The searches of a problem above ONE_BLOCK_UP_TO columns: the auction, then kernels/sap.cu
+    from its v and partial assignment, on the current device."""
+    import time
+
+    import cupy
+
+    began = time.perf_counter()
+    size = problem.size
+    limit = sap_cluster.device_max_columns()
+    if size > limit:
+        raise LapInputError(f"solver 'cuda-sap' takes at most {limit} columns on this GPU, not {size} "
+                            "(use 'cuda' or 'auto')")
+    stream = current_stream()
+    current_gpu()
+    start, copied_in, copied_out = (Event() for _ in range(3))
+    check_memory_before_upload(problem, BLOCKS_PER_SM)
+    start.record(stream)
+    work = device_work(problem)
+    copied_in.record(stream)
+    auction = launch_auction(problem, work, timeout, auction_rounds, AUCTION_PATIENCE, stream) if auction_rounds else None
+    if timeout:
+        timeout = max(timeout - (time.perf_counter() - began), 1e-3)
+    v_start = auction.state["v"] if auction is not None else None
+    col_start = auction.state["column_of_star_at_row"] if auction is not None else None
+    if auction is None:  # the column reduction, as the one-block kernel starts (lapcli.twins.column_reduction)
+        v_start, col_start = column_reduction_start(work.values)
+    result = sap_cluster.solve(work.values, v_start, col_start, timeout=timeout)
+    rounds, auction_ms, searches = auction.finish() if auction is not None else (0, 0.0, None)
+    cols = result.col_of_row
+    u = work.values[cupy.arange(size), cols].astype(result.v.dtype) - result.v[cols]
+    stats = dict(zip(sap_cluster.STATS, result.stats.get().tolist()))
+    host = (cols.get(), u.get(), result.v.get())
+    copied_out.record(stream)
+    copied_out.synchronize()
+    if stats["status"] != 0:
+        raise SolverError(sap_cluster.STATUS_MESSAGES.get(stats["status"],
+                                                          f"the shortest-path kernel ended with status {stats['status']}"))
+    check_result(0, host[0])
+    search_begin, search_end = result.events
+    search_ms = search_end.ms_since(search_begin)
+    auction_launch_ms = auction.events[1].ms_since(auction.events[0]) if auction is not None else 0.0
+    details = {
+        "compile_ms": round((auction.compile_ms if auction is not None else 0.0) + result.compile_ms, 3),
+        "h2d_ms": round(copied_in.ms_since(start), 3),
+        "kernel_ms": round(auction_launch_ms + search_ms, 3),
+        "d2h_ms": round(copied_out.ms_since(search_end), 3),
+        "launches": 2 if auction is not None else 1,
+        "auction_rounds": rounds,
+        "search_layout": f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}",
+        "search_steps": stats["steps"],
+    }
+    steps = [StepStat(1, STEPS[0][1], rounds, auction_ms), StepStat(2, STEPS[1][1], stats["searches"], search_ms)]
+    return certified_result(problem, work, cols, u, result.v, engine="cuda-sap", device=device_name(),
+                            steps=steps, details=details, host_copies=host)
+
+
+def column_reduction_start(values):
+    """(v, col_of_row int32) of Jonker–Volgenant's column reduction on the device: v[j] the
+    column's minimum, each row that is some column's lowest minimum takes the lowest such column
+    (lapcli.twins.column_reduction)."""
+    import cupy
+
+    size = values.shape[0]
+    v = values.min(axis=0)
+    lowest_row = values.argmin(axis=0)
+    col_of_row = cupy.full(size, size, dtype=np.int32)
+    cupy.minimum.at(col_of_row, lowest_row, cupy.arange(size, dtype=np.int32))
+    col_of_row[col_of_row == size] = -1
+    return v, col_of_row
 
 
 class Auction:

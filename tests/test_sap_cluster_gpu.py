@@ -1,0 +1,126 @@
+"""kernels/sap.cu: shortest augmenting paths with each search spread over a thread-block cluster,
+against its NumPy twin (exactly, for integers), scipy and the certificate (pytest -m gpu)."""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli
+from lapcli.errors import LapInputError
+from lapcli.twins import check_duals, column_reduction, reference_stack
+
+from .helpers import assert_matches_scipy, uniform_costs
+
+pytestmark = pytest.mark.gpu
+
+
+def points(rng, n, m, scale=None):
+    a, b = rng.random((n, 2)), rng.random((m, 2))
+    cost = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+    return cost if scale is None else np.round(cost / cost.max() * scale).astype(np.int64)
+
+
+def cluster_solve(cost, start):
+    """The kernel on ``cost`` from ``start`` ("columns": the column reduction, None: v = 0, no row
+    assigned); host (col_of_row, v, stats)."""
+    import cupy
+
+    from lapcli.cuda import sap_cluster
+
+    v0, col0 = column_reduction(cost.astype(np.int64 if cost.dtype.kind in "iu" else np.float64)) \
+        if start == "columns" else (None, None)
+    result = sap_cluster.solve(cupy.asarray(cost), None if v0 is None else cupy.asarray(v0),
+                               None if col0 is None else cupy.asarray(col0.astype(np.int32)))
+    stats = dict(zip(sap_cluster.STATS, result.stats.get().tolist()))
+    return result.col_of_row.get(), result.v.get(), stats
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (7, 7), (100, 100), (333, 333), (1000, 1000), (3000, 3000),
+                                   (9000, 9000), (1, 5), (40, 1000), (777, 1500), (2000, 9000)])
+def test_integer_answers_and_duals_equal_the_twins(rng, shape):
+    """Same search order and tie-break as lapcli.twins.reference_stack: the same columns and duals,
+    exactly; more columns than the 8 × 1024 threads hold (9000) take a second slot."""
+    k, m = shape
+    big = k * m > 4_000_000
+    cost = points(rng, k, m, 10**6) if big else uniform_costs(rng, k, m, 10, dtype=np.int32)
+    start = "columns" if k == m else None
+    columns, v, stats = cluster_solve(cost, start)
+    assert stats["status"] == 0
+    if big:  # the twin would take minutes: the certificate and scipy instead
+        u = cost[np.arange(k), columns] - v[columns]
+        check_duals(cost[None], columns[None], u[None], v[None])
+        assert cost[np.arange(k), columns].sum() == cost[scipy_lsa(cost)].sum()
+        return
+    twin_columns, twin_u, twin_v, _ = reference_stack(cost[None], column_reduction_start=k == m)
+    assert np.array_equal(columns, twin_columns[0]) and np.array_equal(v, twin_v[0])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(500, 500), (300, 2500), (2500, 2500)])
+def test_float_answers_are_certified_and_optimal(rng, dtype, shape):
+    k, m = shape
+    cost = points(rng, k, m).astype(dtype)
+    columns, v, stats = cluster_solve(cost, "columns" if k == m else None)
+    assert stats["status"] == 0 and stats["searches"] >= 1 and stats["steps"] >= stats["searches"]
+    wide = cost.astype(np.float64)
+    u = wide[np.arange(k), columns] - v[columns]
+    check_duals(wide[None], columns[None], u[None], v[None], eps=1e-9)
+    assert wide[np.arange(k), columns].sum() == pytest.approx(wide[scipy_lsa(wide)].sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_the_engine_above_one_block_matches_scipy(rng, dtype, maximize):
+    """n = 2500: past the one-block kernel, so the auction then the cluster's searches."""
+    cost = points(rng, 2500, 2500, 10**6).astype(dtype) if dtype[0] == "i" else points(rng, 2500, 2500).astype(dtype)
+    solution = lapcli.solve(cost, solver="cuda-sap", maximize=maximize)
+    assert solution.report.certified and solution.report.details["search_layout"].startswith("cluster")
+    assert_matches_scipy(solution, cost, maximize=maximize)
+
+
+@pytest.mark.parametrize("auction", [True, False])
+def test_every_size_through_the_cluster_path(rng, monkeypatch, auction):
+    """The cluster path forced down to tiny sizes, with and without the auction (the column
+    reduction start), rectangular, forbidden entries and device input."""
+    import cupy
+
+    from lapcli.engines.cuda import sap as cuda_sap
+    from lapcli.problem import prepare
+
+    monkeypatch.setattr(cuda_sap, "ONE_BLOCK_UP_TO", 0)
+    for n in (1, 2, 3, 17, 64, 300):
+        for cost in (uniform_costs(rng, n, n, 0.1), uniform_costs(rng, n, n, 1000), rng.random((n, n))):
+            result = cuda_sap.solve(prepare(cost), auction_rounds=10**6 if auction else 0)
+            expected = cost[scipy_lsa(cost)].sum()
+            assert result.certificate is not None
+            assert cost[result.rows, result.cols].sum() == pytest.approx(expected)
+    wide = rng.random((150, 260))
+    assert_matches_scipy(lapcli.solve(wide, solver="cuda-sap"), wide)
+    forbidden = rng.random((200, 200))
+    forbidden[rng.random((200, 200)) < 0.3] = np.inf
+    assert_matches_scipy(lapcli.solve(forbidden.copy(), solver="cuda-sap"), forbidden)
+    on_device = cupy.asarray(uniform_costs(rng, 400, 400, 1000, dtype=np.int32))
+    assert_matches_scipy(lapcli.solve(on_device, solver="cuda-sap"), on_device.get())
+
+
+def test_a_moving_answer_would_be_a_race(rng):
+    cost = points(rng, 4096, 4096, 10**6).astype(np.int32)
+    first = lapcli.solve(cost, solver="cuda-sap")
+    for _ in range(3):
+        again = lapcli.solve(cost, solver="cuda-sap")
+        assert np.array_equal(again.col_ind, first.col_ind)
+        assert again.report.details["search_steps"] == first.report.details["search_steps"]
+
+
+def test_the_time_limit_stops_between_searches(rng):
+    cost = points(rng, 6000, 6000)
+    with pytest.raises(lapcli.SolverError, match="time limit"):
+        lapcli.solve(cost, solver="cuda-sap", timeout=0.02)
+
+
+def test_more_columns_than_the_cluster_holds_is_a_clear_error(rng, monkeypatch):
+    from lapcli.cuda import sap_cluster
+
+    monkeypatch.setattr(sap_cluster, "device_max_columns", lambda: 2500)
+    with pytest.raises(LapInputError, match="at most 2500 columns on this GPU"):
+        lapcli.solve(uniform_costs(rng, 2501, 2501, 1), solver="cuda-sap")
