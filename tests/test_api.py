@@ -201,8 +201,8 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
     low ranges (measured: 1.13-1.52x scipy at n = 256, R <= 2; 2.2-2.8x at 384, R <= 2), keeps
     n = 256 with R >= 4 and high ranges and floats below 384 on scipy, integers from 384 on the
     kernel (since step 1 by auction: 2.0x scipy at 384, R = 100 and 1000, H100) but those of wide
-    ranges (R >= 30) up to 1024 on cuda-sap, and floats from 384 to 2048 on cuda-sap (1.5-1.8x
-    scipy at 384; 3.6x cuda on squared distances at 1024)."""
+    ranges (R >= 30) up to 1024 and wider ones (R >= 100) up to 2048 on cuda-sap, and floats from 384
+    to 2048 on cuda-sap (1.5-1.8x scipy at 384; 3.6x cuda on squared distances at 1024)."""
     from lapcli.engines import auto
     from lapcli.problem import prepare
 
@@ -211,11 +211,14 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
     chosen = lambda n, r: auto.choose(prepare(rng.integers(0, max(1, int(r * n)), (n, n))))[0]  # noqa: E731
     assert [chosen(255, 1), chosen(256, 1), chosen(256, 2), chosen(256, 4), chosen(256, 16)] == \
         ["scipy", "cuda", "cuda", "scipy", "scipy"]
-    assert [chosen(384, 1), chosen(384, 8), chosen(383, 16), chosen(384, 16), chosen(2048, 1000)] == \
+    assert [chosen(384, 1), chosen(384, 8), chosen(383, 16), chosen(384, 16), chosen(2049, 1000)] == \
         ["cuda", "cuda", "scipy", "cuda", "cuda"]
     # wide integer ranges up to n = 1024: cuda-sap (H100, n = 1024, R = 100-1000: its kernels half cuda's)
-    assert [chosen(1024, 10), chosen(1024, 100), chosen(1024, 1000), chosen(1025, 1000), chosen(384, 100)] == \
-        ["cuda", "cuda-sap", "cuda-sap", "cuda", "cuda-sap"]
+    assert [chosen(1024, 10), chosen(1024, 100), chosen(1024, 1000), chosen(384, 100)] == \
+        ["cuda", "cuda-sap", "cuda-sap", "cuda-sap"]
+    # wider ranges up to 2048 (H100, n = 2048: R = 30 cuda 17.9 / cuda-sap 21.5 ms, R = 100 21.8 / 14.9)
+    assert [chosen(1025, 30), chosen(2048, 30), chosen(1025, 100), chosen(2048, 100), chosen(2048, 1000)] == \
+        ["cuda", "cuda", "cuda-sap", "cuda-sap", "cuda-sap"]
     assert [chosen(384, 30), chosen(512, 30), chosen(1024, 30), chosen(512, 20)] == \
         ["cuda-sap", "cuda-sap", "cuda-sap", "cuda"]  # R = 30 estimates just under 30 from a sample
     floats = lambda n: auto.choose(prepare(rng.random((n, n))))[0]  # noqa: E731

@@ -10,7 +10,10 @@ high-range: their step-6 counts are those of the widest integer ranges). Floats 
 kernel's 2048 columns go to ``cuda-sap`` (the auction, then shortest paths): as fast as ``cuda``
 on U[0, 1) and 2.9–3.6× faster on squared distances, where the classical phases still need
 thousands of dual updates (H100, docs/benchmarks.md); so do integers up to n = 1024 whose range
-is wide (R ≥ 30, estimated ≥ 25); other integers go to ``cuda``.
+is wide (R ≥ 30, estimated ≥ 25) and up to 2048 whose range is wider (R ≥ 100, estimated ≥ 60:
+integer squared distances there 3.1× faster); other integers go to ``cuda``. Above 2048 columns
+``cuda-sap`` searches over a thread-block cluster: faster on distances, slower on uniform costs,
+which dtype and size cannot tell apart, so ``cuda`` takes them.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ class Crossovers:
     sap_ints_up_to: int = 1024  # integers with R ≥ sap_ints_range from cuda_high_range up to here: cuda-sap
     sap_ints_range: float = 25.0  # R = 30 and up (the estimate of R = 30 is ~29.95); H100, n = 1024, R = 100:
     # cuda-sap 5.45 ms wall, cuda 7.32; at 384, R = 30: 2.29 against 4.06 (docs/dispatch.md)
+    sap_wide_ints_up_to: int = 2048  # and from sap_ints_up_to up to here, integers with R ≥ sap_wide_ints_range:
+    sap_wide_ints_range: float = 60.0  # H100, n = 2048, wall ms cuda / cuda-sap: R = 30 17.9 / 21.5,
+    # R = 100 21.8 / 14.9, R = 1000 24.4 / 18.2, integer squared distances (R ≈ 490) 130 / 42
     wide_ratio: int = 4  # max(n, m) > wide_ratio · min(n, m): scipy (native k × m)
     high_range: float = 10.0  # R = (max − min) / k at and above which the range counts as high
     small_side: int = 384  # below this side the kernel wins only at lower ranges:
@@ -182,11 +188,13 @@ def fastest_for_matrix(problem) -> tuple[str, str]:
             if size <= CROSSOVERS.sap_floats_up_to and search_kernel_status()[0]:
                 return "cuda-sap", (f"auto: floats, {CROSSOVERS.cuda_high_range} ≤ n={size} ≤ "
                                     f"{CROSSOVERS.sap_floats_up_to}: the auction and shortest paths are fastest there")
-        elif size <= CROSSOVERS.sap_ints_up_to and search_kernel_status()[0]:
+        elif size <= CROSSOVERS.sap_wide_ints_up_to and search_kernel_status()[0]:
             range_factor = estimated_range(problem)
-            if range_factor >= CROSSOVERS.sap_ints_range:
-                return "cuda-sap", (f"auto: n={size} ≤ {CROSSOVERS.sap_ints_up_to} with R≈{range_factor:.3g} ≥ "
-                                    f"{CROSSOVERS.sap_ints_range:g}: the auction and shortest paths are fastest there")
+            up_to, wide = ((CROSSOVERS.sap_ints_up_to, CROSSOVERS.sap_ints_range) if size <= CROSSOVERS.sap_ints_up_to
+                           else (CROSSOVERS.sap_wide_ints_up_to, CROSSOVERS.sap_wide_ints_range))
+            if range_factor >= wide:
+                return "cuda-sap", (f"auto: n={size} ≤ {up_to} with R≈{range_factor:.3g} ≥ {wide:g}: "
+                                    "the auction and shortest paths are fastest there")
         return "cuda", f"auto: n={size} ≥ {CROSSOVERS.cuda_high_range}: the CUDA kernel is faster there"
     range_factor = estimated_range(problem)  # only between the two crossovers does the range decide
     if range_factor is not None and range_factor < CROSSOVERS.high_range_at(size):
