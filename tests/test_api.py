@@ -265,3 +265,62 @@ def test_a_first_solve_reports_its_one_off_import_apart_from_the_solve():
     total_ms, import_ms = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                                                     check=True).stdout)
     assert import_ms is not None and import_ms > 10 * total_ms
+
+
+def _squared_distances(rng, n, m, d, dtype=np.float64):
+    a, b = rng.random((n, d)), rng.random((m, d))
+    return (((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)).astype(dtype)
+
+
+def test_a_low_rank_sample_marks_squared_distances(rng):
+    """Squared distances between points in d dimensions have rank d + 2; uniform costs, Euclidean
+    (not squared) distances, integers, sums a_i + b_j and matrices with NaN do not pass."""
+    from lapcli.engines.auto import looks_like_squared_distances
+    from lapcli.problem import prepare
+
+    for d in (1, 2, 3, 8):
+        assert looks_like_squared_distances(prepare(_squared_distances(rng, 300, 400, d)))
+    assert looks_like_squared_distances(prepare(_squared_distances(rng, 300, 300, 2, np.float32)))
+    assert not looks_like_squared_distances(prepare(rng.random((300, 300))))
+    assert not looks_like_squared_distances(prepare(np.sqrt(_squared_distances(rng, 300, 300, 2))))
+    assert not looks_like_squared_distances(prepare(np.rint(_squared_distances(rng, 300, 300, 2) * 1e6).astype(np.int64)))
+    assert not looks_like_squared_distances(prepare(rng.random(300)[:, None] + rng.random(300)[None, :]))
+    assert not looks_like_squared_distances(prepare(np.ones((300, 300))))
+    assert not looks_like_squared_distances(prepare(_squared_distances(rng, 40, 40, 2)))  # too small to sample
+    with_nan = _squared_distances(rng, 300, 300, 2)
+    with_nan[::7, ::7] = np.inf
+    assert not looks_like_squared_distances(prepare(with_nan))
+
+
+def test_auto_gives_large_squared_distances_to_the_cluster_search(rng, monkeypatch):
+    """Above the one-block search's columns, floats that look like squared distances go to cuda-sap
+    where thread-block clusters exist (Hopper), other floats to cuda."""
+    from dataclasses import replace
+
+    from lapcli.engines import auto
+    from lapcli.problem import prepare
+
+    monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU"))
+    monkeypatch.setattr(auto, "search_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
+    monkeypatch.setattr(auto, "CROSSOVERS", replace(auto.CROSSOVERS, sap_floats_up_to=400))
+    distances = _squared_distances(rng, 450, 450, 2)
+    engine, reason = auto.choose(prepare(distances))
+    assert engine == "cuda-sap" and "squared distances" in reason
+    assert auto.choose(prepare(rng.random((450, 450))))[0] == "cuda"
+    assert auto.choose(prepare(distances[:400, :400].copy()))[0] == "cuda-sap"  # the one-block search
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda: (False, "compute capability 8.0"))
+    assert auto.choose(prepare(distances))[0] == "cuda"
+
+
+def test_thread_block_clusters_need_hopper(monkeypatch):
+    from lapcli.cuda import probe
+
+    monkeypatch.setattr(probe, "cuda_status", lambda: (True, "a GPU"))
+    for arch, expected in (((8, 0), False), ((8, 9), False), ((9, 0), True)):
+        monkeypatch.setattr(probe, "device_compute_capability", lambda ordinal=0, arch=arch: arch)
+        probe.search_kernel_status.cache_clear()
+        available, why = probe.cluster_kernel_status()
+        assert available == expected
+        assert expected or f"compute capability {arch[0]}.{arch[1]}" in why and "9.0 or newer (Hopper)" in why
+    probe.search_kernel_status.cache_clear()

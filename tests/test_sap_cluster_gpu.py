@@ -124,3 +124,16 @@ def test_more_columns_than_the_cluster_holds_is_a_clear_error(rng, monkeypatch):
     monkeypatch.setattr(sap_cluster, "device_max_columns", lambda: 2500)
     with pytest.raises(LapInputError, match="at most 2500 columns on this GPU"):
         lapcli.solve(uniform_costs(rng, 2501, 2501, 1), solver="cuda-sap")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_auto_sends_large_squared_distances_to_the_cluster(rng, dtype):
+    import cupy
+
+    cost = points(rng, 2600, 2600).astype(dtype)
+    for given in (cost, cupy.asarray(cost)):  # the rank probe samples host and device arrays
+        solution = lapcli.solve(given)
+        assert solution.report.solver == "cuda-sap" and "squared distances" in solution.report.reason
+        assert solution.report.certified
+        assert_matches_scipy(solution, cost)
+    assert lapcli.solve(rng.random((2600, 2600))).report.solver == "cuda"

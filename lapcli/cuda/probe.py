@@ -31,6 +31,7 @@ def cuda_status() -> tuple[bool, str]:
 
 
 SEARCH_KERNEL_ARCH = (8, 0)  # kernels/batch_lap.cu's warp argmin is __reduce_min_sync (Ampere and newer)
+CLUSTER_KERNEL_ARCH = (9, 0)  # kernels/sap.cu: thread-block clusters
 
 
 def device_compute_capability(ordinal: int = 0) -> tuple[int, int]:
@@ -38,6 +39,19 @@ def device_compute_capability(ordinal: int = 0) -> tuple[int, int]:
     from . import driver
 
     return driver.compute_capability(ordinal)
+
+
+def cluster_kernel_status() -> tuple[bool, str]:
+    """(available, why) for kernels/sap.cu (engine cuda-sap above 2048 columns): thread-block
+    clusters need compute capability 9.0 (Hopper) or newer."""
+    available, why = search_kernel_status()
+    if not available:
+        return available, why
+    arch = device_compute_capability()
+    if arch < CLUSTER_KERNEL_ARCH:
+        return False, (f"the device has compute capability {arch[0]}.{arch[1]}; thread-block clusters need "
+                       f"{CLUSTER_KERNEL_ARCH[0]}.{CLUSTER_KERNEL_ARCH[1]} or newer (Hopper)")
+    return True, why
 
 
 @lru_cache(maxsize=1)

@@ -12,15 +12,16 @@ on U[0, 1) and 2.9–3.6× faster on squared distances, where the classical phas
 thousands of dual updates (H100, docs/benchmarks.md); so do integers up to n = 1024 whose range
 is wide (R ≥ 30, estimated ≥ 25) and up to 2048 whose range is wider (R ≥ 100, estimated ≥ 60:
 integer squared distances there 3.1× faster); other integers go to ``cuda``. Above 2048 columns
-``cuda-sap`` searches over a thread-block cluster: faster on distances, slower on uniform costs,
-which dtype and size cannot tell apart, so ``cuda`` takes them.
+``cuda-sap`` searches over a thread-block cluster (Hopper): faster on squared distances, slower on
+uniform costs; floats whose sample has the low rank of squared distances go to it, other floats
+and all integers to ``cuda``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cuda.probe import cuda_status, search_kernel_status
+from ..cuda.probe import cluster_kernel_status, cuda_status, search_kernel_status
 from ..errors import LapInputError, SolverUnavailable
 from . import registry
 
@@ -48,6 +49,12 @@ class Crossovers:
     # (0.1–0.6×), and on rectangular matrices lapx's extend_cost is 0.27–1.5× (docs/dispatch.md).
     lapx_from: int = 64
     lapx_floats_up_to: int = 512
+    # Floats above sap_floats_up_to whose sample has the rank of squared distances between points in
+    # a few dimensions: cuda-sap (its searches over a thread-block cluster). H100, host -> host ms,
+    # cuda / cuda-sap: float64 squared 2-D distances 1,069 / 482 at 4096, 3,050 / 1,674 at 8192;
+    # U[0, 1) float64 71 / 132 at 4096 (docs/benchmarks.md).
+    distance_rank: int = 12  # a sample of rank at most this (d-dimensional squared distances: d + 2)
+    distance_rank_tolerance: float = 1e-5  # singular values below this × the largest count as zero
 
     def high_range_at(self, k: int) -> float:
         return self.small_high_range if k < self.small_side else self.high_range
@@ -55,6 +62,29 @@ class Crossovers:
 
 CROSSOVERS = Crossovers()
 SAMPLE_ROWS = 8
+RANK_SAMPLE = 32  # rows and columns of the sample whose rank tells squared distances apart
+
+
+def looks_like_squared_distances(problem) -> bool:
+    """Whether a RANK_SAMPLE² sample of a float matrix (evenly spaced rows and columns) has low rank,
+    as squared Euclidean distances between points in d dimensions do (|a_i|² + |b_j|² − 2 a_i·b_j:
+    rank ≤ d + 2) and uniform or noisy costs do not. ~0.1 ms: a sample copy and a 32 × 32 SVD."""
+    import numpy as np
+
+    original = problem.original
+    n, m = original.shape
+    if original.dtype.kind != "f" or min(n, m) < 2 * RANK_SAMPLE:
+        return False
+    rows = np.linspace(0, n - 1, RANK_SAMPLE).astype(np.int64)
+    cols = np.linspace(0, m - 1, RANK_SAMPLE).astype(np.int64)
+    sample = original[rows][:, cols]
+    sample = np.asarray(sample.get() if hasattr(sample, "get") else sample, dtype=np.float64)
+    if not np.isfinite(sample).all():
+        return False
+    singular = np.linalg.svd(sample, compute_uv=False)
+    zero = CROSSOVERS.distance_rank_tolerance * singular[0]
+    # rank 3 at least: a constant matrix or a sum a_i + b_j (rank ≤ 2, every assignment optimal) is not one
+    return bool(singular[2] > zero and singular[CROSSOVERS.distance_rank] <= zero)
 
 
 def may_choose_gpu(n_rows: int, n_cols: int) -> bool:
@@ -188,6 +218,10 @@ def fastest_for_matrix(problem) -> tuple[str, str]:
             if size <= CROSSOVERS.sap_floats_up_to and search_kernel_status()[0]:
                 return "cuda-sap", (f"auto: floats, {CROSSOVERS.cuda_high_range} ≤ n={size} ≤ "
                                     f"{CROSSOVERS.sap_floats_up_to}: the auction and shortest paths are fastest there")
+            if (size <= registry.get("cuda-sap").capabilities.max_columns and cluster_kernel_status()[0]
+                    and looks_like_squared_distances(problem)):
+                return "cuda-sap", (f"auto: floats, n={size}, a sample of rank ≤ {CROSSOVERS.distance_rank} "
+                                    "(squared distances): shortest paths over a thread-block cluster are fastest there")
         elif size <= CROSSOVERS.sap_wide_ints_up_to and search_kernel_status()[0]:
             range_factor = estimated_range(problem)
             up_to, wide = ((CROSSOVERS.sap_ints_up_to, CROSSOVERS.sap_ints_range) if size <= CROSSOVERS.sap_ints_up_to

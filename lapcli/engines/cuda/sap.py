@@ -121,8 +121,14 @@ def solve_on_cluster(problem, *, timeout: float | None, auction_rounds: int) -> 
 
     import cupy
 
+    from ...cuda.probe import cluster_kernel_status
+    from ...errors import SolverUnavailable
+
     began = time.perf_counter()
     size = problem.size
+    clusters, why = cluster_kernel_status()
+    if not clusters:
+        raise SolverUnavailable(f"solver 'cuda-sap' above {ONE_BLOCK_UP_TO} columns cannot run here: {why}")
     limit = sap_cluster.device_max_columns()
     if size > limit:
         raise LapInputError(f"solver 'cuda-sap' takes at most {limit} columns on this GPU, not {size} "
