@@ -25,8 +25,13 @@ from ...work import float64_exact, float64_solvable
 from ..base import BatchEngineResult
 
 # Below this many entries a problem's Python-side overhead (which holds the GIL) outweighs the
-# solve (which releases it): such stacks run in the caller's thread.
-SERIAL_BELOW = 32 * 32
+# solve (which releases it), and below THREADS_FROM entries in all the pool's start does: such
+# stacks run in the caller's thread. 2-core CI machine, ms serial / 2 threads: 20000 × 4 × 4
+# 16.9 / 32.2, 20000 × 8 × 8 33.6 / 33.1, 4000 × 24 × 24 43.8 / 24.2, 1000 × 64 × 64 78.6 / 39.3;
+# 40 × 16 × 16 0.17 / 0.36, 200 × 16 × 16 1.02 / 0.90. (A ragged list's members run in the
+# caller's thread: 1000 members of 1..40 × 1..40 took 9.4 ms on two threads, 8.4 on one.)
+SERIAL_BELOW = 12 * 12
+THREADS_FROM = 64 * 1024
 
 
 def caller_columns(col_of_row: np.ndarray, n: int, m: int) -> np.ndarray:
@@ -63,7 +68,8 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
 
     begin = time.perf_counter()
     workers = min(os.cpu_count() or 1, batch)
-    if workers <= 1 or r * c < SERIAL_BELOW:
+    if workers <= 1 or r * c < SERIAL_BELOW or batch * r * c < THREADS_FROM:
+        workers = 1
         solve_range(0, batch)
     else:
         chunk = -(-batch // workers)  # one contiguous share per thread
