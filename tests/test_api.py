@@ -324,3 +324,20 @@ def test_thread_block_clusters_need_hopper(monkeypatch):
         assert available == expected
         assert expected or f"compute capability {arch[0]}.{arch[1]}" in why and "9.0 or newer (Hopper)" in why
     probe.search_kernel_status.cache_clear()
+
+
+def test_auto_solves_long_rectangles_as_they_are_on_the_gpu(rng, monkeypatch):
+    """k × m with the long side above 2048 and at least twice the short one: cuda-sap on the
+    rectangle (measured 100× the padded cuda kernel at 2000 × 8000, 30× scipy at 1000 × 20000);
+    near-square ones and narrow ones keep their engines."""
+    from lapcli.engines import auto
+    from lapcli.problem import prepare
+
+    monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU"))
+    monkeypatch.setattr(auto, "search_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
+    chosen = lambda k, m: auto.choose(prepare(rng.integers(0, 1000, (k, m))))[0]  # noqa: E731
+    assert [chosen(1000, 2500), chosen(2500, 1000), chosen(20, 3000), chosen(1500, 2500), chosen(1000, 2048)] == \
+        ["cuda-sap", "cuda-sap", "cuda-sap", "cuda", "cuda"]  # 1000 × 2048: the one-block search's columns, padded
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda: (False, "compute capability 8.0"))
+    assert [chosen(1000, 2500), chosen(20, 3000)] == ["cuda", "scipy"]

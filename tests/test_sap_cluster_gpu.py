@@ -137,3 +137,24 @@ def test_auto_sends_large_squared_distances_to_the_cluster(rng, dtype):
         assert solution.report.certified
         assert_matches_scipy(solution, cost)
     assert lapcli.solve(rng.random((2600, 2600))).report.solver == "cuda"
+
+
+@pytest.mark.parametrize("shape", [(1, 2600), (500, 3000), (2100, 4500), (3000, 500), (120, 700)])
+def test_rectangular_problems_are_solved_as_they_are(rng, shape):
+    """k × m with k ≠ m: no padding to a square, no auction; the searches from v = 0, over a cluster
+    above 2048 columns (after transposing a tall one), in one block below. Integer answers and duals
+    are the twin's cold start exactly; floats match scipy, maximised too."""
+    cost = uniform_costs(rng, *shape, 100, dtype=np.int32)
+    solution = lapcli.solve(cost, solver="cuda-sap")
+    assert solution.report.details["rectangular"] == f"{min(shape)}x{max(shape)}"
+    assert solution.report.certified and solution.report.details["auction_rounds"] == 0
+    assert_matches_scipy(solution, cost)
+    work = cost if shape[0] < shape[1] else cost.T
+    twin_columns, twin_u, twin_v, _ = reference_stack(work[None].astype(np.int64), column_reduction_start=False)
+    u, v = solution.duals
+    if shape[0] < shape[1]:
+        assert np.array_equal(solution.col_ind, twin_columns[0]) and np.array_equal(v, twin_v[0])
+    else:
+        assert np.array_equal(u, twin_v[0])  # the work's columns are the caller's rows
+    floats = rng.random(shape)
+    assert_matches_scipy(lapcli.solve(floats, solver="cuda-sap", maximize=True), floats, maximize=True)

@@ -122,7 +122,8 @@ register(Engine(
     "block up to 2048 columns, each search over a thread-block cluster above",
     "lapcli.engines.cuda.sap",
     # the columns a cluster's shared memory holds on an H100 or H200 (lapcli.cuda.sap_cluster.max_columns)
-    Capabilities(device="cuda", steps=True, timeout=True, duals=True, checks_entries=True, max_columns=55296),
+    Capabilities(device="cuda", steps=True, rectangular=True, timeout=True, duals=True, checks_entries=True,
+                 max_columns=55296),
     search_kernel_status,
 ))
 register(Engine(

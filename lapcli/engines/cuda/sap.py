@@ -65,6 +65,8 @@ def solve(problem, *, timeout: float | None = None, device: int | None = None,
     import cupy
 
     with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
+        if problem.n_rows != problem.n_cols:
+            return solve_rectangular(problem, timeout=timeout)
         if problem.size > ONE_BLOCK_UP_TO:
             return solve_on_cluster(problem, timeout=timeout, auction_rounds=auction_rounds)
         began = time.perf_counter()
@@ -121,18 +123,9 @@ def solve_on_cluster(problem, *, timeout: float | None, auction_rounds: int) -> 
 
     import cupy
 
-    from ...cuda.probe import cluster_kernel_status
-    from ...errors import SolverUnavailable
-
     began = time.perf_counter()
     size = problem.size
-    clusters, why = cluster_kernel_status()
-    if not clusters:
-        raise SolverUnavailable(f"solver 'cuda-sap' above {ONE_BLOCK_UP_TO} columns cannot run here: {why}")
-    limit = sap_cluster.device_max_columns()
-    if size > limit:
-        raise LapInputError(f"solver 'cuda-sap' takes at most {limit} columns on this GPU, not {size} "
-                            "(use 'cuda' or 'auto')")
+    _check_clusters(size)
     stream = current_stream()
     current_gpu()
     start, copied_in, copied_out = (Event() for _ in range(3))
@@ -175,6 +168,76 @@ def solve_on_cluster(problem, *, timeout: float | None, auction_rounds: int) -> 
     steps = [StepStat(1, STEPS[0][1], rounds, auction_ms), StepStat(2, STEPS[1][1], stats["searches"], search_ms)]
     return certified_result(problem, work, cols, u, result.v, engine="cuda-sap", device=device_name(),
                             steps=steps, details=details, host_copies=host)
+
+
+def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
+    """A k × m problem (k < m once a tall one is transposed) as it is, not padded to m × m: the
+    searches from v = 0 and every row free (no auction: it needs a square matrix), in one block up
+    to ONE_BLOCK_UP_TO columns, over a cluster above. v stays ≤ 0 and 0 on the columns no row
+    takes, as the certificate of a rectangular problem asks."""
+    import cupy
+
+    from ...cuda.hungarian import upload
+    from ...work import WorkMatrix
+
+    stream = current_stream()
+    current_gpu()
+    start, copied_in, copied_out = (Event() for _ in range(3))
+    start.record(stream)
+    source = problem.original if problem.xp is cupy else upload(problem.original)
+    problem.check_entries_on(source, cupy)
+    work = problem.work_stack(cupy, source=source)  # (1, k, m), k < m
+    values = cupy.ascontiguousarray(work.values[0])
+    k, m = values.shape
+    offsets = [None if o is None else cupy.asnumpy(o[0]) for o in (work.row_offset, work.col_offset)]
+    matrix = WorkMatrix(values, work.eps(0), offsets[0], offsets[1], list(work.notes))
+    copied_in.record(stream)
+    compile_ms = 0.0
+    if m <= ONE_BLOCK_UP_TO:
+        result = solve_stack(values[None], matrix.eps, timeout=timeout, synchronize=False)
+        cols, u, v = result.col_of_row[0], result.u[0], result.v[0]
+        events, layout, compile_ms = result.details["events"], result.details["layout"], result.details["compile_ms"]
+        status, message, searches = result.status, STATUS_MESSAGES, None
+    else:
+        _check_clusters(m)
+        result = sap_cluster.solve(values, timeout=timeout)
+        cols, v = result.col_of_row, result.v
+        u = values[cupy.arange(k), cols].astype(v.dtype) - v[cols]
+        events, compile_ms = result.events, result.compile_ms
+        layout = f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}"
+        status, message = result.stats[0:1], sap_cluster.STATUS_MESSAGES
+    host = (cols.get(), u.get(), v.get())
+    status_word = int(status.get()[0])
+    stats = dict(zip(sap_cluster.STATS, result.stats.get().tolist())) if m > ONE_BLOCK_UP_TO else {}
+    copied_out.record(stream)
+    copied_out.synchronize()
+    if status_word != 0:
+        raise SolverError(message.get(status_word, f"the search kernel ended with status {status_word}"))
+    check_result(0, host[0])
+    search_ms = events[1].ms_since(events[0])
+    details = {"compile_ms": round(compile_ms, 3), "h2d_ms": round(copied_in.ms_since(start), 3),
+               "kernel_ms": round(search_ms, 3), "d2h_ms": round(copied_out.ms_since(events[1]), 3),
+               "launches": 1, "auction_rounds": 0, "search_layout": layout, "rectangular": f"{k}x{m}"}
+    if stats:
+        details["search_steps"] = stats["steps"]
+    searches = stats.get("searches", k)
+    steps = [StepStat(1, STEPS[0][1], 0, 0.0), StepStat(2, STEPS[1][1], searches, search_ms)]
+    return certified_result(problem, matrix, cols, u, v, engine="cuda-sap", device=device_name(),
+                            steps=steps, details=details, host_copies=host)
+
+
+def _check_clusters(columns: int) -> None:
+    """Refuse what the cluster kernel cannot run here: no thread-block clusters, or too many columns."""
+    from ...cuda.probe import cluster_kernel_status
+    from ...errors import SolverUnavailable
+
+    clusters, why = cluster_kernel_status()
+    if not clusters:
+        raise SolverUnavailable(f"solver 'cuda-sap' above {ONE_BLOCK_UP_TO} columns cannot run here: {why}")
+    limit = sap_cluster.device_max_columns()
+    if columns > limit:
+        raise LapInputError(f"solver 'cuda-sap' takes at most {limit} columns on this GPU, not {columns} "
+                            "(use 'cuda' or 'auto')")
 
 
 def column_reduction_start(values):
