@@ -177,12 +177,15 @@ def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
     takes, as the certificate of a rectangular problem asks."""
     import cupy
 
-    from ...cuda.hungarian import upload
+    from ...cuda.hungarian import check_device_memory, upload
     from ...work import WorkMatrix
 
     stream = current_stream()
     current_gpu()
     start, copied_in, copied_out = (Event() for _ in range(3))
+    # the upload (a host input), the work matrix (8 bytes an entry at most) and a temporary of it
+    uploaded = 0 if problem.xp is cupy else problem.original.nbytes
+    check_device_memory(uploaded + 2 * 8 * problem.n_rows * problem.n_cols)
     start.record(stream)
     source = problem.original if problem.xp is cupy else upload(problem.original)
     problem.check_entries_on(source, cupy)
@@ -192,12 +195,11 @@ def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
     offsets = [None if o is None else cupy.asnumpy(o[0]) for o in (work.row_offset, work.col_offset)]
     matrix = WorkMatrix(values, work.eps(0), offsets[0], offsets[1], list(work.notes))
     copied_in.record(stream)
-    compile_ms = 0.0
     if m <= ONE_BLOCK_UP_TO:
         result = solve_stack(values[None], matrix.eps, timeout=timeout, synchronize=False)
         cols, u, v = result.col_of_row[0], result.u[0], result.v[0]
         events, layout, compile_ms = result.details["events"], result.details["layout"], result.details["compile_ms"]
-        status, message, searches = result.status, STATUS_MESSAGES, None
+        status, message = result.status, STATUS_MESSAGES
     else:
         _check_clusters(m)
         result = sap_cluster.solve(values, timeout=timeout)
