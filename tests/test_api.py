@@ -302,14 +302,16 @@ def test_auto_gives_large_squared_distances_to_the_cluster_search(rng, monkeypat
 
     monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU"))
     monkeypatch.setattr(auto, "search_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
-    monkeypatch.setattr(auto, "cluster_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (True, "a GPU, compute capability 9.0"))
     monkeypatch.setattr(auto, "CROSSOVERS", replace(auto.CROSSOVERS, sap_floats_up_to=400))
     distances = _squared_distances(rng, 450, 450, 2)
     engine, reason = auto.choose(prepare(distances))
     assert engine == "cuda-sap" and "squared distances" in reason
     assert auto.choose(prepare(rng.random((450, 450))))[0] == "cuda"
     assert auto.choose(prepare(distances[:400, :400].copy()))[0] == "cuda-sap"  # the one-block search
-    monkeypatch.setattr(auto, "cluster_kernel_status", lambda: (False, "compute capability 8.0"))
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (columns <= 400, "holds 400 columns"))
+    assert auto.choose(prepare(distances))[0] == "cuda"  # more columns than a cluster holds on this GPU
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (False, "compute capability 8.0"))
     assert auto.choose(prepare(distances))[0] == "cuda"
 
 
@@ -327,17 +329,21 @@ def test_thread_block_clusters_need_hopper(monkeypatch):
 
 
 def test_auto_solves_long_rectangles_as_they_are_on_the_gpu(rng, monkeypatch):
-    """k × m with the long side above 2048 and at least twice the short one: cuda-sap on the
-    rectangle (measured 100× the padded cuda kernel at 2000 × 8000, 30× scipy at 1000 × 20000);
-    near-square ones and narrow ones keep their engines."""
+    """k × m with the long side above 2048, at least twice the short one and the short one at
+    least 256: cuda-sap on the rectangle (measured 100× the padded cuda kernel at 2000 × 8000, 30×
+    scipy at 1000 × 20000); near-square ones, narrow ones and those a cluster cannot hold keep
+    their engines."""
     from lapcli.engines import auto
     from lapcli.problem import prepare
 
     monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU"))
     monkeypatch.setattr(auto, "search_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
-    monkeypatch.setattr(auto, "cluster_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (True, "a GPU, compute capability 9.0"))
     chosen = lambda k, m: auto.choose(prepare(rng.integers(0, 1000, (k, m))))[0]  # noqa: E731
-    assert [chosen(1000, 2500), chosen(2500, 1000), chosen(20, 3000), chosen(1500, 2500), chosen(1000, 2048)] == \
+    assert [chosen(1000, 2500), chosen(2500, 1000), chosen(256, 3000), chosen(1500, 2500), chosen(1000, 2048)] == \
         ["cuda-sap", "cuda-sap", "cuda-sap", "cuda", "cuda"]  # 1000 × 2048: the one-block search's columns, padded
-    monkeypatch.setattr(auto, "cluster_kernel_status", lambda: (False, "compute capability 8.0"))
+    assert chosen(255, 3000) == chosen(20, 3000) == "scipy"  # a short side below 256: scipy's microseconds
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (columns <= 2400, "holds 2400 columns"))
+    assert chosen(1000, 2500) == "cuda"  # more columns than a cluster holds on this GPU
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (False, "compute capability 8.0"))
     assert [chosen(1000, 2500), chosen(20, 3000)] == ["cuda", "scipy"]

@@ -338,9 +338,9 @@ def test_huge_integers_on_the_gpu(rng):
 def test_auto_picks_by_size_range_and_shape_on_the_gpu(rng):
     assert lapcli.solve(uniform_costs(rng, 64, 64, 1)).report.solver == "scipy"
     assert lapcli.solve(uniform_costs(rng, 2048, 2048, 1)).report.solver == "cuda"
-    wide = lapcli.solve(uniform_costs(rng, 20, 2000, 1))
+    wide = lapcli.solve(uniform_costs(rng, 20, 3000, 1))
     assert wide.report.solver == "scipy" and "wide" in wide.report.reason
-    long = lapcli.solve(uniform_costs(rng, 20, 3000, 1))  # above 2048 columns: the rectangle as it is
+    long = lapcli.solve(uniform_costs(rng, 300, 3000, 1))  # above 2048 columns: the rectangle as it is
     assert long.report.solver == "cuda-sap" and "no padding" in long.report.reason
 
 

@@ -39,7 +39,7 @@ def cluster_solve(cost, start):
                                    (9000, 9000), (1, 5), (40, 1000), (777, 1500), (2000, 9000)])
 def test_integer_answers_and_duals_equal_the_twins(rng, shape):
     """Same search order and tie-break as lapcli.twins.reference_stack: the same columns and duals,
-    exactly; more columns than the 8 × 1024 threads hold (9000) take a second slot."""
+    exactly; more columns than the 8 × 256 threads hold (9000) take several slots."""
     k, m = shape
     big = k * m > 4_000_000
     cost = points(rng, k, m, 10**6) if big else uniform_costs(rng, k, m, 10, dtype=np.int32)

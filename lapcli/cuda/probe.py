@@ -41,16 +41,26 @@ def device_compute_capability(ordinal: int = 0) -> tuple[int, int]:
     return driver.compute_capability(ordinal)
 
 
-def cluster_kernel_status() -> tuple[bool, str]:
-    """(available, why) for kernels/sap.cu (engine cuda-sap above 2048 columns): thread-block
-    clusters need compute capability 9.0 (Hopper) or newer."""
+def cluster_kernel_status(columns: int = 0) -> tuple[bool, str]:
+    """(available, why) for kernels/sap.cu (engine cuda-sap above 2048 columns) on ``columns``
+    columns: thread-block clusters need compute capability 9.0 (Hopper) or newer, and the columns'
+    state must fit a cluster's shared memory (lapcli.cuda.sap_cluster.device_max_columns)."""
     available, why = search_kernel_status()
     if not available:
         return available, why
-    arch = device_compute_capability()
+    try:
+        arch = device_compute_capability()
+    except Exception as error:
+        return False, f"cannot read the device's compute capability ({error})".replace("\n", " ")
     if arch < CLUSTER_KERNEL_ARCH:
         return False, (f"the device has compute capability {arch[0]}.{arch[1]}; thread-block clusters need "
                        f"{CLUSTER_KERNEL_ARCH[0]}.{CLUSTER_KERNEL_ARCH[1]} or newer (Hopper)")
+    if columns:
+        from .sap_cluster import device_max_columns
+
+        limit = device_max_columns()
+        if columns > limit:
+            return False, f"a thread-block cluster holds {limit} columns on this GPU, not {columns}"
     return True, why
 
 

@@ -5,7 +5,8 @@ Without a GPU, scipy: it solves k × m natively and beat the NumPy twin on every
 the 2-core CI machine (1.4–27× square, up to 10^5× on k × m; docs/dispatch.md). The twin runs
 only when named. With a GPU, scipy below the measured crossover and a GPU engine above it; a
 strongly rectangular k × m problem (the kernel would pad it to m × m) goes to scipy, or to
-``cuda-sap`` on the rectangle as it is where its long side is above 2048 (below).
+``cuda-sap`` on the rectangle as it is where its long side is above 2048 and its short one at
+least 256 (below).
 The crossovers depend on the cost range, estimated from a sample of rows (floats count as
 high-range: their step-6 counts are those of the widest integer ranges). Floats up to the search
 kernel's 2048 columns go to ``cuda-sap`` (the auction, then shortest paths): as fast as ``cuda``
@@ -15,8 +16,9 @@ is wide (R ≥ 30, estimated ≥ 25) and up to 2048 whose range is wider (R ≥ 
 integer squared distances there 3.1× faster); other integers go to ``cuda``. Above 2048 columns
 ``cuda-sap`` searches over a thread-block cluster (Hopper): faster on squared distances, slower on
 uniform costs; floats whose sample has the low rank of squared distances go to it, other floats
-and all integers to ``cuda``; so do k × m problems with the long side above 2048 and at least twice
-the short one, solved as they are (padding them to a square cost ``cuda`` 100×).
+and all integers to ``cuda``; so do k × m problems with the long side above 2048, at least twice
+the short one and the short one at least 256, solved as they are (padding them to a square cost
+``cuda`` 100×).
 """
 
 from __future__ import annotations
@@ -55,8 +57,9 @@ class Crossovers:
     # a few dimensions: cuda-sap (its searches over a thread-block cluster). H100, host -> host ms,
     # cuda / cuda-sap: float64 squared 2-D distances 1,069 / 482 at 4096, 3,050 / 1,674 at 8192;
     # U[0, 1) float64 71 / 132 at 4096 (docs/benchmarks.md).
-    # k × m with the long side above sap_floats_up_to and at least rectangular_ratio × the short
-    # one: cuda-sap as it is (no padding, no auction, every row searched from v = 0). H100, ms:
+    # k × m with the long side above sap_floats_up_to, at least rectangular_ratio × the short one
+    # and the short one at least cuda_low_range (below, scipy's microseconds): cuda-sap as it is
+    # (no padding, no auction, every row searched from v = 0). H100, ms:
     # 2000 × 8000 integers R = 100 cuda (padded) 1,548 / cuda-sap 16.5; 1000 × 20000 scipy 434 /
     # cuda-sap 11.3 (float64 distances 498 / 15.9); 4000 × 4500 integers cuda 21.0 / cuda-sap 51.4.
     rectangular_ratio: int = 2
@@ -98,7 +101,8 @@ def may_choose_gpu(n_rows: int, n_cols: int) -> bool:
     """Whether ``auto`` may give an n_rows × n_cols matrix to a CUDA engine, by its shape alone: the
     hint the ``lap`` entry point reads (before NumPy is imported) to start the driver early."""
     small, large = sorted((n_rows, n_cols))
-    if large > CROSSOVERS.sap_floats_up_to and large >= CROSSOVERS.rectangular_ratio * small:
+    if (large > CROSSOVERS.sap_floats_up_to and small >= CROSSOVERS.cuda_low_range
+            and large >= CROSSOVERS.rectangular_ratio * small):
         return True  # a long rectangle: cuda-sap as it is, where clusters exist
     return not (large > CROSSOVERS.wide_ratio * max(small, 1) or large < CROSSOVERS.cuda_low_range)
 
@@ -217,8 +221,8 @@ def fastest_for_matrix(problem) -> tuple[str, str]:
                             "where it beat scipy on the CPU")
         return "scipy", f"auto: {why}; scipy (native k×m; faster than the NumPy twin everywhere measured)"
     small, large = sorted((problem.n_rows, problem.n_cols))
-    if (CROSSOVERS.sap_floats_up_to < large <= registry.get("cuda-sap").capabilities.max_columns
-            and large >= CROSSOVERS.rectangular_ratio * small and cluster_kernel_status()[0]):
+    if (large > CROSSOVERS.sap_floats_up_to and small >= CROSSOVERS.cuda_low_range
+            and large >= CROSSOVERS.rectangular_ratio * small and cluster_kernel_status(large)[0]):
         return "cuda-sap", (f"auto: {problem.n_rows}×{problem.n_cols}: shortest paths on the rectangle as it is "
                             "(no padding) are fastest there")
     if large > CROSSOVERS.wide_ratio * max(small, 1):
@@ -231,8 +235,7 @@ def fastest_for_matrix(problem) -> tuple[str, str]:
             if size <= CROSSOVERS.sap_floats_up_to and search_kernel_status()[0]:
                 return "cuda-sap", (f"auto: floats, {CROSSOVERS.cuda_high_range} ≤ n={size} ≤ "
                                     f"{CROSSOVERS.sap_floats_up_to}: the auction and shortest paths are fastest there")
-            if (size <= registry.get("cuda-sap").capabilities.max_columns and cluster_kernel_status()[0]
-                    and looks_like_squared_distances(problem)):
+            if looks_like_squared_distances(problem) and cluster_kernel_status(size)[0]:
                 return "cuda-sap", (f"auto: floats, n={size}, a sample of rank ≤ {CROSSOVERS.distance_rank} "
                                     "(squared distances): shortest paths over a thread-block cluster are fastest there")
         elif size <= CROSSOVERS.sap_wide_ints_up_to and search_kernel_status()[0]:

@@ -9,13 +9,17 @@ barrier at all: each of its steps is one row read and one block-wide argmin (~1 
 Its cost does not depend on the range; the classical kernel stays faster where zeros are many
 (low ranges), and ``auto`` chooses between them by measurement (engines/auto.py).
 
-Two launches on one stream, nothing copied between them:
+A square problem: two launches on one stream, nothing copied between them:
   1. kernels/hungarian.cu with ``start_only``: the auction (its rounds as the twin's
      numpy_hungarian.auction_start), leaving v and a partial assignment whose every row is tight
      at a minimum of c − v over its row;
-  2. kernels/batch_lap.cu on the one problem with that warm start (lapcli.cuda.batch_lap.solve_stack): a
-     Dijkstra per free row, the dual update, the augmentation; u = c − v on the assignment.
-The twin (lapcli.twins.sap_twin) composes the two NumPy specifications; the certificate proves every answer.
+  2. the searches from that warm start: kernels/batch_lap.cu on the one problem up to
+     ONE_BLOCK_UP_TO columns (lapcli.cuda.batch_lap.solve_stack), kernels/sap.cu above
+     (lapcli.cuda.sap_cluster.solve): a Dijkstra per free row, the dual update, the augmentation;
+     u = c − v on the assignment.
+A k × m problem (k < m, a tall one transposed) is solved as it is: no auction (it needs a square),
+every row searched from v = 0, by the same two kernels.
+The twin (lapcli.twins.sap_twin) composes the NumPy specifications; the certificate proves every answer.
 """
 
 from __future__ import annotations
@@ -186,6 +190,8 @@ def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
     # the upload (a host input), the work matrix (8 bytes an entry at most) and a temporary of it
     uploaded = 0 if problem.xp is cupy else problem.original.nbytes
     check_device_memory(uploaded + 2 * 8 * problem.n_rows * problem.n_cols)
+    if problem.size > ONE_BLOCK_UP_TO:
+        _check_clusters(problem.size)
     start.record(stream)
     source = problem.original if problem.xp is cupy else upload(problem.original)
     problem.check_entries_on(source, cupy)
@@ -201,7 +207,6 @@ def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
         events, layout, compile_ms = result.details["events"], result.details["layout"], result.details["compile_ms"]
         status, message = result.status, STATUS_MESSAGES
     else:
-        _check_clusters(m)
         result = sap_cluster.solve(values, timeout=timeout)
         cols, v = result.col_of_row, result.v
         u = values[cupy.arange(k), cols].astype(v.dtype) - v[cols]
@@ -229,7 +234,9 @@ def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
 
 
 def _check_clusters(columns: int) -> None:
-    """Refuse what the cluster kernel cannot run here: no thread-block clusters, or too many columns."""
+    """Refuse what the cluster kernel cannot run here: no thread-block clusters (SolverUnavailable),
+    or more columns than a cluster holds on this GPU (bad input for the named solver; auto never
+    sends such a problem here)."""
     from ...cuda.probe import cluster_kernel_status
     from ...errors import SolverUnavailable
 
