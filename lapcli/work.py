@@ -273,12 +273,15 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
     entries set to each problem's sentinel. The sentinel exceeds what any assignment of finite
     reduced costs can cost, so the optimum of a feasible problem never takes one."""
     finite = xp.isfinite(arr) if any_forbidden else None  # before a narrowing cast can overflow
-    values = arr.astype(target, copy=False)
+    with np.errstate(over="ignore"):  # an overflow of the cast is checked below, and refused
+        values = arr.astype(target, copy=False)
     if maximize:
         values = -values
     batch, r, k = values.shape
     if not any_forbidden:
-        if checked and values.size and not bool(xp.isfinite(values).all()):  # finite before the cast
+        # the caller checked the entries finite: only a narrowing cast can have made an infinity
+        if (checked and values.size and values.dtype.itemsize < arr.dtype.itemsize
+                and not bool(xp.isfinite(values).all())):
             raise LapInputError(f"costs overflow {target}; use --dtype float64")
         if values.dtype == np.float32:  # eps follows |c| (see the module docstring)
             return Work(xp.ascontiguousarray(values))
@@ -289,7 +292,8 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
             if square and r == k:
                 col_min = reduced.min(axis=1)
                 reduced -= col_min[:, None, :]
-        if checked and reduced.size and not bool(xp.isfinite(reduced).all()):
+        # reduced costs are >= 0 and the entries finite: an overflow shows as +inf in the maximum
+        if checked and reduced.size and not bool(xp.isfinite(reduced.max())):
             raise LapInputError("the costs' spread (a row's max − min) overflows float64, so lapcli cannot "
                                 "reduce them; scale them down")
         return Work(xp.ascontiguousarray(reduced), row_offset=row_min, col_offset=col_min)

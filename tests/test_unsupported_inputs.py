@@ -67,3 +67,5 @@ def test_float_spreads_beyond_the_float_range_are_refused_not_misread():
     with pytest.raises(ValueError, match="use --dtype float64"):
         lapcli.solve_batch(forbidden[None])
     assert lapcli.solve_batch(forbidden[None], dtype="float64").objectives[0] == pytest.approx(3e38 + 1, rel=1e-6)
+    with pytest.raises(ValueError, match="costs overflow float32"):  # finite float64, infinite once narrowed
+        lapcli.solve_batch(np.array([[[1e300, 0.0], [0.0, 1.0]]]), dtype="float32")
