@@ -57,7 +57,7 @@ def solver_available(name: str) -> tuple[bool, str]:
 
 
 def too_wide(solver: str, n: int) -> int | None:
-    """The engine's column limit when n exceeds it (cuda-sap: 2048), else None."""
+    """The engine's column limit when n exceeds it (cuda-batch: 2048), else None."""
     if solver == "auto" or solver not in registry.ENGINES:
         return None
     limit = registry.get(solver).capabilities.max_columns

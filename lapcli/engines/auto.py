@@ -8,8 +8,8 @@ strongly rectangular k × m problem (the kernel would pad it to m × m) goes to 
 ``cuda-sap`` on the rectangle as it is where its long side is above 2048 and its short one at
 least 256 (below).
 The crossovers depend on the cost range, estimated from a sample of rows (floats count as
-high-range: their step-6 counts are those of the widest integer ranges). Floats up to the search
-kernel's 2048 columns go to ``cuda-sap`` (the auction, then shortest paths): as fast as ``cuda``
+high-range: their step-6 counts are those of the widest integer ranges). Floats up to the one-block
+search's 2048 columns go to ``cuda-sap`` (the auction, then shortest paths): as fast as ``cuda``
 on U[0, 1) and 2.9–3.6× faster on squared distances, where the classical phases still need
 thousands of dual updates (H100, docs/benchmarks.md); so do integers up to n = 1024 whose range
 is wide (R ≥ 30, estimated ≥ 25) and up to 2048 whose range is wider (R ≥ 100, estimated ≥ 60:
@@ -36,7 +36,7 @@ class Crossovers:
 
     cuda_low_range: int = 256  # integers in [0, R·k) with R below high_range_at(k)
     cuda_high_range: int = 384  # R ≥ 10, and floats (H100 at 384: cuda 2.0× scipy at R = 100 and 1000, cuda-sap 1.5–1.8× on floats)
-    sap_floats_up_to: int = 2048  # floats from cuda_high_range up to here: cuda-sap (its column limit)
+    sap_floats_up_to: int = 2048  # floats from cuda_high_range up to here: cuda-sap (its one-block search)
     sap_ints_up_to: int = 1024  # integers with R ≥ sap_ints_range from cuda_high_range up to here: cuda-sap
     sap_ints_range: float = 25.0  # R = 30 and up (the estimate of R = 30 is ~29.95); H100, n = 1024, R = 100:
     # cuda-sap 5.45 ms wall, cuda 7.32; at 384, R = 30: 2.29 against 4.06 (docs/dispatch.md)
