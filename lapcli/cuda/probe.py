@@ -48,13 +48,9 @@ def cluster_kernel_status(columns: int = 0) -> tuple[bool, str]:
     available, why = search_kernel_status()
     if not available:
         return available, why
-    try:
-        arch = device_compute_capability()
-    except Exception as error:
-        return False, f"cannot read the device's compute capability ({error})".replace("\n", " ")
-    if arch < CLUSTER_KERNEL_ARCH:
-        return False, (f"the device has compute capability {arch[0]}.{arch[1]}; thread-block clusters need "
-                       f"{CLUSTER_KERNEL_ARCH[0]}.{CLUSTER_KERNEL_ARCH[1]} or newer (Hopper)")
+    _, too_old = _new_enough(CLUSTER_KERNEL_ARCH, "thread-block clusters need", "Hopper")
+    if too_old:
+        return False, too_old
     if columns:
         from .sap_cluster import device_max_columns
 
@@ -71,11 +67,20 @@ def search_kernel_status() -> tuple[bool, str]:
     available, why = cuda_status()
     if not available:
         return available, why
+    arch, too_old = _new_enough(SEARCH_KERNEL_ARCH, "the search kernel needs", "Ampere")
+    if too_old:
+        return False, too_old
+    return True, f"{why}, compute capability {arch[0]}.{arch[1]}"
+
+
+def _new_enough(required: tuple[int, int], needs: str, family: str) -> tuple[tuple[int, int] | None, str | None]:
+    """(the default device's compute capability, None) when it is ``required`` or newer, else
+    (None, why not) (``needs``: what needs it; ``family``: the first architecture that has it)."""
     try:
         arch = device_compute_capability()
     except Exception as error:
-        return False, f"cannot read the device's compute capability ({error})".replace("\n", " ")
-    if arch < SEARCH_KERNEL_ARCH:
-        return False, (f"the device has compute capability {arch[0]}.{arch[1]}; the search kernel needs "
-                       f"{SEARCH_KERNEL_ARCH[0]}.{SEARCH_KERNEL_ARCH[1]} or newer (Ampere)")
-    return True, f"{why}, compute capability {arch[0]}.{arch[1]}"
+        return None, f"cannot read the device's compute capability ({error})".replace("\n", " ")
+    if arch < required:
+        return None, (f"the device has compute capability {arch[0]}.{arch[1]}; {needs} "
+                      f"{required[0]}.{required[1]} or newer ({family})")
+    return arch, None

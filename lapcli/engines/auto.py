@@ -97,13 +97,19 @@ def looks_like_squared_distances(problem) -> bool:
     return bool(singular[2] > zero and singular[CROSSOVERS.distance_rank] <= zero)
 
 
+def long_rectangle(small: int, large: int) -> bool:
+    """A k × m shape (short side ``small``, long side ``large``) that cuda-sap solves as it is,
+    where a cluster holds its columns (Crossovers.rectangular_ratio)."""
+    return (large > CROSSOVERS.sap_floats_up_to and small >= CROSSOVERS.cuda_low_range
+            and large >= CROSSOVERS.rectangular_ratio * small)
+
+
 def may_choose_gpu(n_rows: int, n_cols: int) -> bool:
     """Whether ``auto`` may give an n_rows × n_cols matrix to a CUDA engine, by its shape alone: the
     hint the ``lap`` entry point reads (before NumPy is imported) to start the driver early."""
     small, large = sorted((n_rows, n_cols))
-    if (large > CROSSOVERS.sap_floats_up_to and small >= CROSSOVERS.cuda_low_range
-            and large >= CROSSOVERS.rectangular_ratio * small):
-        return True  # a long rectangle: cuda-sap as it is, where clusters exist
+    if long_rectangle(small, large):
+        return True  # cuda-sap as it is, where clusters exist
     return not (large > CROSSOVERS.wide_ratio * max(small, 1) or large < CROSSOVERS.cuda_low_range)
 
 
@@ -221,8 +227,7 @@ def fastest_for_matrix(problem) -> tuple[str, str]:
                             "where it beat scipy on the CPU")
         return "scipy", f"auto: {why}; scipy (native k×m; faster than the NumPy twin everywhere measured)"
     small, large = sorted((problem.n_rows, problem.n_cols))
-    if (large > CROSSOVERS.sap_floats_up_to and small >= CROSSOVERS.cuda_low_range
-            and large >= CROSSOVERS.rectangular_ratio * small and cluster_kernel_status(large)[0]):
+    if long_rectangle(small, large) and cluster_kernel_status(large)[0]:
         return "cuda-sap", (f"auto: {problem.n_rows}×{problem.n_cols}: shortest paths on the rectangle as it is "
                             "(no padding) are fastest there")
     if large > CROSSOVERS.wide_ratio * max(small, 1):
