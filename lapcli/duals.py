@@ -45,11 +45,17 @@ class TooCostly(Exception):
     """The recovery went past its budget (it is then skipped, not failed)."""
 
 
-def recover(cost: np.ndarray, col_of_row: np.ndarray, budget_passes: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def recover(cost: np.ndarray, col_of_row: np.ndarray, budget_passes: float | None = None,
+            tolerance: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(u, v) for the assignment ``col_of_row`` of the k × m host work matrix ``cost`` (k ≤ m),
     int64 for integers and float64 otherwise. Raises ValueError when the assignment is not optimal
     (a negative cycle), TooCostly once it has relaxed more than ``budget_passes`` passes' worth of
-    columns (a count, not a time: the same input is certified or not on every machine)."""
+    columns (a count, not a time: the same input is certified or not on every machine).
+
+    ``tolerance``: the certificate's zero of a float work matrix (lapcli.work.float_eps). A column
+    falls only by more than half of it: float costs of exactly tied assignments (1-D points'
+    |x − y|, where many pairings cost the same) leave cycles of a few ulps below zero, which
+    would fall for ever; the duals then meet each constraint within half the tolerance."""
     exact = cost.dtype.kind in "biu"
     dual = np.int64 if exact else np.float64
     c = cost.astype(dual, copy=False)
@@ -66,11 +72,12 @@ def recover(cost: np.ndarray, col_of_row: np.ndarray, budget_passes: float | Non
         distance = np.zeros(m, dtype=dual)
         best = c.min(axis=1)
     by_column = None
+    slack = dual(0) if exact else dual(tolerance / 2)
     relaxed = 0  # columns relaxed so far
     full_rounds = nearer_rounds = 0
     while True:
         candidate = best - assigned
-        fell = np.flatnonzero(candidate < distance[col_of_row])
+        fell = np.flatnonzero(candidate < distance[col_of_row] - slack)
         if not fell.size:
             v = -distance
             return assigned - v[col_of_row], v
@@ -115,7 +122,7 @@ def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, bu
         col_of_row[rows] = cols
     began = time.perf_counter()
     try:
-        u, v = recover(values, col_of_row, budget_passes)
+        u, v = recover(values, col_of_row, budget_passes, work.eps(0))
     except TooCostly:
         return None, (f"recovering {engine}'s duals would cost more than {budget_passes:g} passes over the "
                       "matrix, about its solve; certify=True forces it")
@@ -164,7 +171,7 @@ def certified_stack(problem, col_ind: np.ndarray, engine: str, budget_passes: fl
     proofs = []
     for b in range(batch):
         try:
-            u, v = recover(work.values[b], col_of_row[b], None if force else budget_passes)
+            u, v = recover(work.values[b], col_of_row[b], None if force else budget_passes, work.eps(b))
         except TooCostly:
             return not_certified(f"recovering {engine}'s duals for problem {b} would cost more than "
                                  f"{budget_passes:g} passes over it, about its solve; certify=True forces it")
