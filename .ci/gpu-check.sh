@@ -8,8 +8,10 @@
 # benchmarks/compare_trees.py.
 # Environment: FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
 # BATCH_SOLVERS (the batch suite's runners; default cuda-batch, torch-la, both columns each),
-# SKIP (space-separated parts to skip: tests sanitizer crossover structured ranges hylac batch big solve startup
-# cold fuzz).
+# SKIP (space-separated parts to skip: tests sanitizer crossover structured points ranges hylac batch big solve
+# startup cold fuzz).
+# points: lap bench --suite points up to POINTS_SIZES (default 2048,4096,8192), costs from the
+# coordinates beside the dense matrix.
 # ranges: the suite at n = 1024 and 2048 beside scipy and lapx (~2 minutes on an H100; lapx from .whl/).
 # Peers travel as wheels (.whl, see the device notes): with torch-linear-assignment on PYTHONPATH
 # the batch part runs it beside lapcli's batch engine.
@@ -66,6 +68,9 @@ lapcli.solve(rng.random((90, 60)), solver="cuda-sap", maximize=True)
 cuda_sap.ONE_BLOCK_UP_TO = 2048
 import cupy
 lapcli.match(cupy.asarray(rng.random((6, 50, 60))), [10, 0, 15, 5, 20, 10])
+for (n, m), metric in (((37, 37), "sqeuclidean"), ((300, 300), "cosine"), ((40, 700), "minkowski"),
+                       ((700, 40), "cityblock")):  # point sets: the implicit costs, the passes, the cluster kernel
+    lapcli.solve_points(rng.random((n, 3)), rng.random((m, 3)), metric, solver="cuda-sap", maximize=n > m)
 print("sanitized solves done")
 PY
   for tool in memcheck racecheck synccheck; do
@@ -81,6 +86,10 @@ if ! skip crossover; then  # auto within 10% of the fastest of scipy, cuda and c
       "$2" "$3" --solvers scipy,cuda,cuda-sap,auto --baseline scipy --repeat "${BENCH_REPEAT:-5}" --warmup 1 \
       --json "$out/crossover-$1-$3.json" 2>&1 | tee -a "$out/crossover.txt" || status=1
   done
+fi
+if ! skip points; then  # point sets: implicit costs beside the dense matrix, every answer certified
+  lap bench --suite points --sizes "${POINTS_SIZES:-2048,4096,8192}" --solvers cuda-sap,dense,auto --repeat 3 \
+    --warmup 1 --json "$out/points.json" 2>&1 | tee "$out/points.txt" || status=1
 fi
 if ! skip structured; then  # distances, U[0, 1) floats and R = 1000 integers at 2048 and 4096: cuda, cuda-sap, auto
   lap bench --suite structured --sizes 2048,4096 --solvers cuda,cuda-sap,auto --baseline cuda --repeat 1 --warmup 1 \

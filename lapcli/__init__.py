@@ -21,6 +21,7 @@ _EXPORTS = {
     "SolverError": "errors",
     "SolverUnavailable": "errors",
     "solve": "pipeline",
+    "solve_points": "pipeline",
     "Solution": "results",
     "SolveReport": "results",
 }

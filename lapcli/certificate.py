@@ -170,14 +170,25 @@ def certify(cost, col_of_row, u, v, tolerance: float, engine: str, row_min_slack
     if max_assigned is None:
         assigned = cost[xp.arange(k), col].astype(dual_dtype) - u - v[col]
         max_assigned = xp.abs(assigned).max() if k else xp.zeros((), dual_dtype)
+    where = "device" if on_device or row_min_slack is not None else "host"
+    return judged(min_slack, max_assigned, v, col, m, tolerance, engine, start, where)
+
+
+def judged(min_slack, max_assigned, v, col, m: int, tolerance: float, engine: str, start: float,
+           where: str) -> Certificate:
+    """The verdict on slacks already read (any source of costs: a matrix, or point sets whose
+    costs the read pass computed): ``min_slack`` over all pairs, ``max_assigned`` over the
+    assigned ones (0-d arrays or numbers), ``v`` and ``col`` (k,) for a rectangular problem's
+    column conditions. Raises SolverError naming what failed."""
+    xp = np if isinstance(v, np.ndarray) else __import__("cupy")
+    k = len(col)
     free_ok = True
     if m > k:  # rectangular: free columns keep v = 0, taken ones v ≤ 0
         taken = xp.zeros(m, dtype=bool)
         taken[col] = True
         free_ok = bool((v <= tolerance).all()) and bool((xp.abs(v[~taken]) <= tolerance).all())
-    min_slack, max_assigned = _plain(min_slack.item()), _plain(max_assigned.item())
+    min_slack, max_assigned = (_plain(x.item() if hasattr(x, "item") else x) for x in (min_slack, max_assigned))
     ms = (time.perf_counter() - start) * 1e3
-    where = "device" if on_device or row_min_slack is not None else "host"
     certificate = Certificate(True, min_slack, max_assigned, tolerance, ms, where)
     # negated comparisons: a NaN slack (NaN duals) fails too
     if not min_slack >= -tolerance or not max_assigned <= tolerance or not free_ok:

@@ -26,6 +26,9 @@ KINDS = ("uniform", "float", "geometric", "geometric-int", "sanity")
 FLOAT_KINDS = ("float", "geometric", "sanity")  # values in [0, 2]: an integer dtype would truncate them
 RANGELESS_KINDS = (*FLOAT_KINDS, "geometric-int")  # kinds whose values do not depend on R
 GENERATED_DTYPES = ("int32", "int64", "float32", "float64")
+POINT_KINDS = ("uniform", "clustered")  # lap generate --points: U[0, 1)^d, or a Gaussian mixture
+CLUSTERS, CLUSTER_SPREAD = 16, 0.03  # clustered: centres U[0, 1)^d, each point N(centre, spread²)
+CLUSTER_CENTRES_SEED = 0  # every seed draws from the same mixture: two seeds are two samples of it
 CHUNK_ROWS = 1024
 GEOMETRIC_INT_SCALE = 500_000  # geometric-int: squared distances in the unit square (≤ 2) to [0, 10⁶]
 
@@ -235,3 +238,22 @@ def generate_ragged(batch: int, n: int, m: int | None = None, *, range_factor: f
         shapes[:, 1] = shapes[:, 0]
     return [generate(int(rows), int(cols), range_factor=range_factor, seed=problem_seed(seed, b), kind=kind, dtype=dtype)
             for b, (rows, cols) in enumerate(shapes)]
+
+
+def generate_points(n: int, d: int = 2, *, kind: str = "uniform", seed: int = 0, dtype: str = "float64") -> np.ndarray:
+    """An (n, d) point set, reproducible from ``seed``: ``uniform`` in [0, 1)^d, or ``clustered``,
+    a mixture of CLUSTERS Gaussians (standard deviation CLUSTER_SPREAD, equal weights) as tracked
+    particles or image features bunch. The mixture's centres are the same for every seed (drawn
+    from CLUSTER_CENTRES_SEED), so two seeds give two samples of one scene, as two frames do."""
+    if kind not in POINT_KINDS:
+        raise LapInputError(f"unknown point kind {kind!r}; choose one of {', '.join(POINT_KINDS)}")
+    if dtype not in ("float32", "float64"):
+        raise LapInputError(f"points are float32 or float64, not {dtype}")
+    if n < 1 or d < 1:
+        raise LapInputError("n and d must be at least 1")
+    rng = np.random.default_rng(seed)
+    if kind == "uniform":
+        return rng.random((n, d)).astype(dtype, copy=False)
+    centres = np.random.default_rng([CLUSTER_CENTRES_SEED, d]).random((CLUSTERS, d))
+    members = rng.integers(0, CLUSTERS, size=n)
+    return (centres[members] + rng.normal(0.0, CLUSTER_SPREAD, size=(n, d))).astype(dtype, copy=False)

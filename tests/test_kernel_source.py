@@ -271,22 +271,38 @@ def test_the_ragged_kernels_compile_as_their_launcher_names_them(tmp_path):
         if "bytes spill stores" in line)
 
 
+def compile_program(program, tmp_path, name: str, entries: int):
+    """nvcc -Xptxas -v on a runtime Program with every kernel instantiated: it must build, have
+    ``entries`` kernels and spill nothing. Returns the source path."""
+    uses = "".join(f"    (void)&{expression};\n" for _, expression, _ in program.kernels)
+    source = tmp_path / f"{name}.cu"
+    source.write_text(program.source + f"\nvoid lapcli_instantiate() {{\n{uses}}}\n")
+    result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-Xptxas", "-v", *program.defines, "-o",
+                             str(tmp_path / f"{name}.cubin"), str(source)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.count("Compiling entry function") == len(program.kernels) == entries
+    assert all(line.split("bytes spill stores")[0].split()[-1] == "0" for line in result.stderr.splitlines()
+               if "bytes spill stores" in line)
+    return source
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 def test_the_cluster_search_kernels_compile_without_spilling(tmp_path):
     """kernels/sap.cu as lapcli.cuda.sap_cluster compiles it (its defines, every dtype's name
     expression) builds for sm_90 with clusters and no spills; without the defines it refuses."""
     from lapcli.cuda import sap_cluster
 
-    program = sap_cluster.program()
-    uses = "".join(f"    (void)&{expression};\n" for _, expression, _ in program.kernels)
-    (tmp_path / "sap.cu").write_text(program.source + f"\nvoid lapcli_instantiate() {{\n{uses}}}\n")
-    result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-Xptxas", "-v", *program.defines, "-o",
-                             str(tmp_path / "sap.cubin"), str(tmp_path / "sap.cu")],
-                            capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stderr.count("Compiling entry function") == len(program.kernels) == 4
-    assert all(line.split("bytes spill stores")[0].split()[-1] == "0" for line in result.stderr.splitlines()
-               if "bytes spill stores" in line)
+    source = compile_program(sap_cluster.program(), tmp_path, "sap", 4)
     bare = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "bare.cubin"),
-                           str(tmp_path / "sap.cu")], capture_output=True, text=True, check=False)
+                           str(source)], capture_output=True, text=True, check=False)
     assert bare.returncode != 0 and "kernel_defines" in bare.stderr
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("metric, dim", [("sqeuclidean", 2), ("cosine", 3), ("minkowski", 16), ("chebyshev", 32)])
+def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
+    """The search and both streamed passes on a Points source (lapcli.cuda.points.program) build
+    for sm_90 with no spills, up to the largest dimension taken."""
+    from lapcli.cuda import points
+
+    compile_program(points.program(metric, dim), tmp_path, "points", 3)

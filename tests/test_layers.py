@@ -34,7 +34,7 @@ EXACT_RANKS = {
 }
 PREFIX_RANKS = {
     "lapcli.errors": 0, "lapcli.arrays": 0, "lapcli.steps": 0,
-    "lapcli.work": 1, "lapcli.problem": 1, "lapcli.generate": 1, "lapcli.io": 1,
+    "lapcli.work": 1, "lapcli.problem": 1, "lapcli.points": 1, "lapcli.generate": 1, "lapcli.io": 1,
     "lapcli.cuda": 2,
     "lapcli.certificate": 2, "lapcli.duals": 2,  # the certificate's device pass launches through lapcli.cuda.runtime
     "lapcli.engines.base": 3, "lapcli.engines.cpu": 3, "lapcli.engines.cuda": 3, "lapcli.twins": 3,

@@ -62,13 +62,15 @@ def range_problem(r: float) -> str | None:
 
 
 @click.command(cls=OneLineCommand)
-@click.option("--suite", type=click.Choice(sorted(SUITES) + ["batch", "matcher"]),
+@click.option("--suite", type=click.Choice(sorted(SUITES) + ["batch", "matcher", "points"]),
               help="Preset sizes × ranges (papers: Kawtikwar et al. Tables IV–X); ranges: every cost range at n = 1024-8192, "
                    "n = 1024 … 8192 × int32 [0, R·n) for R = 0.1 … 1000, float32 and float64 U[0, 1) and "
                    "geometric, kinds and dtypes fixed; structured: n = 2048 … 32768, squared 2-D distances as "
                    "int32 (geometric-int) and float64 beside U[0, 1) floats and R = 1000 integers; batch: eight stacks, B×n = 10000×16 … 64×1024, "
                    "through every batch runner; matcher: DETR's matcher, six B×Q×K ragged blocks on the GPU, "
-                   "lapcli's three ragged forms beside the scipy loop and torch-linear-assignment.")
+                   "lapcli's three ragged forms beside the scipy loop and torch-linear-assignment; points: two 2-D "
+                   "point sets, n = 2048 … 32768 (--sizes to choose), costs from the coordinates beside the "
+                   "dense matrix and scipy.")
 @click.option("--sizes", callback=csv_list(int, size_problem),
               help="Comma-separated n, e.g. 256,1024; with --suite, only its cells of those n.")
 @click.option("--ranges", callback=csv_list(float, range_problem), help="Comma-separated R (costs in [0, R·n)).")
@@ -100,6 +102,15 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     from ..io.write import check_output_path
 
     console = stderr_console(quiet)
+    if suite == "points":
+        from click.core import ParameterSource
+
+        given = {name for name in ("ranges", "dtypes", "kind", "timeout", "baseline", "csv_path", "plot_path", "scale")
+                 if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)}
+        if given:
+            flags = ", ".join("--" + name.removesuffix("_path").replace("_", "-") for name in sorted(given))
+            raise InputError(f"--suite points has its own cells and outputs; drop {flags}")
+        return points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet)
     if suite in ("batch", "matcher"):
         from click.core import ParameterSource
 
@@ -287,6 +298,56 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
         write_batch_json(json_path, settings, results, env, skipped)
     if failure:
         raise FailedError(f"objectives disagree: {failure}")
+
+
+def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet) -> None:
+    """``lap bench --suite points`` (lapcli.bench.points): every runner on each cell, one table."""
+    import json as json_module
+
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from ..bench import points as bench_points
+    from ..bench.batch import batch_environment
+    from ..io.write import check_output_path, write_bytes
+
+    runners = bench_points.point_runners()
+    chosen = tuple(runners) if solvers == ("auto",) else solvers
+    for name in chosen:
+        if name not in runners:
+            raise InputError(f"unknown points runner {name!r}; choose from {', '.join(runners)}")
+    cells = bench_points.POINT_CELLS
+    if sizes:
+        missing = sorted(set(sizes) - {n for n, _, _ in cells})
+        if missing:
+            raise InputError(f"--suite points has no cells of n = {', '.join(map(str, missing))}")
+        cells = tuple(cell for cell in cells if cell[0] in sizes)
+    if json_path:
+        run_library_call(check_output_path, json_path, (".json",), "output")
+    with Progress(console=None if quiet else console, transient=True, disable=quiet) as bar:
+        task = bar.add_task("benchmarking", total=len(cells) * len(chosen))
+        results = bench_points.run_points_bench(
+            cells, runners, chosen, repeat=repeat, warmup=warmup, seed=seed,
+            on_progress=lambda text: bar.update(task, advance=1, description=text))
+    env = batch_environment()
+    table = Table(title=f"median ms, host arrays in, certified answer out, on {env.get('device')}",
+                  title_justify="left")
+    for column in ("n", "kind", "metric", *chosen):
+        table.add_column(column, justify="right")
+    for n, kind, metric in cells:
+        row = [str(n), kind, metric]
+        for name in chosen:
+            timing = next(t for t in results if (t.n, t.kind, t.metric, t.runner) == (n, kind, metric, name))
+            row.append(f"{timing.median_ms:.1f}" if timing.status == "ok" else timing.status)
+        table.add_row(*row)
+    console.print(table)
+    if json_path:
+        record = {"suite": "points", "environment": env, "seed": seed,
+                  "results": [vars(t) | {"median_ms": t.median_ms} for t in results]}
+        run_library_call(write_bytes, json_path, (json_module.dumps(record, indent=2) + "\n").encode())
+    failures = [f"{t.runner} n={t.n} {t.kind} {t.metric}: {t.message}" for t in results if t.status in ("mismatch", "error")]
+    if failures:
+        raise FailedError("; ".join(failures))
 
 
 def suite_sizes(groups, sizes, suite: str):

@@ -36,7 +36,8 @@ import threading
 GPU_SOLVERS = ("auto", "cuda", "cuda-stepwise", "cuda-batch")
 # `lap solve`'s options that take a value (a test checks this against the command's own list)
 SOLVE_OPTIONS_WITH_VALUES = frozenset({"--solver", "--dtype", "--dataset", "-o", "--output", "--report", "--duals",
-                                       "--cost-limit", "--device", "--timeout", "--scheduler"})
+                                       "--cost-limit", "--device", "--timeout", "--scheduler", "--points", "--metric",
+                                       "--p"})
 _NPY_MAGIC = b"\x93NUMPY"
 _SHAPE = re.compile(rb"'shape':\s*\(([\d,\s]*)\)")
 
@@ -83,8 +84,8 @@ def likely_on_gpu(argv: list[str]) -> int | None:
     Only ``lap solve`` of one .npy input whose header shows a stack, or a matrix that ``auto``
     gives to the kernel by its shape alone (engines/auto.py), with a solver that may use CUDA,
     in this process (not on Dask workers)."""
-    if not argv or argv[0] != "solve" or any(a in ("-h", "--help", "--dask") for a in argv):
-        return None  # (with Dask the workers solve, each on its own device)
+    if not argv or argv[0] != "solve" or any(a in ("-h", "--help", "--dask", "--points") for a in argv):
+        return None  # (with Dask the workers solve, each on its own device; point sets are not guessed)
     if option_value(argv, "--scheduler") is not None:
         return None
     solver = option_value(argv, "--solver") or "auto"

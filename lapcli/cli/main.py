@@ -19,6 +19,7 @@ from ..engines.registry import solver_choices
 from ..generate import (
     GENERATED_DTYPES,
     KINDS,
+    POINT_KINDS,
     check_options,
     generate_blocks,
     generate_stack_blocks,
@@ -32,17 +33,22 @@ from ..io.write import (
     duals_bytes,
     stack_assignment_bytes,
     write_bytes,
-    write_matrix_blocks,
 )
+from ..points import METRICS
 from ..problem import WORK_DTYPES
+from . import on_dask
 from .bench import bench_command
 from .support import (
     FailedError,
     FiniteFloatRange,
     InputError,
     OneLineGroup,
+    announce_input,
+    check_rank_options,
+    emit_report,
     run_library_call,
     stderr_console,
+    write_unless_pipe_closed,
 )
 
 
@@ -64,13 +70,25 @@ def cli():
               help="R: integers uniform in [0, max(1, round(R·n))).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed (default: random, printed to stderr).")
 @click.option("--dtype", type=click.Choice(GENERATED_DTYPES), help="Default: int32 if the values fit, else int64; float64 for float kinds.")
-@click.option("--kind", type=click.Choice(KINDS), default="uniform", show_default=True)
+@click.option("--kind", type=click.Choice(sorted({*KINDS, *POINT_KINDS}, key=[*KINDS, *POINT_KINDS].index)),
+              default="uniform", show_default=True, help=f"With --points: {' or '.join(POINT_KINDS)}.")
+@click.option("--points", "points", is_flag=True,
+              help="Write n points of --d coordinates (one row each; a second set needs another --seed) "
+                   "for 'lap solve --points'.")
+@click.option("--d", "dim", type=click.IntRange(min=1), default=2, show_default=True, help="With --points: coordinates a point.")
 @click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5) or '-' for NPY on stdout (the default when it is not a terminal).")
 @click.option("--dataset", default="costs", show_default=True, help="HDF5 dataset name.")
 @click.option("--quiet", "-q", is_flag=True, help="No messages on stderr.")
-def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, output, dataset, quiet):
-    """Write a reproducible random cost matrix (or, with --batch, a stack of them)."""
+def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, points, dim, output, dataset, quiet):
+    """Write a reproducible random cost matrix (or, with --batch, a stack of them; with --points, a
+    point set)."""
     console = stderr_console(quiet)
+    if points:
+        from .points import generate_point_set
+
+        return generate_point_set(console, n, m, batch, dim, kind, seed, dtype, output, dataset)
+    if kind not in KINDS:
+        raise InputError(f"--kind {kind} makes point sets: add --points")
     if ragged:
         return generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind, output, dataset)
     if output == "-":
@@ -122,19 +140,14 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
     console.print(f"wrote {output} ({batch} problems up to {n}×{m or n} {arrays[0].dtype}, seed {seed})")
 
 
-def write_unless_pipe_closed(*args) -> bool:
-    """:func:`write_matrix_blocks`; True if the reader of stdout went away meanwhile (``| head``),
-    which run_library_call would otherwise report as a bug."""
-    try:
-        write_matrix_blocks(*args)
-    except BrokenPipeError:
-        return True
-    return False
-
-
 # ----------------------------------------------------------------------------- solve
 @cli.command("solve")
-@click.argument("input_specs", metavar="INPUT...", nargs=-1, required=True)
+@click.argument("input_specs", metavar="INPUT...", nargs=-1)
+@click.option("--points", "point_specs", nargs=2, metavar="A B",
+              help="Match two point sets instead (files of one point a row: .npy, .csv, .h5); the costs are "
+                   "--metric distances, computed on the GPU where it can (no matrix).")
+@click.option("--metric", type=click.Choice(METRICS), help="With --points: scipy cdist's metric (default sqeuclidean).")
+@click.option("--p", "minkowski_p", type=FiniteFloatRange(min=1), help="With --points --metric minkowski: the exponent.")
 @click.option("--solver", type=click.Choice(solver_choices(batch=None)), default="auto", show_default=True,
               help="Engine ('lap info' lists them and says which can run here); a stack takes auto or a batch engine.")
 @click.option("--maximize", is_flag=True, help="Maximise the total instead of minimising it.")
@@ -161,8 +174,9 @@ def write_unless_pipe_closed(*args) -> bool:
               help="Spread the INPUTs over a local Dask cluster (default with several INPUTs when several GPUs are visible).")
 @click.option("--scheduler", metavar="ADDRESS", help="Spread the INPUTs over the Dask cluster of this scheduler.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
-def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_col, output, report_path, json_stdout,
-                  duals_path, certify, cost_limit, device, timeout, use_dask, scheduler, quiet):
+def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximize, dtype, dataset, header, index_col,
+                  output, report_path, json_stdout, duals_path, certify, cost_limit, device, timeout, use_dask,
+                  scheduler, quiet):
     """Solve the assignment problem for each INPUT in order (.npy, .npz, .csv/.tsv/.txt, .h5/.hdf5, or -
     for stdin).
 
@@ -170,7 +184,15 @@ def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_c
     batch; so are an NPZ of several matrices and an HDF5 group of 2-D datasets (--dataset GROUP), whose
     shapes may differ (one launch on a GPU; -o .npz, .csv or .json). Every INPUT is checked before the first is solved. With --dask or --scheduler each INPUT is
     one Dask task: an INPUT that fails is reported on stderr and the others are still solved.
+
+    With --points A B (no INPUT) the problem is the matching of two point sets.
     """
+    if point_specs or not input_specs or metric is not None or minkowski_p is not None:
+        from .points import solve_point_sets
+
+        return solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maximize, dtype, dataset, header,
+                                index_col, output, report_path, json_stdout, duals_path, certify, cost_limit, device,
+                                timeout, use_dask, scheduler, quiet)
     several = len(input_specs) > 1
     if output == "-" and json_stdout:
         raise InputError("-o - and --json both write to stdout; send one of them to a file")
@@ -196,14 +218,14 @@ def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_c
         check_rank_options(spec, rank, solver, duals_path, cost_limit)
     console = stderr_console(quiet)
     read_options = dict(dataset=dataset, header=header, index_col=index_col)
-    if use_dask or scheduler is not None or (several and device is None and dask_by_default()):
+    if use_dask or scheduler is not None or (several and device is None and on_dask.dask_by_default()):
         for flag, value in (("-o", output), ("--duals", duals_path), ("--device", device)):
             if value is not None:
                 raise InputError(f"{flag} does not go with Dask (--dask, --scheduler, or several GPUs): "
                                  "each worker solves on its own device and prints its report")
         from ..scale import solve_inputs
 
-        solve_on_dask(solve_inputs, input_specs, read_options, dict(solver=solver, maximize=maximize, dtype=dtype,
+        on_dask.solve_on_dask(solve_inputs, input_specs, read_options, dict(solver=solver, maximize=maximize, dtype=dtype,
                       timeout=timeout, cost_limit=cost_limit), scheduler, several, console, report_path, json_stdout)
         return
     for spec in input_specs:
@@ -219,96 +241,6 @@ def solve_command(input_specs, solver, maximize, dtype, dataset, header, index_c
             report = solve_matrix(cost, options, cost_limit, output,
                                   duals_path, console)
         emit_report(spec, report, source.notes, several, report_path, json_stdout)
-
-
-def announce_input(spec, notes, several, console) -> None:
-    """On stderr, ahead of an input's summary: its name (several inputs) and the reader's notes."""
-    if several:
-        from rich.markup import escape
-
-        console.print(f"[bold]{escape(spec)}[/]", markup=True, highlight=False)
-    for note in notes:
-        console.print(note, markup=False, emoji=False, soft_wrap=True)
-
-
-def emit_report(spec, report, notes, several, report_path, json_stdout) -> None:
-    """The JSON report of one input: to --report and/or stdout (one compact line each when several)."""
-    report.notes.extend(notes)
-    payload = {"input": spec} | report.to_dict()
-    report_json = (json.dumps(payload) if several else json.dumps(payload, indent=2)) + "\n"
-    if report_path is not None:
-        run_library_call(write_bytes, report_path, report_json.encode())
-    if json_stdout:
-        write_bytes("-", report_json.encode())
-
-
-def dask_by_default() -> bool:
-    """Several inputs go to Dask by themselves only where it pays: more than one GPU, Dask installed."""
-    from ..scale import dask_available, visible_gpus
-
-    return visible_gpus() > 1 and dask_available()
-
-
-def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, several, console, report_path,
-                  json_stdout) -> None:
-    """Each input one Dask task (stdin is read here); the output as the in-process path gives it, in
-    input order. A failed input prints its one-line error and sets the exit code (2: bad input, 1:
-    infeasible or solver failure); the others still give their output."""
-    from ..report import render_batch_summary, render_summary
-    from ..scale import Solved
-
-    items, local_notes = [], {}
-    for index, spec in enumerate(input_specs):
-        if spec == "-":
-            cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
-            check_rank_options(spec, cost.ndim, options["solver"], None, options["cost_limit"])
-            items.append(cost)
-            local_notes[index] = source.notes
-        else:
-            items.append(spec)
-    call = dict(scheduler=scheduler, read_options=read_options, **options)
-    if console.is_terminal and not console.quiet:
-        from rich.progress import Progress
-
-        with Progress(console=console, transient=True) as bar:
-            task = bar.add_task("solving", total=len(items))
-            results = run_library_call(solve_inputs, items, **call,
-                                       progress=lambda done, total: bar.update(task, completed=done))
-    else:
-        results = run_library_call(solve_inputs, items, **call)
-    code = 0
-    for spec, result in zip(input_specs, results):
-        if not isinstance(result, Solved):
-            click.echo(f"Error: {spec}: {result.message}", err=True)
-            code = max(code, 2 if result.bad_input else 1)
-            continue
-        notes = local_notes.get(result.index, []) + result.source_notes
-        announce_input(spec, notes, several, console)
-        report = result.solution.report
-        (render_summary if report.batch is None else render_batch_summary)(report, console)
-        emit_report(spec, report, notes, several, report_path, json_stdout)
-    if code:
-        raise click.exceptions.Exit(code)
-
-
-def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cost_limit) -> None:
-    """Refuse what a matrix or a stack cannot take, before work; ``rank`` None: not known yet (stdin)."""
-    name = "stdin" if spec == "-" else spec
-    if rank is None:
-        return
-    if rank == 3:
-        for flag, value in (("--duals", duals_path), ("--cost-limit", cost_limit)):
-            if value is not None:
-                raise InputError(f"{flag} is not supported for stacks: {name} is 3-D (a stack of matrices)")
-        if solver not in solver_choices(batch=True):
-            raise InputError(f"solver {solver!r} solves one problem at a time; {name} is a stack (3-D): "
-                             f"use {', '.join(solver_choices(batch=True))}")
-    elif rank == 2:
-        if solver != "auto" and solver in solver_choices(batch=True):
-            raise InputError(f"solver {solver!r} solves stacks; {name} is one matrix (2-D): "
-                             f"use {', '.join(solver_choices(batch=False))}")
-    else:
-        raise InputError(f"{name} is {rank}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
 
 
 def solve_matrix(cost, options, cost_limit, output, duals_path, console):

@@ -6,8 +6,11 @@ from __future__ import annotations
 import math
 import os
 
+import json
+
 import click
 
+from ..engines.registry import solver_choices
 from ..errors import (
     InfeasibleError,
     LapInputError,
@@ -15,6 +18,7 @@ from ..errors import (
     SolverError,
     SolverUnavailable,
 )
+from ..io.write import write_bytes, write_matrix_blocks
 
 
 class InputError(click.ClickException):
@@ -113,3 +117,54 @@ class OneLineCommand(OneLineUsage, click.Command):
 
 class OneLineGroup(OneLineUsage, click.Group):
     command_class = OneLineCommand
+
+
+def write_unless_pipe_closed(*args) -> bool:
+    """:func:`write_matrix_blocks`; True if the reader of stdout went away meanwhile (``| head``),
+    which run_library_call would otherwise report as a bug."""
+    try:
+        write_matrix_blocks(*args)
+    except BrokenPipeError:
+        return True
+    return False
+
+
+def announce_input(spec, notes, several, console) -> None:
+    """On stderr, ahead of an input's summary: its name (several inputs) and the reader's notes."""
+    if several:
+        from rich.markup import escape
+
+        console.print(f"[bold]{escape(spec)}[/]", markup=True, highlight=False)
+    for note in notes:
+        console.print(note, markup=False, emoji=False, soft_wrap=True)
+
+
+def emit_report(spec, report, notes, several, report_path, json_stdout) -> None:
+    """The JSON report of one input: to --report and/or stdout (one compact line each when several)."""
+    report.notes.extend(notes)
+    payload = {"input": spec} | report.to_dict()
+    report_json = (json.dumps(payload) if several else json.dumps(payload, indent=2)) + "\n"
+    if report_path is not None:
+        run_library_call(write_bytes, report_path, report_json.encode())
+    if json_stdout:
+        write_bytes("-", report_json.encode())
+
+
+def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cost_limit) -> None:
+    """Refuse what a matrix or a stack cannot take, before work; ``rank`` None: not known yet (stdin)."""
+    name = "stdin" if spec == "-" else spec
+    if rank is None:
+        return
+    if rank == 3:
+        for flag, value in (("--duals", duals_path), ("--cost-limit", cost_limit)):
+            if value is not None:
+                raise InputError(f"{flag} is not supported for stacks: {name} is 3-D (a stack of matrices)")
+        if solver not in solver_choices(batch=True):
+            raise InputError(f"solver {solver!r} solves one problem at a time; {name} is a stack (3-D): "
+                             f"use {', '.join(solver_choices(batch=True))}")
+    elif rank == 2:
+        if solver != "auto" and solver in solver_choices(batch=True):
+            raise InputError(f"solver {solver!r} solves stacks; {name} is one matrix (2-D): "
+                             f"use {', '.join(solver_choices(batch=False))}")
+    else:
+        raise InputError(f"{name} is {rank}-D: expected a matrix (2-D) or a stack of matrices (3-D)")

@@ -1,6 +1,8 @@
 """The launcher of kernels/sap.cu: one k × m problem (k ≤ m, minimise) by shortest augmenting paths,
 each Dijkstra search spread over one thread-block cluster, for any m whose column state fits the
-cluster's shared memory (:func:`max_columns`: 55,296 columns on an H100 or H200).
+cluster's shared memory (:func:`max_columns`: 55,296 columns on an H100 or H200). The costs come
+from a source of kernels/costs.cuh: a dense work matrix (:func:`solve`) or two point sets whose
+costs are computed as they are read (lapcli.cuda.points, :func:`launch`).
 
 Why a cluster: a search step is a scan of one row and an argmin over all columns. In one block
 (kernels/batch_lap.cu, the searches of engine ``cuda-sap`` up to 2048 columns) the row is read by
@@ -50,20 +52,26 @@ def static_shared(threads: int = THREADS, cluster: int = CLUSTER) -> int:
 
 
 STATS = ("status", "searches", "steps", "ns")
-SIGNATURE = "pqiippqp"  # cost, stride, k, m, v, col4row, timeout_ns, stats
+# the cost source (first, second, stride, p, sign: kernels/costs.cuh), k, m, v, col4row, timeout_ns, stats
+SIGNATURE = "ppqddiippqp"
 
 
 def kernel_defines(threads: int = THREADS, cluster: int = CLUSTER) -> tuple[str, ...]:
     return (f"-DCLUSTER={cluster}", f"-DTHREADS={threads}", *(f"-D{name}={code}" for name, code in STATUSES.items()))
 
 
+def kernel_text(name: str) -> str:
+    return resources.files("lapcli").joinpath(f"kernels/{name}").read_text()
+
+
 def kernel_source() -> str:
-    return resources.files("lapcli").joinpath("kernels/sap.cu").read_text()
+    """kernels/sap.cu behind the cost sources it is templated on."""
+    return kernel_text("costs.cuh") + "\n" + kernel_text("sap.cu")
 
 
 def kernel_name(dtype: str) -> str:
     cost_type, dual_type, _ = KERNEL_TYPES[dtype]
-    return f"sap_cluster<{cost_type}, {dual_type}>"
+    return f"sap_cluster<DenseRows<{cost_type}, {dual_type}>, {dual_type}>"
 
 
 @lru_cache(maxsize=None)
@@ -114,20 +122,27 @@ def solve(cost, v_start=None, col_start=None, *, timeout: float | None = None, t
     int32 (−1: a free row) are the start, every assigned row tight at a minimum of c − v over its
     row; without them v = 0 and every row is searched from (then v ≤ 0 and v = 0 on the columns no
     row takes, as a rectangular problem's certificate needs)."""
-    import cupy
-
     k, m = cost.shape
     dtype = cost.dtype.name
     if dtype not in KERNEL_TYPES:
         raise ValueError(f"unsupported dtype {dtype}; use one of {', '.join(KERNEL_TYPES)}")
+    kernels, compile_ms = load(program(threads, cluster))
+    return launch(kernels[dtype], (cost.data.ptr, 0, m, 0.0, 1.0), k, m, KERNEL_TYPES[dtype][2], v_start, col_start,
+                  timeout=timeout, threads=threads, cluster=cluster, compile_ms=compile_ms)
+
+
+def launch(kernel, source: tuple, k: int, m: int, dual, v_start=None, col_start=None, *,
+           timeout: float | None = None, threads: int = THREADS, cluster: int = CLUSTER,
+           compile_ms: float = 0.0) -> ClusterResult:
+    """Queue one search kernel (of any cost source) on the current stream: ``source`` is its five
+    source arguments (kernels/costs.cuh), ``dual`` the dual dtype; the start as :func:`solve`'s."""
+    import cupy
+
     if not 1 <= k <= m:
         raise ValueError(f"need 1 <= k <= m, got k = {k}, m = {m} (transpose tall problems)")
-    dual = KERNEL_TYPES[dtype][2]
     v = cupy.zeros(m, dtype=dual) if v_start is None else cupy.array(v_start, dtype=dual)
     col_of_row = cupy.full(k, -1, dtype=np.int32) if col_start is None else cupy.array(col_start, dtype=np.int32)
     stats = cupy.zeros(len(STATS), dtype=np.int64)
-    kernels, compile_ms = load(program(threads, cluster))
-    kernel = kernels[dtype]
     shared = shared_bytes(m, threads, cluster)
     kernel.allow_shared(shared)
     if cluster > 8:  # the portable maximum
@@ -136,7 +151,7 @@ def solve(cost, v_start=None, col_start=None, *, timeout: float | None = None, t
     stream = current_stream()
     begin, end = reused_events(cupy.cuda.runtime.getDevice(), "sap_cluster", 2)
     begin.record(stream)
-    kernel.launch(cluster, threads, (cost.data.ptr, m, k, m, v.data.ptr, col_of_row.data.ptr, limit_ns,
-                                     stats.data.ptr), shared=shared, stream=stream)
+    kernel.launch(cluster, threads, (*source, k, m, v.data.ptr, col_of_row.data.ptr, limit_ns, stats.data.ptr),
+                  shared=shared, stream=stream)
     end.record(stream)
     return ClusterResult(col_of_row, v, stats, (begin, end), compile_ms)

@@ -158,6 +158,32 @@ def choose_for_stack(problem) -> tuple[str, str]:
     return "cuda-batch", f"auto: {why}; the whole batch in one GPU launch"
 
 
+# Point sets (lapcli.points): from here (the larger set's size) the costs are computed on the GPU
+# where read; below, the cdist matrix is small and goes through the matrix rules above.
+POINTS_IMPLICIT_FROM = 2049
+
+
+def choose_points(problem, solver: str = "auto") -> tuple[str, str]:
+    """(engine, reason) for two point sets: an engine with ``capabilities.points`` computes the
+    costs from the coordinates; any other engine (and ``auto`` below POINTS_IMPLICIT_FROM or
+    without thread-block clusters) solves the cdist matrix, named ``auto`` here when the matrix
+    rules are to choose."""
+    if solver != "auto":
+        engine = registry.get(solver)
+        if engine.capabilities.batch:
+            raise LapInputError(f"solver {solver!r} solves stacks; two point sets are one problem")
+        how = "costs computed from the coordinates" if engine.capabilities.points else "costs as a cdist matrix"
+        return solver, f"requested ({how})"
+    columns = max(problem.n_rows, problem.n_cols)
+    if columns >= POINTS_IMPLICIT_FROM:
+        clusters, why = cluster_kernel_status(columns)
+        if clusters:
+            return "cuda-sap", (f"auto: {problem.n_rows} × {problem.n_cols} points, costs computed on the GPU "
+                                "from the coordinates (no matrix)")
+        return "auto", f"auto: costs as a cdist matrix (the point kernel cannot run here: {why})"
+    return "auto", f"auto: costs as a cdist matrix (at most {POINTS_IMPLICIT_FROM - 1} points a side)"
+
+
 def choose_ragged(batch: int, widest: int, solver: str = "auto") -> tuple[str, str]:
     """A ragged batch of ``batch`` problems whose longest side is ``widest``: the GPU batch kernel on
     them packed into one stack when it can run here and holds the columns, else scipy per problem."""

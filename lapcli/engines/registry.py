@@ -3,7 +3,8 @@
 ``register`` call below.
 
 An engine module defines ``run(problem, *, timeout=None, device=None) -> EngineResult`` for one
-problem (``lapcli.problem.Problem``); a batch engine (``capabilities.batch``) defines
+problem (``lapcli.problem.Problem``), and ``run_points`` for two point sets where it computes
+their costs itself (``capabilities.points``); a batch engine (``capabilities.batch``) defines
 ``run_batch(batch_problem, *, timeout=None, device=None) -> BatchEngineResult`` instead.
 Modules are imported only when an engine runs, so listing engines costs no CuPy or scipy import.
 """
@@ -34,6 +35,9 @@ class Capabilities:
     # checks NaN / infinities itself, where its copy of the input lives (Problem.check_entries_on;
     # a batch engine raises EntriesNeedChecking): no host pass over the input before the upload
     checks_entries: bool = False
+    # solves two point sets from their coordinates (``run_points(point_problem, *, timeout, device)``,
+    # lapcli.points), never storing the matrix; other engines get the cdist matrix
+    points: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,7 @@ register(Engine(
     "lapcli.engines.cuda.sap",
     # the columns a cluster's shared memory holds on an H100 or H200 (lapcli.cuda.sap_cluster.max_columns)
     Capabilities(device="cuda", steps=True, rectangular=True, timeout=True, duals=True, checks_entries=True,
-                 max_columns=55296),
+                 max_columns=55296, points=True),
     search_kernel_status,
 ))
 register(Engine(

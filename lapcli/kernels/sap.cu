@@ -1,5 +1,6 @@
 // One k x m linear assignment problem (k <= m, minimise) of any size that fits one thread-block
-// cluster's shared memory, by shortest augmenting paths, each Dijkstra search spread over the
+// cluster's shared memory, its costs read from a dense matrix or computed from two point sets
+// (a source of kernels/costs.cuh, which the launcher puts in front of this file), by shortest augmenting paths, each Dijkstra search spread over the
 // CLUSTER blocks of one cluster (Hopper: the blocks of a cluster run at once on one GPC, read and
 // write each other's shared memory -- distributed shared memory -- and meet at a hardware barrier
 // far cheaper than a grid-wide one).
@@ -116,13 +117,14 @@ struct Control {
     int status;  // SAP_OK to go on
 };
 
-// cost: k x m, row stride `stride` elements. v (m, in: the start's duals; out: the final ones),
-// col4row (k, in: the start's partial assignment, -1 free; out: the assignment). stats (int64 x 4,
-// out): status, searches, Dijkstra steps, nanoseconds.
-template <typename T, typename D>
+// first, second, stride, p, sign: the cost source (kernels/costs.cuh), k x m. v (m, in: the start's
+// duals; out: the final ones), col4row (k, in: the start's partial assignment, -1 free; out: the
+// assignment). stats (int64 x 4, out): status, searches, Dijkstra steps, nanoseconds.
+template <typename Source, typename D>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
-sap_cluster(const T* __restrict__ cost, long long stride, int k, int m, D* v_global, int* col4row,
-            long long timeout_ns, long long* stats) {
+sap_cluster(const void* first, const void* second, long long stride, double p, double sign, int k, int m,
+            D* v_global, int* col4row, long long timeout_ns, long long* stats) {
+    Source source(first, second, stride, p, sign);
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = (int)cluster.block_rank();
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -155,7 +157,7 @@ sap_cluster(const T* __restrict__ cost, long long stride, int k, int m, D* v_glo
         if (j >= 0 && (j / THREADS) % CLUSTER == rank) {
             const int at = (j / (THREADS * CLUSTER)) * THREADS + j % THREADS;
             row4col[at] = i;
-            pair_cost[at] = (D)cost[(long long)i * stride + j];
+            pair_cost[at] = source.pair(i, j);
         }
     }
     unsigned long long began = 0;
@@ -178,25 +180,25 @@ sap_cluster(const T* __restrict__ cost, long long stride, int k, int m, D* v_glo
         D u_i = D(0), min_val = D(0);
         while (sink < 0) {
             // S1 and this thread's part of S2.
-            const T* row = cost + (long long)i * stride;
+            source.load_row(i);
             const D shift = min_val - u_i;
             Candidate<D> mine;
             mine.key = ~0ull;
             mine.tag = SAP_NO_TAG;
             mine.row = -1;
             mine.u_row = D(0);
-            for (int first = 0; first < slots; first += SAP_LOADS) {
-                T loaded[SAP_LOADS];  // all loads of a group issued before any is used
+            for (int group = 0; group < slots; group += SAP_LOADS) {
+                D loaded[SAP_LOADS];  // all loads of a group issued before any is used
 #pragma unroll
                 for (int q = 0; q < SAP_LOADS; ++q) {
-                    const int j = ((first + q) * CLUSTER + rank) * THREADS + tid;
-                    loaded[q] = first + q < slots && j < m ? row[j] : T(0);
+                    const int j = ((group + q) * CLUSTER + rank) * THREADS + tid;
+                    loaded[q] = group + q < slots && j < m ? source.at(j) : D(0);
                 }
 #pragma unroll
                 for (int q = 0; q < SAP_LOADS; ++q) {
-                    const int s = first + q, j = (s * CLUSTER + rank) * THREADS + tid, at = s * THREADS + tid;
+                    const int s = group + q, j = (s * CLUSTER + rank) * THREADS + tid, at = s * THREADS + tid;
                     if (s >= slots || j >= m || scanned[at]) continue;
-                    const D d = ((D)loaded[q] - v[at]) + shift;
+                    const D d = (loaded[q] - v[at]) + shift;
                     D best = spc[at];
                     if (d < best) {
                         best = d;
@@ -264,7 +266,7 @@ sap_cluster(const T* __restrict__ cost, long long stride, int k, int m, D* v_glo
                 const int owner = (j / THREADS) % CLUSTER, at = (j / (THREADS * CLUSTER)) * THREADS + j % THREADS;
                 const int r = *cluster.map_shared_rank(path + at, owner);
                 *cluster.map_shared_rank(row4col + at, owner) = r;
-                *cluster.map_shared_rank(pair_cost + at, owner) = (D)cost[(long long)r * stride + j];
+                *cluster.map_shared_rank(pair_cost + at, owner) = source.pair(r, j);
                 const int previous = col4row[r];
                 col4row[r] = j;
                 j = previous;

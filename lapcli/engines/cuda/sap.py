@@ -19,6 +19,8 @@ A square problem: two launches on one stream, nothing copied between them:
      u = c − v on the assignment.
 A k × m problem (k < m, a tall one transposed) is solved as it is: no auction (it needs a square),
 every row searched from v = 0, by the same two kernels.
+Two point sets (``run_points``) are solved by kernels/sap.cu on costs computed from the
+coordinates (lapcli.cuda.points): the matrix is never stored.
 The twin (lapcli.twins.sap_twin) composes the NumPy specifications; the certificate proves every answer.
 """
 
@@ -231,6 +233,74 @@ def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
     steps = [StepStat(1, STEPS[0][1], 0, 0.0), StepStat(2, STEPS[1][1], searches, search_ms)]
     return certified_result(problem, matrix, cols, u, v, engine="cuda-sap", device=device_name(),
                             steps=steps, details=details, host_copies=host)
+
+
+def run_points(problem, *, timeout: float | None = None, device: int | None = None) -> EngineResult:
+    """Two point sets (lapcli.points.PointProblem), their costs computed from the coordinates
+    wherever a kernel reads one (lapcli.cuda.points): no k × m matrix exists, device memory is
+    O((k + m)·d) plus the search's O(m) state. A square problem starts from Jonker–Volgenant's
+    column reduction (one streamed pass); a rectangular one from v = 0 with every row free. The
+    searches run over one thread-block cluster, then one more streamed pass is the certificate."""
+    import time
+
+    import cupy
+
+    from ...certificate import judged
+    from ...cuda import points as device_points
+
+    with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
+        k, m = sorted((problem.n_rows, problem.n_cols))
+        _check_clusters(m)
+        stream = current_stream()
+        current_gpu()
+        start, copied_in, reduced, certified = (Event() for _ in range(4))
+        start.record(stream)
+        points = device_points.upload(problem)
+        copied_in.record(stream)
+        v_start = col_start = None
+        if k == m:  # the column reduction: v[j] = min_i c(i, j), each column's lowest row takes it
+            v_start, lowest_row = device_points.row_min(points, swapped=True)
+            col_start = cupy.full(k, k, dtype=np.int32)
+            cupy.minimum.at(col_start, lowest_row, cupy.arange(m, dtype=np.int32))
+            col_start[col_start == k] = -1
+        reduced.record(stream)
+        result = device_points.search(points, v_start, col_start, timeout=timeout)
+        stats = dict(zip(sap_cluster.STATS, result.stats.get().tolist()))  # waits for the search
+        if stats["status"] != 0:
+            raise SolverError(sap_cluster.STATUS_MESSAGES.get(stats["status"],
+                                                              f"the shortest-path kernel ended with status {stats['status']}"))
+        checking = time.perf_counter()
+        cols, v = result.col_of_row, result.v
+        host_cols = cols.get()
+        check_result(0, host_cols)  # a permutation, before any pass reads a pair through it
+        pair = device_points.pair_costs(points, cols)
+        u = pair - v[cols]
+        minima, _ = device_points.row_min(points, v)
+        host = (host_cols, u.get(), v.get())
+        certificate = judged((minima - u).min(), cupy.abs(pair - u - v[cols]).max(), v, cols, m,
+                             problem.tolerance(), "cuda-sap", checking, "device")
+        certified.record(stream)
+        certified.synchronize()
+        search_begin, search_end = result.events
+        start_ms = reduced.ms_since(copied_in)
+        details = {
+            "costs": f"{problem.metric} from {problem.dim}-D coordinates (computed where read, no matrix)",
+            "compile_ms": round(points.compile_ms, 3),
+            "h2d_ms": round(copied_in.ms_since(start), 3),
+            "kernel_ms": round(start_ms + search_end.ms_since(search_begin), 3),
+            "launches": 4 + (k == m),
+            "search_layout": f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}",
+            "search_steps": stats["steps"],
+        }
+        if k < m:
+            details["rectangular"] = f"{k}x{m}"
+        assigned_at_start = 0 if col_start is None else k - stats["searches"]
+        steps = [StepStat(1, "start: column reduction", assigned_at_start, start_ms),
+                 StepStat(2, STEPS[1][1], stats["searches"], search_end.ms_since(search_begin))]
+        rows, cols_caller = problem.assignment_from_work(host[0])
+        return EngineResult(rows=rows, cols=cols_caller, device=device_name(), dtype="float64", steps=steps,
+                            details=details, duals=problem.duals_from_work(host[1], host[2]),
+                            certificate=certificate.to_dict())
 
 
 def _check_clusters(columns: int) -> None:

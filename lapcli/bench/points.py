@@ -1,0 +1,102 @@
+"""``lap bench --suite points``: two point sets matched by every runner, host arrays in, certified
+answers out (lapcli.solve_points).
+
+A cell is n points a side, d = 2, of one kind (lapcli.generate.generate_points: ``uniform`` or
+``clustered``; the two sets seeded apart) and one metric. Runners (skipped where they cannot run
+here, and above the size where they stop being useful):
+
+- ``auto``       ``solve_points`` as a user calls it
+- ``cuda-sap``   the costs computed on the GPU from the coordinates (no matrix)
+- ``dense``      the same costs as a matrix (``solve_points(solver="cuda-sap")`` on ``cdist``'s
+                 matrix through ``solve``: the auction, then the searches), up to 16,384
+- ``scipy``      the cdist matrix and scipy, up to 4,096 (14 s at 8,192 on the H100 machine)
+
+Every runner's objective is compared with the first one's (relative 1e-9). Times are wall
+clock around the whole call, medians of ``repeat`` after ``warmup`` calls (none above 8,192).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+POINT_CELLS: tuple[tuple[int, str, str], ...] = (  # (n, kind, metric)
+    (2048, "uniform", "sqeuclidean"), (4096, "uniform", "sqeuclidean"), (8192, "uniform", "sqeuclidean"),
+    (16384, "uniform", "sqeuclidean"), (32768, "uniform", "sqeuclidean"),
+    (8192, "uniform", "euclidean"), (8192, "uniform", "cityblock"), (8192, "clustered", "sqeuclidean"))
+RUNNER_LIMITS = {"dense": 16384, "scipy": 4096}  # the largest n each runs
+WARM_UP_TO = 8192  # larger cells are timed without a warm-up call
+
+
+@dataclass
+class PointTiming:
+    n: int
+    kind: str
+    metric: str
+    runner: str
+    status: str  # ok | error | skipped | mismatch
+    engine: str = ""
+    times_ms: list[float] = field(default_factory=list)
+    objective: float | None = None
+    message: str = ""
+
+    @property
+    def median_ms(self) -> float | None:
+        return statistics.median(self.times_ms) if self.times_ms else None
+
+
+def point_runners() -> dict[str, Callable]:
+    """runner name -> f(a, b, metric) -> Solution."""
+    from .. import pipeline
+
+    def dense(a, b, metric):
+        from ..points import distance_matrix
+
+        return pipeline.solve(distance_matrix(a, b, metric), solver="cuda-sap")
+
+    return {
+        "auto": lambda a, b, metric: pipeline.solve_points(a, b, metric, certify=True),
+        "cuda-sap": lambda a, b, metric: pipeline.solve_points(a, b, metric, solver="cuda-sap"),
+        "dense": dense,
+        "scipy": lambda a, b, metric: pipeline.solve_points(a, b, metric, solver="scipy", certify=True),
+    }
+
+
+def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, seed: int,
+                     on_progress=None) -> list[PointTiming]:
+    from ..errors import InfeasibleError, LapInputError, SolverError, SolverUnavailable
+    from ..generate import generate_points
+
+    results = []
+    for n, kind, metric in cells:
+        a = generate_points(n, 2, kind=kind, seed=seed)
+        b = generate_points(n, 2, kind=kind, seed=seed + 1)
+        reference = None
+        for name in chosen:
+            timing = PointTiming(n, kind, metric, name, "ok")
+            results.append(timing)
+            if on_progress:
+                on_progress(f"{name} n={n} {kind} {metric}")
+            if n > RUNNER_LIMITS.get(name, n):
+                timing.status, timing.message = "skipped", f"above n = {RUNNER_LIMITS[name]}"
+                continue
+            try:
+                for _ in range(warmup if n <= WARM_UP_TO else 0):
+                    runners[name](a, b, metric)
+                for _ in range(repeat if n <= WARM_UP_TO else 1):
+                    began = time.perf_counter()
+                    solution = runners[name](a, b, metric)
+                    timing.times_ms.append((time.perf_counter() - began) * 1e3)
+            except (InfeasibleError, LapInputError, SolverError, SolverUnavailable) as error:
+                timing.status, timing.message = "error", str(error)
+                continue
+            timing.engine, timing.objective = solution.report.solver, float(solution.objective)
+            if not solution.report.certified:
+                timing.status, timing.message = "error", "not certified"
+            elif reference is None:
+                reference = timing.objective
+            elif abs(timing.objective - reference) > 1e-9 * max(abs(reference), 1.0):
+                timing.status, timing.message = "mismatch", f"objective {timing.objective!r} != {reference!r}"
+    return results

@@ -1,0 +1,57 @@
+"""``lap solve`` over Dask: several INPUTs, each one task on a worker (lapcli.scale)."""
+
+from __future__ import annotations
+
+import click
+
+from ..io.read import read_matrix_with_info
+from .support import announce_input, check_rank_options, emit_report, run_library_call
+
+
+def dask_by_default() -> bool:
+    """Several inputs go to Dask by themselves only where it pays: more than one GPU, Dask installed."""
+    from ..scale import dask_available, visible_gpus
+
+    return visible_gpus() > 1 and dask_available()
+
+
+def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, several, console, report_path,
+                  json_stdout) -> None:
+    """Each input one Dask task (stdin is read here); the output as the in-process path gives it, in
+    input order. A failed input prints its one-line error and sets the exit code (2: bad input, 1:
+    infeasible or solver failure); the others still give their output."""
+    from ..report import render_batch_summary, render_summary
+    from ..scale import Solved
+
+    items, local_notes = [], {}
+    for index, spec in enumerate(input_specs):
+        if spec == "-":
+            cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
+            check_rank_options(spec, cost.ndim, options["solver"], None, options["cost_limit"])
+            items.append(cost)
+            local_notes[index] = source.notes
+        else:
+            items.append(spec)
+    call = dict(scheduler=scheduler, read_options=read_options, **options)
+    if console.is_terminal and not console.quiet:
+        from rich.progress import Progress
+
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("solving", total=len(items))
+            results = run_library_call(solve_inputs, items, **call,
+                                       progress=lambda done, total: bar.update(task, completed=done))
+    else:
+        results = run_library_call(solve_inputs, items, **call)
+    code = 0
+    for spec, result in zip(input_specs, results):
+        if not isinstance(result, Solved):
+            click.echo(f"Error: {spec}: {result.message}", err=True)
+            code = max(code, 2 if result.bad_input else 1)
+            continue
+        notes = local_notes.get(result.index, []) + result.source_notes
+        announce_input(spec, notes, several, console)
+        report = result.solution.report
+        (render_summary if report.batch is None else render_batch_summary)(report, console)
+        emit_report(spec, report, notes, several, report_path, json_stdout)
+    if code:
+        raise click.exceptions.Exit(code)

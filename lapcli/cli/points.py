@@ -1,0 +1,100 @@
+"""``lap solve --points A B`` and ``lap generate --points``: the command line of point-set matching
+(lapcli.points, lapcli.pipeline.solve_points). Reads, checks and writes as ``lap solve`` does for
+a matrix; the library does the work."""
+
+from __future__ import annotations
+
+import sys
+
+from ..generate import new_seed
+from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
+from ..io.read import input_rank, read_matrix_with_info
+from ..io.write import assignment_bytes, check_output_path, duals_bytes, write_bytes
+from .support import (
+    FailedError,
+    InputError,
+    announce_input,
+    emit_report,
+    run_library_call,
+    stderr_console,
+    write_unless_pipe_closed,
+)
+
+
+def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maximize, dtype, dataset, header,
+                     index_col, output, report_path, json_stdout, duals_path, certify, cost_limit, device, timeout,
+                     use_dask, scheduler, quiet) -> None:
+    """``lap solve --points A B``: the options checked, both sets read, matched and written as
+    for a matrix. Also says what is missing when neither INPUT nor --points was given."""
+
+    if not point_specs:
+        if not input_specs:
+            raise InputError("missing INPUT (a matrix file, or - for stdin), or --points A B")
+        raise InputError(f"{'--metric' if metric is not None else '--p'} goes with --points A B")
+    if input_specs:
+        raise InputError("give INPUT matrices or --points A B, not both")
+    for flag, value in (("--dtype", dtype), ("--cost-limit", cost_limit), ("--scheduler", scheduler),
+                        ("--dask", use_dask or None)):
+        if value is not None:
+            raise InputError(f"{flag} does not go with --points")
+    metric = metric or "sqeuclidean"
+    from ..pipeline import check_device, solve_points
+    from ..report import render_summary
+
+    for path, suffixes, what in ((output, ASSIGNMENT_SUFFIXES, "assignment"), (report_path, (".json",), "report"),
+                                 (duals_path, DUALS_SUFFIXES, "duals")):
+        if path is not None:
+            run_library_call(check_output_path, path, suffixes, what)
+    if output == "-" and json_stdout:
+        raise InputError("-o - and --json both write to stdout; send one of them to a file")
+    if point_specs.count("-") > 1:
+        raise InputError("stdin ('-') is named more than once; it can be read only once")
+    run_library_call(check_device, device)
+    read_options = dict(dataset=dataset, header=header, index_col=index_col)
+    for spec in point_specs:  # cheap checks of both before either is read
+        rank = run_library_call(input_rank, spec, dataset, header=header, index_col=index_col)
+        if rank is not None and rank != 2:
+            raise InputError(f"{spec} is {rank}-D: a point set is a 2-D array, one point a row")
+    sets, notes = [], []
+    for spec in point_specs:
+        coordinates, source = run_library_call(read_matrix_with_info, spec, **read_options)
+        if isinstance(coordinates, list):
+            raise InputError(f"{spec} holds several arrays: a point set is one 2-D array")
+        sets.append(coordinates)
+        notes.extend(source.notes)
+    console = stderr_console(quiet)
+    announce_input(" ".join(point_specs), notes, False, console)
+    solution = run_library_call(solve_points, sets[0], sets[1], metric, p=minkowski_p, maximize=maximize,
+                                solver=solver, timeout=timeout, device=device, certify=True if certify else None,
+                                names=tuple(point_specs))
+    report = solution.report
+    if duals_path is not None and solution.duals is None:
+        raise FailedError(f"--duals: solver {report.solver} gives no duals")
+    if output is not None:
+        run_library_call(write_bytes, output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
+    if duals_path is not None:
+        run_library_call(write_bytes, duals_path, duals_bytes(duals_path, *solution.duals))
+    render_summary(report, console)
+    emit_report(" ".join(point_specs), report, notes, False, report_path, json_stdout)
+
+
+
+
+def generate_point_set(console, n, m, batch, dim, kind, seed, dtype, output, dataset) -> None:
+    """``lap generate --points``: one (n, d) point set."""
+    from ..generate import generate_points
+
+    for flag, value in (("--m", m), ("--batch", batch)):
+        if value is not None:
+            raise InputError(f"{flag} does not go with --points (a second set is another run with another --seed)")
+    if output in (None, "-") and sys.stdout.isatty():
+        raise InputError("stdout is a terminal; give -o FILE (.npy, .csv, .h5)")
+    if output not in (None, "-"):
+        run_library_call(check_output_path, output, (".npy", ".csv", ".h5", ".hdf5"), "point set")
+    seed = new_seed() if seed is None else seed
+    coordinates = run_library_call(generate_points, n, dim, kind=kind, seed=seed, dtype=dtype or "float64")
+    if run_library_call(write_unless_pipe_closed, output or "-", coordinates.shape, coordinates.dtype.name,
+                        iter([coordinates]), dataset):
+        raise BrokenPipeError
+    if output not in (None, "-"):
+        console.print(f"wrote {output} ({n} {kind} points × {dim} {coordinates.dtype}, seed {seed})")

@@ -1,0 +1,114 @@
+"""The device side of a point-set problem (lapcli.points): its coordinates on the GPU in the layouts
+the kernels read, and the launches on a ``Points`` cost source (kernels/costs.cuh), which computes
+each cost from the coordinates when it is read (no k × m matrix is stored):
+
+- :func:`row_min`: kernels/points.cu's streamed pass, every row's minimum of c − v and its lowest
+  column: the column reduction's start (sides swapped, v = 0) and the certificate's read pass;
+- :func:`pair_costs`: c(i, col[i]), by the same code as the searches' costs;
+- :func:`search`: kernels/sap.cu's shortest augmenting paths over one thread-block cluster.
+
+One program per (metric, dimension): the dimension is a template parameter, so a row's point
+lives in registers and its loops unroll.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from . import sap_cluster
+from .runtime import Program, current_stream, load
+
+METRIC_CODES = {"sqeuclidean": 0, "euclidean": 1, "cityblock": 2, "chebyshev": 3, "minkowski": 4, "cosine": 5}
+ROW_MIN_THREADS = 256  # 8 warps a block, one row a warp
+PASS_SIGNATURE = "ppqddi"  # the source's five arguments and the row count
+
+
+@lru_cache(maxsize=None)
+def program(metric: str, dim: int) -> Program:
+    """The search kernel and both passes on the Points source of (metric, dim)."""
+    source_type = f"Points<{METRIC_CODES[metric]}, {dim}>"
+    source = sap_cluster.kernel_source() + "\n" + sap_cluster.kernel_text("points.cu")
+    kernels = (("search", f"sap_cluster<{source_type}, double>", sap_cluster.SIGNATURE),
+               ("row_min", f"row_min<{source_type}>", PASS_SIGNATURE + "ippp"),
+               ("pair_costs", f"pair_costs<{source_type}>", PASS_SIGNATURE + "pp"))
+    return Program("points", source, sap_cluster.kernel_defines(), kernels)
+
+
+@dataclass
+class DevicePoints:
+    """A problem's two sides as float64 CuPy arrays: ``rows`` (k, d) and ``columns`` (m, d),
+    k ≤ m, each also transposed (d, count) for coalesced reads of the scanned side."""
+
+    rows: Any
+    columns: Any
+    rows_t: Any
+    columns_t: Any
+    metric: str
+    p: float
+    sign: float
+    kernels: dict
+    compile_ms: float
+
+    @property
+    def k(self) -> int:
+        return int(self.rows.shape[0])
+
+    @property
+    def m(self) -> int:
+        return int(self.columns.shape[0])
+
+    def source(self, swapped: bool = False) -> tuple:
+        """The Points source's arguments: rows scanned against columns, or (``swapped``) the
+        columns against the rows."""
+        if swapped:
+            return (self.columns.data.ptr, self.rows_t.data.ptr, self.k, self.p, self.sign)
+        return (self.rows.data.ptr, self.columns_t.data.ptr, self.m, self.p, self.sign)
+
+
+def upload(problem) -> DevicePoints:
+    """The problem's work sides (lapcli.points.PointProblem.rows / columns) on the current device."""
+    import cupy
+
+    rows, columns = (cupy.ascontiguousarray(cupy.asarray(side, dtype=np.float64))
+                     for side in (problem.rows, problem.columns))
+    kernels, compile_ms = load(program(problem.metric, problem.dim))
+    return DevicePoints(rows, columns, cupy.ascontiguousarray(rows.T), cupy.ascontiguousarray(columns.T),
+                        problem.metric, problem.p, problem.sign, kernels, compile_ms)
+
+
+def row_min(points: DevicePoints, v=None, *, swapped: bool = False):
+    """(minimum over j of c(i, j) − v[j], the lowest j attaining it) for every row i, as float64
+    and int32 CuPy arrays; ``swapped``: for every column over the rows (v then is the rows')."""
+    import cupy
+
+    count, other = (points.m, points.k) if swapped else (points.k, points.m)
+    minima = cupy.empty(count, dtype=np.float64)
+    argmin = cupy.empty(count, dtype=np.int32)
+    v_address = 0 if v is None else v.data.ptr
+    blocks = max(1, -(-count // (ROW_MIN_THREADS // 32)))
+    points.kernels["row_min"].launch(blocks, ROW_MIN_THREADS, (*points.source(swapped), count, other, v_address,
+                                                               minima.data.ptr, argmin.data.ptr),
+                                     stream=current_stream())
+    return minima, argmin
+
+
+def pair_costs(points: DevicePoints, col):
+    """c(i, col[i]) for every row (col: int32 CuPy, every row assigned), float64, signed."""
+    import cupy
+
+    out = cupy.empty(points.k, dtype=np.float64)
+    col = cupy.ascontiguousarray(col, dtype=np.int32)
+    blocks = max(1, -(-points.k // 256))
+    points.kernels["pair_costs"].launch(blocks, 256, (*points.source(), points.k, col.data.ptr, out.data.ptr),
+                                        stream=current_stream())
+    return out
+
+
+def search(points: DevicePoints, v_start=None, col_start=None, *, timeout: float | None = None):
+    """kernels/sap.cu on the points (lapcli.cuda.sap_cluster.launch): queued, not waited for."""
+    return sap_cluster.launch(points.kernels["search"], points.source(), points.k, points.m, np.float64,
+                              v_start, col_start, timeout=timeout, compile_ms=points.compile_ms)

@@ -1,0 +1,89 @@
+// Where a kernel's costs come from: a row of a dense matrix, or a metric between two point sets
+// computed when it is needed (the matrix is never stored). kernels/sap.cu and kernels/points.cu
+// are templated on a source; lapcli's launchers put this text in front of theirs.
+//
+// A source is built from the kernel's first five parameters (first, second, stride, p, sign) and
+// offers:
+//   load_row(i)  make row i current (a pointer, or the row point's coordinates in registers);
+//   at(j)        sign * c(current row, j), in the dual type;
+//   pair(i, j)   sign * c(i, j), for any row.
+// sign is +1 to minimise, -1 to maximise a point metric (a dense work matrix is already signed).
+
+#pragma once
+
+// A C-contiguous dense matrix: first = the costs, stride = its row length in elements.
+template <typename T, typename D>
+struct DenseRows {
+    const T* __restrict__ cost;
+    long long stride;
+    const T* __restrict__ row;
+
+    __device__ DenseRows(const void* first, const void*, long long stride_, double, double)
+        : cost(static_cast<const T*>(first)), stride(stride_), row(nullptr) {}
+    __device__ __forceinline__ void load_row(int i) { row = cost + (long long)i * stride; }
+    __device__ __forceinline__ D at(int j) const { return (D)row[j]; }
+    __device__ __forceinline__ D pair(int i, int j) const { return (D)cost[(long long)i * stride + j]; }
+};
+
+// scipy.spatial.distance.cdist's metrics (the names of lapcli.points.METRICS; cosine takes points
+// already scaled to unit length, so that it is 1 - a.b).
+#define METRIC_SQEUCLIDEAN 0
+#define METRIC_EUCLIDEAN 1
+#define METRIC_CITYBLOCK 2
+#define METRIC_CHEBYSHEV 3
+#define METRIC_MINKOWSKI 4
+#define METRIC_COSINE 5
+
+// Two point sets of DIM coordinates (float64): first = the rows' points, row-major (k x DIM);
+// second = the columns' points transposed (DIM x stride, stride >= m), so that a warp's 32
+// consecutive columns read each coordinate in one coalesced load. The row's point stays in
+// registers while its row is scanned: for DIM = 2 a squared distance is three operations on
+// registers, cheaper than loading a stored cost.
+template <int METRIC, int DIM>
+struct Points {
+    const double* __restrict__ rows;
+    const double* __restrict__ columns_t;
+    long long stride;
+    double p, sign;
+    double here[DIM];
+
+    __device__ Points(const void* first, const void* second, long long stride_, double p_, double sign_)
+        : rows(static_cast<const double*>(first)), columns_t(static_cast<const double*>(second)),
+          stride(stride_), p(p_), sign(sign_) {}
+
+    __device__ __forceinline__ void load_row(int i) {
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) here[c] = rows[(long long)i * DIM + c];
+    }
+    __device__ __forceinline__ double at(int j) const { return sign * metric(here, j); }
+    __device__ __forceinline__ double pair(int i, int j) const {
+        double point[DIM];
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) point[c] = rows[(long long)i * DIM + c];
+        return sign * metric(point, j);
+    }
+
+    // In the coordinates' order, each product and sum rounded on its own (no fused multiply-add):
+    // the same numbers as lapcli.points.costs, the NumPy reference the tests compare with.
+    __device__ __forceinline__ double metric(const double* x, int j) const {
+        double total = 0.0;
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) {
+            const double y = columns_t[(long long)c * stride + j];
+            if constexpr (METRIC == METRIC_COSINE) {
+                total = __dadd_rn(total, __dmul_rn(x[c], y));
+            } else {
+                const double diff = __dsub_rn(x[c], y);
+                if constexpr (METRIC == METRIC_SQEUCLIDEAN || METRIC == METRIC_EUCLIDEAN)
+                    total = __dadd_rn(total, __dmul_rn(diff, diff));
+                else if constexpr (METRIC == METRIC_CITYBLOCK) total = __dadd_rn(total, fabs(diff));
+                else if constexpr (METRIC == METRIC_CHEBYSHEV) total = fmax(total, fabs(diff));
+                else total = __dadd_rn(total, pow(fabs(diff), p));  // METRIC_MINKOWSKI
+            }
+        }
+        if constexpr (METRIC == METRIC_EUCLIDEAN) return sqrt(total);
+        else if constexpr (METRIC == METRIC_MINKOWSKI) return pow(total, 1.0 / p);
+        else if constexpr (METRIC == METRIC_COSINE) return 1.0 - total;
+        else return total;
+    }
+};

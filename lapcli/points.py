@@ -1,0 +1,239 @@
+"""Assignment between two point sets: the cost of pairing a_i with b_j is a distance between their
+coordinates (scipy.spatial.distance.cdist's metrics and meanings), so the n × m matrix need not
+exist. ``PointProblem`` is the model every engine reads, as ``lapcli.problem.Problem`` is for a
+matrix: the checked coordinates, the metric, the orientation (the smaller set is the work's rows,
+as a tall matrix is transposed), and the NumPy reference of the costs.
+
+Engines with ``capabilities.points`` compute the costs where they read them (engine ``cuda-sap``:
+kernels/costs.cuh); every other engine solves ``dense()``, the same costs as a matrix, through the
+matrix pipeline, and gets the same answer while that matrix fits in memory. Both compute each
+cost as :func:`costs` does (cdist's values up to the last bit's rounding).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .arrays import Origin, as_array
+from .errors import LapInputError
+
+METRICS = ("sqeuclidean", "euclidean", "cityblock", "chebyshev", "minkowski", "cosine")
+MAX_DIM = 32  # coordinates a point may have (kernels/costs.cuh keeps a row's point in registers)
+HOST_CHUNK_PAIRS = 1 << 22  # pairs per chunk of the NumPy passes (~32 MB of float64)
+
+
+@dataclass
+class PointProblem:
+    """Two checked point sets as float64 arrays (NumPy, or CuPy when the input was on the GPU).
+
+    ``rows`` and ``columns`` are the work's sides: ``rows`` is the smaller set (k ≤ m), so a tall
+    problem (n > m) has ``transposed`` True and its work rows are the caller's b."""
+
+    a: Any
+    b: Any
+    metric: str  # one of METRICS; minkowski with p = 1, 2 or inf is named by its own metric
+    p: float  # minkowski's exponent (2.0 and unused for the others)
+    maximize: bool
+    origin: Origin
+
+    @property
+    def xp(self):
+        return np if isinstance(self.a, np.ndarray) else __import__("cupy")
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.a.shape[0])
+
+    @property
+    def n_cols(self) -> int:
+        return int(self.b.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return int(self.a.shape[1])
+
+    @property
+    def transposed(self) -> bool:
+        return self.n_rows > self.n_cols
+
+    @property
+    def rows(self):
+        return self.b if self.transposed else self.a
+
+    @property
+    def columns(self):
+        return self.a if self.transposed else self.b
+
+    @property
+    def is_empty(self) -> bool:
+        return self.n_rows == 0 or self.n_cols == 0
+
+    @property
+    def sign(self) -> float:
+        """The work minimises sign · c: −1 when maximising."""
+        return -1.0 if self.maximize else 1.0
+
+    def host(self, points) -> np.ndarray:
+        return points if isinstance(points, np.ndarray) else points.get()
+
+    def largest_cost(self) -> float:
+        """An upper bound of every |c(i, j)|, from the two sets' bounding boxes (no pass over the
+        pairs): the float tolerance's scale (lapcli.work.float_eps)."""
+        if self.metric == "cosine":
+            return 2.0
+        xp = self.xp
+        low = xp.minimum(self.a.min(axis=0), self.b.min(axis=0))
+        high = xp.maximum(self.a.max(axis=0), self.b.max(axis=0))
+        extent = self.host(high - low)[None, :]
+        return float(pair_costs(extent, np.zeros_like(extent), self.metric, self.p)[0])
+
+    def dense(self):
+        """The caller's n × m cost matrix, in the inputs' array library."""
+        return distance_matrix(self.a, self.b, self.metric, self.p)
+
+    def notes(self) -> list[str]:
+        return []
+
+    def tolerance(self) -> float:
+        """The certificate's zero of a reduced cost (lapcli.work.float_eps over the largest cost)."""
+        from .work import float_eps
+
+        return float_eps(max(self.n_rows, self.n_cols), self.largest_cost())
+
+    def assignment_from_work(self, col_of_row) -> tuple[np.ndarray, np.ndarray]:
+        """(row_ind, col_ind) of the caller's sets from the work's column of each row, sorted by
+        row as scipy's."""
+        col_of_row = np.asarray(col_of_row, dtype=np.int64)
+        rows = np.arange(len(col_of_row), dtype=np.int64)
+        if not self.transposed:
+            return rows, col_of_row
+        order = np.argsort(col_of_row, kind="stable")
+        return col_of_row[order], rows[order]
+
+    def duals_from_work(self, u, v) -> tuple[np.ndarray, np.ndarray]:
+        """The work's duals (host arrays) as the caller's (rows of a, columns of b): c − u − v ≥ 0
+        with equality on the assignment when minimising, ≤ 0 when maximising."""
+        row_duals, col_duals = (v, u) if self.transposed else (u, v)
+        if self.maximize:
+            row_duals, col_duals = -row_duals, -col_duals
+        return np.asarray(row_duals, dtype=np.float64), np.asarray(col_duals, dtype=np.float64)
+
+    def objective(self, rows: np.ndarray, cols: np.ndarray) -> float:
+        """Σ c(a_row, b_col) of the caller's pairs, correctly rounded (fsum) from the NumPy costs."""
+        if not len(rows):
+            return 0.0
+        a, b = self.host(self.a), self.host(self.b)
+        return math.fsum(pair_costs(a[rows], b[cols], self.metric, self.p).tolist())
+
+
+def costs(x, y, metric: str, p: float = 2.0):
+    """c(x, y) over the last axis of two broadcastable arrays of coordinates (NumPy or CuPy):
+    the reference of the kernels' costs (kernels/costs.cuh), summed in the coordinates' order
+    with each operation rounded on its own, so that they are the same numbers (minkowski's pow
+    aside); cdist's meanings (cosine on points already of unit length)."""
+    xp = np if isinstance(x, np.ndarray) else __import__("cupy")
+    total = None
+    for c in range(x.shape[-1]):
+        if metric == "cosine":
+            term = x[..., c] * y[..., c]
+        else:
+            term = xp.abs(x[..., c] - y[..., c])
+            if metric in ("sqeuclidean", "euclidean"):
+                term = term * term
+            elif metric == "minkowski":
+                term = term ** p
+        if total is None:
+            total = term
+        elif metric == "chebyshev":
+            total = xp.maximum(total, term)
+        else:
+            total = total + term
+    if metric == "euclidean":
+        return xp.sqrt(total)
+    if metric == "minkowski":
+        return total ** (1.0 / p)
+    return 1.0 - total if metric == "cosine" else total
+
+
+def pair_costs(x: np.ndarray, y: np.ndarray, metric: str, p: float = 2.0) -> np.ndarray:
+    """c(x_r, y_r) for every r of two (r, d) arrays."""
+    return costs(x, y, metric, p)
+
+
+def distance_matrix(a, b, metric: str, p: float = 2.0):
+    """The n × m costs of two point sets (NumPy or CuPy, in row chunks of :func:`costs`): the
+    same numbers as the kernels compute, so that both routes solve the same problem."""
+    xp = np if isinstance(a, np.ndarray) else __import__("cupy")
+    n, m = a.shape[0], b.shape[0]
+    out = xp.empty((n, m), dtype=np.float64)
+    step = max(1, HOST_CHUNK_PAIRS // max(m, 1))
+    for begin in range(0, n, step):
+        out[begin:begin + step] = costs(a[begin:begin + step, None, :], b[None, :, :], metric, p)
+    return out
+
+
+def check_metric(metric: str, p: float | None) -> tuple[str, float]:
+    """(metric, p) checked; minkowski with p = 1, 2 or inf becomes cityblock, euclidean or
+    chebyshev (the same costs, and the kernels' cheaper forms)."""
+    if metric not in METRICS:
+        raise LapInputError(f"unknown metric {metric!r}; use one of {', '.join(METRICS)}")
+    if metric != "minkowski":
+        if p is not None:
+            raise LapInputError(f"p is minkowski's exponent; metric {metric!r} takes none")
+        return metric, 2.0
+    p = 2.0 if p is None else p
+    if not isinstance(p, numbers.Real) or isinstance(p, bool) or not p >= 1:
+        raise LapInputError(f"minkowski needs p >= 1 (a norm), not {p!r}")
+    named = {1.0: "cityblock", 2.0: "euclidean", math.inf: "chebyshev"}.get(float(p))
+    return (named, 2.0) if named else ("minkowski", float(p))
+
+
+def _checked_points(points: Any, name: str):
+    """A point set as a C-contiguous (count, d) float64 array of its own library; refuses what is
+    not one (one line each: bad input)."""
+    array, origin = as_array(points)
+    if array.ndim == 1:
+        raise LapInputError(f"{name} is 1-D with {array.shape[0]} values: give points as an (n, d) array "
+                            "(a column for d = 1)")
+    if array.ndim != 2:
+        raise LapInputError(f"{name} must be an (n, d) array of coordinates, got {array.ndim}-D")
+    if array.dtype.kind not in "biuf":
+        raise LapInputError(f"{name} has {array.dtype} coordinates; give numbers (float32 or float64)")
+    if not 1 <= array.shape[1] <= MAX_DIM:
+        raise LapInputError(f"{name} has {array.shape[1]} coordinates a point; 1 to {MAX_DIM} are taken")
+    xp = np if isinstance(array, np.ndarray) else __import__("cupy")
+    array = xp.ascontiguousarray(array, dtype=np.float64)
+    if array.size and not bool(xp.isfinite(array).all()):
+        raise LapInputError(f"{name} has a NaN or infinite coordinate")
+    return array, origin
+
+
+def prepare_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None = None,
+                   maximize: bool = False, names: tuple[str, str] = ("a", "b")) -> PointProblem:
+    """Check two point sets and a metric (bad input raises LapInputError with one line): both
+    (count, d) arrays of the same d ≤ MAX_DIM and library, finite; cosine points of nonzero length
+    are scaled to unit length here, once."""
+    metric, p = check_metric(metric, p)
+    a, origin = _checked_points(a, names[0])
+    b, origin_b = _checked_points(b, names[1])
+    if origin.on_gpu != origin_b.on_gpu:
+        raise LapInputError(f"{names[0]} and {names[1]} must both be on the host or both on the GPU")
+    if a.shape[1] != b.shape[1]:
+        raise LapInputError(f"{names[0]} has {a.shape[1]} coordinates a point and {names[1]} has {b.shape[1]}; "
+                            "they must match")
+    if metric == "cosine":
+        a, b = _unit_length(a, names[0]), _unit_length(b, names[1])
+    return PointProblem(a, b, metric, p, bool(maximize), origin)
+
+
+def _unit_length(points, name: str):
+    xp = np if isinstance(points, np.ndarray) else __import__("cupy")
+    norms = xp.sqrt((points * points).sum(axis=1))
+    if points.shape[0] and not bool((norms > 0).all()):
+        raise LapInputError(f"{name} has a point at the origin: its cosine distance is undefined")
+    return points / norms[:, None]

@@ -1,0 +1,264 @@
+"""Point sets (lapcli.solve_points, lapcli.points): every metric against scipy's cdist and
+linear_sum_assignment, the orientation and duals, bad input, the CLI. These run on the CPU (the
+cdist route); tests/test_points_gpu.py runs the same rules on the implicit-cost kernel."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+from scipy.spatial.distance import cdist
+
+import lapcli
+from lapcli.errors import LapInputError
+from lapcli.points import METRICS, costs, distance_matrix, prepare_points
+
+
+def run_cli(args, cwd=None):
+    """``lap ARGS`` as a process: its exit code and its stderr as the shell sees them."""
+    return subprocess.run([sys.executable, "-m", "lapcli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, check=False)
+
+
+CASES = [("sqeuclidean", None), ("euclidean", None), ("cityblock", None), ("chebyshev", None),
+         ("minkowski", 3.0), ("cosine", None)]
+
+
+def scipy_cdist(a, b, metric, p):
+    return cdist(a, b, metric, p=p) if metric == "minkowski" else cdist(a, b, metric)
+
+
+def assert_certified_duals(solution, a, b, metric, p, maximize=False):
+    """The returned duals prove the returned pairs optimal on cdist's own matrix."""
+    cost = scipy_cdist(a, b, metric, p)
+    u, v = solution.duals
+    slack = cost - u[:, None] - v[None, :]
+    tol = 1e-9 * max(1.0, np.abs(cost).max())
+    if maximize:
+        slack = -slack
+    assert slack.min() >= -tol
+    assert np.abs(slack[solution.row_ind, solution.col_ind]).max() <= tol
+
+
+@pytest.mark.parametrize("metric, p", CASES)
+@pytest.mark.parametrize("shape", [(1, 1), (40, 40), (60, 90), (90, 60)])
+def test_every_metric_matches_scipy_on_the_cdist_matrix(rng, metric, p, shape):
+    n, m = shape
+    d = int(rng.integers(1, 6))
+    a, b = rng.normal(size=(n, d)), rng.normal(size=(m, d))
+    solution = lapcli.solve_points(a, b, metric, p=p, certify=True)
+    cost = scipy_cdist(a, b, metric, p)
+    rows, cols = scipy_lsa(cost)
+    assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=1e-12)
+    assert len(solution.row_ind) == min(n, m) and np.all(np.diff(solution.row_ind) > 0)
+    assert len(set(solution.col_ind.tolist())) == min(n, m)
+    assert solution.report.certified
+    assert_certified_duals(solution, a, b, metric, p)
+
+
+@pytest.mark.parametrize("shape", [(50, 50), (30, 70), (70, 30)])
+def test_maximize_matches_scipy(rng, shape):
+    a, b = rng.random((shape[0], 3)), rng.random((shape[1], 3))
+    solution = lapcli.solve_points(a, b, "euclidean", maximize=True, certify=True)
+    cost = cdist(a, b, "euclidean")
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=True)].sum(), rel=1e-12)
+    assert_certified_duals(solution, a, b, "euclidean", None, maximize=True)
+
+
+def test_the_reference_costs_are_cdists(rng):
+    """costs() is what the kernels compute and what the dense route solves: cdist's values."""
+    a, b = rng.normal(size=(30, 7)), rng.normal(size=(40, 7))
+    for metric, p in CASES:
+        x, y = (a, b) if metric != "cosine" else (a / np.linalg.norm(a, axis=1)[:, None],
+                                                  b / np.linalg.norm(b, axis=1)[:, None])
+        np.testing.assert_allclose(distance_matrix(x, y, metric, p or 2.0), scipy_cdist(a, b, metric, p),
+                                   rtol=1e-13, atol=1e-13)
+        np.testing.assert_array_equal(costs(x[:5], y[:5], metric, p or 2.0),
+                                      np.diagonal(distance_matrix(x[:5], y[:5], metric, p or 2.0)))
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_the_tolerance_scale_bounds_every_cost(rng, metric):
+    """largest_cost() comes from the bounding boxes alone and must bound every |c(i, j)|."""
+    a, b = rng.normal(size=(80, 4)) * 3, rng.normal(size=(70, 4)) + 5
+    problem = prepare_points(a, b, metric, p=1.5 if metric == "minkowski" else None)
+    assert problem.largest_cost() >= np.abs(problem.dense()).max() * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("p, named", [(1, "cityblock"), (2, "euclidean"), (math.inf, "chebyshev"), (1.5, "minkowski")])
+def test_minkowski_norms_with_their_own_names_use_them(rng, p, named):
+    a, b = rng.random((20, 2)), rng.random((25, 2))
+    assert prepare_points(a, b, "minkowski", p=p).metric == named
+    solution = lapcli.solve_points(a, b, "minkowski", p=p)
+    cost = cdist(a, b, "minkowski", p=p)
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+
+
+def test_orientation_maps_work_answers_and_duals_back(rng):
+    """A tall problem (n > m) is solved with b as the work's rows: solving the work matrix by hand
+    and mapping back must give the caller's pairs and duals that certify on the caller's matrix."""
+    a, b = rng.random((9, 2)), rng.random((5, 2))
+    problem = prepare_points(a, b)
+    assert problem.transposed and problem.rows is b
+    work = distance_matrix(problem.rows, problem.columns, problem.metric)
+    solution = lapcli.solve(work)  # scipy: certified duals of the work problem
+    col_of_row = np.empty(5, dtype=np.int64)
+    col_of_row[solution.row_ind] = solution.col_ind
+    rows, cols = problem.assignment_from_work(col_of_row)
+    assert np.all(np.diff(rows) > 0) and sorted(cols.tolist()) == list(range(5))
+    u, v = problem.duals_from_work(*solution.duals)
+    cost = cdist(a, b, "sqeuclidean")
+    assert (cost - u[:, None] - v[None, :]).min() >= -1e-12
+    assert np.allclose(cost[rows, cols], u[rows] + v[cols])
+
+
+def test_float32_integer_and_list_coordinates_are_taken(rng):
+    a = rng.random((30, 2)).astype(np.float32)
+    b = (rng.random((30, 2)) * 100).astype(np.int64)
+    solution = lapcli.solve_points(a, b.tolist())
+    cost = cdist(a.astype(np.float64), b.astype(np.float64), "sqeuclidean")
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+
+
+def test_torch_cpu_tensors_are_taken(rng):
+    torch = pytest.importorskip("torch")
+    a, b = rng.random((30, 3)), rng.random((40, 3))
+    solution = lapcli.solve_points(torch.from_numpy(a), torch.from_numpy(b).float())
+    cost = cdist(a, b.astype(np.float32).astype(np.float64), "sqeuclidean")
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (0, 0)])
+def test_an_empty_set_gives_an_empty_answer(shape):
+    solution = lapcli.solve_points(np.zeros((shape[0], 2)), np.zeros((shape[1], 2)))
+    assert solution.row_ind.size == solution.col_ind.size == 0 and solution.objective == 0
+
+
+@pytest.mark.parametrize("a, b, kwargs, message", [
+    (np.zeros(4), np.zeros((4, 1)), {}, "a is 1-D"),
+    (np.zeros((2, 2, 2)), np.zeros((4, 2)), {}, "3-D"),
+    (np.zeros((4, 2)), np.zeros((4, 3)), {}, "must match"),
+    (np.array([[0.0, np.nan]]), np.zeros((1, 2)), {}, "NaN or infinite"),
+    (np.zeros((1, 2)), np.array([[np.inf, 0.0]]), {}, "NaN or infinite"),
+    (np.zeros((3, 40)), np.zeros((3, 40)), {}, "1 to 32"),
+    (np.array([["x", "y"]]), np.zeros((1, 2)), {}, "give numbers"),
+    (np.zeros((2, 2)), np.ones((2, 2)), {"metric": "cosine"}, "origin"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"metric": "hamming"}, "unknown metric"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": 0.5}, "p >= 1"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"metric": "euclidean", "p": 3}, "takes none"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"solver": "cuda-batch"}, "solves stacks"),
+])
+def test_bad_input_is_one_line(a, b, kwargs, message):
+    with pytest.raises(LapInputError, match=message) as raised:
+        lapcli.solve_points(a, b, **kwargs)
+    assert "\n" not in str(raised.value)
+
+
+def test_without_a_points_engine_auto_solves_the_matrix(rng, monkeypatch):
+    """auto's rule: above 2048 points a side with clusters, the implicit engine; otherwise the
+    matrix, through the matrix rules (named 'auto' until they choose)."""
+    from lapcli.engines import auto
+
+    problem = prepare_points(rng.random((3000, 2)), rng.random((10, 2)))
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (True, "Hopper"))
+    assert auto.choose_points(problem)[0] == "cuda-sap"
+    assert auto.choose_points(prepare_points(rng.random((100, 2)), rng.random((2048, 2))))[0] == "auto"
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (False, "no GPU"))
+    name, reason = auto.choose_points(problem)
+    assert name == "auto" and "no GPU" in reason
+    assert auto.choose_points(problem, "scipy") == ("scipy", "requested (costs as a cdist matrix)")
+    assert auto.choose_points(problem, "cuda-sap")[1] == "requested (costs computed from the coordinates)"
+
+
+def test_generate_points_is_reproducible_and_clusters():
+    from lapcli.generate import generate_points
+
+    first, again = generate_points(500, 3, seed=7), generate_points(500, 3, seed=7)
+    assert first.shape == (500, 3) and np.array_equal(first, again) and 0 <= first.min() and first.max() < 1
+    clustered = generate_points(2000, 2, kind="clustered", seed=7, dtype="float32")
+    assert clustered.dtype == np.float32
+    # 16 tight clusters: the mean distance to the nearest other point is far below uniform's
+    nearest = np.sort(cdist(clustered[:500], clustered[:500]), axis=1)[:, 1].mean()
+    uniform = np.sort(cdist(first[:500, :2], first[:500, :2]), axis=1)[:, 1].mean()
+    assert nearest < uniform / 2
+    # another seed samples the same mixture: its points lie near the first set's clusters
+    other = generate_points(500, 2, kind="clustered", seed=8)
+    assert cdist(other, clustered).min(axis=1).mean() < uniform / 2
+    with pytest.raises(LapInputError, match="point kind"):
+        generate_points(5, kind="geometric")
+
+
+def test_cli_generates_and_solves_points(tmp_path):
+    a, b = tmp_path / "a.npy", tmp_path / "b.csv"
+    assert run_cli(["generate", "--points", "--n", "60", "--d", "3", "--seed", "1", "-o", str(a)]).returncode == 0
+    assert run_cli(["generate", "--points", "--n", "80", "--d", "3", "--kind", "clustered", "--seed", "2",
+                    "-o", str(b)]).returncode == 0
+    out, duals = tmp_path / "pairs.csv", tmp_path / "duals.npz"
+    done = run_cli(["solve", "--points", str(a), str(b), "--metric", "cityblock", "-o", str(out), "--duals",
+                    str(duals), "--json", "-q"])
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    x, y = np.load(a), np.loadtxt(b, delimiter=",", ndmin=2)
+    cost = cdist(x, y, "cityblock")
+    pairs = np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.int64)
+    assert report["objective"] == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    assert cost[pairs[:, 0], pairs[:, 1]].sum() == pytest.approx(report["objective"], rel=1e-12)
+    assert report["certified"] and "cityblock" in report["details"]["costs"]
+    with np.load(duals) as saved:
+        assert (cost - saved["u"][:, None] - saved["v"][None, :]).min() >= -1e-9
+
+
+@pytest.mark.parametrize("args, message", [
+    (["solve", "--points", "A", "B", "m.npy"], "not both"),
+    (["solve", "--points", "A", "B", "--dtype", "int32"], "--dtype does not go with --points"),
+    (["solve", "--points", "A", "B", "--cost-limit", "3"], "--cost-limit does not go with --points"),
+    (["solve", "A", "--metric", "cosine"], "--metric goes with --points"),
+    (["solve"], "missing INPUT"),
+    (["generate", "--points", "--n", "5", "--batch", "2", "-o", "x.npy"], "--batch does not go with --points"),
+    (["generate", "--n", "5", "--kind", "clustered", "-o", "x.npy"], "add --points"),
+])
+def test_cli_point_option_errors_are_one_line_exit_2(tmp_path, args, message):
+    done = run_cli(args, cwd=tmp_path)
+    assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
+    assert not (tmp_path / "x.npy").exists()
+
+
+def test_cli_bad_point_file_names_it_and_writes_nothing(tmp_path):
+    a, b = tmp_path / "a.npy", tmp_path / "b.npy"
+    np.save(a, np.zeros((4, 2)))
+    np.save(b, np.zeros((4, 3)))
+    out = tmp_path / "pairs.csv"
+    done = run_cli(["solve", "--points", str(a), str(b), "-o", str(out)])
+    assert done.returncode == 2 and f"{a} has 2 coordinates a point and {b} has 3" in done.stderr
+    assert not out.exists()
+
+
+def test_the_points_bench_checks_every_runner_against_the_first(monkeypatch):
+    """A runner whose objective differs, or whose answer is not certified, fails its cell."""
+    from types import SimpleNamespace
+
+    from lapcli.bench import points as bench_points
+
+    def runner(objective, certified=True):
+        report = SimpleNamespace(solver="fake", certified=certified)
+        return lambda a, b, metric: SimpleNamespace(objective=objective, report=report)
+
+    runners = {"one": runner(1.0), "same": runner(1.0 + 1e-12), "off": runner(1.01), "unproved": runner(1.0, False)}
+    results = bench_points.run_points_bench([(16, "uniform", "sqeuclidean")], runners, tuple(runners),
+                                            repeat=2, warmup=0, seed=3)
+    assert [t.status for t in results] == ["ok", "ok", "mismatch", "error"]
+    assert all(len(t.times_ms) == 2 for t in results)
+
+
+def test_lap_bench_points_runs_scipy_and_records(tmp_path):
+    record = tmp_path / "points.json"
+    done = run_cli(["bench", "--suite", "points", "--sizes", "2048", "--solvers", "scipy", "--repeat", "1",
+                    "--warmup", "0", "--json", record, "-q"])
+    assert done.returncode == 0, done.stderr
+    results = json.loads(record.read_text())["results"]
+    assert {(r["metric"], r["kind"]) for r in results} == {("sqeuclidean", "uniform")}
+    assert all(r["status"] == "ok" and r["objective"] > 0 for r in results)
+    assert run_cli(["bench", "--suite", "points", "--kind", "float"]).returncode == 2

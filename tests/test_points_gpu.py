@@ -1,0 +1,137 @@
+"""Point sets on the GPU (engine cuda-sap's run_points, lapcli.cuda.points): the streamed passes
+equal the NumPy reference bit for bit, the implicit-cost searches equal the same kernel on the
+dense matrix, and every answer is optimal and certified (pytest -m gpu)."""
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli
+from lapcli.points import distance_matrix, prepare_points
+from lapcli.twins import check_duals, column_reduction
+
+pytestmark = pytest.mark.gpu
+
+METRICS = [("sqeuclidean", None), ("euclidean", None), ("cityblock", None), ("chebyshev", None),
+           ("cosine", None), ("minkowski", 3.0)]
+
+
+def device_points(problem):
+    from lapcli.cuda import points
+
+    return points.upload(problem)
+
+
+@pytest.mark.parametrize("metric, p", METRICS)
+@pytest.mark.parametrize("dim", [1, 2, 3, 16])
+def test_the_streamed_passes_equal_the_numpy_reference(rng, metric, p, dim):
+    """row_min (with v, and sides swapped) and pair_costs compute the costs lapcli.points.costs
+    does, bit for bit (minkowski's pow within an ulp); ties go to the lowest column (integer
+    coordinates make many)."""
+    import cupy
+
+    from lapcli.cuda import points
+
+    a = rng.integers(-3, 4, size=(70, dim)).astype(np.float64)
+    b = rng.integers(-3, 4, size=(90, dim)).astype(np.float64)
+    if metric == "cosine":
+        a[np.all(a == 0, axis=1)] = 1.0
+        b[np.all(b == 0, axis=1)] = 1.0
+    problem = prepare_points(a, b, metric, p=p)
+    dense = distance_matrix(problem.rows, problem.columns, problem.metric, problem.p)
+    on_device = device_points(problem)
+    v = rng.integers(-2, 3, size=90).astype(np.float64)
+    minima, argmin = points.row_min(on_device, cupy.asarray(v))
+    reduced = dense - v[None, :]
+    col_min, col_arg = points.row_min(on_device, swapped=True)
+    cols = rng.permutation(90)[:70].astype(np.int32)
+    pairs = points.pair_costs(on_device, cupy.asarray(cols)).get()
+    if metric == "minkowski":
+        np.testing.assert_allclose(minima.get(), reduced.min(axis=1), rtol=1e-15)
+        np.testing.assert_allclose(pairs, dense[np.arange(70), cols], rtol=1e-15)
+        return
+    assert np.array_equal(minima.get(), reduced.min(axis=1)) and np.array_equal(argmin.get(), reduced.argmin(axis=1))
+    assert np.array_equal(col_min.get(), dense.min(axis=0)) and np.array_equal(col_arg.get(), dense.argmin(axis=0))
+    assert np.array_equal(pairs, dense[np.arange(70), cols])
+
+
+@pytest.mark.parametrize("n", [7, 300, 2500])
+def test_implicit_searches_equal_the_dense_kernel(rng, n):
+    """The same kernel on a Points source and on the dense matrix of the same costs, from the same
+    column reduction: the same assignment and the same duals, exactly."""
+    import cupy
+
+    from lapcli.cuda import sap_cluster
+    from lapcli.engines.cuda import sap
+
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    problem = prepare_points(a, b)
+    result = sap.run_points(problem)
+    dense = distance_matrix(a, b, "sqeuclidean")
+    v0, col0 = column_reduction(dense)
+    kernel = sap_cluster.solve(cupy.asarray(dense), cupy.asarray(v0), cupy.asarray(col0.astype(np.int32)))
+    columns, v = kernel.col_of_row.get(), kernel.v.get()
+    assert np.array_equal(result.cols, columns) and np.array_equal(result.duals[1], v)
+    assert result.certificate["where"] == "device"
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 5), (300, 300), (3000, 3000), (500, 3000), (3000, 500)])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_answers_are_optimal_and_certified(rng, shape, maximize):
+    n, m = shape
+    a, b = rng.random((n, 2)), rng.random((m, 2))
+    solution = lapcli.solve_points(a, b, solver="cuda-sap", maximize=maximize)
+    cost = distance_matrix(a, b, "sqeuclidean")
+    rows, cols = scipy_lsa(cost, maximize=maximize)
+    assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=1e-12)
+    assert solution.report.certified and solution.report.solver == "cuda-sap"
+    u, v = solution.duals
+    signed = -cost if maximize else cost
+    k = min(n, m)
+    work_cost = signed if n <= m else signed.T
+    work_cols = np.empty(k, dtype=np.int64)
+    if n <= m:
+        work_cols[solution.row_ind] = solution.col_ind
+        work_u, work_v = (u, v) if not maximize else (-u, -v)
+    else:
+        work_cols[solution.col_ind] = solution.row_ind
+        work_u, work_v = (v, u) if not maximize else (-v, -u)
+    check_duals(work_cost[None], work_cols[None], work_u[None], work_v[None], eps=1e-9)
+
+
+@pytest.mark.parametrize("metric, p", METRICS)
+def test_every_metric_equals_the_dense_route(rng, metric, p):
+    a, b = rng.normal(size=(900, 3)), rng.normal(size=(1100, 3))
+    implicit = lapcli.solve_points(a, b, metric, p=p, solver="cuda-sap")
+    dense = lapcli.solve_points(a, b, metric, p=p, solver="scipy", certify=True)
+    assert implicit.report.certified and dense.report.certified
+    assert implicit.objective == pytest.approx(dense.objective, rel=1e-12)
+    assert metric in implicit.report.details["costs"]
+
+
+def test_cupy_float32_points_and_auto_above_2048(rng):
+    import cupy
+
+    from lapcli.cuda.probe import cluster_kernel_status
+
+    a = cupy.asarray(rng.random((2100, 2)), dtype=cupy.float32)
+    b = cupy.asarray(rng.random((2100, 2)), dtype=cupy.float32)
+    solution = lapcli.solve_points(a, b)
+    if cluster_kernel_status(2100)[0]:
+        assert solution.report.solver == "cuda-sap"
+    cost = distance_matrix(a.get().astype(np.float64), b.get().astype(np.float64), "sqeuclidean")
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+
+
+def test_no_matrix_is_allocated(rng):
+    """2000 × 30,000 points: the dense matrix would be 480 MB; the solve's device memory stays
+    O((n + m)·d) plus the search's state."""
+    import cupy
+
+    pool = cupy.get_default_memory_pool()
+    pool.free_all_blocks()
+    a, b = rng.random((2000, 2)), rng.random((30000, 2))
+    solution = lapcli.solve_points(a, b, solver="cuda-sap")
+    assert solution.report.certified and len(solution.row_ind) == 2000
+    assert pool.total_bytes() < 16 * 2**20
+    assert len(np.unique(solution.col_ind)) == 2000
