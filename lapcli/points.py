@@ -90,7 +90,7 @@ class PointProblem:
         low = xp.minimum(self.a.min(axis=0), self.b.min(axis=0))
         high = xp.maximum(self.a.max(axis=0), self.b.max(axis=0))
         extent = self.host(high - low)[None, :]
-        return float(pair_costs(extent, np.zeros_like(extent), self.metric, self.p)[0])
+        return float(costs(extent, np.zeros_like(extent), self.metric, self.p)[0])
 
     def dense(self):
         """The caller's n × m cost matrix, in the inputs' array library."""
@@ -128,7 +128,7 @@ class PointProblem:
         if not len(rows):
             return 0.0
         a, b = self.host(self.a), self.host(self.b)
-        return math.fsum(pair_costs(a[rows], b[cols], self.metric, self.p).tolist())
+        return math.fsum(costs(a[rows], b[cols], self.metric, self.p).tolist())
 
 
 def costs(x, y, metric: str, p: float = 2.0):
@@ -158,11 +158,6 @@ def costs(x, y, metric: str, p: float = 2.0):
     if metric == "minkowski":
         return total ** (1.0 / p)
     return 1.0 - total if metric == "cosine" else total
-
-
-def pair_costs(x: np.ndarray, y: np.ndarray, metric: str, p: float = 2.0) -> np.ndarray:
-    """c(x_r, y_r) for every r of two (r, d) arrays."""
-    return costs(x, y, metric, p)
 
 
 def distance_matrix(a, b, metric: str, p: float = 2.0):

@@ -28,9 +28,7 @@ from ..generate import (
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
 from ..io.read import input_rank, read_matrix_with_info
 from ..io.write import (
-    assignment_bytes,
     check_output_path,
-    duals_bytes,
     stack_assignment_bytes,
     write_bytes,
 )
@@ -39,7 +37,6 @@ from ..problem import WORK_DTYPES
 from . import on_dask
 from .bench import bench_command
 from .support import (
-    FailedError,
     FiniteFloatRange,
     InputError,
     OneLineGroup,
@@ -48,6 +45,7 @@ from .support import (
     emit_report,
     run_library_call,
     stderr_console,
+    write_solution,
     write_unless_pipe_closed,
 )
 
@@ -246,20 +244,12 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
 def solve_matrix(cost, options, cost_limit, output, duals_path, console):
     """One 2-D problem: solve, write the assignment and duals, print the summary; the report."""
     from ..pipeline import solve
-    from ..report import render_summary
 
     certify = True if duals_path is not None else options.get("certify")  # --duals: recover them if need be
     solution = run_library_call(solve, cost, cost_limit=cost_limit, **{**options, "certify": certify})
-    report = solution.report
-    if duals_path is not None and solution.duals is None:
-        raise FailedError(f"--duals: solver {report.solver} gives no duals"
-                          + (" with --cost-limit (the augmented problem's are not the caller's)" if cost_limit else ""))
-    if output is not None:
-        run_library_call(write_bytes, output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
-    if duals_path is not None:
-        run_library_call(write_bytes, duals_path, duals_bytes(duals_path, *solution.duals))
-    render_summary(report, console)
-    return report
+    write_solution(solution, output, duals_path, console,
+                   " with --cost-limit (the augmented problem's are not the caller's)" if cost_limit else "")
+    return solution.report
 
 
 def solve_stack(cost, options, output, console):

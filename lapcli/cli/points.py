@@ -9,14 +9,14 @@ import sys
 from ..generate import new_seed
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
 from ..io.read import input_rank, read_matrix_with_info
-from ..io.write import assignment_bytes, check_output_path, duals_bytes, write_bytes
+from ..io.write import check_output_path
 from .support import (
-    FailedError,
     InputError,
     announce_input,
     emit_report,
     run_library_call,
     stderr_console,
+    write_solution,
     write_unless_pipe_closed,
 )
 
@@ -39,7 +39,6 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
             raise InputError(f"{flag} does not go with --points")
     metric = metric or "sqeuclidean"
     from ..pipeline import check_device, solve_points
-    from ..report import render_summary
 
     for path, suffixes, what in ((output, ASSIGNMENT_SUFFIXES, "assignment"), (report_path, (".json",), "report"),
                                  (duals_path, DUALS_SUFFIXES, "duals")):
@@ -67,15 +66,8 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     solution = run_library_call(solve_points, sets[0], sets[1], metric, p=minkowski_p, maximize=maximize,
                                 solver=solver, timeout=timeout, device=device, certify=True if certify else None,
                                 names=tuple(point_specs))
-    report = solution.report
-    if duals_path is not None and solution.duals is None:
-        raise FailedError(f"--duals: solver {report.solver} gives no duals")
-    if output is not None:
-        run_library_call(write_bytes, output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
-    if duals_path is not None:
-        run_library_call(write_bytes, duals_path, duals_bytes(duals_path, *solution.duals))
-    render_summary(report, console)
-    emit_report(" ".join(point_specs), report, notes, False, report_path, json_stdout)
+    write_solution(solution, output, duals_path, console)
+    emit_report(" ".join(point_specs), solution.report, notes, False, report_path, json_stdout)
 
 
 

@@ -168,3 +168,20 @@ def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cos
                              f"use {', '.join(solver_choices(batch=False))}")
     else:
         raise InputError(f"{name} is {rank}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
+
+
+def write_solution(solution, output, duals_path, console, no_duals_why: str = "") -> None:
+    """One solved problem's files and summary: the assignment to ``output``, the duals to
+    ``duals_path`` (FailedError when the engine gave none; ``no_duals_why`` says more), the
+    summary on stderr."""
+    from ..io.write import assignment_bytes, duals_bytes
+    from ..report import render_summary
+
+    report = solution.report
+    if duals_path is not None and solution.duals is None:
+        raise FailedError(f"--duals: solver {report.solver} gives no duals{no_duals_why}")
+    if output is not None:
+        run_library_call(write_bytes, output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
+    if duals_path is not None:
+        run_library_call(write_bytes, duals_path, duals_bytes(duals_path, *solution.duals))
+    render_summary(report, console)

@@ -114,6 +114,17 @@ class ClusterResult:
     events: tuple
     compile_ms: float
 
+    def checked_stats(self) -> dict[str, int]:
+        """The stats by name (STATS), after the launch: one copy back, which waits for it; raises
+        SolverError on a status other than SAP_OK."""
+        from ..errors import SolverError
+
+        stats = dict(zip(STATS, self.stats.get().tolist()))
+        if stats["status"] != 0:
+            raise SolverError(STATUS_MESSAGES.get(stats["status"],
+                                                  f"the shortest-path kernel ended with status {stats['status']}"))
+        return stats
+
 
 def solve(cost, v_start=None, col_start=None, *, timeout: float | None = None, threads: int = THREADS,
           cluster: int = CLUSTER) -> ClusterResult:

@@ -150,13 +150,10 @@ def solve_on_cluster(problem, *, timeout: float | None, auction_rounds: int) -> 
     rounds, auction_ms, searches = auction.finish() if auction is not None else (0, 0.0, None)
     cols = result.col_of_row
     u = work.values[cupy.arange(size), cols].astype(result.v.dtype) - result.v[cols]
-    stats = dict(zip(sap_cluster.STATS, result.stats.get().tolist()))
+    stats = result.checked_stats()
     host = (cols.get(), u.get(), result.v.get())
     copied_out.record(stream)
     copied_out.synchronize()
-    if stats["status"] != 0:
-        raise SolverError(sap_cluster.STATUS_MESSAGES.get(stats["status"],
-                                                          f"the shortest-path kernel ended with status {stats['status']}"))
     check_result(0, host[0])
     search_begin, search_end = result.events
     search_ms = search_end.ms_since(search_begin)
@@ -207,21 +204,18 @@ def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
         result = solve_stack(values[None], matrix.eps, timeout=timeout, synchronize=False)
         cols, u, v = result.col_of_row[0], result.u[0], result.v[0]
         events, layout, compile_ms = result.details["events"], result.details["layout"], result.details["compile_ms"]
-        status, message = result.status, STATUS_MESSAGES
     else:
         result = sap_cluster.solve(values, timeout=timeout)
         cols, v = result.col_of_row, result.v
         u = values[cupy.arange(k), cols].astype(v.dtype) - v[cols]
         events, compile_ms = result.events, result.compile_ms
         layout = f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}"
-        status, message = result.stats[0:1], sap_cluster.STATUS_MESSAGES
     host = (cols.get(), u.get(), v.get())
-    status_word = int(status.get()[0])
-    stats = dict(zip(sap_cluster.STATS, result.stats.get().tolist())) if m > ONE_BLOCK_UP_TO else {}
+    stats = result.checked_stats() if m > ONE_BLOCK_UP_TO else {}
     copied_out.record(stream)
     copied_out.synchronize()
-    if status_word != 0:
-        raise SolverError(message.get(status_word, f"the search kernel ended with status {status_word}"))
+    if m <= ONE_BLOCK_UP_TO and (status_word := int(result.status.get()[0])) != 0:
+        raise SolverError(STATUS_MESSAGES.get(status_word, f"the search kernel ended with status {status_word}"))
     check_result(0, host[0])
     search_ms = events[1].ms_since(events[0])
     details = {"compile_ms": round(compile_ms, 3), "h2d_ms": round(copied_in.ms_since(start), 3),
@@ -260,15 +254,10 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         v_start = col_start = None
         if k == m:  # the column reduction: v[j] = min_i c(i, j), each column's lowest row takes it
             v_start, lowest_row = device_points.row_min(points, swapped=True)
-            col_start = cupy.full(k, k, dtype=np.int32)
-            cupy.minimum.at(col_start, lowest_row, cupy.arange(m, dtype=np.int32))
-            col_start[col_start == k] = -1
+            col_start = rows_take_lowest_column(lowest_row, k)
         reduced.record(stream)
         result = device_points.search(points, v_start, col_start, timeout=timeout)
-        stats = dict(zip(sap_cluster.STATS, result.stats.get().tolist()))  # waits for the search
-        if stats["status"] != 0:
-            raise SolverError(sap_cluster.STATUS_MESSAGES.get(stats["status"],
-                                                              f"the shortest-path kernel ended with status {stats['status']}"))
+        stats = result.checked_stats()  # waits for the search
         checking = time.perf_counter()
         cols, v = result.col_of_row, result.v
         host_cols = cols.get()
@@ -323,15 +312,18 @@ def column_reduction_start(values):
     """(v, col_of_row int32) of Jonker–Volgenant's column reduction on the device: v[j] the
     column's minimum, each row that is some column's lowest minimum takes the lowest such column
     (lapcli.twins.column_reduction)."""
+    return values.min(axis=0), rows_take_lowest_column(values.argmin(axis=0), values.shape[0])
+
+
+def rows_take_lowest_column(lowest_row, size: int):
+    """col_of_row (int32 CuPy, −1 free) of the column reduction: each column names its lowest
+    row, and each row so named takes the lowest of its columns."""
     import cupy
 
-    size = values.shape[0]
-    v = values.min(axis=0)
-    lowest_row = values.argmin(axis=0)
     col_of_row = cupy.full(size, size, dtype=np.int32)
     cupy.minimum.at(col_of_row, lowest_row, cupy.arange(size, dtype=np.int32))
     col_of_row[col_of_row == size] = -1
-    return v, col_of_row
+    return col_of_row
 
 
 class Auction:
