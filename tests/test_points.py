@@ -262,3 +262,23 @@ def test_lap_bench_points_runs_scipy_and_records(tmp_path):
     assert {(r["metric"], r["kind"]) for r in results} == {("sqeuclidean", "uniform")}
     assert all(r["status"] == "ok" and r["objective"] > 0 for r in results)
     assert run_cli(["bench", "--suite", "points", "--kind", "float"]).returncode == 2
+
+
+def test_cli_points_duals_are_recovered_even_past_the_default_budget(tmp_path, monkeypatch):
+    """--duals asks for them: the matrix route's engine (scipy) must have them recovered whatever
+    the default budget, as `lap solve M --duals` does for a matrix."""
+    from click.testing import CliRunner
+
+    from lapcli import duals as dual_recovery
+    from lapcli.cli.main import cli
+
+    monkeypatch.setitem(dual_recovery.DEFAULT_PASSES, "scipy", 0)  # by default: never worth it
+    rng = np.random.default_rng(5)
+    a, b, saved = tmp_path / "a.npy", tmp_path / "b.npy", tmp_path / "duals.npz"
+    np.save(a, rng.random((40, 2)))
+    np.save(b, rng.random((50, 2)))
+    done = CliRunner().invoke(cli, ["solve", "--points", str(a), str(b), "--duals", str(saved), "-q"])
+    assert done.exit_code == 0, done.output
+    cost = cdist(np.load(a), np.load(b), "sqeuclidean")
+    with np.load(saved) as duals:
+        assert (cost - duals["u"][:, None] - duals["v"][None, :]).min() >= -1e-12

@@ -63,8 +63,9 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
         notes.extend(source.notes)
     console = stderr_console(quiet)
     announce_input(" ".join(point_specs), notes, False, console)
+    certify = True if certify or duals_path is not None else None  # --duals: recover them if need be
     solution = run_library_call(solve_points, sets[0], sets[1], metric, p=minkowski_p, maximize=maximize,
-                                solver=solver, timeout=timeout, device=device, certify=True if certify else None,
+                                solver=solver, timeout=timeout, device=device, certify=certify,
                                 names=tuple(point_specs))
     write_solution(solution, output, duals_path, console)
     emit_report(" ".join(point_specs), solution.report, notes, False, report_path, json_stdout)
