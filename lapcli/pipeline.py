@@ -133,7 +133,7 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
 def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None = None,
                  maximize: bool = False, solver: str = "auto", timeout: float | None = None,
                  device: int | None = None, certify: bool | None = None,
-                 names: tuple[str, str] = ("a", "b")) -> Solution:
+                 names: tuple[str, str] = ("a", "b"), progress=None) -> Solution:
     """Match two point sets: the cost of pairing a[i] with b[j] is ``metric``'s distance between
     them, as scipy.spatial.distance.cdist(a, b, metric) defines it.
 
@@ -154,6 +154,9 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
         As for :func:`solve`.
     names : (str, str)
         What error messages call the two sets (``lap solve --points`` gives the file names).
+    progress : callable, optional
+        ``progress(phase, phases_left)`` after each phase of the auction that solves a square
+        problem on the GPU (lapcli.cuda.auction.Phase: its ε, rows released, bids, ms).
 
     Returns
     -------
@@ -184,7 +187,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
             solution.report.reason = f"{reason}; {solution.report.reason}"
         return solution
     module, import_ms = _loaded(engine)
-    result = module.run_points(problem, timeout=timeout, device=device)
+    result = module.run_points(problem, timeout=timeout, device=device, progress=progress)
     objective = problem.objective(result.rows, result.cols)
     _set_up_apart(result.details, import_ms)
     report = _matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)

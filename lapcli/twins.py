@@ -5,7 +5,8 @@ the CPU tests run and the GPU tests compare against, kept out of the engines' pr
   paths per problem (scipy's algorithm, Crouse 2016), same steps S1-S4, same tie-break, same duals,
   with Jonker-Volgenant's column reduction as the start of a square problem;
 - :func:`sap_twin` is engine ``cuda-sap``: the classical kernel's auction start
-  (lapcli.engines.cpu.numpy_hungarian.auction_start), then :func:`reference_stack` from it.
+  (lapcli.engines.cpu.numpy_hungarian.auction_start), then :func:`reference_stack` from it;
+- :func:`auction_twin` is kernels/auction.cu, engine ``cuda-sap`` on square point sets.
 
 The twin of kernels/hungarian.cu is the ``numpy`` engine itself (lapcli.engines.cpu.numpy_hungarian).
 """
@@ -123,3 +124,73 @@ def sap_twin(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUC
     searches = int((column_of_row < 0).sum())
     columns, u, v, _ = reference_stack(cost[None], warm_start=(v[None], column_of_row[None].astype(np.int32)))
     return columns[0], u[0], v[0], done, searches
+
+
+def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6):
+    """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
+    float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
+    thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
+    cheapest of columns lane, lane + 32, …, and up to 32 more the release pass adds, in turn), the
+    same first ε (a quarter of the median row's candidate spread), the same release rule (free,
+    or more than 2ε above the row's best over all columns) and the same dense bids of a row past
+    DENSE_AFTER bids in a phase (their best becomes a candidate). Returns (col_of_row, v, phases); phases lists (ε, rounds,
+    bids). Every reduced cost of u = c − v on the assignment is ≥ −2·final_eps. Raises
+    RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on past it)."""
+    from .cuda import auction
+
+    n = cost.shape[0]
+    near = auction.CANDIDATES // 32 - 1
+    candidates = []
+    for i in range(n):
+        row = []
+        for lane in range(32):
+            columns = np.arange(lane, n, 32)
+            row.extend(columns[np.argsort(cost[i, columns], kind="stable")[:near]].tolist())
+        candidates.append(row)
+    spread = np.median([np.ptp(cost[i, candidates[i]]) for i in range(n)])
+    added = [[] for _ in range(n)]  # the release pass's columns, at most 32, the oldest replaced
+    v = np.zeros(n)
+    owner = np.full(n, -1)
+    col_of_row = np.full(n, -1)
+    phases = []
+    epsilons = auction.schedule(spread * auction.FIRST_EPS_OF_SPREAD, final_eps,
+                                scaling if scaling is not None else auction.SCALING)
+    for eps in epsilons:
+        rounds = bids = 0
+        row_bids = np.zeros(n, dtype=np.int64)
+        while True:
+            free = []
+            for i in range(n):
+                reduced = cost[i] - v
+                best = int(np.argmin(reduced))
+                if col_of_row[i] >= 0 and not reduced[col_of_row[i]] > reduced[best] + 2 * eps:
+                    continue
+                if col_of_row[i] >= 0:
+                    owner[col_of_row[i]] = col_of_row[i] = -1
+                    if best not in candidates[i] and best not in added[i]:
+                        added[i] = (added[i] + [best])[-32:]
+                free.append(i)
+            if not free:
+                break
+            rounds += 1
+            for row in free:
+                while row >= 0:
+                    row_bids[row] += 1
+                    dense = row_bids[row] > auction.DENSE_AFTER
+                    scanned = np.arange(n) if dense else np.array(candidates[row] + added[row])
+                    reduced = cost[row, scanned] - v[scanned]
+                    order = np.lexsort((scanned, reduced))
+                    j = int(scanned[order[0]])
+                    if dense and j not in candidates[row] and j not in added[row]:
+                        added[row] = (added[row] + [j])[-32:]
+                    second = reduced[order[1]] if len(order) > 1 else np.inf
+                    v[j] = (cost[row, j] - second if np.isfinite(second) else v[j]) - eps
+                    row, owner[j] = int(owner[j]), row
+                    col_of_row[owner[j]] = j
+                    if row >= 0:
+                        col_of_row[row] = -1
+                    bids += 1
+                    if bids > max_bids:
+                        raise RuntimeError(f"the auction bid {bids} times in the phase of eps {eps}")
+        phases.append((eps, rounds, bids))
+    return col_of_row, v, phases

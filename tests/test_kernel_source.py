@@ -301,8 +301,9 @@ def test_the_cluster_search_kernels_compile_without_spilling(tmp_path):
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("metric, dim", [("sqeuclidean", 2), ("cosine", 3), ("minkowski", 16), ("chebyshev", 32)])
 def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
-    """The search and both streamed passes on a Points source (lapcli.cuda.points.program) build
-    for sm_90 with no spills, up to the largest dimension taken."""
+    """Both streamed passes with the search, and with the auction's kernels, on a Points source
+    (lapcli.cuda.points.program) build for sm_90 with no spills, up to the largest dimension."""
     from lapcli.cuda import points
 
     compile_program(points.program(metric, dim), tmp_path, "points", 3)
+    compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 5)

@@ -1,6 +1,7 @@
-"""Point sets on the GPU (engine cuda-sap's run_points, lapcli.cuda.points): the streamed passes
-equal the NumPy reference bit for bit, the implicit-cost searches equal the same kernel on the
-dense matrix, and every answer is optimal and certified (pytest -m gpu)."""
+"""Point sets on the GPU (engine cuda-sap's run_points, lapcli.cuda.points and .auction): the
+streamed passes equal the NumPy reference bit for bit, the implicit-cost searches equal the same
+kernel on the dense matrix, the auction's answers keep its bound, and every answer is optimal and
+certified (pytest -m gpu)."""
 
 import numpy as np
 import pytest
@@ -55,24 +56,75 @@ def test_the_streamed_passes_equal_the_numpy_reference(rng, metric, p, dim):
     assert np.array_equal(pairs, dense[np.arange(70), cols])
 
 
-@pytest.mark.parametrize("n", [7, 300, 2500])
-def test_implicit_searches_equal_the_dense_kernel(rng, n):
-    """The same kernel on a Points source and on the dense matrix of the same costs, from the same
-    column reduction: the same assignment and the same duals, exactly."""
+@pytest.mark.parametrize("shape", [(7, 7), (300, 300), (2500, 2500), (40, 3000)])
+def test_implicit_searches_equal_the_dense_kernel(rng, shape):
+    """The search kernel on a Points source and on the dense matrix of the same costs, from the
+    same start (the column reduction of a square, v = 0 for a rectangle): the same assignment and
+    the same duals, exactly."""
     import cupy
 
-    from lapcli.cuda import sap_cluster
-    from lapcli.engines.cuda import sap
+    from lapcli.cuda import points, sap_cluster
 
-    a, b = rng.random((n, 2)), rng.random((n, 2))
+    n, m = shape
+    a, b = rng.random((n, 2)), rng.random((m, 2))
     problem = prepare_points(a, b)
-    result = sap.run_points(problem)
     dense = distance_matrix(a, b, "sqeuclidean")
-    v0, col0 = column_reduction(dense)
-    kernel = sap_cluster.solve(cupy.asarray(dense), cupy.asarray(v0), cupy.asarray(col0.astype(np.int32)))
-    columns, v = kernel.col_of_row.get(), kernel.v.get()
-    assert np.array_equal(result.cols, columns) and np.array_equal(result.duals[1], v)
-    assert result.certificate["where"] == "device"
+    if n == m:
+        v0, col0 = column_reduction(dense)
+        starts = (cupy.asarray(v0), cupy.asarray(col0.astype(np.int32)))
+    else:
+        starts = (None, None)
+    implicit = points.search(points.upload(problem), *starts)
+    kernel = sap_cluster.solve(cupy.asarray(dense), *starts)
+    implicit.checked_stats()
+    assert np.array_equal(implicit.col_of_row.get(), kernel.col_of_row.get())
+    assert np.array_equal(implicit.v.get(), kernel.v.get())
+
+
+@pytest.mark.parametrize("n", [1024, 1500, 6000])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_the_auction_solves_squares_within_its_bound(rng, n, maximize):
+    """A square point problem goes to the ε-scaling auction (lapcli.cuda.auction): its answer is
+    scipy's objective, and its duals keep every reduced cost ≥ −2ε, a quarter of the tolerance."""
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    phases = []
+    solution = lapcli.solve_points(a, b, solver="cuda-sap", maximize=maximize,
+                                   progress=lambda phase, left: phases.append((phase, left)))
+    cost = distance_matrix(a, b, "sqeuclidean")
+    rows, cols = scipy_lsa(cost, maximize=maximize)
+    assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=1e-12)
+    certificate = solution.report.certificate
+    assert solution.report.certified and certificate["min_slack"] >= -certificate["tolerance"] / 4
+    details = solution.report.details
+    assert details["start"] == "epsilon-scaling auction" and details["auction_phases"] == len(phases)
+    assert [left for _, left in phases] == list(range(len(phases) - 1, -1, -1))
+    assert sum(phase.bids for phase, _ in phases) == details["auction_bids"] >= n
+
+
+@pytest.mark.parametrize("kind", ["ties", "apart", "duplicates"])
+def test_the_auction_where_near_columns_do_not_hold_the_answer(rng, kind):
+    """Costs whose optimum is far from each row's near columns (the two sets apart: every row's
+    nearest columns are the same few), all costs tied, repeated points: the release pass brings
+    the missing columns in (or the bids scan all columns), and the answer is optimal."""
+    n = 1500
+    if kind == "ties":
+        a, b = np.zeros((n, 2)), np.zeros((n, 2))
+    elif kind == "apart":
+        a, b = rng.normal(scale=0.01, size=(n, 2)), rng.normal(loc=3.0, size=(n, 2))
+    else:
+        a, b = rng.integers(0, 4, size=(n, 2)).astype(float), rng.integers(0, 4, size=(n, 2)).astype(float)
+    solution = lapcli.solve_points(a, b, "euclidean", solver="cuda-sap")
+    cost = distance_matrix(a, b, "euclidean")
+    assert solution.report.certified
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12, abs=1e-12)
+
+
+def test_the_auction_honours_its_time_limit(rng):
+    from lapcli.errors import SolverError
+
+    a, b = rng.random((20000, 2)), rng.random((20000, 2))
+    with pytest.raises(SolverError, match="time limit"):
+        lapcli.solve_points(a, b, solver="cuda-sap", timeout=0.02)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (2, 5), (300, 300), (3000, 3000), (500, 3000), (3000, 500)])

@@ -7,8 +7,8 @@ here, and above the size where they stop being useful):
 
 - ``auto``       ``solve_points`` as a user calls it
 - ``cuda-sap``   the costs computed on the GPU from the coordinates (no matrix)
-- ``dense``      the same costs as a matrix (``solve_points(solver="cuda-sap")`` on ``cdist``'s
-                 matrix through ``solve``: the auction, then the searches), up to 16,384
+- ``dense``      the same costs as a matrix (``solve(cdist(a, b), solver="cuda-sap")``: the
+                 classical kernel's auction, then the searches), up to 16,384
 - ``scipy``      the cdist matrix and scipy, up to 4,096 (14 s at 8,192 on the H100 machine)
 
 Every runner's objective is compared with the first one's (relative 1e-9). Times are wall
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 POINT_CELLS: tuple[tuple[int, str, str], ...] = (  # (n, kind, metric)
-    (2048, "uniform", "sqeuclidean"), (4096, "uniform", "sqeuclidean"), (8192, "uniform", "sqeuclidean"),
-    (16384, "uniform", "sqeuclidean"), (32768, "uniform", "sqeuclidean"),
-    (8192, "uniform", "euclidean"), (8192, "uniform", "cityblock"), (8192, "clustered", "sqeuclidean"))
+    *((n, "uniform", "sqeuclidean") for n in (2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144)),
+    *((n, kind, metric) for n in (8192, 65536)
+      for kind, metric in (("uniform", "euclidean"), ("uniform", "cityblock"), ("clustered", "sqeuclidean"))))
 RUNNER_LIMITS = {"dense": 16384, "scipy": 4096}  # the largest n each runs
 WARM_UP_TO = 8192  # larger cells are timed without a warm-up call
 

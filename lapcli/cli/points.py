@@ -5,6 +5,7 @@ a matrix; the library does the work."""
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 
 from ..generate import new_seed
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
@@ -64,13 +65,36 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     console = stderr_console(quiet)
     announce_input(" ".join(point_specs), notes, False, console)
     certify = True if certify or duals_path is not None else None  # --duals: recover them if need be
-    solution = run_library_call(solve_points, sets[0], sets[1], metric, p=minkowski_p, maximize=maximize,
-                                solver=solver, timeout=timeout, device=device, certify=certify,
-                                names=tuple(point_specs))
+    with phase_progress(console, quiet) as progress:
+        solution = run_library_call(solve_points, sets[0], sets[1], metric, p=minkowski_p, maximize=maximize,
+                                    solver=solver, timeout=timeout, device=device, certify=certify,
+                                    names=tuple(point_specs), progress=progress)
     write_solution(solution, output, duals_path, console)
     emit_report(" ".join(point_specs), solution.report, notes, False, report_path, json_stdout)
 
 
+
+
+@contextmanager
+def phase_progress(console, quiet: bool):
+    """A transient Rich line on stderr that follows the auction's ε phases on a terminal (a long
+    solve shows it is moving; Ctrl-C between phases ends it, exit 130): yields the progress
+    callback of solve_points, or None."""
+    if quiet or not console.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("matching", total=None)
+        done = [0]
+
+        def follow(phase, phases_left: int) -> None:
+            done[0] += 1
+            bar.update(task, total=done[0] + phases_left, completed=done[0],
+                       description=f"auction: ε {phase.eps:.2g}, {phase.released:,} rows re-bid, {phase.bids:,} bids")
+
+        yield follow
 
 
 def generate_point_set(console, n, m, batch, dim, kind, seed, dtype, output, dataset) -> None:

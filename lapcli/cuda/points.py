@@ -5,7 +5,8 @@ each cost from the coordinates when it is read (no k × m matrix is stored):
 - :func:`row_min`: kernels/points.cu's streamed pass, every row's minimum of c − v and its lowest
   column: the column reduction's start (sides swapped, v = 0) and the certificate's read pass;
 - :func:`pair_costs`: c(i, col[i]), by the same code as the searches' costs;
-- :func:`search`: kernels/sap.cu's shortest augmenting paths over one thread-block cluster.
+- :func:`search`: kernels/sap.cu's shortest augmenting paths over one thread-block cluster;
+- the auction's kernels (kernels/auction.cu), which lapcli.cuda.auction launches.
 
 One program per (metric, dimension): the dimension is a template parameter, so a row's point
 lives in registers and its loops unroll.
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import sap_cluster
+from . import auction, sap_cluster
 from .runtime import Program, current_stream, load
 
 METRIC_CODES = {"sqeuclidean": 0, "euclidean": 1, "cityblock": 2, "chebyshev": 3, "minkowski": 4, "cosine": 5}
@@ -27,15 +28,22 @@ ROW_MIN_THREADS = 256  # 8 warps a block, one row a warp
 PASS_SIGNATURE = "ppqddi"  # the source's five arguments and the row count
 
 
+METHODS = ("search", "auction")  # what solves: kernels/sap.cu's searches or kernels/auction.cu
+
+
 @lru_cache(maxsize=None)
-def program(metric: str, dim: int) -> Program:
-    """The search kernel and both passes on the Points source of (metric, dim)."""
+def program(metric: str, dim: int, method: str = "search") -> Program:
+    """Both passes and the solving kernels of ``method`` (METHODS) on the Points source of
+    (metric, dim): one program each, so a solve compiles only what it runs."""
     source_type = f"Points<{METRIC_CODES[metric]}, {dim}>"
-    source = sap_cluster.kernel_source() + "\n" + sap_cluster.kernel_text("points.cu")
-    kernels = (("search", f"sap_cluster<{source_type}, double>", sap_cluster.SIGNATURE),
-               ("row_min", f"row_min<{source_type}>", PASS_SIGNATURE + "ippp"),
-               ("pair_costs", f"pair_costs<{source_type}>", PASS_SIGNATURE + "pp"))
-    return Program("points", source, sap_cluster.kernel_defines(), kernels)
+    passes = (("row_min", f"row_min<{source_type}>", PASS_SIGNATURE + "ippp"),
+              ("pair_costs", f"pair_costs<{source_type}>", PASS_SIGNATURE + "pp"))
+    text = sap_cluster.kernel_text("points.cu")
+    if method == "search":
+        return Program("points", sap_cluster.kernel_source() + "\n" + text, sap_cluster.kernel_defines(),
+                       (("search", f"sap_cluster<{source_type}, double>", sap_cluster.SIGNATURE), *passes))
+    source = "\n".join((sap_cluster.kernel_text("costs.cuh"), text, sap_cluster.kernel_text("auction.cu")))
+    return Program("points-auction", source, (), (*passes, *auction.kernels(source_type)))
 
 
 @dataclass
@@ -69,13 +77,14 @@ class DevicePoints:
         return (self.rows.data.ptr, self.columns_t.data.ptr, self.m, self.p, self.sign)
 
 
-def upload(problem) -> DevicePoints:
-    """The problem's work sides (lapcli.points.PointProblem.rows / columns) on the current device."""
+def upload(problem, method: str = "search") -> DevicePoints:
+    """The problem's work sides (lapcli.points.PointProblem.rows / columns) on the current device,
+    with the kernels of ``method``."""
     import cupy
 
     rows, columns = (cupy.ascontiguousarray(cupy.asarray(side, dtype=np.float64))
                      for side in (problem.rows, problem.columns))
-    kernels, compile_ms = load(program(problem.metric, problem.dim))
+    kernels, compile_ms = load(program(problem.metric, problem.dim, method))
     return DevicePoints(rows, columns, cupy.ascontiguousarray(rows.T), cupy.ascontiguousarray(columns.T),
                         problem.metric, problem.p, problem.sign, kernels, compile_ms)
 

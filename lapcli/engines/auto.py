@@ -176,7 +176,11 @@ def choose_points(problem, solver: str = "auto") -> tuple[str, str]:
         return solver, f"requested ({how})"
     columns = max(problem.n_rows, problem.n_cols)
     if columns >= POINTS_IMPLICIT_FROM:
-        clusters, why = cluster_kernel_status(columns)
+        # a square goes to the auction (no column limit), a rectangle to the cluster searches
+        from ..cuda.auction import AUCTION_FROM
+
+        by_auction = problem.n_rows == problem.n_cols >= AUCTION_FROM
+        clusters, why = cluster_kernel_status(0 if by_auction else columns)
         if clusters:
             return "cuda-sap", (f"auto: {problem.n_rows} × {problem.n_cols} points, costs computed on the GPU "
                                 "from the coordinates (no matrix)")

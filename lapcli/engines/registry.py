@@ -35,8 +35,8 @@ class Capabilities:
     # checks NaN / infinities itself, where its copy of the input lives (Problem.check_entries_on;
     # a batch engine raises EntriesNeedChecking): no host pass over the input before the upload
     checks_entries: bool = False
-    # solves two point sets from their coordinates (``run_points(point_problem, *, timeout, device)``,
-    # lapcli.points), never storing the matrix; other engines get the cdist matrix
+    # solves two point sets from their coordinates (``run_points(point_problem, *, timeout, device,
+    # progress)``, lapcli.points), never storing the matrix; other engines get the cdist matrix
     points: bool = False
 
 

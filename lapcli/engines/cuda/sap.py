@@ -19,8 +19,9 @@ A square problem: two launches on one stream, nothing copied between them:
      u = c − v on the assignment.
 A k × m problem (k < m, a tall one transposed) is solved as it is: no auction (it needs a square),
 every row searched from v = 0, by the same two kernels.
-Two point sets (``run_points``) are solved by kernels/sap.cu on costs computed from the
-coordinates (lapcli.cuda.points): the matrix is never stored.
+Two point sets (``run_points``) are solved on costs computed from the coordinates
+(lapcli.cuda.points): the matrix is never stored. A square of AUCTION_FROM points or more goes to
+the ε-scaling auction (kernels/auction.cu, lapcli.cuda.auction), the others to kernels/sap.cu.
 The twin (lapcli.twins.sap_twin) composes the NumPy specifications; the certificate proves every answer.
 """
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...cuda import sap_cluster
+from ...cuda.auction import AUCTION_FROM
 from ...cuda.batch_lap import MAX_COLUMNS, STATUS_MESSAGES, solve_stack
 from ...cuda.hungarian import (
     DeviceState,
@@ -53,6 +55,9 @@ STEPS = (
 # Up to here the searches run in one block (kernels/batch_lap.cu, its registers hold the columns);
 # above, in one thread-block cluster (kernels/sap.cu).
 ONE_BLOCK_UP_TO = MAX_COLUMNS
+# The auction of a square point problem ends at this fraction of the certificate's tolerance, so
+# that its slackness (every reduced cost ≥ −2ε) passes the certificate with room for rounding.
+AUCTION_EPS_OF_TOLERANCE = 0.125
 
 
 def run(problem, *, timeout: float | None = None, device: int | None = None) -> EngineResult:
@@ -229,12 +234,15 @@ def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
                             steps=steps, details=details, host_copies=host)
 
 
-def run_points(problem, *, timeout: float | None = None, device: int | None = None) -> EngineResult:
+def run_points(problem, *, timeout: float | None = None, device: int | None = None,
+               progress=None) -> EngineResult:
     """Two point sets (lapcli.points.PointProblem), their costs computed from the coordinates
     wherever a kernel reads one (lapcli.cuda.points): no k × m matrix exists, device memory is
-    O((k + m)·d) plus the search's O(m) state. A square problem starts from Jonker–Volgenant's
-    column reduction (one streamed pass); a rectangular one from v = 0 with every row free. The
-    searches run over one thread-block cluster, then one more streamed pass is the certificate."""
+    O((k + m)·d) plus O(m) of state. A square problem of AUCTION_FROM points or more is solved
+    by the ε-scaling auction (lapcli.cuda.auction) down to an ε below the certificate's
+    tolerance; the others by the shortest augmenting paths over one thread-block cluster. One
+    more streamed pass over all k·m costs is the certificate. ``progress(phase, phases_left)``
+    follows the auction's phases."""
     import time
 
     import cupy
@@ -244,22 +252,25 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 
     with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
         k, m = sorted((problem.n_rows, problem.n_cols))
-        _check_clusters(m)
+        by_auction = k == m and k >= AUCTION_FROM
+        # the searches need a cluster's room; the auction (its 128-bit swaps) Hopper only
+        _check_clusters(0 if by_auction else m, "on point sets")
         stream = current_stream()
         current_gpu()
-        start, copied_in, reduced, certified = (Event() for _ in range(4))
+        start, copied_in, solved, certified = (Event() for _ in range(4))
         start.record(stream)
-        points = device_points.upload(problem)
+        points = device_points.upload(problem, "auction" if by_auction else "search")
         copied_in.record(stream)
-        v_start = col_start = None
-        if k == m:  # the column reduction: v[j] = min_i c(i, j), each column's lowest row takes it
-            v_start, lowest_row = device_points.row_min(points, swapped=True)
-            col_start = rows_take_lowest_column(lowest_row, k)
-        reduced.record(stream)
-        result = device_points.search(points, v_start, col_start, timeout=timeout)
-        stats = result.checked_stats()  # waits for the search
+        details = {
+            "costs": f"{problem.metric} from {problem.dim}-D coordinates (computed where read, no matrix)",
+            "compile_ms": round(points.compile_ms, 3),
+        }
+        if by_auction:
+            cols, v, steps, launches = _points_auction(problem, points, details, timeout, progress)
+        else:
+            cols, v, steps, launches = _points_searches(points, details, timeout)
+        solved.record(stream)
         checking = time.perf_counter()
-        cols, v = result.col_of_row, result.v
         host_cols = cols.get()
         check_result(0, host_cols)  # a permutation, before any pass reads a pair through it
         pair = device_points.pair_costs(points, cols)
@@ -270,40 +281,68 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
                              problem.tolerance(), "cuda-sap", checking, "device")
         certified.record(stream)
         certified.synchronize()
-        search_begin, search_end = result.events
-        start_ms = reduced.ms_since(copied_in)
-        details = {
-            "costs": f"{problem.metric} from {problem.dim}-D coordinates (computed where read, no matrix)",
-            "compile_ms": round(points.compile_ms, 3),
-            "h2d_ms": round(copied_in.ms_since(start), 3),
-            "kernel_ms": round(start_ms + search_end.ms_since(search_begin), 3),
-            "launches": 4 + (k == m),
-            "search_layout": f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}",
-            "search_steps": stats["steps"],
-        }
+        details.update({"h2d_ms": round(copied_in.ms_since(start), 3),
+                        "kernel_ms": round(solved.ms_since(copied_in), 3), "launches": launches + 3})
         if k < m:
             details["rectangular"] = f"{k}x{m}"
-        assigned_at_start = 0 if col_start is None else k - stats["searches"]
-        steps = [StepStat(1, "start: column reduction", assigned_at_start, start_ms),
-                 StepStat(2, STEPS[1][1], stats["searches"], search_end.ms_since(search_begin))]
         rows, cols_caller = problem.assignment_from_work(host[0])
         return EngineResult(rows=rows, cols=cols_caller, device=device_name(), dtype="float64", steps=steps,
                             details=details, duals=problem.duals_from_work(host[1], host[2]),
                             certificate=certificate.to_dict())
 
 
-def _check_clusters(columns: int) -> None:
-    """Refuse what the cluster kernel cannot run here: no thread-block clusters (SolverUnavailable),
-    or more columns than a cluster holds on this GPU (bad input for the named solver; auto never
-    sends such a problem here)."""
+def _points_auction(problem, points, details: dict, timeout, progress):
+    """The square point problem by the ε-scaling auction: (col_of_row, v, steps, launches)."""
+    from ...cuda import auction
+
+    found = auction.solve(points.kernels, points.source(), points.k, problem.tolerance() * AUCTION_EPS_OF_TOLERANCE,
+                          timeout=timeout, progress=progress)
+    details.update({"start": "epsilon-scaling auction", "auction_phases": len(found.phases),
+                    "auction_bids": found.bids, "auction_final_eps": found.eps})
+    # a step per phase: its bids and its time (the release pass included)
+    steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
+             for index, phase in enumerate(found.phases)]
+    return found.col_of_row, found.v, steps, 2 * len(found.phases)
+
+
+def _points_searches(points, details: dict, timeout):
+    """A point problem by the cluster searches: a square one from Jonker–Volgenant's column
+    reduction (one streamed pass, sides swapped: v[j] = min_i c(i, j), each column's lowest row
+    takes it), a k × m one (k < m) from v = 0 with every row free. (col_of_row, v, steps, launches)."""
+    from ...cuda import points as device_points
+
+    stream = current_stream()
+    begin, reduced = Event(), Event()
+    begin.record(stream)
+    v_start = col_start = None
+    if points.k == points.m:
+        v_start, lowest_row = device_points.row_min(points, swapped=True)
+        col_start = rows_take_lowest_column(lowest_row, points.k)
+    reduced.record(stream)
+    result = device_points.search(points, v_start, col_start, timeout=timeout)
+    stats = result.checked_stats()  # waits for the search
+    search_begin, search_end = result.events
+    details.update({"start": "column reduction" if col_start is not None else "every row free",
+                    "search_layout": f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}",
+                    "search_steps": stats["steps"]})
+    assigned = 0 if col_start is None else points.k - stats["searches"]
+    steps = [StepStat(1, f"start: {details['start']}", assigned, reduced.ms_since(begin)),
+             StepStat(2, STEPS[1][1], stats["searches"], search_end.ms_since(search_begin))]
+    return result.col_of_row, result.v, steps, 1 + (col_start is not None)
+
+
+def _check_clusters(columns: int, what: str = f"above {ONE_BLOCK_UP_TO} columns") -> None:
+    """Refuse what the cluster kernel cannot run here: no thread-block clusters, that is no Hopper
+    (SolverUnavailable), or more than ``columns`` (0: no limit to check) than a cluster holds on
+    this GPU (bad input for the named solver; auto never sends such a problem here)."""
     from ...cuda.probe import cluster_kernel_status
     from ...errors import SolverUnavailable
 
     clusters, why = cluster_kernel_status()
     if not clusters:
-        raise SolverUnavailable(f"solver 'cuda-sap' above {ONE_BLOCK_UP_TO} columns cannot run here: {why}")
+        raise SolverUnavailable(f"solver 'cuda-sap' {what} cannot run here: {why}")
     limit = sap_cluster.device_max_columns()
-    if columns > limit:
+    if columns and columns > limit:
         raise LapInputError(f"solver 'cuda-sap' takes at most {limit} columns on this GPU, not {columns} "
                             "(use 'cuda' or 'auto')")
 

@@ -1,0 +1,174 @@
+"""The launcher of kernels/auction.cu: an n × n problem (minimise) by Bertsekas' auction with
+ε-scaling, on any cost source of kernels/costs.cuh. It returns an assignment and column duals v
+with 2ε-complementary slackness over all n² pairs for the last ε, so that u = c − v on the
+assignment makes every reduced cost ≥ −2ε: the certificate's duals, with ε set below its tolerance.
+
+Why: a shortest-path search is a sequence of dependent steps (one argmin over the columns each),
+so its time is the number of steps times a step's latency. An auction phase is thousands of
+independent bids at once, one warp a row; ε-scaling (Bertsekas 1988; Guthe–Thuerck 2021 use it
+for their shortest paths) makes each phase start from the last one's duals. A bid reads only the
+row's 160 candidate columns (its near columns by cost, and those a release pass found missing),
+so it costs about the same at any n. On two point sets every cost is computed from the
+coordinates: memory stays O(n·d) plus 640 bytes a row of candidates.
+
+``auction_candidates`` picks each row's near columns once. A phase is rounds of: the release
+pass ``auction_release`` over all n² pairs lists the rows that are free or more than 2ε above
+their row's best, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
+holds a column; a row that bids more than DENSE_AFTER times in a phase scans all columns. The
+phase ends when a release pass lists no row, so its guarantee holds over all columns, not only
+the candidates. The host reads one count between the two launches.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import SolverError
+from .runtime import current_gpu, current_stream, reused_events
+
+# Square point problems of this many points or more go to the auction (engine cuda-sap), smaller
+# ones to the searches from the column reduction: the auction's last ε is a fraction of the
+# tolerance n·C·2^-50, which below a few hundred points is only a few ulps of the duals.
+AUCTION_FROM = 1024
+THREADS = 256  # 8 warps a block, one row a warp
+PASS_ARGUMENTS = "ppqddi"  # the source's five arguments (kernels/costs.cuh) and n
+CANDIDATES = 160  # a row's candidate columns (kernels/auction.cu's AUCTION_CANDIDATES)
+CANDIDATES_SIGNATURE = PASS_ARGUMENTS + "pp"
+RELEASE_SIGNATURE = PASS_ARGUMENTS + "ppppdpp"
+BID_SIGNATURE = PASS_ARGUMENTS + "pppppipdqpp"
+SCALING = 16.0  # ε falls by this factor each phase
+# The first phase's ε, as a fraction of the median row's cost spread over its candidates: a far
+# larger ε raises the near columns' prices past the far ones in a few bids, and the rows' bests
+# leave their candidates.
+FIRST_EPS_OF_SPREAD = 0.25
+# A row's bids in one phase after which its bids scan all columns (kernels/auction.cu's
+# AUCTION_DENSE_AFTER): the way out when the candidates of the rows in play lack columns.
+DENSE_AFTER = 256
+
+
+def kernels(source_type: str) -> tuple[tuple[str, str, str], ...]:
+    """The (key, name expression, signature) of the auction's kernels on ``source_type``, for a
+    Program."""
+    return (("auction_candidates", f"auction_candidates<{source_type}>", CANDIDATES_SIGNATURE),
+            ("auction_release", f"auction_release<{source_type}>", RELEASE_SIGNATURE),
+            ("auction_bid", f"auction_bid<{source_type}>", BID_SIGNATURE))
+
+
+@dataclass
+class Phase:
+    """One ε phase: its rounds (a release pass over all columns, then the bids), the rows they
+    released (free or out of slackness), their bids, repeated scans, the longest chain of bids
+    one warp made (a bid's eviction hands the warp the evicted row)."""
+
+    eps: float
+    rounds: int
+    released: int
+    bids: int
+    rescans: int
+    longest_chain: int
+    ms: float
+
+
+@dataclass
+class AuctionResult:
+    """col_of_row (n,) int32 and v (n,) float64 on the device, ε-complementary for ``eps``."""
+
+    col_of_row: Any
+    v: Any
+    eps: float
+    phases: list[Phase] = field(default_factory=list)
+
+    @property
+    def bids(self) -> int:
+        return sum(phase.bids for phase in self.phases)
+
+    @property
+    def ms(self) -> float:
+        return sum(phase.ms for phase in self.phases)
+
+
+def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> list[float]:
+    """The phases' ε: from ``first_eps`` down by ``scaling`` each phase, the last exactly
+    ``final_eps``."""
+    if not final_eps > 0:
+        raise ValueError(f"the final eps must be positive, got {final_eps}")
+    eps = max(first_eps, final_eps)
+    phases = []
+    while eps > final_eps:
+        phases.append(eps)
+        eps /= scaling
+    phases.append(final_eps)
+    return phases
+
+
+def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout: float | None = None,
+          progress: Callable[[Phase, int], None] | None = None, scaling: float = SCALING) -> AuctionResult:
+    """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
+    cost source's five arguments. ``progress(phase, phases_left)`` is called after each phase.
+    Raises SolverError past ``timeout`` seconds (checked inside the bids and between phases)."""
+    import cupy
+
+    gpu = current_gpu()
+    stream = current_stream()
+    columns = cupy.zeros((n, 2), dtype=np.float64)  # (v, owner) a column: kernels/auction.cu's AuctionColumn
+    owner = columns.view(np.int64)[:, 1]
+    owner.fill(-1)
+    col_of_row = cupy.full(n, -1, dtype=np.int32)
+    free_rows = cupy.empty(n, dtype=np.int32)
+    words = cupy.zeros(2, dtype=np.int32)  # free_count, next
+    counters = cupy.zeros(3, dtype=np.uint64)
+    status = cupy.zeros(1, dtype=np.int32)
+    candidates = cupy.empty((n, CANDIDATES), dtype=np.int32)
+    added = cupy.zeros(n, dtype=np.int32)
+    row_bids = cupy.zeros(n, dtype=np.int32)
+    spread = cupy.empty(n, dtype=np.float64)
+    release, bid = kernel_set["auction_release"], kernel_set["auction_bid"]
+    warps_per_block = THREADS // 32
+    row_blocks = max(1, -(-n // warps_per_block))
+    resident = bid.resident_blocks(THREADS, 0) * gpu.sms
+    began = time.perf_counter()
+    begin, end = reused_events(cupy.cuda.runtime.getDevice(), "auction", 2)
+    kernel_set["auction_candidates"].launch(row_blocks, THREADS, (*source, n, candidates.data.ptr, spread.data.ptr),
+                                            stream=stream)
+    epsilons = schedule(float(cupy.median(spread)) * FIRST_EPS_OF_SPREAD, final_eps, scaling)
+    result = AuctionResult(col_of_row, columns[:, 0], epsilons[-1])
+    for index, eps in enumerate(epsilons):
+        begin.record(stream)
+        counters.fill(0)
+        row_bids.fill(0)
+        rounds = released_in_phase = 0
+        while True:  # rounds until the release pass finds every row within eps over all columns
+            left = None
+            if timeout:
+                left = timeout - (time.perf_counter() - began)
+                if left <= 0:
+                    raise SolverError("the auction ran past its time limit")
+            words.fill(0)
+            release.launch(row_blocks, THREADS, (*source, n, columns.data.ptr, col_of_row.data.ptr,
+                                                 candidates.data.ptr, added.data.ptr, eps, free_rows.data.ptr,
+                                                 words.data.ptr), stream=stream)
+            released = int(words[0].get())
+            if not released:
+                break
+            rounds += 1
+            released_in_phase += released
+            blocks = max(1, min(resident, -(-released // warps_per_block)))
+            limit_ns = min(int(left * 1e9), 2**63 - 1) if left else 0
+            bid.launch(blocks, THREADS, (*source, n, columns.data.ptr, candidates.data.ptr, added.data.ptr,
+                                         row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr, eps,
+                                         limit_ns, counters.data.ptr, status.data.ptr), stream=stream)
+            if int(status.get()[0]) != 0:
+                raise SolverError("the auction ran past its time limit")
+            col_of_row[owner.astype(np.int32)] = cupy.arange(n, dtype=np.int32)
+        end.record(stream)
+        bids, rescans, longest = (int(x) for x in counters.get())
+        phase = Phase(eps, rounds, released_in_phase, bids, rescans, longest, end.ms_since(begin))
+        result.phases.append(phase)
+        if progress is not None:
+            progress(phase, len(epsilons) - index - 1)
+    result.v = cupy.ascontiguousarray(columns[:, 0])  # the kernels read v as a plain array
+    return result

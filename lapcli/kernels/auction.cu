@@ -1,0 +1,287 @@
+// Bertsekas' auction with epsilon-scaling, asynchronous (Gauss-Seidel) on the GPU, over any cost
+// source of kernels/costs.cuh (the launcher puts that text in front of this file). Square n x n,
+// minimise: a row bids for the column of least reduced cost c(i, j) - v[j] by lowering that
+// column's dual v[j] (the auction's price is -v[j]) so that the pair's reduced cost becomes the
+// row's second best plus eps, and takes the column from its previous owner.
+//
+// After a phase every row is assigned and 2 eps-complementary slackness holds over ALL columns:
+// c(i, s(i)) - v[s(i)] <= min_j (c(i, j) - v[j]) + 2 eps (Bertsekas 1988, "The auction algorithm:
+// a distributed relaxation method": each bid makes it true with eps for its row, v only falls
+// afterwards, which only raises the other columns' reduced costs, and the release pass checks it
+// with 2 eps, room for rounding). With u[i] = c(i, s(i)) - v[s(i)] every reduced cost is >= -2 eps:
+// the duals of the last phase are the certificate's.
+//
+// The columns' state is one 16-byte word each, (v, owner), replaced by one 128-bit compare-and-swap
+// (sm_90): a bid succeeds only against the state it was computed for, so the column, its dual and
+// its owner change together. Each warp holds one free row; a successful bid hands the warp the row
+// it evicted, so every free row is held by exactly one warp and none waits on another. A row's scan
+// may read other columns' duals while they fall; that only makes its second best too low and its
+// bid smaller, never wrong (the bid column's own state, read in the scan, is checked by the swap).
+//
+// A bid scans only the row's candidates: each lane's four cheapest columns among its 1/32 of the
+// row (auction_candidates: 128 near columns) and up to 32 columns found later. A phase ends only
+// when the release pass, which scans every column, finds every row within 2 eps of its best: when
+// a row's best column is not a candidate it becomes one, and the row bids again. So a bid costs
+// one read of 160 entries whatever n is, and the guarantee above still holds for all n columns.
+// A row that bids more than AUCTION_DENSE_AFTER times in a phase scans all columns instead.
+
+#define AUCTION_FULL_MASK 0xffffffffu
+#define AUCTION_NEAR 4                                    // near-column slots a lane
+#define AUCTION_SLOTS (AUCTION_NEAR + 1)                   // and one a release pass fills
+#define AUCTION_CANDIDATES (32 * AUCTION_SLOTS)            // a row's candidate columns
+#define AUCTION_DENSE_AFTER 256                            // a row's sparse bids in a phase
+#define AUCTION_INF __longlong_as_double(0x7ff0000000000000LL)
+
+struct __align__(16) AuctionColumn {
+    double v;        // the column's dual (minus the auction's price)
+    long long owner; // the row holding it, -1 if none
+};
+
+__device__ __forceinline__ unsigned long long auction_timer_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// The column's state as it is in L2 now: plain loads may be served from an SM's L1, which other
+// multiprocessors' swaps do not update.
+__device__ __forceinline__ AuctionColumn auction_read(const AuctionColumn* column) {
+    const longlong2 raw = __ldcg(reinterpret_cast<const longlong2*>(column));
+    AuctionColumn state;
+    state.v = __longlong_as_double(raw.x);
+    state.owner = raw.y;
+    return state;
+}
+
+// One lane's (best, its column, second best) takes a reduced cost x of column j.
+__device__ __forceinline__ void auction_take(double x, int j, double& best, int& best_j, double& second) {
+    if (x < best || (x == best && j < best_j)) {
+        second = best;
+        best = x;
+        best_j = j;
+    } else if (x < second) {
+        second = x;
+    }
+}
+
+// The warp's (best, lowest column attaining it, second best): every lane gets them.
+__device__ __forceinline__ void auction_warp_best(double& best, int& best_j, double& second) {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const double other = __shfl_xor_sync(AUCTION_FULL_MASK, best, offset);
+        const int other_j = __shfl_xor_sync(AUCTION_FULL_MASK, best_j, offset);
+        const double other_second = __shfl_xor_sync(AUCTION_FULL_MASK, second, offset);
+        if (other < best || (other == best && other_j < best_j)) {
+            second = fmin(best, other_second);
+            best = other;
+            best_j = other_j;
+        } else {
+            second = fmin(second, other);
+        }
+    }
+}
+
+// Each row's near columns by cost: lane l's AUCTION_NEAR cheapest among columns l, l + 32, ...
+// (slots l, 32 + l, ...); the added slots start empty (-1); spread[i] = the largest minus the smallest cost
+// among them. One warp a row.
+template <typename Source>
+__global__ void auction_candidates(const void* first, const void* second, long long stride, double p,
+                                   double sign, int n, int* __restrict__ candidates, double* __restrict__ spread) {
+    Source source(first, second, stride, p, sign);
+    const int lane = threadIdx.x & 31;
+    const int warps = (blockDim.x >> 5) * gridDim.x;
+    for (int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
+        source.load_row(i);
+        double near[AUCTION_NEAR];  // the lane's cheapest costs, ascending, and their columns
+        int near_j[AUCTION_NEAR];
+#pragma unroll
+        for (int s = 0; s < AUCTION_NEAR; ++s) {
+            near[s] = AUCTION_INF;
+            near_j[s] = -1;
+        }
+        for (int j = lane; j < n; j += 32) {
+            double c = source.at(j);
+            int cj = j;
+#pragma unroll
+            for (int s = 0; s < AUCTION_NEAR; ++s) {  // insertion: the larger one moves down
+                if (c < near[s]) {
+                    const double moved = near[s];
+                    const int moved_j = near_j[s];
+                    near[s] = c;
+                    near_j[s] = cj;
+                    c = moved;
+                    cj = moved_j;
+                }
+            }
+        }
+        int* row = candidates + (long long)i * AUCTION_CANDIDATES;
+        double low = near[0], high = near[0];
+#pragma unroll
+        for (int s = 0; s < AUCTION_NEAR; ++s) {
+            row[s * 32 + lane] = near_j[s];
+            if (near_j[s] >= 0) high = near[s];
+        }
+        row[AUCTION_NEAR * 32 + lane] = -1;
+        // the row's cost spread over its candidates: the scale of the first phase's eps
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            low = fmin(low, __shfl_xor_sync(AUCTION_FULL_MASK, low, offset));
+            high = fmax(high, __shfl_xor_sync(AUCTION_FULL_MASK, high, offset));
+        }
+        if (lane == 0) spread[i] = high - low;
+    }
+}
+
+// The start of a round of a phase of tolerance eps: every row that is free, or whose column is no
+// longer within 2 eps of its row's best over all n columns, is released and listed; its best
+// column becomes a candidate if it is not one. One warp a row;
+// nothing bids meanwhile, so the duals are fixed.
+template <typename Source>
+__global__ void auction_release(const void* first, const void* second, long long stride, double p, double sign,
+                                int n, AuctionColumn* __restrict__ columns, const int* __restrict__ col_of_row,
+                                int* __restrict__ candidates, int* __restrict__ added, double eps,
+                                int* __restrict__ free_rows, int* __restrict__ free_count) {
+    Source source(first, second, stride, p, sign);
+    const int lane = threadIdx.x & 31;
+    const int warps = (blockDim.x >> 5) * gridDim.x;
+    for (int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
+        const int own = col_of_row[i];
+        bool release = own < 0;
+        if (!release) {
+            source.load_row(i);
+            double best = AUCTION_INF, second_best = AUCTION_INF;
+            int best_j = n;
+            for (int j = lane; j < n; j += 32) auction_take(source.at(j) - __ldcg(&columns[j].v), j, best, best_j, second_best);
+            auction_warp_best(best, best_j, second_best);
+            // 2 eps, not eps: a bid leaves its pair exactly eps above the second best, and the
+            // rounding of c - (c - second - eps) must not release the row again
+            release = source.at(own) - __ldcg(&columns[own].v) > best + 2.0 * eps;
+            if (release) {
+                int* row = candidates + (long long)i * AUCTION_CANDIDATES;
+                bool known = false;
+#pragma unroll
+                for (int s = 0; s < AUCTION_SLOTS; ++s) known |= row[s * 32 + lane] == best_j;
+                if (lane == 0) columns[own].owner = -1;
+                if (!__any_sync(AUCTION_FULL_MASK, known) && lane == 0)
+                    row[AUCTION_NEAR * 32 + (added[i]++ & 31)] = best_j;
+            }
+        }
+        if (release && lane == 0) free_rows[atomicAdd(free_count, 1)] = i;
+    }
+}
+
+// One round's bidding: warps take the listed free rows in turn and follow each eviction chain
+// until every row is assigned. A bid scans the row's candidates; a row's bids past
+// AUCTION_DENSE_AFTER in one phase scan all n columns and make the best a candidate: when the
+// candidates of the rows in play hold too few columns (a perfect matching needs others), sparse
+// chains would bid their prices down forever. counters: [0] bids made, [1] scans repeated because
+// the bid column's state changed meanwhile, [2] the longest eviction chain one warp followed.
+// status: 0, or 1 past timeout_ns (rows are then left free).
+template <typename Source>
+__global__ void auction_bid(const void* first, const void* second, long long stride, double p, double sign,
+                            int n, AuctionColumn* __restrict__ columns, int* __restrict__ candidates,
+                            int* __restrict__ added, int* __restrict__ row_bids, const int* __restrict__ free_rows,
+                            int free_count, int* __restrict__ next, double eps, long long timeout_ns,
+                            unsigned long long* __restrict__ counters, int* __restrict__ status) {
+    Source source(first, second, stride, p, sign);
+    const int lane = threadIdx.x & 31;
+    const unsigned long long began = auction_timer_ns();
+    unsigned long long bids = 0, rescans = 0, longest = 0;
+    while (true) {
+        int slot = 0;
+        if (lane == 0) slot = atomicAdd(next, 1);
+        slot = __shfl_sync(AUCTION_FULL_MASK, slot, 0);
+        if (slot >= free_count) break;
+        int row = free_rows[slot];
+        unsigned long long chain = 0;
+        while (row >= 0) {
+            int late = lane == 0 && timeout_ns > 0 && (long long)(auction_timer_ns() - began) > timeout_ns;
+            if (__shfl_sync(AUCTION_FULL_MASK, late, 0)) {
+                if (lane == 0) *status = 1;
+                break;
+            }
+            source.load_row(row);
+            int* mine = candidates + (long long)row * AUCTION_CANDIDATES;
+            int j_of[AUCTION_SLOTS];
+#pragma unroll
+            for (int s = 0; s < AUCTION_SLOTS; ++s) j_of[s] = mine[s * 32 + lane];
+            int dense = 0;  // the warp holds the row alone: its counter needs no atomic
+            if (lane == 0) dense = ++row_bids[row] > AUCTION_DENSE_AFTER;
+            dense = __shfl_sync(AUCTION_FULL_MASK, dense, 0);
+            while (true) {
+                // Each lane keeps, with its best column, the cost and the column state it read: the
+                // lane that holds the warp's best bids with them, with no second read.
+                double best = AUCTION_INF, second_best = AUCTION_INF, best_c = 0.0;
+                int best_j = n;
+                AuctionColumn best_state = {0.0, -1};
+                auto take = [&](int j) {
+                    const AuctionColumn state = auction_read(&columns[j]);
+                    const double c = source.at(j);
+                    const double x = c - state.v;
+                    if (x < best || (x == best && j < best_j)) {
+                        second_best = best;
+                        best = x;
+                        best_j = j;
+                        best_c = c;
+                        best_state = state;
+                    } else if (x < second_best) {
+                        second_best = x;
+                    }
+                };
+                if (dense) {
+                    for (int j = lane; j < n; j += 32) take(j);
+                } else {
+#pragma unroll
+                    for (int s = 0; s < AUCTION_SLOTS; ++s)
+                        if (j_of[s] >= 0) take(j_of[s]);
+                }
+                const int my_j = best_j;
+                const double my_best = best;
+                auction_warp_best(best, best_j, second_best);
+                if (dense) {  // the best column becomes a candidate if it is not one
+                    bool known = false;
+#pragma unroll
+                    for (int s = 0; s < AUCTION_SLOTS; ++s) known |= j_of[s] == best_j;
+                    if (!__any_sync(AUCTION_FULL_MASK, known) && lane == 0)
+                        mine[AUCTION_NEAR * 32 + (added[row]++ & 31)] = best_j;
+                }
+                // the lowest lane holding the winner (its own best is the warp's)
+                const int holder = __ffs(__ballot_sync(AUCTION_FULL_MASK, my_j == best_j && my_best == best)) - 1;
+                int evicted = -1;
+                int rescan = 0;
+                if (lane == holder) {
+                    AuctionColumn seen = best_state;
+                    while (true) {
+                        if (!(best_c - seen.v <= second_best)) {  // outbid since the scan: no longer the best
+                            rescan = 1;
+                            break;
+                        }
+                        AuctionColumn bid;
+                        // the pair's reduced cost becomes the second best + eps (one candidate: its own + eps)
+                        bid.v = (second_best < AUCTION_INF ? best_c - second_best : seen.v) - eps;
+                        bid.owner = row;
+                        const AuctionColumn was = atomicCAS(&columns[best_j], seen, bid);
+                        if (__double_as_longlong(was.v) == __double_as_longlong(seen.v) && was.owner == seen.owner) {
+                            evicted = (int)seen.owner;
+                            break;
+                        }
+                        seen = was;
+                    }
+                }
+                if (__shfl_sync(AUCTION_FULL_MASK, rescan, holder)) {
+                    ++rescans;
+                    continue;
+                }
+                row = __shfl_sync(AUCTION_FULL_MASK, evicted, holder);
+                break;
+            }
+            ++bids;
+            ++chain;
+        }
+        longest = chain > longest ? chain : longest;
+        if (*(volatile int*)status != 0) break;
+    }
+    if (lane == 0) {
+        atomicAdd(&counters[0], bids);
+        atomicAdd(&counters[1], rescans);
+        atomicMax(&counters[2], longest);
+    }
+}
