@@ -302,7 +302,8 @@ def _points_auction(problem, points, details: dict, timeout, progress):
     # a step per phase: its bids and its time (the release pass included)
     steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
              for index, phase in enumerate(found.phases)]
-    return found.col_of_row, found.v, steps, 2 * len(found.phases)
+    launches = 1 + sum(2 * phase.rounds + 1 for phase in found.phases)  # candidates; release passes and bids
+    return found.col_of_row, found.v, steps, launches
 
 
 def _points_searches(points, details: dict, timeout):
