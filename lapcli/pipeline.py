@@ -253,7 +253,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     if sizes is not None:
         return solve_members(ragged.from_padded(costs, sizes), start=start, **options)
     if isinstance(costs, (list, tuple)) and costs:
-        if len({tuple(np.shape(c)) for c in costs}) > 1:
+        if len({c.shape if type(c) is np.ndarray else tuple(np.shape(c)) for c in costs}) > 1:
             return solve_members(ragged.from_list(costs), start=start, **options)
         costs = ragged.stacked(costs)
     problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)

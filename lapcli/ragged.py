@@ -155,19 +155,19 @@ def from_list(matrices) -> Members:
     dtype with contiguous rows read in place, other device lists concatenated once."""
     if not matrices:
         raise LapInputError("an empty list of problems")
-    libraries = {type(m).__module__.split(".")[0] for m in matrices}
-    if len(libraries) > 1:
-        raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
-    in_place = _in_place(matrices, next(iter(libraries)))
-    if in_place is not None:
-        return in_place
     if all(type(m) is np.ndarray for m in matrices):  # the common host list: no conversion per matrix
-        arrays = [(m, Origin("numpy", False)) for m in matrices]
+        values, origin = list(matrices), Origin("numpy", False)
     else:
+        libraries = {type(m).__module__.split(".")[0] for m in matrices}
+        if len(libraries) > 1:
+            raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
+        in_place = _in_place(matrices, next(iter(libraries)))
+        if in_place is not None:
+            return in_place
         arrays = [as_array(m) for m in matrices]
-    if any(a.ndim != 2 for a, _ in arrays):
+        values, origin = [a for a, _ in arrays], arrays[0][1]
+    if any(a.ndim != 2 for a in values):
         raise LapInputError("every problem of a list must be a matrix (2-D)")
-    values, origin = [a for a, _ in arrays], arrays[0][1]
     rows = np.array([a.shape[0] for a in values], dtype=np.int64)
     cols = np.array([a.shape[1] for a in values], dtype=np.int64)
     if origin.on_gpu:

@@ -39,11 +39,15 @@ def assert_loop_optimum(matrices, col_ind, objectives, maximize=False):
 
 @pytest.mark.parametrize("kind", ["int", "float"])
 @pytest.mark.parametrize("maximize", [False, True])
-def test_a_list_of_any_shapes_matches_a_scipy_loop(rng, kind, maximize):
-    matrices = random_members(rng, 80, 9, kind, forbidden=not maximize)
+@pytest.mark.parametrize("count", [80, 600])  # 600: the CPU engine's float members on two threads
+def test_a_list_of_any_shapes_matches_a_scipy_loop(rng, kind, maximize, count):
+    matrices = random_members(rng, count, 9, kind, forbidden=not maximize)
+    if count > 80:  # mixed dtypes: float32 and integer members among the others
+        matrices[::7] = [m.astype(np.float32) for m in matrices[::7]]
+        matrices[::11] = [rng.integers(-40, 60, m.shape) for m in matrices[::11]]
     solution = lapcli.solve_batch(matrices, maximize=maximize)
     assert_loop_optimum(matrices, solution.col_ind, solution.objectives, maximize)
-    assert solution.report.batch == 80 and "several shapes" in solution.report.reason
+    assert solution.report.batch == count and "several shapes" in solution.report.reason
 
 
 @pytest.mark.parametrize("kind", ["int", "float"])
@@ -139,15 +143,19 @@ def test_torch_members_come_back_as_tensors():
     assert [len(r) for r, _ in pairs] == [3, 4]
 
 
-def test_bad_members_are_named(rng):
-    matrices = [rng.random((3, 3)) for _ in range(5)]
-    matrices[3] = matrices[3].copy()
-    matrices[3][1, :] = np.inf  # a row with no finite cost: member 3 is infeasible
+@pytest.mark.parametrize("count", [6, 400])  # 400: solved on two threads, bad members in both halves
+def test_bad_members_are_named(rng, count):
+    matrices = [rng.random((3, 3)) for _ in range(count - 1)]
     matrices.append(rng.random((2, 4)))
-    with pytest.raises(InfeasibleError, match="infeasible: problem 3 of 6"):
+    bad = [3] if count == 6 else [3, 390]
+    for b in bad:
+        matrices[b][1, :] = np.inf  # a row with no finite cost: the member is infeasible
+    named = "problem 3 of 6" if count == 6 else "problems 3, 390 of 400"
+    with pytest.raises(InfeasibleError, match=f"infeasible: {named}"):
         lapcli.solve_batch(matrices)
-    matrices[3][1, :] = np.nan
-    with pytest.raises(ValueError, match="invalid numeric entries: problem 3 of 6"):
+    for b in bad:
+        matrices[b][1, :] = np.nan
+    with pytest.raises(ValueError, match=f"invalid numeric entries: {named}"):
         lapcli.solve_batch(matrices)
 
 

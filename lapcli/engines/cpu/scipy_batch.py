@@ -13,6 +13,7 @@ exact int64 duals).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,10 +29,11 @@ from ..base import BatchEngineResult
 # solve (which releases it), and below THREADS_FROM entries in all the pool's start does: such
 # stacks run in the caller's thread. 2-core CI machine, ms serial / 2 threads: 20000 × 4 × 4
 # 16.9 / 32.2, 20000 × 8 × 8 33.6 / 33.1, 4000 × 24 × 24 43.8 / 24.2, 1000 × 64 × 64 78.6 / 39.3;
-# 40 × 16 × 16 0.17 / 0.36, 200 × 16 × 16 1.02 / 0.90. (A ragged list's members run in the
-# caller's thread: 1000 members of 1..40 × 1..40 took 9.4 ms on two threads, 8.4 on one.)
+# 40 × 16 × 16 0.17 / 0.36, 200 × 16 × 16 1.02 / 0.90. (A ragged batch: run_members.)
 SERIAL_BELOW = 12 * 12
 THREADS_FROM = 64 * 1024
+MEMBER_THREADS_FROM = 256  # a ragged batch's float members: two threads from here
+FLOAT64 = np.dtype(np.float64)
 
 
 def caller_columns(col_of_row: np.ndarray, n: int, m: int) -> np.ndarray:
@@ -84,9 +86,12 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
 
 
 def run_members(members, *, maximize: bool) -> BatchEngineResult:
-    """A ragged batch (lapcli.ragged.Members), each member solved by scipy as it is, in the
-    caller's thread: no padding, which would only add work on the CPU (a list of 1000 problems of
-    1..40 × 1..40 runs as fast as a plain scipy loop). Bad entries and infeasible members are named."""
+    """A ragged batch (lapcli.ragged.Members), each member solved by scipy as it is: no padding,
+    which would only add work on the CPU. From MEMBER_THREADS_FROM float members their solves are
+    split between two threads, and nothing else runs in those threads: scipy releases the GIL
+    while it solves, and any Python beside it would hold the GIL and cost more than the second
+    core gives (2-core CI machine, 1000 members of 1..40 × 1..40: the solves alone 5.4 ms on one
+    thread, 2.9 ms on two). Bad entries and infeasible members are named."""
     from ...errors import InfeasibleError
     from ...problem import exact_total, invalid_entries, members_text
 
@@ -94,35 +99,71 @@ def run_members(members, *, maximize: bool) -> BatchEngineResult:
     width = int(members.rows.max()) if batch else 0
     col_ind = np.full((batch, width), -1, dtype=np.int64)
     objectives = [0] * batch
-    invalid, infeasible = [], []
-    begin = time.perf_counter()
     host_list = members.flat is None and members.xp is np
-    for b in range(batch):
-        cost = members.arrays[b] if host_list else members.member(b)  # a host list's own matrices, as they are
-        cost = cost if isinstance(cost, np.ndarray) else cost.get()
+    costs = members.arrays if host_list else [_on_host(members.member(b)) for b in range(batch)]
+    begin = time.perf_counter()
+    floats, integers = [], []
+    for b, cost in enumerate(costs):
         if cost.size == 0:
             objectives[b] = 0.0 if cost.dtype.kind == "f" else 0
-            continue
-        solvable = (cost, maximize) if cost.dtype.kind == "f" else float64_solvable(cost, maximize)
-        try:
-            if solvable is None:  # integers too wide for float64 even reduced: the exact twin
-                cols = exactly_wide(cost, maximize)
-                rows = np.flatnonzero(cols >= 0)
-                cols = cols[rows]
-            else:
-                rows, cols = scipy_lsa(solvable[0], maximize=solvable[1])
-        except ValueError as error:  # scipy's own checks: NaN or the wrong infinity, or no finite matching
-            (infeasible if "infeasible" in str(error) else invalid).append(b)
-            continue
-        col_ind[b, rows] = cols
-        objectives[b] = exact_total(cost[rows, cols])  # as the pipeline sums: exact, or fsum for float64
+        else:
+            (floats if cost.dtype.kind == "f" else integers).append(b)
+    answers = [None] * batch  # (rows, cols), or the ValueError scipy raised
+    for b in integers:
+        answers[b] = _integer_member(costs[b], maximize)
+
+    def solve_floats(indices) -> None:  # the threads' whole work: scipy and a store
+        for b in indices:
+            try:
+                answers[b] = scipy_lsa(costs[b], maximize=maximize)
+            except ValueError as error:  # scipy's own checks: NaN or the wrong infinity, or no finite matching
+                answers[b] = error
+
+    workers = 2 if len(floats) >= MEMBER_THREADS_FROM and (os.cpu_count() or 1) > 1 else 1
+    if workers == 1:
+        solve_floats(floats)
+    else:
+        half = len(floats) // 2
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(solve_floats, (floats[:half], floats[half:])))
+    invalid, infeasible, solved = [], [], []
+    for b, answer in enumerate(answers):
+        if type(answer) is tuple:
+            solved.append(b)
+            values = costs[b][answer]  # as the pipeline sums: fsum for float64, exact for integers
+            objectives[b] = math.fsum(values.tolist()) if values.dtype is FLOAT64 else exact_total(values)
+        elif answer is not None:
+            (infeasible if "infeasible" in str(answer) else invalid).append(b)
+    if solved:  # every member's columns in one scatter
+        rows = [answers[b][0] for b in solved]
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        flat = np.repeat(np.asarray(solved, dtype=np.int64) * width, lengths) + np.concatenate(rows)
+        col_ind.reshape(-1)[flat] = np.concatenate([answers[b][1] for b in solved])
     if invalid:
         raise invalid_entries(f": {members_text(invalid, batch)}")
     if infeasible:
         raise InfeasibleError(f"cost matrix is infeasible: {members_text(infeasible, batch)}")
-    details = {"threads": 1, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3), "members": batch}
+    details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3), "members": batch}
     return BatchEngineResult(col_ind=col_ind, device="cpu", dtype=np.dtype(members.dtype).name, details=details,
                              objectives=np.array(objectives))  # int64, or Python ints where wider
+
+
+def _on_host(cost) -> np.ndarray:
+    return cost if isinstance(cost, np.ndarray) else cost.get()
+
+
+def _integer_member(cost: np.ndarray, maximize: bool):
+    """(rows, cols) of one integer member, exactly: by scipy on its float64 form where that is
+    exact (reduced first if need be), else by the exact twin; or the ValueError scipy raised."""
+    solvable = float64_solvable(cost, maximize)
+    try:
+        if solvable is None:  # integers too wide for float64 even reduced: the exact twin
+            cols = exactly_wide(cost, maximize)
+            rows = np.flatnonzero(cols >= 0)
+            return rows, cols[rows]
+        return scipy_lsa(solvable[0], maximize=solvable[1])
+    except ValueError as error:
+        return error
 
 
 def exactly_wide(cost: np.ndarray, maximize: bool) -> np.ndarray:
