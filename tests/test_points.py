@@ -173,6 +173,24 @@ def test_without_a_points_engine_auto_solves_the_matrix(rng, monkeypatch):
     assert auto.choose_points(problem, "cuda-sap")[1] == "requested (costs computed from the coordinates)"
 
 
+def test_auto_sends_squares_to_the_auction_without_the_clusters_column_limit(rng, monkeypatch):
+    """A square above 2048 points goes to cuda-sap's auction, which has no column limit: auto asks
+    only for Hopper (columns = 0); a rectangle's searches must fit a cluster (its columns asked)."""
+    from lapcli.engines import auto
+
+    asked = []
+
+    def status(columns=0):
+        asked.append(columns)
+        return (columns <= 55296, "Hopper" if columns <= 55296 else "a cluster holds 55296 columns")
+
+    monkeypatch.setattr(auto, "cluster_kernel_status", status)
+    square = prepare_points(rng.random((60000, 2)), rng.random((60000, 2)))
+    assert auto.choose_points(square)[0] == "cuda-sap" and asked == [0]
+    wide = prepare_points(rng.random((3000, 2)), rng.random((60000, 2)))
+    assert auto.choose_points(wide)[0] == "auto" and asked[-1] == 60000
+
+
 def test_generate_points_is_reproducible_and_clusters():
     from lapcli.generate import generate_points
 
