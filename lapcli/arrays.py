@@ -27,15 +27,16 @@ class Origin:
 
             if self.on_gpu:
                 return torch.from_dlpack(array)
-            return torch.from_numpy(np.ascontiguousarray(_host(array)))
+            return torch.from_numpy(np.ascontiguousarray(host(array)))
         if self.library == "cupy":
             import cupy
 
             return cupy.asarray(array)
-        return _host(array)
+        return host(array)
 
 
-def _host(array):
+def host(array) -> np.ndarray:
+    """``array`` as a NumPy array: a CuPy array copied to the host, anything else as NumPy sees it."""
     return array.get() if hasattr(array, "get") and not isinstance(array, np.ndarray) else np.asarray(array)
 
 

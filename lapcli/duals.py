@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from .arrays import host
 from .certificate import certify
 
 _UNREACHED_INT = np.iinfo(np.int64).max // 4  # above any distance of int64-safe work (lapcli.work)
@@ -206,8 +207,7 @@ def certified_members(members, col_ind: np.ndarray, maximize: bool, engine: str,
     began = time.perf_counter()
     proofs = []
     for b in range(len(members)):
-        cost = members.member(b)
-        cost = cost if isinstance(cost, np.ndarray) else cost.get()
+        cost = host(members.member(b))
         if cost.size == 0:
             continue
         cols = np.asarray(col_ind[b, :cost.shape[0]])

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array
+from .arrays import Origin, as_array, host
 from .errors import LapInputError
 
 METRICS = ("sqeuclidean", "euclidean", "cityblock", "chebyshev", "minkowski", "cosine")
@@ -79,7 +79,7 @@ class PointProblem:
         return -1.0 if self.maximize else 1.0
 
     def host(self, points) -> np.ndarray:
-        return points if isinstance(points, np.ndarray) else points.get()
+        return host(points)
 
     def largest_cost(self) -> float:
         """An upper bound of every |c(i, j)|, from the two sets' bounding boxes (no pass over the

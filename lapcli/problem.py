@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array
+from .arrays import Origin, as_array, host
 from .errors import InfeasibleError, LapInputError, LapTypeError
 from .work import WORK_DTYPES, Work, WorkMatrix, build_work, float_eps, square_matrix
 
@@ -48,8 +48,8 @@ def check_entries(stack, xp, maximize: bool, single: bool = True) -> np.ndarray:
     wrong, allowed = (np.inf, -np.inf) if maximize else (-np.inf, np.inf)
     bad = (xp.isnan(stack) | (stack == wrong)).any(axis=(1, 2))
     if bool(bad.any()):
-        raise invalid_entries("" if single else f": {members_text(np.flatnonzero(_host(bad)), batch)}")
-    return _host((stack == allowed).any(axis=(1, 2)))
+        raise invalid_entries("" if single else f": {members_text(np.flatnonzero(host(bad)), batch)}")
+    return host((stack == allowed).any(axis=(1, 2)))
 
 
 def infeasiblemembers_text(stack, forbidden: np.ndarray, maximize: bool, xp) -> list[int]:
@@ -62,7 +62,7 @@ def infeasiblemembers_text(stack, forbidden: np.ndarray, maximize: bool, xp) -> 
 
     bad = []
     for b in np.flatnonzero(forbidden):
-        mask = _host(stack[b] != (-np.inf if maximize else np.inf))
+        mask = host(stack[b] != (-np.inf if maximize else np.inf))
         if mask.shape[0] > mask.shape[1]:
             mask = mask.T
         if (maximum_bipartite_matching(csr_matrix(mask), perm_type="column") < 0).any():
@@ -219,7 +219,7 @@ class Problem:
         matrix = self.stack[0]
         if self.xp is np:
             return np.asarray(matrix[rows, cols])
-        return _host(matrix[self.xp.asarray(rows), self.xp.asarray(cols)])
+        return host(matrix[self.xp.asarray(rows), self.xp.asarray(cols)])
 
     def objective(self, rows: np.ndarray, cols: np.ndarray) -> int | float:
         """Sum of a single problem's chosen costs: exact (Python int) for integers, fsum for floats."""
@@ -231,12 +231,12 @@ class Problem:
         unassigned row): exact for integers, correctly rounded (fsum) for float64."""
         xp = self.xp
         if 0 in self.shape:  # no problem, or problems without a pair: nothing is chosen
-            return exact_sum(_host(self.xp.zeros(self.shape[:2], dtype=self.stack.dtype)))
+            return exact_sum(host(self.xp.zeros(self.shape[:2], dtype=self.stack.dtype)))
         col_ind = xp.asarray(col_ind)
         assigned = col_ind >= 0
         values = xp.take_along_axis(self.stack, xp.where(assigned, col_ind, 0)[:, :, None], axis=2)[:, :, 0]
         zero = 0 if values.dtype.kind in "biu" else 0.0
-        return exact_sum(_host(xp.where(assigned, values, zero)))
+        return exact_sum(host(xp.where(assigned, values, zero)))
 
 
 def exact_sum(values: np.ndarray) -> np.ndarray:
@@ -262,13 +262,9 @@ def exact_total(values: np.ndarray) -> int | float:
     return total.item() if isinstance(total, np.generic) else total
 
 
-def _host(array) -> np.ndarray:
-    return array if isinstance(array, np.ndarray) else array.get()
-
-
 def _to_module(array, xp):
     if xp is np:
-        return _host(array)
+        return host(array)
     return xp.asarray(array)
 
 

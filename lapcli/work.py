@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import host
 from .errors import LapInputError
 
 WORK_DTYPES = ("int32", "int64", "float32", "float64")
@@ -217,10 +218,10 @@ def _reduced_integer_work(arr, xp, maximize: bool, requested: str | None) -> Wor
         col_min = reduced.min(axis=1)
         reduced = reduced - col_min[:, None, :]  # both in [0, 2^64): exact
         hi = int(reduced.max())
-        col_offset = _int_offsets(_host(col_min).astype(object))  # subtracted from the sign-folded work
+        col_offset = _int_offsets(host(col_min).astype(object))  # subtracted from the sign-folded work
     if hi * 4 * (k + 1) >= INT64_SAFE:
         return None
-    references = _host(reference).astype(object)
+    references = host(reference).astype(object)
     offsets = _int_offsets(-references if maximize else references)  # objective = sign · (Σ work + Σ offsets)
     return Work(xp.ascontiguousarray(reduced.astype(_integer_target(0, hi, requested))), row_offset=offsets,
                 col_offset=col_offset)
@@ -309,7 +310,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
         if bool((sentinel > float(np.finfo(np.float32).max)).any()):
             raise LapInputError("float32 costs span too wide a range to mark forbidden entries; use --dtype float64")
         sentinel = sentinel.astype(values.dtype)
-        scale = _host(xp.maximum(abs(lo), abs(hi))).astype(np.float64)
+        scale = host(xp.maximum(abs(lo), abs(hi))).astype(np.float64)
         return Work(xp.ascontiguousarray(xp.where(finite, values, sentinel[:, None, None])), scale=scale)
     row_min = xp.where(finite, values, xp.inf).min(axis=2)
     row_min = xp.where(xp.isfinite(row_min), row_min, 0).astype(values.dtype)
@@ -319,11 +320,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
     if not bool(xp.isfinite(sentinel).all()):
         raise LapInputError("finite costs span too wide a range to mark forbidden entries")
     values = xp.where(finite, values, sentinel.astype(values.dtype)[:, None, None])
-    return Work(xp.ascontiguousarray(values), row_offset=row_min, scale=_host(spread).astype(np.float64))
-
-
-def _host(array) -> np.ndarray:
-    return array if isinstance(array, np.ndarray) else array.get()
+    return Work(xp.ascontiguousarray(values), row_offset=row_min, scale=host(spread).astype(np.float64))
 
 
 @dataclass
@@ -347,12 +344,12 @@ def square_matrix(work: Work, xp) -> WorkMatrix:
     """The square adapter: problem 0 of ``work`` padded with zero rows to k × k."""
     values = work.values[0]
     r, k = values.shape
-    row_offset = None if work.row_offset is None else _host(work.row_offset[0])
+    row_offset = None if work.row_offset is None else host(work.row_offset[0])
     if r < k:
         padded = xp.zeros((k, k), dtype=values.dtype)
         padded[:r] = values
         values = padded
         if row_offset is not None:
             row_offset = np.concatenate([row_offset, np.zeros(k - r, row_offset.dtype)])
-    col_offset = None if work.col_offset is None else _host(work.col_offset[0])
+    col_offset = None if work.col_offset is None else host(work.col_offset[0])
     return WorkMatrix(xp.ascontiguousarray(values), work.eps(0), row_offset, col_offset, list(work.notes))

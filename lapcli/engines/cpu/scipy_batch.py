@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
+from ...arrays import host
 from ...twins import reference_stack
 from ...work import float64_exact, float64_solvable
 from ..base import BatchEngineResult
@@ -100,7 +101,7 @@ def run_members(members, *, maximize: bool) -> BatchEngineResult:
     col_ind = np.full((batch, width), -1, dtype=np.int64)
     objectives = [0] * batch
     host_list = members.flat is None and members.xp is np
-    costs = members.arrays if host_list else [_on_host(members.member(b)) for b in range(batch)]
+    costs = members.arrays if host_list else [host(members.member(b)) for b in range(batch)]
     begin = time.perf_counter()
     floats, integers = [], []
     for b, cost in enumerate(costs):
@@ -146,10 +147,6 @@ def run_members(members, *, maximize: bool) -> BatchEngineResult:
     details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3), "members": batch}
     return BatchEngineResult(col_ind=col_ind, device="cpu", dtype=np.dtype(members.dtype).name, details=details,
                              objectives=np.array(objectives))  # int64, or Python ints where wider
-
-
-def _on_host(cost) -> np.ndarray:
-    return cost if isinstance(cost, np.ndarray) else cost.get()
 
 
 def _integer_member(cost: np.ndarray, maximize: bool):
