@@ -126,6 +126,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     added = cupy.zeros(n, dtype=np.int32)
     row_bids = cupy.zeros(n, dtype=np.int32)
     spread = cupy.empty(n, dtype=np.float64)
+    every_row = cupy.arange(n, dtype=np.int32)
     release, bid = kernel_set["auction_release"], kernel_set["auction_bid"]
     warps_per_block = THREADS // 32
     row_blocks = max(1, -(-n // warps_per_block))
@@ -135,7 +136,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     kernel_set["auction_candidates"].launch(row_blocks, THREADS, (*source, n, candidates.data.ptr, spread.data.ptr),
                                             stream=stream)
     epsilons = schedule(float(cupy.median(spread)) * FIRST_EPS_OF_SPREAD, final_eps, scaling)
-    result = AuctionResult(col_of_row, columns[:, 0], epsilons[-1])
+    phases = []
     for index, eps in enumerate(epsilons):
         begin.record(stream)
         counters.fill(0)
@@ -163,12 +164,12 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                                          limit_ns, counters.data.ptr, status.data.ptr), stream=stream)
             if int(status.get()[0]) != 0:
                 raise SolverError("the auction ran past its time limit")
-            col_of_row[owner.astype(np.int32)] = cupy.arange(n, dtype=np.int32)
+            col_of_row[owner.astype(np.int32)] = every_row
         end.record(stream)
         bids, rescans, longest = (int(x) for x in counters.get())
         phase = Phase(eps, rounds, released_in_phase, bids, rescans, longest, end.ms_since(begin))
-        result.phases.append(phase)
+        phases.append(phase)
         if progress is not None:
             progress(phase, len(epsilons) - index - 1)
-    result.v = cupy.ascontiguousarray(columns[:, 0])  # the kernels read v as a plain array
-    return result
+    # v as a plain array: the passes that read it after the auction take no stride
+    return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), epsilons[-1], phases)

@@ -35,6 +35,8 @@ METHODS = ("search", "auction")  # what solves: kernels/sap.cu's searches or ker
 def program(metric: str, dim: int, method: str = "search") -> Program:
     """Both passes and the solving kernels of ``method`` (METHODS) on the Points source of
     (metric, dim): one program each, so a solve compiles only what it runs."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     source_type = f"Points<{METRIC_CODES[metric]}, {dim}>"
     passes = (("row_min", f"row_min<{source_type}>", PASS_SIGNATURE + "ippp"),
               ("pair_costs", f"pair_costs<{source_type}>", PASS_SIGNATURE + "pp"))
