@@ -307,3 +307,18 @@ def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
 
     compile_program(points.program(metric, dim), tmp_path, "points", 3)
     compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 5)
+
+
+def test_nvrtc_includes_the_cccl_folder_that_holds_every_header_cooperative_groups_needs(tmp_path, monkeypatch):
+    # CUDA 13.0's layout: nv/ beside cooperative_groups.h, cuda/std/ only under cccl/
+    from lapcli.cuda import compiler
+
+    root = tmp_path / "include"
+    for header in ("cooperative_groups.h", "nv/target", "cccl/nv/target", "cccl/cuda/std/type_traits"):
+        (root / header).parent.mkdir(parents=True, exist_ok=True)
+        (root / header).write_text("")
+    monkeypatch.setenv("CUDA_PATH", str(tmp_path))
+    monkeypatch.setattr(compiler.os.path, "isfile", lambda path, real=compiler.os.path.isfile:
+                        real(path) and str(path).startswith(str(tmp_path)))  # this machine's toolkit unseen
+    found = compiler.cuda_include_dirs()
+    assert found == [str(root), str(root / "cccl")]

@@ -33,11 +33,15 @@ def compile_options(defines: tuple[str, ...], arch: tuple[int, int]) -> list[str
     return ["-std=c++17", "-ftz=true", f"--gpu-architecture=sm_{arch[0]}{arch[1]}", *defines]
 
 
+CCCL_HEADERS = (("nv", "target"), ("cuda", "std", "type_traits"))  # what cooperative_groups.h includes
+
+
 def cuda_include_dirs() -> list[str]:
-    """Folders for NVRTC: one holding cooperative_groups.h, and one holding the CCCL header it
-    includes (nv/target): the same folder in a CUDA toolkit, or its cccl/ subfolder, or the
-    CCCL folder of the Python packages. A pip-installed include folder may lack CCCL, then the
-    next candidate is tried."""
+    """Folders for NVRTC: one holding cooperative_groups.h, and one holding the CCCL headers it
+    includes (nv/target and cuda/std/type_traits): the same folder in a CUDA toolkit, or its cccl/
+    subfolder, or the CCCL folder of the Python packages. A pip-installed include folder may lack
+    CCCL, then the next candidate is tried; CUDA 13.0 keeps nv/ beside cooperative_groups.h but
+    cuda/std/ only under cccl/, so both headers are looked for."""
     try:
         from cuda.pathfinder import find_nvidia_header_directory
     except ImportError:  # an older cuda-pathfinder
@@ -56,7 +60,7 @@ def cuda_include_dirs() -> list[str]:
         if not os.path.isfile(os.path.join(root, "cooperative_groups.h")):
             continue
         for cccl in (root, os.path.join(root, "cccl"), *packaged("cccl")):
-            if os.path.isfile(os.path.join(cccl, "nv", "target")):
+            if all(os.path.isfile(os.path.join(cccl, *header)) for header in CCCL_HEADERS):
                 return [root] if cccl == root else [root, cccl]
     return []
 
