@@ -212,9 +212,7 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                 double best = AUCTION_INF, second_best = AUCTION_INF, best_c = 0.0;
                 int best_j = n;
                 AuctionColumn best_state = {0.0, -1};
-                auto take = [&](int j) {
-                    const AuctionColumn state = auction_read(&columns[j]);
-                    const double c = source.at(j);
+                auto consider = [&](int j, const AuctionColumn& state, double c) {
                     const double x = c - state.v;
                     if (x < best || (x == best && j < best_j)) {
                         second_best = best;
@@ -227,11 +225,25 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                     }
                 };
                 if (dense) {
-                    for (int j = lane; j < n; j += 32) take(j);
+                    // four columns' loads issued before any is compared: one after another, a
+                    // scan of n columns is n / 32 memory latencies in a row
+                    int j = lane;
+                    for (; j + 96 < n; j += 128) {
+                        AuctionColumn state[4];
+                        double c[4];
+#pragma unroll
+                        for (int k = 0; k < 4; ++k) {
+                            state[k] = auction_read(&columns[j + 32 * k]);
+                            c[k] = source.at(j + 32 * k);
+                        }
+#pragma unroll
+                        for (int k = 0; k < 4; ++k) consider(j + 32 * k, state[k], c[k]);
+                    }
+                    for (; j < n; j += 32) consider(j, auction_read(&columns[j]), source.at(j));
                 } else {
 #pragma unroll
                     for (int s = 0; s < AUCTION_SLOTS; ++s)
-                        if (j_of[s] >= 0) take(j_of[s]);
+                        if (j_of[s] >= 0) consider(j_of[s], auction_read(&columns[j_of[s]]), source.at(j_of[s]));
                 }
                 const int my_j = best_j;
                 const double my_best = best;
