@@ -174,8 +174,9 @@ def test_without_a_points_engine_auto_solves_the_matrix(rng, monkeypatch):
 
 
 def test_auto_sends_squares_to_the_auction_without_the_clusters_column_limit(rng, monkeypatch):
-    """A square above 2048 points goes to cuda-sap's auction, which has no column limit: auto asks
-    only for Hopper (columns = 0); a rectangle's searches must fit a cluster (its columns asked)."""
+    """A minimised square above 2048 points goes to cuda-sap's auction, which has no column limit:
+    auto asks only for Hopper (columns = 0); a rectangle's searches, and a maximised square's, must
+    fit a cluster (its columns asked)."""
     from lapcli.engines import auto
 
     asked = []
@@ -189,6 +190,10 @@ def test_auto_sends_squares_to_the_auction_without_the_clusters_column_limit(rng
     assert auto.choose_points(square)[0] == "cuda-sap" and asked == [0]
     wide = prepare_points(rng.random((3000, 2)), rng.random((60000, 2)))
     assert auto.choose_points(wide)[0] == "auto" and asked[-1] == 60000
+    farthest = prepare_points(rng.random((60000, 2)), rng.random((60000, 2)), maximize=True)
+    assert auto.choose_points(farthest)[0] == "auto" and asked[-1] == 60000
+    farthest = prepare_points(rng.random((5000, 2)), rng.random((5000, 2)), maximize=True)
+    assert auto.choose_points(farthest)[0] == "cuda-sap" and asked[-1] == 5000
 
 
 def test_generate_points_is_reproducible_and_clusters():

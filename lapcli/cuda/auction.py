@@ -50,6 +50,14 @@ FIRST_EPS_OF_SPREAD = 0.25
 DENSE_AFTER = 256
 
 
+def solves(n_rows: int, n_cols: int, maximize: bool) -> bool:
+    """Whether engine cuda-sap gives a point problem to the auction: a square of AUCTION_FROM
+    points or more, minimised. The largest total distance makes every row's nearest columns by
+    cost the same few far points, and the bids wage a price war among them (1,024 uniform points
+    did not finish within 3 minutes on an H100): the cluster searches take it."""
+    return n_rows == n_cols >= AUCTION_FROM and not maximize
+
+
 def kernels(source_type: str) -> tuple[tuple[str, str, str], ...]:
     """The (key, name expression, signature) of the auction's kernels on ``source_type``, for a
     Program."""

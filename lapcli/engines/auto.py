@@ -176,10 +176,10 @@ def choose_points(problem, solver: str = "auto") -> tuple[str, str]:
         return solver, f"requested ({how})"
     columns = max(problem.n_rows, problem.n_cols)
     if columns >= POINTS_IMPLICIT_FROM:
-        # a square goes to the auction (no column limit), a rectangle to the cluster searches
-        from ..cuda.auction import AUCTION_FROM
+        # a minimised square goes to the auction (no column limit), the others to the cluster searches
+        from ..cuda import auction
 
-        by_auction = problem.n_rows == problem.n_cols >= AUCTION_FROM
+        by_auction = auction.solves(problem.n_rows, problem.n_cols, problem.maximize)
         clusters, why = cluster_kernel_status(0 if by_auction else columns)
         if clusters:
             return "cuda-sap", (f"auto: {problem.n_rows} × {problem.n_cols} points, costs computed on the GPU "

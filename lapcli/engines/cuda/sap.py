@@ -20,8 +20,8 @@ A square problem: two launches on one stream, nothing copied between them:
 A k × m problem (k < m, a tall one transposed) is solved as it is: no auction (it needs a square),
 every row searched from v = 0, by the same two kernels.
 Two point sets (``run_points``) are solved on costs computed from the coordinates
-(lapcli.cuda.points): the matrix is never stored. A square of AUCTION_FROM points or more goes to
-the ε-scaling auction (kernels/auction.cu, lapcli.cuda.auction), the others to kernels/sap.cu.
+(lapcli.cuda.points): the matrix is never stored. A square of AUCTION_FROM points or more, minimised,
+goes to the ε-scaling auction (kernels/auction.cu, lapcli.cuda.auction), the others to kernels/sap.cu.
 The twin (lapcli.twins.sap_twin) composes the NumPy specifications; the certificate proves every answer.
 """
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...cuda import sap_cluster
-from ...cuda.auction import AUCTION_FROM
+from ...cuda import auction as point_auction
 from ...cuda.batch_lap import MAX_COLUMNS, STATUS_MESSAGES, solve_stack
 from ...cuda.hungarian import (
     DeviceState,
@@ -238,8 +238,8 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
                progress=None) -> EngineResult:
     """Two point sets (lapcli.points.PointProblem), their costs computed from the coordinates
     wherever a kernel reads one (lapcli.cuda.points): no k × m matrix exists, device memory is
-    O((k + m)·d) plus O(m) of state. A square problem of AUCTION_FROM points or more is solved
-    by the ε-scaling auction (lapcli.cuda.auction) down to an ε below the certificate's
+    O((k + m)·d) plus O(m) of state. A square problem of AUCTION_FROM points or more, minimised,
+    is solved by the ε-scaling auction (lapcli.cuda.auction) down to an ε below the certificate's
     tolerance; the others by the shortest augmenting paths over one thread-block cluster. One
     more streamed pass over all k·m costs is the certificate. ``progress(phase, phases_left)``
     follows the auction's phases."""
@@ -252,7 +252,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 
     with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
         k, m = sorted((problem.n_rows, problem.n_cols))
-        by_auction = k == m and k >= AUCTION_FROM
+        by_auction = point_auction.solves(k, m, problem.maximize)
         # the searches need a cluster's room; the auction (its 128-bit swaps) Hopper only
         _check_clusters(0 if by_auction else m, "on point sets")
         stream = current_stream()
