@@ -267,13 +267,40 @@ def test_the_points_bench_checks_every_runner_against_the_first(monkeypatch):
 
     def runner(objective, certified=True):
         report = SimpleNamespace(solver="fake", certified=certified)
-        return lambda a, b, metric: SimpleNamespace(objective=objective, report=report)
+        return lambda a, b, metric, timeout: SimpleNamespace(objective=objective, report=report)
 
     runners = {"one": runner(1.0), "same": runner(1.0 + 1e-12), "off": runner(1.01), "unproved": runner(1.0, False)}
     results = bench_points.run_points_bench([(16, "uniform", "sqeuclidean")], runners, tuple(runners),
                                             repeat=2, warmup=0, seed=3)
     assert [t.status for t in results] == ["ok", "ok", "mismatch", "error"]
     assert all(len(t.times_ms) == 2 for t in results)
+
+
+def test_a_points_bench_cell_past_its_time_limit_reads_timeout_and_the_suite_goes_on():
+    """Every call gets the suite's time limit; a solve that runs past it (the auction on a shape
+    where it is slow) marks its cell "timeout" instead of holding the run."""
+    from types import SimpleNamespace
+
+    from lapcli.bench import points as bench_points
+    from lapcli.errors import SolverError
+
+    limits = []
+
+    def slow(a, b, metric, timeout):
+        limits.append(timeout)
+        raise SolverError("the auction ran past its time limit")
+
+    def fine(a, b, metric, timeout):
+        limits.append(timeout)
+        return SimpleNamespace(objective=1.0, report=SimpleNamespace(solver="fake", certified=True))
+
+    cells = [(16, "clustered", "sqeuclidean"), (16, "uniform", "sqeuclidean")]
+    results = bench_points.run_points_bench(cells, {"slow": slow, "fine": fine}, ("slow", "fine"),
+                                            repeat=1, warmup=0, seed=3, timeout=7.5)
+    assert [t.status for t in results] == ["timeout", "ok", "timeout", "ok"]
+    assert limits == [7.5] * 4
+    assert bench_points.run_points_bench(cells[:1], {"fine": fine}, ("fine",), repeat=1, warmup=0, seed=3)
+    assert limits[-1] == bench_points.CALL_LIMIT_S
 
 
 def test_lap_bench_points_runs_scipy_and_records(tmp_path):
@@ -285,6 +312,10 @@ def test_lap_bench_points_runs_scipy_and_records(tmp_path):
     assert {(r["metric"], r["kind"]) for r in results} == {("sqeuclidean", "uniform")}
     assert all(r["status"] == "ok" and r["objective"] > 0 for r in results)
     assert run_cli(["bench", "--suite", "points", "--kind", "float"]).returncode == 2
+    timed = run_cli(["bench", "--suite", "points", "--sizes", "2048", "--solvers", "scipy", "--repeat", "1",
+                     "--warmup", "0", "--timeout", "1e-9", "-q", "--json", tmp_path / "timed.json"])
+    assert timed.returncode == 0, timed.stderr
+    assert [r["status"] for r in json.loads((tmp_path / "timed.json").read_text())["results"]] == ["timeout"]
 
 
 def test_cli_points_duals_are_recovered_even_past_the_default_budget(tmp_path, monkeypatch):

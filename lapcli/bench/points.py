@@ -13,6 +13,9 @@ here, and above the size where they stop being useful):
 
 Every runner's objective is compared with the first one's (relative 1e-9). Times are wall
 clock around the whole call, medians of ``repeat`` after ``warmup`` calls (none above 8,192).
+Each call has a time limit (``timeout``, default CALL_LIMIT_S): a cell past it reads "timeout"
+(an engine that cannot stop inside a solve, scipy, is judged by its time afterwards), and the
+suite goes on (the auction's slow shapes, docs/points.md, would otherwise hold it).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ POINT_CELLS: tuple[tuple[int, str, str], ...] = (  # (n, kind, metric)
       for kind, metric in (("uniform", "euclidean"), ("uniform", "cityblock"), ("clustered", "sqeuclidean"))))
 RUNNER_LIMITS = {"dense": 16384, "scipy": 4096}  # the largest n each runs
 WARM_UP_TO = 8192  # larger cells are timed without a warm-up call
+CALL_LIMIT_S = 120.0  # one solve's time limit, unless the caller gives one
 
 
 @dataclass
@@ -36,7 +40,7 @@ class PointTiming:
     kind: str
     metric: str
     runner: str
-    status: str  # ok | error | skipped | mismatch
+    status: str  # ok | error | timeout | skipped | mismatch
     engine: str = ""
     times_ms: list[float] = field(default_factory=list)
     objective: float | None = None
@@ -48,24 +52,26 @@ class PointTiming:
 
 
 def point_runners() -> dict[str, Callable]:
-    """runner name -> f(a, b, metric) -> Solution."""
+    """runner name -> f(a, b, metric, timeout) -> Solution."""
     from .. import pipeline
 
-    def dense(a, b, metric):
+    def dense(a, b, metric, timeout):
         from ..points import distance_matrix
 
-        return pipeline.solve(distance_matrix(a, b, metric), solver="cuda-sap")
+        return pipeline.solve(distance_matrix(a, b, metric), solver="cuda-sap", timeout=timeout)
 
     return {
-        "auto": lambda a, b, metric: pipeline.solve_points(a, b, metric, certify=True),
-        "cuda-sap": lambda a, b, metric: pipeline.solve_points(a, b, metric, solver="cuda-sap"),
+        "auto": lambda a, b, metric, timeout: pipeline.solve_points(a, b, metric, certify=True, timeout=timeout),
+        "cuda-sap": lambda a, b, metric, timeout: pipeline.solve_points(a, b, metric, solver="cuda-sap",
+                                                                        timeout=timeout),
         "dense": dense,
-        "scipy": lambda a, b, metric: pipeline.solve_points(a, b, metric, solver="scipy", certify=True),
+        "scipy": lambda a, b, metric, timeout: pipeline.solve_points(a, b, metric, solver="scipy", certify=True,
+                                                                     timeout=timeout),
     }
 
 
 def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, seed: int,
-                     on_progress=None) -> list[PointTiming]:
+                     on_progress=None, timeout: float = CALL_LIMIT_S) -> list[PointTiming]:
     from ..errors import InfeasibleError, LapInputError, SolverError, SolverUnavailable
     from ..generate import generate_points
 
@@ -84,16 +90,19 @@ def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, 
                 continue
             try:
                 for _ in range(warmup if n <= WARM_UP_TO else 0):
-                    runners[name](a, b, metric)
+                    runners[name](a, b, metric, timeout)
                 for _ in range(repeat if n <= WARM_UP_TO else 1):
                     began = time.perf_counter()
-                    solution = runners[name](a, b, metric)
+                    solution = runners[name](a, b, metric, timeout)
                     timing.times_ms.append((time.perf_counter() - began) * 1e3)
             except (InfeasibleError, LapInputError, SolverError, SolverUnavailable) as error:
-                timing.status, timing.message = "error", str(error)
+                timing.status = "timeout" if "time limit" in str(error) else "error"
+                timing.message = str(error)
                 continue
             timing.engine, timing.objective = solution.report.solver, float(solution.objective)
-            if not solution.report.certified:
+            if max(timing.times_ms) > timeout * 1e3:  # an engine that cannot stop inside a solve (scipy)
+                timing.status, timing.message = "timeout", f"took {max(timing.times_ms):.0f} ms"
+            elif not solution.report.certified:
                 timing.status, timing.message = "error", "not certified"
             elif reference is None:
                 reference = timing.objective

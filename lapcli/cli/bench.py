@@ -105,12 +105,12 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     if suite == "points":
         from click.core import ParameterSource
 
-        given = {name for name in ("ranges", "dtypes", "kind", "timeout", "baseline", "csv_path", "plot_path", "scale")
+        given = {name for name in ("ranges", "dtypes", "kind", "baseline", "csv_path", "plot_path", "scale")
                  if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)}
         if given:
             flags = ", ".join("--" + name.removesuffix("_path").replace("_", "-") for name in sorted(given))
             raise InputError(f"--suite points has its own cells and outputs; drop {flags}")
-        return points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet)
+        return points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet, timeout)
     if suite in ("batch", "matcher"):
         from click.core import ParameterSource
 
@@ -300,8 +300,9 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
         raise FailedError(f"objectives disagree: {failure}")
 
 
-def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet) -> None:
-    """``lap bench --suite points`` (lapcli.bench.points): every runner on each cell, one table."""
+def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet, timeout=None) -> None:
+    """``lap bench --suite points`` (lapcli.bench.points): every runner on each cell, one table;
+    ``timeout`` seconds a solve (default lapcli.bench.points.CALL_LIMIT_S)."""
     import json as json_module
 
     from rich.progress import Progress
@@ -328,7 +329,8 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
         task = bar.add_task("benchmarking", total=len(cells) * len(chosen))
         results = bench_points.run_points_bench(
             cells, runners, chosen, repeat=repeat, warmup=warmup, seed=seed,
-            on_progress=lambda text: bar.update(task, advance=1, description=text))
+            on_progress=lambda text: bar.update(task, advance=1, description=text),
+            timeout=timeout or bench_points.CALL_LIMIT_S)
     env = batch_environment()
     table = Table(title=f"median ms, host arrays in, certified answer out, on {env.get('device')}",
                   title_justify="left")
