@@ -77,7 +77,7 @@ def batch_linear_assignment(costs, maximize: bool = False, sizes=None):
     torch-linear-assignment's function, on NumPy, CuPy or torch input (result of the same kind).
     ``sizes`` = (rows, cols), B integers each: problem b is ``costs[b, :rows[b], :cols[b]]``, the
     rest of the stack is not read. A list of matrices of any shapes gives a list of results."""
-    return solve_batch(costs, maximize=maximize, sizes=sizes).col_ind
+    return solve_batch(costs, maximize=maximize, sizes=sizes, objectives=False).col_ind
 
 
 def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
@@ -92,7 +92,7 @@ def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
     from .pipeline import solve_members_raw
 
     members = ragged.from_block(cost, sizes)
-    col_ind, _, _, packed = solve_members_raw(members, solver=solver, maximize=maximize)
+    col_ind, _, _, packed = solve_members_raw(members, solver=solver, maximize=maximize, objectives=False)
     counts = np.minimum(members.rows, members.cols)  # pairs per image
     rows, cols = ragged.pairs(col_ind, packed, counts)
     rows, cols = members.origin.to_caller(rows), members.origin.to_caller(cols)

@@ -234,7 +234,7 @@ def _matrix_report(problem, name, reason, start, objective, device, dtype_name, 
 
 def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
                 timeout: float | None = None, device: int | None = None, sizes=None,
-                certify: bool | None = None) -> BatchSolution:
+                certify: bool | None = None, objectives: bool = True) -> BatchSolution:
     """Solve every problem of a (B, n, m) stack (NumPy, CuPy or a torch tensor), or of a list of
     matrices of any shapes, in one call.
 
@@ -246,10 +246,14 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     ``costs[b, :rows[b], :cols[b]]`` (entries outside it are not read); ``col_ind`` stays (B, n).
     ``certify``: engines without duals (scipy-batch) have theirs recovered per problem and checked,
     by default where that costs less than the solve (lapcli.duals.certified_stack); True always.
+    ``objectives=False``: ``objectives`` is None and nothing is summed for it (batch_linear_assignment
+    returns the columns only; on the CPU a ragged list of 1000 small problems spends a fifth of
+    its time on the sums).
     """
     start = time.perf_counter()
     check_timeout(timeout)
-    options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device, certify=certify)
+    options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device, certify=certify,
+                   objectives=objectives)
     if sizes is not None:
         return solve_members(ragged.from_padded(costs, sizes), start=start, **options)
     if isinstance(costs, (list, tuple)) and costs:
@@ -258,15 +262,16 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
         costs = ragged.stacked(costs)
     problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)
     name, reason = choose(problem, solver)
-    return _solve_stack(problem, name, reason, start, timeout, device, certify)
+    return _solve_stack(problem, name, reason, start, timeout, device, certify, objectives)
 
 
 def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout, device,
-                 certify: bool | None = None) -> BatchSolution:
+                 certify: bool | None = None, objectives: bool = True) -> BatchSolution:
     if problem.is_empty:
         batch, n, _ = problem.shape
         col_ind = problem.xp.full((batch, n), -1, dtype=np.int64)
-        return _batch_solution(problem, name, reason, start, col_ind, "none", problem.original.dtype.name, {}, None, [])
+        return _batch_solution(problem, name, reason, start, col_ind, "none", problem.original.dtype.name, {}, None, [],
+                               summed=objectives)
     engine = registry.get(name)
     if not engine.capabilities.checks_entries:
         problem.has_forbidden  # noqa: B018 - entries and feasibility where the input lives
@@ -280,7 +285,7 @@ def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout
     if certificate is None and certify is not False:  # an engine without duals: recover them, as for a matrix
         certificate = certified_stack(problem, result.col_ind, name, default_budget(name), force=bool(certify))
     return _batch_solution(problem, name, reason, start, result.col_ind, result.device, result.dtype, result.details,
-                           certificate, result.notes, result.objectives, caller_col_ind)
+                           certificate, result.notes, result.objectives, caller_col_ind, summed=objectives)
 
 
 def solve_members(members: ragged.Members, **options) -> BatchSolution:
@@ -299,21 +304,22 @@ def solve_members(members: ragged.Members, **options) -> BatchSolution:
 
 def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize: bool = False,
                       dtype: str | None = None, timeout: float | None = None, device: int | None = None,
-                      start: float | None = None, certify: bool | None = None):
+                      start: float | None = None, certify: bool | None = None, objectives: bool = True):
     """(col_ind (B, most rows) as a NumPy or CuPy array, objectives, report, the packed work stack
     or None) of a ragged batch. On the GPU every answer is certified; the CPU's member loop has its
     duals recovered and checked per member where that costs less than the solve (``certify``:
-    True always, False never)."""
+    True always, False never). ``objectives=False``: None for them, nothing summed."""
     start = time.perf_counter() if start is None else start
     widest = int(max(members.rows.max(), members.cols.max(), 0)) if len(members) else 0
     name, reason = choose_ragged(len(members), widest, solver)
     module, import_ms = _loaded(registry.get(name))
     packed = None
     if not len(members):  # no problem: nothing to solve
-        col_ind, objectives = members.xp.zeros((0, 0), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        col_ind = members.xp.zeros((0, 0), dtype=np.int64)
+        objectives = np.zeros(0, dtype=np.int64) if objectives else None
         details, certificate, notes, device_name, dtype_name = {}, None, [], "none", np.dtype(members.dtype).name
     elif hasattr(module, "run_members"):
-        result = module.run_members(members, maximize=maximize)
+        result = module.run_members(members, maximize=maximize, objectives=objectives)
         col_ind, objectives = result.col_ind, result.objectives
         details, notes, device_name, dtype_name = result.details, [], result.device, result.dtype
         certificate = None if certify is False else certified_members(members, col_ind, maximize, name,
@@ -321,7 +327,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     else:
         packed = ragged.pack(members, maximize)
         problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
-        solved = _solve_stack(problem, name, reason, start, timeout, device)
+        solved = _solve_stack(problem, name, reason, start, timeout, device, objectives=objectives)
         col_ind = ragged.unpack(packed, solved.col_ind, members)
         objectives, report = solved.objectives, solved.report
         details, certificate, notes = report.details, report.certificate if report.certified else None, report.notes
@@ -359,8 +365,10 @@ def _finished(result, problem):
 
 
 def _batch_solution(problem, name, reason, start, col_ind, device, dtype, details, certificate, notes,
-                    objectives=None, caller_col_ind=None) -> BatchSolution:
-    if objectives is None:  # engines that do not sum the objectives themselves
+                    objectives=None, caller_col_ind=None, summed: bool = True) -> BatchSolution:
+    if not summed:  # the caller asked for none
+        objectives = None
+    elif objectives is None:  # engines that do not sum the objectives themselves
         objectives = problem.objectives(col_ind)
     if caller_col_ind is None:
         caller_col_ind = problem.origin.to_caller(col_ind)

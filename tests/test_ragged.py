@@ -119,6 +119,27 @@ def test_batch_linear_assignment_takes_sizes_and_lists(rng):
     assert [len(c) for c in listed] == [2, 6]
 
 
+@pytest.mark.parametrize("form", ["list", "threaded list", "sizes", "stack"])
+def test_objectives_false_gives_the_same_columns_and_no_sums(rng, form):
+    """batch_linear_assignment returns columns only and asks solve_batch for no objectives: the
+    columns are those of a call with them, and none is summed (None)."""
+    count = 600 if form == "threaded list" else 30  # the CPU's member loop splits from 256 members
+    if form in ("list", "threaded list"):
+        costs = [rng.random((int(r), int(c))) for r, c in rng.integers(1, 12, (count, 2))]
+        options = {}
+    else:
+        costs = rng.integers(0, 99, (count, 7, 9))
+        options = {"sizes": (rng.integers(0, 8, count), rng.integers(0, 10, count))} if form == "sizes" else {}
+    full = lapcli.solve_batch(costs, **options)
+    bare = lapcli.solve_batch(costs, objectives=False, **options)
+    assert bare.objectives is None and bare.report.objectives is None and full.objectives is not None
+    if isinstance(full.col_ind, list):
+        assert all(np.array_equal(a, b) for a, b in zip(full.col_ind, bare.col_ind))
+    else:
+        assert np.array_equal(full.col_ind, bare.col_ind)
+    assert len(full.objectives) == count
+
+
 def test_a_list_of_one_shape_comes_back_in_its_own_library(rng):
     torch = pytest.importorskip("torch")
     matrices = [torch.rand((4, 6), generator=torch.Generator().manual_seed(b)) for b in range(3)]

@@ -86,27 +86,28 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
                              notes=list(work.notes))
 
 
-def run_members(members, *, maximize: bool) -> BatchEngineResult:
+def run_members(members, *, maximize: bool, objectives: bool = True) -> BatchEngineResult:
     """A ragged batch (lapcli.ragged.Members), each member solved by scipy as it is: no padding,
     which would only add work on the CPU. From MEMBER_THREADS_FROM float members their solves are
-    split between two threads, and nothing else runs in those threads: scipy releases the GIL
-    while it solves, and any Python beside it would hold the GIL and cost more than the second
-    core gives (2-core CI machine, 1000 members of 1..40 × 1..40: the solves alone 5.4 ms on one
-    thread, 2.9 ms on two). Bad entries and infeasible members are named."""
+    split between this thread and one helper (_helper), and nothing else runs in those threads:
+    scipy releases the GIL while it solves, and any Python beside it would hold the GIL and cost
+    more than the second core gives (2-core CI machine, 1000 members of 1..40 × 1..40: the solves
+    alone 5.4 ms on one thread, 2.9 ms on two). Bad entries and infeasible members are named.
+    ``objectives=False``: the members' sums are skipped (``objectives`` None)."""
     from ...errors import InfeasibleError
     from ...problem import exact_total, invalid_entries, members_text
 
     batch = len(members)
     width = int(members.rows.max()) if batch else 0
     col_ind = np.full((batch, width), -1, dtype=np.int64)
-    objectives = [0] * batch
+    sums = [0] * batch
     host_list = members.flat is None and members.xp is np
     costs = members.arrays if host_list else [host(members.member(b)) for b in range(batch)]
     begin = time.perf_counter()
     floats, integers = [], []
     for b, cost in enumerate(costs):
         if cost.size == 0:
-            objectives[b] = 0.0 if cost.dtype.kind == "f" else 0
+            sums[b] = 0.0 if cost.dtype.kind == "f" else 0
         else:
             (floats if cost.dtype.kind == "f" else integers).append(b)
     answers = [None] * batch  # (rows, cols), or the ValueError scipy raised
@@ -125,14 +126,16 @@ def run_members(members, *, maximize: bool) -> BatchEngineResult:
         solve_floats(floats)
     else:
         half = len(floats) // 2
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            list(pool.map(solve_floats, (floats[:half], floats[half:])))
+        second = _helper().submit(solve_floats, floats[half:])
+        solve_floats(floats[:half])
+        second.result()
     invalid, infeasible, solved = [], [], []
     for b, answer in enumerate(answers):
         if type(answer) is tuple:
             solved.append(b)
-            values = costs[b][answer]  # as the pipeline sums: fsum for float64, exact for integers
-            objectives[b] = math.fsum(values.tolist()) if values.dtype is FLOAT64 else exact_total(values)
+            if objectives:  # as the pipeline sums: fsum for float64, exact for integers
+                values = costs[b][answer]
+                sums[b] = math.fsum(values.tolist()) if values.dtype is FLOAT64 else exact_total(values)
         elif answer is not None:
             (infeasible if "infeasible" in str(answer) else invalid).append(b)
     if solved:  # every member's columns in one scatter
@@ -146,7 +149,20 @@ def run_members(members, *, maximize: bool) -> BatchEngineResult:
         raise InfeasibleError(f"cost matrix is infeasible: {members_text(infeasible, batch)}")
     details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3), "members": batch}
     return BatchEngineResult(col_ind=col_ind, device="cpu", dtype=np.dtype(members.dtype).name, details=details,
-                             objectives=np.array(objectives))  # int64, or Python ints where wider
+                             objectives=np.array(sums) if objectives else None)  # int64, or Python ints where wider
+
+
+_HELPER = []
+
+
+def _helper() -> ThreadPoolExecutor:
+    """run_members' second thread, started once per process: a pool made per call cost ~0.3 ms,
+    and its new thread's first GIL hand-offs stalled some calls by ~3 ms (1000 members of
+    1..40 × 1..40 on the 2-core CI machine: 5.8 ms or 8.9 ms a call before, 5.1–5.4 ms after).
+    Where the OS puts both threads on one core the split gains nothing (6.7 ms, as one thread)."""
+    if not _HELPER:
+        _HELPER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="lapcli-members"))
+    return _HELPER[0]
 
 
 def _integer_member(cost: np.ndarray, maximize: bool):
