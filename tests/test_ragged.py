@@ -244,3 +244,23 @@ def test_cpu_ragged_answers_are_certified_per_member(rng):
     small = [rng.random((3, 5)), rng.random((6, 2))]
     assert not lapcli.solve_batch(small, solver="scipy-batch").report.certified
     assert lapcli.solve_batch(small, solver="scipy-batch", certify=True).report.certified
+
+
+def _solve_600_members_and_exit():
+    rng = np.random.default_rng(1)
+    lapcli.batch_linear_assignment([rng.random((int(r), int(c))) for r, c in rng.integers(1, 12, (600, 2))])
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_forked_child_solves_a_threaded_list_after_its_parent(rng):
+    """The member loop's helper thread is kept for the process; a child forked after the parent
+    used it has no such thread and must start its own, not wait on the parent's forever."""
+    import multiprocessing
+
+    _solve_600_members_and_exit()  # the parent's helper thread exists now
+    child = multiprocessing.get_context("fork").Process(target=_solve_600_members_and_exit)
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.terminate()
+    assert child.exitcode == 0

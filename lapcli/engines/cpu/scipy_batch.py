@@ -152,17 +152,20 @@ def run_members(members, *, maximize: bool, objectives: bool = True) -> BatchEng
                              objectives=np.array(sums) if objectives else None)  # int64, or Python ints where wider
 
 
-_HELPER = []
+_HELPER: dict[int, ThreadPoolExecutor] = {}  # process id -> its helper
 
 
 def _helper() -> ThreadPoolExecutor:
     """run_members' second thread, started once per process: a pool made per call cost ~0.3 ms,
     and its new thread's first GIL hand-offs stalled some calls by ~3 ms (1000 members of
-    1..40 × 1..40 on the 2-core CI machine: 5.8 ms or 8.9 ms a call before, 5.1–5.4 ms after).
-    Where the OS puts both threads on one core the split gains nothing (6.7 ms, as one thread)."""
-    if not _HELPER:
-        _HELPER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="lapcli-members"))
-    return _HELPER[0]
+    1..40 × 1..40 on the 2-core CI machine: 5.8 ms or 8.9 ms a call before, 4.1–4.5 ms after, or
+    6.6–7.1 ms where the OS puts both threads on one core). A forked child has no copy of the
+    parent's thread (its executor would wait for it forever): it starts its own."""
+    pid = os.getpid()
+    if pid not in _HELPER:
+        _HELPER.clear()
+        _HELPER[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lapcli-members")
+    return _HELPER[pid]
 
 
 def _integer_member(cost: np.ndarray, maximize: bool):
