@@ -139,7 +139,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     from .cuda import auction
 
     n = cost.shape[0]
-    near = auction.CANDIDATES // 32 - 1
+    near = auction.NEAR
     candidates = []
     for i in range(n):
         row = []

@@ -302,11 +302,15 @@ def test_the_cluster_search_kernels_compile_without_spilling(tmp_path):
 @pytest.mark.parametrize("metric, dim", [("sqeuclidean", 2), ("cosine", 3), ("minkowski", 16), ("chebyshev", 32)])
 def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
     """Both streamed passes with the search, and with the auction's kernels, on a Points source
-    (lapcli.cuda.points.program) build for sm_90 with no spills, up to the largest dimension."""
+    (lapcli.cuda.points.program) build for sm_90 with no spills, up to the largest dimension; the
+    auction's numbers come from its launcher only (without its defines it refuses)."""
     from lapcli.cuda import points
 
     compile_program(points.program(metric, dim), tmp_path, "points", 3)
-    compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 5)
+    source = compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 5)
+    bare = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "bare.cubin"),
+                           str(source)], capture_output=True, text=True, check=False)
+    assert bare.returncode != 0 and "kernel_defines" in bare.stderr
 
 
 def test_nvrtc_includes_the_cccl_folder_that_holds_every_header_cooperative_groups_needs(tmp_path, monkeypatch):

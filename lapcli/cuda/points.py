@@ -45,7 +45,7 @@ def program(metric: str, dim: int, method: str = "search") -> Program:
         return Program("points", sap_cluster.kernel_source() + "\n" + text, sap_cluster.kernel_defines(),
                        (("search", f"sap_cluster<{source_type}, double>", sap_cluster.SIGNATURE), *passes))
     source = "\n".join((sap_cluster.kernel_text("costs.cuh"), text, sap_cluster.kernel_text("auction.cu")))
-    return Program("points-auction", source, (), (*passes, *auction.kernels(source_type)))
+    return Program("points-auction", source, auction.kernel_defines(), (*passes, *auction.kernels(source_type)))
 
 
 @dataclass

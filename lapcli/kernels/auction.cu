@@ -25,11 +25,14 @@
 // one read of 160 entries whatever n is, and the guarantee above still holds for all n columns.
 // A row that bids more than AUCTION_DENSE_AFTER times in a phase scans all columns instead.
 
+// The launcher (lapcli.cuda.auction.kernel_defines) sets AUCTION_NEAR, the near-column slots a
+// lane, and AUCTION_DENSE_AFTER, a row's sparse bids in a phase: its twin reads the same numbers.
+#if !defined(AUCTION_NEAR) || !defined(AUCTION_DENSE_AFTER)
+#error "compile kernels/auction.cu with lapcli.cuda.auction.kernel_defines()"
+#endif
 #define AUCTION_FULL_MASK 0xffffffffu
-#define AUCTION_NEAR 4                                    // near-column slots a lane
 #define AUCTION_SLOTS (AUCTION_NEAR + 1)                   // and one a release pass fills
 #define AUCTION_CANDIDATES (32 * AUCTION_SLOTS)            // a row's candidate columns
-#define AUCTION_DENSE_AFTER 256                            // a row's sparse bids in a phase
 #define AUCTION_INF __longlong_as_double(0x7ff0000000000000LL)
 
 struct __align__(16) AuctionColumn {
