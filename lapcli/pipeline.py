@@ -316,11 +316,11 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     packed = None
     if not len(members):  # no problem: nothing to solve
         col_ind = members.xp.zeros((0, 0), dtype=np.int64)
-        objectives = np.zeros(0, dtype=np.int64) if objectives else None
+        sums = np.zeros(0, dtype=np.int64) if objectives else None
         details, certificate, notes, device_name, dtype_name = {}, None, [], "none", np.dtype(members.dtype).name
     elif hasattr(module, "run_members"):
         result = module.run_members(members, maximize=maximize, objectives=objectives)
-        col_ind, objectives = result.col_ind, result.objectives
+        col_ind, sums = result.col_ind, result.objectives
         details, notes, device_name, dtype_name = result.details, [], result.device, result.dtype
         certificate = None if certify is False else certified_members(members, col_ind, maximize, name,
                                                                        default_budget(name), force=bool(certify))
@@ -329,7 +329,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
         solved = _solve_stack(problem, name, reason, start, timeout, device, objectives=objectives)
         col_ind = ragged.unpack(packed, solved.col_ind, members)
-        objectives, report = solved.objectives, solved.report
+        sums, report = solved.objectives, solved.report
         details, certificate, notes = report.details, report.certificate if report.certified else None, report.notes
         device_name, dtype_name = report.device, report.dtype
         details["padded"] = f"{problem.shape[1]}×{problem.shape[2]}"
@@ -342,9 +342,9 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         reason=f"{reason}; {batch} problems of several shapes", details=details,
         certified=bool(certificate and certificate.get("checked")),
         certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
-        notes=notes, objectives=objectives,
+        notes=notes, objectives=sums,
     )
-    return col_ind, objectives, report, packed
+    return col_ind, sums, report, packed
 
 
 def _widen(col_ind, width: int):

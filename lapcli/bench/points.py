@@ -71,10 +71,11 @@ def point_runners() -> dict[str, Callable]:
 
 
 def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, seed: int,
-                     on_progress=None, timeout: float = CALL_LIMIT_S) -> list[PointTiming]:
+                     on_progress=None, timeout: float | None = None) -> list[PointTiming]:
     from ..errors import InfeasibleError, LapInputError, SolverError, SolverUnavailable
     from ..generate import generate_points
 
+    timeout = timeout or CALL_LIMIT_S
     results = []
     for n, kind, metric in cells:
         a = generate_points(n, 2, kind=kind, seed=seed)

@@ -330,7 +330,7 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
         results = bench_points.run_points_bench(
             cells, runners, chosen, repeat=repeat, warmup=warmup, seed=seed,
             on_progress=lambda text: bar.update(task, advance=1, description=text),
-            timeout=timeout or bench_points.CALL_LIMIT_S)
+            timeout=timeout)
     env = batch_environment()
     table = Table(title=f"median ms, host arrays in, certified answer out, on {env.get('device')}",
                   title_justify="left")
