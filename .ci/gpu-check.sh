@@ -60,11 +60,12 @@ for maximize in (False, True):  # ragged batches: the pack, one launch, the unpa
     lapcli.solve_batch([rng.integers(0, 99, (int(r), int(c))) for r, c in rng.integers(0, 40, (30, 2))],
                        solver="cuda-batch", maximize=maximize)
 from lapcli.engines.cuda import sap as cuda_sap
-cuda_sap.ONE_BLOCK_UP_TO = 0  # cuda-sap's cluster kernel (kernels/sap.cu) on small problems
+cuda_sap.ONE_BLOCK_UP_TO = 0  # cuda-sap's cluster path on small problems: the dense auction (integers), kernels/sap.cu
 for n in (37, 300):
     for dtype in ("int32", "float64"):
         lapcli.solve((rng.integers(0, 1000 * n, (n, n))).astype(dtype), solver="cuda-sap")
 lapcli.solve(rng.random((90, 60)), solver="cuda-sap", maximize=True)
+lapcli.solve(rng.random((1030, 1030)), solver="cuda-sap")  # the dense auction's float answer, certified as it is
 cuda_sap.ONE_BLOCK_UP_TO = 2048
 import cupy
 lapcli.match(cupy.asarray(rng.random((6, 50, 60))), [10, 0, 15, 5, 20, 10])

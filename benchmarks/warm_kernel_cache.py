@@ -1,7 +1,7 @@
 """Compile lapcli's NVRTC programs for one GPU architecture into the kernel cache, on a machine
 without a GPU: the point programs (every metric, the dimensions asked, the searches and the
-auction), the classical kernel and the certificate's read pass of every dtype, the cluster
-searches and the ragged pack. The batch kernel's many instantiations are left to the device.
+auction), the classical kernel, the dense auction and the certificate's read pass of every dtype,
+the cluster searches and the ragged pack. The batch kernel's many instantiations are left to the device.
 
 NVRTC needs no device, and lapcli.cuda.compiler keys each cubin by source, options and kernel
 names only, so a GPU machine given this folder as LAPCLI_CACHE_DIR loads the cubins instead of
@@ -25,12 +25,12 @@ DTYPES = ("int32", "int64", "float32", "float64")
 def programs(dims) -> list:
     """Every lapcli.cuda.runtime.Program this script compiles, for point sets of ``dims``."""
     from lapcli import certificate
-    from lapcli.cuda import hungarian, points, ragged_pack, sap_cluster
+    from lapcli.cuda import auction, hungarian, points, ragged_pack, sap_cluster
 
     found = [points.program(metric, dim, method)
              for method in points.METHODS for metric in points.METRIC_CODES for dim in dims]
     for dtype in DTYPES:
-        found.append(hungarian.program(dtype))
+        found += [hungarian.program(dtype), auction.dense_program(dtype)]
         found += [certificate._row_slacks_program(dtype, exact) for exact in (True, False)]
     return [*found, sap_cluster.program(), ragged_pack.program()]
 

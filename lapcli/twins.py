@@ -6,7 +6,9 @@ the CPU tests run and the GPU tests compare against, kept out of the engines' pr
   with Jonker-Volgenant's column reduction as the start of a square problem;
 - :func:`sap_twin` is engine ``cuda-sap``: the classical kernel's auction start
   (lapcli.engines.cpu.numpy_hungarian.auction_start), then :func:`reference_stack` from it;
-- :func:`auction_twin` is kernels/auction.cu, engine ``cuda-sap`` on square point sets.
+- :func:`auction_twin` is kernels/auction.cu, engine ``cuda-sap`` on square point sets and on
+  dense squares above the one-block search;
+- :func:`hand_over` is how engine ``cuda-sap`` starts its searches from the auction's duals.
 
 The twin of kernels/hungarian.cu is the ``numpy`` engine itself (lapcli.engines.cpu.numpy_hungarian).
 """
@@ -132,7 +134,8 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
     cheapest of columns lane, lane + 32, …, and up to 32 more the release pass adds, in turn), the
     same first ε (a quarter of the median row's candidate spread), the same release rule (free,
-    or more than 2ε above the row's best over all columns) and the same dense bids of a row past
+    or more than 2ε above the row's best over all columns, checked for every row at a phase's
+    start and then for the rows that bid since) and the same dense bids of a row past
     DENSE_AFTER bids in a phase (their best becomes a candidate). Returns (col_of_row, v, phases); phases lists (ε, rounds,
     bids). Every reduced cost of u = c − v on the assignment is ≥ −2·final_eps. Raises
     RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on past it)."""
@@ -158,12 +161,16 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     for eps in epsilons:
         rounds = bids = 0
         row_bids = np.zeros(n, dtype=np.int64)
+        fresh = np.ones(n, dtype=bool)
         while True:
             free = []
             for i in range(n):
+                if col_of_row[i] >= 0 and not fresh[i]:
+                    continue
                 reduced = cost[i] - v
                 best = int(np.argmin(reduced))
                 if col_of_row[i] >= 0 and not reduced[col_of_row[i]] > reduced[best] + 2 * eps:
+                    fresh[i] = False
                     continue
                 if col_of_row[i] >= 0:
                     owner[col_of_row[i]] = col_of_row[i] = -1
@@ -185,6 +192,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                         added[row] = (added[row] + [j])[-32:]
                     second = reduced[order[1]] if len(order) > 1 else np.inf
                     v[j] = (cost[row, j] - second if np.isfinite(second) else v[j]) - eps
+                    fresh[row] = True
                     row, owner[j] = int(owner[j]), row
                     col_of_row[owner[j]] = j
                     if row >= 0:
@@ -194,3 +202,20 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                         raise RuntimeError(f"the auction bid {bids} times in the phase of eps {eps}")
         phases.append((eps, rounds, bids))
     return col_of_row, v, phases
+
+
+def hand_over(cost: np.ndarray, col_of_row: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The searches' start from any duals (engine ``cuda-sap`` after its ε-scaling auction on a
+    dense square): integer costs' v floored to int64 (the searches then compare integers); each
+    row keeps its column (−1: none) only where that column attains the row's minimum of c − v
+    exactly, and is free otherwise. Every kept row is then tight with u = that minimum, and every
+    reduced cost of such duals is ≥ 0, which is all reference_stack's warm start needs: its
+    searches are exact from any duals, good duals only make them short.
+    Returns (v, col_of_row int32), reference_stack's ``warm_start`` for one problem."""
+    exact = cost.dtype.kind in "iu"
+    v = np.floor(v).astype(np.int64) if exact else np.asarray(v, dtype=np.float64)
+    reduced = cost.astype(v.dtype) - v[None, :]
+    assigned = col_of_row >= 0
+    held = np.where(assigned, col_of_row, 0)
+    tight = assigned & (reduced[np.arange(cost.shape[0]), held] == reduced.min(axis=1))
+    return v, np.where(tight, col_of_row, -1).astype(np.int32)

@@ -339,6 +339,11 @@ class WorkMatrix:
     def dtype(self) -> str:
         return dtype_name(self.values.dtype)
 
+    @property
+    def exact(self) -> bool:
+        """Integer work: solved in integers, certified exactly (eps 0)."""
+        return self.values.dtype.kind in "iu"
+
 
 def square_matrix(work: Work, xp) -> WorkMatrix:
     """The square adapter: problem 0 of ``work`` padded with zero rows to k × k."""

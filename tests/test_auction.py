@@ -10,7 +10,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from lapcli.cuda import auction
 from lapcli.points import distance_matrix
-from lapcli.twins import auction_twin
+from lapcli.twins import auction_twin, check_duals, hand_over, reference_stack
 from lapcli.work import float_eps
 
 
@@ -22,6 +22,8 @@ def test_the_schedule_falls_by_the_scaling_to_the_final_eps():
     assert auction.schedule(0.0, 1e-9) == [1e-9]  # all costs tied: one phase
     with pytest.raises(ValueError, match="positive"):
         auction.schedule(1.0, 0.0)
+    with pytest.raises(ValueError, match="finite"):  # an infinite spread would never fall to the last eps
+        auction.schedule(float("inf"), 1e-9)
 
 
 def solved_by_the_twin(cost):
@@ -77,3 +79,61 @@ def test_the_progress_line_follows_the_phases():
         assert follow is None
     with phase_progress(Console(file=io.StringIO()), quiet=False) as follow:
         assert follow is None
+
+
+def searched_from(cost, col_of_row, v):
+    """reference_stack from hand_over's start: (its columns, the rows the start left free)."""
+    v_start, col_start = hand_over(cost, col_of_row, v)
+    columns, u, v_end, _ = reference_stack(cost[None], warm_start=(v_start[None], col_start[None]))
+    exact = cost.dtype.kind in "iu"
+    check_duals(cost[None].astype(u.dtype), columns, u, v_end, eps=0 if exact else 1e-9)  # integers exactly
+    assert u.dtype == (np.int64 if exact else np.float64)
+    return columns[0], int((col_start < 0).sum())
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+def test_the_hand_over_starts_exact_searches_from_any_duals(rng, dtype):
+    """Duals the auction stopped anywhere, down to nonsense: the kept rows are tight, the others
+    searched, and the answer is optimal with exact integer duals."""
+    n = 70
+    cost = rng.integers(0, 50 * n, (n, n)).astype(dtype)
+    optimum = cost[scipy_lsa(cost)].sum()
+    for v, col_of_row in ((np.zeros(n), np.full(n, -1)),
+                          (rng.normal(scale=1000.0, size=n), rng.permutation(n)),
+                          (-rng.random(n) * 10, np.where(rng.random(n) < 0.5, rng.permutation(n), -1))):
+        columns, _ = searched_from(cost, col_of_row, v)
+        assert cost[np.arange(n), columns].sum() == optimum
+
+
+@pytest.mark.parametrize("kind", ["distances", "uniform"])
+def test_an_integer_auction_down_to_a_quarter_over_n_leaves_few_searches(rng, kind):
+    """Engine cuda-sap's integer schedule (ε down to 1/(4n), from at least 1): the assignment is
+    optimal, and its floored duals leave nearly every row tight, so the exact searches are few."""
+    n = 150
+    if kind == "distances":
+        cost = np.round(distance_matrix(rng.random((n, 2)), rng.random((n, 2)), "sqeuclidean") * 1e6).astype(np.int64)
+    else:
+        cost = rng.integers(0, 1000 * n, (n, n))
+    col_of_row, v, _ = auction_twin(cost.astype(np.float64), 0.25 / n, max_bids=300_000)
+    optimum = cost[scipy_lsa(cost)].sum()
+    assert cost[np.arange(n), col_of_row].sum() == optimum
+    columns, searched = searched_from(cost, col_of_row, v)
+    assert cost[np.arange(n), columns].sum() == optimum and searched <= n // 10
+
+
+def test_which_dense_squares_the_scaled_auction_starts():
+    """Floats from AUCTION_FROM columns; integers while n·max|c| leaves float64 room for ε = 1/(4n)."""
+    from lapcli.engines.cuda.sap_start import AUCTION_INTEGER_SPAN, uses_scaled_auction
+    from lapcli.work import WorkMatrix
+
+    def work(n, top, dtype):
+        values = np.zeros((n, n), dtype=dtype)
+        values[0, 0] = top
+        return WorkMatrix(values, 0.0 if np.dtype(dtype).kind in "iu" else 1e-9)
+
+    assert uses_scaled_auction(work(auction.AUCTION_FROM, 1.0, np.float64))
+    assert not uses_scaled_auction(work(auction.AUCTION_FROM - 1, 1.0, np.float32))
+    assert uses_scaled_auction(work(3000, 10**6, np.int32))
+    assert uses_scaled_auction(work(3000, AUCTION_INTEGER_SPAN // 3000 - 1, np.int64))
+    assert not uses_scaled_auction(work(3000, AUCTION_INTEGER_SPAN // 3000 + 1, np.int64))
+    assert not uses_scaled_auction(work(1, 5, np.int32))

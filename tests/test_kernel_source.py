@@ -313,6 +313,16 @@ def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
     assert bare.returncode != 0 and "kernel_defines" in bare.stderr
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_the_dense_auction_kernels_compile_without_spilling(tmp_path, dtype):
+    """The auction and both streamed passes on a dense work matrix (lapcli.cuda.auction.dense_program),
+    the start of cuda-sap above the one-block search, build for sm_90 with no spills in every dtype."""
+    from lapcli.cuda import auction
+
+    compile_program(auction.dense_program(dtype), tmp_path, "dense", 5)
+
+
 def test_nvrtc_includes_the_cccl_folder_that_holds_every_header_cooperative_groups_needs(tmp_path, monkeypatch):
     # CUDA 13.0's layout: nv/ beside cooperative_groups.h, cuda/std/ only under cccl/
     from lapcli.cuda import compiler

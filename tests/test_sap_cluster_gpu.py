@@ -71,11 +71,37 @@ def test_float_answers_are_certified_and_optimal(rng, dtype, shape):
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
 @pytest.mark.parametrize("maximize", [False, True])
 def test_the_engine_above_one_block_matches_scipy(rng, dtype, maximize):
-    """n = 2500: past the one-block kernel, so the auction then the cluster's searches."""
+    """n = 2500: past the one-block kernel, so the ε-scaling auction, then the cluster's searches
+    from its duals for integers (exact int64 duals); maximised distances, where the auction's
+    prices must climb far, too (its budget then hands over to the searches)."""
     cost = points(rng, 2500, 2500, 10**6).astype(dtype) if dtype[0] == "i" else points(rng, 2500, 2500).astype(dtype)
     solution = lapcli.solve(cost, solver="cuda-sap", maximize=maximize)
-    assert solution.report.certified and solution.report.details["search_layout"].startswith("cluster")
+    details = solution.report.details
+    assert solution.report.certified and details["start"] == "epsilon-scaling auction"
     assert_matches_scipy(solution, cost, maximize=maximize)
+    if dtype[0] == "i":
+        assert solution.duals[0].dtype == solution.duals[1].dtype == np.int64
+        assert details["search_layout"].startswith("cluster")
+        if not maximize:  # the floored duals of ε = 1/(4n) leave few rows to search
+            assert details["auction_complete"] and details["free_after_auction"] <= 250
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+@pytest.mark.parametrize("budget", [0.0, 0.003])
+def test_the_auction_hands_over_wherever_its_budget_stops_it(rng, monkeypatch, dtype, budget):
+    """A budget of nothing (the first round's bids stopped at once) or of a few rounds: the
+    searches finish exactly from whatever duals the auction had."""
+    from lapcli.engines.cuda import sap_start
+
+    monkeypatch.setattr(sap_start, "AUCTION_BUDGET_MIN_S", budget)
+    monkeypatch.setattr(sap_start, "AUCTION_BUDGET_PER_ROW_S", 0.0)
+    cost = points(rng, 2300, 2300, 10**6 if dtype[0] == "i" else None).astype(dtype)
+    solution = lapcli.solve(cost, solver="cuda-sap")
+    details = solution.report.details
+    assert solution.report.certified and not details["auction_complete"] and details["free_after_auction"] > 0
+    if budget == 0.0:
+        assert details["auction_phases"] == 1
+    assert_matches_scipy(solution, cost)
 
 
 @pytest.mark.parametrize("auction", [True, False])
@@ -104,12 +130,20 @@ def test_every_size_through_the_cluster_path(rng, monkeypatch, auction):
 
 
 def test_a_moving_answer_would_be_a_race(rng):
+    """From the column reduction the searches are deterministic: the same columns and steps every
+    run. The auction's bids run in no fixed order, so from it only the optimum is fixed."""
+    from lapcli.engines.cuda import sap as cuda_sap
+    from lapcli.problem import prepare
+
     cost = points(rng, 4096, 4096, 10**6).astype(np.int32)
-    first = lapcli.solve(cost, solver="cuda-sap")
+    first = cuda_sap.solve(prepare(cost), auction_rounds=0)
+    optimum = cost[first.rows, first.cols].sum()
     for _ in range(3):
-        again = lapcli.solve(cost, solver="cuda-sap")
-        assert np.array_equal(again.col_ind, first.col_ind)
-        assert again.report.details["search_steps"] == first.report.details["search_steps"]
+        again = cuda_sap.solve(prepare(cost), auction_rounds=0)
+        assert np.array_equal(again.cols, first.cols)
+        assert again.details["search_steps"] == first.details["search_steps"]
+        auctioned = lapcli.solve(cost, solver="cuda-sap")
+        assert cost[auctioned.row_ind, auctioned.col_ind].sum() == optimum
 
 
 def test_the_time_limit_stops_between_searches(rng):

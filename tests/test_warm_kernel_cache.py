@@ -29,7 +29,7 @@ def test_the_warmed_cubins_lie_where_the_runtime_looks(tmp_path, monkeypatch):
     chosen = script.programs((2, 3))
     labels = [program.label for program in chosen]
     assert labels.count("points") == labels.count("points-auction") == 2 * len(points.METRIC_CODES)
-    assert {"hungarian", "certificate", "sap_cluster", "ragged"} <= set(labels)
+    assert {"hungarian", "dense-auction", "certificate", "sap_cluster", "ragged"} <= set(labels)
     for program in chosen:
         script.compile_one(program, (9, 0))
     assert len(compiled) == len(chosen)

@@ -12,23 +12,33 @@ so it costs about the same at any n. On two point sets every cost is computed fr
 coordinates: memory stays O(n·d) plus 640 bytes a row of candidates.
 
 ``auction_candidates`` picks each row's near columns once. A phase is rounds of: the release
-pass ``auction_release`` over all n² pairs lists the rows that are free or more than 2ε above
-their row's best, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
+pass ``auction_release`` lists the rows that are free or more than 2ε above their row's best
+over all columns, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
 holds a column; a row that bids more than DENSE_AFTER times in a phase scans all columns. The
 phase ends when a release pass lists no row, so its guarantee holds over all columns, not only
-the candidates. The host reads one count between the two launches.
+the candidates. A pass scans all n² pairs at a phase's start, then only the rows that bid since
+(a row that kept its column stays within 2ε: bids only raise the other columns' reduced costs).
+The host reads one count between the two launches.
+
+The same kernels run on a dense work matrix (:func:`dense_program`, engine ``cuda-sap`` above the
+one-block search's columns): there a bid reads its 160 candidates' costs from the matrix. A
+``budget`` stops the auction where it is (``complete`` False): its duals, whatever they are, start
+the exact searches (lapcli.engines.cuda.sap), so a slow auction costs at most its budget.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import SolverError
-from .runtime import current_gpu, current_stream, reused_events
+from . import passes
+from .runtime import Program, current_gpu, current_stream, reused_events
+from .sap_cluster import kernel_text
 
 # Square point problems of this many points or more go to the auction (engine cuda-sap), smaller
 # ones to the searches from the column reduction: the auction's last ε is a fraction of the
@@ -39,8 +49,8 @@ PASS_ARGUMENTS = "ppqddi"  # the source's five arguments (kernels/costs.cuh) and
 NEAR = 4  # near-column slots a lane: 128 near columns a row
 CANDIDATES = 32 * (NEAR + 1)  # and a slot a lane for columns found later: 160
 CANDIDATES_SIGNATURE = PASS_ARGUMENTS + "pp"
-RELEASE_SIGNATURE = PASS_ARGUMENTS + "ppppdpp"
-BID_SIGNATURE = PASS_ARGUMENTS + "pppppipdqpp"
+RELEASE_SIGNATURE = PASS_ARGUMENTS + "ppppdppp"
+BID_SIGNATURE = PASS_ARGUMENTS + "pppppipdqppp"
 SCALING = 16.0  # ε falls by this factor each phase
 # The first phase's ε, as a fraction of the median row's cost spread over its candidates: a far
 # larger ε raises the near columns' prices past the far ones in a few bids, and the rows' bests
@@ -51,9 +61,36 @@ FIRST_EPS_OF_SPREAD = 0.25
 DENSE_AFTER = 256
 
 
+# Integer squares with n·max|c| below this take the auction (engine cuda-sap above its one-block
+# search): its float64 reduced costs then resolve an ε of 1/(4n) by 64 ulps or more, and the
+# floored duals' comparisons are exact.
+AUCTION_INTEGER_SPAN = 2**44
+# A dense work matrix's element type -> its C++ type in the DenseRows source (kernels/costs.cuh).
+DENSE_COST_TYPES = {"int32": "int", "int64": "long long", "float32": "float", "float64": "double"}
+
+
 def kernel_defines() -> tuple[str, ...]:
     """kernels/auction.cu's numbers, set here only: the kernel refuses to compile without them."""
     return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}")
+
+
+def kernel_source() -> str:
+    """The cost sources, the streamed passes and the auction, in one text."""
+    return "\n".join(kernel_text(name) for name in ("costs.cuh", passes.FILE, "auction.cu"))
+
+
+@lru_cache(maxsize=None)
+def dense_program(dtype: str) -> Program:
+    """The auction and both streamed passes on a dense work matrix of ``dtype`` (DENSE_COST_TYPES),
+    reduced costs in float64; its source arguments are :func:`dense_source`'s."""
+    source_type = f"DenseRows<{DENSE_COST_TYPES[dtype]}, double>"
+    return Program("dense-auction", kernel_source(), kernel_defines(),
+                   (*passes.kernels(source_type), *kernels(source_type)))
+
+
+def dense_source(values) -> tuple:
+    """The DenseRows source's five arguments for a C-contiguous square CuPy work matrix."""
+    return (values.data.ptr, 0, values.shape[1], 0.0, 1.0)
 
 
 def solves(n_rows: int, n_cols: int, maximize: bool) -> bool:
@@ -74,7 +111,7 @@ def kernels(source_type: str) -> tuple[tuple[str, str, str], ...]:
 
 @dataclass
 class Phase:
-    """One ε phase: its rounds (a release pass over all columns, then the bids), the rows they
+    """One ε phase: its rounds (a release pass, then the bids), the rows they
     released (free or out of slackness), their bids, repeated scans, the longest chain of bids
     one warp made (a bid's eviction hands the warp the evicted row)."""
 
@@ -89,12 +126,15 @@ class Phase:
 
 @dataclass
 class AuctionResult:
-    """col_of_row (n,) int32 and v (n,) float64 on the device, ε-complementary for ``eps``."""
+    """col_of_row (n,) int32 (−1: free) and v (n,) float64 on the device. ``complete``: every row
+    assigned with 2ε-complementary slackness for ``eps``, the last phase's; else the budget stopped
+    it during the phase of ``eps``, and only v is worth keeping."""
 
     col_of_row: Any
     v: Any
     eps: float
     phases: list[Phase] = field(default_factory=list)
+    complete: bool = True
 
     @property
     def bids(self) -> int:
@@ -108,8 +148,8 @@ class AuctionResult:
 def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> list[float]:
     """The phases' ε: from ``first_eps`` down by ``scaling`` each phase, the last exactly
     ``final_eps``."""
-    if not final_eps > 0:
-        raise ValueError(f"the final eps must be positive, got {final_eps}")
+    if not final_eps > 0 or not np.isfinite(first_eps):
+        raise ValueError(f"need a positive final eps and a finite first one, got {first_eps}, {final_eps}")
     eps = max(first_eps, final_eps)
     phases = []
     while eps > final_eps:
@@ -120,10 +160,15 @@ def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> li
 
 
 def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout: float | None = None,
+          budget: float | None = None, least_first_eps: float = 0.0,
           progress: Callable[[Phase, int], None] | None = None, scaling: float = SCALING) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
-    cost source's five arguments. ``progress(phase, phases_left)`` is called after each phase.
-    Raises SolverError past ``timeout`` seconds (checked inside the bids and between phases)."""
+    cost source's five arguments. The first ε is FIRST_EPS_OF_SPREAD of the median row's candidate
+    spread, at least ``least_first_eps`` (integer costs: 1, so that tied candidates, spread 0, do
+    not start at the last ε). ``progress(phase, phases_left)`` is called after each phase.
+    Raises SolverError past ``timeout`` seconds (checked inside the bids and between rounds);
+    past ``budget`` seconds (the first round's bids by the kernel's clock, the rest from the first
+    round's end) returns the state as it is, ``complete`` False."""
     import cupy
 
     gpu = current_gpu()
@@ -141,6 +186,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     row_bids = cupy.zeros(n, dtype=np.int32)
     spread = cupy.empty(n, dtype=np.float64)
     every_row = cupy.arange(n, dtype=np.int32)
+    fresh = cupy.empty(n, dtype=np.uint8)  # rows the next release pass scans (kernels/auction.cu)
     release, bid = kernel_set["auction_release"], kernel_set["auction_bid"]
     warps_per_block = THREADS // 32
     row_blocks = max(1, -(-n // warps_per_block))
@@ -149,41 +195,69 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     begin, end = reused_events(cupy.cuda.runtime.getDevice(), "auction", 2)
     kernel_set["auction_candidates"].launch(row_blocks, THREADS, (*source, n, candidates.data.ptr, spread.data.ptr),
                                             stream=stream)
-    epsilons = schedule(float(cupy.median(spread)) * FIRST_EPS_OF_SPREAD, final_eps, scaling)
+    epsilons = schedule(max(float(cupy.median(spread)) * FIRST_EPS_OF_SPREAD, least_first_eps), final_eps, scaling)
     phases = []
+    complete = True
+    # The budget bounds the first round by the bid kernel's own clock, and the rest by the host's
+    # from the first round's end: a fresh process compiles CuPy's own kernels (the fills, the
+    # scatter) in the first round, which is no measure of how the auction goes.
+    budget_began = None
     for index, eps in enumerate(epsilons):
         begin.record(stream)
         counters.fill(0)
         row_bids.fill(0)
+        fresh.fill(1)  # a smaller eps: every row is scanned again
         rounds = released_in_phase = 0
         while True:  # rounds until the release pass finds every row within eps over all columns
-            left = None
-            if timeout:
-                left = timeout - (time.perf_counter() - began)
-                if left <= 0:
-                    raise SolverError("the auction ran past its time limit")
+            left, spare = _seconds_left(began, timeout, budget, budget_began)
+            if spare is not None and spare <= 0:
+                complete = False
+                break
             words.fill(0)
             release.launch(row_blocks, THREADS, (*source, n, columns.data.ptr, col_of_row.data.ptr,
                                                  candidates.data.ptr, added.data.ptr, eps, free_rows.data.ptr,
-                                                 words.data.ptr), stream=stream)
+                                                 words.data.ptr, fresh.data.ptr), stream=stream)
             released = int(words[0].get())
             if not released:
                 break
             rounds += 1
             released_in_phase += released
             blocks = max(1, min(resident, -(-released // warps_per_block)))
-            limit_ns = min(int(left * 1e9), 2**63 - 1) if left else 0
+            spare = budget if budget_began is None else spare
+            limits = [s for s in (left, spare) if s is not None]
+            limit_ns = min(max(int(min(limits) * 1e9), 1), 2**63 - 1) if limits else 0  # 0: none
             bid.launch(blocks, THREADS, (*source, n, columns.data.ptr, candidates.data.ptr, added.data.ptr,
                                          row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr, eps,
-                                         limit_ns, counters.data.ptr, status.data.ptr), stream=stream)
-            if int(status.get()[0]) != 0:
-                raise SolverError("the auction ran past its time limit")
+                                         limit_ns, counters.data.ptr, status.data.ptr, fresh.data.ptr),
+                     stream=stream)
+            if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
+                if spare is None or (left is not None and left <= spare):
+                    raise SolverError("the auction ran past its time limit")
+                complete = False
+                break
             col_of_row[owner.astype(np.int32)] = every_row
+            budget_began = budget_began or time.perf_counter()
         end.record(stream)
         bids, rescans, longest = (int(x) for x in counters.get())
         phase = Phase(eps, rounds, released_in_phase, bids, rescans, longest, end.ms_since(begin))
         phases.append(phase)
         if progress is not None:
             progress(phase, len(epsilons) - index - 1)
+        if not complete:
+            # a stopped bid leaves its row free, and so does a release: the owners say who holds what
+            col_of_row.fill(-1)
+            taken = owner >= 0
+            col_of_row[owner[taken].astype(np.int32)] = every_row[taken]
+            return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), eps, phases, complete=False)
     # v as a plain array: the passes that read it after the auction take no stride
     return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), epsilons[-1], phases)
+
+
+def _seconds_left(began: float, timeout: float | None, budget: float | None, budget_began: float | None) -> tuple:
+    """(seconds left of ``timeout`` from ``began``, of ``budget`` from ``budget_began``), None for
+    no limit (no budget before ``budget_began``); raises past the timeout."""
+    now = time.perf_counter()
+    left = None if not timeout else timeout - (now - began)
+    if left is not None and left <= 0:
+        raise SolverError("the auction ran past its time limit")
+    return left, None if budget is None or budget_began is None else budget - (now - budget_began)

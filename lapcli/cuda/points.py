@@ -2,8 +2,9 @@
 the kernels read, and the launches on a ``Points`` cost source (kernels/costs.cuh), which computes
 each cost from the coordinates when it is read (no k × m matrix is stored):
 
-- :func:`row_min`: kernels/points.cu's streamed pass, every row's minimum of c − v and its lowest
-  column: the column reduction's start (sides swapped, v = 0) and the certificate's read pass;
+- :func:`row_min`: kernels/passes.cu's streamed pass (lapcli.cuda.passes), every row's minimum of
+  c − v and its lowest column: the column reduction's start (sides swapped, v = 0) and the
+  certificate's read pass;
 - :func:`pair_costs`: c(i, col[i]), by the same code as the searches' costs;
 - :func:`search`: kernels/sap.cu's shortest augmenting paths over one thread-block cluster;
 - the auction's kernels (kernels/auction.cu), which lapcli.cuda.auction launches.
@@ -20,12 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from . import auction, sap_cluster
-from .runtime import Program, current_stream, load
+from . import auction, passes, sap_cluster
+from .runtime import Program, load
 
 METRIC_CODES = {"sqeuclidean": 0, "euclidean": 1, "cityblock": 2, "chebyshev": 3, "minkowski": 4, "cosine": 5}
-ROW_MIN_THREADS = 256  # 8 warps a block, one row a warp
-PASS_SIGNATURE = "ppqddi"  # the source's five arguments and the row count
 
 
 METHODS = ("search", "auction")  # what solves: kernels/sap.cu's searches or kernels/auction.cu
@@ -38,14 +37,13 @@ def program(metric: str, dim: int, method: str = "search") -> Program:
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     source_type = f"Points<{METRIC_CODES[metric]}, {dim}>"
-    passes = (("row_min", f"row_min<{source_type}>", PASS_SIGNATURE + "ippp"),
-              ("pair_costs", f"pair_costs<{source_type}>", PASS_SIGNATURE + "pp"))
-    text = sap_cluster.kernel_text("points.cu")
+    text = sap_cluster.kernel_text(passes.FILE)
     if method == "search":
         return Program("points", sap_cluster.kernel_source() + "\n" + text, sap_cluster.kernel_defines(),
-                       (("search", f"sap_cluster<{source_type}, double>", sap_cluster.SIGNATURE), *passes))
-    source = "\n".join((sap_cluster.kernel_text("costs.cuh"), text, sap_cluster.kernel_text("auction.cu")))
-    return Program("points-auction", source, auction.kernel_defines(), (*passes, *auction.kernels(source_type)))
+                       (("search", f"sap_cluster<{source_type}, double>", sap_cluster.SIGNATURE),
+                        *passes.kernels(source_type)))
+    return Program("points-auction", auction.kernel_source(), auction.kernel_defines(),
+                   (*passes.kernels(source_type), *auction.kernels(source_type)))
 
 
 @dataclass
@@ -94,29 +92,13 @@ def upload(problem, method: str = "search") -> DevicePoints:
 def row_min(points: DevicePoints, v=None, *, swapped: bool = False):
     """(minimum over j of c(i, j) − v[j], the lowest j attaining it) for every row i, as float64
     and int32 CuPy arrays; ``swapped``: for every column over the rows (v then is the rows')."""
-    import cupy
-
     count, other = (points.m, points.k) if swapped else (points.k, points.m)
-    minima = cupy.empty(count, dtype=np.float64)
-    argmin = cupy.empty(count, dtype=np.int32)
-    v_address = 0 if v is None else v.data.ptr
-    blocks = max(1, -(-count // (ROW_MIN_THREADS // 32)))
-    points.kernels["row_min"].launch(blocks, ROW_MIN_THREADS, (*points.source(swapped), count, other, v_address,
-                                                               minima.data.ptr, argmin.data.ptr),
-                                     stream=current_stream())
-    return minima, argmin
+    return passes.row_min(points.kernels, points.source(swapped), count, other, v)
 
 
 def pair_costs(points: DevicePoints, col):
     """c(i, col[i]) for every row (col: int32 CuPy, every row assigned), float64, signed."""
-    import cupy
-
-    out = cupy.empty(points.k, dtype=np.float64)
-    col = cupy.ascontiguousarray(col, dtype=np.int32)
-    blocks = max(1, -(-points.k // 256))
-    points.kernels["pair_costs"].launch(blocks, 256, (*points.source(), points.k, col.data.ptr, out.data.ptr),
-                                        stream=current_stream())
-    return out
+    return passes.pair_costs(points.kernels, points.source(), points.k, col)
 
 
 def search(points: DevicePoints, v_start=None, col_start=None, *, timeout: float | None = None):

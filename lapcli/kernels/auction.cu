@@ -117,7 +117,7 @@ __global__ void auction_candidates(const void* first, const void* second, long l
             }
         }
         int* row = candidates + (long long)i * AUCTION_CANDIDATES;
-        double low = near[0], high = near[0];
+        double low = near[0], high = -AUCTION_INF;  // a lane with no column (n < 32) adds nothing
 #pragma unroll
         for (int s = 0; s < AUCTION_NEAR; ++s) {
             row[s * 32 + lane] = near_j[s];
@@ -137,18 +137,24 @@ __global__ void auction_candidates(const void* first, const void* second, long l
 // longer within 2 eps of its row's best over all n columns, is released and listed; its best
 // column becomes a candidate if it is not one. One warp a row;
 // nothing bids meanwhile, so the duals are fixed.
+// Only rows marked fresh are scanned (the launcher marks all of them at a phase's start, a bid
+// marks its row): a row that kept its column since its last scan is still within 2 eps, since the
+// bids since then only lowered other columns' v, which raises their reduced costs, and its own
+// column's v changes only with a bid that takes the column from it. So after a phase's first
+// round a pass reads the rows that bid, not all n^2 costs.
 template <typename Source>
 __global__ void auction_release(const void* first, const void* second, long long stride, double p, double sign,
                                 int n, AuctionColumn* __restrict__ columns, const int* __restrict__ col_of_row,
                                 int* __restrict__ candidates, int* __restrict__ added, double eps,
-                                int* __restrict__ free_rows, int* __restrict__ free_count) {
+                                int* __restrict__ free_rows, int* __restrict__ free_count,
+                                unsigned char* __restrict__ fresh) {
     Source source(first, second, stride, p, sign);
     const int lane = threadIdx.x & 31;
     const int warps = (blockDim.x >> 5) * gridDim.x;
     for (int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
         const int own = col_of_row[i];
         bool release = own < 0;
-        if (!release) {
+        if (!release && fresh[i]) {
             source.load_row(i);
             double best = AUCTION_INF, second_best = AUCTION_INF;
             int best_j = n;
@@ -165,6 +171,8 @@ __global__ void auction_release(const void* first, const void* second, long long
                 if (lane == 0) columns[own].owner = -1;
                 if (!__any_sync(AUCTION_FULL_MASK, known) && lane == 0)
                     row[AUCTION_NEAR * 32 + (added[i]++ & 31)] = best_j;
+            } else if (lane == 0) {
+                fresh[i] = 0;  // within 2 eps over all columns until it bids again
             }
         }
         if (release && lane == 0) free_rows[atomicAdd(free_count, 1)] = i;
@@ -183,7 +191,8 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                             int n, AuctionColumn* __restrict__ columns, int* __restrict__ candidates,
                             int* __restrict__ added, int* __restrict__ row_bids, const int* __restrict__ free_rows,
                             int free_count, int* __restrict__ next, double eps, long long timeout_ns,
-                            unsigned long long* __restrict__ counters, int* __restrict__ status) {
+                            unsigned long long* __restrict__ counters, int* __restrict__ status,
+                            unsigned char* __restrict__ fresh) {
     Source source(first, second, stride, p, sign);
     const int lane = threadIdx.x & 31;
     const unsigned long long began = auction_timer_ns();
@@ -276,6 +285,7 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                         const AuctionColumn was = atomicCAS(&columns[best_j], seen, bid);
                         if (__double_as_longlong(was.v) == __double_as_longlong(seen.v) && was.owner == seen.owner) {
                             evicted = (int)seen.owner;
+                            fresh[row] = 1;  // its bid read only candidates: the next release pass scans it
                             break;
                         }
                         seen = was;

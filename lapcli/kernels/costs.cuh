@@ -1,6 +1,6 @@
 // Where a kernel's costs come from: a row of a dense matrix, or a metric between two point sets
-// computed when it is needed (the matrix is never stored). kernels/sap.cu and kernels/points.cu
-// are templated on a source; lapcli's launchers put this text in front of theirs.
+// computed when it is needed (the matrix is never stored). kernels/sap.cu, kernels/passes.cu
+// and kernels/auction.cu are templated on a source; the launchers put this text in front of theirs.
 //
 // A source is built from the kernel's first five parameters (first, second, stride, p, sign) and
 // offers:

@@ -1,52 +1,57 @@
-"""Engine ``cuda-sap``: the auction start of the ``cuda`` kernel, then shortest augmenting paths
-(Jonker–Volgenant) from the rows it leaves free: in one thread block up to 2048 columns
-(kernels/batch_lap.cu), each search spread over one thread-block cluster above
-(kernels/sap.cu, lapcli.cuda.sap_cluster; docs/design.md has both layouts' measurements).
+"""Engine ``cuda-sap``: shortest augmenting paths (Jonker–Volgenant) from a start that leaves few
+rows free and short searches: in one thread block up to 2048 columns (kernels/batch_lap.cu), each
+search spread over one thread-block cluster above (kernels/sap.cu, lapcli.cuda.sap_cluster;
+docs/design.md has both layouts' measurements).
 
 Why: the classical phases pay a grid-wide dual update (step 6) per new zero, and on squared
-distances and the widest integer ranges they still need thousands of them after the auction. A shortest-path search needs no grid
-barrier at all: each of its steps is one row read and one block-wide argmin (~1 µs), and after the auction only ~1–6 % of the rows are free.
-Its cost does not depend on the range; the classical kernel stays faster where zeros are many
-(low ranges), and ``auto`` chooses between them by measurement (engines/auto.py).
+distances and the widest integer ranges they still need thousands of them. A shortest-path search
+needs no grid barrier: each of its steps is one row read and one argmin over the columns (~1 µs in
+a block, 2–3 µs over a cluster), so its time is its steps, and the start decides how many there are.
+The classical kernel stays faster where zeros are many (low ranges), and ``auto`` chooses between
+them by measurement (engines/auto.py).
 
-A square problem: two launches on one stream, nothing copied between them:
-  1. kernels/hungarian.cu with ``start_only``: the auction (its rounds as the twin's
-     numpy_hungarian.auction_start), leaving v and a partial assignment whose every row is tight
-     at a minimum of c − v over its row;
-  2. the searches from that warm start: kernels/batch_lap.cu on the one problem up to
-     ONE_BLOCK_UP_TO columns (lapcli.cuda.batch_lap.solve_stack), kernels/sap.cu above
-     (lapcli.cuda.sap_cluster.solve): a Dijkstra per free row, the dual update, the augmentation;
-     u = c − v on the assignment.
+A square problem up to ONE_BLOCK_UP_TO columns: two launches on one stream, nothing copied between:
+  1. kernels/hungarian.cu with ``start_only``: Jonker–Volgenant's augmenting row reduction as
+     parallel rounds (the twin's numpy_hungarian.auction_start), leaving v and a partial
+     assignment whose every row is tight at a minimum of c − v over its row;
+  2. the searches from that warm start (lapcli.cuda.batch_lap.solve_stack): a Dijkstra per free
+     row, the dual update, the augmentation; u = c − v on the assignment.
+A larger square: Bertsekas' auction with ε-scaling on the work matrix (kernels/auction.cu, the
+kernels of point sets on a dense source; Guthe–Thuerck 2021 start their searches the same way).
+Floats run it down to an ε below the certificate's tolerance: its duals are the answer's. Integers
+run it down to ε = 1/(4n), where its assignment is optimal; its duals floored to integers leave
+almost every row exactly tight, and kernels/sap.cu searches from the others (integer duals, an
+exact certificate). Past its time budget the auction stops and hands over whatever duals it has:
+the searches are exact from any duals, so a slow auction costs its budget, never the answer.
 A k × m problem (k < m, a tall one transposed) is solved as it is: no auction (it needs a square),
-every row searched from v = 0, by the same two kernels.
+every row searched from v = 0, by the same two search kernels.
 Two point sets (``run_points``) are solved on costs computed from the coordinates
 (lapcli.cuda.points): the matrix is never stored. A square of AUCTION_FROM points or more, minimised,
-goes to the ε-scaling auction (kernels/auction.cu, lapcli.cuda.auction), the others to kernels/sap.cu.
-The twin (lapcli.twins.sap_twin) composes the NumPy specifications; the certificate proves every answer.
+goes to the ε-scaling auction, the others to kernels/sap.cu.
+The starts live in lapcli.engines.cuda.sap_start. The twins (lapcli.twins: sap_twin, auction_twin,
+hand_over) are the NumPy specifications; the certificate proves every answer.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...cuda import sap_cluster
 from ...cuda import auction as point_auction
 from ...cuda.batch_lap import MAX_COLUMNS, STATUS_MESSAGES, solve_stack
-from ...cuda.hungarian import (
-    DeviceState,
-    check_memory_before_upload,
-    check_result,
-    device_name,
-    device_work,
-    prepare_launch,
-    start_solve,
-)
-from ...cuda.hungarian_abi import BLOCK_SIZE, BLOCKS_PER_SM
-from ...cuda.hungarian_abi import STATUS_MESSAGES as KERNEL_MESSAGES
+from ...cuda.hungarian import check_memory_before_upload, check_result, device_name, device_work
+from ...cuda.hungarian_abi import BLOCKS_PER_SM
 from ...cuda.runtime import Event, current_gpu, current_stream
 from ...errors import LapInputError, SolverError
 from ...steps import AUCTION_PATIENCE, AUCTION_ROUNDS, StepStat
 from ..base import EngineResult, certified_result
+from .sap_start import (
+    AUCTION_EPS_OF_TOLERANCE,
+    ScaledAuction,
+    column_reduction_start,
+    launch_auction,
+    rows_take_lowest_column,
+    scaled_auction,
+    uses_scaled_auction,
+)
 
 STEPS = (
     (1, "start: auction"),  # rounds run
@@ -55,9 +60,6 @@ STEPS = (
 # Up to here the searches run in one block (kernels/batch_lap.cu, its registers hold the columns);
 # above, in one thread-block cluster (kernels/sap.cu).
 ONE_BLOCK_UP_TO = MAX_COLUMNS
-# The auction of a square point problem ends at this fraction of the certificate's tolerance, so
-# that its slackness (every reduced cost ≥ −2ε) passes the certificate with room for rounding.
-AUCTION_EPS_OF_TOLERANCE = 0.125
 
 
 def run(problem, *, timeout: float | None = None, device: int | None = None) -> EngineResult:
@@ -128,8 +130,10 @@ def solve(problem, *, timeout: float | None = None, device: int | None = None,
 
 
 def solve_on_cluster(problem, *, timeout: float | None, auction_rounds: int) -> EngineResult:
-    """The searches of a problem above ONE_BLOCK_UP_TO columns: the auction, then kernels/sap.cu
-    from its v and partial assignment, on the current device."""
+    """A square problem above ONE_BLOCK_UP_TO columns, on the current device: the ε-scaling auction
+    on the work matrix (:func:`scaled_auction`), then kernels/sap.cu's searches from its duals for
+    the rows it does not leave exactly tight. ``auction_rounds`` 0: no auction, the searches from
+    the column reduction (the twin's start: the GPU tests compare the two)."""
     import time
 
     import cupy
@@ -139,20 +143,28 @@ def solve_on_cluster(problem, *, timeout: float | None, auction_rounds: int) -> 
     _check_clusters(size)
     stream = current_stream()
     current_gpu()
-    start, copied_in, copied_out = (Event() for _ in range(3))
+    start, copied_in, auctioned, copied_out = (Event() for _ in range(4))
     check_memory_before_upload(problem, BLOCKS_PER_SM)
     start.record(stream)
     work = device_work(problem)
     copied_in.record(stream)
-    auction = launch_auction(problem, work, timeout, auction_rounds, AUCTION_PATIENCE, stream) if auction_rounds else None
+    found = scaled_auction(work, timeout) if auction_rounds and uses_scaled_auction(work) else None
+    auctioned.record(stream)
+    details = {"start": "column reduction"}
+    if found is None:
+        v_start, col_start = column_reduction_start(work.values)
+        compile_ms = 0.0
+    else:
+        compile_ms = found.compile_ms
+        details.update(found.details())
+        if found.complete and not work.exact:  # its duals are the certificate's: no search
+            return _auction_answer(problem, work, found, details, (start, copied_in, auctioned))
+        v_start, col_start = found.hand_over()
+        details["free_after_auction"] = int((col_start < 0).sum())
+        details["launches"] += 2  # the hand-over's passes
     if timeout:
         timeout = max(timeout - (time.perf_counter() - began), 1e-3)
-    v_start = auction.state["v"] if auction is not None else None
-    col_start = auction.state["column_of_star_at_row"] if auction is not None else None
-    if auction is None:  # the column reduction, as the one-block kernel starts (lapcli.twins.column_reduction)
-        v_start, col_start = column_reduction_start(work.values)
     result = sap_cluster.solve(work.values, v_start, col_start, timeout=timeout)
-    rounds, auction_ms, searches = auction.finish() if auction is not None else (0, 0.0, None)
     cols = result.col_of_row
     u = work.values[cupy.arange(size), cols].astype(result.v.dtype) - result.v[cols]
     stats = result.checked_stats()
@@ -162,20 +174,38 @@ def solve_on_cluster(problem, *, timeout: float | None, auction_rounds: int) -> 
     check_result(0, host[0])
     search_begin, search_end = result.events
     search_ms = search_end.ms_since(search_begin)
-    auction_launch_ms = auction.events[1].ms_since(auction.events[0]) if auction is not None else 0.0
-    details = {
-        "compile_ms": round((auction.compile_ms if auction is not None else 0.0) + result.compile_ms, 3),
+    auction_ms = auctioned.ms_since(copied_in) if found is not None else 0.0
+    details.update({
+        "compile_ms": round(compile_ms + result.compile_ms, 3),
         "h2d_ms": round(copied_in.ms_since(start), 3),
-        "kernel_ms": round(auction_launch_ms + search_ms, 3),
+        "kernel_ms": round(auction_ms + search_ms, 3),
         "d2h_ms": round(copied_out.ms_since(search_end), 3),
-        "launches": 2 if auction is not None else 1,
-        "auction_rounds": rounds,
         "search_layout": f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}",
         "search_steps": stats["steps"],
-    }
-    steps = [StepStat(1, STEPS[0][1], rounds, auction_ms), StepStat(2, STEPS[1][1], stats["searches"], search_ms)]
+        "launches": details.get("launches", 0) + 1,
+    })
+    steps = [StepStat(1, STEPS[0][1], len(found.result.phases) if found is not None else 0, auction_ms),
+             StepStat(2, STEPS[1][1], stats["searches"], search_ms)]
     return certified_result(problem, work, cols, u, result.v, engine="cuda-sap", device=device_name(),
                             steps=steps, details=details, host_copies=host)
+
+
+def _auction_answer(problem, work, found: ScaledAuction, details: dict, events: tuple) -> EngineResult:
+    """A float problem the auction finished: u = c − v on its assignment, certified as it is."""
+    from ...cuda import passes
+
+    start, copied_in, auctioned = events
+    n = work.values.shape[0]
+    cols, v = found.result.col_of_row, found.result.v
+    u = passes.pair_costs(found.kernels, found.source, n, cols) - v[cols]
+    host = (cols.get(), u.get(), v.get())
+    check_result(0, host[0])
+    auction_ms = auctioned.ms_since(copied_in)
+    details.update({"compile_ms": round(found.compile_ms, 3), "h2d_ms": round(copied_in.ms_since(start), 3),
+                    "kernel_ms": round(auction_ms, 3), "search_steps": 0, "launches": details["launches"] + 1})
+    steps = [StepStat(1, STEPS[0][1], len(found.result.phases), auction_ms), StepStat(2, STEPS[1][1], 0, 0.0)]
+    return certified_result(problem, work, cols, u, v, engine="cuda-sap", device=device_name(), steps=steps,
+                            details=details, host_copies=host)
 
 
 def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
@@ -346,50 +376,3 @@ def _check_clusters(columns: int, what: str = f"above {ONE_BLOCK_UP_TO} columns"
     if columns and columns > limit:
         raise LapInputError(f"solver 'cuda-sap' takes at most {limit} columns on this GPU, not {columns} "
                             "(use 'cuda' or 'auto')")
-
-
-def column_reduction_start(values):
-    """(v, col_of_row int32) of Jonker–Volgenant's column reduction on the device: v[j] the
-    column's minimum, each row that is some column's lowest minimum takes the lowest such column
-    (lapcli.twins.column_reduction)."""
-    return values.min(axis=0), rows_take_lowest_column(values.argmin(axis=0), values.shape[0])
-
-
-def rows_take_lowest_column(lowest_row, size: int):
-    """col_of_row (int32 CuPy, −1 free) of the column reduction: each column names its lowest
-    row, and each row so named takes the lowest of its columns."""
-    import cupy
-
-    col_of_row = cupy.full(size, size, dtype=np.int32)
-    cupy.minimum.at(col_of_row, lowest_row, cupy.arange(size, dtype=np.int32))
-    col_of_row[col_of_row == size] = -1
-    return col_of_row
-
-
-class Auction:
-    """The launched auction (kernels/hungarian.cu with start_only): its device state, until read."""
-
-    def __init__(self, state, plan, compile_ms: float, events: tuple):
-        self.state, self.plan, self.compile_ms, self.events = state, plan, compile_ms, events
-
-    def finish(self) -> tuple[int, float, int]:
-        """(rounds run, the kernel's clock of them in ms, rows it left free) in one copy back;
-        raises on a bad status word."""
-        host = self.state.to_host("step_ns", "step_count", "status", "column_of_star_at_row")
-        status_word = int(host["status"][0])
-        if status_word != 0:
-            raise SolverError(KERNEL_MESSAGES.get(status_word, f"the auction kernel ended with status {status_word}"))
-        free_rows = int((host["column_of_star_at_row"] < 0).sum())
-        return int(host["step_count"][0]), float(host["step_ns"][1]) / 1e6, free_rows
-
-
-def launch_auction(problem, work, timeout, rounds: int, patience: int, stream: int) -> Auction:
-    """Launch the cooperative kernel's step 1 (the auction) on the work matrix; nothing waits."""
-    kernels, dtype, plan, compile_ms = prepare_launch(problem, work, False, BLOCK_SIZE, BLOCKS_PER_SM)
-    state = DeviceState(work.values, problem.size, plan, dtype, work.eps, timeout, auction_rounds=rounds,
-                        start_only=True, auction_patience=patience, stream=stream)
-    begin, end = Event(), Event()
-    begin.record(stream)
-    start_solve(kernels["hungarian"], plan, state)
-    end.record(stream)
-    return Auction(state, plan, compile_ms, (begin, end))

@@ -1,14 +1,15 @@
-// The streamed passes over the implicit costs of two point sets (a Points source of
-// kernels/costs.cuh, which the launcher puts in front of this file): no k x m matrix is stored,
-// each pass computes every cost it needs from the coordinates.
+// Streamed passes over any cost source of kernels/costs.cuh (the launcher puts that text in front
+// of this file): a dense work matrix, or two point sets whose costs are computed from the
+// coordinates as they are read (no k x m matrix is stored).
 //
 // row_min: for every row i, min over j of c(i, j) - v[j] and the lowest column that attains it.
-//   With v = 0 on the columns' side (rows and columns swapped) it is Jonker-Volgenant's column
-//   reduction (each column's minimum and its lowest row); with the final duals it is the
-//   certificate's read pass (u[i] <= min_j c(i, j) - v[j]).
+//   With v = 0 on the columns' side of two point sets (rows and columns swapped) it is
+//   Jonker-Volgenant's column reduction (each column's minimum and its lowest row); with an
+//   auction's duals it tells which rows are tight, the hand-over to the searches; with the final
+//   duals it is the certificate's read pass (u[i] <= min_j c(i, j) - v[j]).
 // pair_costs: c(i, col[i]) for every row, computed by the same code as the search's costs.
 
-#define POINTS_FULL_MASK 0xffffffffu
+#define PASSES_FULL_MASK 0xffffffffu
 
 // One warp per row, grid-stride over the rows: lane l scans columns l, l + 32, ... (coalesced).
 // A NaN (a NaN dual) wins the minimum, so that it fails the certificate.
@@ -31,8 +32,8 @@ __global__ void row_min(const void* first, const void* second, long long stride,
             }
         }
         for (int offset = 16; offset > 0; offset >>= 1) {
-            const double other = __shfl_xor_sync(POINTS_FULL_MASK, best, offset);
-            const int other_j = __shfl_xor_sync(POINTS_FULL_MASK, best_j, offset);
+            const double other = __shfl_xor_sync(PASSES_FULL_MASK, best, offset);
+            const int other_j = __shfl_xor_sync(PASSES_FULL_MASK, best_j, offset);
             const bool here_nan = best != best, there_nan = other != other;
             if (!here_nan && (there_nan || other < best || (other == best && other_j < best_j))) {
                 best = other;

@@ -1,0 +1,156 @@
+"""The starts of engine ``cuda-sap``'s searches: what leaves few rows free and the others' paths
+short, so that the shortest augmenting paths (kernels/batch_lap.cu, kernels/sap.cu) have little
+left to do.
+
+- up to lapcli.engines.cuda.sap.ONE_BLOCK_UP_TO columns: Jonker–Volgenant's augmenting row
+  reduction as parallel rounds (kernels/hungarian.cu with ``start_only``; :func:`launch_auction`);
+- above: Bertsekas' auction with ε-scaling on the dense work matrix (kernels/auction.cu through
+  lapcli.cuda.auction; :func:`scaled_auction`), whose duals are handed over to the searches
+  (:meth:`ScaledAuction.hand_over`, the NumPy twin lapcli.twins.hand_over);
+- without either (``auction_rounds=0``, small floats): the column reduction
+  (:func:`column_reduction_start`, the twin lapcli.twins.column_reduction).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...cuda import auction as point_auction
+from ...cuda.auction import AUCTION_INTEGER_SPAN
+from ...cuda.hungarian import DeviceState, prepare_launch, start_solve
+from ...cuda.hungarian_abi import BLOCK_SIZE, BLOCKS_PER_SM
+from ...cuda.hungarian_abi import STATUS_MESSAGES as KERNEL_MESSAGES
+from ...cuda.runtime import Event
+from ...errors import SolverError
+
+# The ε-scaling auction (a square point problem; a dense float square above ONE_BLOCK_UP_TO) ends at
+# this fraction of the certificate's tolerance, so that its slackness (every reduced cost ≥ −2ε)
+# passes the certificate with room for rounding.
+AUCTION_EPS_OF_TOLERANCE = 0.125
+# A dense integer square ends it at this over n: the 2ε-slackness of n pairs then sums below one
+# half, so its assignment is optimal, and its duals floored leave almost every row exactly tight.
+INTEGER_FINAL_EPS_TIMES_N = 0.25
+# The auction's time on a dense square: this much a row, at least AUCTION_BUDGET_MIN_S. Where it has
+# not finished by then (prices that must move far in small steps: maximised distances, clusters),
+# its duals as they are start the searches, which are exact from any duals.
+AUCTION_BUDGET_PER_ROW_S = 1e-4
+AUCTION_BUDGET_MIN_S = 0.5
+
+
+def uses_scaled_auction(work) -> bool:
+    """Whether the square work matrix starts from the ε-scaling auction: floats of AUCTION_FROM
+    columns or more (below, its last ε would be a few ulps of the duals), integers narrow enough for
+    its float64 arithmetic to resolve an ε of 1/(4n) (n·max|c| below AUCTION_INTEGER_SPAN)."""
+    n = work.values.shape[0]
+    if n < 2:
+        return False
+    if not work.exact:
+        return n >= point_auction.AUCTION_FROM
+    return n * int(abs(work.values).max()) < AUCTION_INTEGER_SPAN
+
+
+@dataclass
+class ScaledAuction:
+    """The ε-scaling auction's result on a dense work matrix, with what its hand-over needs."""
+
+    result: Any  # lapcli.cuda.auction.AuctionResult
+    kernels: dict
+    source: tuple
+    exact: bool
+    compile_ms: float
+
+    @property
+    def complete(self) -> bool:
+        return self.result.complete
+
+    def details(self) -> dict:
+        phases = self.result.phases
+        return {"start": "epsilon-scaling auction", "auction_phases": len(phases), "auction_bids": self.result.bids,
+                "auction_final_eps": self.result.eps, "auction_complete": self.result.complete,
+                "launches": 1 + sum(2 * phase.rounds + 1 for phase in phases)}  # candidates; release passes, bids
+
+    def hand_over(self):
+        """(v, col_of_row) that start the searches: v floored for integers (every comparison of
+        the searches is then in integers), each row kept where its column is exactly a minimum of
+        c − v over the row (kernels/passes.cu's row_min, the same arithmetic as the searches'),
+        the others free."""
+        import cupy
+
+        from ...cuda import passes
+
+        n = self.result.v.shape[0]
+        v = cupy.floor(self.result.v) if self.exact else self.result.v
+        col = self.result.col_of_row
+        minima, _ = passes.row_min(self.kernels, self.source, n, n, v)
+        assigned = col >= 0
+        pair = passes.pair_costs(self.kernels, self.source, n, cupy.where(assigned, col, 0))
+        tight = assigned & (pair - v[cupy.where(assigned, col, 0)] == minima)
+        col_start = cupy.where(tight, col, -1).astype(np.int32)
+        return (v.astype(np.int64) if self.exact else v), col_start
+
+
+def scaled_auction(work, timeout: float | None) -> ScaledAuction:
+    """lapcli.cuda.auction on the dense work matrix, down to an ε below the certificate's
+    tolerance (floats: its answer is then certified as it is) or below 1/(2n) (integers: optimal,
+    and the floored duals make the searches' start), stopped after its budget."""
+    from ...cuda import auction
+    from ...cuda.runtime import load
+
+    n = work.values.shape[0]
+    kernels, compile_ms = load(auction.dense_program(work.dtype))
+    source = auction.dense_source(work.values)
+    final_eps = INTEGER_FINAL_EPS_TIMES_N / n if work.exact else work.eps * AUCTION_EPS_OF_TOLERANCE
+    budget = max(AUCTION_BUDGET_MIN_S, AUCTION_BUDGET_PER_ROW_S * n)
+    result = auction.solve(kernels, source, n, final_eps, timeout=timeout, budget=budget,
+                           least_first_eps=1.0 if work.exact else 0.0)
+    return ScaledAuction(result, kernels, source, work.exact, compile_ms)
+
+
+def column_reduction_start(values):
+    """(v, col_of_row int32) of Jonker–Volgenant's column reduction on the device: v[j] the
+    column's minimum, each row that is some column's lowest minimum takes the lowest such column
+    (lapcli.twins.column_reduction)."""
+    return values.min(axis=0), rows_take_lowest_column(values.argmin(axis=0), values.shape[0])
+
+
+def rows_take_lowest_column(lowest_row, size: int):
+    """col_of_row (int32 CuPy, −1 free) of the column reduction: each column names its lowest
+    row, and each row so named takes the lowest of its columns."""
+    import cupy
+
+    col_of_row = cupy.full(size, size, dtype=np.int32)
+    cupy.minimum.at(col_of_row, lowest_row, cupy.arange(size, dtype=np.int32))
+    col_of_row[col_of_row == size] = -1
+    return col_of_row
+
+
+class Auction:
+    """The launched auction (kernels/hungarian.cu with start_only): its device state, until read."""
+
+    def __init__(self, state, plan, compile_ms: float, events: tuple):
+        self.state, self.plan, self.compile_ms, self.events = state, plan, compile_ms, events
+
+    def finish(self) -> tuple[int, float, int]:
+        """(rounds run, the kernel's clock of them in ms, rows it left free) in one copy back;
+        raises on a bad status word."""
+        host = self.state.to_host("step_ns", "step_count", "status", "column_of_star_at_row")
+        status_word = int(host["status"][0])
+        if status_word != 0:
+            raise SolverError(KERNEL_MESSAGES.get(status_word, f"the auction kernel ended with status {status_word}"))
+        free_rows = int((host["column_of_star_at_row"] < 0).sum())
+        return int(host["step_count"][0]), float(host["step_ns"][1]) / 1e6, free_rows
+
+
+def launch_auction(problem, work, timeout, rounds: int, patience: int, stream: int) -> Auction:
+    """Launch the cooperative kernel's step 1 (the auction) on the work matrix; nothing waits."""
+    kernels, dtype, plan, compile_ms = prepare_launch(problem, work, False, BLOCK_SIZE, BLOCKS_PER_SM)
+    state = DeviceState(work.values, problem.size, plan, dtype, work.eps, timeout, auction_rounds=rounds,
+                        start_only=True, auction_patience=patience, stream=stream)
+    begin, end = Event(), Event()
+    begin.record(stream)
+    start_solve(kernels["hungarian"], plan, state)
+    end.record(stream)
+    return Auction(state, plan, compile_ms, (begin, end))
