@@ -272,29 +272,10 @@ def _squared_distances(rng, n, m, d, dtype=np.float64):
     return (((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)).astype(dtype)
 
 
-def test_a_low_rank_sample_marks_squared_distances(rng):
-    """Squared distances between points in d dimensions have rank d + 2; uniform costs, Euclidean
-    (not squared) distances, integers, sums a_i + b_j and matrices with NaN do not pass."""
-    from lapcli.engines.auto import looks_like_squared_distances
-    from lapcli.problem import prepare
-
-    for d in (1, 2, 3, 8):
-        assert looks_like_squared_distances(prepare(_squared_distances(rng, 300, 400, d)))
-    assert looks_like_squared_distances(prepare(_squared_distances(rng, 300, 300, 2, np.float32)))
-    assert not looks_like_squared_distances(prepare(rng.random((300, 300))))
-    assert not looks_like_squared_distances(prepare(np.sqrt(_squared_distances(rng, 300, 300, 2))))
-    assert not looks_like_squared_distances(prepare(np.rint(_squared_distances(rng, 300, 300, 2) * 1e6).astype(np.int64)))
-    assert not looks_like_squared_distances(prepare(rng.random(300)[:, None] + rng.random(300)[None, :]))
-    assert not looks_like_squared_distances(prepare(np.ones((300, 300))))
-    assert not looks_like_squared_distances(prepare(_squared_distances(rng, 40, 40, 2)))  # too small to sample
-    with_nan = _squared_distances(rng, 300, 300, 2)
-    with_nan[::7, ::7] = np.inf
-    assert not looks_like_squared_distances(prepare(with_nan))
-
-
-def test_auto_gives_large_squared_distances_to_the_cluster_search(rng, monkeypatch):
-    """Above the one-block search's columns, floats that look like squared distances go to cuda-sap
-    where thread-block clusters exist (Hopper), other floats to cuda."""
+def test_auto_above_the_one_block_search_takes_the_auction_where_it_wins(rng, monkeypatch):
+    """Above the one-block search's columns, with thread-block clusters: minimised floats (squared
+    distances or not) and minimised integers of R ≥ 60 that the auction's float64 resolves go to
+    cuda-sap; low ranges, integers too wide, maximised costs and sizes a cluster cannot hold to cuda."""
     from dataclasses import replace
 
     from lapcli.engines import auto
@@ -303,16 +284,21 @@ def test_auto_gives_large_squared_distances_to_the_cluster_search(rng, monkeypat
     monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU"))
     monkeypatch.setattr(auto, "search_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
     monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (True, "a GPU, compute capability 9.0"))
-    monkeypatch.setattr(auto, "CROSSOVERS", replace(auto.CROSSOVERS, sap_floats_up_to=400))
+    monkeypatch.setattr(auto, "CROSSOVERS", replace(auto.CROSSOVERS, sap_floats_up_to=400, sap_wide_ints_up_to=400))
     distances = _squared_distances(rng, 450, 450, 2)
     engine, reason = auto.choose(prepare(distances))
-    assert engine == "cuda-sap" and "squared distances" in reason
-    assert auto.choose(prepare(rng.random((450, 450))))[0] == "cuda"
+    assert engine == "cuda-sap" and "ε-scaling auction" in reason
+    assert auto.choose(prepare(rng.random((450, 450)).astype(np.float32)))[0] == "cuda-sap"
+    assert auto.choose(prepare(distances, maximize=True))[0] == "cuda"
+    integers = lambda r, top=None: prepare(rng.integers(0, top or max(1, int(r * 450)), (450, 450)))  # noqa: E731
+    assert [auto.choose(integers(r))[0] for r in (1, 10, 50, 100, 1000)] == ["cuda", "cuda", "cuda", "cuda-sap", "cuda-sap"]
+    assert auto.choose(integers(0, top=2**40))[0] == "cuda"  # R·n² past the auction's float64 resolution
     assert auto.choose(prepare(distances[:400, :400].copy()))[0] == "cuda-sap"  # the one-block search
     monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (columns <= 400, "holds 400 columns"))
     assert auto.choose(prepare(distances))[0] == "cuda"  # more columns than a cluster holds on this GPU
     monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (False, "compute capability 8.0"))
-    assert auto.choose(prepare(distances))[0] == "cuda"
+    engine, reason = auto.choose(prepare(distances))
+    assert engine == "cuda" and "compute capability 8.0" in reason
 
 
 def test_thread_block_clusters_need_hopper(monkeypatch):

@@ -161,16 +161,16 @@ def test_more_columns_than_the_cluster_holds_is_a_clear_error(rng, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_auto_sends_large_squared_distances_to_the_cluster(rng, dtype):
+def test_auto_sends_large_minimised_floats_to_the_cluster(rng, dtype):
     import cupy
 
     cost = points(rng, 2600, 2600).astype(dtype)
-    for given in (cost, cupy.asarray(cost)):  # the rank probe samples host and device arrays
+    for given in (cost, cupy.asarray(cost), rng.random((2600, 2600)).astype(dtype)):
         solution = lapcli.solve(given)
-        assert solution.report.solver == "cuda-sap" and "squared distances" in solution.report.reason
+        assert solution.report.solver == "cuda-sap" and "ε-scaling auction" in solution.report.reason
         assert solution.report.certified
-        assert_matches_scipy(solution, cost)
-    assert lapcli.solve(rng.random((2600, 2600))).report.solver == "cuda"
+        assert_matches_scipy(solution, given.get() if isinstance(given, cupy.ndarray) else given)
+    assert lapcli.solve(cost, maximize=True).report.solver == "cuda"
 
 
 @pytest.mark.parametrize("shape", [(1, 2600), (500, 3000), (2100, 4500), (3000, 500), (120, 700)])

@@ -14,11 +14,13 @@ on U[0, 1) and 2.9–3.6× faster on squared distances, where the classical phas
 thousands of dual updates (H100, docs/benchmarks.md); so do integers up to n = 1024 whose range
 is wide (R ≥ 30, estimated ≥ 25) and up to 2048 whose range is wider (R ≥ 100, estimated ≥ 60:
 integer squared distances there 3.1× faster); other integers go to ``cuda``. Above 2048 columns
-``cuda-sap`` searches over a thread-block cluster (Hopper): faster on squared distances, slower on
-uniform costs; floats whose sample has the low rank of squared distances go to it, other floats
-and all integers to ``cuda``; so do k × m problems with the long side above 2048, at least twice
-the short one and the short one at least 256, solved as they are (padding them to a square cost
-``cuda`` 100×).
+``cuda-sap`` starts from the ε-scaling auction and searches over a thread-block cluster (Hopper):
+minimised floats and minimised integers of estimated R ≥ 60 go to it (1.3–4.9× ``cuda`` from
+4096 to 16384 on every such cell measured), the others to ``cuda``: integers of low range, whose
+many zeros the classical kernel uses best, integers too wide for the auction's float64, and
+maximised costs (maximised distances make the auction's prices climb far: never measured faster).
+k × m problems with the long side above 2048, at least twice the short one and the short one at
+least 256 go to ``cuda-sap`` too, solved as they are (padding them to a square cost ``cuda`` 100×).
 """
 
 from __future__ import annotations
@@ -53,18 +55,18 @@ class Crossovers:
     # (0.1–0.6×), and on rectangular matrices lapx's extend_cost is 0.27–1.5× (docs/dispatch.md).
     lapx_from: int = 64
     lapx_floats_up_to: int = 512
-    # Floats above sap_floats_up_to whose sample has the rank of squared distances between points in
-    # a few dimensions: cuda-sap (its searches over a thread-block cluster). H100, host -> host ms,
-    # cuda / cuda-sap: float64 squared 2-D distances 1,069 / 482 at 4096, 3,050 / 1,674 at 8192;
-    # U[0, 1) float64 71 / 132 at 4096 (docs/benchmarks.md).
+    # Above sap_floats_up_to, squares minimised: floats and integers of R ≥ sap_wide_ints_range go
+    # to cuda-sap (its ε-scaling auction, then searches over a thread-block cluster). H100, host ->
+    # host ms, cuda / cuda-sap, one run: U[0, 1) float32 43 / 29 at 4096, 615 / 179 at 16384;
+    # float64 squared 2-D distances 1,070 / 139 at 4096, 5,053 / 339 at 8192; integer ones 599 /
+    # 123 at 4096, 2,890 / 1,174 at 16384; uniform integers R = 100 54 / 42 and 111 / 85 at 4096
+    # and 8192, R = 1000 274 / 73 at 8192; R = 10 67 / 104 and R = 1 29 / 244 at 8192 (cuda).
     # k × m with the long side above sap_floats_up_to, at least rectangular_ratio × the short one
     # and the short one at least cuda_low_range (below, scipy's microseconds): cuda-sap as it is
     # (no padding, no auction, every row searched from v = 0). H100, ms:
     # 2000 × 8000 integers R = 100 cuda (padded) 1,548 / cuda-sap 16.5; 1000 × 20000 scipy 434 /
     # cuda-sap 11.3 (float64 distances 498 / 15.9); 4000 × 4500 integers cuda 21.0 / cuda-sap 51.4.
     rectangular_ratio: int = 2
-    distance_rank: int = 12  # a sample of rank at most this (d-dimensional squared distances: d + 2)
-    distance_rank_tolerance: float = 1e-5  # singular values below this × the largest count as zero
 
     def high_range_at(self, k: int) -> float:
         return self.small_high_range if k < self.small_side else self.high_range
@@ -72,29 +74,6 @@ class Crossovers:
 
 CROSSOVERS = Crossovers()
 SAMPLE_ROWS = 8
-RANK_SAMPLE = 32  # rows and columns of the sample whose rank tells squared distances apart
-
-
-def looks_like_squared_distances(problem) -> bool:
-    """Whether a RANK_SAMPLE² sample of a float matrix (evenly spaced rows and columns) has low rank,
-    as squared Euclidean distances between points in d dimensions do (|a_i|² + |b_j|² − 2 a_i·b_j:
-    rank ≤ d + 2) and uniform or noisy costs do not. ~0.1 ms: a sample copy and a 32 × 32 SVD."""
-    import numpy as np
-
-    original = problem.original
-    n, m = original.shape
-    if original.dtype.kind != "f" or min(n, m) < 2 * RANK_SAMPLE:
-        return False
-    rows = np.linspace(0, n - 1, RANK_SAMPLE).astype(np.int64)
-    cols = np.linspace(0, m - 1, RANK_SAMPLE).astype(np.int64)
-    sample = original[rows][:, cols]
-    sample = np.asarray(sample.get() if hasattr(sample, "get") else sample, dtype=np.float64)
-    if not np.isfinite(sample).all():
-        return False
-    singular = np.linalg.svd(sample, compute_uv=False)
-    zero = CROSSOVERS.distance_rank_tolerance * singular[0]
-    # rank 3 at least: a constant matrix or a sum a_i + b_j (rank ≤ 2, every assignment optimal) is not one
-    return bool(singular[2] > zero and singular[CROSSOVERS.distance_rank] <= zero)
 
 
 def long_rectangle(small: int, large: int) -> bool:
@@ -248,6 +227,30 @@ def lapx_is_faster(problem) -> bool:
     return float64_exact(problem.original)
 
 
+def above_one_block(problem) -> tuple[str, str]:
+    """A square above the one-block search's columns on a GPU: cuda-sap (the ε-scaling auction,
+    then searches over a thread-block cluster) for minimised floats and minimised integers of wide
+    range that its float64 resolves, else cuda (Crossovers above)."""
+    from ..cuda.auction import AUCTION_INTEGER_SPAN
+
+    size = problem.size
+    cuda = f"auto: n={size} ≥ {CROSSOVERS.cuda_high_range}: the CUDA kernel is faster there"
+    if problem.maximize:
+        return "cuda", f"{cuda} (maximised: the auction's prices climb far)"
+    clusters, why = cluster_kernel_status(size)
+    if not clusters:
+        return "cuda", f"{cuda} (shortest paths over a cluster cannot run here: {why})"
+    range_factor = estimated_range(problem)
+    if range_factor is None:
+        return "cuda-sap", (f"auto: floats, n={size} > {CROSSOVERS.sap_floats_up_to}: the ε-scaling auction and "
+                            "shortest paths over a thread-block cluster are fastest there")
+    if range_factor >= CROSSOVERS.sap_wide_ints_range and range_factor * size * size < AUCTION_INTEGER_SPAN:
+        return "cuda-sap", (f"auto: n={size} > {CROSSOVERS.sap_floats_up_to} with R≈{range_factor:.3g} ≥ "
+                            f"{CROSSOVERS.sap_wide_ints_range:g}: the ε-scaling auction and shortest paths over a "
+                            "thread-block cluster are fastest there")
+    return "cuda", cuda
+
+
 def fastest_for_matrix(problem) -> tuple[str, str]:
     """The measured crossovers' pick for one matrix (docs/dispatch.md)."""
     available, why = cuda_status()
@@ -266,13 +269,12 @@ def fastest_for_matrix(problem) -> tuple[str, str]:
     if size < CROSSOVERS.cuda_low_range:
         return "scipy", f"auto: n={size} < {CROSSOVERS.cuda_low_range}: scipy is faster there on the GPU machine"
     if size >= CROSSOVERS.cuda_high_range:
+        if size > CROSSOVERS.sap_floats_up_to:
+            return above_one_block(problem)
         if problem.original.dtype.kind == "f":
-            if size <= CROSSOVERS.sap_floats_up_to and search_kernel_status()[0]:
+            if search_kernel_status()[0]:
                 return "cuda-sap", (f"auto: floats, {CROSSOVERS.cuda_high_range} ≤ n={size} ≤ "
                                     f"{CROSSOVERS.sap_floats_up_to}: the auction and shortest paths are fastest there")
-            if looks_like_squared_distances(problem) and cluster_kernel_status(size)[0]:
-                return "cuda-sap", (f"auto: floats, n={size}, a sample of rank ≤ {CROSSOVERS.distance_rank} "
-                                    "(squared distances): shortest paths over a thread-block cluster are fastest there")
         elif size <= CROSSOVERS.sap_wide_ints_up_to and search_kernel_status()[0]:
             range_factor = estimated_range(problem)
             up_to, wide = ((CROSSOVERS.sap_ints_up_to, CROSSOVERS.sap_ints_range) if size <= CROSSOVERS.sap_ints_up_to
