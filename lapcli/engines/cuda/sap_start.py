@@ -49,7 +49,8 @@ def uses_scaled_auction(work) -> bool:
         return False
     if not work.exact:
         return n >= point_auction.AUCTION_FROM
-    return n * int(abs(work.values).max()) < AUCTION_INTEGER_SPAN
+    largest = max(int(work.values.max()), -int(work.values.min()))  # no n² temporary of abs()
+    return n * largest < AUCTION_INTEGER_SPAN
 
 
 @dataclass
@@ -94,7 +95,7 @@ class ScaledAuction:
 
 def scaled_auction(work, timeout: float | None) -> ScaledAuction:
     """lapcli.cuda.auction on the dense work matrix, down to an ε below the certificate's
-    tolerance (floats: its answer is then certified as it is) or below 1/(2n) (integers: optimal,
+    tolerance (floats: its answer is then certified as it is) or to 1/(4n) (integers: optimal,
     and the floored duals make the searches' start), stopped after its budget."""
     from ...cuda import auction
     from ...cuda.runtime import load
