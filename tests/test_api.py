@@ -293,6 +293,7 @@ def test_auto_above_the_one_block_search_takes_the_auction_where_it_wins(rng, mo
     integers = lambda r, top=None: prepare(rng.integers(0, top or max(1, int(r * 450)), (450, 450)))  # noqa: E731
     assert [auto.choose(integers(r))[0] for r in (1, 10, 50, 100, 1000)] == ["cuda", "cuda", "cuda", "cuda-sap", "cuda-sap"]
     assert auto.choose(integers(0, top=2**40))[0] == "cuda"  # R·n² past the auction's float64 resolution
+    assert auto.choose(prepare(rng.random((430, 450))))[0] == "cuda"  # near-square: no auction for a rectangle
     assert auto.choose(prepare(distances[:400, :400].copy()))[0] == "cuda-sap"  # the one-block search
     monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (columns <= 400, "holds 400 columns"))
     assert auto.choose(prepare(distances))[0] == "cuda"  # more columns than a cluster holds on this GPU

@@ -228,13 +228,16 @@ def lapx_is_faster(problem) -> bool:
 
 
 def above_one_block(problem) -> tuple[str, str]:
-    """A square above the one-block search's columns on a GPU: cuda-sap (the ε-scaling auction,
+    """A matrix above the one-block search's columns on a GPU that is not a long rectangle: for a
+    square, cuda-sap (the ε-scaling auction,
     then searches over a thread-block cluster) for minimised floats and minimised integers of wide
     range that its float64 resolves, else cuda (Crossovers above)."""
     from ..cuda.auction import AUCTION_INTEGER_SPAN
 
     size = problem.size
     cuda = f"auto: n={size} ≥ {CROSSOVERS.cuda_high_range}: the CUDA kernel is faster there"
+    if problem.n_rows != problem.n_cols:  # near-square: cuda-sap would search every row from v = 0
+        return "cuda", f"{cuda} ({problem.n_rows}×{problem.n_cols}: no auction start for a rectangle)"
     if problem.maximize:
         return "cuda", f"{cuda} (maximised: the auction's prices climb far)"
     clusters, why = cluster_kernel_status(size)
