@@ -11,6 +11,7 @@ is ~0.2 ms, so nothing here scans the costs that an engine will read anyway.
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 import time
@@ -46,11 +47,13 @@ def check_device(device: int | None) -> None:
                             f"device{'s' if count != 1 else ''} (0 … {count - 1})")
 
 
-def check_timeout(timeout: float | None) -> None:
-    """A time limit is a positive number of seconds (or None: no limit)."""
+def check_timeout(timeout: float | None) -> float | None:
+    """A time limit is a positive number of seconds (or None: no limit); returns it, infinity as
+    None, so that no launcher turns it into nanoseconds."""
     if timeout is not None and not (isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
                                     and timeout > 0 and timeout == timeout):
         raise LapInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    return None if timeout is None or math.isinf(timeout) else timeout
 
 
 def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
@@ -99,7 +102,7 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     """
     start = time.perf_counter()
     check_device(device)
-    check_timeout(timeout)
+    timeout = check_timeout(timeout)
     limit = CostLimit.of(cost, cost_limit, maximize) if cost_limit is not None else None
     problem = prepare(limit.matrix if limit else cost, maximize=maximize, dtype=dtype, check=False)
     solution = solve_problem(problem, solver=solver, timeout=timeout, device=device, start=start, certify=certify)
@@ -170,7 +173,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
 
     start = time.perf_counter()
     check_device(device)
-    check_timeout(timeout)
+    timeout = check_timeout(timeout)
     problem = point_sets.prepare_points(a, b, metric, p=p, maximize=maximize, names=names)
     name, reason = choose_points(problem, solver)
     if problem.is_empty:
@@ -251,7 +254,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     its time on the sums).
     """
     start = time.perf_counter()
-    check_timeout(timeout)
+    timeout = check_timeout(timeout)
     options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device, certify=certify,
                    objectives=objectives)
     if sizes is not None:

@@ -45,6 +45,15 @@ def test_a_time_limit_is_a_positive_number(timeout):
         lapcli.solve_batch(np.ones((2, 3, 3)), timeout=timeout)
 
 
+def test_an_infinite_time_limit_is_no_limit():
+    """Infinity reaches no engine (a launcher's nanoseconds would overflow): it is None, no limit."""
+    from lapcli.pipeline import check_timeout
+
+    assert check_timeout(float("inf")) is None and check_timeout(None) is None and check_timeout(2.5) == 2.5
+    cost = np.arange(9.0).reshape(3, 3) % 4
+    assert lapcli.solve(cost, solver="numpy", timeout=float("inf")).objective == lapcli.solve(cost).objective
+
+
 def test_the_cli_refuses_float128_and_huge_matrices_with_one_line_and_no_file(tmp_path):
     np.save(tmp_path / "f128.npy", np.ones((3, 3), np.longdouble))
     result = subprocess.run(LAP + ["solve", "f128.npy", "-o", "out.csv"], cwd=tmp_path, capture_output=True, text=True)
