@@ -128,12 +128,14 @@ def sap_twin(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUC
     return columns[0], u[0], v[0], done, searches
 
 
-def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6):
+def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
+                 least_first_eps: float = 0.0):
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
     cheapest of columns lane, lane + 32, …, and up to 32 more the release pass adds, in turn), the
-    same first ε (a quarter of the median row's candidate spread), the same release rule (free,
+    same first ε (a quarter of the median row's candidate spread, at least ``least_first_eps``:
+    1 for integer costs, as engine ``cuda-sap`` runs it), the same release rule (free,
     or more than 2ε above the row's best over all columns, checked for every row at a phase's
     start and then for the rows that bid since) and the same dense bids of a row past
     DENSE_AFTER bids in a phase (their best becomes a candidate). Returns (col_of_row, v, phases); phases lists (ε, rounds,
@@ -156,7 +158,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     owner = np.full(n, -1)
     col_of_row = np.full(n, -1)
     phases = []
-    epsilons = auction.schedule(spread * auction.FIRST_EPS_OF_SPREAD, final_eps,
+    epsilons = auction.schedule(max(spread * auction.FIRST_EPS_OF_SPREAD, least_first_eps), final_eps,
                                 scaling if scaling is not None else auction.SCALING)
     for eps in epsilons:
         rounds = bids = 0

@@ -114,7 +114,8 @@ def test_an_integer_auction_down_to_a_quarter_over_n_leaves_few_searches(rng, ki
         cost = np.round(distance_matrix(rng.random((n, 2)), rng.random((n, 2)), "sqeuclidean") * 1e6).astype(np.int64)
     else:
         cost = rng.integers(0, 1000 * n, (n, n))
-    col_of_row, v, _ = auction_twin(cost.astype(np.float64), 0.25 / n, max_bids=300_000)
+    col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, max_bids=300_000, least_first_eps=1.0)
+    assert phases[0][0] >= 1.0 and phases[-1][0] == 0.25 / n
     optimum = cost[scipy_lsa(cost)].sum()
     assert cost[np.arange(n), col_of_row].sum() == optimum
     columns, searched = searched_from(cost, col_of_row, v)
