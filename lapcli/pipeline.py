@@ -260,12 +260,20 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     if sizes is not None:
         return solve_members(ragged.from_padded(costs, sizes), start=start, **options)
     if isinstance(costs, (list, tuple)) and costs:
-        if len({c.shape if type(c) is np.ndarray else tuple(np.shape(c)) for c in costs}) > 1:
+        if not _one_shape(costs):
             return solve_members(ragged.from_list(costs), start=start, **options)
         costs = ragged.stacked(costs)
     problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)
     name, reason = choose(problem, solver)
     return _solve_stack(problem, name, reason, start, timeout, device, certify, objectives)
+
+
+def _one_shape(matrices) -> bool:
+    """Whether every matrix of a list has the first one's shape; stops at the first that does not
+    (a ragged list of 1000 is told at its second member, not after 1000 shapes)."""
+    shape = lambda c: c.shape if type(c) is np.ndarray else tuple(np.shape(c))  # noqa: E731
+    first = shape(matrices[0])
+    return all(shape(c) == first for c in matrices)
 
 
 def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout, device,
