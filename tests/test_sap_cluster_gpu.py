@@ -78,6 +78,7 @@ def test_the_engine_above_one_block_matches_scipy(rng, dtype, maximize):
     solution = lapcli.solve(cost, solver="cuda-sap", maximize=maximize)
     details = solution.report.details
     assert solution.report.certified and details["start"] == "epsilon-scaling auction"
+    assert {"h2d_ms", "kernel_ms", "d2h_ms"} <= set(details)  # with or without a search
     assert_matches_scipy(solution, cost, maximize=maximize)
     if dtype[0] == "i":
         assert solution.duals[0].dtype == solution.duals[1].dtype == np.int64

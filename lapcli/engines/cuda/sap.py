@@ -158,7 +158,7 @@ def solve_on_cluster(problem, *, timeout: float | None, auction_rounds: int) -> 
         compile_ms = found.compile_ms
         details.update(found.details())
         if found.complete and not work.exact:  # its duals are the certificate's: no search
-            return _auction_answer(problem, work, found, details, (start, copied_in, auctioned))
+            return _auction_answer(problem, work, found, details, (start, copied_in, auctioned, copied_out))
         v_start, col_start = found.hand_over()
         details["free_after_auction"] = int((col_start < 0).sum())
         details["launches"] += 2  # the hand-over's passes
@@ -194,15 +194,18 @@ def _auction_answer(problem, work, found: ScaledAuction, details: dict, events: 
     """A float problem the auction finished: u = c − v on its assignment, certified as it is."""
     from ...cuda import passes
 
-    start, copied_in, auctioned = events
+    start, copied_in, auctioned, copied_out = events
     n = work.values.shape[0]
     cols, v = found.result.col_of_row, found.result.v
     u = passes.pair_costs(found.kernels, found.source, n, cols) - v[cols]
     host = (cols.get(), u.get(), v.get())
+    copied_out.record(current_stream())
+    copied_out.synchronize()
     check_result(0, host[0])
     auction_ms = auctioned.ms_since(copied_in)
     details.update({"compile_ms": round(found.compile_ms, 3), "h2d_ms": round(copied_in.ms_since(start), 3),
-                    "kernel_ms": round(auction_ms, 3), "search_steps": 0, "launches": details["launches"] + 1})
+                    "kernel_ms": round(auction_ms, 3), "d2h_ms": round(copied_out.ms_since(auctioned), 3),
+                    "search_steps": 0, "launches": details["launches"] + 1})
     steps = [StepStat(1, STEPS[0][1], len(found.result.phases), auction_ms), StepStat(2, STEPS[1][1], 0, 0.0)]
     return certified_result(problem, work, cols, u, v, engine="cuda-sap", device=device_name(), steps=steps,
                             details=details, host_copies=host)
