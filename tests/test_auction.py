@@ -124,7 +124,8 @@ def test_an_integer_auction_down_to_a_quarter_over_n_leaves_few_searches(rng, ki
 
 def test_which_dense_squares_the_scaled_auction_starts():
     """Floats from AUCTION_FROM columns; integers while n·max|c| leaves float64 room for ε = 1/(4n)."""
-    from lapcli.engines.cuda.sap_start import AUCTION_INTEGER_SPAN, uses_scaled_auction
+    from lapcli.cuda.auction import AUCTION_INTEGER_SPAN
+    from lapcli.engines.cuda.sap_start import uses_scaled_auction
     from lapcli.work import WorkMatrix
 
     def work(n, top, dtype):

@@ -144,6 +144,17 @@ class AuctionResult:
     def ms(self) -> float:
         return sum(phase.ms for phase in self.phases)
 
+    @property
+    def launches(self) -> int:
+        """Its kernel launches: the candidates, then a release pass and a bid launch a round, and
+        the release pass that ends each phase."""
+        return 1 + sum(2 * phase.rounds + 1 for phase in self.phases)
+
+    def details(self) -> dict:
+        """What engine cuda-sap's report says of it."""
+        return {"start": "epsilon-scaling auction", "auction_phases": len(self.phases), "auction_bids": self.bids,
+                "auction_final_eps": self.eps, "auction_complete": self.complete}
+
 
 def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> list[float]:
     """The phases' ε: from ``first_eps`` down by ``scaling`` each phase, the last exactly

@@ -34,8 +34,7 @@ hand_over) are the NumPy specifications; the certificate proves every answer.
 
 from __future__ import annotations
 
-from ...cuda import sap_cluster
-from ...cuda import auction as point_auction
+from ...cuda import auction, passes, sap_cluster
 from ...cuda.batch_lap import MAX_COLUMNS, STATUS_MESSAGES, solve_stack
 from ...cuda.hungarian import check_memory_before_upload, check_result, device_name, device_work
 from ...cuda.hungarian_abi import BLOCKS_PER_SM
@@ -192,8 +191,6 @@ def solve_on_cluster(problem, *, timeout: float | None, auction_rounds: int) -> 
 
 def _auction_answer(problem, work, found: ScaledAuction, details: dict, events: tuple) -> EngineResult:
     """A float problem the auction finished: u = c − v on its assignment, certified as it is."""
-    from ...cuda import passes
-
     start, copied_in, auctioned, copied_out = events
     n = work.values.shape[0]
     cols, v = found.result.col_of_row, found.result.v
@@ -285,7 +282,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 
     with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
         k, m = sorted((problem.n_rows, problem.n_cols))
-        by_auction = point_auction.solves(k, m, problem.maximize)
+        by_auction = auction.solves(k, m, problem.maximize)
         # the searches need a cluster's room; the auction (its 128-bit swaps) Hopper only
         _check_clusters(0 if by_auction else m, "on point sets")
         stream = current_stream()
@@ -326,17 +323,13 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 
 def _points_auction(problem, points, details: dict, timeout, progress):
     """The square point problem by the ε-scaling auction: (col_of_row, v, steps, launches)."""
-    from ...cuda import auction
-
     found = auction.solve(points.kernels, points.source(), points.k, problem.tolerance() * AUCTION_EPS_OF_TOLERANCE,
                           timeout=timeout, progress=progress)
-    details.update({"start": "epsilon-scaling auction", "auction_phases": len(found.phases),
-                    "auction_bids": found.bids, "auction_final_eps": found.eps})
+    details.update(found.details())
     # a step per phase: its bids and its time (the release pass included)
     steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
              for index, phase in enumerate(found.phases)]
-    launches = 1 + sum(2 * phase.rounds + 1 for phase in found.phases)  # candidates; release passes and bids
-    return found.col_of_row, found.v, steps, launches
+    return found.col_of_row, found.v, steps, found.launches
 
 
 def _points_searches(points, details: dict, timeout):

@@ -18,12 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from ...cuda import auction as point_auction
-from ...cuda.auction import AUCTION_INTEGER_SPAN
+from ...cuda import auction, passes
 from ...cuda.hungarian import DeviceState, prepare_launch, start_solve
 from ...cuda.hungarian_abi import BLOCK_SIZE, BLOCKS_PER_SM
 from ...cuda.hungarian_abi import STATUS_MESSAGES as KERNEL_MESSAGES
-from ...cuda.runtime import Event
+from ...cuda.runtime import Event, load
 from ...errors import SolverError
 
 # The ε-scaling auction (a square point problem; a dense float square above ONE_BLOCK_UP_TO) ends at
@@ -48,9 +47,9 @@ def uses_scaled_auction(work) -> bool:
     if n < 2:
         return False
     if not work.exact:
-        return n >= point_auction.AUCTION_FROM
+        return n >= auction.AUCTION_FROM
     largest = max(int(work.values.max()), -int(work.values.min()))  # no n² temporary of abs()
-    return n * largest < AUCTION_INTEGER_SPAN
+    return n * largest < auction.AUCTION_INTEGER_SPAN
 
 
 @dataclass
@@ -68,10 +67,7 @@ class ScaledAuction:
         return self.result.complete
 
     def details(self) -> dict:
-        phases = self.result.phases
-        return {"start": "epsilon-scaling auction", "auction_phases": len(phases), "auction_bids": self.result.bids,
-                "auction_final_eps": self.result.eps, "auction_complete": self.result.complete,
-                "launches": 1 + sum(2 * phase.rounds + 1 for phase in phases)}  # candidates; release passes, bids
+        return {**self.result.details(), "launches": self.result.launches}
 
     def hand_over(self):
         """(v, col_of_row) that start the searches: v floored for integers (every comparison of
@@ -80,15 +76,14 @@ class ScaledAuction:
         the others free."""
         import cupy
 
-        from ...cuda import passes
-
         n = self.result.v.shape[0]
         v = cupy.floor(self.result.v) if self.exact else self.result.v
         col = self.result.col_of_row
         minima, _ = passes.row_min(self.kernels, self.source, n, n, v)
         assigned = col >= 0
-        pair = passes.pair_costs(self.kernels, self.source, n, cupy.where(assigned, col, 0))
-        tight = assigned & (pair - v[cupy.where(assigned, col, 0)] == minima)
+        held = cupy.where(assigned, col, 0)  # a free row reads column 0, and is not kept
+        pair = passes.pair_costs(self.kernels, self.source, n, held)
+        tight = assigned & (pair - v[held] == minima)
         col_start = cupy.where(tight, col, -1).astype(np.int32)
         return (v.astype(np.int64) if self.exact else v), col_start
 
@@ -97,9 +92,6 @@ def scaled_auction(work, timeout: float | None) -> ScaledAuction:
     """lapcli.cuda.auction on the dense work matrix, down to an ε below the certificate's
     tolerance (floats: its answer is then certified as it is) or to 1/(4n) (integers: optimal,
     and the floored duals make the searches' start), stopped after its budget."""
-    from ...cuda import auction
-    from ...cuda.runtime import load
-
     n = work.values.shape[0]
     kernels, compile_ms = load(auction.dense_program(work.dtype))
     source = auction.dense_source(work.values)
