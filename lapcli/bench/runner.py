@@ -26,8 +26,8 @@ from .suites import BenchSettings, ObjectiveMismatch, SolveTiming
 
 # ----------------------------------------------------------------------------- solver runners
 def bench_solvers() -> tuple[str, ...]:
-    """Every engine of the registry, and ``auto`` (what users get)."""
-    return registry.solver_choices(batch=False)  # single problems; the batch suite has its own
+    """Every engine of the registry, ``auto`` (what users get), and the built peers."""
+    return registry.solver_choices(batch=False) + BUILT_PEERS  # single problems; the batch suite has its own
 
 
 class RunOutcome(NamedTuple):
@@ -53,6 +53,10 @@ def lapcli_runner(solver: str) -> Callable:
 def solver_available(name: str) -> tuple[bool, str]:
     if name == "auto":
         return True, ""
+    if name in BUILT_PEERS:
+        from . import guthe
+
+        return guthe.available()
     return registry.get(name).available()
 
 
@@ -81,19 +85,38 @@ def peer_runner(name: str) -> Callable:
                                                       extend_cost=cost.shape[0] != cost.shape[1])
             rows = np.flatnonzero(column_of_row >= 0)
             cols = column_of_row[rows]
-        exact = cost.dtype.kind in "biu"
-        chosen = cost[rows, cols].astype(np.int64 if exact else np.float64)  # float32 sums in float64, as lapcli's
-        objective = int(chosen.sum()) if exact else float(chosen.sum())
-        return RunOutcome(objective, [], name)
+        return RunOutcome(peer_objective(cost, rows, cols), [], name)
+
+    return run
+
+
+def peer_objective(cost, rows, cols) -> int | float:
+    """A peer's objective as lapcli's: an int64 sum for integers, float64 for floats (float32 too)."""
+    exact = cost.dtype.kind in "biu"
+    chosen = cost[rows, cols].astype(np.int64 if exact else np.float64)
+    return int(chosen.sum()) if exact else float(chosen.sum())
+
+
+def built_peer_runner(name: str) -> Callable:
+    """A peer the user builds (lapcli.bench.guthe): its column of each row, the objective summed
+    as the other peers'. Nothing is loaded until it runs."""
+    def run(cost, timeout) -> RunOutcome:
+        from . import guthe
+
+        column_of_row = guthe.solve(cost)
+        rows = np.flatnonzero(column_of_row >= 0)
+        return RunOutcome(peer_objective(cost, rows, column_of_row[rows]), [], name)
 
     return run
 
 
 PEERS = ("scipy", "lapx")  # timed as direct library calls (peer_runner)
+BUILT_PEERS = ("guthe-omp",)  # a library the user builds and names in the environment (lapcli.bench.guthe)
 
 
 def default_runners() -> dict[str, Callable]:
-    return {name: peer_runner(name) if name in PEERS else lapcli_runner(name) for name in bench_solvers()}
+    return {name: built_peer_runner(name) if name in BUILT_PEERS else peer_runner(name) if name in PEERS
+            else lapcli_runner(name) for name in bench_solvers()}
 
 
 # ----------------------------------------------------------------------------- the sweep
