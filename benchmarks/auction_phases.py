@@ -53,7 +53,8 @@ def run_cell(n: int, kind: str, range_factor: float, seed: int, repeat: int, max
             "auction_ms": round(wall_ms, 1), "compile_ms": round(found.compile_ms, 1), "complete": found.complete,
             "free_after_hand_over": int((col_start < 0).sum()),
             "phases": [{"eps": phase.eps, "rounds": phase.rounds, "released": phase.released, "bids": phase.bids,
-                        "rescans": phase.rescans, "longest_chain": phase.longest_chain, "ms": round(phase.ms, 2)}
+                        "rescans": phase.rescans, "longest_chain": phase.longest_chain, "ms": round(phase.ms, 2),
+                        "left_free": phase.left_free}
                        for phase in found.result.phases],
         }
 

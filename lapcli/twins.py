@@ -129,7 +129,8 @@ def sap_twin(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUC
 
 
 def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
-                 least_first_eps: float = 0.0):
+                 least_first_eps: float = 0.0, max_chain: int = 0, tail_rows: int = 0,
+                 last_tail_to_searches: bool = False):
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
@@ -138,9 +139,12 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     1 for integer costs, as engine ``cuda-sap`` runs it), the same release rule (free,
     or more than 2ε above the row's best over all columns, checked for every row at a phase's
     start and then for the rows that bid since) and the same dense bids of a row past
-    DENSE_AFTER bids in a phase (their best becomes a candidate). Returns (col_of_row, v, phases); phases lists (ε, rounds,
-    bids). Every reduced cost of u = c − v on the assignment is ≥ −2·final_eps. Raises
-    RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on past it)."""
+    DENSE_AFTER bids in a phase (their best becomes a candidate), and the same chain limit
+    (``max_chain``, ``tail_rows``, ``last_tail_to_searches``: lapcli.cuda.auction.solve's). Returns
+    (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free). Every reduced cost of
+    u = c − v on the assignment is ≥ −2·final_eps, unless the last phase left rows free (−1) to the
+    searches. Raises RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on
+    past it)."""
     from .cuda import auction
 
     n = cost.shape[0]
@@ -160,8 +164,9 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     phases = []
     epsilons = auction.schedule(max(spread * auction.FIRST_EPS_OF_SPREAD, least_first_eps), final_eps,
                                 scaling if scaling is not None else auction.SCALING)
-    for eps in epsilons:
-        rounds = bids = 0
+    for index, eps in enumerate(epsilons):
+        rounds = bids = left_free = 0
+        last_phase = index == len(epsilons) - 1
         row_bids = np.zeros(n, dtype=np.int64)
         fresh = np.ones(n, dtype=bool)
         while True:
@@ -182,8 +187,14 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
             if not free:
                 break
             rounds += 1
+            parked = 0
             for row in free:
+                chain = 0
                 while row >= 0:
+                    if max_chain and chain >= max_chain:  # the row stays free
+                        parked += 1
+                        break
+                    chain += 1
                     row_bids[row] += 1
                     dense = row_bids[row] > auction.DENSE_AFTER
                     scanned = np.arange(n) if dense else np.array(candidates[row] + added[row])
@@ -202,7 +213,12 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     bids += 1
                     if bids > max_bids:
                         raise RuntimeError(f"the auction bid {bids} times in the phase of eps {eps}")
-        phases.append((eps, rounds, bids))
+            if parked and parked <= tail_rows and (not last_phase or last_tail_to_searches):
+                left_free = parked
+                break
+        phases.append((eps, rounds, bids, left_free))
+        if last_phase and left_free:
+            break
     return col_of_row, v, phases
 
 

@@ -61,7 +61,7 @@ def test_the_twin_where_near_columns_do_not_hold_the_answer(rng, kind):
     cost = distance_matrix(a, b, "euclidean")
     col_of_row, phases = solved_by_the_twin(cost)
     assert cost[np.arange(n), col_of_row].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12, abs=1e-12)
-    assert all(rounds <= 16 for _, rounds, _ in phases)  # the release pass adds what is missing, fast
+    assert all(rounds <= 16 for _, rounds, *_ in phases)  # the release pass adds what is missing, fast
 
 
 def test_the_progress_line_follows_the_phases():
@@ -120,6 +120,24 @@ def test_an_integer_auction_down_to_a_quarter_over_n_leaves_few_searches(rng, ki
     assert cost[np.arange(n), col_of_row].sum() == optimum
     columns, searched = searched_from(cost, col_of_row, v)
     assert cost[np.arange(n), columns].sum() == optimum and searched <= n // 10
+
+
+def test_a_chain_limit_leaves_rows_to_the_next_phase_and_the_last_ones_to_the_searches(rng):
+    """Engine cuda-sap's tail rule on integers: a chain cut after 2 bids leaves its row free; the
+    next phase bids it again, and the last phase's are searched: still the optimum, exactly."""
+    n = 150
+    cost = np.round(distance_matrix(rng.random((n, 2)), rng.random((n, 2)), "sqeuclidean") * 1e6).astype(np.int64)
+    col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, max_bids=300_000, least_first_eps=1.0,
+                                         max_chain=2, tail_rows=n, last_tail_to_searches=True)
+    assert all(phase[3] > 0 for phase in phases)  # each phase ended at its first round, rows left free
+    assert (col_of_row < 0).sum() == phases[-1][3]
+    columns, searched = searched_from(cost, col_of_row, v)
+    assert cost[np.arange(n), columns].sum() == cost[scipy_lsa(cost)].sum() and searched >= phases[-1][3]
+    # without the searches' hand-over the last phase bids on until every row holds a column
+    col_of_row, _, phases = auction_twin(cost.astype(np.float64), 0.25 / n, max_bids=300_000, least_first_eps=1.0,
+                                         max_chain=2, tail_rows=n)
+    assert (col_of_row >= 0).all() and phases[-1][3] == 0
+    assert cost[np.arange(n), col_of_row].sum() == cost[scipy_lsa(cost)].sum()
 
 
 def test_which_dense_squares_the_scaled_auction_starts():

@@ -83,8 +83,8 @@ def test_the_engine_above_one_block_matches_scipy(rng, dtype, maximize):
     if dtype[0] == "i":
         assert solution.duals[0].dtype == solution.duals[1].dtype == np.int64
         assert details["search_layout"].startswith("cluster")
-        if not maximize:  # the floored duals of ε = 1/(4n) leave few rows to search
-            assert details["auction_complete"] and details["free_after_auction"] <= 250
+        if not maximize:  # the floored duals of ε = 1/(4n), and the chain limit's tail, leave few rows to search
+            assert details["free_after_auction"] <= 250
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float64"])
@@ -102,6 +102,27 @@ def test_the_auction_hands_over_wherever_its_budget_stops_it(rng, monkeypatch, d
     assert solution.report.certified and not details["auction_complete"] and details["free_after_auction"] > 0
     if budget == 0.0:
         assert details["auction_phases"] == 1
+    assert_matches_scipy(solution, cost)
+
+
+@pytest.mark.parametrize("max_chain, tail_rows", [(1, 10**6), (3, 5)])
+def test_rows_a_chain_limit_leaves_free_go_to_the_searches(rng, monkeypatch, max_chain, tail_rows):
+    """Integer squares: chains cut after a bid or three, their rows carried to the next phase and,
+    after the last one, searched; the answer is optimal with exact duals whatever is left."""
+    from lapcli.cuda import auction
+    from lapcli.engines.cuda import sap_start
+
+    monkeypatch.setattr(sap_start, "AUCTION_MAX_CHAIN", max_chain)
+    monkeypatch.setattr(sap_start, "AUCTION_TAIL_ROWS", tail_rows)
+    phases = []
+    solve = auction.solve
+    monkeypatch.setattr(auction, "solve", lambda *a, **k: phases.append(found := solve(*a, **k)) or found)
+    cost = points(rng, 2300, 2300, 10**6).astype(np.int32)
+    solution = lapcli.solve(cost, solver="cuda-sap")
+    assert solution.report.certified and isinstance(solution.duals[0][0], np.integer)
+    assert any(phase.left_free for phase in phases[0].phases)
+    if tail_rows > 2300:  # every phase ends at its first round, the last one's rows searched
+        assert not solution.report.details["auction_complete"] and solution.report.details["free_after_auction"] > 0
     assert_matches_scipy(solution, cost)
 
 

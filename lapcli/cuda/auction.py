@@ -23,7 +23,10 @@ The host reads one count between the two launches.
 The same kernels run on a dense work matrix (:func:`dense_program`, engine ``cuda-sap`` above the
 one-block search's columns): there a bid reads its 160 candidates' costs from the matrix. A
 ``budget`` stops the auction where it is (``complete`` False): its duals, whatever they are, start
-the exact searches (lapcli.engines.cuda.sap), so a slow auction costs at most its budget.
+the exact searches (lapcli.engines.cuda.sap), so a slow auction costs at most its budget. A chain
+limit (``max_chain``) does the same for a phase's last free rows, whose price war one warp bids out
+alone, each bid waiting on the last: their rows bid again in the next phase, and after the last
+phase the searches take them.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ NEAR = 4  # near-column slots a lane: 128 near columns a row
 CANDIDATES = 32 * (NEAR + 1)  # and a slot a lane for columns found later: 160
 CANDIDATES_SIGNATURE = PASS_ARGUMENTS + "pp"
 RELEASE_SIGNATURE = PASS_ARGUMENTS + "ppppdppp"
-BID_SIGNATURE = PASS_ARGUMENTS + "pppppipdqppp"
+BID_SIGNATURE = PASS_ARGUMENTS + "pppppipdqqppp"
 SCALING = 16.0  # ε falls by this factor each phase
 # The first phase's ε, as a fraction of the median row's cost spread over its candidates: a far
 # larger ε raises the near columns' prices past the far ones in a few bids, and the rows' bests
@@ -106,7 +109,8 @@ def kernels(source_type: str) -> tuple[tuple[str, str, str], ...]:
     Program."""
     return (("auction_candidates", f"auction_candidates<{source_type}>", CANDIDATES_SIGNATURE),
             ("auction_release", f"auction_release<{source_type}>", RELEASE_SIGNATURE),
-            ("auction_bid", f"auction_bid<{source_type}>", BID_SIGNATURE))
+            ("auction_bid", f"auction_bid<{source_type}>", BID_SIGNATURE),
+            ("auction_rows_of_owners", "auction_rows_of_owners", "pip"))
 
 
 @dataclass
@@ -122,13 +126,15 @@ class Phase:
     rescans: int
     longest_chain: int
     ms: float
+    left_free: int = 0  # rows its chain limit left to the next phase (the last phase's: to the searches)
 
 
 @dataclass
 class AuctionResult:
     """col_of_row (n,) int32 (−1: free) and v (n,) float64 on the device. ``complete``: every row
     assigned with 2ε-complementary slackness for ``eps``, the last phase's; else the budget stopped
-    it during the phase of ``eps``, and only v is worth keeping."""
+    it during the phase of ``eps``, or the chain limit left the last phase's last rows free for the
+    searches (its ``left_free``), and only v and the rows that hold a column are worth keeping."""
 
     col_of_row: Any
     v: Any
@@ -153,7 +159,8 @@ class AuctionResult:
     def details(self) -> dict:
         """What engine cuda-sap's report says of it."""
         return {"start": "epsilon-scaling auction", "auction_phases": len(self.phases), "auction_bids": self.bids,
-                "auction_final_eps": self.eps, "auction_complete": self.complete}
+                "auction_final_eps": self.eps, "auction_complete": self.complete,
+                "auction_left_free": self.phases[-1].left_free if self.phases else 0}
 
 
 def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> list[float]:
@@ -172,14 +179,20 @@ def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> li
 
 def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout: float | None = None,
           budget: float | None = None, least_first_eps: float = 0.0,
-          progress: Callable[[Phase, int], None] | None = None, scaling: float = SCALING) -> AuctionResult:
+          progress: Callable[[Phase, int], None] | None = None, scaling: float = SCALING,
+          max_chain: int = 0, tail_rows: int = 0, last_tail_to_searches: bool = False) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
     cost source's five arguments. The first ε is FIRST_EPS_OF_SPREAD of the median row's candidate
     spread, at least ``least_first_eps`` (integer costs: 1, so that tied candidates, spread 0, do
     not start at the last ε). ``progress(phase, phases_left)`` is called after each phase.
     Raises SolverError past ``timeout`` seconds (checked inside the bids and between rounds);
     past ``budget`` seconds (the first round's bids by the kernel's clock, the rest from the first
-    round's end) returns the state as it is, ``complete`` False."""
+    round's end) returns the state as it is, ``complete`` False.
+
+    ``max_chain`` (0: none) ends a warp's eviction chain after that many bids, its row left free; a
+    round that leaves at most ``tail_rows`` rows so ends the phase there, and they bid in the next
+    phase's first round; after the last phase they are left to the searches (``complete`` False)
+    when ``last_tail_to_searches``, else the last phase bids on until every row holds a column."""
     import cupy
 
     gpu = current_gpu()
@@ -190,15 +203,20 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     col_of_row = cupy.full(n, -1, dtype=np.int32)
     free_rows = cupy.empty(n, dtype=np.int32)
     words = cupy.zeros(2, dtype=np.int32)  # free_count, next
-    counters = cupy.zeros(3, dtype=np.uint64)
+    counters = cupy.zeros(4, dtype=np.uint64)  # kernels/auction.cu's auction_bid
     status = cupy.zeros(1, dtype=np.int32)
     candidates = cupy.empty((n, CANDIDATES), dtype=np.int32)
     added = cupy.zeros(n, dtype=np.int32)
     row_bids = cupy.zeros(n, dtype=np.int32)
     spread = cupy.empty(n, dtype=np.float64)
-    every_row = cupy.arange(n, dtype=np.int32)
     fresh = cupy.empty(n, dtype=np.uint8)  # rows the next release pass scans (kernels/auction.cu)
     release, bid = kernel_set["auction_release"], kernel_set["auction_bid"]
+
+    def rows_of_owners() -> None:  # col_of_row as the columns' owners say
+        col_of_row.fill(-1)
+        kernel_set["auction_rows_of_owners"].launch(max(1, -(-n // THREADS)), THREADS,
+                                                    (columns.data.ptr, n, col_of_row.data.ptr), stream=stream)
+
     warps_per_block = THREADS // 32
     row_blocks = max(1, -(-n // warps_per_block))
     resident = bid.resident_blocks(THREADS, 0) * gpu.sms
@@ -210,15 +228,16 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     phases = []
     complete = True
     # The budget bounds the first round by the bid kernel's own clock, and the rest by the host's
-    # from the first round's end: a fresh process compiles CuPy's own kernels (the fills, the
-    # scatter) in the first round, which is no measure of how the auction goes.
+    # from the first round's end: a fresh process compiles CuPy's own kernels (the fills) in the
+    # first round, which is no measure of how the auction goes.
     budget_began = None
     for index, eps in enumerate(epsilons):
         begin.record(stream)
         counters.fill(0)
         row_bids.fill(0)
         fresh.fill(1)  # a smaller eps: every row is scanned again
-        rounds = released_in_phase = 0
+        rounds = released_in_phase = left_free = parked_so_far = 0
+        last_phase = index == len(epsilons) - 1
         while True:  # rounds until the release pass finds every row within eps over all columns
             left, spare = _seconds_left(began, timeout, budget, budget_began)
             if spare is not None and spare <= 0:
@@ -239,26 +258,29 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             limit_ns = min(max(int(min(limits) * 1e9), 1), 2**63 - 1) if limits else 0  # 0: none
             bid.launch(blocks, THREADS, (*source, n, columns.data.ptr, candidates.data.ptr, added.data.ptr,
                                          row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr, eps,
-                                         limit_ns, counters.data.ptr, status.data.ptr, fresh.data.ptr),
+                                         limit_ns, max_chain, counters.data.ptr, status.data.ptr, fresh.data.ptr),
                      stream=stream)
             if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
                 if spare is None or (left is not None and left <= spare):
                     raise SolverError("the auction ran past its time limit")
                 complete = False
                 break
-            col_of_row[owner.astype(np.int32)] = every_row
             budget_began = budget_began or time.perf_counter()
+            parked_before, parked_so_far = parked_so_far, int(counters[3].get()) if max_chain else 0
+            parked = parked_so_far - parked_before  # rows this round's chain limit left free
+            rows_of_owners()
+            if parked and parked <= tail_rows and (not last_phase or last_tail_to_searches):
+                left_free = parked
+                complete = not last_phase
+                break
         end.record(stream)
-        bids, rescans, longest = (int(x) for x in counters.get())
-        phase = Phase(eps, rounds, released_in_phase, bids, rescans, longest, end.ms_since(begin))
+        bids, rescans, longest, _ = (int(x) for x in counters.get())
+        phase = Phase(eps, rounds, released_in_phase, bids, rescans, longest, end.ms_since(begin), left_free)
         phases.append(phase)
         if progress is not None:
             progress(phase, len(epsilons) - index - 1)
         if not complete:
-            # a stopped bid leaves its row free, and so does a release: the owners say who holds what
-            col_of_row.fill(-1)
-            taken = owner >= 0
-            col_of_row[owner[taken].astype(np.int32)] = every_row[taken]
+            rows_of_owners()  # a stopped bid leaves its row free, and so does a release
             return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), eps, phases, complete=False)
     # v as a plain array: the passes that read it after the auction take no stride
     return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), epsilons[-1], phases)

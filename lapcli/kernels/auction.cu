@@ -183,20 +183,23 @@ __global__ void auction_release(const void* first, const void* second, long long
 // until every row is assigned. A bid scans the row's candidates; a row's bids past
 // AUCTION_DENSE_AFTER in one phase scan all n columns and make the best a candidate: when the
 // candidates of the rows in play hold too few columns (a perfect matching needs others), sparse
-// chains would bid their prices down forever. counters: [0] bids made, [1] scans repeated because
-// the bid column's state changed meanwhile, [2] the longest eviction chain one warp followed.
-// status: 0, or 1 past timeout_ns (rows are then left free).
+// chains would bid their prices down forever. A warp whose chain reaches max_chain bids (0: no
+// limit) leaves the row it holds free and takes the next listed one: the last few free rows of a
+// phase are a price war one warp wages alone, bid after dependent bid, and the launcher decides
+// what becomes of them. counters: [0] bids made, [1] scans repeated because the bid column's state
+// changed meanwhile, [2] the longest eviction chain one warp followed, [3] rows left free at
+// max_chain. status: 0, or 1 past timeout_ns (rows are then left free).
 template <typename Source>
 __global__ void auction_bid(const void* first, const void* second, long long stride, double p, double sign,
                             int n, AuctionColumn* __restrict__ columns, int* __restrict__ candidates,
                             int* __restrict__ added, int* __restrict__ row_bids, const int* __restrict__ free_rows,
                             int free_count, int* __restrict__ next, double eps, long long timeout_ns,
-                            unsigned long long* __restrict__ counters, int* __restrict__ status,
-                            unsigned char* __restrict__ fresh) {
+                            long long max_chain, unsigned long long* __restrict__ counters,
+                            int* __restrict__ status, unsigned char* __restrict__ fresh) {
     Source source(first, second, stride, p, sign);
     const int lane = threadIdx.x & 31;
     const unsigned long long began = auction_timer_ns();
-    unsigned long long bids = 0, rescans = 0, longest = 0;
+    unsigned long long bids = 0, rescans = 0, longest = 0, parked = 0;
     while (true) {
         int slot = 0;
         if (lane == 0) slot = atomicAdd(next, 1);
@@ -205,6 +208,10 @@ __global__ void auction_bid(const void* first, const void* second, long long str
         int row = free_rows[slot];
         unsigned long long chain = 0;
         while (row >= 0) {
+            if (max_chain > 0 && (long long)chain >= max_chain) {  // warp-uniform: the row stays free
+                ++parked;
+                break;
+            }
             int late = lane == 0 && timeout_ns > 0 && (long long)(auction_timer_ns() - began) > timeout_ns;
             if (__shfl_sync(AUCTION_FULL_MASK, late, 0)) {
                 if (lane == 0) *status = 1;
@@ -308,5 +315,15 @@ __global__ void auction_bid(const void* first, const void* second, long long str
         atomicAdd(&counters[0], bids);
         atomicAdd(&counters[1], rescans);
         atomicMax(&counters[2], longest);
+        atomicAdd(&counters[3], parked);
+    }
+}
+
+// col_of_row from the columns' owners, once col_of_row is all -1: after a round with rows left
+// free (a chain limit, a time limit, a release) a row's last column may belong to another row now.
+__global__ void auction_rows_of_owners(const AuctionColumn* __restrict__ columns, int n, int* __restrict__ col_of_row) {
+    for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += blockDim.x * gridDim.x) {
+        const long long owner = columns[j].owner;
+        if (owner >= 0) col_of_row[owner] = j;
     }
 }

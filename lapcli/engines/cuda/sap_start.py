@@ -37,6 +37,19 @@ INTEGER_FINAL_EPS_TIMES_N = 0.25
 # its duals as they are start the searches, which are exact from any duals.
 AUCTION_BUDGET_PER_ROW_S = 1e-4
 AUCTION_BUDGET_MIN_S = 0.5
+# ε falls by this factor a phase (the point auction's is lapcli.cuda.auction.SCALING, 16): on an
+# H100, integer distances at 8192 took 174–334 ms with 8 against 163–636 with 16, float64 ones
+# 182–262 against 230–440.
+AUCTION_SCALING = 8.0
+# An integer square's phase ends its last few free rows' price war early: one warp bids it out
+# alone, each bid waiting on the last (chains of 100,000 bids and more, 0.3 s, at 8192). A chain of
+# AUCTION_MAX_CHAIN bids leaves its row free; a round that leaves at most AUCTION_TAIL_ROWS rows so
+# ends the phase, they bid again in the next one, and the last phase's are the searches' (exact from
+# any duals): 100–161 ms at 8192 and 182–268 at 16384 against 174–334 and 982–1420. Floats keep
+# bidding: their hand-over keeps only exactly tight rows, and a tail carried to a smaller ε costs
+# more bids, not fewer (float64 distances at 8192: 0.9–1.0 s with the limit).
+AUCTION_MAX_CHAIN = 2048
+AUCTION_TAIL_ROWS = 64
 
 
 def uses_scaled_auction(work) -> bool:
@@ -97,8 +110,10 @@ def scaled_auction(work, timeout: float | None) -> ScaledAuction:
     source = auction.dense_source(work.values)
     final_eps = INTEGER_FINAL_EPS_TIMES_N / n if work.exact else work.eps * AUCTION_EPS_OF_TOLERANCE
     budget = max(AUCTION_BUDGET_MIN_S, AUCTION_BUDGET_PER_ROW_S * n)
+    tail = {"max_chain": AUCTION_MAX_CHAIN, "tail_rows": AUCTION_TAIL_ROWS, "last_tail_to_searches": True}
     result = auction.solve(kernels, source, n, final_eps, timeout=timeout, budget=budget,
-                           least_first_eps=1.0 if work.exact else 0.0)
+                           least_first_eps=1.0 if work.exact else 0.0, scaling=AUCTION_SCALING,
+                           **(tail if work.exact else {}))
     return ScaledAuction(result, kernels, source, work.exact, compile_ms)
 
 
