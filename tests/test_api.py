@@ -274,8 +274,9 @@ def _squared_distances(rng, n, m, d, dtype=np.float64):
 
 def test_auto_above_the_one_block_search_takes_the_auction_where_it_wins(rng, monkeypatch):
     """Above the one-block search's columns, with thread-block clusters: minimised floats (squared
-    distances or not) and minimised integers of R ≥ 60 that the auction's float64 resolves go to
-    cuda-sap; low ranges, integers too wide, maximised costs and sizes a cluster cannot hold to cuda."""
+    distances or not) and minimised integers of R ≥ 60 (from 10 above 4096 columns, from 3 above
+    8192) that the auction's float64 resolves go to cuda-sap; low ranges, integers too wide,
+    maximised costs and sizes a cluster cannot hold to cuda."""
     from dataclasses import replace
 
     from lapcli.engines import auto
@@ -293,6 +294,10 @@ def test_auto_above_the_one_block_search_takes_the_auction_where_it_wins(rng, mo
     integers = lambda r, top=None: prepare(rng.integers(0, top or max(1, int(r * 450)), (450, 450)))  # noqa: E731
     assert [auto.choose(integers(r))[0] for r in (1, 10, 50, 100, 1000)] == ["cuda", "cuda", "cuda", "cuda-sap", "cuda-sap"]
     assert auto.choose(integers(0, top=2**40))[0] == "cuda"  # R·n² past the auction's float64 resolution
+    monkeypatch.setattr(auto, "CROSSOVERS", replace(auto.CROSSOVERS, large_ints_ranges=((450, 60.0), (500, 10.0))))
+    at = lambda n, r: auto.choose(prepare(rng.integers(0, int(r * n), (n, n))))[0]  # noqa: E731
+    assert [at(450, 30), at(500, 30), at(500, 5), at(520, 5), at(520, 1)] == \
+        ["cuda", "cuda-sap", "cuda", "cuda-sap", "cuda"]  # the range from which cuda-sap wins falls with n
     assert auto.choose(prepare(rng.random((430, 450))))[0] == "cuda"  # near-square: no auction for a rectangle
     assert auto.choose(prepare(distances[:400, :400].copy()))[0] == "cuda-sap"  # the one-block search
     monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (columns <= 400, "holds 400 columns"))

@@ -55,12 +55,16 @@ class Crossovers:
     # (0.1–0.6×), and on rectangular matrices lapx's extend_cost is 0.27–1.5× (docs/dispatch.md).
     lapx_from: int = 64
     lapx_floats_up_to: int = 512
-    # Above sap_floats_up_to, squares minimised: floats and integers of R ≥ sap_wide_ints_range go
-    # to cuda-sap (its ε-scaling auction, then searches over a thread-block cluster). H100, host ->
-    # host ms, cuda / cuda-sap, one run: U[0, 1) float32 43 / 29 at 4096, 615 / 179 at 16384;
-    # float64 squared 2-D distances 1,070 / 139 at 4096, 5,053 / 339 at 8192; integer ones 599 /
-    # 123 at 4096, 2,890 / 1,174 at 16384; uniform integers R = 100 54 / 42 and 111 / 85 at 4096
-    # and 8192, R = 1000 274 / 73 at 8192; R = 10 67 / 104 and R = 1 29 / 244 at 8192 (cuda).
+    # Above sap_floats_up_to, squares minimised: floats, and integers of R at or above
+    # large_ints_range_at(n), go to cuda-sap (its ε-scaling auction, then searches over a
+    # thread-block cluster). H100, host -> host ms, cuda / cuda-sap, one run each: U[0, 1) float32
+    # 44 / 38 at 4096, 614 / 199 at 16384; float64 squared 2-D distances 1,065 / 136 at 4096, 5,029
+    # / 160 at 8192; integer ones 595 / 63 at 4096, 2,840 / 192 at 16384; uniform integers R = 1000
+    # 274 / 49 at 8192; R = 30 35.7 / 41.1 at 4096, 85.8 / 60.5 at 8192; R = 10 25.9 / 34.8 at
+    # 4096, 60.3 / 49.6 at 8192; R = 3 36.9 / 78.9 at 8192, 133 / 96 at 16384; R = 1 76.5 / 138
+    # at 16384.
+    large_ints_ranges: tuple = ((4096, 60.0), (8192, 10.0))  # (up to n, R from); beyond: the last
+    large_ints_range_beyond: float = 3.0
     # k × m with the long side above sap_floats_up_to, at least rectangular_ratio × the short one
     # and the short one at least cuda_low_range (below, scipy's microseconds): cuda-sap as it is
     # (no padding, no auction, every row searched from v = 0). H100, ms:
@@ -70,6 +74,12 @@ class Crossovers:
 
     def high_range_at(self, k: int) -> float:
         return self.small_high_range if k < self.small_side else self.high_range
+
+    def large_ints_range_at(self, k: int) -> float:
+        """The R from which cuda-sap beats cuda on a square k × k integer matrix above
+        sap_floats_up_to (its tail of searches grows slower with k than the classical kernel's
+        dual updates)."""
+        return next((r for up_to, r in self.large_ints_ranges if k <= up_to), self.large_ints_range_beyond)
 
 
 CROSSOVERS = Crossovers()
@@ -247,9 +257,10 @@ def above_one_block(problem) -> tuple[str, str]:
     if range_factor is None:
         return "cuda-sap", (f"auto: floats, n={size} > {CROSSOVERS.sap_floats_up_to}: the ε-scaling auction and "
                             "shortest paths over a thread-block cluster are fastest there")
-    if range_factor >= CROSSOVERS.sap_wide_ints_range and range_factor * size * size < AUCTION_INTEGER_SPAN:
+    wide = CROSSOVERS.large_ints_range_at(size)
+    if range_factor >= wide and range_factor * size * size < AUCTION_INTEGER_SPAN:
         return "cuda-sap", (f"auto: n={size} > {CROSSOVERS.sap_floats_up_to} with R≈{range_factor:.3g} ≥ "
-                            f"{CROSSOVERS.sap_wide_ints_range:g}: the ε-scaling auction and shortest paths over a "
+                            f"{wide:g}: the ε-scaling auction and shortest paths over a "
                             "thread-block cluster are fastest there")
     return "cuda", cuda
 
