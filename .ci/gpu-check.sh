@@ -10,6 +10,8 @@
 # BATCH_SOLVERS (the batch suite's runners; default cuda-batch, torch-la, both columns each),
 # SKIP (space-separated parts to skip: tests sanitizer crossover structured points ranges hylac batch big solve
 # startup cold fuzz).
+# structured: with Guthe-Thuerck's sources in .guthe/ (carried; git archive of sguthe/lap-solver), their OpenMP
+# solver is built and timed beside lapcli's engines.
 # points: lap bench --suite points up to POINTS_SIZES (default 2048,4096,8192), costs from the
 # coordinates beside the dense matrix.
 # ranges: the suite at n = 1024 and 2048 beside scipy and lapx (~2 minutes on an H100; lapx from .whl/).
@@ -95,8 +97,15 @@ if ! skip points; then  # point sets: implicit costs beside the dense matrix, ev
     --warmup 1 --json "$out/points.json" 2>&1 | tee "$out/points.txt" || status=1
 fi
 if ! skip structured; then  # distances, U[0, 1) floats and R = 1000 integers, 2048 to 8192: cuda, cuda-sap, auto
-  # (the one-block search, then the auction start over a cluster; a solve past 8 s skips that solver's larger sizes)
-  lap bench --suite structured --sizes 2048,4096,8192 --solvers cuda,cuda-sap,auto --baseline cuda --repeat 1 --warmup 1 \
+  # (the one-block search, then the auction start over a cluster; a solve past 8 s skips that solver's larger sizes),
+  # beside Guthe-Thuerck's OpenMP solver when its sources travel in .guthe/ (GUTHE_SRC; benchmarks/peers/build_guthe.sh)
+  solvers=cuda,cuda-sap,auto baseline=cuda
+  if [ -f "${GUTHE_SRC:-.guthe}/lap_solver/lap.h" ] && bash benchmarks/peers/build_guthe.sh "${GUTHE_SRC:-.guthe}" \
+      /tmp/guthe/libguthe_omp.so >"$out/guthe-build.txt" 2>&1; then
+    export LAPCLI_GUTHE_OMP=/tmp/guthe/libguthe_omp.so
+    solvers=guthe-omp,cuda,cuda-sap,auto baseline=guthe-omp
+  fi
+  lap bench --suite structured --sizes 2048,4096,8192 --solvers "$solvers" --baseline "$baseline" --repeat 1 --warmup 1 \
     --timeout 8 --json "$out/structured.json" 2>&1 | tee "$out/structured.txt" || status=1
 fi
 if ! skip ranges; then  # auto against the faster of scipy and lapx (n = 4096 and 8192 take far longer)
