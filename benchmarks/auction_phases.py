@@ -4,9 +4,14 @@ several times on the same matrix: the bids run in no fixed order, so its time mo
 run, and the phases tell where (rounds, rows released, bids, repeated scans, the longest eviction
 chain one warp followed, ms). Needs CuPy and a Hopper GPU.
 
+--scaling, --max-chain and --tail-rows replace the engine's ε factor and its chain limit
+(lapcli.engines.cuda.sap_start's AUCTION_SCALING, AUCTION_MAX_CHAIN, AUCTION_TAIL_ROWS; a chain
+limit applies to integers only, as in the engine) for a run that tries other values.
+
 Usage (one JSON line per run on stdout):
 
     python3 benchmarks/auction_phases.py --cells 8192:geometric-int,16384:geometric --repeat 3
+    python3 benchmarks/auction_phases.py --cells 8192:geometric-int --scaling 16 --max-chain 0
 """
 
 from __future__ import annotations
@@ -66,7 +71,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--maximize", action="store_true")
+    parser.add_argument("--scaling", type=float, default=None, help="ε's factor a phase (default: the engine's)")
+    parser.add_argument("--max-chain", type=int, default=None, help="bids a chain may make, 0 none (default: the engine's)")
+    parser.add_argument("--tail-rows", type=int, default=None, help="rows so left that end a phase (default: the engine's)")
     args = parser.parse_args()
+    from lapcli.engines.cuda import sap_start
+
+    for name, value in (("AUCTION_SCALING", args.scaling), ("AUCTION_MAX_CHAIN", args.max_chain),
+                        ("AUCTION_TAIL_ROWS", args.tail_rows)):
+        if value is not None:
+            setattr(sap_start, name, value)
     for n, kind in parse_cells(args.cells):
         for record in run_cell(n, kind, args.range, args.seed, args.repeat, args.maximize):
             print(json.dumps(record), flush=True)
