@@ -217,8 +217,6 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                 left_free = parked
                 break
         phases.append((eps, rounds, bids, left_free))
-        if last_phase and left_free:
-            break
     return col_of_row, v, phases
 
 

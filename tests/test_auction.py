@@ -125,17 +125,19 @@ def test_an_integer_auction_down_to_a_quarter_over_n_leaves_few_searches(rng, ki
 def test_a_chain_limit_leaves_rows_to_the_next_phase_and_the_last_ones_to_the_searches(rng):
     """Engine cuda-sap's tail rule on integers: a chain cut after 2 bids leaves its row free; the
     next phase bids it again, and the last phase's are searched: still the optimum, exactly."""
+    from lapcli.engines.cuda.sap_start import AUCTION_SCALING
+
     n = 150
     cost = np.round(distance_matrix(rng.random((n, 2)), rng.random((n, 2)), "sqeuclidean") * 1e6).astype(np.int64)
-    col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, max_bids=300_000, least_first_eps=1.0,
-                                         max_chain=2, tail_rows=n, last_tail_to_searches=True)
-    assert all(phase[3] > 0 for phase in phases)  # each phase ended at its first round, rows left free
+    col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, scaling=AUCTION_SCALING, max_bids=300_000,
+                                         least_first_eps=1.0, max_chain=2, tail_rows=n, last_tail_to_searches=True)
+    assert all(rounds == 1 and left > 0 for _, rounds, _, left in phases)  # each phase ended at its first round
     assert (col_of_row < 0).sum() == phases[-1][3]
     columns, searched = searched_from(cost, col_of_row, v)
     assert cost[np.arange(n), columns].sum() == cost[scipy_lsa(cost)].sum() and searched >= phases[-1][3]
     # without the searches' hand-over the last phase bids on until every row holds a column
-    col_of_row, _, phases = auction_twin(cost.astype(np.float64), 0.25 / n, max_bids=300_000, least_first_eps=1.0,
-                                         max_chain=2, tail_rows=n)
+    col_of_row, _, phases = auction_twin(cost.astype(np.float64), 0.25 / n, scaling=AUCTION_SCALING, max_bids=300_000,
+                                         least_first_eps=1.0, max_chain=2, tail_rows=n)
     assert (col_of_row >= 0).all() and phases[-1][3] == 0
     assert cost[np.arange(n), col_of_row].sum() == cost[scipy_lsa(cost)].sum()
 

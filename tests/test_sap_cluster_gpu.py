@@ -84,6 +84,9 @@ def test_the_engine_above_one_block_matches_scipy(rng, dtype, maximize):
         assert solution.duals[0].dtype == solution.duals[1].dtype == np.int64
         assert details["search_layout"].startswith("cluster")
         if not maximize:  # the floored duals of ε = 1/(4n), and the chain limit's tail, leave few rows to search
+            from lapcli.engines.cuda.sap_start import AUCTION_TAIL_ROWS
+
+            assert details["auction_complete"] or 0 < details["auction_left_free"] <= AUCTION_TAIL_ROWS
             assert details["free_after_auction"] <= 250
 
 
@@ -114,15 +117,21 @@ def test_rows_a_chain_limit_leaves_free_go_to_the_searches(rng, monkeypatch, max
 
     monkeypatch.setattr(sap_start, "AUCTION_MAX_CHAIN", max_chain)
     monkeypatch.setattr(sap_start, "AUCTION_TAIL_ROWS", tail_rows)
-    phases = []
+    monkeypatch.setattr(sap_start, "AUCTION_BUDGET_MIN_S", 60.0)  # no budget stop: only the chain limit's
+    found = []
     solve = auction.solve
-    monkeypatch.setattr(auction, "solve", lambda *a, **k: phases.append(found := solve(*a, **k)) or found)
+    monkeypatch.setattr(auction, "solve", lambda *a, **k: found.append(result := solve(*a, **k)) or result)
     cost = points(rng, 2300, 2300, 10**6).astype(np.int32)
     solution = lapcli.solve(cost, solver="cuda-sap")
     assert solution.report.certified and isinstance(solution.duals[0][0], np.integer)
-    assert any(phase.left_free for phase in phases[0].phases)
-    if tail_rows > 2300:  # every phase ends at its first round, the last one's rows searched
-        assert not solution.report.details["auction_complete"] and solution.report.details["free_after_auction"] > 0
+    result = found[0]
+    assert any(phase.left_free for phase in result.phases)
+    assert all(phase.longest_chain <= max_chain for phase in result.phases)
+    if not result.complete:  # the last phase's tail: exactly the rows it left free, handed to the searches
+        assert int((result.col_of_row < 0).sum()) == result.phases[-1].left_free > 0
+        assert solution.report.details["auction_left_free"] == result.phases[-1].left_free
+    if tail_rows > 2300:  # a phase ends at its first round that parks a row: the last one's are searched
+        assert not result.complete and solution.report.details["free_after_auction"] > 0
     assert_matches_scipy(solution, cost)
 
 

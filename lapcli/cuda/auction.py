@@ -18,7 +18,8 @@ holds a column; a row that bids more than DENSE_AFTER times in a phase scans all
 phase ends when a release pass lists no row, so its guarantee holds over all columns, not only
 the candidates. A pass scans all n² pairs at a phase's start, then only the rows that bid since
 (a row that kept its column stays within 2ε: bids only raise the other columns' reduced costs).
-The host reads one count between the two launches.
+The host reads the release pass's count between the two launches, and after the bids their
+status and the rows a chain limit left free.
 
 The same kernels run on a dense work matrix (:func:`dense_program`, engine ``cuda-sap`` above the
 one-block search's columns): there a bid reads its 160 candidates' costs from the matrix. A
@@ -141,6 +142,7 @@ class AuctionResult:
     eps: float
     phases: list[Phase] = field(default_factory=list)
     complete: bool = True
+    launches: int = 0  # its kernel launches: the candidates, and each round's release pass, bids and owners
 
     @property
     def bids(self) -> int:
@@ -149,12 +151,6 @@ class AuctionResult:
     @property
     def ms(self) -> float:
         return sum(phase.ms for phase in self.phases)
-
-    @property
-    def launches(self) -> int:
-        """Its kernel launches: the candidates, then a release pass and a bid launch a round, and
-        the release pass that ends each phase."""
-        return 1 + sum(2 * phase.rounds + 1 for phase in self.phases)
 
     def details(self) -> dict:
         """What engine cuda-sap's report says of it."""
@@ -212,7 +208,11 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     fresh = cupy.empty(n, dtype=np.uint8)  # rows the next release pass scans (kernels/auction.cu)
     release, bid = kernel_set["auction_release"], kernel_set["auction_bid"]
 
+    launches = 1  # the candidates
+
     def rows_of_owners() -> None:  # col_of_row as the columns' owners say
+        nonlocal launches
+        launches += 1
         col_of_row.fill(-1)
         kernel_set["auction_rows_of_owners"].launch(max(1, -(-n // THREADS)), THREADS,
                                                     (columns.data.ptr, n, col_of_row.data.ptr), stream=stream)
@@ -247,6 +247,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             release.launch(row_blocks, THREADS, (*source, n, columns.data.ptr, col_of_row.data.ptr,
                                                  candidates.data.ptr, added.data.ptr, eps, free_rows.data.ptr,
                                                  words.data.ptr, fresh.data.ptr), stream=stream)
+            launches += 1
             released = int(words[0].get())
             if not released:
                 break
@@ -260,6 +261,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                                          row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr, eps,
                                          limit_ns, max_chain, counters.data.ptr, status.data.ptr, fresh.data.ptr),
                      stream=stream)
+            launches += 1
             if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
                 if spare is None or (left is not None and left <= spare):
                     raise SolverError("the auction ran past its time limit")
@@ -281,9 +283,10 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             progress(phase, len(epsilons) - index - 1)
         if not complete:
             rows_of_owners()  # a stopped bid leaves its row free, and so does a release
-            return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), eps, phases, complete=False)
+            return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), eps, phases, complete=False,
+                                 launches=launches)
     # v as a plain array: the passes that read it after the auction take no stride
-    return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), epsilons[-1], phases)
+    return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), epsilons[-1], phases, launches=launches)
 
 
 def _seconds_left(began: float, timeout: float | None, budget: float | None, budget_began: float | None) -> tuple:
