@@ -41,7 +41,8 @@ lap() { python3 -m lapcli "$@"; }
 skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
 status=0
 if ! skip tests; then
-  python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -3 || status=1
+  # -v: a run cut off by the call's limit still shows the test it was in; --durations: where the time went
+  python3 -m pytest -m gpu -v -p no:cacheprovider --durations=25 tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -3 || status=1
 fi
 if ! skip sanitizer; then  # memcheck, racecheck (shared memory), synccheck on small cooperative solves
   cat >/tmp/sanitize.py <<'PY'

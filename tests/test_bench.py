@@ -70,6 +70,21 @@ def test_slow_solver_is_skipped_for_larger_sizes():
     assert statuses == [(8, "timeout"), (16, "skipped"), (32, "skipped")]
 
 
+def test_a_warm_up_has_room_for_one_off_costs_and_the_timed_solves_the_limit():
+    """The warm-up solve may take WARMUP_LIMIT_TIMES the limit (a first solve compiles kernels);
+    the timed ones get the limit itself."""
+    from lapcli.bench.runner import WARMUP_LIMIT_TIMES
+
+    limits = []
+    runners = {"scipy": lambda cost, timeout: limits.append(timeout) or (0, [])}
+    settings = BenchSettings(cells=((8, 1),), solvers=("scipy",), repeat=2, warmup=1, timeout=3)
+    run_bench(settings, runners=runners)
+    assert limits == [3 * WARMUP_LIMIT_TIMES, 3, 3] and WARMUP_LIMIT_TIMES > 1
+    limits.clear()
+    run_bench(BenchSettings(cells=((8, 1),), solvers=("scipy",), repeat=1, warmup=1), runners=runners)
+    assert limits == [None, None]
+
+
 def test_an_engine_is_skipped_above_its_column_limit(monkeypatch):
     from lapcli.engines import registry
 
