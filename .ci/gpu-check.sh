@@ -147,6 +147,11 @@ if ! skip cold; then  # a cold one-shot solve's wall time against its kernel tim
   }
   for i in 1 2 3 4 5; do cold default; done | tee "$out/cold-solve.txt"
   for i in 1 2 3; do cold "teardown in the process" LAPCLI_DETACH_TEARDOWN=0; done | tee -a "$out/cold-solve.txt"
+  # cuda-sap above 2048 columns (the auction start, then the cluster searches): CuPy's own kernels too
+  classical=$matrix matrix=$(mktemp -d)/g4096-int.npy
+  lap generate --n 4096 --kind geometric-int --seed 4096 -o "$matrix" --quiet
+  for i in 1 2 3; do cold "integer distances, cuda-sap"; done | tee -a "$out/cold-solve.txt"
+  matrix=$classical
 fi
 if ! skip fuzz; then  # several processes share the GPU; each has its own seed
   workers=${FUZZ_WORKERS:-6}
