@@ -127,18 +127,33 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
 FLOAT64_EXACT = 2**53  # integers below this are exact in float64
 
 
-def float64_exact(values) -> bool:
+def float64_exact(values, side: int | None = None) -> bool:
     """Whether a float64 solver (scipy) computes exactly on these integer costs: every value, and
     every dual and path length it forms (within 4·(k + 1)·max|c|), below 2^53. Floats: True (they are
-    solved as the floats they are). Scans the values only for 64-bit integers."""
+    solved as the floats they are). Scans the values only for 64-bit integers. ``side``: k, the
+    largest side of the matrices the values come from (default: ``values``' own last two axes;
+    given, ``values`` may be any array of their entries, e.g. several matrices' in one)."""
     dtype = values.dtype
     if dtype.kind not in "biu" or values.size == 0:
         return True
-    k = max(values.shape[-2:])
-    info = np.iinfo(dtype) if dtype.kind != "b" else np.iinfo(np.int8)
-    if max(-int(info.min), int(info.max)) * 4 * (k + 1) < FLOAT64_EXACT:
+    k = side if side is not None else max(values.shape[-2:])
+    if float64_exact_dtype(dtype, k):
         return True  # no value of the dtype is too wide: no scan
-    return max(abs(int(values.min())), abs(int(values.max()))) * 4 * (k + 1) < FLOAT64_EXACT
+    return float64_exact_magnitude(max(abs(int(values.min())), abs(int(values.max()))), k)
+
+
+def float64_exact_dtype(dtype, side: int) -> bool:
+    """Whether every matrix of this integer ``dtype`` with sides up to ``side`` is float64_exact,
+    whatever its values (no scan needed)."""
+    info = np.iinfo(dtype) if np.dtype(dtype).kind != "b" else np.iinfo(np.int8)
+    return float64_exact_magnitude(max(-int(info.min), int(info.max)), side)
+
+
+def float64_exact_magnitude(largest: float, side: int) -> bool:
+    """Whether integer costs of magnitude up to ``largest`` in matrices with sides up to ``side``
+    are float64_exact. ``largest`` may be the magnitude converted to float64: integers below 2^53
+    convert exactly and larger ones stay above the bound, so the answer is the same."""
+    return largest * 4 * (side + 1) < FLOAT64_EXACT
 
 
 def reduced_for_float64(matrix: np.ndarray, maximize: bool) -> np.ndarray | None:

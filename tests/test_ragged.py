@@ -50,6 +50,28 @@ def test_a_list_of_any_shapes_matches_a_scipy_loop(rng, kind, maximize, count):
     assert solution.report.batch == count and "several shapes" in solution.report.reason
 
 
+def test_integer_members_float64_holds_are_converted_at_once_and_wide_ones_kept_exact(rng):
+    """The CPU's ragged loop gives scipy float64 copies of integer members made in one pass where
+    float64 holds every cost and path exactly; where one member is too wide, each member is judged
+    alone (reduced exactly first): the optima stay exact either way."""
+    from lapcli.engines.cpu.scipy_batch import _float64_copies
+
+    narrow = [rng.integers(-1000, 1000, (int(r), int(c))) for r, c in rng.integers(1, 30, (300, 2))]
+    copies = _float64_copies(narrow)
+    assert all(copy.dtype == np.float64 and np.array_equal(copy, m) for copy, m in zip(copies, narrow))
+    assert _float64_copies([*narrow[:3], narrow[3].astype(np.int32)]) is None  # mixed dtypes: one by one
+    offset = 2**60  # float64 rounds these costs to multiples of 256: scipy on them would tie and err
+    wide = [m + offset for m in narrow]
+    assert _float64_copies(wide) is None
+    for maximize in (False, True):
+        col_ind = lapcli.batch_linear_assignment(wide, maximize=maximize)
+        for matrix, small, cols in zip(wide, narrow, col_ind):
+            rows = np.flatnonzero(cols >= 0)
+            best = small[scipy_lsa(small, maximize=maximize)].sum()  # a constant shift keeps the optima
+            assert sum(map(int, matrix[rows, cols[rows]])) == int(best) + offset * len(rows)  # Python ints: no overflow
+    assert_loop_optimum(narrow, lapcli.batch_linear_assignment(narrow), lapcli.solve_batch(narrow).objectives)
+
+
 @pytest.mark.parametrize("kind", ["int", "float"])
 @pytest.mark.parametrize("maximize", [False, True])
 def test_the_padded_work_stack_keeps_every_members_optimum(rng, kind, maximize):
