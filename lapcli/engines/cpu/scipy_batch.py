@@ -81,10 +81,13 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
     if workers <= 1 or r * c < SERIAL_BELOW or batch * r * c < THREADS_FROM:
         workers = 1
         solve_range(0, batch)
-    else:
-        chunk = -(-batch // workers)  # one contiguous share per thread
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(lambda start: solve_range(start, min(batch, start + chunk)), range(0, batch, chunk)))
+    else:  # one contiguous share per thread: the first in this one, the others in the helpers
+        chunk = -(-batch // workers)
+        shares = [_helpers().submit(solve_range, start, min(batch, start + chunk))
+                  for start in range(chunk, batch, chunk)]
+        solve_range(0, chunk)
+        for share in shares:
+            share.result()
     details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3)}
     _, n, m = problem.shape
     col_ind = caller_columns(col_of_row, n, m)
@@ -97,7 +100,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True) -> BatchEng
     """A ragged batch (lapcli.ragged.Members), each member solved by scipy as it is: no padding,
     which would only add work on the CPU. From MEMBER_THREADS_FROM members that scipy solves as
     they are (floats, and integers float64 holds exactly) their solves are split between this
-    thread and one helper (_helper), and nothing else runs in those threads:
+    thread and one helper (_helpers), and nothing else runs in those threads:
     scipy releases the GIL while it solves, and any Python beside it would hold the GIL and cost
     more than the second core gives (2-core CI machine, 1000 members of 1..40 × 1..40: the solves
     alone 5.4 ms on one thread, 2.9 ms on two). Bad entries and infeasible members are named.
@@ -141,7 +144,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True) -> BatchEng
         solve_direct(direct)
     else:
         half = len(direct) // 2
-        second = _helper().submit(solve_direct, direct[half:])
+        second = _helpers().submit(solve_direct, direct[half:])
         solve_direct(direct[:half])
         second.result()
     invalid, infeasible, solved = [], [], []
@@ -167,20 +170,22 @@ def run_members(members, *, maximize: bool, objectives: bool = True) -> BatchEng
                              objectives=np.array(sums) if objectives else None)  # int64, or Python ints where wider
 
 
-_HELPER: dict[int, ThreadPoolExecutor] = {}  # process id -> its helper
+_HELPERS: dict[int, ThreadPoolExecutor] = {}  # process id -> its helper threads
 
 
-def _helper() -> ThreadPoolExecutor:
-    """run_members' second thread, started once per process: a pool made per call cost ~0.3 ms,
-    and its new thread's first GIL hand-offs stalled some calls by ~3 ms (1000 members of
-    1..40 × 1..40 on the 2-core CI machine: 5.8 ms or 8.9 ms a call before, 4.1–4.5 ms after, or
-    6.6–7.1 ms where the OS puts both threads on one core). A forked child has no copy of the
-    parent's thread (its executor would wait for it forever): it starts its own."""
+def _helpers() -> ThreadPoolExecutor:
+    """The helper threads of run_batch and run_members (one fewer than the cores), started once per
+    process: a pool made per call cost ~0.3 ms, and a new thread's first GIL hand-offs stalled some
+    calls by ~3 ms (1000 members of 1..40 × 1..40 on the 2-core CI machine: 5.8 ms or 8.9 ms a
+    call before, 4.1–4.5 ms after, or 6.6–7.1 ms where the OS puts both threads on one core). A
+    forked child has no copy of the parent's threads (its executor would wait for them forever):
+    it starts its own."""
     pid = os.getpid()
-    if pid not in _HELPER:
-        _HELPER.clear()
-        _HELPER[pid] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lapcli-members")
-    return _HELPER[pid]
+    if pid not in _HELPERS:
+        _HELPERS.clear()
+        _HELPERS[pid] = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1),
+                                           thread_name_prefix="lapcli-cpu")
+    return _HELPERS[pid]
 
 
 def _float64_copies(matrices: list) -> list | None:
