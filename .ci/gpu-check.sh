@@ -10,8 +10,9 @@
 # BATCH_SOLVERS (the batch suite's runners; default cuda-batch, torch-la, both columns each),
 # SKIP (space-separated parts to skip: tests sanitizer crossover structured points ranges hylac batch big solve
 # startup cold fuzz).
-# structured: with Guthe-Thuerck's sources in .guthe/ (carried; git archive of sguthe/lap-solver), their OpenMP
-# solver is built and timed beside lapcli's engines.
+# structured: n = STRUCTURED_SIZES (default 2048,4096,8192), STRUCTURED_TIMEOUT s a solve (default 8); with
+# Guthe-Thuerck's sources in .guthe/ (carried: git -C <clone of sguthe/lap-solver> archive HEAD lap_solver |
+# tar -x -C .guthe), their OpenMP solver is built and timed beside lapcli's engines.
 # points: lap bench --suite points up to POINTS_SIZES (default 2048,4096,8192), costs from the
 # coordinates beside the dense matrix.
 # ranges: the suite at n = 1024 and 2048 beside scipy and lapx (~2 minutes on an H100; lapx from .whl/).
@@ -106,8 +107,9 @@ if ! skip structured; then  # distances, U[0, 1) floats and R = 1000 integers, 2
     export LAPCLI_GUTHE_OMP=/tmp/guthe/libguthe_omp.so
     solvers=guthe-omp,cuda,cuda-sap,auto baseline=guthe-omp
   fi
-  lap bench --suite structured --sizes 2048,4096,8192 --solvers "$solvers" --baseline "$baseline" --repeat 1 --warmup 1 \
-    --timeout 8 --json "$out/structured.json" 2>&1 | tee "$out/structured.txt" || status=1
+  lap bench --suite structured --sizes "${STRUCTURED_SIZES:-2048,4096,8192}" --solvers "$solvers" --baseline "$baseline" \
+    --repeat 1 --warmup 1 --timeout "${STRUCTURED_TIMEOUT:-8}" --json "$out/structured.json" 2>&1 \
+    | tee "$out/structured.txt" || status=1
 fi
 if ! skip ranges; then  # auto against the faster of scipy and lapx (n = 4096 and 8192 take far longer)
   python3 -c "import lap" 2>/dev/null || python3 -m pip install -q --no-deps --no-index .whl/lapx*.whl 2>/dev/null
