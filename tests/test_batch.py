@@ -222,7 +222,7 @@ def test_scipy_batch_uses_threads_where_they_measured_faster(rng, monkeypatch, s
     answers are the loop's either way."""
     from lapcli.engines.cpu import scipy_batch
 
-    monkeypatch.setattr(scipy_batch.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(scipy_batch, "CPUS", 2)
     costs = rng.random(shape)
     solution = lapcli.solve_batch(costs, solver="scipy-batch")
     assert solution.report.details["threads"] == threads

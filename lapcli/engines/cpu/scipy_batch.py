@@ -42,6 +42,7 @@ THREADS_FROM = 64 * 1024
 MEMBER_THREADS_FROM = 256  # a ragged batch's members solved as they are: two threads from here
 FLOAT_COPIES_UP_TO = 1 << 22  # a ragged batch's integer entries converted to float64 at once, up to 32 MB
 FLOAT64 = np.dtype(np.float64)
+CPUS = os.cpu_count() or 1  # read once: a call costs ~10 µs, a quarter of a small stack's call
 
 
 def caller_columns(col_of_row: np.ndarray, n: int, m: int) -> np.ndarray:
@@ -77,7 +78,7 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
             col_of_row[b] = scipy_lsa(values[b])[1] if exact else exactly(values[b])
 
     begin = time.perf_counter()
-    workers = min(os.cpu_count() or 1, batch)
+    workers = min(CPUS, batch)
     if workers <= 1 or r * c < SERIAL_BELOW or batch * r * c < THREADS_FROM:
         workers = 1
         solve_range(0, batch)
@@ -139,7 +140,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True) -> BatchEng
             except ValueError as error:  # scipy's own checks: NaN or the wrong infinity, or no finite matching
                 answers[b] = error
 
-    workers = 2 if len(direct) >= MEMBER_THREADS_FROM and (os.cpu_count() or 1) > 1 else 1
+    workers = 2 if len(direct) >= MEMBER_THREADS_FROM and CPUS > 1 else 1
     if workers == 1:
         solve_direct(direct)
     else:
@@ -183,7 +184,7 @@ def _helpers() -> ThreadPoolExecutor:
     pid = os.getpid()
     if pid not in _HELPERS:
         _HELPERS.clear()
-        _HELPERS[pid] = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1),
+        _HELPERS[pid] = ThreadPoolExecutor(max_workers=max(1, CPUS - 1),
                                            thread_name_prefix="lapcli-cpu")
     return _HELPERS[pid]
 
