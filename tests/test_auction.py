@@ -142,6 +142,28 @@ def test_a_chain_limit_leaves_rows_to_the_next_phase_and_the_last_ones_to_the_se
     assert cost[np.arange(n), col_of_row].sum() == cost[scipy_lsa(cost)].sum()
 
 
+def test_a_float_tail_handed_over_within_two_eps_leaves_only_its_rows_to_search(rng):
+    """Floats with the tail rule: kept within the last phase's 2ε of their row's minimum, only the
+    rows the chains left free are searched, and the answer and its duals pass the certificate's
+    tolerance; kept only where exactly tight, most rows are searched again."""
+    from lapcli.problem import prepare
+
+    n = 150
+    cost = distance_matrix(rng.random((n, 2)), rng.random((n, 2)), "sqeuclidean")
+    work = prepare(cost).work_on(np)
+    final_eps = work.eps / 8
+    col_of_row, v, phases = auction_twin(work.values, final_eps, scaling=8, max_bids=1_000_000, max_chain=3,
+                                         tail_rows=n, last_tail_to_searches=True)
+    left = int((col_of_row < 0).sum())
+    assert left == phases[-1][3] > 0
+    v_start, col_start = hand_over(work.values, col_of_row, v, slack=2 * final_eps)
+    assert int((col_start < 0).sum()) == left
+    columns, u, v_end, _ = reference_stack(work.values[None], warm_start=(v_start[None], col_start[None]))
+    check_duals(work.values[None], columns, u, v_end, eps=work.eps)
+    assert cost[np.arange(n), columns[0]].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    assert int((hand_over(work.values, col_of_row, v)[1] < 0).sum()) > 2 * left  # exact tightness frees many
+
+
 def test_which_dense_squares_the_scaled_auction_starts():
     """Floats from AUCTION_FROM columns; integers while n·max|c| leaves float64 room for ε = 1/(4n)."""
     from lapcli.cuda.auction import AUCTION_INTEGER_SPAN
