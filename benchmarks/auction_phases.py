@@ -5,8 +5,8 @@ run, and the phases tell where (rounds, rows released, bids, repeated scans, the
 chain one warp followed, ms). Needs CuPy and a Hopper GPU.
 
 --scaling, --max-chain and --tail-rows replace the engine's ε factor and its chain limit
-(lapcli.engines.cuda.sap_start's AUCTION_SCALING, AUCTION_MAX_CHAIN, AUCTION_TAIL_ROWS; a chain
-limit applies to integers only, as in the engine) for a run that tries other values.
+(lapcli.engines.cuda.sap_start's AUCTION_SCALING, chain_limit(n), AUCTION_TAIL_ROWS) for a run
+that tries other values.
 
 Usage (one JSON line per run on stdout):
 
@@ -52,7 +52,9 @@ def run_cell(n: int, kind: str, range_factor: float, seed: int, repeat: int, max
         found = scaled_auction(work, timeout=None)
         cupy.cuda.runtime.deviceSynchronize()
         wall_ms = (time.perf_counter() - began) * 1e3
-        _, col_start = found.hand_over()
+        start = found.hand_over(work.values)
+        start.restore()
+        col_start = start.col_of_row
         yield {
             "n": n, "kind": kind, "dtype": cost.dtype.name, "maximize": maximize, "run": run,
             "auction_ms": round(wall_ms, 1), "compile_ms": round(found.compile_ms, 1), "complete": found.complete,
@@ -77,10 +79,11 @@ def main() -> None:
     args = parser.parse_args()
     from lapcli.engines.cuda import sap_start
 
-    for name, value in (("AUCTION_SCALING", args.scaling), ("AUCTION_MAX_CHAIN", args.max_chain),
-                        ("AUCTION_TAIL_ROWS", args.tail_rows)):
+    for name, value in (("AUCTION_SCALING", args.scaling), ("AUCTION_TAIL_ROWS", args.tail_rows)):
         if value is not None:
             setattr(sap_start, name, value)
+    if args.max_chain is not None:
+        sap_start.chain_limit = lambda n: args.max_chain
     for n, kind in parse_cells(args.cells):
         for record in run_cell(n, kind, args.range, args.seed, args.repeat, args.maximize):
             print(json.dumps(record), flush=True)

@@ -24,6 +24,11 @@ STEP_NAMES = {
     5: "augment alternating paths",
     6: "shift duals by min slack",
 }
+# Engine cuda-sap's two steps: its start (rounds, or the scaled auction's phases), then the searches.
+SAP_STEP_NAMES = {
+    1: "start: auction",  # rounds run, or the ε-scaling auction's phases
+    2: "shortest augmenting paths",  # searches (the rows the start left free)
+}
 
 
 @dataclass

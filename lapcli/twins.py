@@ -221,7 +221,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
 
 
 def hand_over(cost: np.ndarray, col_of_row: np.ndarray, v: np.ndarray,
-              slack: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+              slack: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The searches' start from any duals (engine ``cuda-sap`` after its ε-scaling auction on a
     dense square): integer costs' v floored to int64 (the searches then compare integers); each
     row keeps its column (−1: none) only where that column attains the row's minimum of c − v
@@ -229,18 +229,25 @@ def hand_over(cost: np.ndarray, col_of_row: np.ndarray, v: np.ndarray,
     reduced cost of such duals is ≥ 0, which is all reference_stack's warm start needs: its
     searches are exact from any duals, good duals only make them short.
 
-    ``slack`` (floats): a row is kept where its column is within ``slack`` of the row's minimum.
-    An auction's float answer leaves almost no row exactly tight (a bid puts its pair ε above the
-    second best), so the exact rule frees most rows; with the last phase's 2ε, only the rows the
-    auction left free are searched, and reduced costs start ≥ −2ε, inside the certificate's
-    tolerance when ε is a fraction of it (the specification of a float tail handed to the
-    searches; the engine's floats still bid to the end).
-    Returns (v, col_of_row int32), reference_stack's ``warm_start`` for one problem."""
+    ``slack`` (floats: the last phase's 2ε, the tail a chain limit left): a row is kept where its
+    column is within ``slack`` of the row's minimum, and that pair's cost is lowered to the
+    minimum in the matrix the searches get (an auction's float answer leaves almost no row
+    exactly tight; the exact rule would free most rows). The searches are exact on the lowered
+    matrix; its reduced costs bound the true ones from below, so their duals stay feasible for
+    the true costs and a kept pair ends ≤ ``slack`` from tight: inside the certificate's tolerance
+    when ε is a fraction of it.
+    Returns (v, col_of_row int32, the matrix to search: ``cost`` itself, or the lowered copy)."""
     exact = cost.dtype.kind in "iu"
     v = np.floor(v).astype(np.int64) if exact else np.asarray(v, dtype=np.float64)
     reduced = cost.astype(v.dtype) - v[None, :]
     assigned = col_of_row >= 0
     held = np.where(assigned, col_of_row, 0)
-    own, minima = reduced[np.arange(cost.shape[0]), held], reduced.min(axis=1)
-    tight = assigned & (own == minima if exact or not slack else own <= minima + slack)
-    return v, np.where(tight, col_of_row, -1).astype(np.int32)
+    minima = reduced.min(axis=1)
+    gap = reduced[np.arange(cost.shape[0]), held] - minima
+    tight = assigned & (gap <= slack if slack and not exact else gap == 0)
+    searched = cost
+    if slack and not exact:
+        rows = np.flatnonzero(tight & (gap > 0))
+        searched = cost.copy()
+        searched[rows, col_of_row[rows]] = (minima[rows] + v[col_of_row[rows]]).astype(cost.dtype)
+    return v, np.where(tight, col_of_row, -1).astype(np.int32), searched

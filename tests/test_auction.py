@@ -83,7 +83,8 @@ def test_the_progress_line_follows_the_phases():
 
 def searched_from(cost, col_of_row, v):
     """reference_stack from hand_over's start: (its columns, the rows the start left free)."""
-    v_start, col_start = hand_over(cost, col_of_row, v)
+    v_start, col_start, searched = hand_over(cost, col_of_row, v)
+    assert searched is cost  # no slack: nothing lowered
     columns, u, v_end, _ = reference_stack(cost[None], warm_start=(v_start[None], col_start[None]))
     exact = cost.dtype.kind in "iu"
     check_duals(cost[None].astype(u.dtype), columns, u, v_end, eps=0 if exact else 1e-9)  # integers exactly
@@ -156,10 +157,15 @@ def test_a_float_tail_handed_over_within_two_eps_leaves_only_its_rows_to_search(
                                          tail_rows=n, last_tail_to_searches=True)
     left = int((col_of_row < 0).sum())
     assert left == phases[-1][3] > 0
-    v_start, col_start = hand_over(work.values, col_of_row, v, slack=2 * final_eps)
+    v_start, col_start, searched = hand_over(work.values, col_of_row, v, slack=2 * final_eps)
     assert int((col_start < 0).sum()) == left
-    columns, u, v_end, _ = reference_stack(work.values[None], warm_start=(v_start[None], col_start[None]))
+    lowered = searched != work.values
+    assert lowered.sum() > n // 2 and np.all(searched[lowered] < work.values[lowered])  # kept, not exactly tight
+    columns, u, v_end, _ = reference_stack(searched[None], warm_start=(v_start[None], col_start[None]))
+    # u from the lowered matrix: every true reduced cost ≥ 0 (to rounding), a kept pair within 2ε of tight
     check_duals(work.values[None], columns, u, v_end, eps=work.eps)
+    reduced = work.values - u[0][:, None] - v_end[0][None, :]
+    assert reduced.min() >= -final_eps / 100 and reduced[np.arange(n), columns[0]].max() <= 2 * final_eps
     assert cost[np.arange(n), columns[0]].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
     assert int((hand_over(work.values, col_of_row, v)[1] < 0).sum()) > 2 * left  # exact tightness frees many
 

@@ -115,7 +115,7 @@ def test_rows_a_chain_limit_leaves_free_go_to_the_searches(rng, monkeypatch, max
     from lapcli.cuda import auction
     from lapcli.engines.cuda import sap_start
 
-    monkeypatch.setattr(sap_start, "AUCTION_MAX_CHAIN", max_chain)
+    monkeypatch.setattr(sap_start, "chain_limit", lambda n: max_chain)
     monkeypatch.setattr(sap_start, "AUCTION_TAIL_ROWS", tail_rows)
     monkeypatch.setattr(sap_start, "AUCTION_BUDGET_MIN_S", 60.0)  # no budget stop: only the chain limit's
     found = []
@@ -133,6 +133,61 @@ def test_rows_a_chain_limit_leaves_free_go_to_the_searches(rng, monkeypatch, max
     if tail_rows > 2300:  # a phase ends at its first round that parks a row: the last one's are searched
         assert not result.complete and solution.report.details["free_after_auction"] > 0
     assert_matches_scipy(solution, cost)
+
+
+@pytest.mark.parametrize("n, dtype", [(1500, "float32"), (2300, "float64")])
+def test_a_float_tail_is_searched_from_duals_within_two_eps(rng, monkeypatch, n, dtype):
+    """Floats: chains cut after two bids, the last phase's rows go to the searches (one block at
+    1500, with the scaled start forced there; a cluster at 2300), every other row kept within that
+    phase's 2ε and its pair lowered to its row's minimum while they run (in a float64 copy of a
+    float32 matrix: its ulps are coarser than 2ε); the answer is optimal and certified, and the
+    caller's matrix is as it was."""
+    import cupy
+
+    from lapcli.cuda import auction
+    from lapcli.engines.cuda import sap as cuda_sap
+    from lapcli.engines.cuda import sap_start
+
+    monkeypatch.setattr(cuda_sap, "SCALED_AUCTION_FROM_FLOATS", 0)
+    monkeypatch.setattr(sap_start, "chain_limit", lambda n: 2)
+    monkeypatch.setattr(sap_start, "AUCTION_TAIL_ROWS", 10**6)
+    monkeypatch.setattr(sap_start, "AUCTION_BUDGET_MIN_S", 60.0)
+    found = []
+    solve = auction.solve
+    monkeypatch.setattr(auction, "solve", lambda *a, **k: found.append(result := solve(*a, **k)) or result)
+    cost = points(rng, n, n).astype(dtype)
+    on_device = cupy.asarray(cost)
+    solution = lapcli.solve(on_device, solver="cuda-sap")
+    assert np.array_equal(on_device.get(), cost)  # the lowered pairs put back
+    details, result = solution.report.details, found[0]
+    assert solution.report.certified and details["start"] == "epsilon-scaling auction"
+    assert all(phase.longest_chain <= 2 for phase in result.phases)
+    assert not result.complete and result.phases[-1].left_free > 0
+    assert 0 < details["free_after_auction"] <= result.phases[-1].left_free + n // 50
+    assert details["lowered_pairs"] > n // 10  # kept within 2ε, not exactly tight
+    assert details["search_layout"].startswith("cluster" if n > cuda_sap.ONE_BLOCK_UP_TO else "K=")
+    assert_matches_scipy(solution, cost)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_the_one_block_searches_from_the_scaled_auction_match_scipy(rng, monkeypatch, dtype):
+    """The ε-scaling auction's start forced down the one-block sizes: integers from 2 columns
+    (floats from its AUCTION_FROM), the searches in one block from its duals."""
+    from lapcli.cuda.auction import AUCTION_FROM
+    from lapcli.engines.cuda import sap as cuda_sap
+
+    monkeypatch.setattr(cuda_sap, "SCALED_AUCTION_FROM_FLOATS", 0)
+    monkeypatch.setattr(cuda_sap, "SCALED_AUCTION_FROM_INTEGERS", 0)
+    integers = dtype[0] == "i"
+    for n in (2, 3, 17, 300, 1024, 1500, 2048):
+        for cost in (points(rng, n, n, 10**6 if integers else None), uniform_costs(rng, n, n, 0.1),
+                     uniform_costs(rng, n, n, 1000) + (0 if integers else rng.random((n, n)))):
+            solution = lapcli.solve(cost.astype(dtype), solver="cuda-sap")
+            auctioned = integers or n >= AUCTION_FROM
+            assert solution.report.details["start"] == ("epsilon-scaling auction" if auctioned
+                                                        else "augmenting row reduction")
+            assert not solution.report.details.get("search_layout", "").startswith("cluster")
+            assert_matches_scipy(solution, cost.astype(dtype))
 
 
 @pytest.mark.parametrize("auction", [True, False])

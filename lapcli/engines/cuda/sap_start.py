@@ -41,15 +41,25 @@ AUCTION_BUDGET_MIN_S = 0.5
 # H100, integer distances at 8192 took 174–334 ms with 8 against 163–636 with 16, float64 ones
 # 182–262 against 230–440.
 AUCTION_SCALING = 8.0
-# An integer square's phase ends its last few free rows' price war early: one warp bids it out
-# alone, each bid waiting on the last (chains of 100,000 bids and more, 0.3 s, at 8192). A chain of
-# AUCTION_MAX_CHAIN bids leaves its row free; a round that leaves at most AUCTION_TAIL_ROWS rows so
-# ends the phase, they bid again in the next one, and the last phase's are the searches' (exact from
-# any duals): 100–161 ms at 8192 and 182–268 at 16384 against 174–334 and 982–1420. Floats keep
-# bidding: their hand-over keeps only exactly tight rows, and a tail carried to a smaller ε costs
-# more bids, not fewer (float64 distances at 8192: 0.9–1.0 s with the limit).
-AUCTION_MAX_CHAIN = 2048
+# A phase's last few free rows wage a price war that one warp bids out alone, each bid waiting on
+# the last (chains of 100,000 bids and more, 0.3 s, at 8192). A chain of chain_limit(n) bids leaves
+# its row free; a round that leaves at most AUCTION_TAIL_ROWS rows so ends the phase, they bid again
+# in the next one, and the last phase's are the searches' (exact from any duals). A float square's
+# hand-over keeps every row within the last phase's 2ε of its minimum and lowers that pair's cost to
+# it (ScaledAuction.hand_over): the searches take only the tail. H100, host -> host ms, medians of
+# three matrices, chains of 256 / 512 / 1024 / 2048 bids: float64 squared distances at 2048 27 / 30
+# / 42 / 67, at 4096 75 / 54 / 61 / 80; integer ones at 4096 66 / 42 / 47 / 64; chains of 512 /
+# 1024 / 2048 / 4096 at 8192 145 / 121 / 134 / 181 (float64), 141 / 106 / 119 / 141 (integers), at
+# 16384 524 / 515 / 352 / 328 (float64). Bidding to the end instead (H200, float64 squared
+# distances): 366 against 128 ms at 8192, 548 against 299 at 16384.
+AUCTION_CHAIN_DIVISOR = 8
+AUCTION_MIN_CHAIN = 256
 AUCTION_TAIL_ROWS = 64
+
+
+def chain_limit(n: int) -> int:
+    """The bids an eviction chain may make on an n × n square before its row is left free."""
+    return max(AUCTION_MIN_CHAIN, n // AUCTION_CHAIN_DIVISOR)
 
 
 def uses_scaled_auction(work) -> bool:
@@ -74,6 +84,7 @@ class ScaledAuction:
     source: tuple
     exact: bool
     compile_ms: float
+    final_eps: float
 
     @property
     def complete(self) -> bool:
@@ -82,12 +93,25 @@ class ScaledAuction:
     def details(self) -> dict:
         return {**self.result.details(), "launches": self.result.launches}
 
-    def hand_over(self):
-        """(v, col_of_row) that start the searches: v floored for integers (every comparison of
-        the searches is then in integers), each row kept where its column is exactly a minimum of
-        c − v over the row (kernels/passes.cu's row_min, the same arithmetic as the searches'),
-        the others free."""
+    def hand_over(self, values) -> SearchStart:
+        """The searches' start on the work matrix ``values``: v floored for integers (every
+        comparison of the searches is then in integers), each row kept where its column is a
+        minimum of c − v over the row (kernels/passes.cu's row_min, the same arithmetic as the
+        searches'), the others free (lapcli.twins.hand_over).
+
+        Integers, and floats the auction stopped before its last phase, keep a row only where it
+        is exactly tight. The float tail the chain limit left keeps every row within the last
+        phase's 2ε of its minimum (an auction leaves almost no float row exactly tight), and its
+        pair's cost is lowered to that minimum in the matrix the searches read: they are then
+        exact on it, its reduced costs bound the true ones from below, so their duals are feasible
+        for the true costs and each kept pair ends ≤ 2ε from tight, inside the certificate's
+        tolerance. The lowering is done in ``values`` itself (float64; restored by
+        SearchStart.restore once the searches and u = c − v on it are done) or in a float64 copy
+        of a float32 matrix, whose ulps are far coarser than 2ε; without the room for that copy,
+        only exactly tight rows are kept."""
         import cupy
+
+        from ...cuda.hungarian import free_device_bytes
 
         n = self.result.v.shape[0]
         v = cupy.floor(self.result.v) if self.exact else self.result.v
@@ -95,10 +119,42 @@ class ScaledAuction:
         minima, _ = passes.row_min(self.kernels, self.source, n, n, v)
         assigned = col >= 0
         held = cupy.where(assigned, col, 0)  # a free row reads column 0, and is not kept
-        pair = passes.pair_costs(self.kernels, self.source, n, held)
-        tight = assigned & (pair - v[held] == minima)
-        col_start = cupy.where(tight, col, -1).astype(np.int32)
-        return (v.astype(np.int64) if self.exact else v), col_start
+        gap = passes.pair_costs(self.kernels, self.source, n, held) - v[held] - minima
+        slack = 2 * self.result.eps if not self.exact and self.result.eps <= self.final_eps else 0.0
+        if slack and values.dtype != np.float64 and 8 * n * n > free_device_bytes():
+            slack = 0.0
+        tight = assigned & (gap <= slack)
+        start = SearchStart(v.astype(np.int64) if self.exact else v, cupy.where(tight, col, -1).astype(np.int32),
+                            values)
+        if slack:
+            if values.dtype != np.float64:
+                start.values = values.astype(np.float64)
+            rows = cupy.flatnonzero(tight & (gap > 0))
+            cols = col[rows]
+            start.lowered = (rows, cols, start.values[rows, cols])
+            start.values[rows, cols] = minima[rows] + v[cols]
+        return start
+
+
+@dataclass
+class SearchStart:
+    """Where the searches start: v, col_of_row (−1: free) and the matrix they read (the work
+    matrix, or a float64 copy of it), with the pairs the hand-over lowered in it."""
+
+    v: Any
+    col_of_row: Any
+    values: Any
+    lowered: tuple | None = None  # (rows, cols, true costs)
+
+    @property
+    def lowered_pairs(self) -> int:
+        return 0 if self.lowered is None else int(self.lowered[0].size)
+
+    def restore(self) -> None:
+        """The true costs back in the matrix (the work matrix the certificate reads)."""
+        if self.lowered is not None:
+            rows, cols, costs = self.lowered
+            self.values[rows, cols] = costs
 
 
 def scaled_auction(work, timeout: float | None) -> ScaledAuction:
@@ -110,11 +166,10 @@ def scaled_auction(work, timeout: float | None) -> ScaledAuction:
     source = auction.dense_source(work.values)
     final_eps = INTEGER_FINAL_EPS_TIMES_N / n if work.exact else work.eps * AUCTION_EPS_OF_TOLERANCE
     budget = max(AUCTION_BUDGET_MIN_S, AUCTION_BUDGET_PER_ROW_S * n)
-    tail = {"max_chain": AUCTION_MAX_CHAIN, "tail_rows": AUCTION_TAIL_ROWS, "last_tail_to_searches": True}
     result = auction.solve(kernels, source, n, final_eps, timeout=timeout, budget=budget,
                            least_first_eps=1.0 if work.exact else 0.0, scaling=AUCTION_SCALING,
-                           **(tail if work.exact else {}))
-    return ScaledAuction(result, kernels, source, work.exact, compile_ms)
+                           max_chain=chain_limit(n), tail_rows=AUCTION_TAIL_ROWS, last_tail_to_searches=True)
+    return ScaledAuction(result, kernels, source, work.exact, compile_ms, final_eps)
 
 
 def column_reduction_start(values):

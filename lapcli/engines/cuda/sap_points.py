@@ -1,0 +1,109 @@
+"""Engine ``cuda-sap`` on two point sets (lapcli.points.PointProblem): their costs computed from
+the coordinates wherever a kernel reads one (lapcli.cuda.points), never stored as a matrix. A
+square of AUCTION_FROM points or more, minimised, goes to the ε-scaling auction
+(lapcli.cuda.auction), the others to the searches over a thread-block cluster (kernels/sap.cu).
+``run_points`` is the engine's entry for them (lapcli.engines.cuda.sap re-exports it)."""
+
+from __future__ import annotations
+
+from ...cuda import auction, sap_cluster
+from ...cuda.hungarian import check_result, device_name
+from ...cuda.runtime import Event, current_gpu, current_stream
+from ...steps import SAP_STEP_NAMES, StepStat
+from ..base import EngineResult
+from .sap_room import check_clusters
+from .sap_start import AUCTION_EPS_OF_TOLERANCE, rows_take_lowest_column
+
+
+def run_points(problem, *, timeout: float | None = None, device: int | None = None,
+               progress=None) -> EngineResult:
+    """Two point sets (lapcli.points.PointProblem), their costs computed from the coordinates
+    wherever a kernel reads one (lapcli.cuda.points): no k × m matrix exists, device memory is
+    O((k + m)·d) plus O(m) of state. A square problem of AUCTION_FROM points or more, minimised,
+    is solved by the ε-scaling auction (lapcli.cuda.auction) down to an ε below the certificate's
+    tolerance; the others by the shortest augmenting paths over one thread-block cluster. One
+    more streamed pass over all k·m costs is the certificate. ``progress(phase, phases_left)``
+    follows the auction's phases."""
+    import time
+
+    import cupy
+
+    from ...certificate import judged
+    from ...cuda import points as device_points
+
+    with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
+        k, m = sorted((problem.n_rows, problem.n_cols))
+        by_auction = auction.solves(k, m, problem.maximize)
+        # the searches need a cluster's room; the auction (its 128-bit swaps) Hopper only
+        check_clusters(0 if by_auction else m, "on point sets")
+        stream = current_stream()
+        current_gpu()
+        start, copied_in, solved, certified = (Event() for _ in range(4))
+        start.record(stream)
+        points = device_points.upload(problem, "auction" if by_auction else "search")
+        copied_in.record(stream)
+        details = {
+            "costs": f"{problem.metric} from {problem.dim}-D coordinates (computed where read, no matrix)",
+            "compile_ms": round(points.compile_ms, 3),
+        }
+        if by_auction:
+            cols, v, steps, launches = _points_auction(problem, points, details, timeout, progress)
+        else:
+            cols, v, steps, launches = _points_searches(points, details, timeout)
+        solved.record(stream)
+        checking = time.perf_counter()
+        host_cols = cols.get()
+        check_result(0, host_cols)  # a permutation, before any pass reads a pair through it
+        pair = device_points.pair_costs(points, cols)
+        u = pair - v[cols]
+        minima, _ = device_points.row_min(points, v)
+        host = (host_cols, u.get(), v.get())
+        certificate = judged((minima - u).min(), cupy.abs(pair - u - v[cols]).max(), v, cols, m,
+                             problem.tolerance(), "cuda-sap", checking, "device")
+        certified.record(stream)
+        certified.synchronize()
+        details.update({"h2d_ms": round(copied_in.ms_since(start), 3),
+                        "kernel_ms": round(solved.ms_since(copied_in), 3), "launches": launches + 3})
+        if k < m:
+            details["rectangular"] = f"{k}x{m}"
+        rows, cols_caller = problem.assignment_from_work(host[0])
+        return EngineResult(rows=rows, cols=cols_caller, device=device_name(), dtype="float64", steps=steps,
+                            details=details, duals=problem.duals_from_work(host[1], host[2]),
+                            certificate=certificate.to_dict())
+
+
+def _points_auction(problem, points, details: dict, timeout, progress):
+    """The square point problem by the ε-scaling auction: (col_of_row, v, steps, launches)."""
+    found = auction.solve(points.kernels, points.source(), points.k, problem.tolerance() * AUCTION_EPS_OF_TOLERANCE,
+                          timeout=timeout, progress=progress)
+    details.update(found.details())
+    # a step per phase: its bids and its time (the release pass included)
+    steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
+             for index, phase in enumerate(found.phases)]
+    return found.col_of_row, found.v, steps, found.launches
+
+
+def _points_searches(points, details: dict, timeout):
+    """A point problem by the cluster searches: a square one from Jonker–Volgenant's column
+    reduction (one streamed pass, sides swapped: v[j] = min_i c(i, j), each column's lowest row
+    takes it), a k × m one (k < m) from v = 0 with every row free. (col_of_row, v, steps, launches)."""
+    from ...cuda import points as device_points
+
+    stream = current_stream()
+    begin, reduced = Event(), Event()
+    begin.record(stream)
+    v_start = col_start = None
+    if points.k == points.m:
+        v_start, lowest_row = device_points.row_min(points, swapped=True)
+        col_start = rows_take_lowest_column(lowest_row, points.k)
+    reduced.record(stream)
+    result = device_points.search(points, v_start, col_start, timeout=timeout)
+    stats = result.checked_stats()  # waits for the search
+    search_begin, search_end = result.events
+    details.update({"start": "column reduction" if col_start is not None else "every row free",
+                    "search_layout": f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}",
+                    "search_steps": stats["steps"]})
+    assigned = 0 if col_start is None else points.k - stats["searches"]
+    steps = [StepStat(1, f"start: {details['start']}", assigned, reduced.ms_since(begin)),
+             StepStat(2, SAP_STEP_NAMES[2], stats["searches"], search_end.ms_since(search_begin))]
+    return result.col_of_row, result.v, steps, 1 + (col_start is not None)
