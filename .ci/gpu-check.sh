@@ -6,7 +6,7 @@
 # `lap solve` against its kernel time, and the fuzzer in parallel processes. Logs go to the folder
 # given as $1 (default ./gpu-logs). To compare two checkouts' speed on one machine, see
 # benchmarks/compare_trees.py.
-# Environment: FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
+# Environment: SANITIZERS (default memcheck racecheck synccheck), FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
 # BATCH_SOLVERS (the batch suite's runners; default cuda-batch, torch-la, both columns each),
 # SKIP (space-separated parts to skip: tests sanitizer crossover structured points ranges hylac batch big solve
 # startup cold fuzz).
@@ -71,6 +71,20 @@ for n in (37, 300):
 lapcli.solve(rng.random((90, 60)), solver="cuda-sap", maximize=True)
 lapcli.solve(rng.random((1030, 1030)), solver="cuda-sap")  # the dense auction's float answer, certified as it is
 cuda_sap.ONE_BLOCK_UP_TO = 2048
+from lapcli.engines.cuda import sap_start
+from lapcli.cuda import auction
+# a float tail: its pairs lowered (float64, and a float64 copy of float32), its rows searched in one block, then
+# over a cluster; the scaled auction forced down to 512 points to keep racecheck's time short
+chain_limit, sap_start.chain_limit = sap_start.chain_limit, lambda n: 2
+cuda_sap.SCALED_AUCTION_FROM_FLOATS, auction.AUCTION_FROM = 0, 512
+a, b = rng.random((512, 2)), rng.random((512, 2))
+distances = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+for one_block_up_to in (2048, 0):
+    cuda_sap.ONE_BLOCK_UP_TO = one_block_up_to
+    for dtype in ("float64", "float32"):
+        lapcli.solve(distances.astype(dtype), solver="cuda-sap")
+cuda_sap.ONE_BLOCK_UP_TO, cuda_sap.SCALED_AUCTION_FROM_FLOATS, sap_start.chain_limit = 2048, 2048, chain_limit
+auction.AUCTION_FROM = 1024
 import cupy
 lapcli.match(cupy.asarray(rng.random((6, 50, 60))), [10, 0, 15, 5, 20, 10])
 for (n, m), metric in (((37, 37), "sqeuclidean"), ((300, 300), "cosine"), ((40, 700), "minkowski"),
@@ -80,7 +94,7 @@ for n, metric, maximize in ((1100, "sqeuclidean", False), (1024, "euclidean", Fa
     lapcli.solve_points(rng.random((n, 2)), rng.random((n, 2)), metric, solver="cuda-sap", maximize=maximize)
 print("sanitized solves done")
 PY
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${SANITIZERS:-memcheck racecheck synccheck}; do
     compute-sanitizer --tool $tool --error-exitcode 9 python3 /tmp/sanitize.py >"$out/sanitizer-$tool.txt" 2>&1 \
       && echo "compute-sanitizer $tool: clean" || { echo "compute-sanitizer $tool: FAILED"; status=1; }
     tail -2 "$out/sanitizer-$tool.txt"
@@ -159,7 +173,8 @@ if ! skip fuzz; then  # several processes share the GPU; each has its own seed
   workers=${FUZZ_WORKERS:-6}
   for w in $(seq 1 "$workers"); do
     solver=$([ $((w % 2)) = 0 ] && echo cuda-sap || echo cuda)  # every second worker fuzzes cuda-sap,
-    cluster=$([ $((w % 4)) = 0 ] && echo "--sap-one-block-up-to 0")  # every fourth its cluster kernel
+    cluster=$([ $((w % 4)) = 0 ] && echo "--sap-one-block-up-to 0")  # every fourth its cluster kernel,
+    [ "$w" -gt 2 ] && [ $((w % 4)) = 2 ] && cluster="--sap-scaled-auction-from 0"  # the sixth its auction start in one block
     python3 benchmarks/fuzz_gpu.py --solver "$solver" --seconds "${FUZZ_SECONDS:-60}" --batch-solver cuda-batch \
       --seed "$((RANDOM * 32768 + RANDOM + w))" $cluster \
       --out "$out/fuzz-$w" >"$out/fuzz-$w.log" 2>&1 &

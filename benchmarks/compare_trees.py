@@ -29,6 +29,9 @@ SUITE_ARGS = {  # the solvers each suite times (peers are timed in the suites' o
     "quick": ["--solvers", "scipy,numpy", "--warmup", "1"],  # CPU only: a check of this script
     # the papers' grid's cells of at most 2048 (a few ms each: where fixed costs of a call show)
     "papers-small": ["--sizes", "256,512,1024,2048", "--solvers", "cuda", "--warmup", "1"],
+    # the grid's cells from 1024 through auto, whichever engine it picks in each tree, beside cuda
+    # (``--solvers auto`` alone means every engine available)
+    "papers-auto": ["--sizes", "1024,2048,4096,8192", "--solvers", "auto,cuda", "--warmup", "1"],
 }
 
 

@@ -236,11 +236,16 @@ def main() -> None:
     parser.add_argument("--sap-one-block-up-to", type=int, default=None,
                         help="cuda-sap's searches run in one block up to this many columns, in a thread-block "
                              "cluster above (default 2048; 0: every cuda-sap solve through kernels/sap.cu)")
+    parser.add_argument("--sap-scaled-auction-from", type=int, default=None,
+                        help="cuda-sap's squares of this many columns or more start from the epsilon-scaling "
+                             "auction in the one-block range too (0: every size the auction takes)")
     args = parser.parse_args()
-    if args.sap_one_block_up_to is not None:
-        from lapcli.engines.cuda import sap as cuda_sap
+    from lapcli.engines.cuda import sap as cuda_sap
 
+    if args.sap_one_block_up_to is not None:
         cuda_sap.ONE_BLOCK_UP_TO = args.sap_one_block_up_to
+    if args.sap_scaled_auction_from is not None:
+        cuda_sap.SCALED_AUCTION_FROM_FLOATS = cuda_sap.SCALED_AUCTION_FROM_INTEGERS = args.sap_scaled_auction_from
     if args.replay:
         saved = np.load(args.replay, allow_pickle=False)
         case = json.loads(str(saved["case"]))
