@@ -76,7 +76,19 @@ def batch_linear_assignment(costs, maximize: bool = False, sizes=None):
     """The column of each row for every problem of a (B, n, m) stack, −1 for an unassigned row:
     torch-linear-assignment's function, on NumPy, CuPy or torch input (result of the same kind).
     ``sizes`` = (rows, cols), B integers each: problem b is ``costs[b, :rows[b], :cols[b]]``, the
-    rest of the stack is not read. A list of matrices of any shapes gives a list of results."""
+    rest of the stack is not read. A list of matrices of any shapes gives a list of results.
+
+    Without a GPU ``auto`` runs scipy, and as in ``linear_sum_assignment`` the columns are all
+    this returns: they are not certified (``solve_batch`` certifies), and a batch too small for the
+    pipeline's threads is solved by a plain scipy loop on the caller's arrays
+    (lapcli.engines.cpu.scipy_loop), never slower than one."""
+    if sizes is None and not cuda_status()[0]:
+        from .engines.cpu import scipy_loop  # here: scipy.optimize is not imported with lapcli
+
+        looped = scipy_loop.columns(costs, maximize)
+        if looped is not None:
+            return looped
+        return solve_batch(costs, maximize=maximize, objectives=False, certify=False).col_ind
     return solve_batch(costs, maximize=maximize, sizes=sizes, objectives=False).col_ind
 
 

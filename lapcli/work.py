@@ -142,6 +142,7 @@ def float64_exact(values, side: int | None = None) -> bool:
     return float64_exact_magnitude(max(abs(int(values.min())), abs(int(values.max()))), k)
 
 
+@lru_cache(maxsize=1024)
 def float64_exact_dtype(dtype, side: int) -> bool:
     """Whether every matrix of this integer ``dtype`` with sides up to ``side`` is float64_exact,
     whatever its values (no scan needed)."""

@@ -228,3 +228,79 @@ def test_scipy_batch_uses_threads_where_they_measured_faster(rng, monkeypatch, s
     assert solution.report.details["threads"] == threads
     expected = np.stack([scipy_lsa(c)[1] for c in costs])
     assert np.array_equal(solution.col_ind, expected)
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """batch_linear_assignment as on a machine without a GPU, wherever the tests run."""
+    import lapcli.api
+
+    monkeypatch.setattr(lapcli.api, "cuda_status", lambda: (False, "no GPU (test)"))
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_without_a_gpu_small_batches_are_a_plain_scipy_loop(rng, monkeypatch, no_gpu, maximize):
+    """Below the pipeline's threads the columns come from scipy on the caller's arrays, not
+    through solve_batch (~35 µs a call for two 16 × 16 problems against 5 µs for the loop): the
+    same layout (−1 for a tall problem's unassigned rows; one array for a list of one shape) and
+    the optimum of every problem, forbidden entries included."""
+    import lapcli.api
+
+    def no_pipeline(*args, **kwargs):
+        raise AssertionError("a small batch went through the pipeline")
+
+    monkeypatch.setattr(lapcli.api, "solve_batch", no_pipeline)
+    for shape in ((7, 5, 5), (4, 3, 8), (4, 8, 3), (512, 1, 1), (64, 16, 16)):
+        for stack in (rng.integers(-100, 100, shape), rng.random(shape), rng.random(shape).astype(np.float32),
+                      rng.integers(0, 1000, shape).astype(np.int32)):
+            if stack.dtype.kind == "f":
+                stack[rng.random(shape) < 0.05] = -np.inf if maximize else np.inf  # forbidden pairs
+                stack[:, :, 0] = 0.5  # a feasible column left in every row
+            cols = batch_linear_assignment(stack, maximize=maximize)
+            expected_cols, expected = scipy_loop(stack, maximize)
+            assert cols.dtype == np.int64 and cols.shape == shape[:2]
+            assert np.array_equal(cols < 0, expected_cols < 0)
+            chosen = np.where(cols >= 0, cols, 0)
+            got = np.where(cols >= 0, np.take_along_axis(stack, chosen[:, :, None], axis=2)[:, :, 0], 0).sum(axis=1)
+            np.testing.assert_allclose(got, expected, rtol=1e-6)
+    ragged = [rng.random((int(r), int(c))) for r, c in rng.integers(0, 9, (40, 2))]
+    listed = batch_linear_assignment(ragged, maximize=maximize)
+    assert isinstance(listed, list) and len(listed) == 40
+    for matrix, cols in zip(ragged, listed):
+        rows, columns = scipy_lsa(matrix, maximize=maximize)
+        assert len(cols) == matrix.shape[0] and np.array_equal(np.flatnonzero(cols >= 0), rows)
+        assert matrix[rows, cols[rows]].sum() == pytest.approx(matrix[rows, columns].sum())
+    one_shape = batch_linear_assignment([rng.random((3, 4)) for _ in range(5)], maximize=maximize)
+    assert isinstance(one_shape, np.ndarray) and one_shape.shape == (5, 3)
+
+
+def test_without_a_gpu_what_scipy_would_get_wrong_goes_through_the_pipeline(rng, monkeypatch, no_gpu):
+    """The loop declines what the pipeline must see: 64-bit integers float64 cannot sum (scipy
+    rounds 2^60 + 1 to 2^60 and picks the wrong pair), NaN and infeasible members (lapcli's
+    errors name them), and stacks large enough for its threads (then uncertified: the columns are
+    all it returns)."""
+    import lapcli.api
+
+    big = 2**60
+    wide = np.array([[[big, big + 1], [big + 1, big + 3]]], dtype=np.int64)
+    assert scipy_lsa(wide[0])[1].tolist() == [0, 1]  # scipy alone: not the optimum
+    assert batch_linear_assignment(wide).tolist() == [[1, 0]]
+    assert batch_linear_assignment([wide[0], wide[0, :1]])[0].tolist() == [1, 0]
+    stack = rng.random((30, 3, 4))
+    stack[[4, 17], 1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"^matrix contains invalid numeric entries: problems 4, 17 of 30$"):
+        batch_linear_assignment(stack)
+    stack = rng.random((64, 5, 5))
+    stack[3, 2, :] = np.inf
+    with pytest.raises(InfeasibleError, match=r"^cost matrix is infeasible: problem 3 of 64$"):
+        batch_linear_assignment(stack)
+    calls = []
+    solve = lapcli.api.solve_batch
+    monkeypatch.setattr(lapcli.api, "solve_batch", lambda *a, **k: calls.append(k) or solve(*a, **k))
+    large = rng.random((300, 16, 16))  # 76,800 entries: the pipeline's threads (two or more cores)
+    cols = batch_linear_assignment(large)
+    from lapcli.engines.cpu.scipy_batch import CPUS
+
+    assert calls == ([{"maximize": False, "objectives": False, "certify": False}] if CPUS > 1 else [])
+    np.testing.assert_allclose(np.take_along_axis(large, cols[:, :, None], axis=2).sum(axis=(1, 2)),
+                               scipy_loop(large)[1])

@@ -1,0 +1,102 @@
+"""The columns of a batch straight from scipy, one problem after the other: what
+``batch_linear_assignment`` runs without a GPU where the pipeline would add only its fixed cost.
+
+Without a GPU ``auto`` gives a batch to ``scipy-batch``, which solves the same scipy calls over
+the pipeline's work stack (transposes, float reduction, sentinels), and on two threads only from
+64K entries a stack (256 members a ragged list). Below that, the pipeline's preparation and
+bookkeeping are the time: ~35 µs a call against 5 µs for a loop over two 16 × 16 problems, 2–13×
+a plain scipy loop for small stacks and lists (2-core CI machine). ``columns`` is that loop, on
+the caller's arrays, in the pipeline's result layout. It declines (None) whatever the pipeline
+must see: other inputs, integers float64 cannot sum exactly, batches large enough for the threads,
+and any problem scipy refuses (NaN, an infeasible one: the pipeline names it in its error).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+from ...work import float64_exact, float64_exact_dtype
+from .scipy_batch import CPUS, MEMBER_THREADS_FROM, SERIAL_BELOW, THREADS_FROM
+
+# The element types scipy solves as they are (it converts to float64): float32 and float64, and
+# integers checked by float64_exact.
+LOOPED_FLOATS = "fd"
+
+
+def columns(costs, maximize: bool):
+    """(B, n) int64 columns (−1: an unassigned row) of a NumPy or CPU torch (B, n, m) stack, in its
+    library, or a list of them for a list of NumPy matrices of several shapes (one array when they
+    share a shape, as the pipeline stacks them); None where the pipeline takes the batch."""
+    if isinstance(costs, np.ndarray):
+        return _stack_columns(costs, maximize) if costs.ndim == 3 else None
+    if type(costs).__module__.startswith("torch"):
+        if costs.ndim != 3 or costs.device.type != "cpu" or costs.requires_grad:
+            return None
+        try:
+            stack = costs.numpy()
+        except (TypeError, RuntimeError):  # bfloat16 and other types NumPy lacks
+            return None
+        looped = _stack_columns(stack, maximize)
+        return None if looped is None else __import__("torch").from_numpy(looped)
+    if isinstance(costs, (list, tuple)) and costs and all(type(c) is np.ndarray and c.ndim == 2 for c in costs):
+        return _list_columns(costs, maximize)
+    return None
+
+
+def _looped_dtype(dtype: np.dtype) -> bool:
+    return dtype.kind in "iu" or dtype.char in LOOPED_FLOATS
+
+
+def _stack_columns(stack: np.ndarray, maximize: bool) -> np.ndarray | None:
+    batch, n, m = stack.shape
+    if not _looped_dtype(stack.dtype) or stack.size == 0:
+        return None
+    if CPUS > 1 and stack.size >= THREADS_FROM and n * m >= SERIAL_BELOW:  # the pipeline's threads pay
+        return None
+    if not float64_exact(stack):
+        return None
+    try:
+        if n <= m:  # every row assigned, in order: scipy's columns are the row's
+            return np.array([scipy_lsa(matrix, maximize)[1] for matrix in stack], dtype=np.int64).reshape(batch, n)
+        col_ind = np.full((batch, n), -1, dtype=np.int64)
+        for b in range(batch):
+            rows, cols = scipy_lsa(stack[b], maximize)
+            col_ind[b, rows] = cols
+        return col_ind
+    except ValueError:  # NaN, a wrong-signed infinity, an infeasible problem
+        return None
+
+
+def _list_columns(matrices, maximize: bool):
+    if CPUS > 1 and len(matrices) >= MEMBER_THREADS_FROM:
+        return None
+    if not all(_looped_dtype(c.dtype) for c in matrices) or not _float64_exact_members(matrices):
+        return None
+    looped = []
+    try:
+        for matrix in matrices:
+            k, m = matrix.shape
+            if k <= m:
+                looped.append(scipy_lsa(matrix, maximize)[1].astype(np.int64, copy=False) if matrix.size
+                              else np.full(k, -1, dtype=np.int64))
+            else:
+                cols = np.full(k, -1, dtype=np.int64)
+                if m:
+                    rows, taken = scipy_lsa(matrix, maximize)
+                    cols[rows] = taken
+                looped.append(cols)
+    except ValueError:
+        return None
+    if all(c.shape == matrices[0].shape for c in matrices):
+        return np.stack(looped)
+    return looped
+
+
+def _float64_exact_members(matrices) -> bool:
+    """float64_exact for every member, with one scan of the 64-bit integer members' values together
+    (a scan per member would cost about what scipy takes to solve a small one)."""
+    wide = [c for c in matrices if c.dtype.kind in "iu" and c.size and not float64_exact_dtype(c.dtype, max(c.shape))]
+    if not wide:
+        return True
+    return float64_exact(np.concatenate([c.ravel() for c in wide]), side=max(max(c.shape) for c in wide))
