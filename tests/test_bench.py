@@ -85,6 +85,22 @@ def test_a_warm_up_has_room_for_one_off_costs_and_the_timed_solves_the_limit():
     assert limits == [None, None]
 
 
+def test_a_runner_that_compiles_nothing_gets_no_warm_up():
+    """A built peer (guthe-omp: tens of seconds a solve at 32,768) is timed without a warm-up."""
+    from lapcli.bench.runner import built_peer_runner
+
+    assert built_peer_runner("guthe-omp").needs_warmup is False
+    calls = []
+
+    def cold(cost, timeout):
+        calls.append(timeout)
+        return 0, []
+
+    cold.needs_warmup = False
+    run_bench(BenchSettings(cells=((8, 1),), solvers=("cold",), repeat=2, warmup=1, timeout=3), runners={"cold": cold})
+    assert calls == [3, 3]
+
+
 def test_an_engine_is_skipped_above_its_column_limit(monkeypatch):
     from lapcli.engines import registry
 
