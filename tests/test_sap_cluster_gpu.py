@@ -172,7 +172,8 @@ def test_a_float_tail_is_searched_from_duals_within_two_eps(rng, monkeypatch, n,
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
 def test_the_one_block_searches_from_the_scaled_auction_match_scipy(rng, monkeypatch, dtype):
     """The ε-scaling auction's start forced down the one-block sizes: integers from 2 columns
-    (floats from its AUCTION_FROM), the searches in one block from its duals."""
+    (floats from its AUCTION_FROM), the searches in one block from its duals; maximised costs keep
+    the row reduction."""
     from lapcli.cuda.auction import AUCTION_FROM
     from lapcli.engines.cuda import sap as cuda_sap
 
@@ -188,6 +189,8 @@ def test_the_one_block_searches_from_the_scaled_auction_match_scipy(rng, monkeyp
                                                         else "augmenting row reduction")
             assert not solution.report.details.get("search_layout", "").startswith("cluster")
             assert_matches_scipy(solution, cost.astype(dtype))
+    maximised = lapcli.solve(points(rng, 1500, 1500).astype(dtype), solver="cuda-sap", maximize=True)
+    assert maximised.report.details["start"] == "augmenting row reduction"  # no price war for the auction
 
 
 @pytest.mark.parametrize("auction", [True, False])

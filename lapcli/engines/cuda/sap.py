@@ -11,23 +11,23 @@ The classical kernel stays faster where zeros are many (low ranges), and ``auto`
 them by measurement (engines/auto.py).
 
 A square problem up to ONE_BLOCK_UP_TO columns (below SCALED_AUCTION_FROM_FLOATS columns for
-floats): two launches on one stream, nothing copied between:
+minimised floats): two launches on one stream, nothing copied between:
   1. kernels/hungarian.cu with ``start_only``: Jonker–Volgenant's augmenting row reduction as
      parallel rounds (the twin's numpy_hungarian.auction_start), leaving v and a partial
      assignment whose every row is tight at a minimum of c − v over its row;
   2. the searches from that warm start (lapcli.cuda.batch_lap.solve_stack): a Dijkstra per free
      row, the dual update, the augmentation; u = c − v on the assignment.
-A larger square (floats from SCALED_AUCTION_FROM_FLOATS): Bertsekas' auction with ε-scaling on the
-work matrix (kernels/auction.cu, the kernels of point sets on a dense source; Guthe–Thuerck 2021
-start their searches the same way), each eviction chain cut after chain_limit(n) bids. Integers
-run it down to ε = 1/(4n); its duals floored leave almost every row exactly tight. Floats run it
-down to an ε below the certificate's tolerance: an auction that ends with every row assigned is
-the answer (its duals are the certificate's); the rows a chain limit left free in the last phase
-are searched from its duals, every other row kept within 2ε with its pair's cost lowered to its
-row's minimum while they run (sap_start.ScaledAuction.hand_over). The searches, in one block or
-over a cluster (kernels/sap.cu) by the columns, are exact from any duals: past its time budget
-the auction hands over whatever duals it has, so a slow auction costs its budget, never the
-answer.
+A larger square (minimised floats from SCALED_AUCTION_FROM_FLOATS): Bertsekas' auction with
+ε-scaling on the work matrix (kernels/auction.cu, the kernels of point sets on a dense source;
+Guthe–Thuerck 2021 start their searches the same way), each eviction chain cut after
+chain_limit(n) bids. Integers run it down to ε = 1/(4n); its duals floored leave almost every row
+exactly tight. Floats run it down to an ε below the certificate's tolerance: an auction that ends
+with every row assigned is the answer (its duals are the certificate's); the rows a chain limit
+left free in the last phase are searched from its duals, every other row kept within 2ε with its
+pair's cost lowered to its row's minimum while they run (sap_start.ScaledAuction.hand_over). The
+searches, in one block or over a cluster (kernels/sap.cu) by the columns, are exact from any
+duals: past its time budget the auction hands over whatever duals it has, so a slow auction
+costs its budget, never the answer.
 A k × m problem (k < m, a tall one transposed) is solved as it is: no auction (it needs a square),
 every row searched from v = 0, by the same two search kernels.
 Two point sets (``run_points``, lapcli.engines.cuda.sap_points) are solved on costs computed from
@@ -103,16 +103,18 @@ def solve(problem, *, timeout: float | None = None, device: int | None = None,
         start.record(stream)
         work = device_work(problem)
         copied_in.record(stream)
-        if problem.size > ONE_BLOCK_UP_TO or (auction_rounds and starts_from_scaled_auction(work)):
+        if problem.size > ONE_BLOCK_UP_TO or (auction_rounds and not problem.maximize
+                                               and starts_from_scaled_auction(work)):
             return _after_scaled_auction(problem, work, timeout, auction_rounds, began, (start, copied_in))
         return _after_row_reduction(problem, work, timeout, auction_rounds, began, (start, copied_in))
 
 
 def starts_from_scaled_auction(work) -> bool:
-    """Whether a square work matrix up to ONE_BLOCK_UP_TO columns starts its one-block searches
-    from the ε-scaling auction rather than the augmenting row reduction: from
+    """Whether a minimised square work matrix up to ONE_BLOCK_UP_TO columns starts its one-block
+    searches from the ε-scaling auction rather than the augmenting row reduction: from
     SCALED_AUCTION_FROM_FLOATS (SCALED_AUCTION_FROM_INTEGERS) columns, where the auction takes
-    (lapcli.engines.cuda.sap_start.uses_scaled_auction)."""
+    (lapcli.engines.cuda.sap_start.uses_scaled_auction). Maximised costs keep the row reduction:
+    maximised distances make the auction's prices climb far (its budget, 0.5 s, would be spent)."""
     from_columns = SCALED_AUCTION_FROM_INTEGERS if work.exact else SCALED_AUCTION_FROM_FLOATS
     return work.values.shape[0] >= from_columns and uses_scaled_auction(work)
 
@@ -261,7 +263,8 @@ def _auction_answer(problem, work, found: ScaledAuction, details: dict, events: 
     details.update({"compile_ms": round(found.compile_ms, 3), "h2d_ms": round(copied_in.ms_since(start), 3),
                     "kernel_ms": round(auction_ms, 3), "d2h_ms": round(copied_out.ms_since(auctioned), 3),
                     "search_steps": 0, "launches": details["launches"] + 1})
-    steps = [StepStat(1, SAP_STEP_NAMES[1], len(found.result.phases), auction_ms), StepStat(2, SAP_STEP_NAMES[2], 0, 0.0)]
+    steps = [StepStat(1, SAP_STEP_NAMES[1], len(found.result.phases), auction_ms),
+             StepStat(2, SAP_STEP_NAMES[2], 0, 0.0)]
     return certified_result(problem, work, cols, u, v, engine="cuda-sap", device=device_name(), steps=steps,
                             details=details, host_copies=host)
 
