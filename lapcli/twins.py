@@ -236,7 +236,8 @@ def hand_over(cost: np.ndarray, col_of_row: np.ndarray, v: np.ndarray,
     matrix; its reduced costs bound the true ones from below, so their duals stay feasible for
     the true costs and a kept pair ends ≤ ``slack`` from tight: inside the certificate's tolerance
     when ε is a fraction of it.
-    Returns (v, col_of_row int32, the matrix to search: ``cost`` itself, or the lowered copy)."""
+    Returns (v, col_of_row int32, the matrix to search: ``cost`` itself, or the lowered float64
+    copy)."""
     exact = cost.dtype.kind in "iu"
     v = np.floor(v).astype(np.int64) if exact else np.asarray(v, dtype=np.float64)
     reduced = cost.astype(v.dtype) - v[None, :]
@@ -248,6 +249,6 @@ def hand_over(cost: np.ndarray, col_of_row: np.ndarray, v: np.ndarray,
     searched = cost
     if slack and not exact:
         rows = np.flatnonzero(tight & (gap > 0))
-        searched = cost.copy()
-        searched[rows, col_of_row[rows]] = (minima[rows] + v[col_of_row[rows]]).astype(cost.dtype)
+        searched = cost.astype(np.float64)  # a copy: a float32 ulp is coarser than 2ε
+        searched[rows, col_of_row[rows]] = minima[rows] + v[col_of_row[rows]]
     return v, np.where(tight, col_of_row, -1).astype(np.int32), searched

@@ -155,11 +155,16 @@ def test_a_float_tail_is_searched_from_duals_within_two_eps(rng, monkeypatch, n,
     found = []
     solve = auction.solve
     monkeypatch.setattr(auction, "solve", lambda *a, **k: found.append(result := solve(*a, **k)) or result)
+    from lapcli.problem import prepare
+
     cost = points(rng, n, n).astype(dtype)
-    on_device = cupy.asarray(cost)
-    solution = lapcli.solve(on_device, solver="cuda-sap")
-    assert np.array_equal(on_device.get(), cost)  # the lowered pairs put back
-    details, result = solution.report.details, found[0]
+    problem = prepare(cupy.asarray(cost))
+    solution = cuda_sap.solve(problem)
+    # the lowered pairs put back in the work matrix the problem keeps (float64: lowered in place)
+    assert np.array_equal(problem.work_on(cupy).values.get(), prepare(cost).work_on(cupy).values.get())
+    assert solution.certificate is not None
+    solution = lapcli.solve(cost, solver="cuda-sap")
+    details, result = solution.report.details, found[-1]
     assert solution.report.certified and details["start"] == "epsilon-scaling auction"
     assert all(phase.longest_chain <= 2 for phase in result.phases)
     assert not result.complete and result.phases[-1].left_free > 0

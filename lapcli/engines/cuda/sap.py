@@ -198,14 +198,15 @@ def _after_scaled_auction(problem, work, timeout, auction_rounds: int, began: fl
         if found.complete and not work.exact:  # its duals are the certificate's: no search
             return _auction_answer(problem, work, found, details, (start, copied_in, auctioned, copied_out))
         start_state = found.hand_over(work.values)
-        v_start, col_start, searched = start_state.v, start_state.col_of_row, start_state.values
-        details["free_after_auction"] = int((col_start < 0).sum())
-        details["launches"] += 2  # the hand-over's passes
-        if start_state.lowered is not None:
-            details["lowered_pairs"] = start_state.lowered_pairs
-    if timeout:
-        timeout = max(timeout - (time.perf_counter() - began), 1e-3)
-    try:
+    try:  # from here the work matrix may hold lowered pairs: restored below, whatever happens
+        if start_state is not None:
+            v_start, col_start, searched = start_state.v, start_state.col_of_row, start_state.values
+            details["free_after_auction"] = int((col_start < 0).sum())
+            details["launches"] += 2  # the hand-over's passes
+            if start_state.lowered is not None:
+                details["lowered_pairs"] = start_state.lowered_pairs
+        if timeout:
+            timeout = max(timeout - (time.perf_counter() - began), 1e-3)
         if size > ONE_BLOCK_UP_TO:
             result = sap_cluster.solve(searched, v_start, col_start, timeout=timeout)
             cols = result.col_of_row
@@ -226,8 +227,9 @@ def _after_scaled_auction(problem, work, timeout, auction_rounds: int, began: fl
             searches = int((col_start < 0).sum())
         host = (cols.get(), u.get(), v.get())
     finally:
-        if start_state is not None:  # the true costs back, for the certificate and the caller
+        if start_state is not None:  # the true costs back, for the certificate
             start_state.restore()
+    searched = start_state = None  # a float32 matrix's float64 copy, freed before the certificate
     copied_out.record(stream)
     copied_out.synchronize()
     if size <= ONE_BLOCK_UP_TO and (status_word := int(result.status.get()[0])) != 0:
