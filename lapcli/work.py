@@ -142,6 +142,10 @@ def float64_exact(values, side: int | None = None) -> bool:
     return float64_exact_magnitude(max(abs(int(values.min())), abs(int(values.max()))), k)
 
 
+SPREAD_OVERFLOWS = ("the costs' spread (a row's max − min) overflows float64, so lapcli cannot reduce them; "
+                    "scale them down")
+
+
 @lru_cache(maxsize=1024)
 def float64_exact_dtype(dtype, side: int) -> bool:
     """Whether every matrix of this integer ``dtype`` with sides up to ``side`` is float64_exact,
@@ -311,8 +315,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
                 reduced -= col_min[:, None, :]
         # reduced costs are >= 0 and the entries finite: an overflow shows as +inf in the maximum
         if checked and reduced.size and not bool(xp.isfinite(reduced.max())):
-            raise LapInputError("the costs' spread (a row's max − min) overflows float64, so lapcli cannot "
-                                "reduce them; scale them down")
+            raise LapInputError(SPREAD_OVERFLOWS)
         return Work(xp.ascontiguousarray(reduced), row_offset=row_min, col_offset=col_min)
     if values.dtype.itemsize < arr.dtype.itemsize and not bool((xp.isfinite(values) == finite).all()):
         raise LapInputError(f"costs overflow {target}; use --dtype float64")

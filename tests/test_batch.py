@@ -243,7 +243,7 @@ def test_without_a_gpu_small_batches_are_a_plain_scipy_loop(rng, monkeypatch, no
     """Below the pipeline's threads the columns come from scipy on the caller's arrays, not
     through solve_batch (~35 µs a call for two 16 × 16 problems against 5 µs for the loop): the
     same layout (−1 for a tall problem's unassigned rows; one array for a list of one shape) and
-    the optimum of every problem, forbidden entries included."""
+    the optimum of every problem."""
     import lapcli.api
 
     def no_pipeline(*args, **kwargs):
@@ -253,9 +253,6 @@ def test_without_a_gpu_small_batches_are_a_plain_scipy_loop(rng, monkeypatch, no
     for shape in ((7, 5, 5), (4, 3, 8), (4, 8, 3), (512, 1, 1), (64, 16, 16)):
         for stack in (rng.integers(-100, 100, shape), rng.random(shape), rng.random(shape).astype(np.float32),
                       rng.integers(0, 1000, shape).astype(np.int32)):
-            if stack.dtype.kind == "f":
-                stack[rng.random(shape) < 0.05] = -np.inf if maximize else np.inf  # forbidden pairs
-                stack[:, :, 0] = 0.5  # a feasible column left in every row
             cols = batch_linear_assignment(stack, maximize=maximize)
             expected_cols, expected = scipy_loop(stack, maximize)
             assert cols.dtype == np.int64 and cols.shape == shape[:2]
@@ -276,9 +273,10 @@ def test_without_a_gpu_small_batches_are_a_plain_scipy_loop(rng, monkeypatch, no
 
 def test_without_a_gpu_what_scipy_would_get_wrong_goes_through_the_pipeline(rng, monkeypatch, no_gpu):
     """The loop declines what the pipeline must see: 64-bit integers float64 cannot sum (scipy
-    rounds 2^60 + 1 to 2^60 and picks the wrong pair), NaN and infeasible members (lapcli's
-    errors name them), and stacks large enough for its threads (then uncertified: the columns are
-    all it returns)."""
+    rounds 2^60 + 1 to 2^60 and picks the wrong pair), floats near float64's overflow (scipy's
+    sums overflow and its answer is not optimal; the pipeline refuses them), forbidden entries,
+    NaN and infeasible members (lapcli's errors name them), and stacks large enough for its
+    threads (then uncertified: the columns are all it returns)."""
     import lapcli.api
 
     big = 2**60
@@ -286,6 +284,26 @@ def test_without_a_gpu_what_scipy_would_get_wrong_goes_through_the_pipeline(rng,
     assert scipy_lsa(wide[0])[1].tolist() == [0, 1]  # scipy alone: not the optimum
     assert batch_linear_assignment(wide).tolist() == [[1, 0]]
     assert batch_linear_assignment([wide[0], wide[0, :1]])[0].tolist() == [1, 0]
+    huge = np.array([[[-9., -4., 2.], [-9., -8., 9.], [8., -9., -3.]]]) * 1e307
+    with pytest.raises(ValueError, match="overflows float64"):
+        batch_linear_assignment(huge)
+    with pytest.raises(ValueError, match="overflows float64"):
+        batch_linear_assignment([huge[0], huge[0, :2]])
+    with pytest.raises(ValueError, match="overflows float64"):  # the CPU's ragged members, as the stacks
+        solve_batch([huge[0], huge[0, :2]])
+    assert solve_batch([huge[0] / 10, huge[0, :2] / 10]).col_ind[0].tolist() == [0, 1, 2]
+    calls = []
+    solve = lapcli.api.solve_batch
+    monkeypatch.setattr(lapcli.api, "solve_batch", lambda *a, **k: calls.append(k) or solve(*a, **k))
+    forbidden = rng.random((6, 5, 5))
+    forbidden[rng.random((6, 5, 5)) < 0.2] = np.inf
+    forbidden[:, :, 0] = 0.5  # a feasible column left in every row
+    cols = batch_linear_assignment(forbidden)
+    assert len(calls) == 1
+    assert np.isfinite(np.take_along_axis(forbidden, cols[:, :, None], axis=2)).all()
+    np.testing.assert_allclose(np.take_along_axis(forbidden, cols[:, :, None], axis=2).sum(axis=(1, 2)),
+                               scipy_loop(forbidden)[1])
+    monkeypatch.setattr(lapcli.api, "solve_batch", solve)
     stack = rng.random((30, 3, 4))
     stack[[4, 17], 1, 2] = np.nan
     with pytest.raises(ValueError, match=r"^matrix contains invalid numeric entries: problems 4, 17 of 30$"):

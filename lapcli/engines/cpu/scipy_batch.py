@@ -23,8 +23,10 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...arrays import host
+from ...errors import LapInputError
 from ...twins import reference_stack
 from ...work import (
+    SPREAD_OVERFLOWS,
     float64_exact,
     float64_exact_dtype,
     float64_exact_magnitude,
@@ -122,6 +124,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True) -> BatchEng
             sums[b] = 0.0 if cost.dtype.kind == "f" else 0
         else:
             (direct if cost.dtype.kind == "f" else integers).append(b)
+    _check_float_spread([costs[b] for b in direct])  # what the work stack refuses, scipy would get wrong
     solved_as = costs  # what scipy is given for each member
     as_floats = _float64_copies([costs[b] for b in integers])
     if as_floats is not None:
@@ -203,11 +206,7 @@ def _float64_copies(matrices: list) -> list | None:
     if total > FLOAT_COPIES_UP_TO:  # large members: their solves dwarf a check and a conversion each
         return None
     side = max(max(m.shape) for m in matrices)
-    buffer = getattr(_FLOAT_BUFFER, "values", None)
-    if buffer is None or buffer.size < total:  # fresh pages are faulted in once, not every call
-        grown = 2 * buffer.size if buffer is not None else 0
-        buffer = _FLOAT_BUFFER.values = np.empty(min(FLOAT_COPIES_UP_TO, max(total, grown)))
-    flat = np.concatenate([m.ravel() for m in matrices], out=buffer[:total])
+    flat = _end_to_end(matrices, total)
     if not (float64_exact_dtype(matrices[0].dtype, side)
             or float64_exact_magnitude(max(-float(flat.min()), float(flat.max())), side)):
         return None
@@ -215,7 +214,56 @@ def _float64_copies(matrices: list) -> list | None:
     return [flat[end - m.size:end].reshape(m.shape) for m, end in zip(matrices, ends)]
 
 
-_FLOAT_BUFFER = threading.local()  # _float64_copies' buffer: a thread's own, kept between calls
+def _end_to_end(matrices: list, total: int) -> np.ndarray:
+    """The matrices' values end to end as float64 (``total`` of them, at most FLOAT_COPIES_UP_TO)
+    in this thread's reused buffer: a view, good until this thread's next call. Fresh pages are
+    faulted in once, not every call (a new 3.4 MB array a call cost a ragged list of 1000 members
+    more than its concatenation)."""
+    buffer = getattr(_FLOAT_BUFFER, "values", None)
+    if buffer is None or buffer.size < total:
+        grown = 2 * buffer.size if buffer is not None else 0
+        buffer = _FLOAT_BUFFER.values = np.empty(min(FLOAT_COPIES_UP_TO, max(total, grown)))
+    return np.concatenate([m.ravel() for m in matrices], out=buffer[:total])
+
+
+def check_float_spread(matrices, flat=None) -> None:
+    """Refuse float matrices (``matrices``: floats only) a row of whose finite float64 costs spans
+    more than float64 holds: the work stack's refusal (SPREAD_OVERFLOWS), for matrices scipy is
+    given as they are (a ragged list's members on the CPU; near ±1e308 scipy's sums overflow and it
+    returns an assignment that is not optimal). One scan of all their values (``flat``: the
+    float64 ones end to end, where the caller has them); each row's only where that one is too
+    wide."""
+    wide = [m.ravel() for m in matrices if m.dtype.itemsize == 8]
+    if flat is None and wide:
+        flat = np.concatenate(wide) if len(wide) > 1 else wide[0]
+    if not wide or _finite_spread_fits(flat):
+        return
+    for matrix in (m for m in matrices if m.dtype.itemsize == 8 and m.size):
+        for row in matrix:
+            if not _finite_spread_fits(row):
+                raise LapInputError(SPREAD_OVERFLOWS)
+
+
+def _finite_spread_fits(values) -> bool:
+    with np.errstate(over="ignore", invalid="ignore"):
+        lo, hi = values.min(), values.max()
+        if not (np.isfinite(lo) and np.isfinite(hi)):  # forbidden entries (±inf), or NaN
+            finite = values[np.isfinite(values)]
+            if not finite.size:
+                return True
+            lo, hi = finite.min(), finite.max()
+        return bool(np.isfinite(hi - lo))
+
+
+def _check_float_spread(matrices: list) -> None:
+    """check_float_spread on a ragged batch's float members, their values scanned in
+    this thread's buffer where they fit it."""
+    wide = [m for m in matrices if m.dtype.itemsize == 8]
+    total = sum(m.size for m in wide)
+    check_float_spread(wide, _end_to_end(wide, total) if wide and total <= FLOAT_COPIES_UP_TO else None)
+
+
+_FLOAT_BUFFER = threading.local()  # _end_to_end's buffer: a thread's own, kept between calls
 
 
 def _integer_member(cost: np.ndarray, maximize: bool):

@@ -7,8 +7,8 @@ the pipeline's work stack (transposes, float reduction, sentinels), and on two t
 bookkeeping are the time: ~35 µs a call against 5 µs for a loop over two 16 × 16 problems, 2–13×
 a plain scipy loop for small stacks and lists (2-core CI machine). ``columns`` is that loop, on
 the caller's arrays, in the pipeline's result layout. It declines (None) whatever the pipeline
-must see: other inputs, integers float64 cannot sum exactly, batches large enough for the threads,
-and any problem scipy refuses (NaN, an infeasible one: the pipeline names it in its error).
+must see: other inputs, integers float64 cannot sum exactly, floats that are not finite or near
+float64's overflow, batches large enough for the threads, and any problem scipy refuses.
 """
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ from .scipy_batch import CPUS, MEMBER_THREADS_FROM, SERIAL_BELOW, THREADS_FROM
 # The element types scipy solves as they are (it converts to float64): float32 and float64, and
 # integers checked by float64_exact.
 LOOPED_FLOATS = "fd"
+# Floats go to the loop only where every entry is finite and below this in magnitude: scipy's sums
+# of a few such costs cannot overflow (near 1e308 they do, and it returns an assignment that is
+# not optimal; the pipeline refuses such costs in one line). An infinity, a forbidden pair, goes to
+# the pipeline too, which checks the finite costs' spread before it marks them.
+FLOAT_LOOP_LIMIT = 1e290
+FLOAT32_MAX = np.finfo(np.float32).max
 
 
 def columns(costs, maximize: bool):
@@ -54,7 +60,7 @@ def _stack_columns(stack: np.ndarray, maximize: bool) -> np.ndarray | None:
         return None
     if CPUS > 1 and stack.size >= THREADS_FROM and n * m >= SERIAL_BELOW:  # the pipeline's threads pay
         return None
-    if not float64_exact(stack):
+    if not (float64_exact(stack) if stack.dtype.kind != "f" else _moderate(stack)):
         return None
     try:
         if n <= m:  # every row assigned, in order: scipy's columns are the row's
@@ -93,10 +99,19 @@ def _list_columns(matrices, maximize: bool):
     return looped
 
 
+def _moderate(values: np.ndarray) -> bool:
+    """Every float finite and, for float64, below FLOAT_LOOP_LIMIT in magnitude (NaN compares
+    False; float32 values, finite, are far below it)."""
+    limit = FLOAT_LOOP_LIMIT if values.dtype.itemsize == 8 else FLOAT32_MAX
+    return not values.size or bool(np.abs(values).max() <= limit)
+
+
 def _float64_exact_members(matrices) -> bool:
-    """float64_exact for every member, with one scan of the 64-bit integer members' values together
-    (a scan per member would cost about what scipy takes to solve a small one)."""
+    """float64_exact for every integer member and _moderate for every float one, with one scan of
+    each kind's values together (a scan per member would cost about what scipy takes to solve a
+    small one)."""
     wide = [c for c in matrices if c.dtype.kind in "iu" and c.size and not float64_exact_dtype(c.dtype, max(c.shape))]
-    if not wide:
-        return True
-    return float64_exact(np.concatenate([c.ravel() for c in wide]), side=max(max(c.shape) for c in wide))
+    floats = [c.ravel() for c in matrices if c.dtype.kind == "f" and c.size]
+    if floats and not _moderate(np.concatenate(floats)):
+        return False
+    return not wide or float64_exact(np.concatenate([c.ravel() for c in wide]), side=max(max(c.shape) for c in wide))
