@@ -226,24 +226,6 @@ def _end_to_end(matrices: list, total: int) -> np.ndarray:
     return np.concatenate([m.ravel() for m in matrices], out=buffer[:total])
 
 
-def check_float_spread(matrices, flat=None) -> None:
-    """Refuse float matrices (``matrices``: floats only) a row of whose finite float64 costs spans
-    more than float64 holds: the work stack's refusal (SPREAD_OVERFLOWS), for matrices scipy is
-    given as they are (a ragged list's members on the CPU; near ±1e308 scipy's sums overflow and it
-    returns an assignment that is not optimal). One scan of all their values (``flat``: the
-    float64 ones end to end, where the caller has them); each row's only where that one is too
-    wide."""
-    wide = [m.ravel() for m in matrices if m.dtype.itemsize == 8]
-    if flat is None and wide:
-        flat = np.concatenate(wide) if len(wide) > 1 else wide[0]
-    if not wide or _finite_spread_fits(flat):
-        return
-    for matrix in (m for m in matrices if m.dtype.itemsize == 8 and m.size):
-        for row in matrix:
-            if not _finite_spread_fits(row):
-                raise LapInputError(SPREAD_OVERFLOWS)
-
-
 def _finite_spread_fits(values) -> bool:
     with np.errstate(over="ignore", invalid="ignore"):
         lo, hi = values.min(), values.max()
@@ -256,11 +238,22 @@ def _finite_spread_fits(values) -> bool:
 
 
 def _check_float_spread(matrices: list) -> None:
-    """check_float_spread on a ragged batch's float members, their values scanned in
-    this thread's buffer where they fit it."""
-    wide = [m for m in matrices if m.dtype.itemsize == 8]
+    """Refuse float members a row of whose finite float64 costs spans more than float64 holds: the
+    work stack's refusal (lapcli.work.SPREAD_OVERFLOWS) for members scipy is given as they are
+    (near ±1e308 its sums overflow and it returns an assignment that is not optimal, without an
+    error). One scan of their values end to end (in this thread's buffer where they fit it); each
+    row's only where that one is too wide."""
+    wide = [m for m in matrices if m.dtype.itemsize == 8 and m.size]
+    if not wide:
+        return
     total = sum(m.size for m in wide)
-    check_float_spread(wide, _end_to_end(wide, total) if wide and total <= FLOAT_COPIES_UP_TO else None)
+    flat = _end_to_end(wide, total) if total <= FLOAT_COPIES_UP_TO else np.concatenate([m.ravel() for m in wide])
+    if _finite_spread_fits(flat):
+        return
+    for matrix in wide:
+        for row in matrix:
+            if not _finite_spread_fits(row):
+                raise LapInputError(SPREAD_OVERFLOWS)
 
 
 _FLOAT_BUFFER = threading.local()  # _end_to_end's buffer: a thread's own, kept between calls
