@@ -54,15 +54,15 @@ def test_integer_members_float64_holds_are_converted_at_once_and_wide_ones_kept_
     """The CPU's ragged loop gives scipy float64 copies of integer members made in one pass where
     float64 holds every cost and path exactly; where one member is too wide, each member is judged
     alone (reduced exactly first): the optima stay exact either way."""
-    from lapcli.engines.cpu.scipy_batch import _float64_copies
+    from lapcli.engines.cpu.scipy_batch import float64_copies
 
     narrow = [rng.integers(-1000, 1000, (int(r), int(c))) for r, c in rng.integers(1, 30, (300, 2))]
-    copies = _float64_copies(narrow)
+    copies = float64_copies(narrow)
     assert all(copy.dtype == np.float64 and np.array_equal(copy, m) for copy, m in zip(copies, narrow))
-    assert _float64_copies([*narrow[:3], narrow[3].astype(np.int32)]) is None  # mixed dtypes: one by one
+    assert float64_copies([*narrow[:3], narrow[3].astype(np.int32)]) is None  # mixed dtypes: one by one
     offset = 2**60  # float64 rounds these costs to multiples of 256: scipy on them would tie and err
     wide = [m + offset for m in narrow]
-    assert _float64_copies(wide) is None
+    assert float64_copies(wide) is None
     for maximize in (False, True):
         col_ind = lapcli.batch_linear_assignment(wide, maximize=maximize)
         for matrix, small, cols in zip(wide, narrow, col_ind):

@@ -126,7 +126,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True) -> BatchEng
             (direct if cost.dtype.kind == "f" else integers).append(b)
     _check_float_spread([costs[b] for b in direct])  # what the work stack refuses, scipy would get wrong
     solved_as = costs  # what scipy is given for each member
-    as_floats = _float64_copies([costs[b] for b in integers])
+    as_floats = float64_copies([costs[b] for b in integers])
     if as_floats is not None:
         solved_as = list(costs)
         for b, values in zip(integers, as_floats):
@@ -192,7 +192,7 @@ def _helpers() -> ThreadPoolExecutor:
     return _HELPERS[pid]
 
 
-def _float64_copies(matrices: list) -> list | None:
+def float64_copies(matrices: list) -> list | None:
     """The integer matrices as float64, converted in one pass into this thread's reused buffer, for
     scipy to solve as they are (the views are good until this thread's next call); None when
     float64 might not hold them exactly (lapcli.work.float64_exact) or they mix dtypes or are

@@ -16,8 +16,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
-from ...work import float64_exact, float64_exact_dtype
-from .scipy_batch import CPUS, MEMBER_THREADS_FROM, SERIAL_BELOW, THREADS_FROM
+from ...work import float64_exact
+from .scipy_batch import (
+    CPUS,
+    MEMBER_THREADS_FROM,
+    SERIAL_BELOW,
+    THREADS_FROM,
+    float64_copies,
+)
 
 # The element types scipy solves as they are (it converts to float64): float32 and float64, and
 # integers checked by float64_exact.
@@ -77,11 +83,22 @@ def _stack_columns(stack: np.ndarray, maximize: bool) -> np.ndarray | None:
 def _list_columns(matrices, maximize: bool):
     if CPUS > 1 and len(matrices) >= MEMBER_THREADS_FROM:
         return None
-    if not all(_looped_dtype(c.dtype) for c in matrices) or not _float64_exact_members(matrices):
+    if not all(_looped_dtype(c.dtype) for c in matrices):
         return None
+    floats = [c.ravel() for c in matrices if c.dtype.kind == "f" and c.size]
+    if floats and not _moderate(np.concatenate(floats)):
+        return None
+    solved_as = list(matrices)
+    integers = [b for b, c in enumerate(matrices) if c.dtype.kind in "iu" and c.size]
+    if integers:  # the member loop's float64 forms: converted and checked exact in one pass, or None
+        copies = float64_copies([matrices[b] for b in integers])
+        if copies is None:
+            return None
+        for b, values in zip(integers, copies):
+            solved_as[b] = values
     looped = []
     try:
-        for matrix in matrices:
+        for matrix in solved_as:
             k, m = matrix.shape
             if k <= m:
                 looped.append(scipy_lsa(matrix, maximize)[1].astype(np.int64, copy=False) if matrix.size
@@ -104,14 +121,3 @@ def _moderate(values: np.ndarray) -> bool:
     False; float32 values, finite, are far below it)."""
     limit = FLOAT_LOOP_LIMIT if values.dtype.itemsize == 8 else FLOAT32_MAX
     return not values.size or bool(np.abs(values).max() <= limit)
-
-
-def _float64_exact_members(matrices) -> bool:
-    """float64_exact for every integer member and _moderate for every float one, with one scan of
-    each kind's values together (a scan per member would cost about what scipy takes to solve a
-    small one)."""
-    wide = [c for c in matrices if c.dtype.kind in "iu" and c.size and not float64_exact_dtype(c.dtype, max(c.shape))]
-    floats = [c.ravel() for c in matrices if c.dtype.kind == "f" and c.size]
-    if floats and not _moderate(np.concatenate(floats)):
-        return False
-    return not wide or float64_exact(np.concatenate([c.ravel() for c in wide]), side=max(max(c.shape) for c in wide))
