@@ -38,6 +38,9 @@ hand_over) are the NumPy specifications; the certificate proves every answer.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from ...cuda import passes, sap_cluster
@@ -178,12 +181,9 @@ def _after_scaled_auction(problem, work, timeout, auction_rounds: int, began: fl
     start: the GPU tests compare the two)."""
     import time
 
-    import cupy
-
     stream = current_stream()
     start, copied_in = events
     auctioned, copied_out = Event(), Event()
-    size = problem.size
     found = scaled_auction(work, timeout) if auction_rounds and uses_scaled_auction(work) else None
     auctioned.record(stream)
     details = {"start": "column reduction"}
@@ -207,24 +207,10 @@ def _after_scaled_auction(problem, work, timeout, auction_rounds: int, began: fl
                 details["lowered_pairs"] = start_state.lowered_pairs
         if timeout:
             timeout = max(timeout - (time.perf_counter() - began), 1e-3)
-        if size > ONE_BLOCK_UP_TO:
-            result = sap_cluster.solve(searched, v_start, col_start, timeout=timeout)
-            cols = result.col_of_row
-            u = searched[cupy.arange(size), cols].astype(result.v.dtype) - result.v[cols]
-            v, search_events = result.v, result.events
-            layout = f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}"
-            search_compile_ms = result.compile_ms
-            stats = result.checked_stats()
-            details["search_steps"] = stats["steps"]
-            searches = stats["searches"]
-        else:
-            dual = np.int64 if work.exact else np.float64
-            result = solve_stack(searched.reshape(1, size, size), work.eps, timeout=timeout, synchronize=False,
-                                 warm_start=(v_start.astype(dual).reshape(1, size), col_start.reshape(1, size)))
-            cols, u, v = result.col_of_row[0], result.u[0], result.v[0]
-            search_events, layout = result.details["events"], result.details["layout"]
-            search_compile_ms = result.details["compile_ms"]
-            searches = int((col_start < 0).sum())
+        search = _search(searched, work.eps, exact=work.exact, start=(v_start, col_start), timeout=timeout)
+        if search.steps is not None:
+            details["search_steps"] = search.steps
+        cols, u, v = search.cols, search.u, search.v
         host = (cols.get(), u.get(), v.get())
     finally:
         if start_state is not None:  # the true costs back, for the certificate
@@ -232,21 +218,21 @@ def _after_scaled_auction(problem, work, timeout, auction_rounds: int, began: fl
     searched = start_state = None  # a float32 matrix's float64 copy, freed before the certificate
     copied_out.record(stream)
     copied_out.synchronize()
-    if size <= ONE_BLOCK_UP_TO and (status_word := int(result.status.get()[0])) != 0:
-        raise SolverError(STATUS_MESSAGES.get(status_word, f"the search kernel ended with status {status_word}"))
+    search.check_status()
     check_result(0, host[0])
+    search_events = search.events
     search_ms = search_events[1].ms_since(search_events[0])
     auction_ms = auctioned.ms_since(copied_in) if found is not None else 0.0
     details.update({
-        "compile_ms": round(compile_ms + search_compile_ms, 3),
+        "compile_ms": round(compile_ms + search.compile_ms, 3),
         "h2d_ms": round(copied_in.ms_since(start), 3),
         "kernel_ms": round(auction_ms + search_ms, 3),
         "d2h_ms": round(copied_out.ms_since(search_events[1]), 3),
-        "search_layout": layout,
+        "search_layout": search.layout,
         "launches": details.get("launches", 0) + 1,
     })
     steps = [StepStat(1, SAP_STEP_NAMES[1], len(found.result.phases) if found is not None else 0, auction_ms),
-             StepStat(2, SAP_STEP_NAMES[2], searches, search_ms)]
+             StepStat(2, SAP_STEP_NAMES[2], search.searches, search_ms)]
     return certified_result(problem, work, cols, u, v, engine="cuda-sap", device=device_name(),
                             steps=steps, details=details, host_copies=host)
 
@@ -269,6 +255,52 @@ def _auction_answer(problem, work, found: ScaledAuction, details: dict, events: 
              StepStat(2, SAP_STEP_NAMES[2], 0, 0.0)]
     return certified_result(problem, work, cols, u, v, engine="cuda-sap", device=device_name(), steps=steps,
                             details=details, host_copies=host)
+
+
+@dataclass
+class _Searches:
+    """What the searches queued (:func:`_search`): the answer on the device, the launch's events,
+    and how to read its outcome."""
+
+    cols: Any
+    u: Any
+    v: Any
+    events: tuple
+    layout: str
+    compile_ms: float
+    searches: int  # rows searched from (free rows of the start)
+    steps: int | None  # cluster searches' steps (the one-block kernel does not count them)
+    status: Any  # the one-block kernel's status word on the device (None for a cluster)
+
+    def check_status(self) -> None:
+        """Raise SolverError when the one-block kernel ended with a status other than 0 (after the
+        launch: a copy back, which waits for it; a cluster's status is read by its stats)."""
+        if self.status is not None and (word := int(self.status.get()[0])) != 0:
+            raise SolverError(STATUS_MESSAGES.get(word, f"the search kernel ended with status {word}"))
+
+
+def _search(values, eps: float, *, exact: bool, start=None, timeout: float | None) -> _Searches:
+    """Queue the searches of a k × m work matrix (k ≤ m) in one block up to ONE_BLOCK_UP_TO columns
+    (kernels/batch_lap.cu), over a cluster above (kernels/sap.cu): from ``start`` = (v, col_of_row)
+    with -1 on the free rows (a square's auction or column reduction), else every row from v = 0."""
+    import cupy
+
+    rows, columns = values.shape
+    if columns > ONE_BLOCK_UP_TO:
+        result = sap_cluster.solve(values, *(start or ()), timeout=timeout)
+        cols, v = result.col_of_row, result.v
+        u = values[cupy.arange(rows), cols].astype(v.dtype) - v[cols]
+        stats = result.checked_stats()
+        return _Searches(cols, u, v, result.events, f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}",
+                         result.compile_ms, stats["searches"], stats["steps"], None)
+    warm_start = None
+    if start is not None:
+        dual = np.int64 if exact else np.float64
+        warm_start = (start[0].astype(dual).reshape(1, columns), start[1].reshape(1, rows))
+    result = solve_stack(values[None], eps, timeout=timeout, synchronize=False, warm_start=warm_start)
+    searches = rows if start is None else int((start[1] < 0).sum())
+    return _Searches(result.col_of_row[0], result.u[0], result.v[0], result.details["events"],
+                     result.details["layout"], result.details["compile_ms"], searches, None, result.status)
 
 
 def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
@@ -298,30 +330,18 @@ def solve_rectangular(problem, *, timeout: float | None) -> EngineResult:
     offsets = [None if o is None else cupy.asnumpy(o[0]) for o in (work.row_offset, work.col_offset)]
     matrix = WorkMatrix(values, work.eps(0), offsets[0], offsets[1], list(work.notes))
     copied_in.record(stream)
-    if m <= ONE_BLOCK_UP_TO:
-        result = solve_stack(values[None], matrix.eps, timeout=timeout, synchronize=False)
-        cols, u, v = result.col_of_row[0], result.u[0], result.v[0]
-        events, layout, compile_ms = result.details["events"], result.details["layout"], result.details["compile_ms"]
-    else:
-        result = sap_cluster.solve(values, timeout=timeout)
-        cols, v = result.col_of_row, result.v
-        u = values[cupy.arange(k), cols].astype(v.dtype) - v[cols]
-        events, compile_ms = result.events, result.compile_ms
-        layout = f"cluster of {sap_cluster.CLUSTER} x {sap_cluster.THREADS}"
-    host = (cols.get(), u.get(), v.get())
-    stats = result.checked_stats() if m > ONE_BLOCK_UP_TO else {}
+    found = _search(values, matrix.eps, exact=matrix.exact, timeout=timeout)
+    host = (found.cols.get(), found.u.get(), found.v.get())
     copied_out.record(stream)
     copied_out.synchronize()
-    if m <= ONE_BLOCK_UP_TO and (status_word := int(result.status.get()[0])) != 0:
-        raise SolverError(STATUS_MESSAGES.get(status_word, f"the search kernel ended with status {status_word}"))
+    found.check_status()
     check_result(0, host[0])
-    search_ms = events[1].ms_since(events[0])
-    details = {"compile_ms": round(compile_ms, 3), "h2d_ms": round(copied_in.ms_since(start), 3),
-               "kernel_ms": round(search_ms, 3), "d2h_ms": round(copied_out.ms_since(events[1]), 3),
-               "launches": 1, "auction_rounds": 0, "search_layout": layout, "rectangular": f"{k}x{m}"}
-    if stats:
-        details["search_steps"] = stats["steps"]
-    searches = stats.get("searches", k)
-    steps = [StepStat(1, SAP_STEP_NAMES[1], 0, 0.0), StepStat(2, SAP_STEP_NAMES[2], searches, search_ms)]
-    return certified_result(problem, matrix, cols, u, v, engine="cuda-sap", device=device_name(),
+    search_ms = found.events[1].ms_since(found.events[0])
+    details = {"compile_ms": round(found.compile_ms, 3), "h2d_ms": round(copied_in.ms_since(start), 3),
+               "kernel_ms": round(search_ms, 3), "d2h_ms": round(copied_out.ms_since(found.events[1]), 3),
+               "launches": 1, "auction_rounds": 0, "search_layout": found.layout, "rectangular": f"{k}x{m}"}
+    if found.steps is not None:
+        details["search_steps"] = found.steps
+    steps = [StepStat(1, SAP_STEP_NAMES[1], 0, 0.0), StepStat(2, SAP_STEP_NAMES[2], found.searches, search_ms)]
+    return certified_result(problem, matrix, found.cols, found.u, found.v, engine="cuda-sap", device=device_name(),
                             steps=steps, details=details, host_copies=host)
