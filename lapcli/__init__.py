@@ -21,7 +21,7 @@ _EXPORTS = {
     "SolverError": "errors",
     "SolverUnavailable": "errors",
     "solve": "pipeline",
-    "solve_points": "pipeline",
+    "solve_points": "pipeline_points",
     "Solution": "results",
     "SolveReport": "results",
 }

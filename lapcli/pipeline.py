@@ -119,105 +119,41 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
         problem.has_forbidden  # noqa: B018 - entries and feasibility where the input lives
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
-        report = _matrix_report(problem, name, reason, start, 0, "none", problem.original.dtype.name, None)
+        report = matrix_report(problem, name, reason, start, 0, "none", problem.original.dtype.name, None)
         return Solution(row_ind=empty, col_ind=empty, objective=0, report=report)
-    module, import_ms = _loaded(engine)
+    module, import_ms = loaded_engine(engine)
     result = module.run(problem, timeout=timeout, device=device)
     if result.certificate is None and certify is not False and len(result.rows):
         budget = None if certify else default_budget(name)  # by default: no dearer than the solve
         result.duals, result.certificate = certified_duals(problem, result.rows, result.cols, name, budget)
     objective = problem.objective(result.rows, result.cols) if len(result.rows) else 0
-    _set_up_apart(result.details, import_ms)
-    report = _matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
+    set_up_apart(result.details, import_ms)
+    report = matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
     return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report,
                     duals=result.duals)
 
 
-def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None = None,
-                 maximize: bool = False, solver: str = "auto", timeout: float | None = None,
-                 device: int | None = None, certify: bool | None = None,
-                 names: tuple[str, str] = ("a", "b"), progress=None) -> Solution:
-    """Match two point sets: the cost of pairing a[i] with b[j] is ``metric``'s distance between
-    them, as scipy.spatial.distance.cdist(a, b, metric) defines it.
-
-    Parameters
-    ----------
-    a, b : array_like, CuPy array or torch tensor, shapes (n, d) and (m, d)
-        Coordinates, one row per point, d from 1 to 32; float32 and float64 (others are widened),
-        finite. n ≠ m works: the smaller set is matched whole.
-    metric : {"sqeuclidean", "euclidean", "cityblock", "chebyshev", "minkowski", "cosine"}
-    p : float, optional
-        minkowski's exponent (≥ 1; default 2).
-    solver : str
-        ``"auto"``, an engine that computes the costs from the coordinates (``cuda-sap``: the
-        matrix is never stored, memory O((n + m)·d)), or any matrix engine, which solves the cdist
-        matrix. ``auto`` computes them on the GPU above 2048 points a side where thread-block
-        clusters exist (Hopper), and solves the matrix otherwise.
-    maximize, timeout, device, certify
-        As for :func:`solve`.
-    names : (str, str)
-        What error messages call the two sets (``lap solve --points`` gives the file names).
-    progress : callable, optional
-        ``progress(phase, phases_left)`` after each phase of the auction that solves a square
-        problem on the GPU (lapcli.cuda.auction.Phase: its ε, rows released, bids, ms).
-
-    Returns
-    -------
-    Solution
-        As :func:`solve`'s: ``row_ind``, ``col_ind``, ``objective`` (Σ of the pairs' distances,
-        fsum), ``duals`` and ``report`` (``details["costs"]`` says how the costs were obtained).
-        The objective equals ``solve(cdist(a, b, metric))``'s; tied pairs may differ.
-    """
-    from . import points as point_sets
-    from .engines.auto import choose_points
-
-    start = time.perf_counter()
-    check_device(device)
-    timeout = check_timeout(timeout)
-    problem = point_sets.prepare_points(a, b, metric, p=p, maximize=maximize, names=names)
-    name, reason = choose_points(problem, solver)
-    if problem.is_empty:
-        empty = np.empty(0, dtype=np.int64)
-        report = _matrix_report(problem, name, reason, start, 0, "none", "float64", None)
-        return Solution(row_ind=empty, col_ind=empty, objective=0.0, report=report)
-    engine = registry.get(name) if name != "auto" else None
-    if engine is None or not engine.capabilities.points:
-        matrix = problem.dense()
-        solution = solve_problem(prepare(matrix, maximize=maximize, check=False), solver=name, timeout=timeout,
-                                 device=device, start=start, certify=certify)
-        solution.report.details["costs"] = f"{problem.metric} as a {problem.n_rows} × {problem.n_cols} cdist matrix"
-        if name == "auto":
-            solution.report.reason = f"{reason}; {solution.report.reason}"
-        return solution
-    module, import_ms = _loaded(engine)
-    result = module.run_points(problem, timeout=timeout, device=device, progress=progress)
-    objective = problem.objective(result.rows, result.cols)
-    _set_up_apart(result.details, import_ms)
-    report = _matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
-    return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report, duals=result.duals)
-
-
-def _loaded(engine):
+def loaded_engine(engine):
     """(the engine's module, ms its first import took: 0 once it is loaded)."""
     begin = time.perf_counter()
     module = engine.load()
     return module, (time.perf_counter() - begin) * 1e3
 
 
-def _set_up_apart(details: dict, import_ms: float) -> None:
+def set_up_apart(details: dict, import_ms: float) -> None:
     """Record a first use's one-off import (scipy's alone is ~0.5 s) in ``details["import_ms"]``; with
     ``compile_ms`` it stays out of ``total_ms`` and the throughput, which measure the solve."""
     if import_ms >= 1.0:
         details["import_ms"] = round(import_ms, 3)
 
 
-def _solve_ms(start: float, details: dict) -> float:
+def solve_ms(start: float, details: dict) -> float:
     """Milliseconds since ``start``, less the one-off set-up (imports, kernel compiles) of a first use."""
     set_up = (details.get("import_ms") or 0.0) + (details.get("compile_ms") or 0.0)
     return max((time.perf_counter() - start) * 1e3 - set_up, 0.0)
 
 
-def _matrix_report(problem, name, reason, start, objective, device, dtype_name, result) -> SolveReport:
+def matrix_report(problem, name, reason, start, objective, device, dtype_name, result) -> SolveReport:
     if result is None:
         certificate = not_certified("empty problem: nothing to prove")
     elif isinstance(result.certificate, dict):
@@ -228,7 +164,7 @@ def _matrix_report(problem, name, reason, start, objective, device, dtype_name, 
         certificate = not_certified(f"engine {name} gives no duals")
     return SolveReport(
         objective=objective, n_rows=problem.n_rows, n_cols=problem.n_cols, maximize=problem.maximize, solver=name,
-        device=device, dtype=dtype_name, total_ms=_solve_ms(start, result.details if result else {}),
+        device=device, dtype=dtype_name, total_ms=solve_ms(start, result.details if result else {}),
         steps=result.steps if result else [], version=__version__, reason=reason,
         details=result.details if result else {}, certified=bool(certificate.get("checked")),
         certificate=certificate, notes=problem.notes(),
@@ -286,12 +222,12 @@ def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout
     engine = registry.get(name)
     if not engine.capabilities.checks_entries:
         problem.has_forbidden  # noqa: B018 - entries and feasibility where the input lives
-    module, import_ms = _loaded(engine)
+    module, import_ms = loaded_engine(engine)
     result, caller_col_ind = _finished(module.run_batch(problem, timeout=timeout, device=device), problem)
     if result.unchecked_nonfinite:  # the launch met NaN or an infinity: check them (bad input, or forbidden
         problem.has_forbidden  # noqa: B018 - pairs and their feasibility), then solve with the sentinels
         result, caller_col_ind = _finished(module.run_batch(problem, timeout=timeout, device=device), problem)
-    _set_up_apart(result.details, import_ms)
+    set_up_apart(result.details, import_ms)
     certificate = result.certificate
     if certificate is None and certify is not False:  # an engine without duals: recover them, as for a matrix
         certificate = certified_stack(problem, result.col_ind, name, default_budget(name), force=bool(certify))
@@ -323,7 +259,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     start = time.perf_counter() if start is None else start
     widest = int(max(members.rows.max(), members.cols.max(), 0)) if len(members) else 0
     name, reason = choose_ragged(len(members), widest, solver)
-    module, import_ms = _loaded(registry.get(name))
+    module, import_ms = loaded_engine(registry.get(name))
     packed = None
     if not len(members):  # no problem: nothing to solve
         col_ind = members.xp.zeros((0, 0), dtype=np.int64)
@@ -344,8 +280,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         details, certificate, notes = report.details, report.certificate if report.certified else None, report.notes
         device_name, dtype_name = report.device, report.dtype
         details["padded"] = f"{problem.shape[1]}×{problem.shape[2]}"
-    _set_up_apart(details, import_ms)
-    total_ms = _solve_ms(start, details)
+    set_up_apart(details, import_ms)
+    total_ms = solve_ms(start, details)
     batch = len(members)
     report = SolveReport(
         batch=batch, n_rows=-1, n_cols=-1, maximize=maximize, solver=name, device=device_name, dtype=dtype_name,
@@ -384,7 +320,7 @@ def _batch_solution(problem, name, reason, start, col_ind, device, dtype, detail
     if caller_col_ind is None:
         caller_col_ind = problem.origin.to_caller(col_ind)
     batch, n, m = problem.shape
-    total_ms = _solve_ms(start, details)
+    total_ms = solve_ms(start, details)
     report = SolveReport(
         batch=batch, n_rows=n, n_cols=m, maximize=problem.maximize, solver=name, device=device, dtype=dtype,
         total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,

@@ -53,7 +53,7 @@ class PointTiming:
 
 def point_runners() -> dict[str, Callable]:
     """runner name -> f(a, b, metric, timeout) -> Solution."""
-    from .. import pipeline
+    from .. import pipeline, pipeline_points
 
     def dense(a, b, metric, timeout):
         from ..points import distance_matrix
@@ -61,11 +61,11 @@ def point_runners() -> dict[str, Callable]:
         return pipeline.solve(distance_matrix(a, b, metric), solver="cuda-sap", timeout=timeout)
 
     return {
-        "auto": lambda a, b, metric, timeout: pipeline.solve_points(a, b, metric, certify=True, timeout=timeout),
-        "cuda-sap": lambda a, b, metric, timeout: pipeline.solve_points(a, b, metric, solver="cuda-sap",
+        "auto": lambda a, b, metric, timeout: pipeline_points.solve_points(a, b, metric, certify=True, timeout=timeout),
+        "cuda-sap": lambda a, b, metric, timeout: pipeline_points.solve_points(a, b, metric, solver="cuda-sap",
                                                                         timeout=timeout),
         "dense": dense,
-        "scipy": lambda a, b, metric, timeout: pipeline.solve_points(a, b, metric, solver="scipy", certify=True,
+        "scipy": lambda a, b, metric, timeout: pipeline_points.solve_points(a, b, metric, solver="scipy", certify=True,
                                                                      timeout=timeout),
     }
 

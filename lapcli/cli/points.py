@@ -1,5 +1,5 @@
 """``lap solve --points A B`` and ``lap generate --points``: the command line of point-set matching
-(lapcli.points, lapcli.pipeline.solve_points). Reads, checks and writes as ``lap solve`` does for
+(lapcli.points, lapcli.pipeline_points.solve_points). Reads, checks and writes as ``lap solve`` does for
 a matrix; the library does the work."""
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
         if value is not None:
             raise InputError(f"{flag} does not go with --points")
     metric = metric or "sqeuclidean"
-    from ..pipeline import check_device, solve_points
+    from ..pipeline import check_device
+    from ..pipeline_points import solve_points
 
     for path, suffixes, what in ((output, ASSIGNMENT_SUFFIXES, "assignment"), (report_path, (".json",), "report"),
                                  (duals_path, DUALS_SUFFIXES, "duals")):

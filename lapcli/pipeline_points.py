@@ -1,0 +1,79 @@
+"""``solve_points``: two point sets through the one pipeline (lapcli.pipeline), the costs computed
+from the coordinates by an engine that can (cuda-sap), else the cdist matrix solved like any
+matrix."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from .engines import registry
+from .pipeline import check_device, check_timeout, loaded_engine, matrix_report, set_up_apart, solve_problem
+from .problem import prepare
+from .results import Solution
+
+
+def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None = None,
+                 maximize: bool = False, solver: str = "auto", timeout: float | None = None,
+                 device: int | None = None, certify: bool | None = None,
+                 names: tuple[str, str] = ("a", "b"), progress=None) -> Solution:
+    """Match two point sets: the cost of pairing a[i] with b[j] is ``metric``'s distance between
+    them, as scipy.spatial.distance.cdist(a, b, metric) defines it.
+
+    Parameters
+    ----------
+    a, b : array_like, CuPy array or torch tensor, shapes (n, d) and (m, d)
+        Coordinates, one row per point, d from 1 to 32; float32 and float64 (others are widened),
+        finite. n ≠ m works: the smaller set is matched whole.
+    metric : {"sqeuclidean", "euclidean", "cityblock", "chebyshev", "minkowski", "cosine"}
+    p : float, optional
+        minkowski's exponent (≥ 1; default 2).
+    solver : str
+        ``"auto"``, an engine that computes the costs from the coordinates (``cuda-sap``: the
+        matrix is never stored, memory O((n + m)·d)), or any matrix engine, which solves the cdist
+        matrix. ``auto`` computes them on the GPU above 2048 points a side where thread-block
+        clusters exist (Hopper), and solves the matrix otherwise.
+    maximize, timeout, device, certify
+        As for :func:`solve`.
+    names : (str, str)
+        What error messages call the two sets (``lap solve --points`` gives the file names).
+    progress : callable, optional
+        ``progress(phase, phases_left)`` after each phase of the auction that solves a square
+        problem on the GPU (lapcli.cuda.auction.Phase: its ε, rows released, bids, ms).
+
+    Returns
+    -------
+    Solution
+        As :func:`solve`'s: ``row_ind``, ``col_ind``, ``objective`` (Σ of the pairs' distances,
+        fsum), ``duals`` and ``report`` (``details["costs"]`` says how the costs were obtained).
+        The objective equals ``solve(cdist(a, b, metric))``'s; tied pairs may differ.
+    """
+    from . import points as point_sets
+    from .engines.auto import choose_points
+
+    start = time.perf_counter()
+    check_device(device)
+    timeout = check_timeout(timeout)
+    problem = point_sets.prepare_points(a, b, metric, p=p, maximize=maximize, names=names)
+    name, reason = choose_points(problem, solver)
+    if problem.is_empty:
+        empty = np.empty(0, dtype=np.int64)
+        report = matrix_report(problem, name, reason, start, 0, "none", "float64", None)
+        return Solution(row_ind=empty, col_ind=empty, objective=0.0, report=report)
+    engine = registry.get(name) if name != "auto" else None
+    if engine is None or not engine.capabilities.points:
+        matrix = problem.dense()
+        solution = solve_problem(prepare(matrix, maximize=maximize, check=False), solver=name, timeout=timeout,
+                                 device=device, start=start, certify=certify)
+        solution.report.details["costs"] = f"{problem.metric} as a {problem.n_rows} × {problem.n_cols} cdist matrix"
+        if name == "auto":
+            solution.report.reason = f"{reason}; {solution.report.reason}"
+        return solution
+    module, import_ms = loaded_engine(engine)
+    result = module.run_points(problem, timeout=timeout, device=device, progress=progress)
+    objective = problem.objective(result.rows, result.cols)
+    set_up_apart(result.details, import_ms)
+    report = matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
+    return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report, duals=result.duals)
