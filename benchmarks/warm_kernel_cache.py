@@ -1,7 +1,8 @@
 """Compile lapcli's NVRTC programs for one GPU architecture into the kernel cache, on a machine
 without a GPU: the point programs (every metric, the dimensions asked, the searches and the
 auction), the classical kernel, the dense auction and the certificate's read pass of every dtype,
-the cluster searches and the ragged pack. The batch kernel's many instantiations are left to the device.
+the cluster searches, the ragged pack and the batch kernel's in-place ragged launches (float32 and
+int32, every layout). The batch kernel's other instantiations are left to the device.
 
 NVRTC needs no device, and lapcli.cuda.compiler keys each cubin by source, options and kernel
 names only, so a GPU machine given this folder as LAPCLI_CACHE_DIR loads the cubins instead of
@@ -25,13 +26,16 @@ DTYPES = ("int32", "int64", "float32", "float64")
 def programs(dims) -> list:
     """Every lapcli.cuda.runtime.Program this script compiles, for point sets of ``dims``."""
     from lapcli import certificate
-    from lapcli.cuda import auction, hungarian, points, ragged_pack, sap_cluster
+    from lapcli.cuda import auction, batch_lap, hungarian, points, ragged_pack, sap_cluster
+    from lapcli.engines.cuda.batch_members import IN_PLACE_DTYPES
 
     found = [points.program(metric, dim, method)
              for method in points.METHODS for metric in points.METRIC_CODES for dim in dims]
     for dtype in DTYPES:
         found += [hungarian.program(dtype), auction.dense_program(dtype)]
         found += [certificate._row_slacks_program(dtype, exact) for exact in (True, False)]
+    found += [batch_lap.program(dtype, k, threads, True, None, True)
+              for dtype in IN_PLACE_DTYPES for _, (k, threads) in batch_lap.LAYOUTS]
     return [*found, sap_cluster.program(), ragged_pack.program()]
 
 

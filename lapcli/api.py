@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import split_flat
 from .cuda.probe import cuda_status
 from .engines.auto import choose
 from .pipeline import solve_batch, solve_problem
@@ -104,16 +105,11 @@ def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
     from .pipeline import solve_members_raw
 
     members = ragged.from_block(cost, sizes)
-    col_ind, _, _, packed = solve_members_raw(members, solver=solver, maximize=maximize, objectives=False)
+    rows, cols = solve_members_raw(members, solver=solver, maximize=maximize, objectives=False, pairs=True).pairs
     counts = np.minimum(members.rows, members.cols)  # pairs per image
-    rows, cols = ragged.pairs(col_ind, packed, counts)
-    rows, cols = members.origin.to_caller(rows), members.origin.to_caller(cols)
-    return list(zip(_split(rows, counts), _split(cols, counts)))
-
-
-def _split(flat, counts: np.ndarray) -> list:
-    """``flat`` cut into len(counts) consecutive views (torch's split: one call for all of them)."""
-    if type(flat).__module__.startswith("torch"):
-        return list(flat.split(counts.tolist()))
-    xp = np if isinstance(flat, np.ndarray) else __import__("cupy")
-    return xp.split(flat, np.cumsum(counts)[:-1].tolist())
+    if not isinstance(rows, np.ndarray) and rows.base is not None and rows.base is cols.base:
+        both = members.origin.to_caller(rows.base)  # one (2, Σ) array: one hand-over to the caller
+        rows, cols = both[0], both[1]
+    else:
+        rows, cols = members.origin.to_caller(rows), members.origin.to_caller(cols)
+    return list(zip(split_flat(rows, counts), split_flat(cols, counts)))

@@ -35,6 +35,15 @@ class Origin:
         return host(array)
 
 
+def split_flat(flat, counts: np.ndarray) -> list:
+    """``flat`` (NumPy, CuPy or torch, 1-D) cut into len(counts) consecutive views, one call for
+    all of them (torch's split; a list of B slices costs B indexing calls)."""
+    if is_torch(flat):
+        return list(flat.split(counts.tolist()))
+    xp = np if isinstance(flat, np.ndarray) else __import__("cupy")
+    return xp.split(flat, np.cumsum(counts)[:-1].tolist())
+
+
 def host(array) -> np.ndarray:
     """``array`` as a NumPy array: a CuPy array copied to the host, anything else as NumPy sees it."""
     return array.get() if hasattr(array, "get") and not isinstance(array, np.ndarray) else np.asarray(array)

@@ -29,7 +29,8 @@ from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
 from .errors import LapInputError
 from .problem import Problem, prepare
-from .results import BatchSolution, Solution, SolveReport
+from .arrays import split_flat
+from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 
 
 def check_device(device: int | None) -> None:
@@ -236,50 +237,62 @@ def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout
 
 
 def solve_members(members: ragged.Members, **options) -> BatchSolution:
-    """A ragged batch (lapcli.ragged.Members) in one call: on the GPU packed into one work stack and
-    solved in one launch like any stack; on the CPU each member by scipy as it is (padding would
-    only add work there). ``col_ind``: a list of arrays, one per member, or (B, n) for a padded
-    stack with sizes."""
-    col_ind, objectives, report, _ = solve_members_raw(members, **options)
-    if members.padded_rows is not None and members.padded_rows > col_ind.shape[1]:
-        col_ind = _widen(col_ind, members.padded_rows)
-    caller = members.origin.to_caller(col_ind)
-    if members.padded_rows is None:
+    """A ragged batch (lapcli.ragged.Members) in one call (solve_members_raw). ``col_ind``: a list
+    of arrays, one per member, or (B, n) for a padded stack with sizes."""
+    listed = members.padded_rows is None
+    answer = solve_members_raw(members, flat=listed, **options)
+    col_ind = answer.col_ind
+    if not listed:
+        if members.padded_rows > col_ind.shape[1]:
+            col_ind = _widen(col_ind, members.padded_rows)
+        caller = members.origin.to_caller(col_ind)
+    elif answer.flat is not None:
+        caller = split_flat(members.origin.to_caller(answer.flat), members.rows)
+    else:
+        caller = members.origin.to_caller(col_ind)
         caller = [caller[b, :rows] for b, rows in enumerate(members.rows.tolist())]
-    return BatchSolution(col_ind=caller, objectives=objectives, report=report)
+    return BatchSolution(col_ind=caller, objectives=answer.objectives, report=answer.report)
 
 
 def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize: bool = False,
                       dtype: str | None = None, timeout: float | None = None, device: int | None = None,
-                      start: float | None = None, certify: bool | None = None, objectives: bool = True):
-    """(col_ind (B, most rows) as a NumPy or CuPy array, objectives, report, the packed work stack
-    or None) of a ragged batch. On the GPU every answer is certified; the CPU's member loop has its
-    duals recovered and checked per member where that costs less than the solve (``certify``:
-    True always, False never). ``objectives=False``: None for them, nothing summed."""
+                      start: float | None = None, certify: bool | None = None, objectives: bool = True,
+                      pairs: bool = False, flat: bool = False) -> MembersAnswer:
+    """A ragged batch's MembersAnswer: by the engine's ``run_members`` where it takes it
+    (cuda-batch: in place, one launch; scipy-batch: member by member), else packed into one work
+    stack (lapcli.ragged.pack). On the GPU every answer is certified; the CPU's member loop has its
+    duals recovered and checked where that costs less than the solve (``certify``: True always,
+    False never). ``objectives=False``: None, nothing summed. ``pairs``: each member's assigned rows
+    in order and their columns, member after member, as (rows, cols) int64 arrays on the batch's
+    device (lapcli.match). ``flat``: the engine may give a list's columns as one array."""
     start = time.perf_counter() if start is None else start
     widest = int(max(members.rows.max(), members.cols.max(), 0)) if len(members) else 0
     name, reason = choose_ragged(len(members), widest, solver)
     module, import_ms = loaded_engine(registry.get(name))
-    packed = None
+    packed = found_pairs = result = None
+    if len(members) and hasattr(module, "run_members"):
+        result = module.run_members(members, maximize=maximize, objectives=objectives, pairs=pairs, flat=flat,
+                                    timeout=timeout)
     if not len(members):  # no problem: nothing to solve
         col_ind = members.xp.zeros((0, 0), dtype=np.int64)
         sums = np.zeros(0, dtype=np.int64) if objectives else None
         details, certificate, notes, device_name, dtype_name = {}, None, [], "none", np.dtype(members.dtype).name
-    elif hasattr(module, "run_members"):
-        result = module.run_members(members, maximize=maximize, objectives=objectives)
-        col_ind, sums = result.col_ind, result.objectives
-        details, notes, device_name, dtype_name = result.details, [], result.device, result.dtype
-        certificate = None if certify is False else certified_members(members, col_ind, maximize, name,
-                                                                       default_budget(name), force=bool(certify))
+    elif result is not None:
+        col_ind, sums, found_pairs = result.col_ind, result.objectives, result.pairs
+        details, notes, device_name, dtype_name = result.details, result.notes, result.device, result.dtype
+        certificate = result.certificate
+        if certificate is None and certify is not False:  # an engine without duals
+            certificate = certified_members(members, col_ind, maximize, name, default_budget(name), force=bool(certify))
     else:
         packed = ragged.pack(members, maximize)
         problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
         solved = _solve_stack(problem, name, reason, start, timeout, device, objectives=objectives)
         col_ind = ragged.unpack(packed, solved.col_ind, members)
-        sums, report = solved.objectives, solved.report
+        sums, report, device_name, dtype_name = solved.objectives, solved.report, solved.report.device, solved.report.dtype
         details, certificate, notes = report.details, report.certificate if report.certified else None, report.notes
-        device_name, dtype_name = report.device, report.dtype
         details["padded"] = f"{problem.shape[1]}×{problem.shape[2]}"
+    if pairs and found_pairs is None:
+        found_pairs = ragged.pairs(col_ind, packed, np.minimum(members.rows, members.cols))
     set_up_apart(details, import_ms)
     total_ms = solve_ms(start, details)
     batch = len(members)
@@ -291,7 +304,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
         notes=notes, objectives=sums,
     )
-    return col_ind, sums, report, packed
+    return MembersAnswer(col_ind, sums, report, found_pairs, result.flat if result is not None else None)
 
 
 def _widen(col_ind, width: int):

@@ -193,6 +193,14 @@ def from_padded(stack, sizes) -> Members:
     return Members(values.reshape(-1), offsets, np.full(batch, m, dtype=np.int64), rows, cols, origin, padded_rows=n)
 
 
+def from_stack(values, origin: Origin) -> Members:
+    """Members from a C-contiguous (B, n, m) stack, each problem whole: what the batch engine reads
+    in place (a tall stack through its transpose)."""
+    batch, n, m = values.shape
+    return Members(values.reshape(-1), np.arange(batch, dtype=np.int64) * n * m, np.full(batch, m, dtype=np.int64),
+                   np.full(batch, n, dtype=np.int64), np.full(batch, m, dtype=np.int64), origin, padded_rows=n)
+
+
 def from_block(block, targets) -> Members:
     """Members from a matcher's (B, Q, Σk) block and the k_i targets of each image: member i is
     block[i, :, s_i : s_i + k_i]."""
@@ -240,7 +248,7 @@ def pack(members: Members, maximize: bool) -> Packed:
     padding_columns = bool(((wide < c_max) & (real > 0)).any())  # some real row meets columns past its own
     dtype = work_dtype(members.dtype)
     if members.xp is np:
-        members = _flattened(members)
+        members = flattened(members)
     if members.dtype == np.uint64 and members.flat.size and int(members.flat.max()) >= 2**63:
         raise too_wide()
     if members.xp is np:
@@ -269,7 +277,7 @@ def _concatenated(matrices, rows: np.ndarray, cols: np.ndarray, origin: Origin, 
     return Members(flat, offsets, cols.copy(), rows, cols, origin)
 
 
-def _flattened(members: Members) -> Members:
+def flattened(members: Members) -> Members:
     """Host members as values of one flat array (a list of host matrices is kept as it is until a
     GPU engine needs it packed)."""
     if members.flat is not None:

@@ -83,6 +83,20 @@ class Solution:
 
 
 @dataclass
+class MembersAnswer:
+    """A ragged batch's answer before it goes back to the caller (lapcli.pipeline.solve_members_raw):
+    ``col_ind`` (B, most rows) NumPy or CuPy, −1 where none; ``pairs`` (rows, cols) of
+    lapcli.match, when asked; ``flat`` every member's columns after the previous member's, where the
+    engine made them (a list's answer, split once)."""
+
+    col_ind: Any
+    objectives: Any
+    report: SolveReport
+    pairs: Any = None
+    flat: Any = None
+
+
+@dataclass
 class BatchSolution:
     """``col_ind`` (B, n) in the caller's library and device (−1: an unassigned row), ``objectives``
     (B,) exact for integer costs, and one ``report``."""

@@ -107,8 +107,10 @@ def test_summary_keys_decode_to_their_values_in_order():
 def test_kernel_source_instantiates_one_name_per_layout():
     source = cb.kernel_source()
     assert "batch_lap" in source and "__reduce_min_sync" in source
-    assert cb.kernel_name("float32", 4, 256) == "batch_lap<float, double, 4, 256, false>"
-    assert cb.kernel_name("int32", 1, 16, certify=True) == "batch_lap<int, long long, 1, 16, true>"
+    assert cb.kernel_name("float32", 4, 256) == "batch_lap<float, double, 4, 256, false, false>"
+    assert cb.kernel_name("int32", 1, 16, certify=True) == "batch_lap<int, long long, 1, 16, true, false>"
+    assert cb.kernel_name("float32", 4, 128, certify=True, ragged=True) == "batch_lap<float, double, 4, 128, true, true>"
+    assert source.index("struct RaggedMember") < source.index("batch_lap(")  # the table's header, in front
     assert "certify_problem" in source and "atomicExch(&taken[j], r)" in source
 
 
@@ -388,7 +390,9 @@ def test_a_plain_device_stack_is_its_own_work_stack(rng, monkeypatch, dtype, sha
 
 @pytest.mark.gpu
 def test_other_device_stacks_get_a_work_stack(rng, monkeypatch):
-    """Maximise, tall problems, float64, a strided view or a requested dtype: a work stack is built."""
+    """Maximise, a tall view that is not contiguous, float64, a strided view or a requested dtype: a
+    work stack is built (a contiguous tall float32 or int32 stack is read through its transpose:
+    tests/test_ragged_gpu.py)."""
     import cupy
 
     import lapcli
@@ -398,8 +402,7 @@ def test_other_device_stacks_get_a_work_stack(rng, monkeypatch):
     build = lapcli.problem.build_work
     monkeypatch.setattr(lapcli.problem, "build_work", lambda *a, **k: built.append(1) or build(*a, **k))
     stack = cupy.asarray(rng.random((20, 9, 12)).astype(np.float32))
-    for given, options in ((stack, {"maximize": True}), (stack.transpose(0, 2, 1), {}),
-                           (cupy.ascontiguousarray(stack.transpose(0, 2, 1)), {}), (stack[:, ::2, :], {}),
+    for given, options in ((stack, {"maximize": True}), (stack.transpose(0, 2, 1), {}), (stack[:, ::2, :], {}),
                            (stack.astype(np.float64), {}), ((stack * 100).astype(np.int64), {}),
                            (stack, {"dtype": "float64"})):
         built.clear()

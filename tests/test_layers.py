@@ -35,11 +35,11 @@ EXACT_RANKS = {
 PREFIX_RANKS = {
     "lapcli.errors": 0, "lapcli.arrays": 0, "lapcli.steps": 0,
     "lapcli.work": 1, "lapcli.problem": 1, "lapcli.points": 1, "lapcli.generate": 1, "lapcli.io": 1,
-    "lapcli.cuda": 2,
+    "lapcli.cuda": 2, "lapcli.ragged": 2,  # the members' layout; packs through lapcli.cuda.ragged_pack
     "lapcli.certificate": 2, "lapcli.duals": 2,  # the certificate's device pass launches through lapcli.cuda.runtime
     "lapcli.engines.base": 3, "lapcli.engines.cpu": 3, "lapcli.engines.cuda": 3, "lapcli.twins": 3,
     "lapcli.engines.registry": 4, "lapcli.engines.auto": 4,
-    "lapcli.results": 5, "lapcli.report": 5, "lapcli.cost_limit": 5, "lapcli.ragged": 4,
+    "lapcli.results": 5, "lapcli.report": 5, "lapcli.cost_limit": 5,
     "lapcli.api": 5, "lapcli.pipeline": 5, "lapcli.pipeline_points": 5, "lapcli.scale": 5, "lapcli.info": 5,
     "lapcli.bench": 6,
     "lapcli.cli": 7,

@@ -286,3 +286,36 @@ def test_a_forked_child_solves_a_threaded_list_after_its_parent(rng):
     if child.is_alive():
         child.terminate()
     assert child.exitcode == 0
+
+
+def test_the_in_place_gpu_launch_declines_what_it_does_not_read():
+    """cuda-batch reads float32 and int32 members (and narrower types, converted) in place; it
+    hands the pipeline back (None: the packed work stack) maximised batches, float64 and int64
+    work and members wider than its kernel's columns, before touching the GPU."""
+    from lapcli.engines.cuda import batch_members
+    from lapcli.cuda.batch_lap import MAX_COLUMNS
+
+    def declined(matrices, maximize=False):
+        return batch_members.run_members(ragged.from_list(matrices), maximize=maximize) is None
+
+    small = [np.zeros((3, 4), np.float32), np.zeros((2, 1), np.float32)]
+    assert declined(small, maximize=True)
+    assert declined([m.astype(np.float64) for m in small])
+    assert declined([m.astype(np.int64) for m in small])
+    assert declined([np.zeros((1, MAX_COLUMNS + 1), np.float32)])
+    assert declined([np.zeros((MAX_COLUMNS + 1, 2), np.int32)])
+    assert batch_members.IN_PLACE_DTYPES == ("float32", "int32")
+    assert ragged.work_dtype(np.dtype(np.float16)).name == "float32" and ragged.work_dtype(np.dtype(bool)).name == "int32"
+
+
+def test_the_ragged_table_has_one_layout_for_python_and_cuda():
+    """kernels/ragged_table.cuh's TABLE_FIELDS is lapcli.cuda.ragged_pack's, and the header comes
+    before the kernels that read it."""
+    from importlib import resources
+
+    from lapcli.cuda import ragged_pack
+
+    header = resources.files("lapcli").joinpath("kernels/ragged_table.cuh").read_text()
+    assert f"#define TABLE_FIELDS {ragged_pack.TABLE_FIELDS}" in header
+    source = ragged_pack.program().source
+    assert source.index("struct RaggedMember") < source.index("__global__ void ragged_pack")

@@ -127,3 +127,127 @@ def test_a_device_list_of_one_shape_is_one_stack(rng):
     solution = lapcli.solve_batch([cupy.asarray(m) for m in matrices])
     assert isinstance(solution.col_ind, cupy.ndarray) and solution.col_ind.shape == (4, 5)
     check(matrices, solution.col_ind.get(), solution.objectives)
+
+
+def random_members(rng, count, dtype, most=40):
+    """Matrices of drawn shapes (empty, tall, wide and square among them) of ``dtype``."""
+    shapes = [tuple(int(s) for s in rng.integers(0, most + 1, 2)) for _ in range(count)]
+    shapes[:4] = [(0, 5), (7, 0), (most, 3), (6, 6)]
+    if dtype == "bool":
+        return [rng.random(shape) < 0.5 for shape in shapes]
+    return [(rng.random(shape) * 1000 if dtype.startswith("float") else rng.integers(0, 250, shape)).astype(dtype)
+            for shape in shapes]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float16", "uint8", "bool"])
+def test_members_are_read_in_place_and_agree_with_the_packed_stack(rng, dtype, monkeypatch):
+    """cuda-batch's in-place launch (lapcli.engines.cuda.batch_members) on a CuPy list, a torch list
+    and a host list: the loop's objectives, every member's rows matched, the same objectives as the
+    packed work stack the pipeline falls back to."""
+    import cupy
+
+
+    matrices = random_members(rng, 90, dtype)
+    inputs = {"cupy": [cupy.asarray(m) for m in matrices], "host": matrices}
+    torch = None
+    try:
+        import torch
+    except ImportError:
+        pass
+    if torch is not None and torch.cuda.is_available() and dtype != "uint8":
+        inputs["torch"] = [torch.as_tensor(m).cuda() for m in matrices]
+    as_float = [m.astype(np.float64) for m in matrices]
+    answers = {}
+    for name, members in inputs.items():
+        solution = lapcli.solve_batch(members, solver="cuda-batch")
+        report = solution.report
+        assert report.certified and report.details.get("members") == "read in place", (name, report.details)
+        cols = [c.get() if hasattr(c, "get") else np.asarray(c.cpu() if hasattr(c, "cpu") else c)
+                for c in solution.col_ind]
+        check(as_float, cols, solution.objectives)
+        answers[name] = np.asarray(solution.objectives, dtype=np.float64)
+    monkeypatch.setattr("lapcli.engines.cuda.batch.run_members", lambda *args, **kwargs: None)
+    packed = lapcli.solve_batch(inputs["cupy"], solver="cuda-batch")
+    assert "padded" in packed.report.details and "members" not in packed.report.details
+    for name, objectives in answers.items():
+        assert np.allclose(objectives, np.asarray(packed.objectives, dtype=np.float64), rtol=1e-6), name
+
+
+@pytest.mark.parametrize("case", ["maximize", "float64", "int64", "inf", "nan"])
+def test_what_the_in_place_launch_does_not_take_is_packed(rng, case):
+    """Maximised members, float64 and int64 work, and members with an infinity (forbidden pairs)
+    go to the packed work stack; NaN is refused there as bad input, naming the member."""
+    import cupy
+
+    matrices = [rng.random(tuple(shape)).astype(np.float32) for shape in rng.integers(1, 30, (20, 2))]
+    if case in ("float64", "int64"):
+        matrices = [(m * 1000).astype(case) for m in matrices]
+    if case in ("inf", "nan"):
+        matrices[7] = matrices[7].copy()
+        matrices[7][0, 0] = np.inf if case == "inf" else np.nan
+    members = [cupy.asarray(m) for m in matrices]
+    if case == "nan":
+        with pytest.raises(lapcli.LapInputError, match="7"):
+            lapcli.solve_batch(members)
+        return
+    solution = lapcli.solve_batch(members, maximize=case == "maximize")
+    assert "padded" in solution.report.details and solution.report.certified
+    check(matrices, [c.get() for c in solution.col_ind], solution.objectives, case == "maximize")
+
+
+def test_match_pairs_come_from_the_solve_launch_and_equal_the_twins(rng):
+    """lapcli.match on a CuPy block: the pairs the in-place launch writes equal lapcli.ragged.pairs
+    of its own columns (the NumPy twin), image after image, queries in order."""
+    import cupy
+
+    from lapcli import ragged
+    from lapcli.pipeline import solve_members_raw
+
+    counts = rng.integers(0, 70, 24)
+    counts[:3] = [0, 64, 1]
+    block = cupy.asarray(rng.random((24, 50, int(counts.sum()))).astype(np.float32))  # some images have k > Q
+    members = ragged.from_block(block, counts)
+    answer = solve_members_raw(members, pairs=True, objectives=False)
+    (rows, cols), report = answer.pairs, answer.report
+    assert report.details.get("members") == "read in place" and report.certified
+    twin_rows, twin_cols = ragged.pairs(answer.col_ind.get(), None, np.minimum(members.rows, members.cols))
+    assert np.array_equal(rows.get(), twin_rows) and np.array_equal(cols.get(), twin_cols)
+    pairs = lapcli.match(block, counts)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    host = block.get()
+    for i, (image_rows, image_cols) in enumerate(pairs):
+        matrix = host[i, :, starts[i]:starts[i] + counts[i]].astype(np.float64)
+        assert len(image_rows) == min(matrix.shape) and np.all(np.diff(image_rows.get()) > 0)
+        expected = matrix[scipy_lsa(matrix)].sum() if matrix.size else 0.0
+        assert matrix[image_rows.get(), image_cols.get()].sum() == pytest.approx(expected, rel=1e-6)
+
+
+def test_padded_float32_stack_with_sizes_is_read_in_place(rng):
+    import cupy
+
+    stack = rng.random((40, 30, 40)).astype(np.float32)
+    rows, cols = rng.integers(0, 31, 40), rng.integers(0, 41, 40)
+    garbage = stack.copy()
+    for b in range(40):
+        garbage[b, rows[b]:, :] = np.nan
+        garbage[b, :, cols[b]:] = -np.inf
+    solution = lapcli.solve_batch(cupy.asarray(garbage), sizes=(rows, cols))
+    assert solution.report.details.get("members") == "read in place" and solution.report.certified
+    matrices = [stack[b, :rows[b], :cols[b]].astype(np.float64) for b in range(40)]
+    check(matrices, [solution.col_ind[b, :rows[b]].get() for b in range(40)], solution.objectives)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_a_tall_device_stack_is_read_through_its_transpose(rng, dtype):
+    """A (B, n, m) device stack with n > m (DETR's queries × targets, padded) goes to the in-place
+    launch, which reads each problem through its transpose: no transposed copy, the caller's
+    columns straight from the kernel. Maximised, it takes the work stack (transposed, negated)."""
+    import cupy
+
+    stack = (rng.random((30, 40, 12)) * (1000 if dtype == "int32" else 1)).astype(dtype)
+    matrices = [s.astype(np.float64) for s in stack]
+    for maximize in (False, True):
+        solution = lapcli.solve_batch(cupy.asarray(stack), maximize=maximize)
+        assert solution.report.certified and solution.col_ind.shape == (30, 40)
+        assert (solution.report.details.get("members") == "read in place") == (not maximize)
+        check(matrices, solution.col_ind.get(), solution.objectives, maximize)

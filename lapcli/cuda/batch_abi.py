@@ -56,12 +56,13 @@ SUMMARY_SLOTS = len(SUMMARY)
 # "u64" an unsigned 64-bit int. The launches pack their arguments from this (a test compares it
 # with the kernel's parameter list).
 KERNEL_PARAMETERS = (
-    ("cost", "ptr"), ("B", "i32"), ("n", "i32"), ("m", "i32"),
+    ("cost", "ptr"), ("B", "i32"), ("n_stack", "i32"), ("m_stack", "i32"),
     ("col_of_row", "ptr"), ("u_out", "ptr"), ("v_out", "ptr"), ("status", "ptr"),
     ("launch_start", "ptr"), ("time_limit_ns", "u64"),
     ("v_start", "ptr"), ("col_start", "ptr"),  # warm start (cuda-sap), null: none
     ("row_offset", "ptr"), ("transposed", "i32"), ("n_out", "i32"), ("exact", "i32"),  # CERTIFY only, from here
     ("out", "ptr"), ("stats", "ptr"), ("objective_out", "ptr"), ("summary", "ptr"),
+    ("members", "ptr"), ("pair_rows", "ptr"), ("pair_cols", "ptr"), ("flat_out", "ptr"),  # RAGGED only
 )
 KERNEL_ARGUMENTS = len(KERNEL_PARAMETERS)
 # The launch's signature (lapcli.cuda.runtime.SLOT_CODES): p a pointer, i an int, u an unsigned 64-bit int.
@@ -118,9 +119,13 @@ def checked_layout(layout: tuple[int, int] | None, m: int) -> tuple[int, int]:
 
 
 def kernel_source() -> str:
-    return resources.files("lapcli").joinpath("kernels/batch_lap.cu").read_text()
+    """kernels/batch_lap.cu behind the ragged table it reads (kernels/ragged_table.cuh)."""
+    kernels = resources.files("lapcli").joinpath("kernels")
+    return kernels.joinpath("ragged_table.cuh").read_text() + "\n" + kernels.joinpath("batch_lap.cu").read_text()
 
 
-def kernel_name(dtype: str, k: int, threads: int, certify: bool = False) -> str:
+def kernel_name(dtype: str, k: int, threads: int, certify: bool = False, ragged: bool = False) -> str:
+    """The instantiation's name; ``ragged`` (certified only) reads a ragged batch's members in place."""
     cost_type, dual_type, _ = KERNEL_TYPES[dtype]
-    return f"batch_lap<{cost_type}, {dual_type}, {k}, {threads}, {'true' if certify else 'false'}>"
+    flag = lambda on: "true" if on else "false"  # noqa: E731
+    return f"batch_lap<{cost_type}, {dual_type}, {k}, {threads}, {flag(certify)}, {flag(ragged)}>"

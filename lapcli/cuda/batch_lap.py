@@ -71,26 +71,28 @@ class StackResult:
 
 
 @lru_cache(maxsize=None)
-def program(dtype: str, k: int, threads: int, certify: bool = False, fault: tuple[int, int] | None = None) -> Program:
+def program(dtype: str, k: int, threads: int, certify: bool = False, fault: tuple[int, int] | None = None,
+            ragged: bool = False) -> Program:
     """One instantiation of the kernel: ``certify`` selects the launch that also proves each answer
-    and writes the caller's columns (certified_stack); ``fault`` is for tests only (fault_defines)."""
-    name = kernel_name(dtype, k, threads, certify)
+    and writes the caller's columns (certified_stack), ``ragged`` the certified launch that reads a
+    ragged batch's members in place (certified_members); ``fault`` is for tests only (fault_defines)."""
+    name = kernel_name(dtype, k, threads, certify, ragged)
     return Program("batch_lap", kernel_source(), (*kernel_defines(), *fault_defines(fault)),
                    ((name, name, KERNEL_SIGNATURE),))
 
 
-_kernels: dict[tuple, object] = {}  # (device, dtype, k, threads, certify, fault) -> its loaded Kernel
+_kernels: dict[tuple, object] = {}  # (device, dtype, k, threads, certify, fault, ragged) -> its loaded Kernel
 
 
 def compiled_kernel(dtype: str, k: int, threads: int, certify: bool = False, *, fault: tuple[int, int] | None = None,
-                    device: int = 0):
+                    device: int = 0, ragged: bool = False):
     """(kernel, ms spent loading it now: 0 once loaded) on device ``device``, CuPy's current one.
     Looked up in a plain dict first: a small batch's call is ~0.1 ms of host work, and this is on it."""
-    key = (device, dtype, k, threads, certify, fault)
+    key = (device, dtype, k, threads, certify, fault, ragged)
     found = _kernels.get(key)
     if found is not None:
         return found, 0.0
-    chosen = program(dtype, k, threads, certify, fault)
+    chosen = program(dtype, k, threads, certify, fault, ragged)
     kernels, load_ms = load(chosen)
     _kernels[key] = kernels[chosen.kernels[0][0]]
     return _kernels[key], load_ms
@@ -197,6 +199,8 @@ class CertifiedStack:
     events: tuple
     details: dict
     device: int = 0
+    dtype: str = "float32"  # the costs' work dtype
+    columns: int = 0  # the most columns of a problem (oriented)
 
     @property
     def summary(self):
@@ -254,15 +258,38 @@ def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None, t
     ~0.12 ms on an H100), so it is kept lean: device pointers go to the kernel as integers (an
     argument is packed into a reused slot: lapcli.cuda.runtime) and no view of the result buffer
     is made here."""
-    import cupy
-
     batch, r, c = values.shape  # Python ints (CuPy)
     if not values.flags.c_contiguous:  # a copy here could run before a pending upload's DMAs
         raise ValueError("certified_launch needs a C-contiguous stack")
+    return _certified(values.data.ptr, batch, r, c, dtype_name(values.dtype), n_out=n_out, transposed=transposed,
+                      row_offset=row_offset, timeout=timeout, layout=layout, fault=fault)
+
+
+def certified_members(table, batch: int, rows: int, cols: int, dtype: str, *, n_out: int, pairs=None, flat=None,
+                      timeout: float | None = None, layout: tuple[int, int] | None = None) -> CertifiedStack:
+    """Launch the certified kernel on a ragged batch read where its members lie: ``table`` the
+    members' (address, row stride, rows, cols, first pair) as a (B * 5,) int64 device array
+    (kernels/ragged_table.cuh), ``dtype`` theirs (a work dtype), ``rows`` × ``cols`` the largest
+    member once oriented (rows ≤ cols). The caller's columns come back (B, n_out), −1 where none;
+    ``pairs`` = (rows, cols), two int64 device arrays of Σ min(rows_b, cols_b) each, also gets each
+    member's assigned rows in order and their columns (lapcli.match); ``flat``, an int64 device
+    array of Σ rows_b, each member's columns after the previous member's (a list's answer)."""
+    pair_rows, pair_cols = (0, 0) if pairs is None else (pairs[0].data.ptr, pairs[1].data.ptr)
+    return _certified(0, batch, rows, cols, dtype, n_out=n_out, transposed=False, row_offset=None, timeout=timeout,
+                      layout=layout, fault=None, members=table.data.ptr, pair_rows=pair_rows, pair_cols=pair_cols,
+                      flat_out=0 if flat is None else flat.data.ptr)()
+
+
+def _certified(values_ptr: int, batch: int, r: int, c: int, dtype: str, *, n_out: int, transposed: bool, row_offset,
+               timeout: float | None, layout, fault, members: int = 0, pair_rows: int = 0, pair_cols: int = 0,
+               flat_out: int = 0):
+    """The certified launch, prepared (see certified_launch); ``members`` a ragged table's address."""
+    import cupy
+
     k, threads = checked_layout(layout, c)
-    dtype = dtype_name(values.dtype)
     device = cupy.cuda.runtime.getDevice()
-    kernel, compile_ms = compiled_kernel(dtype, k, threads, certify=True, fault=fault, device=device)
+    kernel, compile_ms = compiled_kernel(dtype, k, threads, certify=True, fault=fault, device=device,
+                                         ragged=bool(members))
     grid, block = launch_shape(batch, threads)
     buffer = cupy.empty(SUMMARY_SLOTS + batch * (1 + n_out + CERTIFY_STATS + 1), dtype=np.int64)
     base = buffer.data.ptr
@@ -275,9 +302,9 @@ def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None, t
     cupy.cuda.runtime.memsetAsync(base, 0, SUMMARY_SLOTS * 8, stream)  # launch stamp, counters, keys
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
     # KERNEL_PARAMETERS in order: no plain outputs and no warm start (0: null)
-    arguments = (values.data.ptr, batch, r, c, 0, 0, 0, status, base + _STAMP_OFFSET, limit_ns, 0, 0,
+    arguments = (values_ptr, batch, r, c, 0, 0, 0, status, base + _STAMP_OFFSET, limit_ns, 0, 0,
                  row_offset.data.ptr if row_offset is not None else 0, int(transposed), n_out,
-                 int(values.dtype.kind in "iu"), columns, stats, objective, base)
+                 int(dtype.startswith("int")), columns, stats, objective, base, members, pair_rows, pair_cols, flat_out)
     details = {"layout": f"K={k} threads={threads}", "grid": grid, "block": block, "launches": 1,
                "compile_ms": round(compile_ms, 3)}
 
@@ -285,7 +312,7 @@ def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None, t
         begin.record(stream)
         kernel.launch(grid, block, arguments, stream=stream)
         end.record(stream)
-        return CertifiedStack(buffer, batch, n_out, (begin, end), details, device)
+        return CertifiedStack(buffer, batch, n_out, (begin, end), details, device, dtype, c)
 
     return launched
 

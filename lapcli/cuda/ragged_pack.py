@@ -24,26 +24,34 @@ WORK_TYPES = {"float32": ("float", "f"), "float64": ("double", "d"), "int32": ("
 
 @lru_cache(maxsize=None)
 def program() -> Program:
-    source = resources.files("lapcli").joinpath("kernels/ragged.cu").read_text()
+    kernels_dir = resources.files("lapcli").joinpath("kernels")
+    source = kernels_dir.joinpath("ragged_table.cuh").read_text() + "\n" + kernels_dir.joinpath("ragged.cu").read_text()
     kernels = [(f"pack_{work}", f"ragged_pack<{cxx}>", f"piii{slot}p") for work, (cxx, slot) in WORK_TYPES.items()]
     kernels += [("unpack", "ragged_unpack", "ppiiip"), ("pairs", "ragged_pairs", "ppipp")]
     return Program("ragged", source, (), tuple(kernels))
 
 
+TABLE_FIELDS = 6  # kernels/ragged_table.cuh's fields of a member
+
+
 def device_table(members, addresses: np.ndarray) -> tuple:
-    """(the members' (byte address, row stride, rows, cols, first pair) as one int64 device array,
-    the pinned host block it is copied from asynchronously: keep it until the stream has passed
-    the copy)."""
+    """(the members' table of kernels/ragged_table.cuh, (byte address, row stride, rows, cols, first
+    pair, first row) each, as one int64 device array; the pinned host block it is copied from
+    asynchronously: keep it until the stream has passed the copy). Written straight into the
+    pinned block: a matcher call's host work is the cost at small batches."""
     import cupy
 
+    batch = len(members.rows)
+    nbytes = 8 * TABLE_FIELDS * batch
+    pinned = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(nbytes, 8)), dtype=np.int64,
+                           count=TABLE_FIELDS * batch).reshape(batch, TABLE_FIELDS)
+    pinned[:, 0], pinned[:, 1], pinned[:, 2], pinned[:, 3] = addresses, members.strides, members.rows, members.cols
     pairs = np.minimum(members.rows, members.cols)
-    starts = np.concatenate([[0], np.cumsum(pairs)[:-1]])
-    table = np.stack([addresses, members.strides, members.rows, members.cols, starts], axis=1).astype(np.int64)
-    pinned = np.frombuffer(cupy.cuda.alloc_pinned_memory(max(table.nbytes, 8)), dtype=np.int64, count=table.size)
-    pinned[:] = table.reshape(-1)
-    device = cupy.empty(table.size, dtype=np.int64)
-    stream = current_stream()
-    cupy.cuda.runtime.memcpyAsync(device.data.ptr, pinned.ctypes.data, table.nbytes, 1, stream)  # 1: host to device
+    for field, counts in ((4, pairs), (5, members.rows)):  # where each member's pairs and rows start
+        np.cumsum(counts, out=pinned[:, field])
+        pinned[:, field] -= counts
+    device = cupy.empty(TABLE_FIELDS * batch, dtype=np.int64)
+    cupy.cuda.runtime.memcpyAsync(device.data.ptr, pinned.ctypes.data, nbytes, 1, current_stream())  # 1: host to device
     return device, pinned
 
 

@@ -151,6 +151,15 @@ static_assert(SUMMARY_STAMP < SUMMARY_SLOTS && SUMMARY_NOT_PROVED < SUMMARY_SLOT
               && SUMMARY_MIN_SLACK < SUMMARY_SLOTS && SUMMARY_MAX_ASSIGNED_SLACK < SUMMARY_SLOTS
               && SUMMARY_TOLERANCE < SUMMARY_SLOTS, "a summary slot past SUMMARY_SLOTS");
 
+// Column j of a row: a ragged member's columns lie cs elements apart (cs > 1: a tall member's
+// transpose); a stack's are contiguous. `j` is deliberately not parenthesised in the stack's
+// branch: COLUMN(row, t + k * G) is then row + t + k * G, pointer steps the compiler folds into
+// constant load offsets, the code the stacks' kernels had before ragged members (as an int sum it
+// costs a 64-bit multiply and add per load).
+#define COLUMN(row, j) (RAGGED ? (row) + (long long)(j) * cs : (row) + j)
+// Row i of the problem: m apart in a stack, rs in a ragged member (1 for a tall one's transpose).
+#define ROW(i) (RAGGED ? problem + (long long)(i) * rs : problem + (long long)(i) * m)
+
 __device__ __forceinline__ unsigned long long to_bits(long long x) { return (unsigned long long)x; }
 __device__ __forceinline__ unsigned long long to_bits(double x) { return (unsigned long long)__double_as_longlong(x); }
 __device__ __forceinline__ unsigned long long to_bits(int x) { return (unsigned long long)(unsigned)x; }
@@ -183,13 +192,15 @@ __device__ __forceinline__ X group_reduce(X x, Op op, unsigned long long* scratc
     }
 }
 
-template <typename T, typename D, int K, int THREADS>
+template <typename T, typename D, int K, int THREADS, bool RAGGED>
 __device__ __forceinline__ void certify_problem(
-        const T* __restrict__ problem, long long b, int B, int n, int m, int t, unsigned mask, int st, const D (&v)[K],
-        unsigned dead, const int* col4row, int* taken, const D* v_sh, unsigned long long* scratch,
-        const double* __restrict__ row_offset, int transposed, int n_out, int exact,
+        const T* __restrict__ problem, long long rs, long long cs, long long b, int B, int n, int m, int t,
+        unsigned mask, int st, const D (&v)[K], unsigned dead, const int* col4row, int* taken, const D* v_sh,
+        unsigned long long* scratch, const double* __restrict__ row_offset, bool flip, int n_out, int exact,
         long long* __restrict__ out, double* __restrict__ stats, long long* __restrict__ objective_out,
-        unsigned long long* __restrict__ summary) {
+        unsigned long long* __restrict__ summary, int caller_rows, long long pair_start,
+        long long* __restrict__ pair_rows, long long* __restrict__ pair_cols, long long row_start,
+        long long* __restrict__ flat_out) {
     typedef DualTraits<D> DT;
     constexpr int G = THREADS;
     // taken[j]: the row that took column j, -1 for none (the path array: the walks are over)
@@ -226,19 +237,19 @@ __device__ __forceinline__ void certify_problem(
 #pragma unroll
             for (int q = 0; q < ROWS; ++q) {
                 const int ahead = i0 + q + AHEAD;
-                if (ahead < n && t * 128 < m * (int)sizeof(T))
-                    asm volatile("prefetch.global.L2 [%0];" ::"l"((const char*)(problem + (long long)ahead * m) + t * 128));
+                if (ahead < n && cs == 1 && t * 128 < m * (int)sizeof(T))
+                    asm volatile("prefetch.global.L2 [%0];" ::"l"((const char*)ROW(ahead) + t * 128));
             }
         }
 #pragma unroll
         for (int q = 0; q < ROWS; ++q) {
             const int i = min(i0 + q, n - 1);  // past the last row: reload it, skipped below
-            const T* row = problem + (long long)i * m;
+            const T* row = ROW(i);
             ji[q] = col4row[i];
             const bool ok = ji[q] >= 0 && ji[q] < m;
-            ui[q] = ok ? (D)__ldg(row + ji[q]) - v_sh[ji[q]] : (D)0;
+            ui[q] = ok ? (D)__ldg(COLUMN(row, ji[q])) - v_sh[ji[q]] : (D)0;
 #pragma unroll
-            for (int k = 0; k < K; ++k) x[q][k] = ((dead >> k) & 1) ? (T)0 : __ldg(row + t + k * G);
+            for (int k = 0; k < K; ++k) x[q][k] = ((dead >> k) & 1) ? (T)0 : __ldg(COLUMN(row, t + k * G));
         }
 #pragma unroll
         for (int q = 0; q < ROWS; ++q) {
@@ -276,14 +287,48 @@ __device__ __forceinline__ void certify_problem(
     }
     bad = group_reduce<THREADS>(bad, MaxOf(), scratch, mask);
     const bool good = !bad && !nonfinite && (double)smallest >= -tol && (double)loosest <= tol;
-    // the caller's columns
+    // the caller's columns: for a flipped problem the work rows are the caller's columns
     long long* row_out = out + b * n_out;
-    if (transposed) {
+    if constexpr (RAGGED) {  // a member may have fewer rows than n_out: the rest are -1
+        if (flip || n < n_out) {
+            for (int i = t; i < n_out; i += G) row_out[i] = -1;
+            Group<THREADS>::sync(mask);
+            for (int r = t; r < n; r += G) {
+                const int j = col4row[r];
+                if (j >= 0 && j < m) row_out[flip ? j : r] = flip ? r : j;
+            }
+        } else {
+            for (int r = t; r < n; r += G) row_out[r] = col4row[r];
+        }
+    } else if (flip) {
         for (int i = t; i < n_out; i += G) row_out[i] = -1;
         Group<THREADS>::sync(mask);
         for (int r = t; r < n; r += G) { const int j = col4row[r]; if (j >= 0 && j < m) row_out[j] = r; }
     } else {
         for (int r = t; r < n; r += G) row_out[r] = col4row[r];
+    }
+    if constexpr (RAGGED) Group<THREADS>::sync(mask);  // row_out written by the whole group
+    // A list's answer, one member's columns after another's (each its own rows), from row_start on.
+    if (RAGGED && flat_out)
+        for (int i = t; i < caller_rows; i += G) flat_out[row_start + i] = row_out[i];
+    // DETR's pairs (lapcli.match): the caller's assigned rows in order and their columns, from
+    // pair_start on; one warp (or the half-warp group) compacts the row just written, a ballot per
+    // WIDTH rows.
+    if (RAGGED && pair_rows) {
+        constexpr int WIDTH = Group<THREADS>::WIDTH;
+        if (t < WIDTH) {
+            const unsigned lanes = THREADS >= 32 ? BATCH_FULL_MASK : mask;
+            const unsigned below = (1u << (threadIdx.x & 31)) - 1u;
+            int base = 0;
+            for (int start = 0; start < caller_rows; start += WIDTH) {
+                const int i = start + t;
+                const long long j = i < caller_rows ? row_out[i] : -1;
+                const unsigned ballot = __ballot_sync(lanes, j >= 0) & lanes;
+                const int at = base + __popc(ballot & below);
+                if (j >= 0 && at < n) { pair_rows[pair_start + at] = i; pair_cols[pair_start + at] = j; }
+                base += __popc(ballot);
+            }
+        }
     }
     if (t == 0) {
         double* mine = stats + b;
@@ -304,9 +349,9 @@ __device__ __forceinline__ void certify_problem(
 
 // The parameters, in order, are lapcli/cuda/batch_abi.py's KERNEL_PARAMETERS (the driver launch packs
 // them by their kinds there; a test compares the two lists).
-template <typename T, typename D, int K, int THREADS, bool CERTIFY>
+template <typename T, typename D, int K, int THREADS, bool CERTIFY, bool RAGGED>
 __global__ void __launch_bounds__(Group<THREADS>::BLOCK)
-batch_lap(const T* __restrict__ cost, int B, int n, int m,
+batch_lap(const T* __restrict__ cost, int B, int n_stack, int m_stack,
           int* __restrict__ col_of_row, D* __restrict__ u_out, D* __restrict__ v_out,
           int* __restrict__ status, unsigned long long* __restrict__ launch_start,
           unsigned long long time_limit_ns,
@@ -318,7 +363,13 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
           // CERTIFY only (see certify_problem): where the caller's answer and the proof go
           const double* __restrict__ row_offset, int transposed, int n_out, int exact,
           long long* __restrict__ out, double* __restrict__ stats, long long* __restrict__ objective_out,
-          unsigned long long* __restrict__ summary) {
+          unsigned long long* __restrict__ summary,
+          // RAGGED (with CERTIFY) only: problem b is member b of the table (kernels/ragged_table.cuh),
+          // read where it lies, n_stack and m_stack the most rows and columns of a member oriented;
+          // the pairs of lapcli.match go to pair_rows / pair_cols, a list's answer to flat_out (null:
+          // none).
+          const long long* __restrict__ members, long long* __restrict__ pair_rows,
+          long long* __restrict__ pair_cols, long long* __restrict__ flat_out) {
     static_assert(K >= 1 && K <= 32, "K columns per thread, one bit each in the masks");
     typedef DualTraits<D> DT;
     constexpr int G = THREADS;                    // threads per problem
@@ -358,7 +409,44 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     int* col4row = col4row_s[group];
     int* path_sh = path_s[group];
     D* v_sh = v_s[group];
-    const T* problem = cost + b * (long long)n * m;
+    // The problem: element (i, j) at problem[i * rs + j * cs], n <= m. A stack's problem b is its
+    // own slice; a ragged member is read in place, a tall one (rows > cols) through its transpose
+    // (cs = its row stride: a row scan then reads one element per caller row).
+    // A stack's kernels (RAGGED false) keep cs = 1 at compile time: their loads and registers are
+    // those of a plain row-major slice.
+    static_assert(!RAGGED || CERTIFY, "a ragged batch is read by the certified launch");
+    int n = n_stack, m = m_stack;
+    const T* problem = cost + b * (long long)n_stack * m_stack;
+    long long rs = m_stack, member_cs = 1, pair_start = 0, row_start = 0;
+    bool flip = transposed;
+    int caller_rows = n_out;
+    if constexpr (RAGGED) {
+        const RaggedMember member(members, b);
+        problem = reinterpret_cast<const T*>(member.address);
+        flip = member.tall();
+        n = member.real();
+        m = member.wide();
+        rs = flip ? 1 : member.stride;
+        member_cs = flip ? member.stride : 1;
+        pair_start = member.pair_start;
+        row_start = member.row_start;
+        caller_rows = member.rows;
+        if (n == 0) {  // no rows or no columns: nothing to assign, nothing to prove
+            if constexpr (CERTIFY) {
+                for (int i = t; i < n_out; i += G) out[b * n_out + i] = -1;
+                if (flat_out)
+                    for (int i = t; i < member.rows; i += G) flat_out[row_start + i] = -1;
+                if (t == 0) {
+                    for (int k = 0; k < CERTIFY_STATS; ++k) stats[k * (long long)B + b] = 0.0;
+                    stats[STAT_PROVED * (long long)B + b] = 1.0;
+                    objective_out[b] = 0;
+                    status[b] = STATUS_OK;
+                }
+            }
+            return;
+        }
+    }
+    const long long cs = RAGGED ? member_cs : 1;
 
     // The launch's start: the first group to arrive stamps it; every group measures against it.
     if (t == 0) {
@@ -405,7 +493,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
             for (int q = 0; q < ROWS; ++q)
 #pragma unroll
                 for (int k = 0; k < K; ++k)
-                    c[q][k] = t + k * G < m ? __ldg(problem + (long long)(r + q) * m + t + k * G) : (T)0;
+                    c[q][k] = t + k * G < m ? __ldg(COLUMN(ROW(r + q), t + k * G)) : (T)0;
 #pragma unroll
             for (int q = 0; q < ROWS; ++q)
 #pragma unroll
@@ -415,7 +503,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
         for (; r < n; ++r)
 #pragma unroll
             for (int k = 0; k < K; ++k) {
-                const T c = t + k * G < m ? __ldg(problem + (long long)r * m + t + k * G) : (T)0;
+                const T c = t + k * G < m ? __ldg(COLUMN(ROW(r), t + k * G)) : (T)0;
                 if (arg[k] < 0 || c < best[k]) { best[k] = c; arg[k] = r; }
             }
         Group<THREADS>::sync(mask);  // every claim cleared
@@ -464,12 +552,12 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
         D min_val = 0, v_prev = 0;
         int i = root, j_prev = -1, sink = -1;
         for (int iteration = 0; iteration <= m; ++iteration) {
-            const T* row = problem + (long long)i * m;
+            const T* row = ROW(i);
             T c[K];
 #pragma unroll
-            for (int k = 0; k < K; ++k) c[k] = ((dead >> k) & 1) ? (T)0 : __ldg(row + t + k * G);
+            for (int k = 0; k < K; ++k) c[k] = ((dead >> k) & 1) ? (T)0 : __ldg(COLUMN(row, t + k * G));
             // u[i] of the tight pair (i, j_prev); 0 for the root.
-            const D ui = j_prev >= 0 ? (D)__ldg(row + j_prev) - v_prev : (D)0;
+            const D ui = j_prev >= 0 ? (D)__ldg(COLUMN(row, j_prev)) - v_prev : (D)0;
             const D off = min_val - ui;  // d = (c - v) + (minVal - u[i]): one add after the loads
             // S1 for every open column, by selects (a scanned or dead column keeps its state), then
             // this thread's (key, tag) minimum as a tree of K - 1 comparisons: depth log2 K, and no
@@ -611,9 +699,9 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
         }
         Group<THREADS>::sync(mask);
 #endif
-        certify_problem<T, D, K, THREADS>(problem, b, B, n, m, t, mask, st, v, dead, col4row, path_sh, v_sh,
-                                        red_key, row_offset, transposed, n_out, exact, out, stats,
-                                        objective_out, summary);
+        certify_problem<T, D, K, THREADS, RAGGED>(problem, rs, cs, b, B, n, m, t, mask, st, v, dead, col4row, path_sh, v_sh,
+                                        red_key, row_offset, flip, n_out, exact, out, stats, objective_out,
+                                        summary, caller_rows, pair_start, pair_rows, pair_cols, row_start, flat_out);
         if (t == 0) status[b] = st;
         return;
     }
@@ -622,7 +710,7 @@ batch_lap(const T* __restrict__ cost, int B, int n, int m,
     for (int r = t; r < n; r += G) {
         const int j = col4row[r];
         col_of_row[b * n + r] = j;
-        u_out[b * n + r] = j >= 0 ? (D)problem[(long long)r * m + j] - v_sh[j] : (D)0;
+        u_out[b * n + r] = j >= 0 ? (D)*COLUMN(ROW(r), j) - v_sh[j] : (D)0;
     }
     if (t == 0) status[b] = st;
 }

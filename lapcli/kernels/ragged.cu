@@ -1,25 +1,11 @@
 // Ragged batches on the device (lapcli/cuda/ragged_pack.py launches these; lapcli/ragged.py holds
 // their NumPy twins, pack and unpack, which the CPU tests run).
 //
-// A member b of a ragged batch is rows x cols values at device byte address table[5b], row after
-// row table[5b + 1] elements apart; table[5b + 2] = rows, table[5b + 3] = cols, table[5b + 4] =
-// where its pairs start in ragged_pairs' output. Members may lie anywhere: in one array (a padded
-// stack, a matcher's block) or each in its own (a list of matrices, read in place).
+// The members are those of the table (kernels/ragged_table.cuh).
 // The work stack is (B, R, C), R <= C: member b oriented so that its p = min(rows, cols) rows are
 // the short side (a tall member, rows > cols, is transposed), rows p.. R-1 dummy rows of cost 0,
 // columns q = max(rows, cols) .. C-1 of its real rows at `forbidden` (+inf for floats, one above
 // the largest real cost for integers: an optimal answer never takes one).
-
-struct Member {
-    long long address, stride, pair_start;
-    int rows, cols;
-    __device__ Member(const long long* __restrict__ table, long long b)
-        : address(table[5 * b]), stride(table[5 * b + 1]), pair_start(table[5 * b + 4]), rows((int)table[5 * b + 2]),
-          cols((int)table[5 * b + 3]) {}
-    __device__ bool tall() const { return rows > cols; }
-    __device__ int real() const { return rows < cols ? rows : cols; }
-    __device__ int wide() const { return rows < cols ? cols : rows; }
-};
 
 // One thread per work entry (grid-stride): the gather of every member into its padded place.
 template <typename W>
@@ -30,7 +16,7 @@ __global__ void ragged_pack(const long long* __restrict__ table, int B, int R, i
          at += (long long)gridDim.x * blockDim.x) {
         const long long b = at / ((long long)R * C);
         const int x = (int)(at / C % R), y = (int)(at % C);
-        const Member m(table, b);
+        const RaggedMember m(table, b);
         W value = (W)0;  // a dummy row
         if (x < m.real()) {
             if (y >= m.wide()) {
@@ -53,7 +39,7 @@ __global__ void ragged_unpack(const long long* __restrict__ col_of_row, const lo
          at += (long long)gridDim.x * blockDim.x) {
         const long long b = at / R;
         const int x = (int)(at % R);
-        const Member m(table, b);
+        const RaggedMember m(table, b);
         if (x >= m.real()) continue;
         const long long j = col_of_row[at];
         if (m.tall()) out[b * width + j] = x;
@@ -69,7 +55,7 @@ __global__ void ragged_pairs(const long long* __restrict__ out, const long long*
     __shared__ int warp_base[32];
     __shared__ int chunk_total;
     const long long b = blockIdx.x;
-    const Member m(table, b);
+    const RaggedMember m(table, b);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
     int base = 0;
     for (int start = 0; start < m.rows; start += blockDim.x) {

@@ -99,7 +99,8 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
                              notes=list(work.notes))
 
 
-def run_members(members, *, maximize: bool, objectives: bool = True) -> BatchEngineResult:
+def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool = False, flat: bool = False,
+                timeout: float | None = None) -> BatchEngineResult:
     """A ragged batch (lapcli.ragged.Members), each member solved by scipy as it is: no padding,
     which would only add work on the CPU. From MEMBER_THREADS_FROM members that scipy solves as
     they are (floats, and integers float64 holds exactly) their solves are split between this
@@ -107,7 +108,9 @@ def run_members(members, *, maximize: bool, objectives: bool = True) -> BatchEng
     scipy releases the GIL while it solves, and any Python beside it would hold the GIL and cost
     more than the second core gives (2-core CI machine, 1000 members of 1..40 × 1..40: the solves
     alone 5.4 ms on one thread, 2.9 ms on two). Bad entries and infeasible members are named.
-    ``objectives=False``: the members' sums are skipped (``objectives`` None)."""
+    ``objectives=False``: the members' sums are skipped (``objectives`` None). ``pairs``, ``flat``
+    and ``timeout`` are the engines' one interface: the pipeline makes the pairs and the list from
+    the columns, and scipy has no time limit."""
     from ...errors import InfeasibleError
     from ...problem import exact_total, invalid_entries, members_text
 
