@@ -272,7 +272,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     packed = found_pairs = result = None
     if len(members) and hasattr(module, "run_members"):
         result = module.run_members(members, maximize=maximize, objectives=objectives, pairs=pairs, flat=flat,
-                                    timeout=timeout)
+                                    timeout=timeout, dtype=dtype, device=device)
+        result = None if result is not None and result.unchecked_nonfinite else result  # packed, then checked
     if not len(members):  # no problem: nothing to solve
         col_ind = members.xp.zeros((0, 0), dtype=np.int64)
         sums = np.zeros(0, dtype=np.int64) if objectives else None
@@ -284,6 +285,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         if certificate is None and certify is not False:  # an engine without duals
             certificate = certified_members(members, col_ind, maximize, name, default_budget(name), force=bool(certify))
     else:
+        if dtype is not None and np.dtype(dtype).kind in "iu" and np.dtype(members.dtype).kind == "f":
+            members = ragged.as_integers(members, dtype)
         packed = ragged.pack(members, maximize)
         problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
         solved = _solve_stack(problem, name, reason, start, timeout, device, objectives=objectives)

@@ -86,8 +86,9 @@ class Solution:
 class MembersAnswer:
     """A ragged batch's answer before it goes back to the caller (lapcli.pipeline.solve_members_raw):
     ``col_ind`` (B, most rows) NumPy or CuPy, −1 where none; ``pairs`` (rows, cols) of
-    lapcli.match, when asked; ``flat`` every member's columns after the previous member's, where the
-    engine made them (a list's answer, split once)."""
+    lapcli.match, when asked (CuPy where the GPU solved them, host members included); ``flat``
+    every member's columns after the previous member's, where the engine made them (a list's
+    answer, split once)."""
 
     col_ind: Any
     objectives: Any

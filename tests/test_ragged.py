@@ -291,7 +291,8 @@ def test_a_forked_child_solves_a_threaded_list_after_its_parent(rng):
 def test_the_in_place_gpu_launch_declines_what_it_does_not_read():
     """cuda-batch reads float32 and int32 members (and narrower types, converted) in place; it
     hands the pipeline back (None: the packed work stack) maximised batches, float64 and int64
-    work and members wider than its kernel's columns, before touching the GPU."""
+    work, a requested dtype other than theirs and members wider than its kernel's columns, before
+    touching the GPU."""
     from lapcli.engines.cuda import batch_members
     from lapcli.cuda.batch_lap import MAX_COLUMNS
 
@@ -304,6 +305,7 @@ def test_the_in_place_gpu_launch_declines_what_it_does_not_read():
     assert declined([m.astype(np.int64) for m in small])
     assert declined([np.zeros((1, MAX_COLUMNS + 1), np.float32)])
     assert declined([np.zeros((MAX_COLUMNS + 1, 2), np.int32)])
+    assert batch_members.run_members(ragged.from_list(small), maximize=False, dtype="float64") is None
     assert batch_members.IN_PLACE_DTYPES == ("float32", "int32")
     assert ragged.work_dtype(np.dtype(np.float16)).name == "float32" and ragged.work_dtype(np.dtype(bool)).name == "int32"
 
@@ -319,3 +321,17 @@ def test_the_ragged_table_has_one_layout_for_python_and_cuda():
     assert f"#define TABLE_FIELDS {ragged_pack.TABLE_FIELDS}" in header
     source = ragged_pack.program().source
     assert source.index("struct RaggedMember") < source.index("__global__ void ragged_pack")
+
+
+def test_a_requested_dtype_is_honoured_or_refused_for_a_ragged_list(rng):
+    """As for a stack: float members asked to be solved as integers are refused unless every value
+    is one (then solved exactly as int32); asked as float32 they are solved in float32. Never
+    ignored."""
+    matrices = [rng.random(tuple(shape)) for shape in rng.integers(1, 9, (12, 2))]
+    with pytest.raises(LapInputError, match="costs are not integers, so they cannot be solved as int32"):
+        lapcli.solve_batch(matrices, dtype="int32")
+    integral = [np.floor(m * 50) for m in matrices]
+    solution = lapcli.solve_batch(integral, dtype="int32")
+    assert solution.report.dtype == "int32"
+    assert [int(o) for o in solution.objectives] == [int(m[scipy_lsa(m)].sum()) for m in integral]
+    assert lapcli.solve_batch(matrices, dtype="float32").report.dtype == "float32"

@@ -240,3 +240,40 @@ def test_a_tall_device_stack_is_read_through_its_transpose(rng, dtype):
         assert solution.report.certified and solution.col_ind.shape == (30, 40)
         assert (solution.report.details.get("members") == "read in place") == (not maximize)
         check(matrices, solution.col_ind.get(), solution.objectives, maximize)
+
+
+@pytest.mark.parametrize("most", [12, 300])
+def test_pairs_and_lists_in_half_warp_and_block_layouts(rng, most):
+    """The in-place launch's two outputs beside the caller's columns, a list's flat answer and
+    match's pairs, where members up to 12 wide share a warp two by two (16-thread groups) and where
+    300 wide ones take a block each (only its first warp compacts the pairs)."""
+    import cupy
+
+    from lapcli import ragged
+    from lapcli.pipeline import solve_members_raw
+
+    matrices = [rng.random((int(r), int(c))).astype(np.float32) for r, c in rng.integers(1, most + 1, (40, 2))]
+    solution = lapcli.solve_batch([cupy.asarray(m) for m in matrices])
+    assert solution.report.details.get("members") == "read in place"
+    check([m.astype(np.float64) for m in matrices], [c.get() for c in solution.col_ind], solution.objectives)
+    counts = rng.integers(0, most + 1, 30)
+    block = cupy.asarray(rng.random((30, most, int(counts.sum()))).astype(np.float32))
+    members = ragged.from_block(block, counts)
+    answer = solve_members_raw(members, pairs=True, objectives=False)
+    assert answer.report.details.get("members") == "read in place"
+    twin = ragged.pairs(answer.col_ind.get(), None, np.minimum(members.rows, members.cols))
+    assert all(np.array_equal(got.get(), want) for got, want in zip(answer.pairs, twin))
+
+
+def test_a_requested_dtype_takes_the_packed_stack_on_the_gpu(rng):
+    """A dtype other than the members' own is honoured by the packed work stack (the in-place
+    launch reads the members as they are), or refused as for a stack."""
+    import cupy
+
+    matrices = [rng.random(tuple(shape)).astype(np.float32) for shape in rng.integers(1, 20, (16, 2))]
+    members = [cupy.asarray(m) for m in matrices]
+    solution = lapcli.solve_batch(members, dtype="float64")
+    assert solution.report.dtype == "float64" and "padded" in solution.report.details
+    check([m.astype(np.float64) for m in matrices], [c.get() for c in solution.col_ind], solution.objectives)
+    with pytest.raises(lapcli.LapInputError, match="not integers"):
+        lapcli.solve_batch(members, dtype="int32")

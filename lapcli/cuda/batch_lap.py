@@ -268,8 +268,8 @@ def certified_launch(values, *, n_out: int, transposed: bool, row_offset=None, t
 def certified_members(table, batch: int, rows: int, cols: int, dtype: str, *, n_out: int, pairs=None, flat=None,
                       timeout: float | None = None, layout: tuple[int, int] | None = None) -> CertifiedStack:
     """Launch the certified kernel on a ragged batch read where its members lie: ``table`` the
-    members' (address, row stride, rows, cols, first pair) as a (B * 5,) int64 device array
-    (kernels/ragged_table.cuh), ``dtype`` theirs (a work dtype), ``rows`` × ``cols`` the largest
+    members' rows of kernels/ragged_table.cuh as a (B * TABLE_FIELDS,) int64 device array
+    (lapcli.cuda.ragged_pack.device_table), ``dtype`` theirs (a work dtype), ``rows`` × ``cols`` the largest
     member once oriented (rows ≤ cols). The caller's columns come back (B, n_out), −1 where none;
     ``pairs`` = (rows, cols), two int64 device arrays of Σ min(rows_b, cols_b) each, also gets each
     member's assigned rows in order and their columns (lapcli.match); ``flat``, an int64 device

@@ -100,7 +100,8 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
 
 
 def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool = False, flat: bool = False,
-                timeout: float | None = None) -> BatchEngineResult:
+                timeout: float | None = None, dtype: str | None = None,
+                device: int | None = None) -> BatchEngineResult | None:
     """A ragged batch (lapcli.ragged.Members), each member solved by scipy as it is: no padding,
     which would only add work on the CPU. From MEMBER_THREADS_FROM members that scipy solves as
     they are (floats, and integers float64 holds exactly) their solves are split between this
@@ -108,9 +109,12 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     scipy releases the GIL while it solves, and any Python beside it would hold the GIL and cost
     more than the second core gives (2-core CI machine, 1000 members of 1..40 × 1..40: the solves
     alone 5.4 ms on one thread, 2.9 ms on two). Bad entries and infeasible members are named.
-    ``objectives=False``: the members' sums are skipped (``objectives`` None). ``pairs``, ``flat``
-    and ``timeout`` are the engines' one interface: the pipeline makes the pairs and the list from
-    the columns, and scipy has no time limit."""
+    ``objectives=False``: the members' sums are skipped (``objectives`` None). ``pairs``, ``flat``,
+    ``timeout`` and ``device`` are the engines' one interface: the pipeline makes the pairs and the
+    list from the columns, scipy has no time limit and runs here. A requested ``dtype`` declines
+    (None): the pipeline packs the members into one stack, whose work honours or refuses it."""
+    if dtype is not None:
+        return None
     from ...errors import InfeasibleError
     from ...problem import exact_total, invalid_entries, members_text
 

@@ -45,8 +45,9 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
     entries_checked = problem.forbidden is not None
     if not on_host and problem.transposed and _plain(problem, on_host, current):
         # tall problems read through their transpose by the ragged launch: no transposed copy
+        # NaN or an infinity: the result says so, and the pipeline checks the entries and runs again
         result = run_members(ragged.from_stack(stack, problem.origin), maximize=False, timeout=timeout)
-        if result is not None:  # else NaN or an infinity: the work stack below, after the check
+        if result is not None:
             return result
     if is_own_work(problem, on_host, current):
         if not on_host:  # launched at once; the pipeline's bookkeeping runs while the kernel does
