@@ -58,7 +58,7 @@ lapcli.solve(rng.random((90, 60)), solver="cuda-sap", maximize=True)
 for shape in ((40, 16, 16), (20, 30, 70), (20, 70, 30), (3, 300, 300)):  # the batch kernel, certify fused
     lapcli.solve_batch(rng.integers(0, 1000, shape).astype("int32"), solver="cuda-batch")
     lapcli.solve_batch(rng.random(shape).astype("float32"), solver="cuda-batch", maximize=True)
-for maximize in (False, True):  # ragged batches: the pack, one launch, the unpack
+for maximize in (False, True):  # ragged batches: read in place (float32), or packed (maximised, int64)
     lapcli.solve_batch([rng.random((int(r), int(c))).astype("float32") for r, c in rng.integers(0, 40, (30, 2))],
                        solver="cuda-batch", maximize=maximize)
     lapcli.solve_batch([rng.integers(0, 99, (int(r), int(c))) for r, c in rng.integers(0, 40, (30, 2))],
@@ -86,7 +86,9 @@ for one_block_up_to in (2048, 0):
 cuda_sap.ONE_BLOCK_UP_TO, cuda_sap.SCALED_AUCTION_FROM_FLOATS, sap_start.chain_limit = 2048, 2048, chain_limit
 auction.AUCTION_FROM = 1024
 import cupy
-lapcli.match(cupy.asarray(rng.random((6, 50, 60))), [10, 0, 15, 5, 20, 10])
+lapcli.match(cupy.asarray(rng.random((6, 50, 60))), [10, 0, 15, 5, 20, 10])  # float64: packed
+lapcli.match(cupy.asarray(rng.random((6, 50, 60)).astype("float32")), [10, 0, 15, 5, 20, 10])  # in place, pairs
+lapcli.solve_batch(cupy.asarray(rng.random((5, 30, 7)).astype("float32")))  # a tall stack through its transpose
 for (n, m), metric in (((37, 37), "sqeuclidean"), ((300, 300), "cosine"), ((40, 700), "minkowski"),
                        ((700, 40), "cityblock")):  # point sets: the implicit costs, the passes, the cluster kernel
     lapcli.solve_points(rng.random((n, 3)), rng.random((m, 3)), metric, solver="cuda-sap", maximize=n > m)
