@@ -335,3 +335,38 @@ def test_a_requested_dtype_is_honoured_or_refused_for_a_ragged_list(rng):
     assert solution.report.dtype == "int32"
     assert [int(o) for o in solution.objectives] == [int(m[scipy_lsa(m)].sum()) for m in integral]
     assert lapcli.solve_batch(matrices, dtype="float32").report.dtype == "float32"
+
+
+def test_the_ha4detr_peer_is_fed_and_read_as_its_demo_does(tmp_path, monkeypatch):
+    """The matcher suite's ``ha4detr`` runner imports HA4DETR's source from LAPCLI_HA4DETR, hands it
+    a (B, 300, 300) block padded with +inf and the int32 target counts, and reads its (B, 300, 2)
+    answer (row i: i and query i's target, −1 where none); a cell it cannot hold reads skipped. A
+    stand-in with HA4DETR's interface solves by scipy here (the real one needs nvcc and a GPU)."""
+    pytest.importorskip("torch")
+    from lapcli.bench import ha4detr, matcher
+
+    monkeypatch.delenv(ha4detr.ENV, raising=False)
+    assert not ha4detr.available()[0] and ha4detr.ENV in ha4detr.available()[1]
+    (tmp_path / ha4detr.SOURCE).write_text('''
+import numpy as np, torch
+from scipy.optimize import linear_sum_assignment
+print("built")  # HA4DETR prints its extension's path on import
+def hungarian_gpu(cost, ncols):
+    assert cost.shape[1:] == (300, 300) and cost.dtype == torch.float32 and ncols.dtype == torch.int32
+    out = torch.full((cost.shape[0], 300, 2), -1, dtype=torch.int32)
+    out[:, :, 0] = torch.arange(300, dtype=torch.int32)
+    for b, n in enumerate(ncols.tolist()):
+        assert torch.isinf(cost[b, :, n:]).all()
+        rows, cols = linear_sum_assignment(cost[b, :, :n].numpy())
+        out[b, torch.as_tensor(rows), 1] = torch.as_tensor(cols, dtype=torch.int32)
+    return out
+''')
+    monkeypatch.setenv(ha4detr.ENV, str(tmp_path))
+    ha4detr.module.cache_clear()
+    runners = matcher.matcher_runners()
+    results, failures = matcher.run_matcher_bench(((2, 300, 7), (2, 12, 5)), ("scipy-loop", "ha4detr"), runners,
+                                                  repeat=1, warmup=0, seed=1, min_seconds=0.0)
+    assert not failures and [r.status for r in results] == ["ok", "ok", "ok", "skipped"]
+    assert results[1].objective_total == pytest.approx(results[0].objective_total)
+    assert "300 queries" in results[3].message
+    ha4detr.module.cache_clear()

@@ -69,7 +69,7 @@ class BatchTiming:
     n: int
     kind: str
     runner: str
-    status: str  # ok | error | invalid | mismatch
+    status: str  # ok | error | invalid | mismatch | skipped (a peer that does not take this cell's shape)
     times_ms: list[float] = field(default_factory=list)
     objective_total: float | None = None  # the sum of the B objectives (all of them are compared)
     message: str = ""
@@ -77,6 +77,11 @@ class BatchTiming:
     @property
     def median_ms(self) -> float | None:
         return statistics.median(self.times_ms) if self.times_ms else None
+
+
+class NotThisCell(Exception):
+    """A runner's setup cannot take this cell (a peer's compile-time limits): the cell reads
+    ``skipped`` with the reason, not ``error``."""
 
 
 class BatchMismatch(Exception):
@@ -284,6 +289,9 @@ def time_runner(runner: BatchRunner, stack: np.ndarray, settings: BatchSettings,
             answer = runner.solve(prepared)
             timing.times_ms.append((time.perf_counter() - start) * 1e3)
         return runner.to_host(answer)
+    except NotThisCell as reason:
+        timing.status, timing.message = "skipped", str(reason)
+        return None
     except Exception as error:  # a peer's failure is a result to report, not a crash
         timing.status, timing.message = "error", f"{type(error).__name__}: {error}"
         return None

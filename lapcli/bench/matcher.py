@@ -12,6 +12,9 @@ Runners (skipped with a note where they cannot run here):
 - ``padded``       ``lapcli.solve_batch`` on a (B, Q, K) stack padded with a constant (the
                    caller's padding: after the transpose, constant rows that change no answer)
 - ``torch-la``     torch-linear-assignment on the same constant-padded stack
+- ``ha4detr``      HA4DETR (lapcli.bench.ha4detr, where ``LAPCLI_HA4DETR`` names its source) on a
+                   (B, 300, 300) block padded with +inf, as its demo passes it; cells of 300
+                   queries and at most 300 targets, the others read ``skipped``
 
 Timing, checks and the table are those of the batch suite (lapcli.bench.batch): warm-up, then
 timed calls until ``min_seconds``; every runner's per-image objectives are compared with the
@@ -25,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from .batch import BatchRunner, BatchTiming, _always, _cuda_probe, _torch_probe, time_runner
+from . import ha4detr
+from .batch import BatchRunner, BatchTiming, NotThisCell, _always, _cuda_probe, _torch_probe, time_runner
 
 MATCHER_CELLS: tuple[tuple[int, int, int], ...] = (  # (B, Q, K)
     (8, 100, 20), (32, 300, 50), (64, 300, 100), (16, 300, 300), (16, 900, 100), (128, 100, 30))
@@ -45,12 +49,14 @@ class MatcherCase:
     def image(self, i: int) -> np.ndarray:
         return self.host[i, :, self.starts[i]:self.starts[i] + self.counts[i]]
 
-    def padded(self, fill: float):
-        """(B, Q, K) torch CUDA tensor: image i's targets first, ``fill`` after."""
+    def padded(self, fill: float, width: int | None = None):
+        """(B, Q, width) torch CUDA tensor (width K, the most targets, by default): image i's
+        targets first, ``fill`` after."""
         import torch
 
         batch, queries, _ = self.block.shape
-        out = torch.full((batch, queries, max(self.counts)), fill, dtype=self.block.dtype, device=self.block.device)
+        width = max(self.counts) if width is None else width
+        out = torch.full((batch, queries, width), fill, dtype=self.block.dtype, device=self.block.device)
         for i, (start, count) in enumerate(zip(self.starts, self.counts)):
             out[i, :, :count] = self.block[i, :, start:start + count]
         return out
@@ -118,6 +124,18 @@ def matcher_runners() -> dict[str, BatchRunner]:
 
         return _synchronised(batch_linear_assignment(stack))
 
+    def ha4detr_setup(case):
+        import torch
+
+        if not ha4detr.takes(case.block.shape[1], case.counts):
+            raise NotThisCell(f"HA4DETR solves {ha4detr.ROWS} queries × at most {ha4detr.COLUMNS} targets")
+        counts = torch.tensor(case.counts, dtype=torch.int32, device=case.block.device)
+        return ha4detr.module(), case.padded(float("inf"), ha4detr.COLUMNS).contiguous(), counts
+
+    def ha4detr_solve(prepared):
+        peer, block, counts = prepared
+        return _synchronised(peer.hungarian_gpu(block, counts))
+
     def pairs_of_list(col_ind):
         return [(np.flatnonzero(c.cpu().numpy() >= 0), c.cpu().numpy()[c.cpu().numpy() >= 0]) for c in col_ind]
 
@@ -134,6 +152,8 @@ def matcher_runners() -> dict[str, BatchRunner]:
                     solve_sized, None),
         BatchRunner("padded", _cuda_probe, lambda case: case.padded(PAD), solve_padded, None),
         BatchRunner("torch-la", _torch_probe(), lambda case: case.padded(PAD), torch_la, None),
+        BatchRunner("ha4detr", ha4detr.available, ha4detr_setup, ha4detr_solve,
+                    lambda out: ha4detr.pairs_of(out.cpu().numpy())),
     ]
     return {runner.name: runner for runner in runners}
 
