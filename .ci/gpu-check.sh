@@ -8,8 +8,8 @@
 # benchmarks/compare_trees.py.
 # Environment: SANITIZERS (default memcheck racecheck synccheck), FUZZ_SECONDS (default 60), FUZZ_WORKERS (default 6), BENCH_REPEAT (default 5),
 # BATCH_SOLVERS (the batch suite's runners; default cuda-batch, torch-la, both columns each),
-# SKIP (space-separated parts to skip: tests sanitizer crossover structured points ranges hylac batch big solve
-# startup cold fuzz).
+# SKIP (space-separated parts to skip: tests sanitizer crossover structured points ranges hylac batch matcher big
+# solve startup cold fuzz).
 # structured: n = STRUCTURED_SIZES (default 2048,4096,8192), STRUCTURED_TIMEOUT s a solve (default 8); with
 # Guthe-Thuerck's sources in .guthe/ (carried: git -C <clone of sguthe/lap-solver> archive HEAD lap_solver |
 # tar -x -C .guthe), their OpenMP solver is built and timed beside lapcli's engines.
@@ -140,6 +140,12 @@ fi
 if ! skip batch; then  # the eight cells, lapcli's batch engine beside torch-linear-assignment
   lap bench --suite batch --solvers "${BATCH_SOLVERS:-cuda-batch,cuda-batch:d2d,torch-la,torch-la:d2d}" --repeat "${BENCH_REPEAT:-5}" \
     --warmup 2 --json "$out/bench-batch.json" 2>&1 | tee "$out/bench-batch.txt" || status=1
+fi
+if ! skip matcher; then  # DETR's matcher: the ragged forms beside the scipy loop, torch-la and, when its source
+  # travels in .ha4detr/ (HA4DETR_SRC), HA4DETR (built on import by torch's cpp_extension)
+  [ -f "${HA4DETR_SRC:-.ha4detr}/hungarian_gpu_batch.py" ] && export LAPCLI_HA4DETR=$PWD/${HA4DETR_SRC:-.ha4detr}
+  lap bench --suite matcher --repeat "${BENCH_REPEAT:-5}" --json "$out/bench-matcher.json" 2>&1 \
+    | tee "$out/bench-matcher.txt" || status=1
 fi
 if ! skip big; then  # the largest single problem host -> host (n = 65,536 int32, 17 GB)
   python3 benchmarks/big_solve.py --n "${BIG_N:-65536}" --out "$out/big-solve.json" 2>&1 | tee "$out/big-solve.txt" || status=1
