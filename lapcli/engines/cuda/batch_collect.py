@@ -31,8 +31,9 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
     if not entries_checked and nonfinite:
         return BatchEngineResult(col_ind=None, device=device_label(run.device), dtype=run.dtype,
                                  unchecked_nonfinite=True)
-    min_slack = decode_key(~summary[3] & 0xFFFF_FFFF_FFFF_FFFF)
-    max_assigned, tolerance = decode_key(summary[4]), decode_key(summary[5])
+    # a slot no problem wrote is 0 (a batch of empty members: nothing to prove, nothing to report)
+    min_slack = decode_key(~summary[3] & 0xFFFF_FFFF_FFFF_FFFF) if summary[3] else 0.0
+    max_assigned, tolerance = (decode_key(key) if key else 0.0 for key in summary[4:6])
     if failed or work.scale is not None:
         stats = run.stats.get()
         if work.scale is not None:  # forbidden entries: the tolerance follows the finite costs

@@ -7,7 +7,8 @@ size, and writes the caller's columns and, for lapcli.match, DETR's pairs. One c
 Why in place: a padded work stack (lapcli.ragged.pack) makes every member as large as the largest
 (dummy rows to search, forbidden columns), needs a pack launch and the pipeline's pass over the
 forbidden entries, and then an unpack and a pairs launch; in place, a member costs its own
-searches and nothing is written before the solve (docs/batch.md has the H100 times).
+searches and nothing is written before the solve (docs/design.md, "Ragged batches"; the H100 times
+are in docs/benchmarks.md).
 
 It declines (returns None, and the pipeline packs the members) what the in-place read does not
 cover: maximised members, costs whose work dtype is not float32 or int32 (float64 work is reduced
