@@ -68,7 +68,7 @@ def range_problem(r: float) -> str | None:
                    "geometric, kinds and dtypes fixed; structured: n = 2048 … 32768, squared 2-D distances as "
                    "int32 (geometric-int) and float64 beside U[0, 1) floats and R = 1000 integers; batch: eight stacks, B×n = 10000×16 … 64×1024, "
                    "through every batch runner; matcher: DETR's matcher, six B×Q×K ragged blocks on the GPU, "
-                   "lapcli's three ragged forms beside the scipy loop and torch-linear-assignment; points: two 2-D "
+                   "lapcli's three ragged forms beside the scipy loop, torch-linear-assignment and HA4DETR; points: two 2-D "
                    "point sets, n = 2048 … 262144 (--sizes to choose), costs from the coordinates beside the "
                    "dense matrix and scipy.")
 @click.option("--sizes", callback=csv_list(int, size_problem),
