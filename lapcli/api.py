@@ -105,11 +105,7 @@ def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
     from .pipeline import solve_members_raw
 
     members = ragged.from_block(cost, sizes)
-    rows, cols = solve_members_raw(members, solver=solver, maximize=maximize, objectives=False, pairs=True).pairs
+    found = solve_members_raw(members, solver=solver, maximize=maximize, objectives=False, pairs=True).pairs
+    both = members.origin.to_caller(found)  # (2, Σ): one hand-over to the caller's library
     counts = np.minimum(members.rows, members.cols)  # pairs per image
-    if not isinstance(rows, np.ndarray) and rows.base is not None and rows.base is cols.base:
-        both = members.origin.to_caller(rows.base)  # one (2, Σ) array: one hand-over to the caller
-        rows, cols = both[0], both[1]
-    else:
-        rows, cols = members.origin.to_caller(rows), members.origin.to_caller(cols)
-    return list(zip(split_flat(rows, counts), split_flat(cols, counts)))
+    return list(zip(split_flat(both[0], counts), split_flat(both[1], counts)))

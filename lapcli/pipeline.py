@@ -263,8 +263,9 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     stack (lapcli.ragged.pack). On the GPU every answer is certified; the CPU's member loop has its
     duals recovered and checked where that costs less than the solve (``certify``: True always,
     False never). ``objectives=False``: None, nothing summed. ``pairs``: each member's assigned rows
-    in order and their columns, member after member, as (rows, cols) int64 arrays on the batch's
-    device (lapcli.match). ``flat``: the engine may give a list's columns as one array."""
+    in order and their columns, member after member, as one (2, Σ) int64 array (rows, then
+    columns) on the batch's device (lapcli.match). ``flat``: the engine may give a list's columns
+    as one array."""
     start = time.perf_counter() if start is None else start
     widest = int(max(members.rows.max(), members.cols.max(), 0)) if len(members) else 0
     name, reason = choose_ragged(len(members), widest, solver)
@@ -291,8 +292,9 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
         solved = _solve_stack(problem, name, reason, start, timeout, device, objectives=objectives)
         col_ind = ragged.unpack(packed, solved.col_ind, members)
-        sums, report, device_name, dtype_name = solved.objectives, solved.report, solved.report.device, solved.report.dtype
-        details, certificate, notes = report.details, report.certificate if report.certified else None, report.notes
+        sums, report = solved.objectives, solved.report
+        details, notes, device_name, dtype_name = report.details, report.notes, report.device, report.dtype
+        certificate = report.certificate if report.certified else None
         details["padded"] = f"{problem.shape[1]}×{problem.shape[2]}"
     if pairs and found_pairs is None:
         found_pairs = ragged.pairs(col_ind, packed, np.minimum(members.rows, members.cols))

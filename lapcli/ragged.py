@@ -371,8 +371,9 @@ def unpack(packed: Packed, col_of_row, members: Members):
 
 
 def pairs(out, packed: Packed | None, counts: np.ndarray):
-    """(rows, cols), each of Σ counts int64: every member's assigned rows in order and their
-    columns, member after member (counts[b] = min(rows, cols) of member b): kernels/ragged.cu's
+    """(2, Σ counts) int64, rows then columns: every member's assigned rows in order and their
+    columns, member after member (counts[b] = min(rows, cols) of member b), as the in-place launch
+    writes them (one array: one hand-over to the caller's library): kernels/ragged.cu's
     ragged_pairs, or its twin below."""
     if packed is not None and packed.table is not None:
         from .cuda import ragged_pack
@@ -382,4 +383,4 @@ def pairs(out, packed: Packed | None, counts: np.ndarray):
     assigned = [xp.flatnonzero(out[b] >= 0) for b in range(out.shape[0])]
     rows = xp.concatenate(assigned) if assigned else xp.zeros(0, dtype=np.int64)
     cols = xp.concatenate([out[b, r] for b, r in enumerate(assigned)]) if assigned else xp.zeros(0, dtype=np.int64)
-    return rows.astype(np.int64), cols.astype(np.int64)
+    return xp.stack([rows.astype(np.int64), cols.astype(np.int64)])

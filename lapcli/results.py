@@ -85,8 +85,8 @@ class Solution:
 @dataclass
 class MembersAnswer:
     """A ragged batch's answer before it goes back to the caller (lapcli.pipeline.solve_members_raw):
-    ``col_ind`` (B, most rows) NumPy or CuPy, −1 where none; ``pairs`` (rows, cols) of
-    lapcli.match, when asked (CuPy where the GPU solved them, host members included); ``flat``
+    ``col_ind`` (B, most rows) NumPy or CuPy, −1 where none; ``pairs`` the (2, Σ) rows and columns
+    of lapcli.match, when asked (CuPy where the GPU solved them, host members included); ``flat``
     every member's columns after the previous member's, where the engine made them (a list's
     answer, split once)."""
 

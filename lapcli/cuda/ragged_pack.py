@@ -88,14 +88,14 @@ def unpack(col_of_row, table, width: int):
 
 
 def pairs(out, table, total: int):
-    """(rows, cols), ``total`` int64 each: every member's assigned rows in order and their columns,
-    member after member."""
+    """(2, ``total``) int64, rows then columns: every member's assigned rows in order and their
+    columns, member after member."""
     import cupy
 
     batch, width = out.shape
-    rows, cols = cupy.empty(total, dtype=np.int64), cupy.empty(total, dtype=np.int64)
+    found = cupy.empty((2, total), dtype=np.int64)
     if batch and total:
         kernels, _ = load(program())
-        kernels["pairs"].launch(batch, THREADS, (out.data.ptr, table.data.ptr, width, rows.data.ptr, cols.data.ptr),
-                                stream=current_stream())
-    return rows, cols
+        kernels["pairs"].launch(batch, THREADS, (out.data.ptr, table.data.ptr, width, found[0].data.ptr,
+                                                 found[1].data.ptr), stream=current_stream())
+    return found

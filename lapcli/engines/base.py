@@ -54,7 +54,7 @@ class BatchEngineResult:
     # the engine solved a stack whose entries nobody had checked and met NaN or an infinity: the
     # pipeline checks them (bad input, or forbidden pairs) and runs the engine again
     unchecked_nonfinite: bool = False
-    pairs: Any = None  # a ragged batch's (rows, cols) pairs of lapcli.match, where the engine made them
+    pairs: Any = None  # lapcli.match's pairs, (2, Σ): rows, then columns, where the engine made them
     flat: Any = None  # a ragged list's columns, member after member (Σ rows), where the engine made them
 
 

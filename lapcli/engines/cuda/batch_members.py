@@ -34,7 +34,7 @@ IN_PLACE_DTYPES = ("float32", "int32")
 def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool = False, flat: bool = False,
                 timeout: float | None = None, dtype: str | None = None, device: int | None = None):
     """The members' BatchEngineResult (``col_ind`` (B, most rows), −1 where a row has no column,
-    on the members' device; ``pairs`` = (rows, cols) device arrays when asked; ``flat`` each
+    on the members' device; ``pairs`` the (2, Σ) device array of rows and columns when asked; ``flat`` each
     member's columns after the previous member's when asked, one array to split into a list), or
     None where the in-place launch does not apply (see the module's docstring).
     ``objectives=False``: the kernel sums them anyway; they are dropped."""
