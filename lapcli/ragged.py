@@ -24,6 +24,7 @@ import numpy as np
 
 from .arrays import Origin, as_array
 from .errors import LapInputError
+from .work import floats_as_integers
 
 
 @dataclass
@@ -287,18 +288,15 @@ def flattened(members: Members) -> Members:
 
 def as_integers(members: Members, requested: str) -> Members:
     """Float members to be solved as integers (``dtype="int32"`` or ``"int64"``): their values as
-    int64 members, refused as a stack's are unless every one is an integer; done before packing,
-    whose +inf padding columns only integers one above the largest cost can replace."""
+    int64 members, refused as a stack's are (lapcli.work's rule and messages) unless every one is
+    an integer; done before packing, whose +inf padding columns only integers one above the
+    largest cost can replace."""
     packed = _concatenated([members.member(b) for b in range(len(members))], members.rows, members.cols,
                            members.origin, members.xp)
     flat, xp = packed.flat, members.xp
-    if flat.size and not bool(xp.isfinite(flat).all()):
-        raise LapInputError(f"forbidden (infinite) entries need a float working dtype, not {requested}")
-    if flat.size and not bool((flat == xp.floor(flat)).all()):
-        raise LapInputError(f"costs are not integers, so they cannot be solved as {requested}")
-    if flat.size and float(xp.abs(flat).max()) >= 2.0**63:
-        raise LapInputError(f"costs do not fit {requested}; use --dtype float64")
-    return Members(flat.astype(np.int64), packed.offsets, packed.strides, packed.rows, packed.cols, members.origin,
+    infinite = bool(flat.size) and not bool(xp.isfinite(flat).all())
+    values = floats_as_integers(flat, xp, requested, any_forbidden=infinite)
+    return Members(values, packed.offsets, packed.strides, packed.rows, packed.cols, members.origin,
                    padded_rows=members.padded_rows)
 
 

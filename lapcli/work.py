@@ -106,7 +106,7 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
             and arr.flags.c_contiguous):
         return Work(arr)  # already its own work stack: no copy (a small batch's whole call is ~0.1 ms)
     if arr.dtype.kind == "f" and requested is not None and requested.startswith("int"):
-        arr = _floats_as_integers(arr, xp, requested, any_forbidden)
+        arr = floats_as_integers(arr, xp, requested, any_forbidden)
     sign = -1 if maximize else 1
     if arr.dtype.kind in "biu" and (requested is None or requested.startswith("int")):
         work = _integer_work(arr, xp, maximize, requested)
@@ -264,7 +264,7 @@ def _negate_exactly(arr):
     return -arr.astype(np.int64)
 
 
-def _floats_as_integers(arr, xp, requested: str, any_forbidden: bool):
+def floats_as_integers(arr, xp, requested: str, any_forbidden: bool):
     """Float costs solved as integers (``dtype="int64"``): only when every value is an integer."""
     if any_forbidden:
         raise LapInputError(f"forbidden (infinite) entries need a float working dtype, not {requested}")
