@@ -233,6 +233,15 @@ def _end_to_end(matrices: list, total: int) -> np.ndarray:
     return np.concatenate([m.ravel() for m in matrices], out=buffer[:total])
 
 
+def values_end_to_end(matrices: list) -> np.ndarray:
+    """All the matrices' values in one float64 array, for one scan of them: this thread's reused
+    buffer where they fit it (_end_to_end), else a new concatenation."""
+    total = sum(m.size for m in matrices)
+    if total <= FLOAT_COPIES_UP_TO:
+        return _end_to_end(matrices, total)
+    return np.concatenate([m.ravel() for m in matrices]).astype(np.float64, copy=False)
+
+
 def _finite_spread_fits(values) -> bool:
     with np.errstate(over="ignore", invalid="ignore"):
         lo, hi = values.min(), values.max()
@@ -253,9 +262,7 @@ def _check_float_spread(matrices: list) -> None:
     wide = [m for m in matrices if m.dtype.itemsize == 8 and m.size]
     if not wide:
         return
-    total = sum(m.size for m in wide)
-    flat = _end_to_end(wide, total) if total <= FLOAT_COPIES_UP_TO else np.concatenate([m.ravel() for m in wide])
-    if _finite_spread_fits(flat):
+    if _finite_spread_fits(values_end_to_end(wide)):
         return
     for matrix in wide:
         for row in matrix:

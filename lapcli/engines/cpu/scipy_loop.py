@@ -23,6 +23,7 @@ from .scipy_batch import (
     SERIAL_BELOW,
     THREADS_FROM,
     float64_copies,
+    values_end_to_end,
 )
 
 # The element types scipy solves as they are (it converts to float64): float32 and float64, and
@@ -85,8 +86,8 @@ def _list_columns(matrices, maximize: bool):
         return None
     if not all(_looped_dtype(c.dtype) for c in matrices):
         return None
-    floats = [c.ravel() for c in matrices if c.dtype.kind == "f" and c.size]
-    if floats and not _moderate(np.concatenate(floats)):
+    floats = [c for c in matrices if c.dtype.kind == "f" and c.size]
+    if floats and not _moderate(values_end_to_end(floats)):  # float64: FLOAT_LOOP_LIMIT holds float32's too
         return None
     solved_as = list(matrices)
     integers = [b for b, c in enumerate(matrices) if c.dtype.kind in "iu" and c.size]
