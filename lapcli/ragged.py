@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array
+from .arrays import Origin, as_array, torch_stream_if_other
 from .errors import LapInputError
 from .work import floats_as_integers
 
@@ -100,6 +100,8 @@ def _in_place(matrices, library: str) -> Members | None:
     if library == "torch":
         if not all(m.is_cuda for m in matrices) or len({m.dtype for m in matrices}) != 1:
             return None
+        if torch_stream_if_other(matrices[0].get_device()) is not None:
+            return None  # read on another stream than torch's: DLPack's handshake orders them (as_array)
         dtype = np.dtype(str(matrices[0].dtype).removeprefix("torch."))
         shapes = [tuple(m.shape) for m in matrices]
         strides = [m.stride() for m in matrices]
