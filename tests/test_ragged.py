@@ -235,6 +235,18 @@ def test_the_matcher_suite_checks_every_form_against_detrs_scipy_loop():
     assert failures and "min(Q, k) pairs" in failures[0]
 
 
+def test_the_padded_runners_pad_the_block_as_a_slice_loop_does():
+    """pad_block (timed in the padded runners) equals padding image by image, +inf and a constant,
+    wider than the most targets, and a block without targets."""
+    torch = pytest.importorskip("torch")
+    from lapcli.bench import matcher
+
+    for counts in ([3, 0, 5, 1], [0, 0]):
+        case = matcher.MatcherCase(torch.rand((len(counts), 4, sum(counts))), counts, None)
+        for width, fill in ((max(counts + [1]), matcher.PAD), (9, float("inf"))):
+            assert torch.equal(matcher.pad_block(case.block, counts, width, fill), case.padded(fill, width))
+
+
 def test_lap_bench_suite_matcher_runs_the_scipy_loop_and_refuses_foreign_options(tmp_path):
     pytest.importorskip("torch")
     from click.testing import CliRunner

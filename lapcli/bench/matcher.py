@@ -8,13 +8,18 @@ Runners (skipped with a note where they cannot run here):
 - ``scipy-loop``   DETR's ``HungarianMatcher``: the block ``.cpu()``, then scipy per image
 - ``match``        ``lapcli.match(C, k)``: one call, the pairs left on the GPU
 - ``list``         ``lapcli.solve_batch`` on the list of the B slices (made before the clock starts)
-- ``sizes``        ``lapcli.solve_batch`` on a (B, Q, K) stack padded with NaN, with sizes (Q, k)
-- ``padded``       ``lapcli.solve_batch`` on a (B, Q, K) stack padded with a constant (the
+- ``sizes``        ``lapcli.solve_batch`` on a (B, Q, K) stack padded with NaN (made before the
+                   clock starts: the caller holds it), with sizes (Q, k)
+- ``padded``       ``lapcli.solve_batch`` on the block padded to (B, Q, K) with a constant (the
                    caller's padding: after the transpose, constant rows that change no answer)
 - ``torch-la``     torch-linear-assignment on the same constant-padded stack
-- ``ha4detr``      HA4DETR (lapcli.bench.ha4detr, where ``LAPCLI_HA4DETR`` names its source) on a
-                   (B, 300, 300) block padded with +inf, as its demo passes it; cells of 300
+- ``ha4detr``      HA4DETR (lapcli.bench.ha4detr, where ``LAPCLI_HA4DETR`` names its source) on the
+                   block padded to (B, 300, 300) with +inf, as its demo passes it; cells of 300
                    queries and at most 300 targets, the others read ``skipped``
+
+The three padded runners start from the matcher's block, as a training step does: their time
+includes the padding (``pad_block``: the counts' copy to the GPU, a gather and a fill), which a
+method that takes a padded stack needs.
 
 Timing, checks and the table are those of the batch suite (lapcli.bench.batch): warm-up, then
 timed calls until ``min_seconds``; every runner's per-image objectives are compared with the
@@ -60,6 +65,23 @@ class MatcherCase:
         for i, (start, count) in enumerate(zip(self.starts, self.counts)):
             out[i, :, :count] = self.block[i, :, start:start + count]
         return out
+
+
+def pad_block(block, counts: list[int], width: int, fill: float):
+    """(B, Q, width) from the matcher's (B, Q, Σk) block: image i's k_i targets first, ``fill``
+    after. What a caller of a padded-stack solver writes, vectorised: the counts to the device, one
+    gather, one fill (a Python loop of B slice copies costs ~10 µs an image)."""
+    import torch
+
+    batch, queries, total = block.shape
+    if total == 0:
+        return torch.full((batch, queries, width), fill, dtype=block.dtype, device=block.device)
+    sizes = torch.tensor(counts, device=block.device)
+    starts = torch.cumsum(sizes, 0) - sizes
+    column = torch.arange(width, device=block.device)
+    source = (starts[:, None] + column).clamp_(max=total - 1)
+    padded = block.gather(2, source[:, None, :].expand(batch, queries, width))
+    return padded.masked_fill_((column >= sizes[:, None])[:, None, :], fill)
 
 
 def matcher_case(batch: int, queries: int, most: int, seed: int) -> MatcherCase:
@@ -114,27 +136,28 @@ def matcher_runners() -> dict[str, BatchRunner]:
         stack, sizes = prepared
         return _synchronised(solve_batch(stack, sizes=sizes).col_ind)
 
-    def solve_padded(stack):
+    def solve_padded(case):
         from ..pipeline import solve_batch
 
-        return _synchronised(solve_batch(stack).col_ind)
+        return _synchronised(solve_batch(pad_block(case.block, case.counts, max(case.counts), PAD)).col_ind)
 
-    def torch_la(stack):
+    def torch_la(case):
         from torch_linear_assignment import batch_linear_assignment
 
-        return _synchronised(batch_linear_assignment(stack))
+        return _synchronised(batch_linear_assignment(pad_block(case.block, case.counts, max(case.counts), PAD)))
 
     def ha4detr_setup(case):
-        import torch
-
         if not ha4detr.takes(case.block.shape[1], case.counts):
             raise NotThisCell(f"HA4DETR solves {ha4detr.ROWS} queries × at most {ha4detr.COLUMNS} targets")
-        counts = torch.tensor(case.counts, dtype=torch.int32, device=case.block.device)
-        return ha4detr.module(), case.padded(float("inf"), ha4detr.COLUMNS).contiguous(), counts
+        return ha4detr.module(), case
 
     def ha4detr_solve(prepared):
-        peer, block, counts = prepared
-        return _synchronised(peer.hungarian_gpu(block, counts))
+        import torch
+
+        peer, case = prepared
+        counts = torch.tensor(case.counts, dtype=torch.int32, device=case.block.device)
+        return _synchronised(peer.hungarian_gpu(pad_block(case.block, case.counts, ha4detr.COLUMNS, float("inf")),
+                                                counts))
 
     def pairs_of_list(col_ind):
         return [(np.flatnonzero(c.cpu().numpy() >= 0), c.cpu().numpy()[c.cpu().numpy() >= 0]) for c in col_ind]
@@ -150,8 +173,8 @@ def matcher_runners() -> dict[str, BatchRunner]:
                     lambda case: (case.padded(float("nan")), (np.full(len(case.counts), case.block.shape[1]),
                                                               np.array(case.counts))),
                     solve_sized, None),
-        BatchRunner("padded", _cuda_probe, lambda case: case.padded(PAD), solve_padded, None),
-        BatchRunner("torch-la", _torch_probe(), lambda case: case.padded(PAD), torch_la, None),
+        BatchRunner("padded", _cuda_probe, lambda case: case, solve_padded, None),
+        BatchRunner("torch-la", _torch_probe(), lambda case: case, torch_la, None),
         BatchRunner("ha4detr", ha4detr.available, ha4detr_setup, ha4detr_solve,
                     lambda out: ha4detr.pairs_of(out.cpu().numpy())),
     ]
