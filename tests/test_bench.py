@@ -29,6 +29,18 @@ def test_quick_suite_writes_json_and_csv_with_every_repeat(tmp_path):
     assert "median ms" in result.stderr and "×" in result.stderr
 
 
+def test_a_bench_written_to_a_log_says_each_finished_solve_and_its_time():
+    """Not on a terminal (a log, a pipe) the live line is not drawn: each finished solve gets a
+    line with its wall time, so that a sweep stopped by a time limit shows how far it got."""
+    result = CliRunner().invoke(cli, ["bench", "--sizes", "8,16", "--ranges", "1", "--solvers", "scipy,numpy",
+                                      "--repeat", "1", "--warmup", "0"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("n=")]
+    assert [line.split(":")[0] for line in lines] == ["n=8 R=1.0 int32 scipy", "n=8 R=1.0 int32 numpy",
+                                                      "n=16 R=1.0 int32 scipy", "n=16 R=1.0 int32 numpy"]
+    assert all(line.endswith(" s") and ": ok in " in line for line in lines)
+
+
 def test_quiet_bench_prints_nothing_and_still_writes_its_record(tmp_path):
     out = tmp_path / "b.json"
     result = CliRunner().invoke(cli, ["bench", "--sizes", "8", "--ranges", "1", "--solvers", "scipy,numpy", "--repeat", "1",

@@ -161,17 +161,20 @@ def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = Non
                 cell: list[SolveTiming] = []
                 for solver in settings.solvers:
                     timing = SolveTiming(n, range_factor, dtype, solver, "ok", kind=kind)
+                    spent = ""
                     if (solver, kind, dtype, range_factor) in gave_up:
                         timing.status, timing.message = "skipped", "timed out at a smaller n"
                     elif too_wide(solver, n):
                         timing.status, timing.message = "skipped", f"{solver} takes at most {too_wide(solver, n)} columns"
                     else:
+                        began = time.perf_counter()
                         time_one(runners[solver], cost, settings, timing)
+                        spent = f" in {time.perf_counter() - began:.1f} s"  # warm-up included
                         if timing.status == "timeout":
                             gave_up.add((solver, kind, dtype, range_factor))
                     cell.append(timing)
                     if on_progress:
-                        on_progress(f"n={n} R={range_factor}{label} {dtype} {solver}: {timing.status}")
+                        on_progress(f"n={n} R={range_factor}{label} {dtype} {solver}: {timing.status}{spent}")
                 solved = [t for t in cell if t.status == "ok"]
                 for other in solved[1:]:
                     if not objectives_agree(solved[0].objective, other.objective, cost):

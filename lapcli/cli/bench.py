@@ -189,7 +189,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     with Progress(console=None if quiet else console, transient=True, disable=quiet) as bar:
         task = bar.add_task("benchmarking", total=total)
         try:
-            results = run_bench(settings, on_progress=lambda text: bar.update(task, advance=1, description=text))
+            results = run_bench(settings, on_progress=progress_reporter(bar, task, console))
         except ObjectiveMismatch as mismatch:
             results, failure = mismatch.results, str(mismatch)
 
@@ -219,6 +219,22 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         write_plot(plot_path, results, env)
     if failure:
         raise FailedError(f"objectives disagree: {failure}")
+
+
+def progress_reporter(bar, task, console):
+    """A sweep's progress: the live line on a terminal; in a log (a pipe or a file, ``--quiet``
+    apart) also one line a finished solve, so that a run stopped by a time limit shows how far it
+    got and where its time went."""
+    from rich.markup import escape
+
+    logged = not console.is_terminal and not getattr(console, "quiet", False)
+
+    def report(text: str) -> None:
+        bar.update(task, advance=1, description=text)
+        if logged:
+            console.print(escape(text))
+
+    return report
 
 
 def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet, suite: str = "batch") -> None:
@@ -269,7 +285,7 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
     failure = None
     with Progress(console=None if quiet else console, transient=True, disable=quiet) as bar:
         task = bar.add_task("benchmarking", total=total)
-        progress = lambda text: bar.update(task, advance=1, description=text)  # noqa: E731
+        progress = progress_reporter(bar, task, console)
         if suite == "matcher":
             results, failures = bench_matcher.run_matcher_bench(
                 cells, chosen, runners, repeat=repeat, warmup=warmup, seed=seed,
@@ -329,8 +345,7 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
         task = bar.add_task("benchmarking", total=len(cells) * len(chosen))
         results = bench_points.run_points_bench(
             cells, runners, chosen, repeat=repeat, warmup=warmup, seed=seed,
-            on_progress=lambda text: bar.update(task, advance=1, description=text),
-            timeout=timeout)
+            on_progress=progress_reporter(bar, task, console), timeout=timeout)
     env = batch_environment()
     table = Table(title=f"median ms, host arrays in, certified answer out, on {env.get('device')}",
                   title_justify="left")
