@@ -31,7 +31,7 @@ class Origin:
             import torch
 
             if self.on_gpu:
-                if array.size and torch_stream_if_other(array.device.id) is None:  # one stream: no handshake
+                if is_cupy(array) and array.size and torch_stream_if_other(array.device.id) is None:  # one stream
                     return torch.utils.dlpack.from_dlpack(array.__dlpack__())
                 return torch.from_dlpack(array)
             return torch.from_numpy(np.ascontiguousarray(host(array)))
@@ -67,7 +67,7 @@ def is_cupy(x: Any) -> bool:
 def as_array(x: Any) -> tuple[Any, Origin]:
     """(NumPy or CuPy array, Origin) for NumPy/CuPy arrays, torch tensors and nested lists."""
     if is_torch(x):
-        tensor = x.detach()
+        tensor = x.detach().resolve_conj().resolve_neg()  # lazy conjugates and negations as values
         if str(tensor.dtype) == "torch.bfloat16":  # neither NumPy nor CuPy has it; float32 holds it exactly
             tensor = tensor.float()
         if tensor.is_cuda:
@@ -75,7 +75,7 @@ def as_array(x: Any) -> tuple[Any, Origin]:
 
             view = _cuda_view(tensor)
             return (view if view is not None else cupy.from_dlpack(tensor)), _TORCH_GPU
-        return tensor.resolve_conj().resolve_neg().numpy(), _TORCH_CPU
+        return tensor.numpy(), _TORCH_CPU
     if is_cupy(x):
         return x, _CUPY
     return np.asarray(x), _NUMPY

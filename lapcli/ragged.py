@@ -100,15 +100,22 @@ def _in_place(matrices, library: str) -> Members | None:
     if library == "torch":
         if not all(m.is_cuda for m in matrices) or len({m.dtype for m in matrices}) != 1:
             return None
-        if torch_stream_if_other(matrices[0].get_device()) is not None:
+        device = _cupy().cuda.runtime.getDevice()
+        if any(m.get_device() != device or m.is_neg() or m.is_conj() for m in matrices):
+            return None  # another GPU than the launch's, or a lazy negation or conjugate: through as_array
+        if torch_stream_if_other(device) is not None:
             return None  # read on another stream than torch's: DLPack's handshake orders them (as_array)
-        dtype = np.dtype(str(matrices[0].dtype).removeprefix("torch."))
+        try:
+            dtype = np.dtype(str(matrices[0].dtype).removeprefix("torch."))
+        except TypeError:  # bfloat16 and others NumPy lacks: as_array widens what it can
+            return None
         shapes = [tuple(m.shape) for m in matrices]
         strides = [m.stride() for m in matrices]
         addresses = [m.data_ptr() for m in matrices]
         origin = Origin("torch", True)
     elif library == "cupy":
-        if len({m.dtype for m in matrices}) != 1:
+        if len({m.dtype for m in matrices}) != 1 or any(m.device.id != _cupy().cuda.runtime.getDevice()
+                                                         for m in matrices):
             return None
         dtype = matrices[0].dtype
         shapes = [m.shape for m in matrices]

@@ -235,6 +235,16 @@ def test_the_matcher_suite_checks_every_form_against_detrs_scipy_loop():
     assert failures and "min(Q, k) pairs" in failures[0]
 
 
+def test_host_answers_for_a_torch_cuda_caller_come_back_as_torch_tensors():
+    """The CPU member loop answers a torch CUDA batch with NumPy arrays: they go back through
+    torch (on the host), never through the CuPy-only crossing."""
+    torch = pytest.importorskip("torch")
+    from lapcli.arrays import Origin
+
+    answer = Origin("torch", True).to_caller(np.arange(5, dtype=np.int64))
+    assert isinstance(answer, torch.Tensor) and answer.tolist() == [0, 1, 2, 3, 4]
+
+
 def test_the_padded_runners_pad_the_block_as_a_slice_loop_does():
     """pad_block (timed in the padded runners) equals padding image by image, +inf and a constant,
     wider than the most targets, and a block without targets."""

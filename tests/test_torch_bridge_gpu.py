@@ -68,3 +68,21 @@ def test_solves_on_a_side_stream_wait_for_the_costs_torch_is_writing(rng):
         for matrix, (rows, cols) in zip(images, found):
             expected = matrix[scipy_lsa(matrix)].sum()
             assert matrix[rows, cols].sum() == pytest.approx(expected, rel=1e-6), form
+
+
+def test_lists_of_tensors_numpy_lacks_or_lazily_negated_are_solved_as_their_values(rng):
+    """bfloat16 matrices and lazily negated views (the neg bit) cannot be read in place as they
+    lie: they cross through as_array, which widens or resolves them."""
+    shapes = [(5, 7), (9, 4), (6, 6)]
+    values = [rng.random(shape).astype("float32") for shape in shapes]
+    bf16 = [torch.from_numpy(v).cuda().to(torch.bfloat16) for v in values]
+    negated = [torch.complex(torch.zeros(v.shape, device="cuda"), torch.from_numpy(v).cuda()).conj().imag
+               for v in values]  # −v, with the neg bit set
+    assert all(t.is_neg() for t in negated)
+    for tensors in (bf16, negated):
+        expected_values = [t.float().cpu().numpy() if t.dtype == torch.bfloat16 else t.resolve_neg().cpu().numpy()
+                           for t in tensors]
+        columns = lapcli.batch_linear_assignment(tensors)
+        for matrix, c in zip(expected_values, map(on_host, columns)):
+            rows = np.flatnonzero(c >= 0)
+            assert matrix[rows, c[rows]].sum() == pytest.approx(matrix[scipy_lsa(matrix)].sum(), abs=1e-5)
