@@ -99,14 +99,14 @@ def torch_stream_if_other(device: int) -> int | None:
 
 
 def _cuda_view(tensor):
-    """A CuPy array on a CUDA tensor's memory (no copy, the tensor kept alive by it), or None where
+    """A CuPy array on a CUDA tensor's memory (no copy, the tensor kept alive by it; its lazy
+    conjugate and negation resolved by the caller), or None where
     DLPack must carry it: torch's current stream is not CuPy's, the tensor is empty or lies on
     another device than CuPy's current one, or NumPy has no such dtype."""
     import cupy
 
     device = tensor.get_device()
-    if (tensor.numel() == 0 or tensor.is_conj() or tensor.is_neg() or device != cupy.cuda.runtime.getDevice()
-            or torch_stream_if_other(device) is not None):
+    if tensor.numel() == 0 or device != cupy.cuda.runtime.getDevice() or torch_stream_if_other(device) is not None:
         return None
     try:
         dtype = np.dtype(str(tensor.dtype).removeprefix("torch."))

@@ -67,16 +67,17 @@ class MatcherCase:
         return out
 
 
-def pad_block(block, counts: list[int], width: int, fill: float):
+def pad_block(block, counts, width: int, fill: float):
     """(B, Q, width) from the matcher's (B, Q, Σk) block: image i's k_i targets first, ``fill``
-    after. What a caller of a padded-stack solver writes, vectorised: the counts to the device, one
-    gather, one fill (a Python loop of B slice copies costs ~10 µs an image)."""
+    after. What a caller of a padded-stack solver writes, vectorised: the counts to the device (a
+    list; a tensor already there is used as it is), one gather, one fill (a Python loop of B slice
+    copies costs ~10 µs an image)."""
     import torch
 
     batch, queries, total = block.shape
     if total == 0:
         return torch.full((batch, queries, width), fill, dtype=block.dtype, device=block.device)
-    sizes = torch.tensor(counts, device=block.device)
+    sizes = torch.as_tensor(counts, device=block.device)
     starts = torch.cumsum(sizes, 0) - sizes
     column = torch.arange(width, device=block.device)
     source = (starts[:, None] + column).clamp_(max=total - 1)
@@ -156,8 +157,7 @@ def matcher_runners() -> dict[str, BatchRunner]:
 
         peer, case = prepared
         counts = torch.tensor(case.counts, dtype=torch.int32, device=case.block.device)
-        return _synchronised(peer.hungarian_gpu(pad_block(case.block, case.counts, ha4detr.COLUMNS, float("inf")),
-                                                counts))
+        return _synchronised(peer.hungarian_gpu(pad_block(case.block, counts, ha4detr.COLUMNS, float("inf")), counts))
 
     def pairs_of_list(col_ind):
         return [(np.flatnonzero(c.cpu().numpy() >= 0), c.cpu().numpy()[c.cpu().numpy() >= 0]) for c in col_ind]
