@@ -161,7 +161,7 @@ def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = Non
                 cell: list[SolveTiming] = []
                 for solver in settings.solvers:
                     timing = SolveTiming(n, range_factor, dtype, solver, "ok", kind=kind)
-                    spent = ""
+                    done = ""
                     if (solver, kind, dtype, range_factor) in gave_up:
                         timing.status, timing.message = "skipped", "timed out at a smaller n"
                     elif too_wide(solver, n):
@@ -169,12 +169,12 @@ def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = Non
                     else:
                         began = time.perf_counter()
                         time_one(runners[solver], cost, settings, timing)
-                        spent = f" in {time.perf_counter() - began:.1f} s"  # warm-up included
+                        done = solve_summary(timing, time.perf_counter() - began)
                         if timing.status == "timeout":
                             gave_up.add((solver, kind, dtype, range_factor))
                     cell.append(timing)
                     if on_progress:
-                        on_progress(f"n={n} R={range_factor}{label} {dtype} {solver}: {timing.status}{spent}")
+                        on_progress(f"n={n} R={range_factor}{label} {dtype} {solver}: {timing.status}{done}")
                 solved = [t for t in cell if t.status == "ok"]
                 for other in solved[1:]:
                     if not objectives_agree(solved[0].objective, other.objective, cost):
@@ -187,6 +187,15 @@ def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = Non
     if mismatches:
         raise ObjectiveMismatch("; ".join(mismatches), results)
     return results
+
+
+def solve_summary(timing: SolveTiming, wall_s: float) -> str:
+    """What a progress line says after the status: the median, the engine auto chose, and the
+    wall time with warm-ups, so that a log cut off by a time limit still holds its numbers."""
+    median = timing.median_ms
+    engine = f" by {timing.engine}" if timing.engine and timing.engine != timing.solver else ""
+    timed = "" if median is None else f", median {median:.{3 if median < 1 else 1}f} ms{engine}"
+    return f"{timed}, {wall_s:.1f} s in all"
 
 
 # A warm-up solve's time limit, as a multiple of the timed solves': it also pays what a process or
