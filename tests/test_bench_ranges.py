@@ -132,12 +132,23 @@ def test_baseline_of_several_takes_the_fastest_that_solved_the_cell():
                 SolveTiming(n, 1, "int32", "lapx", lapx_status, times_ms=[lapx_ms]),
                 SolveTiming(n, 1, "int32", "auto", "ok", engine="cuda", times_ms=[2.0])]
 
-    results = cell(8, 10.0, 4.0) + cell(16, 10.0, 40.0) + cell(32, 10.0, 1.0, "timeout")
+    results = cell(8, 10.0, 4.0) + cell(16, 10.0, 40.0) + cell(32, 10.0, 1.0, "error")
     rows = results_table_rows(results, ("scipy", "lapx", "auto"), ("scipy", "lapx"))
     assert [row[-1] for row in rows] == ["2.00 (2.00×) cuda", "2.00 (5.00×) cuda", "2.00 (5.00×) cuda"]
     one = results_table_rows(results, ("scipy", "lapx", "auto"), "scipy")  # one name: as before
     assert [row[-1] for row in one] == ["2.00 (5.00×) cuda"] * 3
-    assert [row[-2] for row in one] == ["4.00 (2.50×)", "40.00 (0.25×)", "timeout"]
+    assert [row[-2] for row in one] == ["4.00 (2.50×)", "40.00 (0.25×)", "error"]
+
+
+def test_a_solve_timed_past_the_limit_shows_its_time_and_is_a_baseline():
+    """A peer that cannot be stopped (guthe-omp) is timed to its end and marked timeout: the
+    table shows that time, marked, and the other solvers' speedups over it; a solve stopped at
+    the limit has no time and shows its status."""
+    results = [SolveTiming(32, 1, "int32", "guthe-omp", "timeout", times_ms=[21776.0], message="took 21776 ms"),
+               SolveTiming(32, 1, "int32", "cuda", "timeout", message="the kernel ran past its time limit"),
+               SolveTiming(32, 1, "int32", "auto", "ok", engine="cuda-sap", times_ms=[544.4])]
+    (row,) = results_table_rows(results, ("guthe-omp", "cuda", "auto"), "guthe-omp")
+    assert row[-3:] == ["21776.00 past limit", "timeout", "544.40 (40.00×) cuda-sap"]
 
 
 def test_auto_records_the_engine_it_ran_and_older_runners_still_work():
