@@ -101,6 +101,27 @@ def test_the_auction_solves_squares_within_its_bound(rng, n):
     assert sum(phase.bids for phase, _ in phases) == details["auction_bids"] >= n
 
 
+@pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
+def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeypatch, metric):
+    """The point auction's chain limit (sap_points.chain_limit) leaves a chain's row free for the
+    next round; forced down to 4 bids, nearly every chain parks its row, and the answer is still
+    scipy's objective, certified."""
+    from lapcli.engines.cuda import sap_points
+
+    monkeypatch.setattr(sap_points, "chain_limit", lambda n: 4)
+    n = 1200
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    phases = []
+    solution = lapcli.solve_points(a, b, metric, solver="cuda-sap", timeout=60,
+                                   progress=lambda phase, left: phases.append(phase))
+    cost = distance_matrix(a, b, metric)
+    rows, cols = scipy_lsa(cost)
+    assert solution.report.certified
+    assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=1e-12)
+    assert max(phase.longest_chain for phase in phases) == 4
+    assert sum(phase.rounds for phase in phases) > 2 * len(phases)  # parked rows bid again in later rounds
+
+
 def test_a_maximised_square_goes_to_the_searches(rng):
     """The largest total distance: every row's nearest columns by cost are the same far points, a
     price war for the auction; the cluster searches solve it, certified."""
