@@ -151,6 +151,43 @@ def test_a_solve_timed_past_the_limit_shows_its_time_and_is_a_baseline():
     assert row[-3:] == ["21776.00 past limit", "timeout", "544.40 (40.00×) cuda-sap"]
 
 
+def test_a_solve_stopped_at_a_later_repeat_keeps_no_time():
+    """Repeat 1 within the limit, repeat 2 stopped by it: the cell is a timeout with no time, so
+    the table shows no time for it and it is no baseline."""
+    from lapcli.errors import SolverError
+
+    honest, calls = default_runners()["scipy"], []
+
+    def stopped_second_time(cost, timeout):
+        calls.append(timeout)
+        if len(calls) > 1:
+            raise SolverError("the kernel ran past its time limit")
+        return honest(cost, timeout)
+
+    runners = {"scipy": honest, "stopped": stopped_second_time}
+    settings = BenchSettings(cells=((8, 1),), solvers=("stopped", "scipy"), repeat=2, warmup=0, timeout=5)
+    results = run_bench(settings, runners=runners)
+    stopped = next(t for t in results if t.solver == "stopped")
+    assert (stopped.status, stopped.times_ms, stopped.timed) == ("timeout", [], False)
+    (row,) = results_table_rows(results, ("stopped", "scipy"), ("stopped", "scipy"))
+    assert row[-2] == "timeout" and "past limit" not in row[-1]
+
+
+def test_a_wrong_answer_past_the_limit_is_a_mismatch():
+    """A peer timed past the limit is a baseline, so its objective is checked like any other."""
+    import time
+
+    honest = default_runners()["scipy"]
+
+    def slow_and_wrong(cost, timeout):
+        time.sleep(0.06)
+        return honest(cost, timeout)[0] + 1, []
+
+    settings = BenchSettings(cells=((8, 1),), solvers=("scipy", "slow"), repeat=1, warmup=0, timeout=0.05)
+    with pytest.raises(bench.ObjectiveMismatch, match="slow found"):
+        run_bench(settings, runners={"scipy": honest, "slow": slow_and_wrong})
+
+
 def test_auto_records_the_engine_it_ran_and_older_runners_still_work():
     honest = default_runners()["scipy"]
     runners = {

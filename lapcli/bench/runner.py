@@ -175,7 +175,7 @@ def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = Non
                     cell.append(timing)
                     if on_progress:
                         on_progress(f"n={n} R={range_factor}{label} {dtype} {solver}: {timing.status}{done}")
-                solved = [t for t in cell if t.status == "ok"]
+                solved = [t for t in cell if t.timed]  # past the limit too: it may be a baseline
                 for other in solved[1:]:
                     if not objectives_agree(solved[0].objective, other.objective, cost):
                         other.status = "mismatch"
@@ -221,10 +221,15 @@ def time_one(runner: Callable, cost: np.ndarray, settings: BenchSettings, timing
             engines.append(engine[0] if engine and engine[0] else timing.solver)
             timing.engine = "/".join(dict.fromkeys(engines))
             if settings.timeout is not None and elapsed > settings.timeout * 1e3:
-                timing.status, timing.message = "timeout", f"took {elapsed:.0f} ms"
+                # a solver that cannot be stopped ran to its end: that whole solve is its time
+                timing.status, timing.message, timing.times_ms = "timeout", f"took {elapsed:.0f} ms", [elapsed]
                 return
     except SolverError as error:
         timing.status = "timeout" if "time limit" in str(error) else "error"
         timing.message = str(error)
+        timing.times_ms.clear()  # stopped: the earlier repeats' times are no measure of this cell
+        timing.objective = None
     except Exception as error:  # a peer's failure is a result to report, not a crash
         timing.status, timing.message = "error", f"{type(error).__name__}: {error}"
+        timing.times_ms.clear()
+        timing.objective = None

@@ -138,6 +138,13 @@ class SolveTiming:
     message: str = ""
 
     @property
+    def timed(self) -> bool:
+        """Whether it has a whole solve's time: it finished, within the limit or past it (a
+        solver that cannot be stopped, such as a peer's library, runs to its end and is marked
+        timeout); a solve stopped at the limit keeps no time."""
+        return self.status in ("ok", "timeout") and bool(self.times_ms)
+
+    @property
     def median_ms(self) -> float | None:
         return statistics.median(self.times_ms) if self.times_ms else None
 

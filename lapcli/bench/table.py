@@ -26,16 +26,10 @@ def baseline_title(baseline: str | tuple[str, ...] | None) -> str:
     return names[0] if names else "nothing"
 
 
-def timed(t: SolveTiming | None) -> bool:
-    """Whether a solve has a time to show: it finished, within the limit or past it (a solver
-    that cannot be stopped, such as a peer's library, is timed to its end and marked timeout)."""
-    return t is not None and t.status in ("ok", "timeout") and bool(t.median_ms)
-
-
 def fastest_baseline(by_solver: dict[str, SolveTiming], baseline: str | tuple[str, ...] | None) -> SolveTiming | None:
     """The baseline of one cell: the fastest of the baseline solvers that solved it (past the
     time limit too: its time is a whole solve's)."""
-    solved = [by_solver[name] for name in baseline_names(baseline) if timed(by_solver.get(name))]
+    solved = [by_solver[name] for name in baseline_names(baseline) if name in by_solver and by_solver[name].timed]
     return min(solved, key=lambda t: t.median_ms) if solved else None
 
 
@@ -68,7 +62,7 @@ def results_table_rows(results: list[SolveTiming], solvers: tuple[str, ...], bas
         row.append(dtype)
         for solver in solvers:
             t = by_solver.get(solver)
-            if not timed(t):
+            if t is None or not t.timed:
                 row.append(t.status if t else "-")
                 continue
             text = f"{t.median_ms:.2f}" + (" past limit" if t.status == "timeout" else "")
