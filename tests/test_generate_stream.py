@@ -76,6 +76,19 @@ def test_a_seed_gives_the_geometric_matrix_it_always_gave():
                                [0.26336777, stack[1, 0, 0], 0.48310506], rtol=1e-7)
 
 
+def test_geometric_costs_are_dx_squared_plus_dy_squared_bit_for_bit():
+    """Each squared distance is dx·dx + dy·dy, every operation rounded on its own (no fused
+    multiply-add), so a matrix is the same on every platform; the integer kind scales and rounds it."""
+    n, m, seed = 1100, 37, 3
+    rng = np.random.default_rng(seed)
+    rows, cols = rng.random((n, 2)), rng.random((m, 2))
+    dx, dy = rows[:, None, 0] - cols[None, :, 0], rows[:, None, 1] - cols[None, :, 1]
+    expected = np.add(np.multiply(dx, dx), np.multiply(dy, dy))
+    assert np.array_equal(generate(n, m, seed=seed, kind="geometric"), expected)
+    integers = generate(n, m, seed=seed, kind="geometric-int")
+    assert np.array_equal(integers, np.rint(expected * 500_000).astype(np.int32))
+
+
 # ----------------------------------------------------------------------------- the block generators
 @pytest.mark.parametrize("kind, dtype", [("uniform", None), ("uniform", "float32"), ("float", None),
                                          ("geometric", "float32"), ("sanity", None)])
