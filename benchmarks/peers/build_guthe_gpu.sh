@@ -3,7 +3,10 @@
 # the reference that docs/points.md times beside `lapcli.solve_points`.
 #
 #   benchmarks/peers/build_guthe_gpu.sh SRC_DIR OUT_BINARY
-#   OUT_BINARY -double -epsilon -geometric -table_min 8192 -table_max 32768
+#   OUT_BINARY -double -epsilon -geometric -table_min 8192 -table_max 8192 -memory 15032385536
+#
+# -memory (bytes a device may hold) is required: without it the program's device-count loop
+# never ends and it prints nothing.
 #
 # SRC_DIR holds the authors' lap_solver/ folder (as for build_guthe.sh). CUDA 13 removed
 # cudaDeviceProp::computeMode, which core/cuda/lap_worksharing.h reads; a patched copy in a
@@ -24,7 +27,12 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp -r "$src_dir/lap_solver" "$work/"
-sed -i 's/deviceProp\.computeMode != cudaComputeModeProhibited/true/' "$work/lap_solver/core/cuda/lap_worksharing.h"
+header="$work/lap_solver/core/cuda/lap_worksharing.h"
+sed -i 's/deviceProp\.computeMode != cudaComputeModeProhibited/true/' "$header"
+if grep -q computeMode "$header"; then
+    echo "$0: $header still reads computeMode: the authors' code changed; patch it by hand" >&2
+    exit 1
+fi
 mkdir -p "$(dirname "$out")"
 cd "$work/lap_solver"
 set -x

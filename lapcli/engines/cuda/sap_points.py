@@ -72,8 +72,8 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
                             certificate=certificate.to_dict())
 
 
-# The point auction's eviction chains end after chain_limit(n) bids, the row left to bid again in
-# the next round (lapcli.cuda.auction.solve's max_chain): one warp follows a chain alone, each bid
+# The point auction's eviction chains end after points_chain_limit(n) bids, the row left to bid
+# again in the next round (lapcli.cuda.auction.solve's max_chain): one warp follows a chain alone, each bid
 # (~2 µs) waiting on the last. But each round's release pass scans every row that bid over all n
 # columns, so a limit pays only where a chain would outlast a pass over all n² costs (~1.5 ps a
 # cost on an H100): about n²/2²⁰ bids. H100, 65,536 uniform points, a limit of 4096: euclidean
@@ -83,7 +83,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 MIN_CHAIN = 4096
 
 
-def chain_limit(n: int) -> int:
+def points_chain_limit(n: int) -> int:
     """The bids a point auction's eviction chain may make on n points before its row waits for
     the next round: the bids a release pass over all rows costs as much as, at least MIN_CHAIN."""
     return max(MIN_CHAIN, (n * n) >> 20)
@@ -92,7 +92,7 @@ def chain_limit(n: int) -> int:
 def _points_auction(problem, points, details: dict, timeout, progress):
     """The square point problem by the ε-scaling auction: (col_of_row, v, steps, launches)."""
     found = auction.solve(points.kernels, points.source(), points.k, problem.tolerance() * AUCTION_EPS_OF_TOLERANCE,
-                          timeout=timeout, progress=progress, max_chain=chain_limit(points.k))
+                          timeout=timeout, progress=progress, max_chain=points_chain_limit(points.k))
     details.update(found.details())
     # a step per phase: its bids and its time (the release pass included)
     steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
