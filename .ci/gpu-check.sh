@@ -14,7 +14,9 @@
 # Guthe-Thuerck's sources in .guthe/ (carried: git -C <clone of sguthe/lap-solver> archive HEAD lap_solver |
 # tar -x -C .guthe), their OpenMP solver is built and timed beside lapcli's engines.
 # points: lap bench --suite points up to POINTS_SIZES (default 2048,4096,8192), costs from the
-# coordinates beside the dense matrix.
+# coordinates beside the dense matrix; with Guthe-Thuerck's GPU test program at GUTHE_GPU (default
+# .guthe/test_gpu, built by benchmarks/peers/build_guthe_gpu.sh and carried) also their solver on
+# squared 2-D distances at the same sizes (float64, epsilon scaling, cost table in device memory).
 # ranges: the suite at n = 1024 and 2048 beside scipy and lapx (~2 minutes on an H100; lapx from .whl/).
 # Peers travel as wheels (.whl, see the device notes): with torch-linear-assignment on PYTHONPATH
 # the batch part runs it beside lapcli's batch engine.
@@ -113,6 +115,14 @@ fi
 if ! skip points; then  # point sets: implicit costs beside the dense matrix, every answer certified
   lap bench --suite points --sizes "${POINTS_SIZES:-2048,4096,8192}" --solvers cuda-sap,dense,auto --repeat 3 \
     --warmup 1 --json "$out/points.json" 2>&1 | tee "$out/points.txt" || status=1
+  guthe_gpu=$(realpath -m "${GUTHE_GPU:-.guthe/test_gpu}")
+  if [ -x "$guthe_gpu" ]; then  # their own points and timer: compared by n, not by instance (docs/points.md)
+    sizes=${POINTS_SIZES:-2048,4096,8192}
+    for n in ${sizes//,/ }; do
+      (cd "$out" && timeout 300 "$guthe_gpu" -double -epsilon -geometric -table_min "$n" -table_max "$n" \
+        -memory 15032385536) >>"$out/guthe-gpu.txt" 2>&1 || echo "guthe-gpu n=$n: exit $?" >>"$out/guthe-gpu.txt"
+    done
+  fi
 fi
 if ! skip structured; then  # distances, U[0, 1) floats and R = 1000 integers, 2048 to 8192: cuda, cuda-sap, auto
   # (the one-block search, then the auction start over a cluster; a solve past 8 s skips that solver's larger sizes),
