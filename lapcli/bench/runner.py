@@ -224,12 +224,9 @@ def time_one(runner: Callable, cost: np.ndarray, settings: BenchSettings, timing
                 # a solver that cannot be stopped ran to its end: that whole solve is its time
                 timing.status, timing.message, timing.times_ms = "timeout", f"took {elapsed:.0f} ms", [elapsed]
                 return
-    except SolverError as error:
-        timing.status = "timeout" if "time limit" in str(error) else "error"
-        timing.message = str(error)
+    except Exception as error:  # lapcli's stop or a peer's failure: a result to report, not a crash
+        ours = isinstance(error, SolverError)
+        timing.status = "timeout" if ours and "time limit" in str(error) else "error"
+        timing.message = str(error) if ours else f"{type(error).__name__}: {error}"
         timing.times_ms.clear()  # stopped: the earlier repeats' times are no measure of this cell
-        timing.objective = None
-    except Exception as error:  # a peer's failure is a result to report, not a crash
-        timing.status, timing.message = "error", f"{type(error).__name__}: {error}"
-        timing.times_ms.clear()
         timing.objective = None
