@@ -3,7 +3,8 @@ the CPU tests run and the GPU tests compare against, kept out of the engines' pr
 
 - :func:`reference_stack` is kernels/batch_lap.cu (engine ``cuda-batch``): shortest augmenting
   paths per problem (scipy's algorithm, Crouse 2016), same steps S1-S4, same tie-break, same duals,
-  with Jonker-Volgenant's column reduction as the start of a square problem;
+  with Jonker-Volgenant's column reduction as the start of a square problem and a row reduction
+  (each row at its row minimum, v = 0) as the start of a rectangular one;
 - :func:`sap_twin` is engine ``cuda-sap``: the classical kernel's auction start
   (lapcli.engines.cpu.numpy_hungarian.auction_start), then :func:`reference_stack` from it;
 - :func:`auction_twin` is kernels/auction.cu, engine ``cuda-sap`` on square point sets and on
@@ -36,11 +37,29 @@ def column_reduction(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v, col_of_row
 
 
-def reference_stack(costs: np.ndarray, warm_start=None, column_reduction_start: bool = True):
+def row_reduction(cost: np.ndarray) -> np.ndarray:
+    """The kernel's start for a rectangular problem (n < m) without a warm start, v = 0: row i
+    claims the column of its row minimum (lowest column on ties) and each column goes to the lowest
+    row claiming it. Returns col_of_row, -1 for a free row (a row whose minimum is not finite
+    claims nothing)."""
+    n = cost.shape[0]
+    claim = cost.argmin(axis=1)
+    owner = np.full(cost.shape[1], -1, dtype=np.int64)
+    for i in range(n - 1, -1, -1):  # descending: the lowest row is written last
+        if np.isfinite(cost[i, claim[i]]):
+            owner[claim[i]] = i
+    col_of_row = np.full(n, -1, dtype=np.int64)
+    taken = np.flatnonzero(owner >= 0)
+    col_of_row[owner[taken]] = taken
+    return col_of_row
+
+
+def reference_stack(costs: np.ndarray, warm_start=None, reduction_start: bool = True):
     """Solve each costs[b] like the kernel does; return (col_of_row, u, v, status) as NumPy arrays.
     ``warm_start`` = (v, col_of_row) as solve_stack takes it (square problems); without one, a
-    square problem starts from column_reduction, as the kernel does (``column_reduction_start``
-    False: a search from every row, the cold start a test may compare with)."""
+    square problem starts from column_reduction and a rectangular one from row_reduction, as the
+    kernel does (``reduction_start`` False: a search from every row, the cold start of the other
+    kernels a test may compare with)."""
     costs = np.asarray(costs)
     batch, n, m = costs.shape
     dual = np.int64 if costs.dtype.kind in "iu" else np.float64
@@ -60,8 +79,10 @@ def reference_stack(costs: np.ndarray, warm_start=None, column_reduction_start: 
         col4row = np.full(n, -1, dtype=np.int64)
         if warm_start is not None:
             col4row[:] = warm_start[1][b]
-        elif column_reduction_start and n == m:
+        elif reduction_start and n == m:
             v[:], col4row[:] = column_reduction(c)
+        elif reduction_start:
+            col4row[:] = row_reduction(c)
         row4col[col4row[col4row >= 0]] = np.flatnonzero(col4row >= 0)
         for root in np.flatnonzero(col4row < 0):
             spc = np.full(m, inf, dtype=dual)

@@ -7,7 +7,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from lapcli.cuda import batch_lap as cb
 from lapcli.engines.cuda import batch as engine
-from lapcli.twins import check_duals, column_reduction, reference_stack
+from lapcli.twins import check_duals, column_reduction, reference_stack, row_reduction
 
 
 def scipy_objective(c):
@@ -53,9 +53,34 @@ def test_the_column_reduction_start_is_a_valid_warm_start(rng):
             assert c[i, j] - v[j] == 0 == (c[i] - v).min()
             assert j == np.flatnonzero(c.argmin(axis=0) == i).min()
         warm, _, _, _ = reference_stack(c[None])
-        cold, _, v_cold, _ = reference_stack(c[None], column_reduction_start=False)
+        cold, _, v_cold, _ = reference_stack(c[None], reduction_start=False)
         assert objective(c, warm[0]) == objective(c, cold[0]) == scipy_objective(c)
         assert v_cold.max() <= 0  # the cold start's duals only fall from 0
+
+
+def test_the_row_reduction_start_is_a_valid_start_of_a_rectangular_problem(rng):
+    """twins.row_reduction (the kernel's start for n < m): each row claims its row minimum's column
+    (lowest column on ties), each column goes to the lowest row claiming it, v stays 0. Every
+    assigned row is then tight at its row's minimum, the twin from it reaches the cold start's
+    optimum with duals that certify the rectangular problem (v <= 0, v == 0 on free columns), and
+    it leaves far fewer rows to search from on a matcher's shape."""
+    for n, m, high in ((1, 5, 5), (7, 9, 3), (40, 300, 400), (64, 65, 2), (50, 300, None)):
+        c = rng.random((n, m)) if high is None else rng.integers(0, high, (n, m)).astype(np.int64)
+        col_of_row = row_reduction(c)
+        taken = col_of_row[col_of_row >= 0]
+        assert taken.size == np.unique(taken).size == np.unique(c.argmin(axis=1)).size
+        for i in np.flatnonzero(col_of_row >= 0):
+            j = col_of_row[i]
+            assert c[i, j] == c[i].min() and j == c[i].argmin()
+            assert i == np.flatnonzero(c.argmin(axis=1) == j).min()
+        warm, u, v, _ = reference_stack(c[None])
+        cold, _, _, _ = reference_stack(c[None], reduction_start=False)
+        check_duals(c[None], warm, u, v, 0 if high else 1e-12)
+        assert objective(c, warm[0]) == pytest.approx(objective(c, cold[0])) == pytest.approx(scipy_objective(c))
+        if high is None:
+            assert (col_of_row < 0).sum() <= n // 4  # ~n² / 2m rows collide: ~4 of 50
+    forbidden = np.array([[np.inf, np.inf, 5.0], [np.inf, np.inf, np.inf], [1.0, 2.0, 5.0]])
+    assert row_reduction(forbidden).tolist() == [2, -1, 0]  # a row without a finite cost claims nothing
 
 
 def test_layout_choice_covers_every_width():

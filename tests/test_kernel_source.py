@@ -190,9 +190,10 @@ def test_batch_kernel_compiles_for_every_dtype_layout_and_mode(tmp_path):
     assert len(stacks) == len(cuda_batch.KERNEL_TYPES) * len(cuda_batch.LAYOUTS)
     assert max(stacks.values()) <= 80, {name: r for name, r in stacks.items() if r > 80}
     # A ragged launch (float32 and int32 members in place, a tall one through its transpose) keeps
-    # each member's strides and offsets beside the solve's state: 60-96 registers (ptxas 13.0,
-    # sm_90). Its batches are a training step's images, far from filling the GPU's blocks.
-    assert max(registers.values()) <= 96, {name: r for name, r in registers.items() if r > 96}
+    # each member's strides and offsets and its staged rows' pitch beside the solve's state: 64-106
+    # registers (ptxas 13.0, sm_90; 512-thread blocks hold one per multiprocessor at 65-128). Its
+    # batches are a training step's images, far from filling the GPU's blocks.
+    assert max(registers.values()) <= 112, {name: r for name, r in registers.items() if r > 112}
 
 
 def test_zero_packing_widens_the_column_field_with_n():

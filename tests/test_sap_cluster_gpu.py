@@ -51,7 +51,7 @@ def test_integer_answers_and_duals_equal_the_twins(rng, shape):
         check_duals(cost[None], columns[None], u[None], v[None])
         assert cost[np.arange(k), columns].sum() == cost[scipy_lsa(cost)].sum()
         return
-    twin_columns, twin_u, twin_v, _ = reference_stack(cost[None], column_reduction_start=k == m)
+    twin_columns, twin_u, twin_v, _ = reference_stack(cost[None], reduction_start=k == m)
     assert np.array_equal(columns, twin_columns[0]) and np.array_equal(v, twin_v[0])
 
 
@@ -278,7 +278,7 @@ def test_rectangular_problems_are_solved_as_they_are(rng, shape):
     assert solution.report.certified and solution.report.details["auction_rounds"] == 0
     assert_matches_scipy(solution, cost)
     work = cost if shape[0] < shape[1] else cost.T
-    twin_columns, twin_u, twin_v, _ = reference_stack(work[None].astype(np.int64), column_reduction_start=False)
+    twin_columns, twin_u, twin_v, _ = reference_stack(work[None].astype(np.int64), reduction_start=False)
     u, v = solution.duals
     if shape[0] < shape[1]:
         assert np.array_equal(solution.col_ind, twin_columns[0]) and np.array_equal(v, twin_v[0])

@@ -98,6 +98,39 @@ def compiled_kernel(dtype: str, k: int, threads: int, certify: bool = False, *, 
     return _kernels[key], load_ms
 
 
+# Ragged members are staged in shared memory (kernels/batch_lap.cu, "Staging") when their widest
+# oriented member has at most STAGE_MAX_COLUMNS columns. H100, kernel ms staged / in place: 64 × 300
+# × 100 matcher 0.106 / 0.117, 16 × 300 × 300 0.75 / 0.89 (183 of 300 rows staged), 8 × 100 × 20
+# 0.038 / 0.047; at 16 × 900 × 100 the copy cost more than it saved (0.142 / 0.122).
+# STAGE_MEMBERS False: every member is read in place (measurements compare the two).
+STAGE_MEMBERS = True
+STAGE_MAX_COLUMNS = 512
+SHARED_RESERVED = 1024  # bytes of a multiprocessor's shared memory the driver keeps per block
+
+
+def staging_bytes(kernel, device: int, batch: int, rows: int, cols: int, itemsize: int, threads: int) -> int:
+    """Dynamic shared memory for a ragged launch of ``batch`` members: every group of a block its
+    member's ``rows`` oriented rows of ``cols | 1`` elements (the kernel's odd row pitch), capped
+    at what a block may hold beside the kernel's own shared arrays, and so that the launch's
+    blocks still fit the GPU in one wave where they did without staging (the kernel stages the
+    rows that fit and reads the rest in place). The kernel is allowed the cap at its first use."""
+    if not STAGE_MEMBERS or not rows or cols > STAGE_MAX_COLUMNS:
+        return 0
+    from .driver import open_gpu
+
+    gpu = open_gpu(device)
+    static = getattr(kernel, "static_bytes", None)
+    if static is None:  # once per kernel: its own shared arrays, and the cap it may ask for
+        static = kernel.static_bytes = kernel.static_shared()
+        kernel.allow_shared(max(gpu.max_shared - static, 0))
+    per_block = 64 // threads if threads < 64 else 1
+    blocks = -(-batch // per_block)
+    together = -(-blocks // gpu.sms)  # blocks a multiprocessor must hold for one wave
+    room = min(gpu.max_shared, gpu.shared_per_sm // together - SHARED_RESERVED) - static
+    wanted = per_block * rows * (cols | 1) * itemsize
+    return max(min(wanted, room // (per_block * itemsize) * per_block * itemsize), 0)
+
+
 def launch_shape(batch: int, threads: int) -> tuple[int, int]:
     """(grid, block): groups of `threads` < 64 share 64-thread blocks (kernel's Group::BLOCK), else
     a block of `threads` per problem."""
@@ -291,6 +324,7 @@ def _certified(values_ptr: int, batch: int, r: int, c: int, dtype: str, *, n_out
     kernel, compile_ms = compiled_kernel(dtype, k, threads, certify=True, fault=fault, device=device,
                                          ragged=bool(members))
     grid, block = launch_shape(batch, threads)
+    shared = staging_bytes(kernel, device, batch, r, c, np.dtype(dtype).itemsize, threads) if members else 0
     buffer = cupy.empty(SUMMARY_SLOTS + batch * (1 + n_out + CERTIFY_STATS + 1), dtype=np.int64)
     base = buffer.data.ptr
     objective = base + 8 * SUMMARY_SLOTS
@@ -307,10 +341,12 @@ def _certified(values_ptr: int, batch: int, r: int, c: int, dtype: str, *, n_out
                  int(dtype.startswith("int")), columns, stats, objective, base, members, pair_rows, pair_cols, flat_out)
     details = {"layout": f"K={k} threads={threads}", "grid": grid, "block": block, "launches": 1,
                "compile_ms": round(compile_ms, 3)}
+    if shared:
+        details["staged_bytes"] = shared
 
     def launched() -> CertifiedStack:
         begin.record(stream)
-        kernel.launch(grid, block, arguments, stream=stream)
+        kernel.launch(grid, block, arguments, shared=shared, stream=stream)
         end.record(stream)
         return CertifiedStack(buffer, batch, n_out, (begin, end), details, device, dtype, c)
 

@@ -73,6 +73,7 @@ class Gpu:
         read = lambda a: int(_check(driver.cuDeviceGetAttribute(a, self.handle)))  # noqa: E731
         self.sms = read(attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         self.max_shared = read(attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        self.shared_per_sm = read(attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)
         self.arch = (read(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
                      read(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
         raw_name = _check(driver.cuDeviceGetName(256, self.handle))

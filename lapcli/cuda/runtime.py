@@ -85,6 +85,12 @@ class Kernel:
             _check(driver.cuFuncSetAttribute(
                 self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared))
 
+    def static_shared(self) -> int:
+        """Bytes of static shared memory a block of this kernel holds."""
+        driver = _driver()
+        return int(_check(driver.cuFuncGetAttribute(
+            driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, self.function)))
+
     def allow_wide_clusters(self) -> None:
         """Clusters of more than 8 blocks (Hopper takes 16) are not portable: a kernel must opt in."""
         driver = _driver()

@@ -12,8 +12,9 @@
 //       minVal = spc[j*]; scan j*; if j* is free it is the sink, else i = row4col[j*] and go to S1;
 //   S3  dual update: v[j] -= minVal - spc[j] for scanned j (u is not stored, see below);
 //   S4  augment along path[] from the sink back to the root.
-// For n < m, starting from v = 0, v only decreases, and only on scanned (hence assigned, and
-// assigned for good) columns: at the end v <= 0 and v == 0 on every column no row took, which with
+// For n < m, starting from v = 0 (the row reduction in batch_lap, below, assigns rows at their row
+// minima and keeps v = 0), v only decreases, and only on scanned (hence assigned, and assigned for
+// good) columns: at the end v <= 0 and v == 0 on every column no row took, which with
 // c - u - v >= 0 everywhere and == 0 on the assignment certifies optimality of the rectangular
 // problem (complementary slackness). A square problem has no such column constraints and starts
 // from JV's column reduction instead (in batch_lap, below), or from the caller's warm start.
@@ -159,6 +160,8 @@ static_assert(SUMMARY_STAMP < SUMMARY_SLOTS && SUMMARY_NOT_PROVED < SUMMARY_SLOT
 #define COLUMN(row, j) (RAGGED ? (row) + (long long)(j) * cs : (row) + j)
 // Row i of the problem: m apart in a stack, rs in a ragged member (1 for a tall one's transpose).
 #define ROW(i) (RAGGED ? problem + (long long)(i) * rs : problem + (long long)(i) * m)
+// Cost (i, j): a staged row's from shared memory (RAGGED: the kernel's staging, below), else in place.
+#define COST(i, j) ((RAGGED && (i) < staged_rows) ? staged[(i) * sp + (j)] : __ldg(COLUMN(ROW(i), j)))
 
 __device__ __forceinline__ unsigned long long to_bits(long long x) { return (unsigned long long)x; }
 __device__ __forceinline__ unsigned long long to_bits(double x) { return (unsigned long long)__double_as_longlong(x); }
@@ -194,7 +197,8 @@ __device__ __forceinline__ X group_reduce(X x, Op op, unsigned long long* scratc
 
 template <typename T, typename D, int K, int THREADS, bool RAGGED>
 __device__ __forceinline__ void certify_problem(
-        const T* __restrict__ problem, long long rs, long long cs, long long b, int B, int n, int m, int t,
+        const T* __restrict__ problem, long long rs, long long cs, const T* staged, int sp, int staged_rows,
+        long long b, int B, int n, int m, int t,
         unsigned mask, int st, const D (&v)[K], unsigned dead, const int* col4row, int* taken, const D* v_sh,
         unsigned long long* scratch, const double* __restrict__ row_offset, bool flip, int n_out, int exact,
         long long* __restrict__ out, double* __restrict__ stats, long long* __restrict__ objective_out,
@@ -237,7 +241,7 @@ __device__ __forceinline__ void certify_problem(
 #pragma unroll
             for (int q = 0; q < ROWS; ++q) {
                 const int ahead = i0 + q + AHEAD;
-                if (ahead < n && cs == 1 && t * 128 < m * (int)sizeof(T))
+                if (ahead < n && ahead >= staged_rows && cs == 1 && t * 128 < m * (int)sizeof(T))
                     asm volatile("prefetch.global.L2 [%0];" ::"l"((const char*)ROW(ahead) + t * 128));
             }
         }
@@ -247,9 +251,17 @@ __device__ __forceinline__ void certify_problem(
             const T* row = ROW(i);
             ji[q] = col4row[i];
             const bool ok = ji[q] >= 0 && ji[q] < m;
-            ui[q] = ok ? (D)__ldg(COLUMN(row, ji[q])) - v_sh[ji[q]] : (D)0;
+            // (written out, not through COST: a stack kernel then compiles as before, no spill)
+            if (RAGGED && i < staged_rows) {
+                const T* here = staged + i * sp;
+                ui[q] = ok ? (D)here[ji[q]] - v_sh[ji[q]] : (D)0;
 #pragma unroll
-            for (int k = 0; k < K; ++k) x[q][k] = ((dead >> k) & 1) ? (T)0 : __ldg(COLUMN(row, t + k * G));
+                for (int k = 0; k < K; ++k) x[q][k] = ((dead >> k) & 1) ? (T)0 : here[t + k * G];
+            } else {
+                ui[q] = ok ? (D)__ldg(COLUMN(row, ji[q])) - v_sh[ji[q]] : (D)0;
+#pragma unroll
+                for (int k = 0; k < K; ++k) x[q][k] = ((dead >> k) & 1) ? (T)0 : __ldg(COLUMN(row, t + k * G));
+            }
         }
 #pragma unroll
         for (int q = 0; q < ROWS; ++q) {
@@ -344,6 +356,51 @@ __device__ __forceinline__ void certify_problem(
         atomicMax(summary + SUMMARY_MIN_SLACK, ~DualTraits<double>::key((double)smallest));
         atomicMax(summary + SUMMARY_MAX_ASSIGNED_SLACK, DualTraits<double>::key((double)loosest));
         atomicMax(summary + SUMMARY_TOLERANCE, DualTraits<double>::key(tol));
+    }
+}
+
+// Row reduction, the rectangular problems' start (n < m, no warm start): with v = 0, row i
+// claims the column of its row minimum (lowest column on ties) and each column goes to the
+// lowest row claiming it. A row so assigned is tight at the minimum of c - v over its row (u[i]
+// is that minimum), all the searches ask of an assigned row, and v stays 0, so the rectangular
+// certificate's column conditions hold as for the cold start (v only decreases on scanned
+// columns, which are assigned). Only the rows that lost their claim are searched from: on a
+// matcher's 50 x 300 member (U[0, 1)) about 4 of 50, where each search cost ~2,000 cycles
+// of barriers and reductions even when its first step found a free column (ncu on the H100:
+// 5 cycles per issued instruction, ~4 warps per SM; memory latency was not the limit). One warp
+// (or the half-warp group) per row: its lanes scan the row, one warp argmin, one atomicMin
+// claim. A row whose minimum is not finite claims nothing (the launch's answer is then not
+// used: such costs are checked and solved again, see certify_problem's STAT_NONFINITE).
+// Not inlined: in the kernel's body it changed the registers of the searches (64 -> 70 a thread
+// on a 300 x 300 stack) and slowed square stacks that never run it.
+template <typename T, typename D, int THREADS, bool RAGGED>
+__device__ __noinline__ void row_reduction(const T* __restrict__ problem, long long rs, long long cs, const T* staged,
+                                           int sp, int staged_rows, int n, int m, int t, unsigned mask,
+                                           int* col4row, int* row4col, int* claims) {
+    typedef DualTraits<D> DT;
+    constexpr int G = THREADS, WIDTH = Group<THREADS>::WIDTH, WARPS = Group<THREADS>::WARPS;
+    const int lane_in_group = t % WIDTH, warp = t / 32;
+    for (int j = t; j < m; j += G) claims[j] = 0x7fffffff;  // column -> lowest row claiming it
+    Group<THREADS>::sync(mask);
+    for (int r = warp; r < n; r += WARPS) {
+        unsigned long long key = ~0ull;
+        unsigned tag = 0xffffffffu;
+#pragma unroll 4
+        for (int j = lane_in_group; j < m; j += WIDTH) {  // ascending: the lowest column on ties
+            const unsigned long long here = DT::key((D)COST(r, j));
+            if (here < key) { key = here; tag = (unsigned)j; }
+        }
+        warp_argmin(key, tag, mask);
+        if (lane_in_group == 0 && tag < (unsigned)m && isfinite((double)DT::value(key))) {
+            col4row[r] = (int)tag;
+            atomicMin(&claims[tag], r);
+        }
+    }
+    Group<THREADS>::sync(mask);
+    for (int r = t; r < n; r += G) {
+        const int j = col4row[r];
+        if (j >= 0 && claims[j] == r) row4col[j] = r;
+        else col4row[r] = -1;
     }
 }
 
@@ -448,6 +505,45 @@ batch_lap(const T* __restrict__ cost, int B, int n_stack, int m_stack,
     }
     const long long cs = RAGGED ? member_cs : 1;
 
+    // Staging (RAGGED): the member's first staged_rows work rows are copied once into this group's
+    // share of the launch's dynamic shared memory (sp elements a row, sp odd), and every later read
+    // of those rows (column reduction, the searches' row scans, the certificate) is a shared-memory
+    // load instead of a global one. A tall member's row scan in place reads one element per caller
+    // row (a strided, uncoalesced load per column) and each search step waits for it; staged, a step
+    // waits ~30 cycles, not an L2 round trip. The copy reads the caller's memory in its own order
+    // (coalesced) with cp.async (no register holds a value in flight); an odd sp puts a transposing
+    // copy's 32 writes of a warp in 32 banks. Rows past staged_rows (a member larger than its share)
+    // are read in place. A launch without dynamic shared memory stages nothing.
+    const T* staged = nullptr;
+    int sp = 1, staged_rows = 0;
+    if constexpr (RAGGED) {
+        extern __shared__ __align__(16) unsigned char staging_area[];
+        unsigned area_bytes;
+        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(area_bytes));
+        const unsigned share = area_bytes / (unsigned)sizeof(T) / GPB;  // elements per group
+        sp = m | 1;
+        staged_rows = min(n, (int)(share / (unsigned)sp));
+        T* area = reinterpret_cast<T*>(staging_area) + (size_t)group * share;
+        staged = area;
+        if (staged_rows > 0) {
+            // inner: the caller-contiguous index (a tall member's work row, else its column)
+            const int inner_count = flip ? staged_rows : m, outer_count = flip ? m : staged_rows;
+            const int step_outer = G / inner_count, step_inner = G % inner_count;
+            int inner = t % inner_count, outer = t / inner_count;
+            while (outer < outer_count) {
+                const int x = flip ? inner : outer, y = flip ? outer : inner;  // work row, work column
+                const T* from = problem + (long long)x * rs + (long long)y * cs;
+                const unsigned to = (unsigned)__cvta_generic_to_shared(area + x * sp + y);
+                asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(to), "l"(from), "n"(sizeof(T)));
+                inner += step_inner;
+                outer += step_outer;
+                if (inner >= inner_count) { inner -= inner_count; ++outer; }
+            }
+            asm volatile("cp.async.wait_all;" ::: "memory");
+        }
+        Group<THREADS>::sync(mask);  // every staged element written before any thread reads one
+    }
+
     // The launch's start: the first group to arrive stamps it; every group measures against it.
     if (t == 0) {
         const unsigned long long now = batch_global_timer_ns();
@@ -493,7 +589,7 @@ batch_lap(const T* __restrict__ cost, int B, int n_stack, int m_stack,
             for (int q = 0; q < ROWS; ++q)
 #pragma unroll
                 for (int k = 0; k < K; ++k)
-                    c[q][k] = t + k * G < m ? __ldg(COLUMN(ROW(r + q), t + k * G)) : (T)0;
+                    c[q][k] = t + k * G < m ? COST(r + q, t + k * G) : (T)0;
 #pragma unroll
             for (int q = 0; q < ROWS; ++q)
 #pragma unroll
@@ -503,7 +599,7 @@ batch_lap(const T* __restrict__ cost, int B, int n_stack, int m_stack,
         for (; r < n; ++r)
 #pragma unroll
             for (int k = 0; k < K; ++k) {
-                const T c = t + k * G < m ? __ldg(COLUMN(ROW(r), t + k * G)) : (T)0;
+                const T c = t + k * G < m ? COST(r, t + k * G) : (T)0;
                 if (arg[k] < 0 || c < best[k]) { best[k] = c; arg[k] = r; }
             }
         Group<THREADS>::sync(mask);  // every claim cleared
@@ -519,7 +615,9 @@ batch_lap(const T* __restrict__ cost, int B, int n_stack, int m_stack,
             if (path_sh[arg[k]] == j) { row4col[j] = arg[k]; col4row[arg[k]] = j; }
         }
     }
-    const bool warm = v_start || col_start || n == m;
+    if (!v_start && !col_start && n < m)
+        row_reduction<T, D, THREADS, RAGGED>(problem, rs, cs, staged, sp, staged_rows, n, m, t, mask, col4row,
+                                             row4col, path_sh);
 
     D v[K], spc[K];
     int path[K];
@@ -532,13 +630,17 @@ batch_lap(const T* __restrict__ cost, int B, int n_stack, int m_stack,
     Group<THREADS>::sync(mask);  // start_s and the shared arrays (no block-wide barrier in warp mode:
                           // the other warp of the block may have returned above)
     const unsigned long long start = start_s[group];
-    if (warm) {
+    if (v_start || col_start || n == m) {  // a warm start or the column reduction: its v and columns
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             if ((dead >> k) & 1) continue;
             v[k] = v_sh[t + k * G];
             if (row4col[t + k * G] >= 0) assigned |= 1u << k;
         }
+    } else {  // the row reduction: v stays 0, the columns its rows took are assigned
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+            if (!((dead >> k) & 1) && row4col[t + k * G] >= 0) assigned |= 1u << k;
     }
 
     int st = STATUS_OK;
@@ -552,12 +654,19 @@ batch_lap(const T* __restrict__ cost, int B, int n_stack, int m_stack,
         D min_val = 0, v_prev = 0;
         int i = root, j_prev = -1, sink = -1;
         for (int iteration = 0; iteration <= m; ++iteration) {
-            const T* row = ROW(i);
             T c[K];
+            D ui;  // u[i] of the tight pair (i, j_prev); 0 for the root.
+            if (RAGGED && i < staged_rows) {  // uniform over the group: one row for all
+                const T* row = staged + i * sp;
 #pragma unroll
-            for (int k = 0; k < K; ++k) c[k] = ((dead >> k) & 1) ? (T)0 : __ldg(COLUMN(row, t + k * G));
-            // u[i] of the tight pair (i, j_prev); 0 for the root.
-            const D ui = j_prev >= 0 ? (D)__ldg(COLUMN(row, j_prev)) - v_prev : (D)0;
+                for (int k = 0; k < K; ++k) c[k] = ((dead >> k) & 1) ? (T)0 : row[t + k * G];
+                ui = j_prev >= 0 ? (D)row[j_prev] - v_prev : (D)0;
+            } else {
+                const T* row = ROW(i);
+#pragma unroll
+                for (int k = 0; k < K; ++k) c[k] = ((dead >> k) & 1) ? (T)0 : __ldg(COLUMN(row, t + k * G));
+                ui = j_prev >= 0 ? (D)__ldg(COLUMN(row, j_prev)) - v_prev : (D)0;
+            }
             const D off = min_val - ui;  // d = (c - v) + (minVal - u[i]): one add after the loads
             // S1 for every open column, by selects (a scanned or dead column keeps its state), then
             // this thread's (key, tag) minimum as a tree of K - 1 comparisons: depth log2 K, and no
@@ -699,7 +808,7 @@ batch_lap(const T* __restrict__ cost, int B, int n_stack, int m_stack,
         }
         Group<THREADS>::sync(mask);
 #endif
-        certify_problem<T, D, K, THREADS, RAGGED>(problem, rs, cs, b, B, n, m, t, mask, st, v, dead, col4row, path_sh, v_sh,
+        certify_problem<T, D, K, THREADS, RAGGED>(problem, rs, cs, staged, sp, staged_rows, b, B, n, m, t, mask, st, v, dead, col4row, path_sh, v_sh,
                                         red_key, row_offset, flip, n_out, exact, out, stats, objective_out,
                                         summary, caller_rows, pair_start, pair_rows, pair_cols, row_start, flat_out);
         if (t == 0) status[b] = st;
