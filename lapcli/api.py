@@ -7,7 +7,7 @@ import numpy as np
 
 from .arrays import split_flat
 from .cuda.probe import cuda_status
-from .engines.auto import choose
+from .engines.auto import choose, choose_ragged
 from .pipeline import solve_batch, solve_problem
 from .problem import array_module, prepare
 
@@ -102,8 +102,15 @@ def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
     Returns what DETR's matcher returns: per image a pair (query indices, target indices) of int64
     arrays sorted by query, on the input's library and device (torch tensors for torch input)."""
     from . import ragged
+    from .arrays import is_torch
     from .pipeline import solve_members_raw
 
+    if is_torch(cost) and not maximize and solver in ("auto", "cuda-batch") and cost.is_cuda:
+        from .engines.cuda.batch_matcher import match_block  # the training step's call, lean
+
+        found = match_block(cost, sizes) if choose_ragged(1, 1, solver)[0] == "cuda-batch" else None
+        if found is not None:
+            return found
     members = ragged.from_block(cost, sizes)
     found = solve_members_raw(members, solver=solver, maximize=maximize, objectives=False, pairs=True).pairs
     both = members.origin.to_caller(found)  # (2, Σ): one hand-over to the caller's library

@@ -291,3 +291,86 @@ def test_a_batch_of_empty_members_reports_a_plain_certificate():
     assert solution.report.certified and list(solution.objectives) == [0, 0]
     assert certificate["min_slack"] == 0.0 and certificate["tolerance"] == 0.0
     assert [c.shape for c in solution.col_ind] == [(4,), (0,)] and int(solution.col_ind[0].max()) == -1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_staged_partly_staged_and_in_place_members_give_the_same_certified_answers(rng, dtype, monkeypatch):
+    """The ragged launch copies its members' rows into shared memory (kernels/batch_lap.cu,
+    "Staging"): wholly for small members, the first rows only for a member larger than a block's
+    share (a 300 × 300 float32 member is 352 KB), none when staging is off. Every way gives the
+    scipy loop's objectives, certified, and the same answers for tall, wide and square members."""
+    import cupy
+
+    from lapcli.cuda import batch_lap
+
+    shapes = [(300, 300), (300, 37), (37, 300), (290, 300), (300, 1), (1, 300), (5, 5), (0, 7), (120, 300)]
+    if dtype == "int32":
+        matrices = [rng.integers(0, 50, shape).astype(np.int32) for shape in shapes]
+    else:
+        matrices = [rng.random(shape).astype(np.float32) for shape in shapes]
+    device = [cupy.asarray(m) for m in matrices]
+    answers = {}
+    for staging in (True, False):
+        monkeypatch.setattr(batch_lap, "STAGE_MEMBERS", staging)
+        solution = lapcli.solve_batch(device, solver="cuda-batch")
+        report = solution.report
+        assert report.certified and report.details.get("members") == "read in place"
+        assert ("staged_bytes" in report.details) == staging
+        cols = [c.get() for c in solution.col_ind]
+        check([m.astype(np.float64) for m in matrices], cols, solution.objectives)
+        answers[staging] = np.asarray(solution.objectives, dtype=np.float64)
+    assert np.allclose(answers[True], answers[False], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_a_torch_matcher_block_takes_the_lean_launch_and_answers_as_the_generic_path(rng, dtype, monkeypatch):
+    """lapcli.match on a torch CUDA block (lapcli.engines.cuda.batch_matcher): images without
+    targets, with more targets than queries and one full image; pairs on the GPU, int64, sorted by
+    query, each image the scipy loop's objective, and the same pairs as the generic path."""
+    torch = pytest.importorskip("torch")
+    from lapcli import ragged
+
+    batch, queries = 12, 40
+    counts = rng.integers(0, 30, batch)
+    counts[2], counts[5], counts[7] = 0, 55, queries
+    high = 1000 if dtype == "int32" else None
+    host = (rng.integers(0, high, (batch, queries, int(counts.sum()))) if high
+            else rng.random((batch, queries, int(counts.sum())))).astype(dtype)
+    block = torch.as_tensor(host, device="cuda")
+    generic = ragged.from_block
+
+    def not_taken(*args):
+        raise AssertionError("the lean launch should have answered")
+
+    monkeypatch.setattr(ragged, "from_block", not_taken)
+    lean = lapcli.match(block, counts.tolist())
+    monkeypatch.setattr(ragged, "from_block", generic)
+    monkeypatch.setattr("lapcli.engines.cuda.batch_matcher.match_block", lambda *args: None)
+    reference = lapcli.match(block, torch.as_tensor(counts))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    for i, ((rows, cols), (rows_ref, cols_ref)) in enumerate(zip(lean, reference)):
+        assert rows.is_cuda and rows.dtype == torch.int64 and len(rows) == min(queries, counts[i])
+        matrix = host[i, :, starts[i]:starts[i] + counts[i]].astype(np.float64)
+        r, c = rows.cpu().numpy(), cols.cpu().numpy()
+        assert np.all(np.diff(r) > 0)
+        assert matrix[r, c].sum() == pytest.approx(loop_objectives([matrix])[0], rel=1e-9)
+        assert np.array_equal(r, rows_ref.cpu().numpy()) and np.array_equal(c, cols_ref.cpu().numpy())
+
+
+def test_the_lean_matcher_launch_leaves_what_it_cannot_vouch_for_to_the_generic_path(rng):
+    """A forbidden pair (+inf), a non-contiguous block, half precision: the generic path answers
+    (the lean launch returns None), so the answers are still right."""
+    torch = pytest.importorskip("torch")
+    from lapcli.engines.cuda.batch_matcher import match_block
+
+    counts = [3, 0, 4]
+    host = rng.random((3, 6, 7)).astype(np.float32)
+    host[0, 1, 0] = np.inf
+    block = torch.as_tensor(host, device="cuda")
+    assert match_block(block, counts) is None
+    assert match_block(block.transpose(1, 2).contiguous().transpose(1, 2), counts) is None
+    assert match_block(block.half(), counts) is None
+    pairs = lapcli.match(block, counts)
+    rows, cols = (x.cpu().numpy() for x in pairs[0])
+    assert np.isfinite(host[0, rows, cols]).all()
+    assert host[0, rows, cols].sum() == pytest.approx(loop_objectives([np.where(np.isinf(host[0, :, :3]), 1e9, host[0, :, :3])])[0], rel=1e-6)
