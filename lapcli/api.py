@@ -90,7 +90,29 @@ def batch_linear_assignment(costs, maximize: bool = False, sizes=None):
         if looped is not None:
             return looped
         return solve_batch(costs, maximize=maximize, objectives=False, certify=False).col_ind
+    if not maximize:
+        found = _lean_columns(costs, sizes)
+        if found is not None:
+            return found
     return solve_batch(costs, maximize=maximize, sizes=sizes, objectives=False).col_ind
+
+
+def _lean_columns(costs, sizes):
+    """The columns of a torch CUDA padded stack with sizes, or of a list of torch CUDA matrices,
+    from the batch engine's lean launch (lapcli.engines.cuda.batch_torch); None where it does
+    not apply (the generic path then solves them)."""
+    from .arrays import is_torch
+
+    if sizes is not None:
+        if not (is_torch(costs) and costs.is_cuda):
+            return None
+    elif not (isinstance(costs, (list, tuple)) and costs and is_torch(costs[0]) and costs[0].is_cuda):
+        return None
+    if choose_ragged(1, 1)[0] != "cuda-batch":
+        return None
+    from .engines.cuda import batch_torch
+
+    return batch_torch.sized_columns(costs, sizes) if sizes is not None else batch_torch.list_columns(costs)
 
 
 def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
@@ -106,7 +128,7 @@ def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
     from .pipeline import solve_members_raw
 
     if is_torch(cost) and not maximize and solver in ("auto", "cuda-batch") and cost.is_cuda:
-        from .engines.cuda.batch_matcher import match_block  # the training step's call, lean
+        from .engines.cuda.batch_torch import match_block  # the training step's call, lean
 
         found = match_block(cost, sizes) if choose_ragged(1, 1, solver)[0] == "cuda-batch" else None
         if found is not None:

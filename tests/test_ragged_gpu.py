@@ -324,7 +324,7 @@ def test_staged_partly_staged_and_in_place_members_give_the_same_certified_answe
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_a_torch_matcher_block_takes_the_lean_launch_and_answers_as_the_generic_path(rng, dtype, monkeypatch):
-    """lapcli.match on a torch CUDA block (lapcli.engines.cuda.batch_matcher): images without
+    """lapcli.match on a torch CUDA block (lapcli.engines.cuda.batch_torch): images without
     targets, with more targets than queries and one full image; pairs on the GPU, int64, sorted by
     query, each image the scipy loop's objective, and the same pairs as the generic path."""
     torch = pytest.importorskip("torch")
@@ -345,7 +345,7 @@ def test_a_torch_matcher_block_takes_the_lean_launch_and_answers_as_the_generic_
     monkeypatch.setattr(ragged, "from_block", not_taken)
     lean = lapcli.match(block, counts.tolist())
     monkeypatch.setattr(ragged, "from_block", generic)
-    monkeypatch.setattr("lapcli.engines.cuda.batch_matcher.match_block", lambda *args: None)
+    monkeypatch.setattr("lapcli.engines.cuda.batch_torch.match_block", lambda *args: None)
     reference = lapcli.match(block, torch.as_tensor(counts))
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     for i, ((rows, cols), (rows_ref, cols_ref)) in enumerate(zip(lean, reference)):
@@ -361,7 +361,7 @@ def test_the_lean_matcher_launch_leaves_what_it_cannot_vouch_for_to_the_generic_
     """A forbidden pair (+inf), a non-contiguous block, half precision: the generic path answers
     (the lean launch returns None), so the answers are still right."""
     torch = pytest.importorskip("torch")
-    from lapcli.engines.cuda.batch_matcher import match_block
+    from lapcli.engines.cuda.batch_torch import match_block
 
     counts = [3, 0, 4]
     host = rng.random((3, 6, 7)).astype(np.float32)
@@ -374,3 +374,38 @@ def test_the_lean_matcher_launch_leaves_what_it_cannot_vouch_for_to_the_generic_
     rows, cols = (x.cpu().numpy() for x in pairs[0])
     assert np.isfinite(host[0, rows, cols]).all()
     assert host[0, rows, cols].sum() == pytest.approx(loop_objectives([np.where(np.isinf(host[0, :, :3]), 1e9, host[0, :, :3])])[0], rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_torch_sizes_and_lists_take_the_lean_launch_and_answer_as_the_generic_path(rng, dtype, monkeypatch):
+    """batch_linear_assignment on a torch CUDA padded stack with sizes, and on a list of torch CUDA
+    matrices (one a strided row view), answers through lapcli.engines.cuda.batch_torch, never the
+    pipeline: the scipy loop's objectives, the generic path's columns, −1 past a problem's rows."""
+    torch = pytest.importorskip("torch")
+    from lapcli import api
+
+    batch, n, m = 9, 30, 45
+    rows, cols = rng.integers(0, n + 1, batch), rng.integers(0, m + 1, batch)
+    rows[1], cols[2] = n, m
+    host = (rng.integers(0, 1000, (batch, n, m)) if dtype == "int32" else rng.random((batch, n, m))).astype(dtype)
+    stack = torch.as_tensor(host, device="cuda")
+    matrices = [stack[b, :rows[b], :cols[b]] for b in range(batch)]
+    generic = {"sizes": lapcli.solve_batch(stack, sizes=(rows, cols)).col_ind.cpu().numpy(),
+               "list": [c.cpu().numpy() for c in lapcli.solve_batch(matrices).col_ind]}
+
+    def not_taken(*args, **kwargs):
+        raise AssertionError("the lean launch should have answered")
+
+    monkeypatch.setattr(api, "solve_batch", not_taken)
+    sized = lapcli.batch_linear_assignment(stack, sizes=(torch.as_tensor(rows), cols.tolist()))
+    listed = lapcli.batch_linear_assignment(matrices)
+    assert sized.is_cuda and sized.shape == (batch, n) and sized.dtype == torch.int64
+    assert np.array_equal(sized.cpu().numpy(), generic["sizes"])
+    for b, (matrix, cols_b) in enumerate(zip(matrices, listed)):
+        found = cols_b.cpu().numpy()
+        assert found.shape == (rows[b],) and np.array_equal(found, generic["list"][b])
+        assert np.all(sized.cpu().numpy()[b, rows[b]:] == -1)
+        picked = np.flatnonzero(found >= 0)
+        assert len(picked) == min(rows[b], cols[b])
+        expected = loop_objectives([host[b, :rows[b], :cols[b]].astype(np.float64)])[0]
+        assert host[b, picked, found[picked]].astype(np.float64).sum() == pytest.approx(expected, rel=1e-9)

@@ -7,9 +7,10 @@ Runners (skipped with a note where they cannot run here):
 
 - ``scipy-loop``   DETR's ``HungarianMatcher``: the block ``.cpu()``, then scipy per image
 - ``match``        ``lapcli.match(C, k)``: one call, the pairs left on the GPU
-- ``list``         ``lapcli.solve_batch`` on the list of the B slices (made before the clock starts)
-- ``sizes``        ``lapcli.solve_batch`` on a (B, Q, K) stack padded with NaN (made before the
-                   clock starts: the caller holds it), with sizes (Q, k)
+- ``list``         ``lapcli.batch_linear_assignment`` on the list of the B slices (made before the
+                   clock starts): the columns, as the peers return them
+- ``sizes``        ``lapcli.batch_linear_assignment`` on a (B, Q, K) stack padded with NaN (made
+                   before the clock starts: the caller holds it), with sizes (Q, k)
 - ``padded``       ``lapcli.solve_batch`` on the block padded to (B, Q, K) with a constant (the
                    caller's padding: after the transpose, constant rows that change no answer)
 - ``torch-la``     torch-linear-assignment on the same constant-padded stack
@@ -127,15 +128,15 @@ def matcher_runners() -> dict[str, BatchRunner]:
         return _synchronised(lapcli_match(case.block, case.counts))
 
     def solve_list(slices):
-        from ..pipeline import solve_batch
+        from ..api import batch_linear_assignment
 
-        return _synchronised(solve_batch(slices).col_ind)
+        return _synchronised(batch_linear_assignment(slices))
 
     def solve_sized(prepared):
-        from ..pipeline import solve_batch
+        from ..api import batch_linear_assignment
 
         stack, sizes = prepared
-        return _synchronised(solve_batch(stack, sizes=sizes).col_ind)
+        return _synchronised(batch_linear_assignment(stack, sizes=sizes))
 
     def solve_padded(case):
         from ..pipeline import solve_batch
