@@ -98,21 +98,26 @@ def batch_linear_assignment(costs, maximize: bool = False, sizes=None):
 
 
 def _lean_columns(costs, sizes):
-    """The columns of a torch CUDA padded stack with sizes, or of a list of torch CUDA matrices,
-    from the batch engine's lean launch (lapcli.engines.cuda.batch_torch); None where it does
-    not apply (the generic path then solves them)."""
+    """The columns of a torch CUDA stack (with or without sizes), or of a list of torch CUDA
+    matrices, from the batch engine's lean launch (lapcli.engines.cuda.batch_torch); None where it
+    does not apply (the generic path then solves them)."""
     from .arrays import is_torch
 
-    if sizes is not None:
-        if not (is_torch(costs) and costs.is_cuda):
-            return None
-    elif not (isinstance(costs, (list, tuple)) and costs and is_torch(costs[0]) and costs[0].is_cuda):
+    listed = isinstance(costs, (list, tuple))
+    if listed and not (costs and is_torch(costs[0]) and costs[0].is_cuda):
+        return None
+    if not listed and not (is_torch(costs) and costs.is_cuda and costs.dim() == 3):
         return None
     if choose_ragged(1, 1)[0] != "cuda-batch":
         return None
     from .engines.cuda import batch_torch
 
-    return batch_torch.sized_columns(costs, sizes) if sizes is not None else batch_torch.list_columns(costs)
+    if listed:
+        return batch_torch.list_columns(costs) if sizes is None else None
+    if sizes is None:  # a uniform stack: every problem whole (H100, B = 208, 300 × 100: 0.21 against 0.35 ms)
+        batch, n, m = costs.shape
+        sizes = (np.full(batch, n), np.full(batch, m))
+    return batch_torch.sized_columns(costs, sizes)
 
 
 def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):

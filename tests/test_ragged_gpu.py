@@ -409,3 +409,19 @@ def test_torch_sizes_and_lists_take_the_lean_launch_and_answer_as_the_generic_pa
         assert len(picked) == min(rows[b], cols[b])
         expected = loop_objectives([host[b, :rows[b], :cols[b]].astype(np.float64)])[0]
         assert host[b, picked, found[picked]].astype(np.float64).sum() == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("shape", [(40, 30, 12), (40, 12, 30), (20, 25, 25), (300, 3, 5)])
+def test_a_uniform_torch_stack_takes_the_lean_launch_and_answers_as_solve_batch(rng, shape, monkeypatch):
+    """batch_linear_assignment on a uniform float32 torch CUDA stack (tall, wide, square) is the
+    lean launch with every problem whole: solve_batch's columns (its own stack kernel), −1 on a
+    tall problem's unassigned rows."""
+    torch = pytest.importorskip("torch")
+    from lapcli import api
+
+    stack = torch.as_tensor(rng.random(shape).astype(np.float32), device="cuda")
+    expected = lapcli.solve_batch(stack).col_ind.cpu().numpy()
+    monkeypatch.setattr(api, "solve_batch", lambda *args, **kwargs: pytest.fail("not the lean launch"))
+    found = lapcli.batch_linear_assignment(stack)
+    assert found.is_cuda and found.dtype == torch.int64 and tuple(found.shape) == shape[:2]
+    assert np.array_equal(found.cpu().numpy(), expected)
