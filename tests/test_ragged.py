@@ -392,3 +392,39 @@ def hungarian_gpu(cost, ncols):
     assert results[1].objective_total == pytest.approx(results[0].objective_total)
     assert "300 queries" in results[3].message
     ha4detr.module.cache_clear()
+
+
+def test_the_lean_torch_launchs_tables_equal_the_generic_members(rng):
+    """lapcli.engines.cuda.batch_torch writes the members' table itself (no Members, no CuPy): for a
+    matcher's block, a padded stack with sizes and a list, each row must name what lapcli.ragged's
+    Members name (address = base + offset × itemsize, row stride, rows, cols) and where the member's
+    pairs and flat rows start (as lapcli.cuda.ragged_pack.device_table counts them)."""
+    from lapcli.cuda.ragged_pack import TABLE_FIELDS
+    from lapcli.engines.cuda import batch_torch
+
+    base, itemsize = 1 << 40, 4
+
+    def generic(members):
+        pairs, rows = np.minimum(members.rows, members.cols), members.rows
+        return np.column_stack([base + members.offsets * itemsize, members.strides, members.rows, members.cols,
+                                np.cumsum(pairs) - pairs, np.cumsum(rows) - rows])
+
+    counts = rng.integers(0, 40, 9)
+    counts[3] = 0
+    block = np.zeros((9, 25, int(counts.sum())), dtype=np.float32)
+    table = np.empty((9, TABLE_FIELDS), dtype=np.int64)
+    batch_torch.block_table(table, base, itemsize, 25, block.shape[2], counts)
+    expected = generic(ragged.from_block(block, counts))
+    assert np.array_equal(table[:, :5], expected[:, :5])  # a block's flat rows are not written
+
+    rows, cols = rng.integers(0, 31, 9), rng.integers(0, 41, 9)
+    stack = np.zeros((9, 30, 40), dtype=np.float32)
+    batch_torch.stack_table(table, base, itemsize, 30, 40, rows, cols)
+    assert np.array_equal(table[:, :4], generic(ragged.from_padded(stack, (rows, cols)))[:, :4])
+
+    matrices = [np.zeros((int(r), int(c)), dtype=np.float32) for r, c in zip(rows, cols)]
+    members = ragged.flattened(ragged.from_list(matrices))
+    entries = np.column_stack([base + members.offsets * itemsize, members.strides, members.rows, members.cols])
+    batch_torch.list_table(table, entries)
+    expected = generic(members)
+    assert np.array_equal(table[:, [0, 1, 2, 3, 5]], expected[:, [0, 1, 2, 3, 5]])

@@ -65,14 +65,8 @@ def match_block(block, counts) -> list | None:
         return None  # the generic path names what is wrong
     real = np.minimum(counts, queries)
 
-    def table(rows):
-        starts = np.cumsum(counts)
-        starts -= counts
-        rows[:, 0] = block.data_ptr() + kind[1] * (np.arange(batch) * (queries * total) + starts)
-        rows[:, 1], rows[:, 2], rows[:, 3] = total, queries, counts
-        np.cumsum(real, out=rows[:, 4])
-        rows[:, 4] -= real
-        rows[:, 5] = 0
+    def table(entries):
+        block_table(entries, block.data_ptr(), kind[1], queries, total, counts)
 
     launched = _launch(block, kind, batch, int(real.max()), max(queries, int(counts.max())), queries, table,
                        pairs=int(real.sum()))
@@ -98,8 +92,7 @@ def sized_columns(stack, sizes):
         return None
 
     def table(entries):
-        entries[:, 0] = stack.data_ptr() + kind[1] * (n * m) * np.arange(batch)
-        entries[:, 1], entries[:, 2], entries[:, 3], entries[:, 4], entries[:, 5] = m, rows, cols, 0, 0
+        stack_table(entries, stack.data_ptr(), kind[1], n, m, rows, cols)
 
     real = np.minimum(rows, cols)
     widest = max(int(rows.max()), int(cols.max()))
@@ -130,16 +123,46 @@ def list_columns(matrices) -> list | None:
     rows, cols = entries[:, 2], entries[:, 3]
 
     def table(out):
-        out[:, :4] = entries
-        out[:, 4] = 0
-        np.cumsum(rows, out=out[:, 5])
-        out[:, 5] -= rows
+        list_table(out, entries)
 
     real = np.minimum(rows, cols)
     widest = max(int(rows.max()), int(cols.max()))
     launched = _launch(first, kind, len(matrices), max(int(real.max()), 1), max(widest, 1), max(int(rows.max()), 1),
                        table, flat=int(rows.sum()))
     return None if launched is None else list(launched["flat"].split(rows.tolist()))
+
+
+# The members' tables (kernels/ragged_table.cuh: address, row stride, rows, cols, first pair,
+# first row), written into ``out`` (B, TABLE_FIELDS); what lapcli.ragged's Members and
+# lapcli.cuda.ragged_pack.device_table give for the same members (a CPU test compares them).
+
+def block_table(out: np.ndarray, address: int, itemsize: int, queries: int, total: int, counts: np.ndarray) -> None:
+    """Member i of a (B, Q, Σk) block at ``address``: its Q × k_i columns from s_i = k_0 + … + k_{i−1}
+    on; its pairs after the previous members' min(Q, k) (the first row is not used: no flat answer)."""
+    starts = np.cumsum(counts)
+    starts -= counts
+    out[:, 0] = address + itemsize * (np.arange(len(counts)) * (queries * total) + starts)
+    out[:, 1], out[:, 2], out[:, 3], out[:, 5] = total, queries, counts, 0
+    real = np.minimum(counts, queries)
+    np.cumsum(real, out=out[:, 4])
+    out[:, 4] -= real
+
+
+def stack_table(out: np.ndarray, address: int, itemsize: int, n: int, m: int, rows: np.ndarray,
+                cols: np.ndarray) -> None:
+    """Member b of a (B, n, m) stack at ``address``: its top-left rows[b] × cols[b] corner (no pairs,
+    no flat answer)."""
+    out[:, 0] = address + itemsize * (n * m) * np.arange(len(rows))
+    out[:, 1], out[:, 2], out[:, 3], out[:, 4], out[:, 5] = m, rows, cols, 0, 0
+
+
+def list_table(out: np.ndarray, entries: np.ndarray) -> None:
+    """A list's members from their (address, row stride, rows, cols): each member's rows after the
+    previous members' in the flat answer (no pairs)."""
+    out[:, :4] = entries
+    out[:, 4] = 0
+    np.cumsum(entries[:, 2], out=out[:, 5])
+    out[:, 5] -= entries[:, 2]
 
 
 def _kind(x, dims: int):
