@@ -41,7 +41,9 @@ def row_reduction(cost: np.ndarray) -> np.ndarray:
     """The kernel's start for a rectangular problem (n < m) without a warm start, v = 0: row i
     claims the column of its row minimum (lowest column on ties) and each column goes to the lowest
     row claiming it. Returns col_of_row, -1 for a free row (a row whose minimum is not finite
-    claims nothing)."""
+    claims nothing). For costs without NaN: the kernel orders a NaN past +inf where NumPy's argmin
+    takes it, and a launch that met a NaN is solved again after its entries are checked, so the
+    twin need not follow it there."""
     n = cost.shape[0]
     claim = cost.argmin(axis=1)
     owner = np.full(cost.shape[1], -1, dtype=np.int64)

@@ -425,3 +425,19 @@ def test_a_uniform_torch_stack_takes_the_lean_launch_and_answers_as_solve_batch(
     found = lapcli.batch_linear_assignment(stack)
     assert found.is_cuda and found.dtype == torch.int64 and tuple(found.shape) == shape[:2]
     assert np.array_equal(found.cpu().numpy(), expected)
+
+
+def test_what_the_lean_torch_launch_does_not_take_gets_the_generic_answer_or_error(rng):
+    """Sizes as CuPy arrays beside a torch block answer as before (the generic path), and a list that
+    mixes a tensor with a nested list is refused with lapcli's one-line error, not an AttributeError."""
+    torch = pytest.importorskip("torch")
+    import cupy
+
+    from lapcli.errors import LapInputError
+
+    counts = np.array([3, 0, 5])
+    block = torch.rand((3, 8, int(counts.sum())), device="cuda")
+    pairs = lapcli.match(block, cupy.asarray(counts))
+    assert [len(rows) for rows, _ in pairs] == [3, 0, 5]
+    with pytest.raises(LapInputError, match="one array library"):
+        lapcli.batch_linear_assignment([torch.rand((3, 4), device="cuda"), [[1.0, 2.0], [3.0, 4.0]]])

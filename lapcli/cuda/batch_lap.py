@@ -121,14 +121,16 @@ def staging_bytes(kernel, device: int, batch: int, rows: int, cols: int, itemsiz
     gpu = open_gpu(device)
     static = getattr(kernel, "static_bytes", None)
     if static is None:  # once per kernel: its own shared arrays, and the cap it may ask for
-        static = kernel.static_bytes = kernel.static_shared()
+        static = kernel.static_shared()
         kernel.allow_shared(max(gpu.max_shared - static, 0))
+        kernel.static_bytes = static  # only once the opt-in holds: another thread may read it now
     per_block = 64 // threads if threads < 64 else 1
     blocks = -(-batch // per_block)
     together = -(-blocks // gpu.sms)  # blocks a multiprocessor must hold for one wave
     room = min(gpu.max_shared, gpu.shared_per_sm // together - SHARED_RESERVED) - static
-    wanted = per_block * rows * (cols | 1) * itemsize
-    return max(min(wanted, room // (per_block * itemsize) * per_block * itemsize), 0)
+    row_bytes = (cols | 1) * itemsize
+    fitting = max(room, 0) // (per_block * row_bytes)  # whole rows a group's share holds
+    return per_block * min(rows, fitting) * row_bytes
 
 
 def launch_shape(batch: int, threads: int) -> tuple[int, int]:

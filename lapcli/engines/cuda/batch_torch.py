@@ -30,6 +30,9 @@ from ...cuda.batch_abi import _STAMP_OFFSET, CERTIFY_STATS, MAX_COLUMNS, SUMMARY
 from ...cuda.ragged_pack import TABLE_FIELDS
 
 _TYPES = {"torch.float32": ("float32", 4), "torch.int32": ("int32", 4)}
+# A uniform stack takes this launch up to this many rows or columns a problem: measured against the
+# stack kernel up to 300 × 600 (H100, B = 208: as fast or faster); wider ones keep the stack kernel.
+LEAN_STACK_COLUMNS = 600
 _NOT_PROVED, _NONFINITE = SUMMARY["SUMMARY_NOT_PROVED"], SUMMARY["SUMMARY_NONFINITE"]
 _local = threading.local()  # per thread: its pinned block (the table out, the summary back)
 
@@ -111,9 +114,10 @@ def list_columns(matrices) -> list | None:
     dtype, device = first.dtype, first.get_device()
     entries = []
     for x in matrices:
+        if not isinstance(x, type(first)):
+            return None  # another kind of element: the generic path names it
         shape = x.shape
-        if (x.dtype != dtype or len(shape) != 2 or x.get_device() != device or x.is_neg() or x.is_conj()
-                or not isinstance(x, type(first))):
+        if x.dtype != dtype or len(shape) != 2 or x.get_device() != device or x.is_neg() or x.is_conj():
             return None
         stride = x.stride()
         if stride[1] != 1 and shape[1] > 1:
@@ -177,10 +181,15 @@ def _kind(x, dims: int):
 
 
 def _integers(values, batch: int) -> np.ndarray | None:
-    """``values`` (a list, an array or a tensor) as ``batch`` non-negative int64, else None."""
+    """``values`` (a list, a tuple, a NumPy array or a tensor) as ``batch`` non-negative int64, else
+    None (other kinds, a CuPy array among them, take the generic path)."""
     import torch
 
-    values = np.asarray(values.tolist() if isinstance(values, torch.Tensor) else values)
+    if isinstance(values, torch.Tensor):
+        values = values.tolist()
+    elif not isinstance(values, (list, tuple, np.ndarray)):
+        return None
+    values = np.asarray(values)
     if values.shape != (batch,) or values.dtype.kind not in "iu" or values.min() < 0:
         return None
     return values.astype(np.int64, copy=False)
