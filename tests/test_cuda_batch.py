@@ -639,3 +639,38 @@ def test_the_staged_plan_covers_every_byte_once_round_by_round(nbytes, copiers, 
         this_round = [mine[r] for mine in plan if len(mine) > r]
         next_round = [mine[r + 1] for mine in plan if len(mine) > r + 1]
         assert not next_round or max(end for _, end in this_round) <= min(begin for begin, _ in next_round)
+
+
+def test_staging_asks_for_whole_rows_keeps_one_wave_and_opts_in_once(monkeypatch):
+    """staging_bytes on an H100's numbers (132 SMs, 227 KB a block, 228 KB a multiprocessor): a
+    member's rows of an odd pitch, whole rows only; capped so that the blocks a wave needs fit a
+    multiprocessor; nothing above STAGE_MAX_COLUMNS or when staging is off; the kernel's opt-in
+    asked once, before it is marked."""
+    from types import SimpleNamespace
+
+    import lapcli.cuda.driver as driver
+
+    monkeypatch.setattr(driver, "open_gpu", lambda device: SimpleNamespace(sms=132, max_shared=232448,
+                                                                           shared_per_sm=233472))
+    opted = []
+
+    class Kernel:
+        def static_shared(self):
+            return 10352
+
+        def allow_shared(self, size):
+            assert not hasattr(self, "static_bytes")  # marked only once the opt-in holds
+            opted.append(size)
+
+    kernel = Kernel()
+    row = 301 * 4  # 300 columns: pitch 301
+    assert cb.staging_bytes(kernel, 0, 32, 50, 300, 4, 128) == 50 * row  # whole member, one block an SM
+    assert opted == [232448 - 10352]
+    assert cb.staging_bytes(kernel, 0, 16, 300, 300, 4, 128) == (232448 - 10352) // row * row  # in part
+    two_per_sm = 233472 // 2 - cb.SHARED_RESERVED - 10352
+    assert cb.staging_bytes(kernel, 0, 208, 100, 300, 4, 128) == two_per_sm // row * row  # 208 blocks: 2 an SM
+    assert cb.staging_bytes(kernel, 0, 8, 20, 100, 4, 32) == 2 * 20 * 101 * 4  # two 32-thread groups a block
+    assert cb.staging_bytes(kernel, 0, 16, 100, 900, 4, 256) == 0  # wider than STAGE_MAX_COLUMNS
+    monkeypatch.setattr(cb, "STAGE_MEMBERS", False)
+    assert cb.staging_bytes(kernel, 0, 32, 50, 300, 4, 128) == 0
+    assert opted == [232448 - 10352]  # asked once
