@@ -674,3 +674,26 @@ def test_staging_asks_for_whole_rows_keeps_one_wave_and_opts_in_once(monkeypatch
     monkeypatch.setattr(cb, "STAGE_MEMBERS", False)
     assert cb.staging_bytes(kernel, 0, 32, 50, 300, 4, 128) == 0
     assert opted == [232448 - 10352]  # asked once
+
+
+def test_certified_arguments_name_the_result_views_the_launchers_read():
+    """batch_abi.certified_arguments (both certified launchers' argument tuple) points the kernel at
+    the same slots CertifiedStack reads its objectives, columns, stats and status from."""
+    from lapcli.cuda.batch_abi import certified_arguments, certified_slots
+
+    batch, n_out = 5, 7
+    buffer = np.zeros(certified_slots(batch, n_out), dtype=np.int64)
+    base = buffer.__array_interface__["data"][0]
+    arguments = dict(zip((name for name, _ in cb.KERNEL_PARAMETERS),
+                         certified_arguments(base, batch, 3, 9, n_out=n_out, exact=True, members=11, flat_out=13)))
+    run = cb.CertifiedStack(buffer, batch, n_out, (), {})
+
+    def at(view):
+        return view.__array_interface__["data"][0]
+
+    assert arguments["summary"] == at(run.summary) and arguments["objective_out"] == at(run.objective)
+    assert arguments["out"] == at(run.col_ind) and arguments["stats"] == at(run.stats)
+    assert arguments["status"] == at(run.status) and arguments["launch_start"] == base
+    assert (arguments["B"], arguments["n_stack"], arguments["m_stack"], arguments["n_out"]) == (batch, 3, 9, n_out)
+    assert (arguments["exact"], arguments["members"], arguments["flat_out"], arguments["cost"]) == (1, 11, 13, 0)
+    assert run.status.size == batch and at(run.status) + 4 * batch <= base + buffer.nbytes

@@ -73,6 +73,27 @@ _NO_CERTIFY = (0,) * (KERNEL_ARGUMENTS - _CERTIFY_FROM)
 _STAMP_OFFSET = 8 * SUMMARY["SUMMARY_STAMP"]  # a certified launch's launch_start: its summary's stamp slot
 
 
+def certified_slots(batch: int, n_out: int) -> int:
+    """int64 slots of a certified launch's results, laid out summary | objectives (B) | the caller's
+    columns (B, n_out) | stats (CERTIFY_STATS, B) | status (B int32, in B slots)."""
+    return SUMMARY_SLOTS + batch * (1 + n_out + CERTIFY_STATS + 1)
+
+
+def certified_arguments(summary: int, batch: int, rows: int, cols: int, *, n_out: int, exact: bool, cost: int = 0,
+                        time_limit_ns: int = 0, row_offset: int = 0, transposed: bool = False, members: int = 0,
+                        pair_rows: int = 0, pair_cols: int = 0, flat_out: int = 0) -> tuple:
+    """A certified launch's arguments in KERNEL_PARAMETERS' order, its results at ``summary`` (the
+    device address of certified_slots' layout); no plain outputs and no warm start (0: null)."""
+    objective = summary + 8 * SUMMARY_SLOTS
+    columns = objective + 8 * batch
+    stats = columns + 8 * batch * n_out
+    # in KERNEL_PARAMETERS' order, written out (a small batch's call is ~0.06 ms of host work, and
+    # this is on it; a test names each position)
+    return (cost, batch, rows, cols, 0, 0, 0, stats + 8 * batch * CERTIFY_STATS, summary + _STAMP_OFFSET,
+            time_limit_ns, 0, 0, row_offset, int(transposed), n_out, int(exact), columns, stats, objective,
+            summary, members, pair_rows, pair_cols, flat_out)
+
+
 def kernel_defines() -> tuple[str, ...]:
     """The -D options every compile of batch_lap.cu gets: the status codes and the certificate's slots."""
     return (*(f"-D{name}={code}" for name, (code, _) in STATUSES.items()),

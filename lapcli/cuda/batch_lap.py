@@ -24,7 +24,6 @@ import numpy as np
 
 from .batch_abi import (  # noqa: F401 - the ABI's names are part of this launcher's interface
     _NO_CERTIFY,
-    _STAMP_OFFSET,
     CERTIFY_STATS,
     KERNEL_ARGUMENTS,
     KERNEL_PARAMETERS,
@@ -38,6 +37,8 @@ from .batch_abi import (  # noqa: F401 - the ABI's names are part of this launch
     STATUSES,
     SUMMARY,
     SUMMARY_SLOTS,
+    certified_arguments,
+    certified_slots,
     checked_layout,
     choose_layout,
     dtype_name,
@@ -327,20 +328,16 @@ def _certified(values_ptr: int, batch: int, r: int, c: int, dtype: str, *, n_out
                                          ragged=bool(members))
     grid, block = launch_shape(batch, threads)
     shared = staging_bytes(kernel, device, batch, r, c, np.dtype(dtype).itemsize, threads) if members else 0
-    buffer = cupy.empty(SUMMARY_SLOTS + batch * (1 + n_out + CERTIFY_STATS + 1), dtype=np.int64)
+    buffer = cupy.empty(certified_slots(batch, n_out), dtype=np.int64)
     base = buffer.data.ptr
-    objective = base + 8 * SUMMARY_SLOTS
-    columns = objective + 8 * batch
-    stats = columns + 8 * batch * n_out
-    status = stats + 8 * batch * CERTIFY_STATS
     stream = current_stream()
     begin, end = reused_events(device, "launch", 2)
     cupy.cuda.runtime.memsetAsync(base, 0, SUMMARY_SLOTS * 8, stream)  # launch stamp, counters, keys
     limit_ns = 0 if not timeout else min(int(timeout * 1e9), 2**64 - 1)
-    # KERNEL_PARAMETERS in order: no plain outputs and no warm start (0: null)
-    arguments = (values_ptr, batch, r, c, 0, 0, 0, status, base + _STAMP_OFFSET, limit_ns, 0, 0,
-                 row_offset.data.ptr if row_offset is not None else 0, int(transposed), n_out,
-                 int(dtype.startswith("int")), columns, stats, objective, base, members, pair_rows, pair_cols, flat_out)
+    arguments = certified_arguments(base, batch, r, c, n_out=n_out, exact=dtype.startswith("int"), cost=values_ptr,
+                                    time_limit_ns=limit_ns, row_offset=row_offset.data.ptr if row_offset is not None
+                                    else 0, transposed=transposed, members=members, pair_rows=pair_rows,
+                                    pair_cols=pair_cols, flat_out=flat_out)
     details = {"layout": f"K={k} threads={threads}", "grid": grid, "block": block, "launches": 1,
                "compile_ms": round(compile_ms, 3)}
     if shared:

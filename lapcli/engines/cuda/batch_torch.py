@@ -26,7 +26,8 @@ import threading
 import numpy as np
 
 from ...cuda import batch_lap
-from ...cuda.batch_abi import _STAMP_OFFSET, CERTIFY_STATS, MAX_COLUMNS, SUMMARY, SUMMARY_SLOTS, choose_layout
+from ...cuda.batch_abi import (MAX_COLUMNS, SUMMARY, SUMMARY_SLOTS, certified_arguments, certified_slots,
+                               choose_layout)
 from ...cuda.ragged_pack import TABLE_FIELDS
 
 _TYPES = {"torch.float32": ("float32", 4), "torch.int32": ("int32", 4)}
@@ -213,13 +214,11 @@ def _launch(like, kind, batch: int, rows: int, widest: int, n_out: int, table, *
     kernel, _ = batch_lap.compiled_kernel(dtype, k, threads, certify=True, device=device, ragged=True)
     shared = batch_lap.staging_bytes(kernel, device, batch, rows, widest, itemsize, threads)
     grid, block_threads = batch_lap.launch_shape(batch, threads)
-    # device: table | summary | objectives | columns (B, n_out) | stats | status | pairs (2, Σ) | flat
+    # device: table | the certified launch's results (batch_abi.certified_slots) | pairs (2, Σ) | flat
     table_size = TABLE_FIELDS * batch
     head = table_size + SUMMARY_SLOTS
     columns_at = head + batch
-    stats_at = columns_at + batch * n_out
-    status_at = stats_at + CERTIFY_STATS * batch
-    pairs_at = status_at + batch
+    pairs_at = table_size + certified_slots(batch, n_out)
     flat_at = pairs_at + 2 * pairs
     buffer = torch.empty(flat_at + flat, dtype=torch.int64, device=like.device)
     host = _pinned(head + SUMMARY_SLOTS)
@@ -231,16 +230,15 @@ def _launch(like, kind, batch: int, rows: int, widest: int, n_out: int, table, *
     summary = base + 8 * table_size
     try:
         cupy.cuda.runtime.memcpyAsync(base, host.ctypes.data, 8 * head, 1, stream)  # 1: host to device
-        kernel.launch(grid, block_threads, (
-            0, batch, rows, widest, 0, 0, 0, base + 8 * status_at, summary + _STAMP_OFFSET, 0, 0, 0, 0, 0, n_out,
-            int(dtype == "int32"), base + 8 * columns_at, base + 8 * stats_at, summary + 8 * SUMMARY_SLOTS, summary,
-            base, base + 8 * pairs_at if pairs else 0, base + 8 * (pairs_at + pairs) if pairs else 0,
-            base + 8 * flat_at if flat else 0), shared=shared, stream=stream)
+        kernel.launch(grid, block_threads, certified_arguments(
+            summary, batch, rows, widest, n_out=n_out, exact=dtype == "int32", members=base,
+            pair_rows=base + 8 * pairs_at if pairs else 0, pair_cols=base + 8 * (pairs_at + pairs) if pairs else 0,
+            flat_out=base + 8 * flat_at if flat else 0), shared=shared, stream=stream)
         back = host[head:head + SUMMARY_SLOTS]
         cupy.cuda.runtime.memcpyAsync(back.ctypes.data, summary, 8 * SUMMARY_SLOTS, 2, stream)  # 2: to host
     finally:
         cupy.cuda.runtime.streamSynchronize(stream)  # the pinned block is free for the next call
     if back[_NOT_PROVED] or back[_NONFINITE]:
         return None
-    return {"columns": buffer[columns_at:stats_at].view(batch, n_out),
+    return {"columns": buffer[columns_at:columns_at + batch * n_out].view(batch, n_out),
             "pairs": buffer[pairs_at:flat_at].view(2, pairs), "flat": buffer[flat_at:]}
