@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
+from lapcli.cuda import batch_abi
 from lapcli.cuda import batch_lap as cb
 from lapcli.engines.cuda import batch as engine
 from lapcli.twins import check_duals, column_reduction, reference_stack, row_reduction
@@ -95,15 +96,34 @@ def test_layout_choice_covers_every_width():
     assert cb.launch_shape(5, 256) == (5, 256)
 
 
+def test_a_ragged_launch_takes_more_threads_where_it_leaves_multiprocessors_idle():
+    """One column a thread (a power of two of threads) while every member has a multiprocessor to
+    itself, two while two share one, and the stacks' layouts beyond that and up to 32 columns."""
+    sms = 132
+    for m in (33, 50, 64, 65, 100, 128, 129, 300, 512, 513, 900, 1024):
+        threads = 1 << (m - 1).bit_length()
+        assert batch_abi.ragged_layout(m, 1, sms) == batch_abi.ragged_layout(m, sms, sms) == (1, threads)
+        assert batch_abi.ragged_layout(m, sms + 1, sms) == batch_abi.ragged_layout(m, 2 * sms, sms) == (2, max(64, threads // 2))
+        assert batch_abi.ragged_layout(m, 2 * sms + 1, sms) == cb.choose_layout(m)
+    for m, batch in ((1, 1), (16, 8), (32, 64), (1025, 1), (2048, 200)):
+        assert batch_abi.ragged_layout(m, batch, sms) == cb.choose_layout(m)
+    for m in range(1, cb.MAX_COLUMNS + 1, 7):
+        for batch in (1, 100, 200, 300):
+            k, threads = batch_abi.ragged_layout(m, batch, sms)
+            assert m <= k * threads and (k, threads) in batch_abi.all_layouts()
+            assert threads & (threads - 1) == 0 or threads < 32  # the kernel's group scan needs a power of two
+
+
 def test_a_layout_override_names_one_of_the_kernels_layouts():
-    """solve_stack / certified_stack take layout= (tests run every layout) only from LAYOUTS, the
-    instantiations the launcher compiles, and only where it holds the problem's columns."""
-    for _, layout in cb.LAYOUTS:
+    """solve_stack / certified_stack take layout= (tests run every layout) only from the
+    instantiations the launcher compiles (all_layouts), and only where it holds the problem's
+    columns."""
+    for layout in batch_abi.all_layouts():
         assert cb.checked_layout(layout, 1) == layout
         assert cb.checked_layout(list(layout), layout[0] * layout[1]) == layout
         with pytest.raises(ValueError, match="holds"):
             cb.checked_layout(layout, layout[0] * layout[1] + 1)
-    for layout in ((4, 16), (8, 32), (1, 128), (1, 64)):
+    for layout in ((4, 16), (8, 32), (1, 96), (3, 128), (1, 320)):
         with pytest.raises(ValueError, match="not one of the batch kernel's layouts"):
             cb.checked_layout(layout, 16)
     assert cb.checked_layout(None, 100) == cb.choose_layout(100)

@@ -196,6 +196,33 @@ def test_batch_kernel_compiles_for_every_dtype_layout_and_mode(tmp_path):
     assert max(registers.values()) <= 112, {name: r for name, r in registers.items() if r > 112}
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_the_ragged_launches_own_layouts_compile_without_spilling(tmp_path):
+    """The layouts only ragged launches take (batch_abi.ragged_layout), for every in-place dtype:
+    each compiled as the launcher compiles it, one instantiation a program (compiled together,
+    ptxas spills up to 52 bytes in some, alone none), within the ragged launch's 112 registers."""
+    from lapcli.cuda import batch_abi
+    from lapcli.cuda import batch_lap as cuda_batch
+
+    from lapcli.engines.cuda.batch_members import IN_PLACE_DTYPES
+
+    ragged_only = batch_abi.all_layouts() - {layout for _, layout in batch_abi.LAYOUTS}
+    assert ragged_only, "the ragged launches have layouts of their own"
+    for k, threads in sorted(ragged_only):
+        source = tmp_path / f"ragged_{k}_{threads}.cu"
+        source.write_text("\n".join([cuda_batch.kernel_source(), *(batch_instantiation(dtype, k, threads, True, True)
+                                                                   for dtype in IN_PLACE_DTYPES)]) + "\n")
+        result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", *cuda_batch.kernel_defines(), "-Xptxas",
+                                 "-v", "-o", str(tmp_path / "r.cubin"), str(source)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        entries = result.stderr.split("Compiling entry function")[1:]
+        assert len(entries) == len(IN_PLACE_DTYPES)
+        for entry in entries:
+            name = entry.split("'")[1]
+            assert int(re.search(r"(\d+) bytes spill stores", entry).group(1)) <= 16, name
+            assert int(re.search(r"Used (\d+) registers", entry).group(1)) <= 112, name
+
+
 def test_zero_packing_widens_the_column_field_with_n():
     assert [cuda_solver.column_bits(n) for n in (1, 2, 3, 65536, 65537, 131072)] == [1, 1, 2, 16, 17, 17]
     cuda_solver.check_zero_packing(131072, 132)  # 993 local rows: 10 + 17 bits

@@ -30,6 +30,17 @@ KERNEL_TYPES = {
 LAYOUTS = ((16, (1, 16)), (32, (1, 32)), (64, (2, 32)), (128, (4, 32)), (256, (2, 128)), (512, (4, 128)),
            (1024, (4, 256)), (2048, (4, 512)))
 MAX_COLUMNS = LAYOUTS[-1][0]
+# A ragged launch (a training step's images) seldom fills the GPU: with at most one member per
+# multiprocessor each member's chain of dependent steps is the time, and its row-parallel passes
+# (row reduction, staging, certificate) go faster on more threads, so members of 33 to 1024
+# columns get one column a thread, the threads a power of two (the kernel's group scan needs it).
+# Up to two members per multiprocessor, two columns a thread. H100 kernel ms (DETR blocks, 300
+# queries; widest the larger side) default → one a thread: 32 × 300 × 50 0.063 → 0.042, 64 × 300
+# × 100 0.118 → 0.090, 16 × 900 × 100 0.122 → 0.108, 8 × 100 × 20 0.039 → 0.025, 128 × 100 × 30
+# 0.066 → 0.045, 16 × 300 × 300 0.90 → 0.88; two a thread: 208 × 300 × 100 0.150 → 0.136,
+# 200 × 100 × 100 0.374 → 0.303 (docs/design.md).
+RAGGED_ONE_WAVE = ((64, (1, 64)), (128, (1, 128)), (256, (1, 256)), (512, (1, 512)), (1024, (1, 1024)))
+RAGGED_TWO_A_MULTIPROCESSOR = ((128, (2, 64)), (256, (2, 128)), (512, (2, 256)), (1024, (2, 512)))
 
 # ---- The kernel's ABI, defined HERE only: kernel_defines() hands the constants to every compile
 # as -D options, and kernels/batch_lap.cu #errors without them.
@@ -125,14 +136,41 @@ def choose_layout(m: int) -> tuple[int, int]:
     raise ValueError(f"the batch kernel handles m <= {MAX_COLUMNS} columns, not {m}")
 
 
+def ragged_layout(m: int, batch: int, sms: int) -> tuple[int, int]:
+    """The layout of a ragged launch of ``batch`` members at most ``m`` columns wide (oriented)
+    on a GPU of ``sms`` multiprocessors: RAGGED_ONE_WAVE's where every member has a multiprocessor
+    to itself, RAGGED_TWO_A_MULTIPROCESSOR's where two share one, else choose_layout's."""
+    if m > 32:
+        table = RAGGED_ONE_WAVE if batch <= sms else RAGGED_TWO_A_MULTIPROCESSOR if batch <= 2 * sms else ()
+        for limit, layout in table:
+            if m <= limit:
+                return layout
+    return choose_layout(m)
+
+
+def members_layout(m: int, batch: int, device: int | None = None) -> tuple[int, int]:
+    """ragged_layout on ``device`` (default: CuPy's current one)."""
+    import cupy
+
+    from .driver import open_gpu
+
+    return ragged_layout(m, batch, open_gpu(cupy.cuda.runtime.getDevice() if device is None else device).sms)
+
+
+def all_layouts() -> set[tuple[int, int]]:
+    """Every (K, THREADS) a launch may use: LAYOUTS' and the ragged launches'."""
+    return {chosen for _, chosen in (*LAYOUTS, *RAGGED_ONE_WAVE, *RAGGED_TWO_A_MULTIPROCESSOR)}
+
+
 def checked_layout(layout: tuple[int, int] | None, m: int) -> tuple[int, int]:
-    """``layout`` (one of LAYOUTS' (K, THREADS), holding m columns) or, for None, choose_layout(m)."""
+    """``layout`` (one of all_layouts()' (K, THREADS), holding m columns) or, for None,
+    choose_layout(m)."""
     if layout is None:
         return choose_layout(m)
     layout = tuple(layout)
-    if layout not in {chosen for _, chosen in LAYOUTS}:
+    if layout not in all_layouts():
         raise ValueError(f"layout {layout} is not one of the batch kernel's layouts "
-                         f"{', '.join(str(chosen) for _, chosen in LAYOUTS)}")
+                         f"{', '.join(str(chosen) for chosen in sorted(all_layouts()))}")
     k, threads = layout
     if m > k * threads:
         raise ValueError(f"layout {layout} holds {k * threads} columns, m = {m}")

@@ -46,6 +46,7 @@ from .batch_abi import (  # noqa: F401 - the ABI's names are part of this launch
     kernel_defines,
     kernel_name,
     kernel_source,
+    members_layout,
 )
 from .runtime import Program, current_stream, load, reused_events
 
@@ -311,6 +312,8 @@ def certified_members(table, batch: int, rows: int, cols: int, dtype: str, *, n_
     member's assigned rows in order and their columns (lapcli.match); ``flat``, an int64 device
     array of Σ rows_b, each member's columns after the previous member's (a list's answer)."""
     pair_rows, pair_cols = (0, 0) if pairs is None else (pairs[0].data.ptr, pairs[1].data.ptr)
+    if layout is None:
+        layout = members_layout(cols, batch)
     return _certified(0, batch, rows, cols, dtype, n_out=n_out, transposed=False, row_offset=None, timeout=timeout,
                       layout=layout, fault=None, members=table.data.ptr, pair_rows=pair_rows, pair_cols=pair_cols,
                       flat_out=0 if flat is None else flat.data.ptr)()

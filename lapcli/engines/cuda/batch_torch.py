@@ -27,7 +27,7 @@ import numpy as np
 
 from ...cuda import batch_lap
 from ...cuda.batch_abi import (MAX_COLUMNS, SUMMARY, SUMMARY_SLOTS, certified_arguments, certified_slots,
-                               choose_layout)
+                               members_layout)
 from ...cuda.ragged_pack import TABLE_FIELDS
 
 _TYPES = {"torch.float32": ("float32", 4), "torch.int32": ("int32", 4)}
@@ -214,7 +214,7 @@ def _launch(like, kind, batch: int, rows: int, widest: int, n_out: int, table, c
         return None
     dtype, itemsize = kind
     device = like.get_device()
-    k, threads = choose_layout(widest)
+    k, threads = members_layout(widest, batch, device)
     kernel, _ = batch_lap.compiled_kernel(dtype, k, threads, certify=True, device=device, ragged=True)
     shared = batch_lap.staging_bytes(kernel, device, batch, rows, widest, itemsize, threads)
     grid, block_threads = batch_lap.launch_shape(batch, threads)
