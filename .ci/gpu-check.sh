@@ -97,6 +97,9 @@ if importlib.util.find_spec("torch"):  # torch's lean launches (engines/cuda/bat
     lapcli.match(torch.rand((6, 50, 60), device="cuda"), [10, 0, 15, 5, 20, 10])
     lapcli.batch_linear_assignment(torch.rand((4, 30, 40), device="cuda"), sizes=([30, 5, 0, 12], [40, 40, 9, 3]))
     lapcli.batch_linear_assignment([torch.rand((300, 300), device="cuda"), torch.rand((7, 3), device="cuda")])
+    # the ragged launches' own layouts: one column a thread (1 x 1024), two (2 x 64: more members than SMs)
+    lapcli.batch_linear_assignment(torch.rand((3, 20, 900), device="cuda"), sizes=([20, 5, 1], [900, 700, 3]))
+    lapcli.batch_linear_assignment(torch.rand((140, 8, 100), device="cuda"))
 for (n, m), metric in (((37, 37), "sqeuclidean"), ((300, 300), "cosine"), ((40, 700), "minkowski"),
                        ((700, 40), "cityblock")):  # point sets: the implicit costs, the passes, the cluster kernel
     lapcli.solve_points(rng.random((n, 3)), rng.random((m, 3)), metric, solver="cuda-sap", maximize=n > m)
