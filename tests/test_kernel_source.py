@@ -223,6 +223,18 @@ def test_the_ragged_launches_own_layouts_compile_without_spilling(tmp_path):
             assert int(re.search(r"Used (\d+) registers", entry).group(1)) <= 112, name
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_a_group_that_is_not_a_power_of_two_does_not_compile(tmp_path):
+    """A column's owner is j & (THREADS − 1): 320 threads would search with the wrong owners."""
+    from lapcli.cuda import batch_lap as cuda_batch
+
+    source = tmp_path / "odd.cu"
+    source.write_text(cuda_batch.kernel_source() + "\n" + batch_instantiation("float32", 1, 320, True, True) + "\n")
+    result = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", *cuda_batch.kernel_defines(), "-o",
+                             str(tmp_path / "odd.cubin"), str(source)], capture_output=True, text=True)
+    assert result.returncode != 0 and "group size" in result.stderr
+
+
 def test_zero_packing_widens_the_column_field_with_n():
     assert [cuda_solver.column_bits(n) for n in (1, 2, 3, 65536, 65537, 131072)] == [1, 1, 2, 16, 17, 17]
     cuda_solver.check_zero_packing(131072, 132)  # 993 local rows: 10 + 17 bits

@@ -33,7 +33,7 @@ MAX_COLUMNS = LAYOUTS[-1][0]
 # A ragged launch (a training step's images) seldom fills the GPU: with at most one member per
 # multiprocessor each member's chain of dependent steps is the time, and its row-parallel passes
 # (row reduction, staging, certificate) go faster on more threads, so members of 33 to 1024
-# columns get one column a thread, the threads a power of two (the kernel's group scan needs it).
+# columns get one column a thread, the threads a power of two (the kernel's groups are).
 # Up to two members per multiprocessor, two columns a thread. H100 kernel ms (DETR blocks, 300
 # queries; widest the larger side) default → one a thread: 32 × 300 × 50 0.063 → 0.042, 64 × 300
 # × 100 0.118 → 0.090, 16 × 900 × 100 0.122 → 0.108, 8 × 100 × 20 0.039 → 0.025, 128 × 100 × 30
