@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import host
 from .engines import registry
 from .pipeline import check_device, check_timeout, loaded_engine, matrix_report, set_up_apart, solve_problem
 from .problem import prepare
@@ -33,8 +34,9 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     solver : str
         ``"auto"``, an engine that computes the costs from the coordinates (``cuda-sap``: the
         matrix is never stored, memory O((n + m)·d)), or any matrix engine, which solves the cdist
-        matrix. ``auto`` computes them on the GPU above 2048 points a side where thread-block
-        clusters exist (Hopper), and solves the matrix otherwise.
+        matrix. ``auto`` (where thread-block clusters exist: Hopper) solves a minimised square of
+        2049 to 16,384 points as its matrix built on the GPU, computes the costs on the GPU where
+        read above 2048 points a side otherwise, and solves the matrix below.
     maximize, timeout, device, certify
         As for :func:`solve`.
     names : (str, str)
@@ -51,7 +53,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
         The objective equals ``solve(cdist(a, b, metric))``'s; tied pairs may differ.
     """
     from . import points as point_sets
-    from .engines.auto import choose_points
+    from .engines.auto import choose_points, points_matrix_on_device
 
     start = time.perf_counter()
     check_device(device)
@@ -64,10 +66,22 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
         return Solution(row_ind=empty, col_ind=empty, objective=0.0, report=report)
     engine = registry.get(name) if name != "auto" else None
     if engine is None or not engine.capabilities.points:
-        matrix = problem.dense()
+        from_host = problem.xp is np and name == "auto" and points_matrix_on_device(problem)
+        if from_host:  # host coordinates, their matrix built on the GPU
+            import cupy
+
+            with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
+                matrix = problem.dense(on_device=True)
+        else:
+            matrix = problem.dense()
         solution = solve_problem(prepare(matrix, maximize=maximize, check=False), solver=name, timeout=timeout,
                                  device=device, start=start, certify=certify)
-        solution.report.details["costs"] = f"{problem.metric} as a {problem.n_rows} × {problem.n_cols} cdist matrix"
+        if from_host:  # the caller's host arrays get host answers
+            solution.row_ind, solution.col_ind = host(solution.row_ind), host(solution.col_ind)
+            if solution.duals is not None:
+                solution.duals = (host(solution.duals[0]), host(solution.duals[1]))
+        where = "" if isinstance(matrix, np.ndarray) else " built on the GPU"
+        solution.report.details["costs"] = f"{problem.metric} as a {problem.n_rows} × {problem.n_cols} cdist matrix{where}"
         if name == "auto":
             solution.report.reason = f"{reason}; {solution.report.reason}"
         return solution

@@ -92,8 +92,13 @@ class PointProblem:
         extent = self.host(high - low)[None, :]
         return float(costs(extent, np.zeros_like(extent), self.metric, self.p)[0])
 
-    def dense(self):
-        """The caller's n × m cost matrix, in the inputs' array library."""
+    def dense(self, on_device: bool = False):
+        """The caller's n × m cost matrix, in the inputs' array library, or (``on_device``) built
+        on the current GPU from the coordinates copied there."""
+        if on_device:
+            import cupy
+
+            return distance_matrix(cupy.asarray(self.a), cupy.asarray(self.b), self.metric, self.p)
         return distance_matrix(self.a, self.b, self.metric, self.p)
 
     def notes(self) -> list[str]:

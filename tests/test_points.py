@@ -196,6 +196,31 @@ def test_auto_sends_squares_to_the_auction_without_the_clusters_column_limit(rng
     assert auto.choose_points(farthest)[0] == "cuda-sap" and asked[-1] == 5000
 
 
+def test_auto_builds_a_small_squares_matrix_on_the_gpu(rng, monkeypatch):
+    """Minimised squares of 2049 to 16,384 points with Hopper and room for twice the float64
+    matrix: the cdist matrix built on the GPU (named 'auto' for the matrix rules); larger squares,
+    rectangles, maximised squares, or too little memory: the costs from the coordinates."""
+    from lapcli.engines import auto
+
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (True, "Hopper"))
+    room = [64 << 30]
+    monkeypatch.setattr(auto, "free_device_bytes", lambda: room[0])
+    points = lambda n, m=None, **kwargs: prepare_points(rng.random((n, 2)), rng.random((m or n, 2)), **kwargs)  # noqa: E731
+    name, reason = auto.choose_points(points(3000))
+    assert name == "auto" and "built on the GPU" in reason
+    assert auto.points_matrix_on_device(points(auto.POINTS_DEVICE_MATRIX_UP_TO))
+    assert auto.choose_points(points(auto.POINTS_DEVICE_MATRIX_UP_TO + 1))[0] == "cuda-sap"
+    assert auto.choose_points(points(3000, 2500))[0] == "cuda-sap"  # a rectangle: the cluster searches
+    assert auto.choose_points(points(3000, maximize=True))[0] == "cuda-sap"
+    small = auto.choose_points(points(2048))
+    assert small[0] == "auto" and "built on the GPU" not in small[1] and not auto.points_matrix_on_device(points(2048))
+    room[0] = 2 * 8 * 3000 * 3000 - 1
+    assert auto.choose_points(points(3000))[0] == "cuda-sap"
+    room[0] = 64 << 30
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (False, "no GPU"))
+    assert not auto.points_matrix_on_device(points(3000))
+
+
 def test_generate_points_is_reproducible_and_clusters():
     from lapcli.generate import generate_points
 

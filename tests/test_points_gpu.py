@@ -199,15 +199,35 @@ def test_every_metric_equals_the_dense_route(rng, metric, p):
 def test_cupy_float32_points_and_auto_above_2048(rng):
     import cupy
 
-    from lapcli.cuda.probe import cluster_kernel_status
+    from lapcli.engines.auto import points_matrix_on_device
 
     a = cupy.asarray(rng.random((2100, 2)), dtype=cupy.float32)
     b = cupy.asarray(rng.random((2100, 2)), dtype=cupy.float32)
     solution = lapcli.solve_points(a, b)
-    if cluster_kernel_status(2100)[0]:
-        assert solution.report.solver == "cuda-sap"
+    if points_matrix_on_device(prepare_points(a, b)):
+        assert "built on the GPU" in solution.report.details["costs"]
     cost = distance_matrix(a.get().astype(np.float64), b.get().astype(np.float64), "sqeuclidean")
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("metric, kind", [("sqeuclidean", "uniform"), ("cityblock", "clustered")])
+def test_auto_solves_a_host_square_as_its_matrix_on_the_gpu(rng, metric, kind):
+    """2,500 host points a side: auto builds the cdist matrix on the GPU; the answer comes back as
+    NumPy, certified, with the objective of the auction on the coordinates and of scipy."""
+    from lapcli.engines.auto import points_matrix_on_device
+    from lapcli.generate import generate_points
+
+    a, b = generate_points(2500, 2, kind=kind, seed=11), generate_points(2500, 2, kind=kind, seed=12)
+    if not points_matrix_on_device(prepare_points(a, b, metric)):
+        pytest.skip("no Hopper GPU with room for the matrix")
+    solution = lapcli.solve_points(a, b, metric)
+    assert "built on the GPU" in solution.report.details["costs"] and solution.report.certified
+    assert all(isinstance(x, np.ndarray) for x in (solution.row_ind, solution.col_ind, *solution.duals))
+    implicit = lapcli.solve_points(a, b, metric, solver="cuda-sap")
+    cost = distance_matrix(a, b, metric)
+    assert solution.objective == pytest.approx(implicit.objective, rel=1e-12)
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    assert sorted(solution.col_ind.tolist()) == list(range(2500))
 
 
 def test_no_matrix_is_allocated(rng):

@@ -84,3 +84,12 @@ def _new_enough(required: tuple[int, int], needs: str, family: str) -> tuple[tup
         return None, (f"the device has compute capability {arch[0]}.{arch[1]}; {needs} "
                       f"{required[0]}.{required[1]} or newer ({family})")
     return arch, None
+
+
+def free_device_bytes() -> int:
+    """Bytes the current GPU could give a new array: what the driver has free plus what CuPy's
+    memory pool holds unused."""
+    import cupy
+
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    return int(free) + int(cupy.get_default_memory_pool().free_bytes())
