@@ -53,26 +53,27 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
         The objective equals ``solve(cdist(a, b, metric))``'s; tied pairs may differ.
     """
     from . import points as point_sets
-    from .engines.auto import choose_points, points_matrix_on_device
+    from .engines.auto import points_route
 
     start = time.perf_counter()
     check_device(device)
     timeout = check_timeout(timeout)
     problem = point_sets.prepare_points(a, b, metric, p=p, maximize=maximize, names=names)
-    name, reason = choose_points(problem, solver)
+    name, reason, device_matrix = points_route(problem, solver)
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
         report = matrix_report(problem, name, reason, start, 0, "none", "float64", None)
         return Solution(row_ind=empty, col_ind=empty, objective=0.0, report=report)
     engine = registry.get(name) if name != "auto" else None
+    matrix = None
+    from_host = device_matrix and problem.xp is np
+    if from_host:  # host coordinates, their matrix built on the GPU
+        matrix = _device_matrix(problem, device)
+        if matrix is None:  # the room went to another allocation meanwhile: the costs from the coordinates
+            name, reason = "cuda-sap", f"{reason}, but the GPU had no room for it: costs from the coordinates"
+            engine = registry.get(name)
     if engine is None or not engine.capabilities.points:
-        from_host = problem.xp is np and name == "auto" and points_matrix_on_device(problem)
-        if from_host:  # host coordinates, their matrix built on the GPU
-            import cupy
-
-            with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
-                matrix = problem.dense(on_device=True)
-        else:
+        if matrix is None:
             matrix = problem.dense()
         solution = solve_problem(prepare(matrix, maximize=maximize, check=False), solver=name, timeout=timeout,
                                  device=device, start=start, certify=certify)
@@ -91,3 +92,15 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     set_up_apart(result.details, import_ms)
     report = matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
     return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report, duals=result.duals)
+
+
+def _device_matrix(problem, device):
+    """The problem's cdist matrix built on ``device`` (default: the current GPU), or None where it
+    does not fit there."""
+    import cupy
+
+    try:
+        with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
+            return problem.dense(on_device=True)
+    except cupy.cuda.memory.OutOfMemoryError:
+        return None

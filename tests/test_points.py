@@ -221,6 +221,35 @@ def test_auto_builds_a_small_squares_matrix_on_the_gpu(rng, monkeypatch):
     assert not auto.points_matrix_on_device(points(3000))
 
 
+def test_a_gpu_matrix_that_does_not_fit_falls_back_to_the_coordinates(rng, monkeypatch):
+    """auto's route to a GPU-built matrix, when the allocation fails (another process took the
+    room since the check): the point engine solves from the coordinates, and the report says why."""
+    from scipy.optimize import linear_sum_assignment
+
+    from lapcli import pipeline_points
+    from lapcli.engines import auto
+    from lapcli.engines.base import EngineResult
+
+    a, b = rng.random((40, 2)), rng.random((40, 2))
+    cost = distance_matrix(a, b, "sqeuclidean")
+    asked = []
+
+    class PointEngine:  # stands in for cuda-sap's run_points
+        @staticmethod
+        def run_points(problem, **kwargs):
+            asked.append(problem.n_rows)
+            rows, cols = linear_sum_assignment(cost)
+            return EngineResult(rows=rows, cols=cols, device="stand-in", dtype="float64")
+
+    monkeypatch.setattr(auto, "points_route", lambda problem, solver: ("auto", "auto: the GPU matrix", True))
+    monkeypatch.setattr(pipeline_points, "_device_matrix", lambda problem, device: None)
+    monkeypatch.setattr(pipeline_points, "loaded_engine", lambda engine: (PointEngine, 0.0))
+    solution = lapcli.solve_points(a, b)
+    assert asked == [40] and solution.report.solver == "cuda-sap"
+    assert "no room" in solution.report.reason
+    assert solution.objective == pytest.approx(cost[linear_sum_assignment(cost)].sum())
+
+
 def test_generate_points_is_reproducible_and_clusters():
     from lapcli.generate import generate_points
 

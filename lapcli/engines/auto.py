@@ -175,16 +175,26 @@ def choose_points(problem, solver: str = "auto") -> tuple[str, str]:
     costs from the coordinates; any other engine (and ``auto`` below POINTS_IMPLICIT_FROM, for the
     squares of points_matrix_on_device, or without thread-block clusters) solves the cdist matrix,
     named ``auto`` here when the matrix rules are to choose."""
+    return points_route(problem, solver)[:2]
+
+
+def points_route(problem, solver: str = "auto") -> tuple[str, str, bool]:
+    """choose_points' (engine, reason), and whether ``auto``'s matrix is built on the GPU."""
     if solver != "auto":
         engine = registry.get(solver)
         if engine.capabilities.batch:
             raise LapInputError(f"solver {solver!r} solves stacks; two point sets are one problem")
         how = "costs computed from the coordinates" if engine.capabilities.points else "costs as a cdist matrix"
-        return solver, f"requested ({how})"
+        return solver, f"requested ({how})", False
     columns = max(problem.n_rows, problem.n_cols)
     if points_matrix_on_device(problem):
         return "auto", (f"auto: {columns} × {columns} points, their cdist matrix built on the GPU (up to "
-                        f"{POINTS_DEVICE_MATRIX_UP_TO} points faster than the costs from the coordinates)")
+                        f"{POINTS_DEVICE_MATRIX_UP_TO} points faster than the costs from the coordinates)"), True
+    return (*_points_elsewhere(problem, columns), False)
+
+
+def _points_elsewhere(problem, columns: int) -> tuple[str, str]:
+    """(engine, reason) for point sets whose matrix is not built on the GPU."""
     if columns >= POINTS_IMPLICIT_FROM:
         # a minimised square goes to the auction (no column limit), the others to the cluster searches
         from ..cuda import auction
