@@ -100,7 +100,7 @@ def _device_matrix(problem, device):
     import cupy
 
     try:
-        with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
+        with cupy.cuda.Device(device):  # None: the current one
             return problem.dense(on_device=True)
     except cupy.cuda.memory.OutOfMemoryError:
         return None

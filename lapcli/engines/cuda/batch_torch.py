@@ -9,9 +9,10 @@ members' table is written straight from the tensors' addresses and the sizes int
 pinned block, uploaded together with the zeroed certificate summary in one copy; the
 launch's one device buffer (table, summary, proof, pairs) is a torch allocation on torch's current
 stream, where the launch is queued; one 48-byte copy back is the call's one synchronisation; the
-per-image tensors are cut (``split``) while the kernel runs, before that synchronisation. At 32 × 300 × 50 on an H100 machine the generic
-path spent ~0.35 ms of host work per call (timers around its functions: reading the block 61 µs,
-the table 40 µs, the launch 59 µs, the result 30 µs), about what HA4DETR's whole call takes.
+per-image tensors are cut (``split``) while the kernel runs, before that synchronisation. At
+32 × 300 × 50 on an H100 machine the generic path spent ~0.35 ms of host work per call (timers
+around its functions: reading the block 61 µs, the table 40 µs, the launch 59 µs, the result
+30 µs), about what HA4DETR's whole call takes.
 
 It takes what that launch takes (float32 or int32 tensors on CuPy's current device with contiguous
 rows, minimised, at most MAX_COLUMNS rows or columns a member) and returns None for anything
@@ -56,8 +57,6 @@ def match_block(block, counts) -> list | None:
     """DETR's pairs per image for a torch CUDA (B, Q, Σk) block and the k_i (a list or a tensor),
     solved, proved and cut as ``lapcli.match`` returns them; None where this launch does not apply
     (see the module's docstring)."""
-    import torch
-
     kind = _kind(block, 3)
     if kind is None:
         return None
@@ -171,9 +170,9 @@ def list_table(out: np.ndarray, entries: np.ndarray) -> None:
 
 def _kind(x, dims: int):
     """(work dtype, itemsize) of a torch CUDA tensor this launch reads, on CuPy's current device,
-    with ``dims`` dimensions and no lazy negation or conjugate; else None."""
+    with ``dims`` dimensions and no lazy negation (its dtypes are real: no conjugate bit); else None."""
     kind = _TYPES.get(str(getattr(x, "dtype", None)))
-    if kind is None or not x.is_cuda or x.dim() != dims or x.is_neg() or x.is_conj() or not x.shape[0]:
+    if kind is None or not x.is_cuda or x.dim() != dims or x.is_neg() or not x.shape[0]:
         return None
     import cupy
 
