@@ -42,8 +42,10 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     names : (str, str)
         What error messages call the two sets (``lap solve --points`` gives the file names).
     progress : callable, optional
-        ``progress(phase, phases_left)`` after each phase of the auction that solves a square
-        problem on the GPU (lapcli.cuda.auction.Phase: its ε, rows released, bids, ms).
+        ``progress(phase, phases_left)`` after each round of the auction that solves a square
+        problem on the GPU, with its phase so far (lapcli.cuda.auction.Phase: its ε, rounds, rows
+        released, bids, ms, rows without a column in ``left_free``; ``ended`` False), and when
+        that phase ends (``ended`` True).
 
     Returns
     -------

@@ -64,20 +64,32 @@ def test_the_twin_where_near_columns_do_not_hold_the_answer(rng, kind):
     assert all(rounds <= 16 for _, rounds, *_ in phases)  # the release pass adds what is missing, fast
 
 
-def test_the_progress_line_follows_the_phases():
-    """lap solve --points on a terminal: a transient line per ε phase; none when quiet or piped."""
+def test_the_progress_line_follows_the_rounds_and_phases():
+    """lap solve --points on a terminal: a transient line after each round (its phase, ε and the
+    rows holding a column) and each phase's end; none when quiet or piped."""
     from rich.console import Console
 
     from lapcli.cli.points import phase_progress
 
-    console = Console(file=io.StringIO(), force_terminal=True, width=120)
-    with phase_progress(console, quiet=False) as follow:
-        follow(auction.Phase(1e-3, 1, 4096, 9000, 0, 12, 1.5), 2)
-        follow(auction.Phase(1e-4, 1, 100, 200, 0, 3, 0.5), 1)
-    assert "ε 0.0001, 100 rows re-bid, 200 bids" in console.file.getvalue()
-    with phase_progress(console, quiet=True) as follow:
+    def last_line(*calls) -> str:  # what the line shows after these calls (Rich draws the last state)
+        console = Console(file=io.StringIO(), force_terminal=True, width=200)
+        with phase_progress(console, quiet=False, rows=4096) as follow:
+            for phase, left in calls:
+                follow(phase, left)
+        return console.file.getvalue()
+
+    first_round = (auction.Phase(1e-3, 1, 4096, 9000, 0, 12, 1.5, left_free=96, ended=False), 2)
+    first_end = (auction.Phase(1e-3, 2, 4192, 9300, 0, 12, 1.5), 2)
+    second_round = (auction.Phase(1e-4, 1, 100, 200, 0, 3, 0.5, left_free=7, ended=False), 1)
+    assert "phase 1 of 3, ε 0.001, round 1: 4,000 of 4,096 rows hold a column, 9,000 bids" in last_line(first_round)
+    assert "phase 1 of 3, ε 0.001, round 2: 4,096 of 4,096 rows hold a column, 9,300 bids" in last_line(
+        first_round, first_end)
+    assert "phase 2 of 3, ε 0.0001, round 1: 4,089 of 4,096 rows hold a column, 200 bids" in last_line(
+        first_round, first_end, second_round)
+    console = Console(file=io.StringIO(), force_terminal=True, width=200)
+    with phase_progress(console, quiet=True, rows=10) as follow:
         assert follow is None
-    with phase_progress(Console(file=io.StringIO()), quiet=False) as follow:
+    with phase_progress(Console(file=io.StringIO()), quiet=False, rows=10) as follow:
         assert follow is None
 
 

@@ -66,7 +66,7 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     console = stderr_console(quiet)
     announce_input(" ".join(point_specs), notes, False, console)
     certify = True if certify or duals_path is not None else None  # --duals: recover them if need be
-    with phase_progress(console, quiet) as progress:
+    with phase_progress(console, quiet, min(len(sets[0]), len(sets[1]))) as progress:
         solution = run_library_call(solve_points, sets[0], sets[1], metric, p=minkowski_p, maximize=maximize,
                                     solver=solver, timeout=timeout, device=device, certify=certify,
                                     names=tuple(point_specs), progress=progress)
@@ -77,10 +77,10 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
 
 
 @contextmanager
-def phase_progress(console, quiet: bool):
-    """A transient Rich line on stderr that follows the auction's ε phases on a terminal (a long
-    solve shows it is moving; Ctrl-C between phases ends it, exit 130): yields the progress
-    callback of solve_points, or None."""
+def phase_progress(console, quiet: bool, rows: int):
+    """A transient Rich line on stderr that follows the auction of ``rows`` rows round by round: its
+    ε phase and the rows holding a column (a long solve shows how far it is; Ctrl-C between rounds
+    ends it, exit 130): yields the progress callback of solve_points, or None."""
     if quiet or not console.is_terminal:
         yield None
         return
@@ -91,9 +91,12 @@ def phase_progress(console, quiet: bool):
         done = [0]
 
         def follow(phase, phases_left: int) -> None:
-            done[0] += 1
-            bar.update(task, total=done[0] + phases_left, completed=done[0],
-                       description=f"auction: ε {phase.eps:.2g}, {phase.released:,} rows re-bid, {phase.bids:,} bids")
+            done[0] += phase.ended
+            number = done[0] + (not phase.ended)  # the phase this snapshot is of
+            bar.update(task, total=number + phases_left, completed=done[0],
+                       description=f"auction: phase {number} of {number + phases_left}, ε {phase.eps:.2g}, round "
+                                   f"{phase.rounds}: {rows - phase.left_free:,} of {rows:,} rows hold a column, "
+                                   f"{phase.bids:,} bids")
 
         yield follow
 

@@ -128,6 +128,9 @@ class Phase:
     longest_chain: int
     ms: float
     left_free: int = 0  # rows its chain limit left to the next phase (the last phase's: to the searches)
+    # False: a snapshot after one of its rounds, the phase going on (``progress`` gets one a round);
+    # ``left_free`` is then the rows without a column after that round
+    ended: bool = True
 
 
 @dataclass
@@ -180,8 +183,10 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
     cost source's five arguments. The first ε is FIRST_EPS_OF_SPREAD of the median row's candidate
     spread, at least ``least_first_eps`` (integer costs: 1, so that tied candidates, spread 0, do
-    not start at the last ε). ``progress(phase, phases_left)`` is called after each phase.
-    Raises SolverError past ``timeout`` seconds (checked inside the bids and between rounds);
+    not start at the last ε). ``progress(phase, phases_left)`` is called after each round with the
+    phase so far (``phase.ended`` False: its rows without a column in ``left_free``) and when the
+    phase ends (True). Raises SolverError past ``timeout`` seconds (checked inside the bids and
+    between rounds), saying where the auction stopped;
     past ``budget`` seconds (the first round's bids by the kernel's clock, the rest from the first
     round's end) returns the state as it is, ``complete`` False.
 
@@ -231,8 +236,17 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     # from the first round's end: a fresh process compiles CuPy's own kernels (the fills) in the
     # first round, which is no measure of how the auction goes.
     budget_began = None
+    index, eps, rounds = 0, epsilons[0], 0
+
+    def stopped() -> SolverError:  # the time limit's error, saying where the auction was
+        rows_of_owners()  # a stopped bid leaves its row free
+        holding = int(cupy.count_nonzero(col_of_row >= 0))
+        return SolverError(f"the auction ran past its time limit in phase {index + 1} of {len(epsilons)} "
+                           f"(eps {eps:.3g}), round {rounds}: {holding:,} of {n:,} rows held a column")
+
     for index, eps in enumerate(epsilons):
         begin.record(stream)
+        phase_began = time.perf_counter()
         counters.fill(0)
         row_bids.fill(0)
         fresh.fill(1)  # a smaller eps: every row is scanned again
@@ -240,6 +254,8 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
         last_phase = index == len(epsilons) - 1
         while True:  # rounds until the release pass finds every row within eps over all columns
             left, spare = _seconds_left(began, timeout, budget, budget_began)
+            if left is not None and left <= 0:
+                raise stopped()
             if spare is not None and spare <= 0:
                 complete = False
                 break
@@ -264,13 +280,18 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             launches += 1
             if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
                 if spare is None or (left is not None and left <= spare):
-                    raise SolverError("the auction ran past its time limit")
+                    raise stopped()
                 complete = False
                 break
             budget_began = budget_began or time.perf_counter()
-            parked_before, parked_so_far = parked_so_far, int(counters[3].get()) if max_chain else 0
+            bids, rescans, longest, parked_total = (int(x) for x in counters.get())
+            parked_before, parked_so_far = parked_so_far, parked_total if max_chain else 0
             parked = parked_so_far - parked_before  # rows this round's chain limit left free
             rows_of_owners()
+            if progress is not None:  # the phase so far: every released row holds a column but the parked
+                progress(Phase(eps, rounds, released_in_phase, bids, rescans, longest,
+                               1e3 * (time.perf_counter() - phase_began), parked, ended=False),
+                         len(epsilons) - index - 1)
             if parked and parked <= tail_rows and (not last_phase or last_tail_to_searches):
                 left_free = parked
                 complete = not last_phase
@@ -291,9 +312,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
 
 def _seconds_left(began: float, timeout: float | None, budget: float | None, budget_began: float | None) -> tuple:
     """(seconds left of ``timeout`` from ``began``, of ``budget`` from ``budget_began``), None for
-    no limit (no budget before ``budget_began``); raises past the timeout."""
+    no limit (no budget before ``budget_began``)."""
     now = time.perf_counter()
     left = None if not timeout else timeout - (now - began)
-    if left is not None and left <= 0:
-        raise SolverError("the auction ran past its time limit")
     return left, None if budget is None or budget_began is None else budget - (now - budget_began)

@@ -23,7 +23,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     is solved by the ε-scaling auction (lapcli.cuda.auction) down to an ε below the certificate's
     tolerance; the others by the shortest augmenting paths over one thread-block cluster. One
     more streamed pass over all k·m costs is the certificate. ``progress(phase, phases_left)``
-    follows the auction's phases."""
+    follows the auction round by round (lapcli.cuda.auction.solve)."""
     import time
 
     import cupy
