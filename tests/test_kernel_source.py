@@ -351,12 +351,16 @@ def test_the_cluster_search_kernels_compile_without_spilling(tmp_path):
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("metric, dim", [("sqeuclidean", 2), ("cosine", 3), ("minkowski", 16), ("chebyshev", 32)])
 def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
-    """Both streamed passes with the search, and with the auction's kernels, on a Points source
-    (lapcli.cuda.points.program) build for sm_90 with no spills, up to the largest dimension; the
+    """Both streamed passes with the search, the searches on lowered pairs, and the passes with the
+    auction's kernels, on a Points source (lapcli.cuda.points.program) build for sm_90 with no spills, up to the largest dimension; the
     auction's numbers come from its launcher only (without its defines it refuses)."""
     from lapcli.cuda import points
 
     compile_program(points.program(metric, dim), tmp_path, "points", 3)
+    for cluster in (8, 16):  # the searches that finish an auction, on lowered pairs, in either cluster
+        tail = compile_program(points.program(metric, dim, "tail", cluster), tmp_path, f"tail{cluster}", 1)
+        assert f"-DCLUSTER={cluster}" in points.program(metric, dim, "tail", cluster).defines
+        assert "LoweredPoints" in tail.read_text()
     source = compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 6)
     bare = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "bare.cubin"),
                            str(source)], capture_output=True, text=True, check=False)

@@ -390,3 +390,19 @@ def test_cli_points_duals_are_recovered_even_past_the_default_budget(tmp_path, m
     cost = cdist(np.load(a), np.load(b), "sqeuclidean")
     with np.load(saved) as duals:
         assert (cost - duals["u"][:, None] - duals["v"][None, :]).min() >= -1e-12
+
+
+def test_the_auctions_tail_is_searched_where_a_cluster_holds_its_columns(monkeypatch):
+    """A square's last auction rows go to the cluster searches: in 8 blocks up to what they hold
+    (55,296 columns with an H100's 227 KB a block), in Hopper's 16 up to twice that, and above
+    that the auction bids to the end."""
+    import types
+
+    from lapcli.cuda import sap_cluster
+    from lapcli.engines.cuda import sap_points
+
+    monkeypatch.setattr(sap_points, "current_gpu", lambda: types.SimpleNamespace(max_shared=232448))
+    eight = sap_cluster.max_columns(232448, cluster=8)
+    assert eight == 55296 and sap_cluster.max_columns(232448, cluster=16) == 2 * eight
+    assert [sap_points.tail_cluster(m) for m in (1024, eight, eight + 1, 65536, 2 * eight, 2 * eight + 1)] == \
+        [8, 8, 16, 16, 16, None]

@@ -117,8 +117,9 @@ def test_the_auction_solves_squares_within_its_bound(rng, n):
 @pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
 def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeypatch, metric):
     """The point auction's chain limit (sap_points.points_chain_limit) leaves a chain's row free
-    for the next round; forced down to 4 bids, nearly every chain parks its row, and the answer is still
-    scipy's objective, certified."""
+    for the next round; forced down to 4 bids, nearly every chain parks its row, a phase ends
+    where a round parks few, the last phase's go to the searches (on lowered pairs), and the
+    answer is still scipy's objective, certified."""
     from lapcli.engines.cuda import sap_points
 
     monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 4)
@@ -134,8 +135,48 @@ def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeyp
     assert solution.report.certified
     assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=1e-12)
     assert max(phase.longest_chain for phase in phases) == 4
-    details = solution.report.details  # parked rows bid again in later rounds: the last phase ends with none
-    assert details["auction_complete"] and details["auction_left_free"] == 0
+    details = solution.report.details  # parked rows bid again in later rounds and phases, the last's are searched
+    if not details["auction_complete"]:
+        assert details["tail_searches"] >= details["auction_left_free"] >= 1
+        assert solution.report.steps[-1].name == "shortest augmenting paths"
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
+def test_the_searches_finish_an_auction_from_its_last_duals(rng, metric):
+    """The hand-over to the searches (sap_points._searched_tail) from a finished auction with 40
+    rows made free and 40 pairs moved 2ε above their row's minimum: the rows within 2ε keep their
+    pairs, lowered to tight, the others are searched, and the answer is optimal for the true costs
+    with every reduced cost ≥ −2ε (a quarter of the certificate's tolerance)."""
+    import types
+
+    import cupy
+
+    from lapcli.cuda import auction
+    from lapcli.cuda import points as device_points
+    from lapcli.engines.cuda import sap_points
+    from lapcli.engines.cuda.sap_start import AUCTION_EPS_OF_TOLERANCE
+
+    n = 1500
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    problem = prepare_points(a, b, metric)
+    points = device_points.upload(problem, "auction")
+    final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
+    found = auction.solve(points.kernels, points.source(), n, final_eps)
+    assert found.complete
+    col, v = found.col_of_row.copy(), found.v.copy()
+    freed, raised = rng.choice(n, 80, replace=False).reshape(2, 40)
+    col[cupy.asarray(freed)] = -1
+    v[col[cupy.asarray(raised)]] -= 2 * final_eps  # those rows' pairs now lie 2ε further above their minimum
+    details = {}
+    cols, v_end, (searches, _) = sap_points._searched_tail(
+        points, types.SimpleNamespace(col_of_row=col, v=v, eps=final_eps), sap_points.tail_cluster(n), 60, details)
+    assert searches == details["tail_searches"] >= 40 and searches < n // 2  # most rows kept
+    cost = distance_matrix(a, b, metric)
+    host_cols, host_v = cols.get(), v_end.get()
+    assert sorted(host_cols.tolist()) == list(range(n))
+    assert cost[np.arange(n), host_cols].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12, abs=1e-12)
+    u = cost[np.arange(n), host_cols] - host_v[host_cols]
+    assert (cost - u[:, None] - host_v[None, :]).min() >= -2 * final_eps - 1e-14
 
 
 def test_a_maximised_square_goes_to_the_searches(rng):

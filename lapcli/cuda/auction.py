@@ -179,7 +179,8 @@ def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> li
 def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout: float | None = None,
           budget: float | None = None, least_first_eps: float = 0.0,
           progress: Callable[[Phase, int], None] | None = None, scaling: float = SCALING,
-          max_chain: int = 0, tail_rows: int = 0, last_tail_to_searches: bool = False) -> AuctionResult:
+          max_chain: int = 0, tail_rows: int = 0, last_tail_to_searches: bool = False,
+          stalled_tail: bool = False) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
     cost source's five arguments. The first ε is FIRST_EPS_OF_SPREAD of the median row's candidate
     spread, at least ``least_first_eps`` (integer costs: 1, so that tied candidates, spread 0, do
@@ -193,7 +194,9 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     ``max_chain`` (0: none) ends a warp's eviction chain after that many bids, its row left free; a
     round that leaves at most ``tail_rows`` rows so ends the phase there, and they bid in the next
     phase's first round; after the last phase they are left to the searches (``complete`` False)
-    when ``last_tail_to_searches``, else the last phase bids on until every row holds a column."""
+    when ``last_tail_to_searches``, else the last phase bids on until every row holds a column.
+    ``stalled_tail``: only a round that leaves no fewer rows so than the round before ends the
+    phase (while the rounds get rows through, the phase goes on)."""
     import cupy
 
     gpu = current_gpu()
@@ -251,6 +254,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
         row_bids.fill(0)
         fresh.fill(1)  # a smaller eps: every row is scanned again
         rounds = released_in_phase = left_free = parked_so_far = 0
+        parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
         while True:  # rounds until the release pass finds every row within eps over all columns
             left, spare = _seconds_left(began, timeout, budget, budget_began)
@@ -292,7 +296,8 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 progress(Phase(eps, rounds, released_in_phase, bids, rescans, longest,
                                1e3 * (time.perf_counter() - phase_began), parked, ended=False),
                          len(epsilons) - index - 1)
-            if parked and parked <= tail_rows and (not last_phase or last_tail_to_searches):
+            stalled, parked_last_round = not stalled_tail or parked >= parked_last_round, parked
+            if parked and parked <= tail_rows and stalled and (not last_phase or last_tail_to_searches):
                 left_free = parked
                 complete = not last_phase
                 break

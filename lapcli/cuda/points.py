@@ -7,7 +7,9 @@ each cost from the coordinates when it is read (no k × m matrix is stored):
   certificate's read pass;
 - :func:`pair_costs`: c(i, col[i]), by the same code as the searches' costs;
 - :func:`search`: kernels/sap.cu's shortest augmenting paths over one thread-block cluster;
-- the auction's kernels (kernels/auction.cu), which lapcli.cuda.auction launches.
+- the auction's kernels (kernels/auction.cu), which lapcli.cuda.auction launches;
+- :func:`search_lowered`: the same searches on a ``LoweredPoints`` source, whose rows may each
+  carry one lowered pair: the finish of an auction whose last phase left rows free.
 
 One program per (metric, dimension): the dimension is a template parameter, so a row's point
 lives in registers and its loops unroll.
@@ -27,21 +29,28 @@ from .runtime import Program, load
 METRIC_CODES = {"sqeuclidean": 0, "euclidean": 1, "cityblock": 2, "chebyshev": 3, "minkowski": 4, "cosine": 5}
 
 
-METHODS = ("search", "auction")  # what solves: kernels/sap.cu's searches or kernels/auction.cu
+# what solves: kernels/sap.cu's searches, kernels/auction.cu, or the searches on lowered pairs
+METHODS = ("search", "auction", "tail")
 
 
 @lru_cache(maxsize=None)
-def program(metric: str, dim: int, method: str = "search") -> Program:
+def program(metric: str, dim: int, method: str = "search", cluster: int = sap_cluster.CLUSTER) -> Program:
     """Both passes and the solving kernels of ``method`` (METHODS) on the Points source of
-    (metric, dim): one program each, so a solve compiles only what it runs."""
+    (metric, dim), the searches' in clusters of ``cluster`` blocks; "tail": only the searches on
+    the LoweredPoints source. One program each, so a solve compiles only what it runs."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     source_type = f"Points<{METRIC_CODES[metric]}, {dim}>"
     text = sap_cluster.kernel_text(passes.FILE)
+    defines = sap_cluster.kernel_defines(cluster=cluster)
     if method == "search":
-        return Program("points", sap_cluster.kernel_source() + "\n" + text, sap_cluster.kernel_defines(),
+        return Program("points", sap_cluster.kernel_source() + "\n" + text, defines,
                        (("search", f"sap_cluster<{source_type}, double>", sap_cluster.SIGNATURE),
                         *passes.kernels(source_type)))
+    if method == "tail":
+        lowered = f"LoweredPoints<{METRIC_CODES[metric]}, {dim}>"
+        return Program("points-tail", sap_cluster.kernel_source(), defines,
+                       (("search", f"sap_cluster<{lowered}, double>", sap_cluster.SIGNATURE),))
     return Program("points-auction", auction.kernel_source(), auction.kernel_defines(),
                    (*passes.kernels(source_type), *auction.kernels(source_type)))
 
@@ -105,3 +114,14 @@ def search(points: DevicePoints, v_start=None, col_start=None, *, timeout: float
     """kernels/sap.cu on the points (lapcli.cuda.sap_cluster.launch): queued, not waited for."""
     return sap_cluster.launch(points.kernels["search"], points.source(), points.k, points.m, np.float64,
                               v_start, col_start, timeout=timeout, compile_ms=points.compile_ms)
+
+
+def search_lowered(points: DevicePoints, records, v_start, col_start, cluster: int, *,
+                   timeout: float | None = None):
+    """kernels/sap.cu on the LoweredPoints source: ``records`` (k, d + 2) float64, each row's
+    coordinates, the column of its lowered pair (−1: none) and that cost; ``cluster`` blocks a
+    search (lapcli.cuda.sap_cluster.max_columns). Queued, not waited for."""
+    kernels, compile_ms = load(program(points.metric, points.rows.shape[1], "tail", cluster))
+    source = (records.data.ptr, points.columns_t.data.ptr, points.m, points.p, points.sign)
+    return sap_cluster.launch(kernels["search"], source, points.k, points.m, np.float64, v_start, col_start,
+                              timeout=timeout, cluster=cluster, compile_ms=compile_ms)

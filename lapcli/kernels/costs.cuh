@@ -87,3 +87,38 @@ struct Points {
         else return total;
     }
 };
+
+// Points whose rows may each carry one lowered pair, for the searches that finish a point auction
+// (lapcli.engines.cuda.sap_points): first = k records of DIM + 2 float64 (the row's coordinates,
+// the column whose cost is replaced or -1, and that signed cost). The hand-over lowers a kept
+// row's pair, 2-epsilon or less above its row's minimum of c - v, to that minimum, so that the
+// searches start from tight rows (Bertsekas' epsilon-complementary slackness made exact); the
+// certificate then reads the true costs.
+template <int METRIC, int DIM>
+struct LoweredPoints : Points<METRIC, DIM> {
+    static constexpr int RECORD = DIM + 2;
+    int low_col;
+    double low_cost;
+
+    __device__ LoweredPoints(const void* first, const void* second, long long stride_, double p_, double sign_)
+        : Points<METRIC, DIM>(first, second, stride_, p_, sign_), low_col(-1), low_cost(0.0) {}
+
+    __device__ __forceinline__ void load_row(int i) {
+        const double* record = this->rows + (long long)i * RECORD;
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) this->here[c] = record[c];
+        low_col = (int)record[DIM];
+        low_cost = record[DIM + 1];
+    }
+    __device__ __forceinline__ double at(int j) const {
+        return j == low_col ? low_cost : this->sign * this->metric(this->here, j);
+    }
+    __device__ __forceinline__ double pair(int i, int j) const {
+        const double* record = this->rows + (long long)i * RECORD;
+        if ((int)record[DIM] == j) return record[DIM + 1];
+        double point[DIM];
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) point[c] = record[c];
+        return this->sign * this->metric(point, j);
+    }
+};

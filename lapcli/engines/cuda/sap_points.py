@@ -6,13 +6,16 @@ square of AUCTION_FROM points or more, minimised, goes to the ε-scaling auction
 
 from __future__ import annotations
 
+import time
+
 from ...cuda import auction, sap_cluster
 from ...cuda.hungarian import check_result, device_name
 from ...cuda.runtime import Event, current_gpu, current_stream
+from ...errors import SolverError
 from ...steps import SAP_STEP_NAMES, StepStat
 from ..base import EngineResult
 from .sap_room import check_clusters
-from .sap_start import AUCTION_EPS_OF_TOLERANCE, rows_take_lowest_column
+from .sap_start import AUCTION_EPS_OF_TOLERANCE, AUCTION_TAIL_ROWS, rows_take_lowest_column
 
 
 def run_points(problem, *, timeout: float | None = None, device: int | None = None,
@@ -24,8 +27,6 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     tolerance; the others by the shortest augmenting paths over one thread-block cluster. One
     more streamed pass over all k·m costs is the certificate. ``progress(phase, phases_left)``
     follows the auction round by round (lapcli.cuda.auction.solve)."""
-    import time
-
     import cupy
 
     from ...certificate import judged
@@ -90,15 +91,79 @@ def points_chain_limit(n: int) -> int:
     return max(MIN_CHAIN, (n * n) >> 20)
 
 
+# A square's auction ends its last phase where a round's chain limit leaves at most
+# AUCTION_TAIL_ROWS rows free (a phase's last rows wage price wars that one warp bids out alone,
+# in ε steps), and the exact searches take them, as on a dense square (lapcli.engines.cuda.sap_start),
+# where a cluster holds the columns' search state: 8 blocks (portable) up to
+# sap_cluster.max_columns (55,296 on an H100), Hopper's 16 up to twice that. Larger squares bid to
+# the end.
+TAIL_CLUSTERS = (sap_cluster.CLUSTER, 16)
+TAIL_ROWS = AUCTION_TAIL_ROWS
+
+
+def tail_cluster(m: int) -> int | None:
+    """The smallest cluster (TAIL_CLUSTERS) whose shared memory holds m columns' search state on
+    the current device, or None."""
+    shared = current_gpu().max_shared
+    return next((cluster for cluster in TAIL_CLUSTERS if m <= sap_cluster.max_columns(shared, cluster=cluster)), None)
+
+
 def _points_auction(problem, points, details: dict, timeout, progress):
-    """The square point problem by the ε-scaling auction: (col_of_row, v, steps, launches)."""
-    found = auction.solve(points.kernels, points.source(), points.k, problem.tolerance() * AUCTION_EPS_OF_TOLERANCE,
-                          timeout=timeout, progress=progress, max_chain=points_chain_limit(points.k))
+    """The square point problem by the ε-scaling auction, its last phase's tail by the searches
+    (where a cluster holds them): (col_of_row, v, steps, launches)."""
+    began = time.perf_counter()
+    final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
+    cluster = tail_cluster(points.m)
+    found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=timeout, progress=progress,
+                          max_chain=points_chain_limit(points.k), tail_rows=TAIL_ROWS if cluster else 0,
+                          last_tail_to_searches=cluster is not None, stalled_tail=True)
     details.update(found.details())
     # a step per phase: its bids and its time (the release pass included)
     steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
              for index, phase in enumerate(found.phases)]
-    return found.col_of_row, found.v, steps, found.launches
+    if found.complete:
+        return found.col_of_row, found.v, steps, found.launches
+    if not found.eps <= final_eps:  # only a budget stops it earlier, and a point auction has none
+        raise SolverError(f"the point auction stopped at eps {found.eps:.3g}, above its last {final_eps:.3g}")
+    left = None if not timeout else timeout - (time.perf_counter() - began)
+    if left is not None and left <= 0:
+        raise SolverError("the auction ran past its time limit before its last rows were searched")
+    cols, v, searched = _searched_tail(points, found, cluster, left, details)
+    return cols, v, [*steps, StepStat(len(steps) + 1, SAP_STEP_NAMES[2], *searched)], found.launches + 4
+
+
+def _searched_tail(points, found, cluster: int, timeout, details: dict):
+    """The searches from the auction's last phase (lapcli.twins.hand_over's rule, on implicit
+    costs): a row is kept where its pair is within 2ε of its row's minimum of c − v over all
+    columns, that pair lowered to the minimum (LoweredPoints) so that the searches start from
+    tight rows and are exact on the lowered costs; their duals are then feasible for the true
+    costs, and a kept pair ends at most 2ε from tight (the certificate, on the true costs, allows
+    8ε). The other rows are searched from. (col_of_row, v, (searches, ms))."""
+    import cupy
+
+    from ...cuda import points as device_points
+
+    stream = current_stream()
+    begin = Event()
+    begin.record(stream)
+    v, col = found.v, found.col_of_row
+    minima, _ = device_points.row_min(points, v)
+    assigned = col >= 0
+    held = cupy.where(assigned, col, 0).astype(cupy.int32)  # a free row reads column 0, and is not kept
+    gap = device_points.pair_costs(points, held) - v[held] - minima
+    kept = assigned & (gap <= 2 * found.eps)
+    dim = points.rows.shape[1]
+    records = cupy.empty((points.k, dim + 2), dtype=cupy.float64)
+    records[:, :dim] = points.rows
+    records[:, dim] = cupy.where(kept & (gap > 0), held, -1)
+    records[:, dim + 1] = minima + v[held]
+    result = device_points.search_lowered(points, records, v, cupy.where(kept, col, -1).astype(cupy.int32), cluster,
+                                          timeout=timeout)
+    stats = result.checked_stats()  # waits for the searches
+    details.update({"search_layout": f"cluster of {cluster} x {sap_cluster.THREADS}", "search_steps": stats["steps"],
+                    "tail_searches": stats["searches"],
+                    "compile_ms": round(details.get("compile_ms", 0.0) + result.compile_ms, 3)})
+    return result.col_of_row, result.v, (stats["searches"], result.events[1].ms_since(begin))
 
 
 def _points_searches(points, details: dict, timeout):
