@@ -357,9 +357,12 @@ def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
     from lapcli.cuda import points
 
     compile_program(points.program(metric, dim), tmp_path, "points", 3)
-    for cluster in (8, 16):  # the searches that finish an auction, on lowered pairs, in either cluster
-        tail = compile_program(points.program(metric, dim, "tail", cluster), tmp_path, f"tail{cluster}", 1)
-        assert f"-DCLUSTER={cluster}" in points.program(metric, dim, "tail", cluster).defines
+    from lapcli.engines.cuda.sap_points import tail_layouts
+
+    for cluster, threads in tail_layouts(dim):  # the searches that finish an auction, on lowered pairs
+        tail = compile_program(points.program(metric, dim, "tail", cluster, threads), tmp_path, f"tail{cluster}", 1)
+        defines = points.program(metric, dim, "tail", cluster, threads).defines
+        assert f"-DCLUSTER={cluster}" in defines and f"-DTHREADS={threads}" in defines
         assert "LoweredPoints" in tail.read_text()
     source = compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 6)
     bare = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "bare.cubin"),

@@ -34,15 +34,16 @@ METHODS = ("search", "auction", "tail")
 
 
 @lru_cache(maxsize=None)
-def program(metric: str, dim: int, method: str = "search", cluster: int = sap_cluster.CLUSTER) -> Program:
+def program(metric: str, dim: int, method: str = "search", cluster: int = sap_cluster.CLUSTER,
+            threads: int = sap_cluster.THREADS) -> Program:
     """Both passes and the solving kernels of ``method`` (METHODS) on the Points source of
-    (metric, dim), the searches' in clusters of ``cluster`` blocks; "tail": only the searches on
-    the LoweredPoints source. One program each, so a solve compiles only what it runs."""
+    (metric, dim), the searches' in clusters of ``cluster`` blocks of ``threads``; "tail": only the
+    searches on the LoweredPoints source. One program each, so a solve compiles only what it runs."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     source_type = f"Points<{METRIC_CODES[metric]}, {dim}>"
     text = sap_cluster.kernel_text(passes.FILE)
-    defines = sap_cluster.kernel_defines(cluster=cluster)
+    defines = sap_cluster.kernel_defines(threads=threads, cluster=cluster)
     if method == "search":
         return Program("points", sap_cluster.kernel_source() + "\n" + text, defines,
                        (("search", f"sap_cluster<{source_type}, double>", sap_cluster.SIGNATURE),
@@ -116,12 +117,12 @@ def search(points: DevicePoints, v_start=None, col_start=None, *, timeout: float
                               v_start, col_start, timeout=timeout, compile_ms=points.compile_ms)
 
 
-def search_lowered(points: DevicePoints, records, v_start, col_start, cluster: int, *,
+def search_lowered(points: DevicePoints, records, v_start, col_start, cluster: int, threads: int, *,
                    timeout: float | None = None):
     """kernels/sap.cu on the LoweredPoints source: ``records`` (k, d + 2) float64, each row's
-    coordinates, the column of its lowered pair (−1: none) and that cost; ``cluster`` blocks a
-    search (lapcli.cuda.sap_cluster.max_columns). Queued, not waited for."""
-    kernels, compile_ms = load(program(points.metric, points.rows.shape[1], "tail", cluster))
+    coordinates, the column of its lowered pair (−1: none) and that cost; ``cluster`` blocks of
+    ``threads`` a search (lapcli.cuda.sap_cluster.max_columns). Queued, not waited for."""
+    kernels, compile_ms = load(program(points.metric, points.rows.shape[1], "tail", cluster, threads))
     source = (records.data.ptr, points.columns_t.data.ptr, points.m, points.p, points.sign)
     return sap_cluster.launch(kernels["search"], source, points.k, points.m, np.float64, v_start, col_start,
-                              timeout=timeout, cluster=cluster, compile_ms=compile_ms)
+                              timeout=timeout, threads=threads, cluster=cluster, compile_ms=compile_ms)

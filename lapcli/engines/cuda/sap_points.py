@@ -94,18 +94,31 @@ def points_chain_limit(n: int) -> int:
 # A square's auction ends its last phase where a round's chain limit leaves at most
 # AUCTION_TAIL_ROWS rows free (a phase's last rows wage price wars that one warp bids out alone,
 # in ε steps), and the exact searches take them, as on a dense square (lapcli.engines.cuda.sap_start),
-# where a cluster holds the columns' search state: 8 blocks (portable) up to
-# sap_cluster.max_columns (55,296 on an H100), Hopper's 16 up to twice that. Larger squares bid to
-# the end.
-TAIL_CLUSTERS = (sap_cluster.CLUSTER, 16)
+# where a cluster holds the columns' search state: 8 blocks (portable) of 256 threads up to
+# sap_cluster.max_columns (55,296 on an H100), Hopper's 16 blocks up to 106,496. Larger squares bid
+# to the end. A cluster of 16 runs blocks of 512 threads: H100, 65,536 points, µs a search step
+# for 256 / 512 / 1024 threads: euclidean 8.66 / 7.40 / 9.07, sqeuclidean 8.12 / 6.98 / 8.70,
+# cityblock 8.01 / 6.82 / 8.63 (ncu on 256: 2 warps a scheduler, 12 cycles an instruction). Points
+# of more than TAIL_WIDE_DIM coordinates keep 256 (a row's point lives in registers: at 512
+# threads, 128 registers a thread, 32 coordinates spill).
+TAIL_LAYOUTS = ((sap_cluster.CLUSTER, sap_cluster.THREADS), (16, 512))  # (blocks, threads a block)
+TAIL_WIDE_DIM = 16
 TAIL_ROWS = AUCTION_TAIL_ROWS
 
 
-def tail_cluster(m: int) -> int | None:
-    """The smallest cluster (TAIL_CLUSTERS) whose shared memory holds m columns' search state on
-    the current device, or None."""
+def tail_layouts(dim: int) -> tuple[tuple[int, int], ...]:
+    """TAIL_LAYOUTS for points of ``dim`` coordinates."""
+    if dim <= TAIL_WIDE_DIM:
+        return TAIL_LAYOUTS
+    return tuple((cluster, min(threads, sap_cluster.THREADS)) for cluster, threads in TAIL_LAYOUTS)
+
+
+def tail_layout(m: int, dim: int) -> tuple[int, int] | None:
+    """The first of tail_layouts(dim) whose cluster's shared memory holds m columns' search state
+    on the current device, or None."""
     shared = current_gpu().max_shared
-    return next((cluster for cluster in TAIL_CLUSTERS if m <= sap_cluster.max_columns(shared, cluster=cluster)), None)
+    return next((layout for layout in tail_layouts(dim)
+                 if m <= sap_cluster.max_columns(shared, threads=layout[1], cluster=layout[0])), None)
 
 
 def _points_auction(problem, points, details: dict, timeout, progress):
@@ -113,10 +126,10 @@ def _points_auction(problem, points, details: dict, timeout, progress):
     (where a cluster holds them): (col_of_row, v, steps, launches)."""
     began = time.perf_counter()
     final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
-    cluster = tail_cluster(points.m)
+    layout = tail_layout(points.m, points.rows.shape[1])
     found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=timeout, progress=progress,
-                          max_chain=points_chain_limit(points.k), tail_rows=TAIL_ROWS if cluster else 0,
-                          last_tail_to_searches=cluster is not None, stalled_tail=True)
+                          max_chain=points_chain_limit(points.k), tail_rows=TAIL_ROWS if layout else 0,
+                          last_tail_to_searches=layout is not None, stalled_tail=True)
     details.update(found.details())
     # a step per phase: its bids and its time (the release pass included)
     steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
@@ -128,11 +141,11 @@ def _points_auction(problem, points, details: dict, timeout, progress):
     left = None if not timeout else timeout - (time.perf_counter() - began)
     if left is not None and left <= 0:
         raise SolverError("the auction ran past its time limit before its last rows were searched")
-    cols, v, searched = _searched_tail(points, found, cluster, left, details)
+    cols, v, searched = _searched_tail(points, found, layout, left, details)
     return cols, v, [*steps, StepStat(len(steps) + 1, SAP_STEP_NAMES[2], *searched)], found.launches + 4
 
 
-def _searched_tail(points, found, cluster: int, timeout, details: dict):
+def _searched_tail(points, found, layout: tuple[int, int], timeout, details: dict):
     """The searches from the auction's last phase (lapcli.twins.hand_over's rule, on implicit
     costs): a row is kept where its pair is within 2ε of its row's minimum of c − v over all
     columns, that pair lowered to the minimum (LoweredPoints) so that the searches start from
@@ -157,10 +170,11 @@ def _searched_tail(points, found, cluster: int, timeout, details: dict):
     records[:, :dim] = points.rows
     records[:, dim] = cupy.where(kept & (gap > 0), held, -1)
     records[:, dim + 1] = minima + v[held]
+    cluster, threads = layout
     result = device_points.search_lowered(points, records, v, cupy.where(kept, col, -1).astype(cupy.int32), cluster,
-                                          timeout=timeout)
+                                          threads, timeout=timeout)
     stats = result.checked_stats()  # waits for the searches
-    details.update({"search_layout": f"cluster of {cluster} x {sap_cluster.THREADS}", "search_steps": stats["steps"],
+    details.update({"search_layout": f"cluster of {cluster} x {threads}", "search_steps": stats["steps"],
                     "tail_searches": stats["searches"],
                     "compile_ms": round(details.get("compile_ms", 0.0) + result.compile_ms, 3)})
     return result.col_of_row, result.v, (stats["searches"], result.events[1].ms_since(begin))
