@@ -91,10 +91,11 @@ def points_chain_limit(n: int) -> int:
     return max(MIN_CHAIN, (n * n) >> 20)
 
 
-# A square's auction ends its last phase where a round's chain limit leaves at most
-# AUCTION_TAIL_ROWS rows free (a phase's last rows wage price wars that one warp bids out alone,
-# in ε steps), and the exact searches take them, as on a dense square (lapcli.engines.cuda.sap_start),
-# where a cluster holds the columns' search state: 8 blocks (portable) of 256 threads up to
+# A square's auction ends a phase where a round's chain limit leaves at most TAIL_ROWS rows free,
+# and no fewer than the round before (a phase's last rows wage price wars that one warp bids out
+# alone, in ε steps; docs/points.md measures the rules): they bid again in the next phase, and
+# after the last one the exact searches take them, as on a dense square
+# (lapcli.engines.cuda.sap_start), where a cluster holds the columns' search state: 8 blocks (portable) of 256 threads up to
 # sap_cluster.max_columns (55,296 on an H100), Hopper's 16 blocks up to 106,496. Larger squares bid
 # to the end. A cluster of 16 runs blocks of 512 threads: H100, 65,536 points, µs a search step
 # for 256 / 512 / 1024 threads: euclidean 8.66 / 7.40 / 9.07, sqeuclidean 8.12 / 6.98 / 8.70,
@@ -142,7 +143,8 @@ def _points_auction(problem, points, details: dict, timeout, progress):
     if left is not None and left <= 0:
         raise SolverError("the auction ran past its time limit before its last rows were searched")
     cols, v, searched = _searched_tail(points, found, layout, left, details)
-    return cols, v, [*steps, StepStat(len(steps) + 1, SAP_STEP_NAMES[2], *searched)], found.launches + 4
+    # launches: the hand-over's two passes and the searches
+    return cols, v, [*steps, StepStat(len(steps) + 1, SAP_STEP_NAMES[2], *searched)], found.launches + 3
 
 
 def _searched_tail(points, found, layout: tuple[int, int], timeout, details: dict):
