@@ -239,7 +239,6 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     # from the first round's end: a fresh process compiles CuPy's own kernels (the fills) in the
     # first round, which is no measure of how the auction goes.
     budget_began = None
-    index, eps, rounds = 0, epsilons[0], 0
 
     def stopped() -> SolverError:  # the time limit's error, saying where the auction was
         rows_of_owners()  # a stopped bid leaves its row free

@@ -15,7 +15,7 @@ from ...errors import SolverError
 from ...steps import SAP_STEP_NAMES, StepStat
 from ..base import EngineResult
 from .sap_room import check_clusters
-from .sap_start import AUCTION_EPS_OF_TOLERANCE, AUCTION_TAIL_ROWS, rows_take_lowest_column
+from .sap_start import AUCTION_EPS_OF_TOLERANCE, AUCTION_TAIL_ROWS, kept_pairs, rows_take_lowest_column
 
 
 def run_points(problem, *, timeout: float | None = None, device: int | None = None,
@@ -162,11 +162,7 @@ def _searched_tail(points, found, layout: tuple[int, int], timeout, details: dic
     begin = Event()
     begin.record(stream)
     v, col = found.v, found.col_of_row
-    minima, _ = device_points.row_min(points, v)
-    assigned = col >= 0
-    held = cupy.where(assigned, col, 0).astype(cupy.int32)  # a free row reads column 0, and is not kept
-    gap = device_points.pair_costs(points, held) - v[held] - minima
-    kept = assigned & (gap <= 2 * found.eps)
+    minima, held, gap, kept = kept_pairs(points.kernels, points.source(), points.k, v, col, 2 * found.eps)
     dim = points.rows.shape[1]
     records = cupy.empty((points.k, dim + 2), dtype=cupy.float64)
     records[:, :dim] = points.rows

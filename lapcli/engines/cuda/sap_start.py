@@ -116,14 +116,10 @@ class ScaledAuction:
         n = self.result.v.shape[0]
         v = cupy.floor(self.result.v) if self.exact else self.result.v
         col = self.result.col_of_row
-        minima, _ = passes.row_min(self.kernels, self.source, n, n, v)
-        assigned = col >= 0
-        held = cupy.where(assigned, col, 0)  # a free row reads column 0, and is not kept
-        gap = passes.pair_costs(self.kernels, self.source, n, held) - v[held] - minima
         slack = 2 * self.result.eps if not self.exact and self.result.eps <= self.final_eps else 0.0
         if slack and values.dtype != np.float64 and 8 * n * n > free_device_bytes():
             slack = 0.0
-        tight = assigned & (gap <= slack)
+        minima, _, gap, tight = kept_pairs(self.kernels, self.source, n, v, col, slack)
         start = SearchStart(v.astype(np.int64) if self.exact else v, cupy.where(tight, col, -1).astype(np.int32),
                             values)
         if slack:
@@ -134,6 +130,20 @@ class ScaledAuction:
             start.lowered = (rows, cols, start.values[rows, cols])
             start.values[rows, cols] = minima[rows] + v[cols]
         return start
+
+
+def kept_pairs(kernel_set: dict, source: tuple, n: int, v, col, slack: float) -> tuple:
+    """The hand-over's rule (lapcli.twins.hand_over) on any n × n cost source: each row's minimum of
+    c − v over all columns (one streamed pass), the column it holds (0 where free), its pair's gap
+    above that minimum, and whether it keeps the pair (assigned, gap ≤ ``slack``): (minima, held,
+    gap, kept), CuPy arrays."""
+    import cupy
+
+    minima, _ = passes.row_min(kernel_set, source, n, n, v)
+    assigned = col >= 0
+    held = cupy.where(assigned, col, 0)  # a free row reads column 0, and is not kept
+    gap = passes.pair_costs(kernel_set, source, n, held) - v[held] - minima
+    return minima, held, gap, assigned & (gap <= slack)
 
 
 @dataclass
