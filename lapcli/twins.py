@@ -275,3 +275,68 @@ def hand_over(cost: np.ndarray, col_of_row: np.ndarray, v: np.ndarray,
         searched = cost.astype(np.float64)  # a copy: a float32 ulp is coarser than 2ε
         searched[rows, col_of_row[rows]] = minima[rows] + v[col_of_row[rows]]
     return v, np.where(tight, col_of_row, -1).astype(np.int32), searched
+
+
+def round_searches(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray, rows_a_round: int | None = None,
+                   delta: float = 1e-9):
+    """kernels/sap_rounds.cu (lapcli.cuda.sap_rounds) in NumPy: from ``v`` and a partial
+    assignment whose assigned rows are tight, each free row's search in rounds that scan the rows
+    of every pending column within ``delta`` of the least pending one (at most ``rows_a_round``,
+    the lowest columns first; the kernel takes whichever warps come first), reduced costs clamped
+    at 0 and added last, stopping where a free column is strictly nearer than every pending one.
+    Returns (col_of_row, v, rounds, rows scanned) with a list entry per search."""
+    from .cuda import sap_rounds
+
+    rows_a_round = rows_a_round or sap_rounds.ROUND_ROWS
+    narrow_above = rows_a_round * sap_rounds.NARROW_ABOVE // sap_rounds.ROUND_ROWS
+    widen_below = rows_a_round * sap_rounds.WIDEN_BELOW // sap_rounds.ROUND_ROWS
+    c = np.asarray(cost, dtype=np.float64)
+    n, m = c.shape
+    v, col4row = np.array(v, dtype=np.float64), np.array(col_of_row, dtype=np.int64)
+    row4col = np.full(m, -1)
+    row4col[col4row[col4row >= 0]] = np.flatnonzero(col4row >= 0)
+    rounds, scanned_rows = [], []
+    for root in np.flatnonzero(col4row < 0):
+        spc, path = c[root] - v, np.full(m, root)  # R0, u[root] = 0
+        scanned = np.zeros(m, dtype=bool)
+        count = rows = 1
+        while True:
+            assigned = row4col >= 0
+            pending = assigned & ~scanned
+            least = spc[pending].min() if pending.any() else np.inf
+            free = np.where(assigned, np.inf, spc)
+            sink = int(free.argmin())
+            if free[sink] < least:
+                break
+            if not np.isfinite(least):
+                raise RuntimeError("no column is left at a finite distance")
+            wanted = np.flatnonzero(pending & (spc <= least + delta))
+            if len(wanted) > narrow_above:
+                delta /= 2
+            elif len(wanted) < widen_below:
+                delta = min(max(2 * delta, 1e-300), 1e300)
+            selected = wanted[:rows_a_round]
+            scanned[selected] = True
+            through = row4col[selected]
+            u = c[through, selected] - v[selected]
+            d = spc[selected, None] + np.maximum((c[through] - v) - u[:, None], 0.0)  # R3
+            best = d.argmin(axis=0)
+            lower = d[best, np.arange(m)] < spc
+            spc[lower], path[lower] = d[best, np.arange(m)][lower], through[best[lower]]
+            scanned[lower] = False
+            count, rows = count + 1, rows + len(selected)
+        below = spc < free[sink]
+        v[below] -= free[sink] - spc[below]  # S3
+        j, walked = sink, 0
+        while True:  # S4
+            i = path[j]
+            row4col[j] = i
+            col4row[i], j = j, col4row[i]
+            walked += 1
+            if i == root:
+                break
+            if walked > n:
+                raise RuntimeError("the augmenting walk found a cycle")
+        rounds.append(count)
+        scanned_rows.append(rows)
+    return col4row.astype(np.int32), v, rounds, scanned_rows

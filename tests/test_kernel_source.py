@@ -357,13 +357,13 @@ def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
     from lapcli.cuda import points
 
     compile_program(points.program(metric, dim), tmp_path, "points", 3)
-    from lapcli.engines.cuda.sap_points import tail_layouts
+    from lapcli.engines.cuda.sap_points import TAIL_THREADS, TAIL_WIDE_DIM, TAIL_WIDE_THREADS
 
-    for cluster, threads in tail_layouts(dim):  # the searches that finish an auction, on lowered pairs
-        tail = compile_program(points.program(metric, dim, "tail", cluster, threads), tmp_path, f"tail{cluster}", 1)
-        defines = points.program(metric, dim, "tail", cluster, threads).defines
-        assert f"-DCLUSTER={cluster}" in defines and f"-DTHREADS={threads}" in defines
-        assert "LoweredPoints" in tail.read_text()
+    # the searches that finish an auction, on lowered pairs
+    threads = TAIL_THREADS if dim <= TAIL_WIDE_DIM else TAIL_WIDE_THREADS
+    tail = compile_program(points.program(metric, dim, "tail", threads=threads), tmp_path, "tail", 1)
+    assert f"-DTHREADS={threads}" in points.program(metric, dim, "tail", threads=threads).defines
+    assert "LoweredPoints" in tail.read_text()
     source = compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 6)
     bare = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "bare.cubin"),
                            str(source)], capture_output=True, text=True, check=False)

@@ -392,22 +392,18 @@ def test_cli_points_duals_are_recovered_even_past_the_default_budget(tmp_path, m
         assert (cost - duals["u"][:, None] - duals["v"][None, :]).min() >= -1e-12
 
 
-def test_the_auctions_tail_is_searched_where_a_cluster_holds_its_columns(monkeypatch):
-    """A square's last auction rows go to the cluster searches: 8 blocks of 256 threads up to what
-    they hold (55,296 columns with an H100's 227 KB a block), Hopper's 16 of 512 up to theirs
-    (106,496; of 256 for points of more than 16 coordinates), and above that the auction bids to
-    the end."""
+def test_the_auctions_tail_is_searched_where_the_blocks_hold_its_columns(monkeypatch):
+    """A square's last auction rows go to the searches over every multiprocessor, one block of 512
+    threads each (256 for points of more than 12 coordinates), wherever the blocks' shared memory
+    holds the columns' state (1,757,184 columns on an H100's 132 multiprocessors of 227 KB), and
+    above that the auction bids to the end."""
     import types
 
-    from lapcli.cuda import sap_cluster
+    from lapcli.cuda import sap_rounds
     from lapcli.engines.cuda import sap_points
 
-    monkeypatch.setattr(sap_points, "current_gpu", lambda: types.SimpleNamespace(max_shared=232448))
-    eight = sap_cluster.max_columns(232448, threads=256, cluster=8)
-    sixteen = sap_cluster.max_columns(232448, threads=512, cluster=16)
-    assert (eight, sixteen) == (55296, 106496)
-    assert [sap_points.tail_layout(m, 2) for m in (1024, eight, eight + 1, 65536, sixteen, sixteen + 1)] == \
-        [(8, 256), (8, 256), (16, 512), (16, 512), (16, 512), None]
-    # 32 coordinates a point: 512 threads would spill them, so 256, and 16 blocks of 256 hold more
-    assert sap_points.tail_layout(65536, 32) == (16, 256) and sap_points.tail_layout(110592, 32) == (16, 256)
-    assert sap_points.tail_layout(110593, 32) is None
+    monkeypatch.setattr(sap_points, "current_gpu", lambda: types.SimpleNamespace(max_shared=232448, sms=132))
+    most = sap_rounds.max_columns(232448, 132, 512, record=4)
+    assert most == 1757184 == sap_rounds.max_columns(232448, 132, 256, record=18)
+    assert [sap_points.tail_threads(m, 2) for m in (1024, 65536, 1048576, most, most + 1)] == [512] * 4 + [None]
+    assert sap_points.tail_threads(65536, 12) == 512 and sap_points.tail_threads(65536, 16) == 256

@@ -169,7 +169,7 @@ def test_the_searches_finish_an_auction_from_its_last_duals(rng, metric):
     v[col[cupy.asarray(raised)]] -= 2 * final_eps  # those rows' pairs now lie 2ε further above their minimum
     details = {}
     cols, v_end, (searches, _) = sap_points._searched_tail(
-        points, types.SimpleNamespace(col_of_row=col, v=v, eps=final_eps), sap_points.tail_layout(n, 2), 60, details)
+        points, types.SimpleNamespace(col_of_row=col, v=v, eps=final_eps), sap_points.tail_threads(n, 2), 60, details)
     assert searches == details["tail_searches"] >= 40 and searches < n // 2  # most rows kept
     cost = distance_matrix(a, b, metric)
     host_cols, host_v = cols.get(), v_end.get()

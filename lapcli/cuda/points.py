@@ -8,8 +8,9 @@ each cost from the coordinates when it is read (no k × m matrix is stored):
 - :func:`pair_costs`: c(i, col[i]), by the same code as the searches' costs;
 - :func:`search`: kernels/sap.cu's shortest augmenting paths over one thread-block cluster;
 - the auction's kernels (kernels/auction.cu), which lapcli.cuda.auction launches;
-- :func:`search_lowered`: the same searches on a ``LoweredPoints`` source, whose rows may each
-  carry one lowered pair: the finish of an auction whose last phase left rows free.
+- :func:`search_lowered`: kernels/sap_rounds.cu's searches, many rows a round, on a
+  ``LoweredPoints`` source, whose rows may each carry one lowered pair: the finish of an auction
+  whose last phase left rows free.
 
 One program per (metric, dimension): the dimension is a template parameter, so a row's point
 lives in registers and its loops unroll.
@@ -23,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from . import auction, passes, sap_cluster
+from . import auction, passes, sap_cluster, sap_rounds
 from .runtime import Program, load
 
 METRIC_CODES = {"sqeuclidean": 0, "euclidean": 1, "cityblock": 2, "chebyshev": 3, "minkowski": 4, "cosine": 5}
 
 
-# what solves: kernels/sap.cu's searches, kernels/auction.cu, or the searches on lowered pairs
+# what solves: kernels/sap.cu's searches, kernels/auction.cu, or kernels/sap_rounds.cu's on lowered pairs
 METHODS = ("search", "auction", "tail")
 
 
@@ -37,8 +38,9 @@ METHODS = ("search", "auction", "tail")
 def program(metric: str, dim: int, method: str = "search", cluster: int = sap_cluster.CLUSTER,
             threads: int = sap_cluster.THREADS) -> Program:
     """Both passes and the solving kernels of ``method`` (METHODS) on the Points source of
-    (metric, dim), the searches' in clusters of ``cluster`` blocks of ``threads``; "tail": only the
-    searches on the LoweredPoints source. One program each, so a solve compiles only what it runs."""
+    (metric, dim), the searches' in clusters of ``cluster`` blocks of ``threads``; "tail": only
+    kernels/sap_rounds.cu on the LoweredPoints source, in blocks of ``threads``. One program each,
+    so a solve compiles only what it runs."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     source_type = f"Points<{METRIC_CODES[metric]}, {dim}>"
@@ -50,8 +52,8 @@ def program(metric: str, dim: int, method: str = "search", cluster: int = sap_cl
                         *passes.kernels(source_type)))
     if method == "tail":
         lowered = f"LoweredPoints<{METRIC_CODES[metric]}, {dim}>"
-        return Program("points-tail", sap_cluster.kernel_source(), defines,
-                       (("search", f"sap_cluster<{lowered}, double>", sap_cluster.SIGNATURE),))
+        return Program("points-rounds", sap_rounds.kernel_source(), sap_rounds.kernel_defines(threads),
+                       (("search", sap_rounds.kernel_name(lowered), sap_rounds.SIGNATURE),))
     return Program("points-auction", auction.kernel_source(), auction.kernel_defines(),
                    (*passes.kernels(source_type), *auction.kernels(source_type)))
 
@@ -117,12 +119,13 @@ def search(points: DevicePoints, v_start=None, col_start=None, *, timeout: float
                               v_start, col_start, timeout=timeout, compile_ms=points.compile_ms)
 
 
-def search_lowered(points: DevicePoints, records, v_start, col_start, cluster: int, threads: int, *,
+def search_lowered(points: DevicePoints, records, v_start, col_start, threads: int, delta: float, *,
                    timeout: float | None = None):
-    """kernels/sap.cu on the LoweredPoints source: ``records`` (k, d + 2) float64, each row's
-    coordinates, the column of its lowered pair (−1: none) and that cost; ``cluster`` blocks of
-    ``threads`` a search (lapcli.cuda.sap_cluster.max_columns). Queued, not waited for."""
-    kernels, compile_ms = load(program(points.metric, points.rows.shape[1], "tail", cluster, threads))
+    """kernels/sap_rounds.cu on the LoweredPoints source: ``records`` (k, d + 2) float64, each row's
+    coordinates, the column of its lowered pair (−1: none) and that cost; a block of ``threads`` on
+    every multiprocessor (lapcli.cuda.sap_rounds.max_columns), a round's width starting at
+    ``delta``. Queued, not waited for."""
+    kernels, compile_ms = load(program(points.metric, points.rows.shape[1], "tail", threads=threads))
     source = (records.data.ptr, points.columns_t.data.ptr, points.m, points.p, points.sign)
-    return sap_cluster.launch(kernels["search"], source, points.k, points.m, np.float64, v_start, col_start,
-                              timeout=timeout, threads=threads, cluster=cluster, compile_ms=compile_ms)
+    return sap_rounds.launch(kernels["search"], source, points.k, points.m, v_start, col_start, delta,
+                             threads=threads, timeout=timeout, compile_ms=compile_ms)

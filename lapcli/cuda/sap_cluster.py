@@ -113,13 +113,14 @@ class ClusterResult:
     stats: Any
     events: tuple
     compile_ms: float
+    names: tuple[str, ...] = STATS  # the stats' names in the kernel's order (kernels/sap_rounds.cu has its own)
 
     def checked_stats(self) -> dict[str, int]:
-        """The stats by name (STATS), after the launch: one copy back, which waits for it; raises
-        SolverError on a status other than SAP_OK."""
+        """The stats by name (``names``), after the launch: one copy back, which waits for it;
+        raises SolverError on a status other than SAP_OK."""
         from ..errors import SolverError
 
-        stats = dict(zip(STATS, self.stats.get().tolist()))
+        stats = dict(zip(self.names, self.stats.get().tolist()))
         if stats["status"] != 0:
             raise SolverError(STATUS_MESSAGES.get(stats["status"],
                                                   f"the shortest-path kernel ended with status {stats['status']}"))

@@ -7,6 +7,10 @@
 //   load_row(i)  make row i current (a pointer, or the row point's coordinates in registers);
 //   at(j)        sign * c(current row, j), in the dual type;
 //   pair(i, j)   sign * c(i, j), for any row.
+// A point source also lets a kernel hold many rows and a column at once (kernels/sap_rounds.cu):
+//   RECORD, record(i, x)   a row's record of RECORD doubles, and its x-th;
+//   column(j, y)           column j's DIMENSIONS coordinates into y;
+//   cost(record, j, y)     sign * c(that row, j), the same number as pair(i, j).
 // sign is +1 to minimise, -1 to maximise a point metric (a dense work matrix is already signed).
 
 #pragma once
@@ -55,6 +59,9 @@ struct Points {
 #pragma unroll
         for (int c = 0; c < DIM; ++c) here[c] = rows[(long long)i * DIM + c];
     }
+    static constexpr int DIMENSIONS = DIM;
+    static constexpr int RECORD = DIM;
+
     __device__ __forceinline__ double at(int j) const { return sign * metric(here, j); }
     __device__ __forceinline__ double pair(int i, int j) const {
         double point[DIM];
@@ -62,18 +69,31 @@ struct Points {
         for (int c = 0; c < DIM; ++c) point[c] = rows[(long long)i * DIM + c];
         return sign * metric(point, j);
     }
+    __device__ __forceinline__ double record(int i, int x) const { return rows[(long long)i * RECORD + x]; }
+    __device__ __forceinline__ void column(int j, double* y) const {
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) y[c] = columns_t[(long long)c * stride + j];
+    }
+    __device__ __forceinline__ double cost(const double* x, int, const double* y) const {
+        return sign * metric_of(x, y);
+    }
+
+    __device__ __forceinline__ double metric(const double* x, int j) const {
+        double y[DIM];
+        column(j, y);
+        return metric_of(x, y);
+    }
 
     // In the coordinates' order, each product and sum rounded on its own (no fused multiply-add):
     // the same numbers as lapcli.points.costs, the NumPy reference the tests compare with.
-    __device__ __forceinline__ double metric(const double* x, int j) const {
+    __device__ __forceinline__ double metric_of(const double* x, const double* y) const {
         double total = 0.0;
 #pragma unroll
         for (int c = 0; c < DIM; ++c) {
-            const double y = columns_t[(long long)c * stride + j];
             if constexpr (METRIC == METRIC_COSINE) {
-                total = __dadd_rn(total, __dmul_rn(x[c], y));
+                total = __dadd_rn(total, __dmul_rn(x[c], y[c]));
             } else {
-                const double diff = __dsub_rn(x[c], y);
+                const double diff = __dsub_rn(x[c], y[c]);
                 if constexpr (METRIC == METRIC_SQEUCLIDEAN || METRIC == METRIC_EUCLIDEAN)
                     total = __dadd_rn(total, __dmul_rn(diff, diff));
                 else if constexpr (METRIC == METRIC_CITYBLOCK) total = __dadd_rn(total, fabs(diff));
@@ -120,5 +140,9 @@ struct LoweredPoints : Points<METRIC, DIM> {
 #pragma unroll
         for (int c = 0; c < DIM; ++c) point[c] = record[c];
         return this->sign * this->metric(point, j);
+    }
+    __device__ __forceinline__ double record(int i, int x) const { return this->rows[(long long)i * RECORD + x]; }
+    __device__ __forceinline__ double cost(const double* record, int j, const double* y) const {
+        return (int)record[DIM] == j ? record[DIM + 1] : this->sign * this->metric_of(record, y);
     }
 };

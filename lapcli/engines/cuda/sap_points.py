@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import time
 
-from ...cuda import auction, sap_cluster
+from ...cuda import auction, sap_cluster, sap_rounds
 from ...cuda.hungarian import check_result, device_name
 from ...cuda.runtime import Event, current_gpu, current_stream
 from ...errors import SolverError
 from ...steps import SAP_STEP_NAMES, StepStat
 from ..base import EngineResult
 from .sap_room import check_clusters
-from .sap_start import AUCTION_EPS_OF_TOLERANCE, AUCTION_TAIL_ROWS, kept_pairs, rows_take_lowest_column
+from .sap_start import AUCTION_EPS_OF_TOLERANCE, kept_pairs, rows_take_lowest_column
 
 
 def run_points(problem, *, timeout: float | None = None, device: int | None = None,
@@ -93,44 +93,41 @@ def points_chain_limit(n: int) -> int:
 
 # A square's auction ends a phase where a round's chain limit leaves at most TAIL_ROWS rows free,
 # and no fewer than the round before (a phase's last rows wage price wars that one warp bids out
-# alone, in ε steps; docs/points.md measures the rules): they bid again in the next phase, and
-# after the last one the exact searches take them, as on a dense square
-# (lapcli.engines.cuda.sap_start), where a cluster holds the columns' search state: 8 blocks (portable) of 256 threads up to
-# sap_cluster.max_columns (55,296 on an H100), Hopper's 16 blocks up to 106,496. Larger squares bid
-# to the end. A cluster of 16 runs blocks of 512 threads: H100, 65,536 points, µs a search step
-# for 256 / 512 / 1024 threads: euclidean 8.66 / 7.40 / 9.07, sqeuclidean 8.12 / 6.98 / 8.70,
-# cityblock 8.01 / 6.82 / 8.63 (ncu on 256: 2 warps a scheduler, 12 cycles an instruction). Points
-# of more than TAIL_WIDE_DIM coordinates keep 256 (a row's point lives in registers: at 512
-# threads, 128 registers a thread, 32 coordinates spill).
-TAIL_LAYOUTS = ((sap_cluster.CLUSTER, sap_cluster.THREADS), (16, 512))  # (blocks, threads a block)
-TAIL_WIDE_DIM = 16
-TAIL_ROWS = AUCTION_TAIL_ROWS
+# alone, in ε steps): they bid again in the next phase, and after the last one the exact searches
+# of kernels/sap_rounds.cu take them, as on a dense square (lapcli.engines.cuda.sap_start),
+# wherever the blocks' shared memory holds the columns' search state (lapcli.cuda.sap_rounds.
+# max_columns: ~1.7 M columns on an H100). Larger squares bid to the end. H100, 65,536 points, one
+# call (docs/points.md): 256 rows took cityblock 6.2 s against 12.1 with 64, uniform the same;
+# clustered points 16.0 s against 42 in another call; ending at the first round under 256 rows
+# took 11.4 s on cityblock and 7.3 on euclidean.
+# A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
+# coordinates: a column's point is held in registers while a round's rows are scanned against it,
+# and at 512 threads (128 registers a thread) 16 coordinates spill.
+TAIL_THREADS, TAIL_WIDE_THREADS = 512, 256
+TAIL_WIDE_DIM = 12
+TAIL_ROWS = 256
+# A round of the searches first takes the pending columns within this many times the last ε of
+# the least one (the kernel then halves or doubles it to take about ROUND_ROWS a round).
+FIRST_DELTA_OF_EPS = 4.0
 
 
-def tail_layouts(dim: int) -> tuple[tuple[int, int], ...]:
-    """TAIL_LAYOUTS for points of ``dim`` coordinates."""
-    if dim <= TAIL_WIDE_DIM:
-        return TAIL_LAYOUTS
-    return tuple((cluster, min(threads, sap_cluster.THREADS)) for cluster, threads in TAIL_LAYOUTS)
-
-
-def tail_layout(m: int, dim: int) -> tuple[int, int] | None:
-    """The first of tail_layouts(dim) whose cluster's shared memory holds m columns' search state
-    on the current device, or None."""
-    shared = current_gpu().max_shared
-    return next((layout for layout in tail_layouts(dim)
-                 if m <= sap_cluster.max_columns(shared, threads=layout[1], cluster=layout[0])), None)
+def tail_threads(m: int, dim: int) -> int | None:
+    """The threads a block of the searches that finish an auction on m columns of ``dim``
+    coordinates, or None where the current device's blocks cannot hold their state."""
+    threads = TAIL_THREADS if dim <= TAIL_WIDE_DIM else TAIL_WIDE_THREADS
+    gpu = current_gpu()
+    return threads if m <= sap_rounds.max_columns(gpu.max_shared, gpu.sms, threads, record=dim + 2) else None
 
 
 def _points_auction(problem, points, details: dict, timeout, progress):
     """The square point problem by the ε-scaling auction, its last phase's tail by the searches
-    (where a cluster holds them): (col_of_row, v, steps, launches)."""
+    in rounds (where the blocks hold the columns): (col_of_row, v, steps, launches)."""
     began = time.perf_counter()
     final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
-    layout = tail_layout(points.m, points.rows.shape[1])
+    threads = tail_threads(points.m, points.rows.shape[1])
     found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=timeout, progress=progress,
-                          max_chain=points_chain_limit(points.k), tail_rows=TAIL_ROWS if layout else 0,
-                          last_tail_to_searches=layout is not None, stalled_tail=True)
+                          max_chain=points_chain_limit(points.k), tail_rows=TAIL_ROWS if threads else 0,
+                          last_tail_to_searches=threads is not None, stalled_tail=True)
     details.update(found.details())
     # a step per phase: its bids and its time (the release pass included)
     steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
@@ -142,12 +139,12 @@ def _points_auction(problem, points, details: dict, timeout, progress):
     left = None if not timeout else timeout - (time.perf_counter() - began)
     if left is not None and left <= 0:
         raise SolverError("the auction ran past its time limit before its last rows were searched")
-    cols, v, searched = _searched_tail(points, found, layout, left, details)
+    cols, v, searched = _searched_tail(points, found, threads, left, details)
     # launches: the hand-over's two passes and the searches
     return cols, v, [*steps, StepStat(len(steps) + 1, SAP_STEP_NAMES[2], *searched)], found.launches + 3
 
 
-def _searched_tail(points, found, layout: tuple[int, int], timeout, details: dict):
+def _searched_tail(points, found, threads: int, timeout, details: dict):
     """The searches from the auction's last phase (lapcli.twins.hand_over's rule, on implicit
     costs): a row is kept where its pair is within 2ε of its row's minimum of c − v over all
     columns, that pair lowered to the minimum (LoweredPoints) so that the searches start from
@@ -168,12 +165,11 @@ def _searched_tail(points, found, layout: tuple[int, int], timeout, details: dic
     records[:, :dim] = points.rows
     records[:, dim] = cupy.where(kept & (gap > 0), held, -1)
     records[:, dim + 1] = minima + v[held]
-    cluster, threads = layout
-    result = device_points.search_lowered(points, records, v, cupy.where(kept, col, -1).astype(cupy.int32), cluster,
-                                          threads, timeout=timeout)
+    result = device_points.search_lowered(points, records, v, cupy.where(kept, col, -1).astype(cupy.int32), threads,
+                                          FIRST_DELTA_OF_EPS * found.eps, timeout=timeout)
     stats = result.checked_stats()  # waits for the searches
-    details.update({"search_layout": f"cluster of {cluster} x {threads}", "search_steps": stats["steps"],
-                    "tail_searches": stats["searches"],
+    details.update({"search_layout": f"{current_gpu().sms} blocks x {threads}", "search_rounds": stats["rounds"],
+                    "rows_scanned": stats["rows"], "tail_searches": stats["searches"],
                     "compile_ms": round(details.get("compile_ms", 0.0) + result.compile_ms, 3)})
     return result.col_of_row, result.v, (stats["searches"], result.events[1].ms_since(begin))
 
