@@ -117,6 +117,17 @@ struct Control {
     int status;  // SAP_OK to go on
 };
 
+// After the augmenting walk from `root` (status `code`): the next free row, and SAP_TIMEOUT in
+// place of SAP_OK where the time limit has passed and a row is left (checked between searches).
+__device__ __forceinline__ Control sap_next_search(const int* col4row, int k, int root, int code,
+                                                   unsigned long long began, long long timeout_ns) {
+    int next = root + 1;
+    while (next < k && col4row[next] >= 0) ++next;
+    if (code == SAP_OK && next < k && sap_global_timer_ns() - began > (unsigned long long)timeout_ns)
+        code = SAP_TIMEOUT;
+    return Control{next, code};
+}
+
 // first, second, stride, p, sign: the cost source (kernels/costs.cuh), k x m. v (m, in: the start's
 // duals; out: the final ones), col4row (k, in: the start's partial assignment, -1 free; out: the
 // assignment). stats (int64 x 4, out): status, searches, Dijkstra steps, nanoseconds.
@@ -273,12 +284,7 @@ sap_cluster(const void* first, const void* second, long long stride, double p, d
                 if (r == root) break;
                 if (++walked > k) { code = SAP_PATH_CAP; break; }
             }
-            int next = root + 1;
-            while (next < k && col4row[next] >= 0) ++next;
-            if (code == SAP_OK && next < k && sap_global_timer_ns() - began > (unsigned long long)timeout_ns)
-                code = SAP_TIMEOUT;
-            control.root = next;
-            control.status = code;
+            control = sap_next_search(col4row, k, root, code, began, timeout_ns);
         }
         cluster.sync();
         now = *control0;

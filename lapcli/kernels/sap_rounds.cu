@@ -303,12 +303,7 @@ sap_rounds(const void* first, const void* second, long long stride, double p, do
                 if (r == root) break;
                 if (++walked > k) { code = SAP_PATH_CAP; break; }
             }
-            int next = root + 1;
-            while (next < k && col4row[next] >= 0) ++next;
-            if (code == SAP_OK && next < k && sap_global_timer_ns() - began > (unsigned long long)timeout_ns)
-                code = SAP_TIMEOUT;
-            control->root = next;
-            control->status = code;
+            *control = sap_next_search(col4row, k, root, code, began, timeout_ns);
         }
         grid.sync();
         now = Control{__ldcg(&control->root), __ldcg(&control->status)};
