@@ -105,6 +105,10 @@ for (n, m), metric in (((37, 37), "sqeuclidean"), ((300, 300), "cosine"), ((40, 
     lapcli.solve_points(rng.random((n, 3)), rng.random((m, 3)), metric, solver="cuda-sap", maximize=n > m)
 for n, metric, maximize in ((1100, "sqeuclidean", False), (1024, "euclidean", False)):  # the auction (squares)
     lapcli.solve_points(rng.random((n, 2)), rng.random((n, 2)), metric, solver="cuda-sap", maximize=maximize)
+from lapcli.engines.cuda import sap_points  # chains of 2 bids park rows: the searches in rounds take them
+points_chain_limit, sap_points.points_chain_limit = sap_points.points_chain_limit, lambda n: 2
+lapcli.solve_points(rng.random((1100, 2)), rng.random((1100, 2)), "cityblock", solver="cuda-sap")
+sap_points.points_chain_limit = points_chain_limit
 print("sanitized solves done")
 PY
   for tool in ${SANITIZERS:-memcheck racecheck synccheck}; do
