@@ -310,6 +310,8 @@ def round_searches(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray, rows
                 break
             if not np.isfinite(least):
                 raise RuntimeError("no column is left at a finite distance")
+            if count > 4 * m + 64:  # the kernel's SAP_PATH_CAP
+                raise RuntimeError(f"a search ran past {4 * m + 64} rounds")
             wanted = np.flatnonzero(pending & (spc <= least + delta))
             if len(wanted) > narrow_above:
                 delta /= 2
