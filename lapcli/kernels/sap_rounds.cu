@@ -255,8 +255,11 @@ sap_rounds(const void* first, const void* second, long long stride, double p, do
                 const bool wanted = j < m && flags[at] == ROUND_ASSIGNED && spc[at] <= threshold;
                 const unsigned ballot = __ballot_sync(SAP_FULL_MASK, wanted);
                 if (!ballot) continue;
-                // past a full list a warp adds nothing but contention on the count
-                if (__ldcg(count_now) > ROUND_NARROW_ABOVE) continue;
+                // past a full list a warp adds nothing but contention on the count (one lane reads
+                // it, so that the whole warp takes the same branch to the shuffle below)
+                unsigned seen = 0;
+                if (lane == 0) seen = __ldcg(count_now);
+                if (__shfl_sync(SAP_FULL_MASK, seen, 0) > ROUND_NARROW_ABOVE) continue;
                 unsigned base = 0;
                 if (lane == __ffs(ballot) - 1) base = atomicAdd(count_now, (unsigned)__popc(ballot));
                 base = __shfl_sync(SAP_FULL_MASK, base, __ffs(ballot) - 1);
