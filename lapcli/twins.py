@@ -282,7 +282,7 @@ def round_searches(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray, rows
     """kernels/sap_rounds.cu (lapcli.cuda.sap_rounds) in NumPy: from ``v`` and a partial
     assignment whose assigned rows are tight, each free row's search in rounds that scan the rows
     of every pending column within ``delta`` of the least pending one (at most ``rows_a_round``,
-    the lowest columns first; the kernel takes whichever warps come first), reduced costs clamped
+    the lowest-numbered columns first; the kernel takes whichever warps come first), reduced costs clamped
     at 0 and added last, stopping where a free column is strictly nearer than every pending one.
     Returns (col_of_row, v, rounds, rows scanned) with a list entry per search."""
     from .cuda import sap_rounds
