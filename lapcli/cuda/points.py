@@ -44,10 +44,9 @@ def program(metric: str, dim: int, method: str = "search", cluster: int = sap_cl
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     source_type = f"Points<{METRIC_CODES[metric]}, {dim}>"
-    text = sap_cluster.kernel_text(passes.FILE)
-    defines = sap_cluster.kernel_defines(threads=threads, cluster=cluster)
     if method == "search":
-        return Program("points", sap_cluster.kernel_source() + "\n" + text, defines,
+        return Program("points", sap_cluster.kernel_source() + "\n" + sap_cluster.kernel_text(passes.FILE),
+                       sap_cluster.kernel_defines(threads=threads, cluster=cluster),
                        (("search", f"sap_cluster<{source_type}, double>", sap_cluster.SIGNATURE),
                         *passes.kernels(source_type)))
     if method == "tail":

@@ -117,32 +117,23 @@ struct Points {
 template <int METRIC, int DIM>
 struct LoweredPoints : Points<METRIC, DIM> {
     static constexpr int RECORD = DIM + 2;
-    int low_col;
-    double low_cost;
 
     __device__ LoweredPoints(const void* first, const void* second, long long stride_, double p_, double sign_)
-        : Points<METRIC, DIM>(first, second, stride_, p_, sign_), low_col(-1), low_cost(0.0) {}
+        : Points<METRIC, DIM>(first, second, stride_, p_, sign_) {}
+    // a record is not a point: a kernel holds rows through record() and cost() only
+    void load_row(int) = delete;
+    double at(int) const = delete;
 
-    __device__ __forceinline__ void load_row(int i) {
-        const double* record = this->rows + (long long)i * RECORD;
-#pragma unroll
-        for (int c = 0; c < DIM; ++c) this->here[c] = record[c];
-        low_col = (int)record[DIM];
-        low_cost = record[DIM + 1];
-    }
-    __device__ __forceinline__ double at(int j) const {
-        return j == low_col ? low_cost : this->sign * this->metric(this->here, j);
-    }
-    __device__ __forceinline__ double pair(int i, int j) const {
-        const double* record = this->rows + (long long)i * RECORD;
-        if ((int)record[DIM] == j) return record[DIM + 1];
-        double point[DIM];
-#pragma unroll
-        for (int c = 0; c < DIM; ++c) point[c] = record[c];
-        return this->sign * this->metric(point, j);
-    }
     __device__ __forceinline__ double record(int i, int x) const { return this->rows[(long long)i * RECORD + x]; }
     __device__ __forceinline__ double cost(const double* record, int j, const double* y) const {
         return (int)record[DIM] == j ? record[DIM + 1] : this->sign * this->metric_of(record, y);
+    }
+    __device__ __forceinline__ double pair(int i, int j) const {  // cost()'s number, read from memory
+        const double* row = this->rows + (long long)i * RECORD;
+        if ((int)row[DIM] == j) return row[DIM + 1];
+        double point[DIM];
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) point[c] = row[c];
+        return this->sign * this->metric(point, j);
     }
 };
