@@ -65,13 +65,15 @@ def test_a_round_takes_at_most_its_rows_and_the_width_follows_the_count(rng):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("dim, threads", [(2, 512), (12, 512), (32, 256)])
-def test_the_launchers_shared_account_covers_the_kernels(tmp_path, dim, threads):
+@pytest.mark.parametrize("metric, dim, threads", [("euclidean", 2, 512), ("euclidean", 12, 512), ("minkowski", 12, 512),
+                                                  ("euclidean", 32, 256)])
+def test_the_launchers_shared_account_covers_the_kernels(tmp_path, metric, dim, threads):
     """lapcli.cuda.sap_rounds.static_shared (what max_columns leaves out of a block's shared memory)
-    is at least the static shared memory ptxas reports for the kernel, and it compiles unspilled."""
+    is at least the static shared memory ptxas reports for the kernel, and it compiles unspilled,
+    the costliest metric included at the most coordinates a 512-thread block takes."""
     from lapcli.cuda import points, sap_rounds
 
-    program = points.program("euclidean", dim, "tail", threads=threads)
+    program = points.program(metric, dim, "tail", threads=threads)
     source = tmp_path / "rounds.cu"
     source.write_text(program.source + "\nvoid lapcli_instantiate() {\n"
                       + "".join(f"    (void)&{expression};\n" for _, expression, _ in program.kernels) + "}\n")
