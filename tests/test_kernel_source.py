@@ -364,7 +364,7 @@ def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
     tail = compile_program(points.program(metric, dim, "tail", threads=threads), tmp_path, "tail", 1)
     assert f"-DTHREADS={threads}" in points.program(metric, dim, "tail", threads=threads).defines
     assert "LoweredPoints" in tail.read_text()
-    source = compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 6)
+    source = compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 7)
     bare = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "bare.cubin"),
                            str(source)], capture_output=True, text=True, check=False)
     assert bare.returncode != 0 and "kernel_defines" in bare.stderr
@@ -377,7 +377,7 @@ def test_the_dense_auction_kernels_compile_without_spilling(tmp_path, dtype):
     the start of cuda-sap above the one-block search, build for sm_90 with no spills in every dtype."""
     from lapcli.cuda import auction
 
-    compile_program(auction.dense_program(dtype), tmp_path, "dense", 6)
+    compile_program(auction.dense_program(dtype), tmp_path, "dense", 7)
 
 
 def test_nvrtc_includes_the_cccl_folder_that_holds_every_header_cooperative_groups_needs(tmp_path, monkeypatch):

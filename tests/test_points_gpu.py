@@ -141,6 +141,32 @@ def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeyp
         assert solution.report.steps[-1].name == "shortest augmenting paths"
 
 
+@pytest.mark.parametrize("block_rows", [0, 10**9])
+@pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
+def test_a_warp_or_a_block_a_row_bids_alike(rng, monkeypatch, metric, block_rows):
+    """kernels/auction.cu bids a warp a row (auction_bid) or, in a round of few rows, a block a row
+    (auction_bid_blocks). Forced to either in every round, with chains short enough to park
+    rows, the auction ends on scipy's objective, certified."""
+    from lapcli.cuda import auction, runtime
+    from lapcli.engines.cuda import sap_points
+
+    monkeypatch.setattr(auction, "BLOCK_ROWS_UP_TO", block_rows)
+    monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 300)
+    launched = []
+    launch = runtime.Kernel.launch
+    monkeypatch.setattr(runtime.Kernel, "launch",
+                        lambda self, *args, **kwargs: launched.append(self.name) or launch(self, *args, **kwargs))
+    n = 1300
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    solution = lapcli.solve_points(a, b, metric, solver="cuda-sap", timeout=300)
+    cost = distance_matrix(a, b, metric)
+    rows, cols = scipy_lsa(cost)
+    assert solution.report.certified
+    assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=1e-12)
+    bids = {name.split("<")[0] for name in launched if name.startswith("auction_bid")}
+    assert bids == ({"auction_bid_blocks"} if block_rows else {"auction_bid"})
+
+
 @pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
 def test_the_searches_finish_an_auction_from_its_last_duals(rng, metric):
     """The hand-over to the searches (sap_points._searched_tail) from a finished auction with 40

@@ -14,9 +14,10 @@ coordinates: memory stays O(n·d) plus 640 bytes a row of candidates.
 ``auction_candidates`` picks each row's near columns once. A phase is rounds of: the release
 pass ``auction_release`` lists the rows that are free or more than 2ε above their row's best
 over all columns, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
-holds a column; a row that bids more than DENSE_AFTER times in a phase scans all columns. The
-phase ends when a release pass lists no row, so its guarantee holds over all columns, not only
-the candidates. A pass scans all n² pairs at a phase's start, then only the rows that bid since
+holds a column (a warp a row; in a round of at most BLOCK_ROWS_UP_TO rows, a block a row, which
+spreads a scan over the block); a row that bids more than DENSE_AFTER times in a phase scans all
+columns. The phase ends when a release pass lists no row, so its guarantee holds over all
+columns, not only the candidates. A pass scans all n² pairs at a phase's start, then only the rows that bid since
 (a row that kept its column stays within 2ε: bids only raise the other columns' reduced costs).
 The host reads the release pass's count between the two launches, and after the bids their
 status and the rows a chain limit left free.
@@ -63,6 +64,13 @@ FIRST_EPS_OF_SPREAD = 0.25
 # A row's bids in one phase after which its bids scan all columns: the way out when the candidates
 # of the rows in play lack columns (32 at 65,536 uniform points: past 20 s, against 2.66 s; H100).
 DENSE_AFTER = 256
+# A round that lists at most this many rows bids with a block a row (kernels/auction.cu's
+# auction_bid_blocks), its dense scans spread over the block: a phase's last rows bid in long
+# chains, mostly dense, that one warp scans n / 128 latencies deep. H100, 65,536 points, one call,
+# a warp a row -> a block a row: cityblock 10.8 -> 4.7 s, euclidean 5.3 -> 1.3 s and 2.5 -> 2.4 s,
+# clustered 19.5 -> 11.2 s (the first phase 7.0 -> 1.0 s), uniform 0.81 -> 0.76 s.
+BLOCK_ROWS_UP_TO = 1024
+BLOCK_THREADS = (512, 256)  # the first a multiprocessor holds (a thread a candidate: at least 160)
 
 
 # Integer squares with n·max|c| below this take the auction (engine cuda-sap above its one-block
@@ -111,6 +119,7 @@ def kernels(source_type: str) -> tuple[tuple[str, str, str], ...]:
     return (("auction_candidates", f"auction_candidates<{source_type}>", CANDIDATES_SIGNATURE),
             ("auction_release", f"auction_release<{source_type}>", RELEASE_SIGNATURE),
             ("auction_bid", f"auction_bid<{source_type}>", BID_SIGNATURE),
+            ("auction_bid_blocks", f"auction_bid_blocks<{source_type}>", BID_SIGNATURE),
             ("auction_rows_of_owners", "auction_rows_of_owners", "pip"))
 
 
@@ -214,7 +223,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     row_bids = cupy.zeros(n, dtype=np.int32)
     spread = cupy.empty(n, dtype=np.float64)
     fresh = cupy.empty(n, dtype=np.uint8)  # rows the next release pass scans (kernels/auction.cu)
-    release, bid = kernel_set["auction_release"], kernel_set["auction_bid"]
+    release, bid, bid_blocks = (kernel_set[key] for key in ("auction_release", "auction_bid", "auction_bid_blocks"))
 
     launches = 1  # the candidates
 
@@ -228,6 +237,10 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     warps_per_block = THREADS // 32
     row_blocks = max(1, -(-n // warps_per_block))
     resident = bid.resident_blocks(THREADS, 0) * gpu.sms
+    # auction_bid_blocks' block: the widest that fits a multiprocessor (points of many coordinates
+    # take many registers); none, and every round bids a warp a row
+    block_threads = next((t for t in BLOCK_THREADS if bid_blocks.resident_blocks(t, 0)), 0)
+    resident_rows = bid_blocks.resident_blocks(block_threads, 0) * gpu.sms if block_threads else 0
     began = time.perf_counter()
     begin, end = reused_events(cupy.cuda.runtime.getDevice(), "auction", 2)
     kernel_set["auction_candidates"].launch(row_blocks, THREADS, (*source, n, candidates.data.ptr, spread.data.ptr),
@@ -272,14 +285,17 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 break
             rounds += 1
             released_in_phase += released
-            blocks = max(1, min(resident, -(-released // warps_per_block)))
+            if released <= BLOCK_ROWS_UP_TO and block_threads:  # a block a row
+                launch_bids, blocks, threads = bid_blocks, min(released, resident_rows), block_threads
+            else:  # a warp a row
+                launch_bids, blocks, threads = bid, max(1, min(resident, -(-released // warps_per_block))), THREADS
             spare = budget if budget_began is None else spare
             limits = [s for s in (left, spare) if s is not None]
             limit_ns = min(max(int(min(limits) * 1e9), 1), 2**63 - 1) if limits else 0  # 0: none
-            bid.launch(blocks, THREADS, (*source, n, columns.data.ptr, candidates.data.ptr, added.data.ptr,
-                                         row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr, eps,
-                                         limit_ns, max_chain, counters.data.ptr, status.data.ptr, fresh.data.ptr),
-                     stream=stream)
+            launch_bids.launch(blocks, threads, (*source, n, columns.data.ptr, candidates.data.ptr, added.data.ptr,
+                                                 row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr,
+                                                 eps, limit_ns, max_chain, counters.data.ptr, status.data.ptr,
+                                                 fresh.data.ptr), stream=stream)
             launches += 1
             if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
                 if spare is None or (left is not None and left <= spare):

@@ -83,6 +83,29 @@ __device__ __forceinline__ void auction_warp_best(double& best, int& best_j, dou
     }
 }
 
+// The bid of `row` for column best_j, whose state the scan read as `seen` with cost best_c, the
+// row's second best reduced cost being second_best: the pair's reduced cost becomes the second best
+// + eps (one candidate: its own + eps), by a compare-and-swap retried while the column's dual still
+// leaves it the row's best. Returns 1 where it does not (outbid since the scan: scan again), else 0
+// with the column's previous owner in `evicted` (-1: none).
+__device__ __forceinline__ int auction_place_bid(AuctionColumn* columns, int best_j, AuctionColumn seen, double best_c,
+                                                 double second_best, double eps, int row, unsigned char* fresh,
+                                                 int& evicted) {
+    while (true) {
+        if (!(best_c - seen.v <= second_best)) return 1;
+        AuctionColumn bid;
+        bid.v = (second_best < AUCTION_INF ? best_c - second_best : seen.v) - eps;
+        bid.owner = row;
+        const AuctionColumn was = atomicCAS(&columns[best_j], seen, bid);
+        if (__double_as_longlong(was.v) == __double_as_longlong(seen.v) && was.owner == seen.owner) {
+            evicted = (int)seen.owner;
+            fresh[row] = 1;  // its bid read only candidates: the next release pass scans it
+            return 0;
+        }
+        seen = was;
+    }
+}
+
 // Each row's near columns by cost: lane l's AUCTION_NEAR cheapest among columns l, l + 32, ...
 // (slots l, 32 + l, ...); the added slots start empty (-1); spread[i] = the largest minus the smallest cost
 // among them. One warp a row.
@@ -278,26 +301,8 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                 const int holder = __ffs(__ballot_sync(AUCTION_FULL_MASK, my_j == best_j && my_best == best)) - 1;
                 int evicted = -1;
                 int rescan = 0;
-                if (lane == holder) {
-                    AuctionColumn seen = best_state;
-                    while (true) {
-                        if (!(best_c - seen.v <= second_best)) {  // outbid since the scan: no longer the best
-                            rescan = 1;
-                            break;
-                        }
-                        AuctionColumn bid;
-                        // the pair's reduced cost becomes the second best + eps (one candidate: its own + eps)
-                        bid.v = (second_best < AUCTION_INF ? best_c - second_best : seen.v) - eps;
-                        bid.owner = row;
-                        const AuctionColumn was = atomicCAS(&columns[best_j], seen, bid);
-                        if (__double_as_longlong(was.v) == __double_as_longlong(seen.v) && was.owner == seen.owner) {
-                            evicted = (int)seen.owner;
-                            fresh[row] = 1;  // its bid read only candidates: the next release pass scans it
-                            break;
-                        }
-                        seen = was;
-                    }
-                }
+                if (lane == holder)
+                    rescan = auction_place_bid(columns, best_j, best_state, best_c, second_best, eps, row, fresh, evicted);
                 if (__shfl_sync(AUCTION_FULL_MASK, rescan, holder)) {
                     ++rescans;
                     continue;
@@ -312,6 +317,145 @@ __global__ void auction_bid(const void* first, const void* second, long long str
         if (*(volatile int*)status != 0) break;
     }
     if (lane == 0) {
+        atomicAdd(&counters[0], bids);
+        atomicAdd(&counters[1], rescans);
+        atomicMax(&counters[2], longest);
+        atomicAdd(&counters[3], parked);
+    }
+}
+
+// auction_bid with a block a row, for a round of few rows (the launcher decides): the same bids,
+// each scan spread over the block. A phase's last rows bid in long eviction chains, most of them
+// dense (a row past AUCTION_DENSE_AFTER bids), and one warp scanning all n columns is n / 128
+// memory latencies in a row (H100, 65,536 points: ~200 us a bid, rounds of 0.7-1 s with ~35 rows
+// in play and most multiprocessors idle); a block of 16 warps scans them 16 times as wide.
+// blockDim.x: a multiple of 32, at least AUCTION_CANDIDATES (a thread a candidate). Thread 0 takes
+// the rows, counts, and places the bid of the block's best, as a warp's lane does above.
+template <typename Source>
+__global__ void auction_bid_blocks(const void* first, const void* second, long long stride, double p, double sign,
+                                   int n, AuctionColumn* __restrict__ columns, int* __restrict__ candidates,
+                                   int* __restrict__ added, int* __restrict__ row_bids,
+                                   const int* __restrict__ free_rows, int free_count, int* __restrict__ next,
+                                   double eps, long long timeout_ns, long long max_chain,
+                                   unsigned long long* __restrict__ counters, int* __restrict__ status,
+                                   unsigned char* __restrict__ fresh) {
+    Source source(first, second, stride, p, sign);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    const int width = blockDim.x;
+    __shared__ double warp_best[32], warp_second[32];
+    __shared__ int warp_j[32];
+    __shared__ int said[3];  // thread 0's word to the block: the row; the bid is dense (1) or late (2); rescan
+    const unsigned long long began = auction_timer_ns();
+    unsigned long long bids = 0, rescans = 0, longest = 0, parked = 0;
+    while (true) {
+        if (tid == 0) {
+            const int slot = *(volatile int*)status != 0 ? free_count : atomicAdd(next, 1);
+            said[0] = slot < free_count ? free_rows[slot] : -2;
+        }
+        __syncthreads();
+        int row = said[0];
+        if (row == -2) break;
+        unsigned long long chain = 0;
+        while (row >= 0) {
+            if (max_chain > 0 && (long long)chain >= max_chain) {  // block-uniform: the row stays free
+                ++parked;
+                break;
+            }
+            __syncthreads();  // every thread has read said[] before thread 0 rewrites it
+            if (tid == 0) {
+                const bool late = timeout_ns > 0 && (long long)(auction_timer_ns() - began) > timeout_ns;
+                if (late) *status = 1;
+                said[1] = late ? 2 : ++row_bids[row] > AUCTION_DENSE_AFTER;
+            }
+            source.load_row(row);
+            int* mine = candidates + (long long)row * AUCTION_CANDIDATES;
+            const int my_candidate = tid < AUCTION_CANDIDATES ? mine[tid] : -1;
+            __syncthreads();
+            const int dense = said[1];
+            if (dense == 2) break;
+            while (true) {
+                double best = AUCTION_INF, second_best = AUCTION_INF, best_c = 0.0;
+                int best_j = n;
+                AuctionColumn best_state = {0.0, -1};
+                auto consider = [&](int j, const AuctionColumn& state, double c) {
+                    const double x = c - state.v;
+                    if (x < best || (x == best && j < best_j)) {
+                        second_best = best;
+                        best = x;
+                        best_j = j;
+                        best_c = c;
+                        best_state = state;
+                    } else if (x < second_best) {
+                        second_best = x;
+                    }
+                };
+                if (dense) {  // four columns' loads in flight a thread, as auction_bid's lanes
+                    int j = tid;
+                    for (; j + 3 * width < n; j += 4 * width) {
+                        AuctionColumn state[4];
+                        double c[4];
+#pragma unroll
+                        for (int k = 0; k < 4; ++k) {
+                            state[k] = auction_read(&columns[j + width * k]);
+                            c[k] = source.at(j + width * k);
+                        }
+#pragma unroll
+                        for (int k = 0; k < 4; ++k) consider(j + width * k, state[k], c[k]);
+                    }
+                    for (; j < n; j += width) consider(j, auction_read(&columns[j]), source.at(j));
+                } else if (my_candidate >= 0) {
+                    consider(my_candidate, auction_read(&columns[my_candidate]), source.at(my_candidate));
+                }
+                const int my_j = best_j;
+                const double my_best = best;
+                auction_warp_best(best, best_j, second_best);
+                if (lane == 0) {
+                    warp_best[warp] = best;
+                    warp_second[warp] = second_best;
+                    warp_j[warp] = best_j;
+                }
+                __syncthreads();
+                // the block's (best, lowest column, second best), as auction_warp_best merges lanes
+                double block_best = AUCTION_INF, block_second = AUCTION_INF;
+                int block_j = n, winner = -1;
+                for (int w = 0; w < warps; ++w) {
+                    const double other = warp_best[w];
+                    if (other < block_best || (other == block_best && warp_j[w] < block_j)) {
+                        block_second = fmin(block_best, warp_second[w]);
+                        block_best = other;
+                        block_j = warp_j[w];
+                        winner = w;
+                    } else {
+                        block_second = fmin(block_second, other);
+                    }
+                }
+                // a dense bid's best column becomes a candidate if it is not one
+                const bool known = __syncthreads_or(dense && my_candidate == block_j);
+                if (dense && !known && tid == 0) mine[AUCTION_NEAR * 32 + (added[row]++ & 31)] = block_j;
+                if (warp == winner) {
+                    const unsigned holders = __ballot_sync(AUCTION_FULL_MASK, my_j == block_j && my_best == block_best);
+                    if (lane == __ffs(holders) - 1) {
+                        int evicted = -1;
+                        said[2] = auction_place_bid(columns, block_j, best_state, best_c, block_second, eps, row, fresh,
+                                                    evicted);
+                        said[0] = evicted;
+                    }
+                }
+                __syncthreads();
+                if (said[2]) {
+                    ++rescans;
+                    continue;  // said[] is rewritten only after the next scan's barriers
+                }
+                row = said[0];
+                break;
+            }
+            ++bids;
+            ++chain;
+        }
+        longest = chain > longest ? chain : longest;
+        __syncthreads();  // said[0] is read: thread 0 takes the next row
+    }
+    if (tid == 0) {
         atomicAdd(&counters[0], bids);
         atomicAdd(&counters[1], rescans);
         atomicMax(&counters[2], longest);
