@@ -48,9 +48,9 @@ def kernel_name(source_type: str) -> str:
 
 
 def static_shared(threads: int, record: int) -> int:
-    """The kernel's own shared arrays for rows of ``record`` doubles: each warp's R1 winner, the
-    round's rows and their records; rounded up to the kilobyte."""
-    own = (threads // 32) * BEST_BYTES + ROUND_ROWS * ENTRY_BYTES + ROUND_ROWS * record * 8
+    """The kernel's own shared arrays for rows of ``record`` doubles: each warp's R1 winner and the
+    grid's, the round's rows and their records; rounded up to the kilobyte."""
+    own = (threads // 32 + 1) * BEST_BYTES + ROUND_ROWS * ENTRY_BYTES + ROUND_ROWS * record * 8
     return (own + 1023) // 1024 * 1024
 
 
