@@ -153,7 +153,7 @@ def sap_twin(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUC
 
 def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
                  least_first_eps: float = 0.0, max_chain: int = 0, tail_rows: int = 0,
-                 last_tail_to_searches: bool = False):
+                 last_tail_to_searches: bool = False, dense_every: int | None = None):
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
@@ -162,13 +162,15 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     1 for integer costs, as engine ``cuda-sap`` runs it), the same release rule (free,
     or more than 2ε above the row's best over all columns, checked for every row at a phase's
     start and then for the rows that bid since) and the same dense bids of a row past
-    DENSE_AFTER bids in a phase (their best becomes a candidate), and the same chain limit
+    DENSE_AFTER bids in a phase, every ``dense_every``-th (default: the point auction's
+    POINTS_DENSE_EVERY; their best becomes a candidate), and the same chain limit
     (``max_chain``, ``tail_rows``, ``last_tail_to_searches``: lapcli.cuda.auction.solve's). Returns
     (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free). Every reduced cost of
     u = c − v on the assignment is ≥ −2·final_eps, unless the last phase left rows free (−1) to the
     searches. Raises RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on
     past it)."""
     from .cuda import auction
+    dense_every = dense_every or auction.POINTS_DENSE_EVERY
 
     n = cost.shape[0]
     near = auction.NEAR
@@ -219,7 +221,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                         break
                     chain += 1
                     row_bids[row] += 1
-                    dense = row_bids[row] > auction.DENSE_AFTER
+                    dense = row_bids[row] > auction.DENSE_AFTER and row_bids[row] % dense_every == 0
                     scanned = np.arange(n) if dense else np.array(candidates[row] + added[row])
                     reduced = cost[row, scanned] - v[scanned]
                     order = np.lexsort((scanned, reduced))
@@ -280,11 +282,12 @@ def hand_over(cost: np.ndarray, col_of_row: np.ndarray, v: np.ndarray,
 def round_searches(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray, rows_a_round: int | None = None,
                    delta: float = 1e-9):
     """kernels/sap_rounds.cu (lapcli.cuda.sap_rounds) in NumPy: from ``v`` and a partial
-    assignment whose assigned rows are tight, each free row's search in rounds that scan the rows
-    of every pending column within ``delta`` of the least pending one (at most ``rows_a_round``,
-    the lowest-numbered columns first; the kernel takes whichever warps come first), reduced costs clamped
-    at 0 and added last, stopping where a free column is strictly nearer than every pending one.
-    Returns (col_of_row, v, rounds, rows scanned) with a list entry per search."""
+    assignment whose assigned rows are tight, each free row's search in rounds. A round reduces the
+    least pending distance and selects, in the same pass, the pending columns within ``delta`` of
+    the last round's least (at most ``rows_a_round``, the lowest-numbered columns first; the kernel
+    takes whichever warps come first), whose rows the next round scans; reduced costs clamped at 0
+    and added last; the search stops where a free column is strictly nearer than every pending
+    one. Returns (col_of_row, v, rounds, rows scanned) with a list entry per search."""
     from .cuda import sap_rounds
 
     rows_a_round = rows_a_round or sap_rounds.ROUND_ROWS
@@ -300,10 +303,12 @@ def round_searches(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray, rows
         spc, path = c[root] - v, np.full(m, root)  # R0, u[root] = 0
         scanned = np.zeros(m, dtype=bool)
         count = rows = 1
+        threshold = -np.inf  # the round after R0 selects nothing
         while True:
             assigned = row4col >= 0
             pending = assigned & ~scanned
-            least = spc[pending].min() if pending.any() else np.inf
+            wanted = np.flatnonzero(pending & (spc <= threshold))  # R2, by the last round's threshold
+            least = spc[pending].min() if pending.any() else np.inf  # R1, over the same pending columns
             free = np.where(assigned, np.inf, spc)
             sink = int(free.argmin())
             if free[sink] < least:
@@ -312,13 +317,17 @@ def round_searches(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray, rows
                 raise RuntimeError("no column is left at a finite distance")
             if count > 4 * m + 64:  # the kernel's SAP_PATH_CAP
                 raise RuntimeError(f"a search ran past {4 * m + 64} rounds")
-            wanted = np.flatnonzero(pending & (spc <= least + delta))
-            if len(wanted) > narrow_above:
-                delta /= 2
-            elif len(wanted) < widen_below:
-                delta = min(max(2 * delta, 1e-300), 1e300)
+            if threshold > -np.inf:
+                if len(wanted) > narrow_above:
+                    delta /= 2
+                elif len(wanted) < widen_below:
+                    delta = min(max(2 * delta, 1e-300), 1e300)
+            threshold = least + delta
             selected = wanted[:rows_a_round]
             scanned[selected] = True
+            count, rows = count + 1, rows + len(selected)
+            if not len(selected):  # the window moved past every pending column: a round of no rows
+                continue
             through = row4col[selected]
             u = c[through, selected] - v[selected]
             d = spc[selected, None] + np.maximum((c[through] - v) - u[:, None], 0.0)  # R3
@@ -326,7 +335,6 @@ def round_searches(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray, rows
             lower = d[best, np.arange(m)] < spc
             spc[lower], path[lower] = d[best, np.arange(m)][lower], through[best[lower]]
             scanned[lower] = False
-            count, rows = count + 1, rows + len(selected)
         below = spc < free[sink]
         v[below] -= free[sink] - spc[below]  # S3
         j, walked = sink, 0

@@ -26,10 +26,10 @@ def test_the_schedule_falls_by_the_scaling_to_the_final_eps():
         auction.schedule(float("inf"), 1e-9)
 
 
-def solved_by_the_twin(cost):
+def solved_by_the_twin(cost, dense_every=None):
     n = cost.shape[0]
     final_eps = float_eps(n, float(np.abs(cost).max())) / 8  # as engine cuda-sap sets it
-    col_of_row, v, phases = auction_twin(cost, final_eps, max_bids=300_000)
+    col_of_row, v, phases = auction_twin(cost, final_eps, max_bids=300_000, dense_every=dense_every)
     assert sorted(col_of_row.tolist()) == list(range(n))
     u = cost[np.arange(n), col_of_row] - v[col_of_row]
     assert (cost - u[:, None] - v[None, :]).min() >= -2 * final_eps
@@ -47,10 +47,13 @@ def test_the_twin_is_optimal_on_uniform_points(rng, n):
     assert phases[-1][0] == pytest.approx(float_eps(n, float(cost.max())) / 8)
 
 
+@pytest.mark.parametrize("dense_every, most_rounds", [(1, 16), (8, 64)])
 @pytest.mark.parametrize("kind", ["ties", "apart", "grid"])
-def test_the_twin_where_near_columns_do_not_hold_the_answer(rng, kind):
+def test_the_twin_where_near_columns_do_not_hold_the_answer(rng, kind, dense_every, most_rounds):
     """All costs tied; two sets apart (every row's near columns are the same few, too few for a
-    matching: without a row's dense bids the bids would never end); repeated points."""
+    matching: without a row's dense bids the bids would never end); repeated points. Past 256
+    bids a row's every bid is dense (the dense matrices' rule) or every 8th (the point sets':
+    the apart sets then took up to 17-37 rounds a phase over six seeds, against 11-19)."""
     n = 300  # above the 128 near columns a row starts with
     if kind == "ties":
         a = b = np.zeros((n, 2))
@@ -59,9 +62,9 @@ def test_the_twin_where_near_columns_do_not_hold_the_answer(rng, kind):
     else:
         a, b = rng.integers(0, 3, size=(n, 2)).astype(float), rng.integers(0, 3, size=(n, 2)).astype(float)
     cost = distance_matrix(a, b, "euclidean")
-    col_of_row, phases = solved_by_the_twin(cost)
+    col_of_row, phases = solved_by_the_twin(cost, dense_every)
     assert cost[np.arange(n), col_of_row].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12, abs=1e-12)
-    assert all(rounds <= 16 for _, rounds, *_ in phases)  # the release pass adds what is missing, fast
+    assert all(rounds <= most_rounds for _, rounds, *_ in phases)  # the release pass adds what is missing, fast
 
 
 def test_the_progress_line_follows_the_rounds_and_phases():

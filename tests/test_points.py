@@ -394,7 +394,7 @@ def test_cli_points_duals_are_recovered_even_past_the_default_budget(tmp_path, m
 
 def test_the_auctions_tail_is_searched_where_the_blocks_hold_its_columns(monkeypatch):
     """A square's last auction rows go to the searches over every multiprocessor, one block of 512
-    threads each (256 for points of more than 12 coordinates), wherever the blocks' shared memory
+    threads each (256 for points of more than 10 coordinates), wherever the blocks' shared memory
     holds the columns' state (1,757,184 columns on an H100's 132 multiprocessors of 227 KB), and
     above that the auction bids to the end."""
     import types
@@ -406,4 +406,4 @@ def test_the_auctions_tail_is_searched_where_the_blocks_hold_its_columns(monkeyp
     most = sap_rounds.max_columns(232448, 132, 512, record=4)
     assert most == 1757184 == sap_rounds.max_columns(232448, 132, 256, record=18)
     assert [sap_points.tail_threads(m, 2) for m in (1024, 65536, 1048576, most, most + 1)] == [512] * 4 + [None]
-    assert sap_points.tail_threads(65536, 12) == 512 and sap_points.tail_threads(65536, 16) == 256
+    assert sap_points.tail_threads(65536, 10) == 512 and sap_points.tail_threads(65536, 11) == 256

@@ -14,9 +14,9 @@ coordinates: memory stays O(n·d) plus 640 bytes a row of candidates.
 ``auction_candidates`` picks each row's near columns once. A phase is rounds of: the release
 pass ``auction_release`` lists the rows that are free or more than 2ε above their row's best
 over all columns, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
-holds a column (a warp a row; in a round of at most BLOCK_ROWS_UP_TO rows, a block a row, which
-spreads a scan over the block); a row that bids more than DENSE_AFTER times in a phase scans all
-columns. The phase ends when a release pass lists no row, so its guarantee holds over all
+holds a column (a warp a row; on point sets, in a round of at most BLOCK_ROWS_UP_TO rows, a block a
+row, which spreads a scan over the block); a row that bids more than DENSE_AFTER times in a phase
+scans all columns (on point sets every POINTS_DENSE_EVERY-th of its bids). The phase ends when a release pass lists no row, so its guarantee holds over all
 columns, not only the candidates. A pass scans all n² pairs at a phase's start, then only the rows that bid since
 (a row that kept its column stays within 2ε: bids only raise the other columns' reduced costs).
 The host reads the release pass's count between the two launches, and after the bids their
@@ -64,11 +64,20 @@ FIRST_EPS_OF_SPREAD = 0.25
 # A row's bids in one phase after which its bids scan all columns: the way out when the candidates
 # of the rows in play lack columns (32 at 65,536 uniform points: past 20 s, against 2.66 s; H100).
 DENSE_AFTER = 256
-# A round that lists at most this many rows bids with a block a row (kernels/auction.cu's
-# auction_bid_blocks), its dense scans spread over the block: a phase's last rows bid in long
-# chains, mostly dense, that one warp scans n / 128 latencies deep. H100, 65,536 points, one call,
-# a warp a row -> a block a row: cityblock 10.8 -> 4.7 s, euclidean 5.3 -> 1.3 s and 2.5 -> 2.4 s,
-# clustered 19.5 -> 11.2 s (the first phase 7.0 -> 1.0 s), uniform 0.81 -> 0.76 s.
+# On point sets, past DENSE_AFTER every POINTS_DENSE_EVERY-th bid of a row is dense, the others read
+# the candidates, which each dense bid's best joins (the dense matrices' auction: every bid). H100,
+# 65,536 points, one call, every bid -> every 8th: cityblock 5.8 -> 2.1 s and 3.9 -> 2.1 s,
+# clustered 9.2 -> 5.4 s and 34.2 -> 13.4 s, euclidean 3.5 -> 1.7 s, uniform 0.74 -> 0.75 s; but in
+# another call clustered seed 1 took 18.5 s (a phase of 291 M bids) against 5.6, and the GPU tests
+# did not all finish: kept at every bid until that is understood.
+POINTS_DENSE_EVERY = 1
+# On point sets, a round that lists at most this many rows bids with a block a row (kernels/
+# auction.cu's auction_bid_blocks), its dense scans spread over the block: a phase's last rows bid
+# in long chains, mostly dense, that one warp scans n / 128 latencies deep. H100, 65,536 points,
+# one call, a warp a row -> a block a row: cityblock 10.8 -> 4.7 s, euclidean 5.3 -> 1.3 s and
+# 2.5 -> 2.4 s, clustered 19.5 -> 11.2 s (the first phase 7.0 -> 1.0 s), uniform 0.81 -> 0.76 s.
+# The dense matrices' auction bids a warp a row: at 2,500 clustered points' cityblock matrix a block
+# a row took 8.9 s against 0.5 (fewer chains at once in its rounds of up to 1,024 rows).
 BLOCK_ROWS_UP_TO = 1024
 BLOCK_THREADS = (512, 256)  # the first a multiprocessor holds (a thread a candidate: at least 160)
 
@@ -81,9 +90,10 @@ AUCTION_INTEGER_SPAN = 2**44
 DENSE_COST_TYPES = {"int32": "int", "int64": "long long", "float32": "float", "float64": "double"}
 
 
-def kernel_defines() -> tuple[str, ...]:
-    """kernels/auction.cu's numbers, set here only: the kernel refuses to compile without them."""
-    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}")
+def kernel_defines(dense_every: int = 1) -> tuple[str, ...]:
+    """kernels/auction.cu's numbers, set here only: the kernel refuses to compile without them.
+    ``dense_every``: past DENSE_AFTER, every how many of a row's bids scan all columns."""
+    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}", f"-DAUCTION_DENSE_EVERY={dense_every}")
 
 
 def kernel_source() -> str:
@@ -189,7 +199,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
           budget: float | None = None, least_first_eps: float = 0.0,
           progress: Callable[[Phase, int], None] | None = None, scaling: float = SCALING,
           max_chain: int = 0, tail_rows: int = 0, last_tail_to_searches: bool = False,
-          stalled_tail: bool = False) -> AuctionResult:
+          stalled_tail: bool = False, block_rows_up_to: int = 0) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
     cost source's five arguments. The first ε is FIRST_EPS_OF_SPREAD of the median row's candidate
     spread, at least ``least_first_eps`` (integer costs: 1, so that tied candidates, spread 0, do
@@ -205,7 +215,8 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     phase's first round; after the last phase they are left to the searches (``complete`` False)
     when ``last_tail_to_searches``, else the last phase bids on until every row holds a column.
     ``stalled_tail``: only a round that leaves no fewer rows so than the round before ends the
-    phase (while the rounds get rows through, the phase goes on)."""
+    phase (while the rounds get rows through, the phase goes on). A round of at most
+    ``block_rows_up_to`` rows bids a block a row (0: every round a warp a row)."""
     import cupy
 
     gpu = current_gpu()
@@ -285,7 +296,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 break
             rounds += 1
             released_in_phase += released
-            if released <= BLOCK_ROWS_UP_TO and block_threads:  # a block a row
+            if released <= block_rows_up_to and block_threads:  # a block a row
                 launch_bids, blocks, threads = bid_blocks, min(released, resident_rows), block_threads
             else:  # a warp a row
                 launch_bids, blocks, threads = bid, max(1, min(resident, -(-released // warps_per_block))), THREADS

@@ -29,6 +29,7 @@ STATS = ("status", "searches", "rounds", "rows", "ns")
 SIGNATURE = "ppqddiipppppppppdqp"
 ENTRY_BYTES = 32  # a selected row: int row, then spc, u and floor as doubles
 BEST_BYTES = 24  # a block's R1 winner
+COUNTS_BYTES = 16  # three rounds' list counts (unsigned), padded
 BYTES_PER_COLUMN = 2 * 8 + 1  # spc and v, and the flags
 
 
@@ -80,11 +81,11 @@ def launch(kernel, source: tuple, k: int, m: int, v_start, col_start, delta: flo
     col_of_row = cupy.array(col_start, dtype=np.int32)
     path, row4col = cupy.empty(m, dtype=np.int32), cupy.empty(m, dtype=np.int32)
     pair_cost = cupy.empty(m, dtype=np.float64)
-    scratch = cupy.zeros(2 * blocks * BEST_BYTES + 2 * ROUND_ROWS * ENTRY_BYTES + 16, dtype=np.uint8)
+    scratch = cupy.zeros(2 * blocks * BEST_BYTES + 2 * ROUND_ROWS * ENTRY_BYTES + COUNTS_BYTES + 8, dtype=np.uint8)
     bests = scratch.data.ptr
     lists = bests + 2 * blocks * BEST_BYTES
     counts = lists + 2 * ROUND_ROWS * ENTRY_BYTES
-    control = counts + 8
+    control = counts + COUNTS_BYTES
     stats = cupy.zeros(len(STATS), dtype=np.int64)
     shared = slots(m, blocks, threads) * threads * BYTES_PER_COLUMN
     kernel.allow_shared(shared)

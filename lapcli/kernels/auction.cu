@@ -27,7 +27,7 @@
 
 // The launcher (lapcli.cuda.auction.kernel_defines) sets AUCTION_NEAR, the near-column slots a
 // lane, and AUCTION_DENSE_AFTER, a row's sparse bids in a phase: its twin reads the same numbers.
-#if !defined(AUCTION_NEAR) || !defined(AUCTION_DENSE_AFTER)
+#if !defined(AUCTION_NEAR) || !defined(AUCTION_DENSE_AFTER) || !defined(AUCTION_DENSE_EVERY)
 #error "compile kernels/auction.cu with lapcli.cuda.auction.kernel_defines()"
 #endif
 #define AUCTION_FULL_MASK 0xffffffffu
@@ -44,6 +44,12 @@ __device__ __forceinline__ unsigned long long auction_timer_ns() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
+}
+
+// Whether a row's bid_number-th bid in a phase scans all columns: past AUCTION_DENSE_AFTER, every
+// AUCTION_DENSE_EVERY-th (the others read the candidates, which each dense bid's best joins).
+__device__ __forceinline__ int auction_dense(int bid_number) {
+    return bid_number > AUCTION_DENSE_AFTER && bid_number % AUCTION_DENSE_EVERY == 0;
 }
 
 // The column's state as it is in L2 now: plain loads may be served from an SM's L1, which other
@@ -246,7 +252,7 @@ __global__ void auction_bid(const void* first, const void* second, long long str
 #pragma unroll
             for (int s = 0; s < AUCTION_SLOTS; ++s) j_of[s] = mine[s * 32 + lane];
             int dense = 0;  // the warp holds the row alone: its counter needs no atomic
-            if (lane == 0) dense = ++row_bids[row] > AUCTION_DENSE_AFTER;
+            if (lane == 0) dense = auction_dense(++row_bids[row]);
             dense = __shfl_sync(AUCTION_FULL_MASK, dense, 0);
             while (true) {
                 // Each lane keeps, with its best column, the cost and the column state it read: the
@@ -365,7 +371,7 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
             if (tid == 0) {
                 const bool late = timeout_ns > 0 && (long long)(auction_timer_ns() - began) > timeout_ns;
                 if (late) *status = 1;
-                said[1] = late ? 2 : ++row_bids[row] > AUCTION_DENSE_AFTER;
+                said[1] = late ? 2 : auction_dense(++row_bids[row]);
             }
             source.load_row(row);
             int* mine = candidates + (long long)row * AUCTION_CANDIDATES;

@@ -102,9 +102,9 @@ def points_chain_limit(n: int) -> int:
 # took 11.4 s on cityblock and 7.3 on euclidean.
 # A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
 # coordinates: a column's point is held in registers while a round's rows are scanned against it,
-# and at 512 threads (128 registers a thread) 16 coordinates spill.
+# and at 512 threads (128 registers a thread) minkowski's 11 coordinates spill.
 TAIL_THREADS, TAIL_WIDE_THREADS = 512, 256
-TAIL_WIDE_DIM = 12
+TAIL_WIDE_DIM = 10
 TAIL_ROWS = 256
 # A round of the searches first takes the pending columns within this many times the last ε of
 # the least one (the kernel then halves or doubles it to take about ROUND_ROWS a round).
@@ -127,7 +127,8 @@ def _points_auction(problem, points, details: dict, timeout, progress):
     threads = tail_threads(points.m, points.rows.shape[1])
     found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=timeout, progress=progress,
                           max_chain=points_chain_limit(points.k), tail_rows=TAIL_ROWS if threads else 0,
-                          last_tail_to_searches=threads is not None, stalled_tail=True)
+                          last_tail_to_searches=threads is not None, stalled_tail=True,
+                          block_rows_up_to=auction.BLOCK_ROWS_UP_TO)
     details.update(found.details())
     # a step per phase: its bids and its time (the release pass included)
     steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
