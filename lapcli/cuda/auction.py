@@ -14,11 +14,12 @@ coordinates: memory stays O(n·d) plus 640 bytes a row of candidates.
 ``auction_candidates`` picks each row's near columns once. A phase is rounds of: the release
 pass ``auction_release`` lists the rows that are free or more than 2ε above their row's best
 over all columns, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
-holds a column (a warp a row; on point sets, in a round of at most BLOCK_ROWS_UP_TO rows, a block a
-row, which spreads a scan over the block); a row that bids more than DENSE_AFTER times in a phase
-scans all columns (on point sets every POINTS_DENSE_EVERY-th of its bids). The phase ends when a release pass lists no row, so its guarantee holds over all
-columns, not only the candidates. A pass scans all n² pairs at a phase's start, then only the rows that bid since
-(a row that kept its column stays within 2ε: bids only raise the other columns' reduced costs).
+holds a column (a warp a row; on point sets, in a round of at most BLOCK_ROWS_UP_TO rows, a block
+a row, which spreads a scan over the block); a row that bids more than DENSE_AFTER times in a
+phase scans all columns (on point sets every POINTS_DENSE_EVERY-th of its bids). The phase ends
+when a release pass lists no row, so its guarantee holds over all columns, not only the
+candidates. A pass scans all n² pairs at a phase's start, then only the rows that bid since (a
+row that kept its column stays within 2ε: bids only raise the other columns' reduced costs).
 The host reads the release pass's count between the two launches, and after the bids their
 status and the rows a chain limit left free.
 
@@ -250,7 +251,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     resident = bid.resident_blocks(THREADS, 0) * gpu.sms
     # auction_bid_blocks' block: the widest that fits a multiprocessor (points of many coordinates
     # take many registers); none, and every round bids a warp a row
-    block_threads = next((t for t in BLOCK_THREADS if bid_blocks.resident_blocks(t, 0)), 0)
+    block_threads = next((t for t in BLOCK_THREADS if bid_blocks.resident_blocks(t, 0)), 0) if block_rows_up_to else 0
     resident_rows = bid_blocks.resident_blocks(block_threads, 0) * gpu.sms if block_threads else 0
     began = time.perf_counter()
     begin, end = reused_events(cupy.cuda.runtime.getDevice(), "auction", 2)
