@@ -153,7 +153,7 @@ def sap_twin(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUC
 
 def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
                  least_first_eps: float = 0.0, max_chain: int = 0, tail_rows: int = 0,
-                 last_tail_to_searches: bool = False, dense_every: int | None = None):
+                 last_tail_to_searches: bool = False, floor: bool = True):
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
@@ -161,16 +161,19 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     same first ε (a quarter of the median row's candidate spread, at least ``least_first_eps``:
     1 for integer costs, as engine ``cuda-sap`` runs it), the same release rule (free,
     or more than 2ε above the row's best over all columns, checked for every row at a phase's
-    start and then for the rows that bid since) and the same dense bids of a row past
-    DENSE_AFTER bids in a phase, every ``dense_every``-th (default: the point auction's
-    POINTS_DENSE_EVERY; their best becomes a candidate), and the same chain limit
+    start and then for the rows that bid since), the same bids of a row past DENSE_AFTER bids in a
+    phase: the candidates where the row's floor proves their best the row's best (each proof checked
+    here against a full scan), else a full scan, whose lanes' bests become the row's found-later
+    candidates and whose lanes' second bests' least its floor (a warp a row: kernels/auction.cu's
+    auction_bid; ``floor`` False: every such bid a full scan whose best becomes a candidate, the
+    rule before the floor, to compare), and the same chain limit
     (``max_chain``, ``tail_rows``, ``last_tail_to_searches``: lapcli.cuda.auction.solve's). Returns
-    (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free). Every reduced cost of
+    (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
+    every column). Every reduced cost of
     u = c − v on the assignment is ≥ −2·final_eps, unless the last phase left rows free (−1) to the
     searches. Raises RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on
     past it)."""
     from .cuda import auction
-    dense_every = dense_every or auction.POINTS_DENSE_EVERY
 
     n = cost.shape[0]
     near = auction.NEAR
@@ -183,6 +186,8 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
         candidates.append(row)
     spread = np.median([np.ptp(cost[i, candidates[i]]) for i in range(n)])
     added = [[] for _ in range(n)]  # the release pass's columns, at most 32, the oldest replaced
+    floor_of = np.full(n, -np.inf)  # kernels/auction.cu's floor: none before a row's first full scan
+    lanes = [np.arange(lane, n, 32) for lane in range(min(n, 32))]  # a dense scan's lanes' columns
     v = np.zeros(n)
     owner = np.full(n, -1)
     col_of_row = np.full(n, -1)
@@ -190,7 +195,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     epsilons = auction.schedule(max(spread * auction.FIRST_EPS_OF_SPREAD, least_first_eps), final_eps,
                                 scaling if scaling is not None else auction.SCALING)
     for index, eps in enumerate(epsilons):
-        rounds = bids = left_free = 0
+        rounds = bids = left_free = full_scans = 0
         last_phase = index == len(epsilons) - 1
         row_bids = np.zeros(n, dtype=np.int64)
         fresh = np.ones(n, dtype=bool)
@@ -208,6 +213,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     owner[col_of_row[i]] = col_of_row[i] = -1
                     if best not in candidates[i] and best not in added[i]:
                         added[i] = (added[i] + [best])[-32:]
+                        floor_of[i] = -np.inf
                 free.append(i)
             if not free:
                 break
@@ -221,14 +227,25 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                         break
                     chain += 1
                     row_bids[row] += 1
-                    dense = row_bids[row] > auction.DENSE_AFTER and row_bids[row] % dense_every == 0
-                    scanned = np.arange(n) if dense else np.array(candidates[row] + added[row])
-                    reduced = cost[row, scanned] - v[scanned]
-                    order = np.lexsort((scanned, reduced))
-                    j = int(scanned[order[0]])
-                    if dense and j not in candidates[row] and j not in added[row]:
-                        added[row] = (added[row] + [j])[-32:]
-                    second = reduced[order[1]] if len(order) > 1 else np.inf
+                    past = row_bids[row] > auction.DENSE_AFTER
+                    dense = past and not floor
+                    j, second = _auction_best(cost[row], v, np.array(candidates[row] + added[row]))
+                    if past and floor:
+                        dense = not (cost[row, j] - v[j] <= floor_of[row])
+                        second = min(second, floor_of[row])
+                        whole = _auction_best(cost[row], v, np.arange(n))
+                        if not dense and not (cost[row, j] - v[j] == cost[row, whole[0]] - v[whole[0]]
+                                              and second <= whole[1]):  # the floor's promise, checked
+                            raise RuntimeError(f"row {row}'s floor proved a bid no full scan allows")
+                    if dense:
+                        full_scans += 1
+                        j, second = _auction_best(cost[row], v, np.arange(n))
+                        if not floor and j not in candidates[row] and j not in added[row]:
+                            added[row] = (added[row] + [j])[-32:]
+                    if dense and floor:  # each lane's best a candidate, the least of their second bests the floor
+                        lane_bests = [_auction_best(cost[row], v, columns) for columns in lanes]
+                        added[row] = [jl for jl, _ in lane_bests if jl not in candidates[row]]
+                        floor_of[row] = min(second_l for _, second_l in lane_bests)
                     v[j] = (cost[row, j] - second if np.isfinite(second) else v[j]) - eps
                     fresh[row] = True
                     row, owner[j] = int(owner[j]), row
@@ -241,8 +258,16 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
             if parked and parked <= tail_rows and (not last_phase or last_tail_to_searches):
                 left_free = parked
                 break
-        phases.append((eps, rounds, bids, left_free))
+        phases.append((eps, rounds, bids, left_free, full_scans))
     return col_of_row, v, phases
+
+
+def _auction_best(costs: np.ndarray, v: np.ndarray, scanned: np.ndarray) -> tuple[int, float]:
+    """A bid's scan of ``scanned`` columns: (the lowest column of least c − v, the second least
+    value, inf for one column)."""
+    reduced = costs[scanned] - v[scanned]
+    order = np.lexsort((scanned, reduced))
+    return int(scanned[order[0]]), float(reduced[order[1]]) if len(order) > 1 else np.inf
 
 
 def hand_over(cost: np.ndarray, col_of_row: np.ndarray, v: np.ndarray,

@@ -26,10 +26,10 @@ def test_the_schedule_falls_by_the_scaling_to_the_final_eps():
         auction.schedule(float("inf"), 1e-9)
 
 
-def solved_by_the_twin(cost, dense_every=None):
+def solved_by_the_twin(cost, floor=None):
     n = cost.shape[0]
     final_eps = float_eps(n, float(np.abs(cost).max())) / 8  # as engine cuda-sap sets it
-    col_of_row, v, phases = auction_twin(cost, final_eps, max_bids=300_000, dense_every=dense_every)
+    col_of_row, v, phases = auction_twin(cost, final_eps, max_bids=300_000, floor=floor)
     assert sorted(col_of_row.tolist()) == list(range(n))
     u = cost[np.arange(n), col_of_row] - v[col_of_row]
     assert (cost - u[:, None] - v[None, :]).min() >= -2 * final_eps
@@ -47,13 +47,13 @@ def test_the_twin_is_optimal_on_uniform_points(rng, n):
     assert phases[-1][0] == pytest.approx(float_eps(n, float(cost.max())) / 8)
 
 
-@pytest.mark.parametrize("dense_every, most_rounds", [(1, 16), (8, 64)])
 @pytest.mark.parametrize("kind", ["ties", "apart", "grid"])
-def test_the_twin_where_near_columns_do_not_hold_the_answer(rng, kind, dense_every, most_rounds):
+def test_the_twin_where_near_columns_do_not_hold_the_answer(rng, kind):
     """All costs tied; two sets apart (every row's near columns are the same few, too few for a
-    matching: without a row's dense bids the bids would never end); repeated points. Past 256
-    bids a row's every bid is dense (the dense matrices' rule) or every 8th (the point sets':
-    the apart sets then took up to 17-37 rounds a phase over six seeds, against 11-19)."""
+    matching: without a row's full scans the bids would never end); repeated points. Past 256 bids
+    a row scans every column (the rule without a floor) or only where its floor cannot prove its
+    candidates' best (the twin checks each such proof against a full scan); either way the release
+    pass adds what is missing in few rounds."""
     n = 300  # above the 128 near columns a row starts with
     if kind == "ties":
         a = b = np.zeros((n, 2))
@@ -62,9 +62,28 @@ def test_the_twin_where_near_columns_do_not_hold_the_answer(rng, kind, dense_eve
     else:
         a, b = rng.integers(0, 3, size=(n, 2)).astype(float), rng.integers(0, 3, size=(n, 2)).astype(float)
     cost = distance_matrix(a, b, "euclidean")
-    col_of_row, phases = solved_by_the_twin(cost, dense_every)
-    assert cost[np.arange(n), col_of_row].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12, abs=1e-12)
-    assert all(rounds <= most_rounds for _, rounds, *_ in phases)  # the release pass adds what is missing, fast
+    optimum = cost[scipy_lsa(cost)].sum()
+    for floor in (False, True):
+        col_of_row, phases = solved_by_the_twin(cost, floor)
+        assert cost[np.arange(n), col_of_row].sum() == pytest.approx(optimum, rel=1e-12, abs=1e-12)
+        assert all(rounds <= 16 for _, rounds, *_ in phases)
+
+
+def test_a_floor_spares_the_price_wars_full_scans():
+    """Uniform points' cityblock costs: a last phase's price war goes past 256 bids a row, and
+    without a floor each such bid scans every column; with it the candidates prove most of them
+    (here 92 full scans -> 49 at 1,024 points; 3,690 -> 208 at 4,096), and the twin checks each
+    proof against a full scan. A fixed draw: most draws at this size wage no such war."""
+    n = 1024
+    rng = np.random.default_rng(5)
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    cost = distance_matrix(a, b, "cityblock")
+    full_scans = {}
+    for floor in (False, True):
+        col_of_row, phases = solved_by_the_twin(cost, floor)
+        assert cost[np.arange(n), col_of_row].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+        full_scans[floor] = sum(phase[4] for phase in phases)
+    assert 0 < full_scans[True] < 0.75 * full_scans[False]
 
 
 def test_the_progress_line_follows_the_rounds_and_phases():
@@ -147,7 +166,7 @@ def test_a_chain_limit_leaves_rows_to_the_next_phase_and_the_last_ones_to_the_se
     cost = np.round(distance_matrix(rng.random((n, 2)), rng.random((n, 2)), "sqeuclidean") * 1e6).astype(np.int64)
     col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, scaling=AUCTION_SCALING, max_bids=300_000,
                                          least_first_eps=1.0, max_chain=2, tail_rows=n, last_tail_to_searches=True)
-    assert all(rounds == 1 and left > 0 for _, rounds, _, left in phases)  # each phase ended at its first round
+    assert all(rounds == 1 and left > 0 for _, rounds, _, left, _ in phases)  # each phase ended at its first round
     assert (col_of_row < 0).sum() == phases[-1][3]
     columns, searched = searched_from(cost, col_of_row, v)
     assert cost[np.arange(n), columns].sum() == cost[scipy_lsa(cost)].sum() and searched >= phases[-1][3]

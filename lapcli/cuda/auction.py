@@ -16,7 +16,8 @@ pass ``auction_release`` lists the rows that are free or more than 2ε above the
 over all columns, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
 holds a column (a warp a row; on point sets, in a round of at most BLOCK_ROWS_UP_TO rows, a block
 a row, which spreads a scan over the block); a row that bids more than DENSE_AFTER times in a
-phase scans all columns (on point sets every POINTS_DENSE_EVERY-th of its bids). The phase ends
+phase scans all columns where the floor of its last full scan cannot prove its candidates' best
+the row's best (a lower bound on every other column's reduced cost). The phase ends
 when a release pass lists no row, so its guarantee holds over all columns, not only the
 candidates. A pass scans all n² pairs at a phase's start, then only the rows that bid since (a
 row that kept its column stays within 2ε: bids only raise the other columns' reduced costs).
@@ -55,8 +56,8 @@ PASS_ARGUMENTS = "ppqddi"  # the source's five arguments (kernels/costs.cuh) and
 NEAR = 4  # near-column slots a lane: 128 near columns a row
 CANDIDATES = 32 * (NEAR + 1)  # and a slot a lane for columns found later: 160
 CANDIDATES_SIGNATURE = PASS_ARGUMENTS + "pp"
-RELEASE_SIGNATURE = PASS_ARGUMENTS + "ppppdppp"
-BID_SIGNATURE = PASS_ARGUMENTS + "pppppipdqqppp"
+RELEASE_SIGNATURE = PASS_ARGUMENTS + "ppppdpppp"
+BID_SIGNATURE = PASS_ARGUMENTS + "ppppipdqqpppp"
 SCALING = 16.0  # ε falls by this factor each phase
 # The first phase's ε, as a fraction of the median row's cost spread over its candidates: a far
 # larger ε raises the near columns' prices past the far ones in a few bids, and the rows' bests
@@ -65,13 +66,14 @@ FIRST_EPS_OF_SPREAD = 0.25
 # A row's bids in one phase after which its bids scan all columns: the way out when the candidates
 # of the rows in play lack columns (32 at 65,536 uniform points: past 20 s, against 2.66 s; H100).
 DENSE_AFTER = 256
-# On point sets, past DENSE_AFTER every POINTS_DENSE_EVERY-th bid of a row is dense, the others read
-# the candidates, which each dense bid's best joins (the dense matrices' auction: every bid). H100,
-# 65,536 points, one call, every bid -> every 8th: cityblock 5.8 -> 2.1 s and 3.9 -> 2.1 s,
-# clustered 9.2 -> 5.4 s and 34.2 -> 13.4 s, euclidean 3.5 -> 1.7 s, uniform 0.74 -> 0.75 s; but in
-# another call clustered seed 1 took 18.5 s (a phase of 291 M bids) against 5.6, and the GPU tests
-# did not all finish: kept at every bid until that is understood.
-POINTS_DENSE_EVERY = 1
+# Past DENSE_AFTER, a row's bid reads its candidates first and scans all columns only where the
+# floor its last full scan left cannot prove their best the row's best (kernels/auction.cu). The
+# last phases' price wars go past DENSE_AFTER bids a row, and a full scan costs n reads against
+# 160. H100, one call, same points, full scan at every such bid -> only where the floor fails:
+# 65,536 points cityblock 4.34 -> 1.86 s and 3.61 -> 1.81 s, euclidean 5.20 -> 2.63 s and
+# 1.27 -> 1.26 s, uniform 0.74 -> 0.73 s and 0.76 -> 0.75 s, clustered 8.57 -> 7.55 s and
+# 4.16 -> 4.65 s; the dense matrices' auction (auto at 8,192 points) cityblock 11.4 -> 0.25 s,
+# clustered 2.05 -> 1.34 s, a 2,048 float matrix 7.07 -> 0.73 s.
 # On point sets, a round that lists at most this many rows bids with a block a row (kernels/
 # auction.cu's auction_bid_blocks), its dense scans spread over the block: a phase's last rows bid
 # in long chains, mostly dense, that one warp scans n / 128 latencies deep. H100, 65,536 points,
@@ -91,10 +93,9 @@ AUCTION_INTEGER_SPAN = 2**44
 DENSE_COST_TYPES = {"int32": "int", "int64": "long long", "float32": "float", "float64": "double"}
 
 
-def kernel_defines(dense_every: int = 1) -> tuple[str, ...]:
-    """kernels/auction.cu's numbers, set here only: the kernel refuses to compile without them.
-    ``dense_every``: past DENSE_AFTER, every how many of a row's bids scan all columns."""
-    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}", f"-DAUCTION_DENSE_EVERY={dense_every}")
+def kernel_defines() -> tuple[str, ...]:
+    """kernels/auction.cu's numbers, set here only: the kernel refuses to compile without them."""
+    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}")
 
 
 def kernel_source() -> str:
@@ -151,6 +152,8 @@ class Phase:
     # False: a snapshot after one of its rounds, the phase going on (``progress`` gets one a round);
     # ``left_free`` is then the rows without a column after that round
     ended: bool = True
+    full_scans: int = 0  # bids that scanned all columns (an ended phase's)
+    proved: int = 0  # bids past DENSE_AFTER that the row's floor proved from its candidates
 
 
 @dataclass
@@ -179,6 +182,8 @@ class AuctionResult:
         """What engine cuda-sap's report says of it."""
         return {"start": "epsilon-scaling auction", "auction_phases": len(self.phases), "auction_bids": self.bids,
                 "auction_final_eps": self.eps, "auction_complete": self.complete,
+                "auction_full_scans": sum(phase.full_scans for phase in self.phases),
+                "auction_proved_bids": sum(phase.proved for phase in self.phases),
                 "auction_left_free": self.phases[-1].left_free if self.phases else 0}
 
 
@@ -228,13 +233,14 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     col_of_row = cupy.full(n, -1, dtype=np.int32)
     free_rows = cupy.empty(n, dtype=np.int32)
     words = cupy.zeros(2, dtype=np.int32)  # free_count, next
-    counters = cupy.zeros(4, dtype=np.uint64)  # kernels/auction.cu's auction_bid
+    counters = cupy.zeros(6, dtype=np.uint64)  # kernels/auction.cu's auction_bid
     status = cupy.zeros(1, dtype=np.int32)
     candidates = cupy.empty((n, CANDIDATES), dtype=np.int32)
     added = cupy.zeros(n, dtype=np.int32)
     row_bids = cupy.zeros(n, dtype=np.int32)
     spread = cupy.empty(n, dtype=np.float64)
     fresh = cupy.empty(n, dtype=np.uint8)  # rows the next release pass scans (kernels/auction.cu)
+    floor = cupy.full(n, -np.inf)  # each row's floor (kernels/auction.cu): none before its first full scan
     release, bid, bid_blocks = (kernel_set[key] for key in ("auction_release", "auction_bid", "auction_bid_blocks"))
 
     launches = 1  # the candidates
@@ -290,7 +296,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             words.fill(0)
             release.launch(row_blocks, THREADS, (*source, n, columns.data.ptr, col_of_row.data.ptr,
                                                  candidates.data.ptr, added.data.ptr, eps, free_rows.data.ptr,
-                                                 words.data.ptr, fresh.data.ptr), stream=stream)
+                                                 words.data.ptr, fresh.data.ptr, floor.data.ptr), stream=stream)
             launches += 1
             released = int(words[0].get())
             if not released:
@@ -304,10 +310,10 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             spare = budget if budget_began is None else spare
             limits = [s for s in (left, spare) if s is not None]
             limit_ns = min(max(int(min(limits) * 1e9), 1), 2**63 - 1) if limits else 0  # 0: none
-            launch_bids.launch(blocks, threads, (*source, n, columns.data.ptr, candidates.data.ptr, added.data.ptr,
+            launch_bids.launch(blocks, threads, (*source, n, columns.data.ptr, candidates.data.ptr,
                                                  row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr,
                                                  eps, limit_ns, max_chain, counters.data.ptr, status.data.ptr,
-                                                 fresh.data.ptr), stream=stream)
+                                                 fresh.data.ptr, floor.data.ptr), stream=stream)
             launches += 1
             if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
                 if spare is None or (left is not None and left <= spare):
@@ -315,7 +321,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 complete = False
                 break
             budget_began = budget_began or time.perf_counter()
-            bids, rescans, longest, parked_total = (int(x) for x in counters.get())
+            bids, rescans, longest, parked_total, _, _ = (int(x) for x in counters.get())
             parked_before, parked_so_far = parked_so_far, parked_total if max_chain else 0
             parked = parked_so_far - parked_before  # rows this round's chain limit left free
             rows_of_owners()
@@ -329,8 +335,9 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 complete = not last_phase
                 break
         end.record(stream)
-        bids, rescans, longest, _ = (int(x) for x in counters.get())
-        phase = Phase(eps, rounds, released_in_phase, bids, rescans, longest, end.ms_since(begin), left_free)
+        bids, rescans, longest, _, full_scans, proved = (int(x) for x in counters.get())
+        phase = Phase(eps, rounds, released_in_phase, bids, rescans, longest, end.ms_since(begin), left_free,
+                      full_scans=full_scans, proved=proved)
         phases.append(phase)
         if progress is not None:
             progress(phase, len(epsilons) - index - 1)

@@ -23,11 +23,23 @@
 // when the release pass, which scans every column, finds every row within 2 eps of its best: when
 // a row's best column is not a candidate it becomes one, and the row bids again. So a bid costs
 // one read of 160 entries whatever n is, and the guarantee above still holds for all n columns.
-// A row that bids more than AUCTION_DENSE_AFTER times in a phase scans all columns instead.
+// Past AUCTION_DENSE_AFTER bids in a phase a row's candidates may hold too few columns for a
+// matching (every row's near columns the same few), and its bid scans all columns, but only where
+// its candidates cannot prove their best the row's best:
+//
+// A dense scan leaves the row a floor: its 32 found-later slots get each lane's best column (a
+// block: each warp's), and floor[row] = the least reduced cost among the columns that are neither
+// these nor near columns. Duals only fall, so every column outside the candidates stays at or
+// above the floor. A later bid that finds a candidate at or below the floor has the row's true
+// best, and min(the candidates' second best, floor) bounds its true second best from below: the
+// bid is the one a full scan would allow or smaller, never wrong, at the cost of 160 reads. Only a
+// best above the floor scans all columns again. The release pass, which puts a column into a
+// found-later slot, drops the floor to -inf.
 
 // The launcher (lapcli.cuda.auction.kernel_defines) sets AUCTION_NEAR, the near-column slots a
-// lane, and AUCTION_DENSE_AFTER, a row's sparse bids in a phase: its twin reads the same numbers.
-#if !defined(AUCTION_NEAR) || !defined(AUCTION_DENSE_AFTER) || !defined(AUCTION_DENSE_EVERY)
+// lane, and AUCTION_DENSE_AFTER, a row's bids in a phase before its floor rules: its twin reads
+// the same numbers.
+#if !defined(AUCTION_NEAR) || !defined(AUCTION_DENSE_AFTER)
 #error "compile kernels/auction.cu with lapcli.cuda.auction.kernel_defines()"
 #endif
 #define AUCTION_FULL_MASK 0xffffffffu
@@ -46,11 +58,12 @@ __device__ __forceinline__ unsigned long long auction_timer_ns() {
     return t;
 }
 
-// Whether a row's bid_number-th bid in a phase scans all columns: past AUCTION_DENSE_AFTER, every
-// AUCTION_DENSE_EVERY-th (the others read the candidates, which each dense bid's best joins).
-__device__ __forceinline__ int auction_dense(int bid_number) {
-    return bid_number > AUCTION_DENSE_AFTER && bid_number % AUCTION_DENSE_EVERY == 0;
-}
+// How a row's bid scans: its candidates (AUCTION_SPARSE) for its first AUCTION_DENSE_AFTER bids in
+// a phase; after them the candidates where the floor proves their best (AUCTION_PROVED), else all
+// columns (AUCTION_DENSE).
+#define AUCTION_SPARSE 0
+#define AUCTION_DENSE 1
+#define AUCTION_PROVED 2
 
 // The column's state as it is in L2 now: plain loads may be served from an SM's L1, which other
 // multiprocessors' swaps do not update.
@@ -176,7 +189,7 @@ __global__ void auction_release(const void* first, const void* second, long long
                                 int n, AuctionColumn* __restrict__ columns, const int* __restrict__ col_of_row,
                                 int* __restrict__ candidates, int* __restrict__ added, double eps,
                                 int* __restrict__ free_rows, int* __restrict__ free_count,
-                                unsigned char* __restrict__ fresh) {
+                                unsigned char* __restrict__ fresh, double* __restrict__ floor) {
     Source source(first, second, stride, p, sign);
     const int lane = threadIdx.x & 31;
     const int warps = (blockDim.x >> 5) * gridDim.x;
@@ -198,8 +211,10 @@ __global__ void auction_release(const void* first, const void* second, long long
 #pragma unroll
                 for (int s = 0; s < AUCTION_SLOTS; ++s) known |= row[s * 32 + lane] == best_j;
                 if (lane == 0) columns[own].owner = -1;
-                if (!__any_sync(AUCTION_FULL_MASK, known) && lane == 0)
+                if (!__any_sync(AUCTION_FULL_MASK, known) && lane == 0) {
                     row[AUCTION_NEAR * 32 + (added[i]++ & 31)] = best_j;
+                    floor[i] = -AUCTION_INF;  // the slot it took may have held a column the floor left out
+                }
             } else if (lane == 0) {
                 fresh[i] = 0;  // within 2 eps over all columns until it bids again
             }
@@ -210,25 +225,29 @@ __global__ void auction_release(const void* first, const void* second, long long
 
 // One round's bidding: warps take the listed free rows in turn and follow each eviction chain
 // until every row is assigned. A bid scans the row's candidates; a row's bids past
-// AUCTION_DENSE_AFTER in one phase scan all n columns and make the best a candidate: when the
-// candidates of the rows in play hold too few columns (a perfect matching needs others), sparse
-// chains would bid their prices down forever. A warp whose chain reaches max_chain bids (0: no
+// AUCTION_DENSE_AFTER in one phase scan all n columns where its floor cannot prove the candidates'
+// best (above): when the candidates of the rows in play hold too few columns (a perfect matching
+// needs others), sparse chains would bid their prices down forever. A full scan leaves the row a
+// new floor; floor[row] -inf: none. A warp whose chain reaches max_chain bids (0: no
 // limit) leaves the row it holds free and takes the next listed one: the last few free rows of a
 // phase are a price war one warp wages alone, bid after dependent bid, and the launcher decides
 // what becomes of them. counters: [0] bids made, [1] scans repeated because the bid column's state
 // changed meanwhile, [2] the longest eviction chain one warp followed, [3] rows left free at
-// max_chain. status: 0, or 1 past timeout_ns (rows are then left free).
+// max_chain, [4] bids that scanned all columns, [5] bids past AUCTION_DENSE_AFTER the floor proved
+// from the candidates. status: 0, or 1 past timeout_ns (rows are then left free).
 template <typename Source>
 __global__ void auction_bid(const void* first, const void* second, long long stride, double p, double sign,
                             int n, AuctionColumn* __restrict__ columns, int* __restrict__ candidates,
-                            int* __restrict__ added, int* __restrict__ row_bids, const int* __restrict__ free_rows,
+                            int* __restrict__ row_bids, const int* __restrict__ free_rows,
                             int free_count, int* __restrict__ next, double eps, long long timeout_ns,
                             long long max_chain, unsigned long long* __restrict__ counters,
-                            int* __restrict__ status, unsigned char* __restrict__ fresh) {
+                            int* __restrict__ status, unsigned char* __restrict__ fresh,
+                            double* __restrict__ floor) {
     Source source(first, second, stride, p, sign);
     const int lane = threadIdx.x & 31;
     const unsigned long long began = auction_timer_ns();
     unsigned long long bids = 0, rescans = 0, longest = 0, parked = 0;
+    unsigned full_scans = 0, proved = 0;
     while (true) {
         int slot = 0;
         if (lane == 0) slot = atomicAdd(next, 1);
@@ -248,12 +267,13 @@ __global__ void auction_bid(const void* first, const void* second, long long str
             }
             source.load_row(row);
             int* mine = candidates + (long long)row * AUCTION_CANDIDATES;
-            int j_of[AUCTION_SLOTS];
+            int j_of[AUCTION_SLOTS];  // L2 reads: the found-later slots may have been written on another multiprocessor
 #pragma unroll
-            for (int s = 0; s < AUCTION_SLOTS; ++s) j_of[s] = mine[s * 32 + lane];
-            int dense = 0;  // the warp holds the row alone: its counter needs no atomic
-            if (lane == 0) dense = auction_dense(++row_bids[row]);
-            dense = __shfl_sync(AUCTION_FULL_MASK, dense, 0);
+            for (int s = 0; s < AUCTION_SLOTS; ++s) j_of[s] = __ldcg(&mine[s * 32 + lane]);
+            int kind = 0;  // the warp holds the row alone: its counter and floor need no atomic
+            if (lane == 0) kind = (++row_bids[row] > AUCTION_DENSE_AFTER ? AUCTION_PROVED : AUCTION_SPARSE);
+            kind = __shfl_sync(AUCTION_FULL_MASK, kind, 0);
+            double row_floor = kind == AUCTION_PROVED ? __ldcg(&floor[row]) : -AUCTION_INF;
             while (true) {
                 // Each lane keeps, with its best column, the cost and the column state it read: the
                 // lane that holds the warp's best bids with them, with no second read.
@@ -272,7 +292,7 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                         second_best = x;
                     }
                 };
-                if (dense) {
+                if (kind == AUCTION_DENSE) {
                     // four columns' loads issued before any is compared: one after another, a
                     // scan of n columns is n / 32 memory latencies in a row
                     int j = lane;
@@ -295,13 +315,30 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                 }
                 const int my_j = best_j;
                 const double my_best = best;
+                const double my_second = second_best;
                 auction_warp_best(best, best_j, second_best);
-                if (dense) {  // the best column becomes a candidate if it is not one
-                    bool known = false;
+                if (kind == AUCTION_PROVED) {  // warp-uniform
+                    if (!(best <= row_floor)) {  // a column outside the candidates may be better
+                        kind = AUCTION_DENSE;
+                        continue;
+                    }
+                    second_best = fmin(second_best, row_floor);
+                }
+                if (kind == AUCTION_DENSE) {
+                    // the floor: each lane's best becomes its found-later candidate (none where it is
+                    // one of the lane's near columns, which come from the same columns l, l + 32, ...),
+                    // and every other column of the lane is at or above the lane's second best
+                    bool near = false;
 #pragma unroll
-                    for (int s = 0; s < AUCTION_SLOTS; ++s) known |= j_of[s] == best_j;
-                    if (!__any_sync(AUCTION_FULL_MASK, known) && lane == 0)
-                        mine[AUCTION_NEAR * 32 + (added[row]++ & 31)] = best_j;
+                    for (int s = 0; s < AUCTION_NEAR; ++s) near |= j_of[s] == my_j;
+                    j_of[AUCTION_NEAR] = my_j < n && !near ? my_j : -1;
+                    __stcg(&mine[AUCTION_NEAR * 32 + lane], j_of[AUCTION_NEAR]);
+                    row_floor = my_second;
+                    for (int offset = 16; offset > 0; offset >>= 1)
+                        row_floor = fmin(row_floor, __shfl_xor_sync(AUCTION_FULL_MASK, row_floor, offset));
+                    if (lane == 0) __stcg(&floor[row], row_floor);
+                    __threadfence();  // the slots and the floor before the bid, which may hand the row on
+                    __syncwarp();
                 }
                 // the lowest lane holding the winner (its own best is the warp's)
                 const int holder = __ffs(__ballot_sync(AUCTION_FULL_MASK, my_j == best_j && my_best == best)) - 1;
@@ -318,6 +355,8 @@ __global__ void auction_bid(const void* first, const void* second, long long str
             }
             ++bids;
             ++chain;
+            full_scans += kind == AUCTION_DENSE;
+            proved += kind == AUCTION_PROVED;
         }
         longest = chain > longest ? chain : longest;
         if (*(volatile int*)status != 0) break;
@@ -327,32 +366,40 @@ __global__ void auction_bid(const void* first, const void* second, long long str
         atomicAdd(&counters[1], rescans);
         atomicMax(&counters[2], longest);
         atomicAdd(&counters[3], parked);
+        atomicAdd(&counters[4], (unsigned long long)full_scans);
+        atomicAdd(&counters[5], (unsigned long long)proved);
     }
 }
 
 // auction_bid with a block a row, for a round of few rows (the launcher decides): the same bids,
-// each scan spread over the block. A phase's last rows bid in long eviction chains, most of them
-// dense (a row past AUCTION_DENSE_AFTER bids), and one warp scanning all n columns is n / 128
+// each scan spread over the block. A phase's last rows bid in long eviction chains, many of them
+// full scans (a row past AUCTION_DENSE_AFTER bids), and one warp scanning all n columns is n / 128
 // memory latencies in a row (H100, 65,536 points: ~200 us a bid, rounds of 0.7-1 s with ~35 rows
 // in play and most multiprocessors idle); a block of 16 warps scans them 16 times as wide.
 // blockDim.x: a multiple of 32, at least AUCTION_CANDIDATES (a thread a candidate). Thread 0 takes
-// the rows, counts, and places the bid of the block's best, as a warp's lane does above.
+// the rows, counts, and places the bid of the block's best, as a warp's lane does above. A full
+// scan's floor: each warp's best becomes a found-later candidate, so it covers up to 16 columns
+// (a warp a row: 32).
 template <typename Source>
 __global__ void auction_bid_blocks(const void* first, const void* second, long long stride, double p, double sign,
                                    int n, AuctionColumn* __restrict__ columns, int* __restrict__ candidates,
-                                   int* __restrict__ added, int* __restrict__ row_bids,
+                                   int* __restrict__ row_bids,
                                    const int* __restrict__ free_rows, int free_count, int* __restrict__ next,
                                    double eps, long long timeout_ns, long long max_chain,
                                    unsigned long long* __restrict__ counters, int* __restrict__ status,
-                                   unsigned char* __restrict__ fresh) {
+                                   unsigned char* __restrict__ fresh, double* __restrict__ floor) {
     Source source(first, second, stride, p, sign);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
     const int width = blockDim.x;
-    __shared__ double warp_best[32], warp_second[32];
+    __shared__ double warp_best[32], warp_second[32], warp_floor[32];
     __shared__ int warp_j[32];
-    __shared__ int said[3];  // thread 0's word to the block: the row; the bid is dense (1) or late (2); rescan
+    __shared__ int said[3];  // thread 0's word to the block: the row; how the bid scans, or -1: late; rescan
+    __shared__ double row_floor;  // the row's floor (AUCTION_PROVED bids)
+    __shared__ unsigned near_bests;  // the warps whose best is a near column (a full scan)
+    if (tid == 0) near_bests = 0;
     const unsigned long long began = auction_timer_ns();
     unsigned long long bids = 0, rescans = 0, longest = 0, parked = 0;
+    unsigned full_scans = 0, proved = 0;
     while (true) {
         if (tid == 0) {
             const int slot = *(volatile int*)status != 0 ? free_count : atomicAdd(next, 1);
@@ -371,14 +418,16 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
             if (tid == 0) {
                 const bool late = timeout_ns > 0 && (long long)(auction_timer_ns() - began) > timeout_ns;
                 if (late) *status = 1;
-                said[1] = late ? 2 : auction_dense(++row_bids[row]);
+                said[1] = late ? -1 : (++row_bids[row] > AUCTION_DENSE_AFTER ? AUCTION_PROVED : AUCTION_SPARSE);
+                if (said[1] == AUCTION_PROVED) row_floor = __ldcg(&floor[row]);
             }
             source.load_row(row);
             int* mine = candidates + (long long)row * AUCTION_CANDIDATES;
-            const int my_candidate = tid < AUCTION_CANDIDATES ? mine[tid] : -1;
+            // L2 reads: the found-later slots may have been written on another multiprocessor
+            int my_candidate = tid < AUCTION_CANDIDATES ? __ldcg(&mine[tid]) : -1;
             __syncthreads();
-            const int dense = said[1];
-            if (dense == 2) break;
+            int kind = said[1];
+            if (kind == -1) break;
             while (true) {
                 double best = AUCTION_INF, second_best = AUCTION_INF, best_c = 0.0;
                 int best_j = n;
@@ -395,7 +444,7 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                         second_best = x;
                     }
                 };
-                if (dense) {  // four columns' loads in flight a thread, as auction_bid's lanes
+                if (kind == AUCTION_DENSE) {  // four columns' loads in flight a thread, as auction_bid's lanes
                     int j = tid;
                     for (; j + 3 * width < n; j += 4 * width) {
                         AuctionColumn state[4];
@@ -414,7 +463,15 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                 }
                 const int my_j = best_j;
                 const double my_best = best;
+                // a full scan's floor: the least reduced cost of the thread's columns but its warp's best
+                double left_out = second_best;
                 auction_warp_best(best, best_j, second_best);
+                if (kind == AUCTION_DENSE) {
+                    if (my_j != best_j) left_out = my_best;
+                    for (int offset = 16; offset > 0; offset >>= 1)
+                        left_out = fmin(left_out, __shfl_xor_sync(AUCTION_FULL_MASK, left_out, offset));
+                    if (lane == 0) warp_floor[warp] = left_out;
+                }
                 if (lane == 0) {
                     warp_best[warp] = best;
                     warp_second[warp] = second_best;
@@ -435,9 +492,39 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                         block_second = fmin(block_second, other);
                     }
                 }
-                // a dense bid's best column becomes a candidate if it is not one
-                const bool known = __syncthreads_or(dense && my_candidate == block_j);
-                if (dense && !known && tid == 0) mine[AUCTION_NEAR * 32 + (added[row]++ & 31)] = block_j;
+                if (kind == AUCTION_PROVED) {  // block-uniform
+                    const double known_floor = row_floor;
+                    __syncthreads();  // warp_best[] is read before the dense scan rewrites it
+                    if (!(block_best <= known_floor)) {  // a column outside the candidates may be better
+                        kind = AUCTION_DENSE;
+                        continue;
+                    }
+                    block_second = fmin(block_second, known_floor);
+                }
+                if (kind == AUCTION_DENSE) {
+                    // the floor: each warp's best becomes a found-later candidate (none where it is a
+                    // near one), so every column outside the candidates is at or above the least
+                    // of warp_floor[]
+                    unsigned near = 0;
+                    if (tid < AUCTION_NEAR * 32 && my_candidate >= 0)
+                        for (int w = 0; w < warps; ++w) near |= (unsigned)(my_candidate == warp_j[w]) << w;
+                    if (near) atomicOr(&near_bests, near);
+                    __syncthreads();
+                    const int slot = tid - AUCTION_NEAR * 32;  // the threads that hold the found-later slots
+                    if (slot >= 0 && slot < 32) {
+                        my_candidate = slot < warps && warp_j[slot] < n && !(near_bests >> slot & 1) ? warp_j[slot] : -1;
+                        __stcg(&mine[tid], my_candidate);
+                    }
+                    if (tid == 0) {
+                        double least = AUCTION_INF;
+                        for (int w = 0; w < warps; ++w) least = fmin(least, warp_floor[w]);
+                        row_floor = least;
+                        __stcg(&floor[row], least);
+                    }
+                    __threadfence();  // the slots and the floor before the bid, which may hand the row on
+                    __syncthreads();
+                    if (tid == 0) near_bests = 0;  // read by all before this barrier, set after the next scan
+                }
                 if (warp == winner) {
                     const unsigned holders = __ballot_sync(AUCTION_FULL_MASK, my_j == block_j && my_best == block_best);
                     if (lane == __ffs(holders) - 1) {
@@ -457,6 +544,8 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
             }
             ++bids;
             ++chain;
+            full_scans += kind == AUCTION_DENSE;
+            proved += kind == AUCTION_PROVED;
         }
         longest = chain > longest ? chain : longest;
         __syncthreads();  // said[0] is read: thread 0 takes the next row
@@ -466,6 +555,8 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
         atomicAdd(&counters[1], rescans);
         atomicMax(&counters[2], longest);
         atomicAdd(&counters[3], parked);
+        atomicAdd(&counters[4], (unsigned long long)full_scans);
+        atomicAdd(&counters[5], (unsigned long long)proved);
     }
 }
 
