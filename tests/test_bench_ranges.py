@@ -27,7 +27,7 @@ TINY_RANGES = (
 )
 
 
-def test_ranges_suite_holds_exactly_issue_14s_cells():
+def test_ranges_suite_holds_exactly_its_kinds_sizes_and_ranges():
     sizes = (1024, 2048, 4096, 8192)
     expected = {("uniform", "int32", n, r) for n in sizes for r in (0.1, 1, 10, 100, 1000)}
     expected |= {("float", dtype, n) for n in sizes for dtype in ("float32", "float64")}

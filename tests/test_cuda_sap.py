@@ -33,7 +33,7 @@ def test_random_integer_and_float_matrices_match_scipy(rng):
 
 
 @pytest.mark.parametrize("kind", ["geometric", "float", "uniform"])
-def test_the_issue_14_kinds_match_scipy(rng, kind):
+def test_geometric_float_and_uniform_costs_match_scipy(rng, kind):
     for n in (700, 1024, 2048):
         cost = generate(n, range_factor=100, kind=kind, seed=int(rng.integers(2**31)))
         assert_matches_scipy(lapcli.solve(cost, solver="cuda-sap"), cost)
