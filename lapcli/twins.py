@@ -185,7 +185,15 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
             row.extend(columns[np.argsort(cost[i, columns], kind="stable")[:near]].tolist())
         candidates.append(row)
     spread = np.median([np.ptp(cost[i, candidates[i]]) for i in range(n)])
-    added = [[] for _ in range(n)]  # the release pass's columns, at most 32, the oldest replaced
+    # the 32 found-later slots (-1: empty): the release pass fills slot count % 32 (the kernel's
+    # added[i]++ & 31), a full scan with a floor slot l with lane l's best
+    later = np.full((n, 32), -1)
+    filled = np.zeros(n, dtype=np.int64)
+
+    def add_later(i: int, column: int) -> None:
+        later[i, filled[i] % 32] = column
+        filled[i] += 1
+
     floor_of = np.full(n, -np.inf)  # kernels/auction.cu's floor: none before a row's first full scan
     lanes = [np.arange(lane, n, 32) for lane in range(min(n, 32))]  # a dense scan's lanes' columns
     v = np.zeros(n)
@@ -211,8 +219,8 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     continue
                 if col_of_row[i] >= 0:
                     owner[col_of_row[i]] = col_of_row[i] = -1
-                    if best not in candidates[i] and best not in added[i]:
-                        added[i] = (added[i] + [best])[-32:]
+                    if best not in candidates[i] and best not in later[i]:
+                        add_later(i, best)
                         floor_of[i] = -np.inf
                 free.append(i)
             if not free:
@@ -229,7 +237,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     row_bids[row] += 1
                     past = row_bids[row] > auction.DENSE_AFTER
                     dense = past and not floor
-                    j, second = _auction_best(cost[row], v, np.array(candidates[row] + added[row]))
+                    j, second = _auction_best(cost[row], v, np.array(candidates[row] + [j for j in later[row] if j >= 0]))
                     if past and floor:
                         dense = not (cost[row, j] - v[j] <= floor_of[row])
                         second = min(second, floor_of[row])
@@ -240,11 +248,12 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     if dense:
                         full_scans += 1
                         j, second = _auction_best(cost[row], v, np.arange(n))
-                        if not floor and j not in candidates[row] and j not in added[row]:
-                            added[row] = (added[row] + [j])[-32:]
+                        if not floor and j not in candidates[row] and j not in later[row]:
+                            add_later(row, j)
                     if dense and floor:  # each lane's best a candidate, the least of their second bests the floor
                         lane_bests = [_auction_best(cost[row], v, columns) for columns in lanes]
-                        added[row] = [jl for jl, _ in lane_bests if jl not in candidates[row]]
+                        later[row] = -1
+                        later[row, :len(lanes)] = [-1 if jl in candidates[row] else jl for jl, _ in lane_bests]
                         floor_of[row] = min(second_l for _, second_l in lane_bests)
                     v[j] = (cost[row, j] - second if np.isfinite(second) else v[j]) - eps
                     fresh[row] = True

@@ -240,7 +240,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     row_bids = cupy.zeros(n, dtype=np.int32)
     spread = cupy.empty(n, dtype=np.float64)
     fresh = cupy.empty(n, dtype=np.uint8)  # rows the next release pass scans (kernels/auction.cu)
-    floor = cupy.full(n, -np.inf)  # each row's floor (kernels/auction.cu): none before its first full scan
+    floors = cupy.full(n, -np.inf)  # each row's floor (kernels/auction.cu): none before its first full scan
     release, bid, bid_blocks = (kernel_set[key] for key in ("auction_release", "auction_bid", "auction_bid_blocks"))
 
     launches = 1  # the candidates
@@ -296,7 +296,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             words.fill(0)
             release.launch(row_blocks, THREADS, (*source, n, columns.data.ptr, col_of_row.data.ptr,
                                                  candidates.data.ptr, added.data.ptr, eps, free_rows.data.ptr,
-                                                 words.data.ptr, fresh.data.ptr, floor.data.ptr), stream=stream)
+                                                 words.data.ptr, fresh.data.ptr, floors.data.ptr), stream=stream)
             launches += 1
             released = int(words[0].get())
             if not released:
@@ -313,7 +313,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             launch_bids.launch(blocks, threads, (*source, n, columns.data.ptr, candidates.data.ptr,
                                                  row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr,
                                                  eps, limit_ns, max_chain, counters.data.ptr, status.data.ptr,
-                                                 fresh.data.ptr, floor.data.ptr), stream=stream)
+                                                 fresh.data.ptr, floors.data.ptr), stream=stream)
             launches += 1
             if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
                 if spare is None or (left is not None and left <= spare):

@@ -27,10 +27,10 @@
 // matching (every row's near columns the same few), and its bid scans all columns, but only where
 // its candidates cannot prove their best the row's best:
 //
-// A dense scan leaves the row a floor: its 32 found-later slots get each lane's best column (a
-// block: each warp's), and floor[row] = the least reduced cost among the columns that are neither
-// these nor near columns. Duals only fall, so every column outside the candidates stays at or
-// above the floor. A later bid that finds a candidate at or below the floor has the row's true
+// A full scan leaves the row a floor: its 32 found-later slots get each lane's best column (a
+// block: each warp's), and floors[row] = the least of the lanes' (warps') reduced costs but those
+// bests, at or below every column that is now no candidate. Duals only fall, so every column
+// outside the candidates stays at or above the floor. A later bid that finds a candidate at or below the floor has the row's true
 // best, and min(the candidates' second best, floor) bounds its true second best from below: the
 // bid is the one a full scan would allow or smaller, never wrong, at the cost of 160 reads. Only a
 // best above the floor scans all columns again. The release pass, which puts a column into a
@@ -100,6 +100,43 @@ __device__ __forceinline__ void auction_warp_best(double& best, int& best_j, dou
             second = fmin(second, other);
         }
     }
+}
+
+// A bid's scan takes column j, read as `state` with cost c: the thread's least c - v (lowest column
+// on ties) with its column, cost and state, and its second least.
+__device__ __forceinline__ void auction_consider(int j, const AuctionColumn& state, double c, double& best, int& best_j,
+                                                 double& second_best, double& best_c, AuctionColumn& best_state) {
+    const double x = c - state.v;
+    if (x < best || (x == best && j < best_j)) {
+        second_best = best;
+        best = x;
+        best_j = j;
+        best_c = c;
+        best_state = state;
+    } else if (x < second_best) {
+        second_best = x;
+    }
+}
+
+// A full scan's share of one thread: columns first, first + step, ..., each given to `consider`.
+// Four columns' loads are issued before any is compared: one after another, a scan of n columns
+// would be n / step memory latencies in a row.
+template <typename Source, typename Consider>
+__device__ __forceinline__ void auction_scan_all(Source& source, const AuctionColumn* columns, int n, int first, int step,
+                                                 Consider& consider) {
+    int j = first;
+    for (; j + 3 * step < n; j += 4 * step) {
+        AuctionColumn state[4];
+        double c[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            state[k] = auction_read(&columns[j + step * k]);
+            c[k] = source.at(j + step * k);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) consider(j + step * k, state[k], c[k]);
+    }
+    for (; j < n; j += step) consider(j, auction_read(&columns[j]), source.at(j));
 }
 
 // The bid of `row` for column best_j, whose state the scan read as `seen` with cost best_c, the
@@ -189,7 +226,7 @@ __global__ void auction_release(const void* first, const void* second, long long
                                 int n, AuctionColumn* __restrict__ columns, const int* __restrict__ col_of_row,
                                 int* __restrict__ candidates, int* __restrict__ added, double eps,
                                 int* __restrict__ free_rows, int* __restrict__ free_count,
-                                unsigned char* __restrict__ fresh, double* __restrict__ floor) {
+                                unsigned char* __restrict__ fresh, double* __restrict__ floors) {
     Source source(first, second, stride, p, sign);
     const int lane = threadIdx.x & 31;
     const int warps = (blockDim.x >> 5) * gridDim.x;
@@ -213,7 +250,7 @@ __global__ void auction_release(const void* first, const void* second, long long
                 if (lane == 0) columns[own].owner = -1;
                 if (!__any_sync(AUCTION_FULL_MASK, known) && lane == 0) {
                     row[AUCTION_NEAR * 32 + (added[i]++ & 31)] = best_j;
-                    floor[i] = -AUCTION_INF;  // the slot it took may have held a column the floor left out
+                    floors[i] = -AUCTION_INF;  // the slot it took may have held a column the floor left out
                 }
             } else if (lane == 0) {
                 fresh[i] = 0;  // within 2 eps over all columns until it bids again
@@ -228,7 +265,7 @@ __global__ void auction_release(const void* first, const void* second, long long
 // AUCTION_DENSE_AFTER in one phase scan all n columns where its floor cannot prove the candidates'
 // best (above): when the candidates of the rows in play hold too few columns (a perfect matching
 // needs others), sparse chains would bid their prices down forever. A full scan leaves the row a
-// new floor; floor[row] -inf: none. A warp whose chain reaches max_chain bids (0: no
+// new floor; floors[row] -inf: none. A warp whose chain reaches max_chain bids (0: no
 // limit) leaves the row it holds free and takes the next listed one: the last few free rows of a
 // phase are a price war one warp wages alone, bid after dependent bid, and the launcher decides
 // what becomes of them. counters: [0] bids made, [1] scans repeated because the bid column's state
@@ -242,7 +279,7 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                             int free_count, int* __restrict__ next, double eps, long long timeout_ns,
                             long long max_chain, unsigned long long* __restrict__ counters,
                             int* __restrict__ status, unsigned char* __restrict__ fresh,
-                            double* __restrict__ floor) {
+                            double* __restrict__ floors) {
     Source source(first, second, stride, p, sign);
     const int lane = threadIdx.x & 31;
     const unsigned long long began = auction_timer_ns();
@@ -273,7 +310,7 @@ __global__ void auction_bid(const void* first, const void* second, long long str
             int kind = 0;  // the warp holds the row alone: its counter and floor need no atomic
             if (lane == 0) kind = (++row_bids[row] > AUCTION_DENSE_AFTER ? AUCTION_PROVED : AUCTION_SPARSE);
             kind = __shfl_sync(AUCTION_FULL_MASK, kind, 0);
-            double row_floor = kind == AUCTION_PROVED ? __ldcg(&floor[row]) : -AUCTION_INF;
+            double row_floor = kind == AUCTION_PROVED ? __ldcg(&floors[row]) : -AUCTION_INF;
             while (true) {
                 // Each lane keeps, with its best column, the cost and the column state it read: the
                 // lane that holds the warp's best bids with them, with no second read.
@@ -281,33 +318,10 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                 int best_j = n;
                 AuctionColumn best_state = {0.0, -1};
                 auto consider = [&](int j, const AuctionColumn& state, double c) {
-                    const double x = c - state.v;
-                    if (x < best || (x == best && j < best_j)) {
-                        second_best = best;
-                        best = x;
-                        best_j = j;
-                        best_c = c;
-                        best_state = state;
-                    } else if (x < second_best) {
-                        second_best = x;
-                    }
+                    auction_consider(j, state, c, best, best_j, second_best, best_c, best_state);
                 };
                 if (kind == AUCTION_DENSE) {
-                    // four columns' loads issued before any is compared: one after another, a
-                    // scan of n columns is n / 32 memory latencies in a row
-                    int j = lane;
-                    for (; j + 96 < n; j += 128) {
-                        AuctionColumn state[4];
-                        double c[4];
-#pragma unroll
-                        for (int k = 0; k < 4; ++k) {
-                            state[k] = auction_read(&columns[j + 32 * k]);
-                            c[k] = source.at(j + 32 * k);
-                        }
-#pragma unroll
-                        for (int k = 0; k < 4; ++k) consider(j + 32 * k, state[k], c[k]);
-                    }
-                    for (; j < n; j += 32) consider(j, auction_read(&columns[j]), source.at(j));
+                    auction_scan_all(source, columns, n, lane, 32, consider);
                 } else {
 #pragma unroll
                     for (int s = 0; s < AUCTION_SLOTS; ++s)
@@ -336,7 +350,7 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                     row_floor = my_second;
                     for (int offset = 16; offset > 0; offset >>= 1)
                         row_floor = fmin(row_floor, __shfl_xor_sync(AUCTION_FULL_MASK, row_floor, offset));
-                    if (lane == 0) __stcg(&floor[row], row_floor);
+                    if (lane == 0) __stcg(&floors[row], row_floor);
                     __threadfence();  // the slots and the floor before the bid, which may hand the row on
                     __syncwarp();
                 }
@@ -387,7 +401,7 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                                    const int* __restrict__ free_rows, int free_count, int* __restrict__ next,
                                    double eps, long long timeout_ns, long long max_chain,
                                    unsigned long long* __restrict__ counters, int* __restrict__ status,
-                                   unsigned char* __restrict__ fresh, double* __restrict__ floor) {
+                                   unsigned char* __restrict__ fresh, double* __restrict__ floors) {
     Source source(first, second, stride, p, sign);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
     const int width = blockDim.x;
@@ -419,7 +433,7 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                 const bool late = timeout_ns > 0 && (long long)(auction_timer_ns() - began) > timeout_ns;
                 if (late) *status = 1;
                 said[1] = late ? -1 : (++row_bids[row] > AUCTION_DENSE_AFTER ? AUCTION_PROVED : AUCTION_SPARSE);
-                if (said[1] == AUCTION_PROVED) row_floor = __ldcg(&floor[row]);
+                if (said[1] == AUCTION_PROVED) row_floor = __ldcg(&floors[row]);
             }
             source.load_row(row);
             int* mine = candidates + (long long)row * AUCTION_CANDIDATES;
@@ -433,31 +447,10 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                 int best_j = n;
                 AuctionColumn best_state = {0.0, -1};
                 auto consider = [&](int j, const AuctionColumn& state, double c) {
-                    const double x = c - state.v;
-                    if (x < best || (x == best && j < best_j)) {
-                        second_best = best;
-                        best = x;
-                        best_j = j;
-                        best_c = c;
-                        best_state = state;
-                    } else if (x < second_best) {
-                        second_best = x;
-                    }
+                    auction_consider(j, state, c, best, best_j, second_best, best_c, best_state);
                 };
-                if (kind == AUCTION_DENSE) {  // four columns' loads in flight a thread, as auction_bid's lanes
-                    int j = tid;
-                    for (; j + 3 * width < n; j += 4 * width) {
-                        AuctionColumn state[4];
-                        double c[4];
-#pragma unroll
-                        for (int k = 0; k < 4; ++k) {
-                            state[k] = auction_read(&columns[j + width * k]);
-                            c[k] = source.at(j + width * k);
-                        }
-#pragma unroll
-                        for (int k = 0; k < 4; ++k) consider(j + width * k, state[k], c[k]);
-                    }
-                    for (; j < n; j += width) consider(j, auction_read(&columns[j]), source.at(j));
+                if (kind == AUCTION_DENSE) {
+                    auction_scan_all(source, columns, n, tid, width, consider);
                 } else if (my_candidate >= 0) {
                     consider(my_candidate, auction_read(&columns[my_candidate]), source.at(my_candidate));
                 }
@@ -518,8 +511,7 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                     if (tid == 0) {
                         double least = AUCTION_INF;
                         for (int w = 0; w < warps; ++w) least = fmin(least, warp_floor[w]);
-                        row_floor = least;
-                        __stcg(&floor[row], least);
+                        __stcg(&floors[row], least);
                     }
                     __threadfence();  // the slots and the floor before the bid, which may hand the row on
                     __syncthreads();
