@@ -109,6 +109,14 @@ from lapcli.engines.cuda import sap_points  # chains of 2 bids park rows: the se
 points_chain_limit, sap_points.points_chain_limit = sap_points.points_chain_limit, lambda n: 2
 lapcli.solve_points(rng.random((1100, 2)), rng.random((1100, 2)), "cityblock", solver="cuda-sap")
 sap_points.points_chain_limit = points_chain_limit
+from lapcli.cuda import points as device_points  # the floor's paths from a row's fifth bid, a warp and a block a row,
+dense_after, block_rows_up_to = auction.DENSE_AFTER, auction.BLOCK_ROWS_UP_TO  # on 300 points (racecheck's time)
+auction.DENSE_AFTER, auction.AUCTION_FROM = 4, 256
+device_points.program.cache_clear()
+for auction.BLOCK_ROWS_UP_TO in (0, 10**9):
+    lapcli.solve_points(rng.random((300, 2)), rng.random((300, 2)), "cityblock", solver="cuda-sap")
+auction.DENSE_AFTER, auction.BLOCK_ROWS_UP_TO, auction.AUCTION_FROM = dense_after, block_rows_up_to, 1024
+device_points.program.cache_clear()
 print("sanitized solves done")
 PY
   for tool in ${SANITIZERS:-memcheck racecheck synccheck}; do

@@ -187,6 +187,38 @@ def test_a_price_war_bids_mostly_on_what_the_floor_proves(monkeypatch, block_row
     assert details["auction_proved_bids"] > 2 * details["auction_full_scans"] > 0
 
 
+@pytest.fixture
+def floor_from_the_fifth_bid(monkeypatch):
+    """kernels/auction.cu compiled with AUCTION_DENSE_AFTER = 4: nearly every row's bids go through
+    its floor (proved from the candidates, or a full scan that sets it)."""
+    from lapcli.cuda import auction, points
+
+    monkeypatch.setattr(auction, "DENSE_AFTER", 4)
+    points.program.cache_clear()
+    yield
+    points.program.cache_clear()
+
+
+@pytest.mark.parametrize("block_rows", [0, 10**9])
+@pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
+def test_bids_ruled_by_the_floor_from_the_fifth_stay_optimal(rng, monkeypatch, floor_from_the_fifth_bid, metric,
+                                                             block_rows):
+    """With the floor ruling from a row's fifth bid in a phase, a warp or a block a row, many bids
+    are proved from the candidates and many scan all columns, and the answer is scipy's, certified:
+    a floor above a column left out of the candidates would make a bid no full scan allows."""
+    from lapcli.cuda import auction
+
+    monkeypatch.setattr(auction, "BLOCK_ROWS_UP_TO", block_rows)
+    n = 1300
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    solution = lapcli.solve_points(a, b, metric, solver="cuda-sap", timeout=300)
+    cost = distance_matrix(a, b, metric)
+    assert solution.report.certified
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12, abs=1e-12)
+    details = solution.report.details
+    assert details["auction_proved_bids"] > 100 and details["auction_full_scans"] > 100
+
+
 @pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
 def test_the_searches_finish_an_auction_from_its_last_duals(rng, metric):
     """The hand-over to the searches (sap_points._searched_tail) from a finished auction with 40
