@@ -169,7 +169,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     rule before the floor, to compare), and the same chain limit
     (``max_chain``, ``tail_rows``, ``last_tail_to_searches``: lapcli.cuda.auction.solve's). Returns
     (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
-    every column). Every reduced cost of
+    every column, bids past DENSE_AFTER that the floor proved). Every reduced cost of
     u = c − v on the assignment is ≥ −2·final_eps, unless the last phase left rows free (−1) to the
     searches. Raises RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on
     past it)."""
@@ -203,7 +203,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     epsilons = auction.schedule(max(spread * auction.FIRST_EPS_OF_SPREAD, least_first_eps), final_eps,
                                 scaling if scaling is not None else auction.SCALING)
     for index, eps in enumerate(epsilons):
-        rounds = bids = left_free = full_scans = 0
+        rounds = bids = left_free = full_scans = proved = 0
         last_phase = index == len(epsilons) - 1
         row_bids = np.zeros(n, dtype=np.int64)
         fresh = np.ones(n, dtype=bool)
@@ -245,6 +245,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                         if not dense and not (cost[row, j] - v[j] == cost[row, whole[0]] - v[whole[0]]
                                               and second <= whole[1]):  # the floor's promise, checked
                             raise RuntimeError(f"row {row}'s floor proved a bid no full scan allows")
+                    proved += past and not dense
                     if dense:
                         full_scans += 1
                         j, second = _auction_best(cost[row], v, np.arange(n))
@@ -267,7 +268,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
             if parked and parked <= tail_rows and (not last_phase or last_tail_to_searches):
                 left_free = parked
                 break
-        phases.append((eps, rounds, bids, left_free, full_scans))
+        phases.append((eps, rounds, bids, left_free, full_scans, proved))
     return col_of_row, v, phases
 
 

@@ -26,7 +26,7 @@ def test_the_schedule_falls_by_the_scaling_to_the_final_eps():
         auction.schedule(float("inf"), 1e-9)
 
 
-def solved_by_the_twin(cost, floor=None):
+def solved_by_the_twin(cost, floor=True):
     n = cost.shape[0]
     final_eps = float_eps(n, float(np.abs(cost).max())) / 8  # as engine cuda-sap sets it
     col_of_row, v, phases = auction_twin(cost, final_eps, max_bids=300_000, floor=floor)
@@ -84,6 +84,23 @@ def test_a_floor_spares_the_price_wars_full_scans():
         assert cost[np.arange(n), col_of_row].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
         full_scans[floor] = sum(phase[4] for phase in phases)
     assert 0 < full_scans[True] < 0.75 * full_scans[False]
+
+
+@pytest.mark.parametrize("grid", [0, 6])
+def test_bids_ruled_by_the_floor_from_the_fifth_are_a_full_scans_or_smaller(rng, monkeypatch, grid):
+    """With the floor ruling from a row's fifth bid in a phase (uniform points, and a grid's tied
+    costs), hundreds of bids are proved from the candidates and hundreds scan all columns; the
+    twin checks each proof against a full scan (it raises on a bid no full scan allows), and the
+    answer is optimal."""
+    monkeypatch.setattr(auction, "DENSE_AFTER", 4)
+    n = 200
+    a, b = ((rng.integers(0, grid, (n, 2)) / grid, rng.integers(0, grid, (n, 2)) / grid) if grid
+            else (rng.random((n, 2)), rng.random((n, 2))))
+    cost = distance_matrix(a, b, "cityblock")
+    col_of_row, phases = solved_by_the_twin(cost)
+    assert cost[np.arange(n), col_of_row].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12, abs=1e-12)
+    full_scans, proved = sum(phase[4] for phase in phases), sum(phase[5] for phase in phases)
+    assert full_scans > 100 and proved > 100
 
 
 def test_the_progress_line_follows_the_rounds_and_phases():
@@ -166,7 +183,7 @@ def test_a_chain_limit_leaves_rows_to_the_next_phase_and_the_last_ones_to_the_se
     cost = np.round(distance_matrix(rng.random((n, 2)), rng.random((n, 2)), "sqeuclidean") * 1e6).astype(np.int64)
     col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, scaling=AUCTION_SCALING, max_bids=300_000,
                                          least_first_eps=1.0, max_chain=2, tail_rows=n, last_tail_to_searches=True)
-    assert all(rounds == 1 and left > 0 for _, rounds, _, left, _ in phases)  # each phase ended at its first round
+    assert all(rounds == 1 and left > 0 for _, rounds, _, left, *_ in phases)  # each phase ended at its first round
     assert (col_of_row < 0).sum() == phases[-1][3]
     columns, searched = searched_from(cost, col_of_row, v)
     assert cost[np.arange(n), columns].sum() == cost[scipy_lsa(cost)].sum() and searched >= phases[-1][3]
