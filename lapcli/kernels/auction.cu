@@ -304,7 +304,10 @@ __global__ void auction_bid(const void* first, const void* second, long long str
             }
             source.load_row(row);
             int* mine = candidates + (long long)row * AUCTION_CANDIDATES;
-            int j_of[AUCTION_SLOTS];  // L2 reads: the found-later slots may have been written on another multiprocessor
+            // L2 reads: the found-later slots and the floor may have been written on another
+            // multiprocessor, before a fence and the compare-and-swap that handed this row here
+            // (these loads' addresses depend on that swap's result, so they follow it)
+            int j_of[AUCTION_SLOTS];
 #pragma unroll
             for (int s = 0; s < AUCTION_SLOTS; ++s) j_of[s] = __ldcg(&mine[s * 32 + lane]);
             int kind = 0;  // the warp holds the row alone: its counter and floor need no atomic
