@@ -7,8 +7,8 @@ the CPU tests run and the GPU tests compare against, kept out of the engines' pr
   (each row at its row minimum, v = 0) as the start of a rectangular one;
 - :func:`sap_twin` is engine ``cuda-sap``: the classical kernel's auction start
   (lapcli.engines.cpu.numpy_hungarian.auction_start), then :func:`reference_stack` from it;
-- :func:`auction_twin` is kernels/auction.cu, engine ``cuda-sap`` on square point sets and on
-  dense squares above the one-block search;
+- :func:`auction_twin` (lapcli.twins.auction) is kernels/auction.cu, engine ``cuda-sap`` on square
+  point sets and on dense squares above the one-block search;
 - :func:`hand_over` is how engine ``cuda-sap`` starts its searches from the auction's duals.
 
 The twin of kernels/hungarian.cu is the ``numpy`` engine itself (lapcli.engines.cpu.numpy_hungarian).
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engines.cpu.numpy_hungarian import auction_start
-from .steps import AUCTION_PATIENCE, AUCTION_ROUNDS
+from ..engines.cpu.numpy_hungarian import auction_start
+from ..steps import AUCTION_PATIENCE, AUCTION_ROUNDS
+from .auction import auction_twin  # noqa: F401  (the twins' one namespace)
 
 
 def column_reduction(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -151,164 +152,6 @@ def sap_twin(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int = AUC
     return columns[0], u[0], v[0], done, searches
 
 
-def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
-                 least_first_eps: float = 0.0, max_chain: int = 0, tail_rows: int = 0,
-                 last_tail_to_searches: bool = False, floor: bool = True, block_threads: int = 0):
-    """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
-    float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
-    thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
-    cheapest of columns lane, lane + 32, …, and up to 32 more the release pass adds, in turn), the
-    same first ε (a quarter of the median row's candidate spread, at least ``least_first_eps``:
-    1 for integer costs, as engine ``cuda-sap`` runs it), the same release rule (free,
-    or more than 2ε above the row's best over all columns, checked for every row at a phase's
-    start and then for the rows that bid since), the same bids of a row past DENSE_AFTER bids in a
-    phase: the candidates where the row's floor proves their best the row's best (each proof checked
-    here against a full scan), else a full scan, whose lanes' bests become the row's found-later
-    candidates and whose lanes' second bests' least its floor (a warp a row: kernels/auction.cu's
-    auction_bid; with ``block_threads``, auction_bid_blocks' rule for a block of that many threads:
-    each warp's best a candidate, the floor the least of the threads' reduced costs but those; ``floor``
-    False: every such bid a full scan whose best becomes a candidate, the rule before the floor, to
-    compare), and the same chain limit
-    (``max_chain``, ``tail_rows``, ``last_tail_to_searches``: lapcli.cuda.auction.solve's). Returns
-    (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
-    every column, bids past DENSE_AFTER that the floor proved). Every reduced cost of
-    u = c − v on the assignment is ≥ −2·final_eps, unless the last phase left rows free (−1) to the
-    searches. Raises RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on
-    past it)."""
-    from .cuda import auction
-
-    n = cost.shape[0]
-    near = auction.NEAR
-    candidates = []
-    for i in range(n):
-        row = []
-        for lane in range(32):
-            columns = np.arange(lane, n, 32)
-            row.extend(columns[np.argsort(cost[i, columns], kind="stable")[:near]].tolist())
-        candidates.append(row)
-    spread = np.median([np.ptp(cost[i, candidates[i]]) for i in range(n)])
-    # the 32 found-later slots (-1: empty): the release pass fills slot count % 32 (the kernel's
-    # added[i]++ & 31), a full scan with a floor slot l with lane l's best
-    later = np.full((n, 32), -1)
-    filled = np.zeros(n, dtype=np.int64)
-
-    def add_later(i: int, column: int) -> None:
-        later[i, filled[i] % 32] = column
-        filled[i] += 1
-
-    floor_of = np.full(n, -np.inf)  # kernels/auction.cu's floor: none before a row's first full scan
-    v = np.zeros(n)
-    owner = np.full(n, -1)
-    col_of_row = np.full(n, -1)
-    phases = []
-    epsilons = auction.schedule(max(spread * auction.FIRST_EPS_OF_SPREAD, least_first_eps), final_eps,
-                                scaling if scaling is not None else auction.SCALING)
-    for index, eps in enumerate(epsilons):
-        rounds = bids = left_free = full_scans = proved = 0
-        last_phase = index == len(epsilons) - 1
-        row_bids = np.zeros(n, dtype=np.int64)
-        fresh = np.ones(n, dtype=bool)
-        while True:
-            free = []
-            for i in range(n):
-                if col_of_row[i] >= 0 and not fresh[i]:
-                    continue
-                reduced = cost[i] - v
-                best = int(np.argmin(reduced))
-                if col_of_row[i] >= 0 and not reduced[col_of_row[i]] > reduced[best] + 2 * eps:
-                    fresh[i] = False
-                    continue
-                if col_of_row[i] >= 0:
-                    owner[col_of_row[i]] = col_of_row[i] = -1
-                    if best not in candidates[i] and best not in later[i]:
-                        add_later(i, best)
-                        floor_of[i] = -np.inf
-                free.append(i)
-            if not free:
-                break
-            rounds += 1
-            parked = 0
-            for row in free:
-                chain = 0
-                while row >= 0:
-                    if max_chain and chain >= max_chain:  # the row stays free
-                        parked += 1
-                        break
-                    chain += 1
-                    row_bids[row] += 1
-                    past = row_bids[row] > auction.DENSE_AFTER
-                    dense = past and not floor
-                    j, second = _auction_best(cost[row], v, np.array(candidates[row] + [j for j in later[row] if j >= 0]))
-                    if past and floor:
-                        dense = not (cost[row, j] - v[j] <= floor_of[row])
-                        second = min(second, floor_of[row])
-                        whole = _auction_best(cost[row], v, np.arange(n))
-                        if not dense and not (cost[row, j] - v[j] == cost[row, whole[0]] - v[whole[0]]
-                                              and second <= whole[1]):  # the floor's promise, checked
-                            raise RuntimeError(f"row {row}'s floor proved a bid no full scan allows")
-                    proved += past and not dense
-                    if dense:
-                        full_scans += 1
-                        j, second = _auction_best(cost[row], v, np.arange(n))
-                        if not floor and j not in candidates[row] and j not in later[row]:
-                            add_later(row, j)
-                    if dense and floor:
-                        bests, floor_of[row] = _floor_of_a_full_scan(cost[row] - v, block_threads)
-                        later[row] = [-1 if jb in candidates[row] else jb for jb in bests]
-                    v[j] = (cost[row, j] - second if np.isfinite(second) else v[j]) - eps
-                    fresh[row] = True
-                    row, owner[j] = int(owner[j]), row
-                    col_of_row[owner[j]] = j
-                    if row >= 0:
-                        col_of_row[row] = -1
-                    bids += 1
-                    if bids > max_bids:
-                        raise RuntimeError(f"the auction bid {bids} times in the phase of eps {eps}")
-            if parked and parked <= tail_rows and (not last_phase or last_tail_to_searches):
-                left_free = parked
-                break
-        phases.append((eps, rounds, bids, left_free, full_scans, proved))
-    return col_of_row, v, phases
-
-
-def _floor_of_a_full_scan(reduced: np.ndarray, block_threads: int = 0) -> tuple[np.ndarray, float]:
-    """A full scan's found-later candidates (32 columns, −1: none) and floor (kernels/auction.cu).
-    A warp a row (``block_threads`` 0): lane l scans columns l, l + 32, …; its best (the lowest
-    column on ties) becomes slot l, and the floor is the least of the lanes' second bests. A block:
-    thread t scans t, t + block_threads, …; each warp's best becomes its slot, and the floor is the
-    least of every thread's best, or its second best where its best is its warp's."""
-    width = block_threads or 32
-    n = len(reduced)
-    grid = np.full((-(-n // width), width), np.inf)  # [k, t]: column t + width·k
-    grid.flat[:n] = reduced
-    firsts = grid.argmin(axis=0)  # each thread's best: argmin takes the lowest k, the lowest column
-    columns = np.arange(width)
-    best = grid[firsts, columns]
-    grid[firsts, columns] = np.inf
-    second = grid.min(axis=0)
-    best_column = np.where(columns < n, columns + width * firsts, n)  # n: a thread with no column
-    if not block_threads:
-        return np.where(best_column < n, best_column, -1), float(second.min())
-    warp_of = columns // 32
-    slots = np.full(32, -1)
-    left_out = best.copy()
-    for w in range(width // 32):
-        threads = np.flatnonzero(warp_of == w)
-        holder = threads[np.lexsort((best_column[threads], best[threads]))[0]]
-        if best_column[holder] < n:
-            slots[w] = best_column[holder]
-        left_out[holder] = second[holder]
-    return slots, float(left_out.min())
-
-
-def _auction_best(costs: np.ndarray, v: np.ndarray, scanned: np.ndarray) -> tuple[int, float]:
-    """A bid's scan of ``scanned`` columns: (the lowest column of least c − v, the second least
-    value, inf for one column)."""
-    reduced = costs[scanned] - v[scanned]
-    order = np.lexsort((scanned, reduced))
-    return int(scanned[order[0]]), float(reduced[order[1]]) if len(order) > 1 else np.inf
-
-
 def hand_over(cost: np.ndarray, col_of_row: np.ndarray, v: np.ndarray,
               slack: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The searches' start from any duals (engine ``cuda-sap`` after its ε-scaling auction on a
@@ -352,7 +195,7 @@ def round_searches(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray, rows
     takes whichever warps come first), whose rows the next round scans; reduced costs clamped at 0
     and added last; the search stops where a free column is strictly nearer than every pending
     one. Returns (col_of_row, v, rounds, rows scanned) with a list entry per search."""
-    from .cuda import sap_rounds
+    from ..cuda import sap_rounds
 
     rows_a_round = rows_a_round or sap_rounds.ROUND_ROWS
     narrow_above = rows_a_round * sap_rounds.NARROW_ABOVE // sap_rounds.ROUND_ROWS
