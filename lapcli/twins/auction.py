@@ -92,19 +92,18 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     chain += 1
                     row_bids[row] += 1
                     past = row_bids[row] > auction.DENSE_AFTER
-                    dense = past and not floor
-                    j, second = _auction_best(cost[row], v, np.array(candidates[row] + [j for j in later[row] if j >= 0]))
-                    if past and floor:
-                        dense = not (cost[row, j] - v[j] <= floor_of[row])
+                    scanned = np.concatenate([candidates[row], later[row][later[row] >= 0]]).astype(np.int64)
+                    j, second = _auction_best(cost[row], v, scanned)
+                    whole = _auction_best(cost[row], v, np.arange(n)) if past else None  # a full scan
+                    dense = past and not (floor and cost[row, j] - v[j] <= floor_of[row])
+                    if past and not dense:  # proved: the floor's promise, checked against the full scan
                         second = min(second, floor_of[row])
-                        whole = _auction_best(cost[row], v, np.arange(n))
-                        if not dense and not (cost[row, j] - v[j] == cost[row, whole[0]] - v[whole[0]]
-                                              and second <= whole[1]):  # the floor's promise, checked
+                        if not (cost[row, j] - v[j] == cost[row, whole[0]] - v[whole[0]] and second <= whole[1]):
                             raise RuntimeError(f"row {row}'s floor proved a bid no full scan allows")
-                    proved += past and not dense
+                        proved += 1
                     if dense:
                         full_scans += 1
-                        j, second = _auction_best(cost[row], v, np.arange(n))
+                        j, second = whole
                         if not floor and j not in candidates[row] and j not in later[row]:
                             add_later(row, j)
                     if dense and floor:
