@@ -61,27 +61,48 @@ def test_the_column_reduction_start_is_a_valid_warm_start(rng):
 
 def test_the_row_reduction_start_is_a_valid_start_of_a_rectangular_problem(rng):
     """twins.row_reduction (the kernel's start for n < m): each row claims its row minimum's column
-    (lowest column on ties), each column goes to the lowest row claiming it, v stays 0. Every
-    assigned row is then tight at its row's minimum, the twin from it reaches the cold start's
-    optimum with duals that certify the rectangular problem (v <= 0, v == 0 on free columns), and
-    it leaves far fewer rows to search from on a matcher's shape."""
+    (lowest column on ties), each column goes to the lowest row claiming it, and a row that kept
+    its column lowers that column's v by the gap to its second-smallest cost (JV's reduction
+    transfer). Every assigned row is then tight at its row's minimum of c − v, v < 0 only on taken
+    columns, the twin from it reaches the cold start's optimum with duals that certify the
+    rectangular problem (v <= 0, v == 0 on free columns), and it leaves far fewer rows to search
+    from on a matcher's shape."""
     for n, m, high in ((1, 5, 5), (7, 9, 3), (40, 300, 400), (64, 65, 2), (50, 300, None)):
         c = rng.random((n, m)) if high is None else rng.integers(0, high, (n, m)).astype(np.int64)
-        col_of_row = row_reduction(c)
+        v, col_of_row = row_reduction(c)
         taken = col_of_row[col_of_row >= 0]
         assert taken.size == np.unique(taken).size == np.unique(c.argmin(axis=1)).size
         for i in np.flatnonzero(col_of_row >= 0):
             j = col_of_row[i]
             assert c[i, j] == c[i].min() and j == c[i].argmin()
             assert i == np.flatnonzero(c.argmin(axis=1) == j).min()
-        warm, u, v, _ = reference_stack(c[None])
+            assert v[j] == c[i, j] - np.sort(c[i])[1]  # the gap to the row's second-smallest cost
+            assert c[i, j] - v[j] == (c[i] - v).min()  # tight at its row's minimum of c − v
+        assert v.max() <= 0 and not v[np.setdiff1d(np.arange(m), taken)].any()
+        if high is None:
+            assert (v < 0).sum() == taken.size  # continuous costs: every kept column transfers
+        warm, u, v_end, _ = reference_stack(c[None])
         cold, _, _, _ = reference_stack(c[None], reduction_start=False)
-        check_duals(c[None], warm, u, v, 0 if high else 1e-12)
+        check_duals(c[None], warm, u, v_end, 0 if high else 1e-12)
         assert objective(c, warm[0]) == pytest.approx(objective(c, cold[0])) == pytest.approx(scipy_objective(c))
         if high is None:
             assert (col_of_row < 0).sum() <= n // 4  # ~n² / 2m rows collide: ~4 of 50
     forbidden = np.array([[np.inf, np.inf, 5.0], [np.inf, np.inf, np.inf], [1.0, 2.0, 5.0]])
-    assert row_reduction(forbidden).tolist() == [2, -1, 0]  # a row without a finite cost claims nothing
+    v, col_of_row = row_reduction(forbidden)
+    assert col_of_row.tolist() == [2, -1, 0]  # a row without a finite cost claims nothing
+    assert v.tolist() == [-1.0, 0.0, 0.0]  # ... and one without a finite second cost transfers nothing
+
+
+def test_the_reduction_transfer_shortens_the_searches_of_a_near_square_member():
+    """The transfer's purpose, counted in the twin: the searches from the rows the row reduction
+    leaves free take fewer Dijkstra steps on a matcher's near-square member."""
+    from lapcli.twins import search_steps
+
+    c = np.random.default_rng(11).random((270, 300))
+    v, col_of_row = row_reduction(c)
+    with_transfer = search_steps(c, v, col_of_row)
+    without = search_steps(c, np.zeros_like(v), col_of_row)
+    assert with_transfer < 0.9 * without, (with_transfer, without)
 
 
 def test_layout_choice_covers_every_width():

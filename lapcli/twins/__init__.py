@@ -4,7 +4,7 @@ the CPU tests run and the GPU tests compare against, kept out of the engines' pr
 - :func:`reference_stack` is kernels/batch_lap.cu (engine ``cuda-batch``): shortest augmenting
   paths per problem (scipy's algorithm, Crouse 2016), same steps S1-S4, same tie-break, same duals,
   with Jonker-Volgenant's column reduction as the start of a square problem and a row reduction
-  (each row at its row minimum, v = 0) as the start of a rectangular one;
+  (each row at its row minimum, then JV's reduction transfer) as the start of a rectangular one;
 - :func:`sap_twin` is engine ``cuda-sap``: the classical kernel's auction start
   (lapcli.engines.cpu.numpy_hungarian.auction_start), then :func:`reference_stack` from it;
 - :func:`auction_twin` (lapcli.twins.auction) is kernels/auction.cu, engine ``cuda-sap`` on square
@@ -38,23 +38,32 @@ def column_reduction(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v, col_of_row
 
 
-def row_reduction(cost: np.ndarray) -> np.ndarray:
-    """The kernel's start for a rectangular problem (n < m) without a warm start, v = 0: row i
-    claims the column of its row minimum (lowest column on ties) and each column goes to the lowest
-    row claiming it. Returns col_of_row, -1 for a free row (a row whose minimum is not finite
-    claims nothing). For costs without NaN: the kernel orders a NaN past +inf where NumPy's argmin
-    takes it, and a launch that met a NaN is solved again after its entries are checked, so the
-    twin need not follow it there."""
-    n = cost.shape[0]
+def row_reduction(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's start for a rectangular problem (n < m) without a warm start: row i claims the
+    column of its row minimum (lowest column on ties) and each column goes to the lowest row
+    claiming it; then the reduction transfer (Jonker & Volgenant 1987): a row that kept its column
+    j sets v[j] = c[i][j] − (its second-smallest cost), 0 where that is not finite, and v = 0 on
+    every other column. Returns (v, col_of_row), -1 for a free row (a row whose minimum is not
+    finite claims nothing). Every assigned row is then tight at its row's minimum of c − v, and
+    v ≤ 0 only on taken columns. For costs without NaN: the kernel orders a NaN past +inf where
+    NumPy's argmin takes it, and a launch that met a NaN is solved again after its entries are
+    checked, so the twin need not follow it there."""
+    n, m = cost.shape
     claim = cost.argmin(axis=1)
-    owner = np.full(cost.shape[1], -1, dtype=np.int64)
+    owner = np.full(m, -1, dtype=np.int64)
     for i in range(n - 1, -1, -1):  # descending: the lowest row is written last
         if np.isfinite(cost[i, claim[i]]):
             owner[claim[i]] = i
     col_of_row = np.full(n, -1, dtype=np.int64)
     taken = np.flatnonzero(owner >= 0)
     col_of_row[owner[taken]] = taken
-    return col_of_row
+    v = np.zeros(m, dtype=np.int64 if cost.dtype.kind in "iu" else np.float64)
+    for i in owner[taken]:
+        j = col_of_row[i]
+        second = np.min(np.delete(cost[i], j)) if m > 1 else np.inf
+        if np.isfinite(second):
+            v[j] = cost[i, j] - second
+    return v, col_of_row
 
 
 def reference_stack(costs: np.ndarray, warm_start=None, reduction_start: bool = True):
@@ -70,51 +79,70 @@ def reference_stack(costs: np.ndarray, warm_start=None, reduction_start: bool = 
     u = np.zeros((batch, n), dtype=dual)
     v_all = np.zeros((batch, m), dtype=dual)
     status = np.zeros(batch, dtype=np.int32)
-    inf = np.iinfo(np.int64).max if dual is np.int64 else np.inf
-    columns = np.arange(m)
     if warm_start is not None:
         assert n == m, "a warm start needs square problems"
         v_all[:] = warm_start[0]
     for b in range(batch):
         c = costs[b].astype(dual)
         v = v_all[b]
-        row4col = np.full(m, -1, dtype=np.int64)
         col4row = np.full(n, -1, dtype=np.int64)
         if warm_start is not None:
             col4row[:] = warm_start[1][b]
         elif reduction_start and n == m:
             v[:], col4row[:] = column_reduction(c)
         elif reduction_start:
-            col4row[:] = row_reduction(c)
-        row4col[col4row[col4row >= 0]] = np.flatnonzero(col4row >= 0)
-        for root in np.flatnonzero(col4row < 0):
-            spc = np.full(m, inf, dtype=dual)
-            path = np.full(m, -1, dtype=np.int64)
-            scanned = np.zeros(m, dtype=bool)
-            i, ui, min_val, sink = root, dual(0), dual(0), -1
-            while sink < 0:
-                d = (c[i] - v) + (min_val - ui)  # S1
-                better = ~scanned & (d < spc)
-                spc[better], path[better] = d[better], i
-                open_ = np.flatnonzero(~scanned)  # S2: (distance, assigned, index) minimum
-                j = open_[np.lexsort((columns[open_], row4col[open_] >= 0, spc[open_]))[0]]
-                min_val, scanned[j] = spc[j], True
-                if row4col[j] < 0:
-                    sink = j
-                else:
-                    i = row4col[j]
-                    ui = c[i, j] - v[j]
-            v[scanned] -= min_val - spc[scanned]  # S3
-            j = sink
-            while True:  # S4
-                i = path[j]
-                row4col[j] = i
-                col4row[i], j = j, col4row[i]
-                if i == root:
-                    break
+            v[:], col4row[:] = row_reduction(c)
+        _search_free_rows(c, v, col4row)
         col_of_row[b] = col4row
         u[b] = c[np.arange(n), col4row] - v[col4row]
     return col_of_row, u, v_all, status
+
+
+def _search_free_rows(c: np.ndarray, v: np.ndarray, col4row: np.ndarray) -> int:
+    """S1-S4 from every row ``col4row`` leaves free (-1), in order, updating v and col4row in
+    place (c and v of the duals' dtype); returns the Dijkstra steps taken (rows scanned)."""
+    n, m = c.shape
+    dual = v.dtype.type
+    inf = np.iinfo(np.int64).max if dual is np.int64 else np.inf
+    columns = np.arange(m)
+    row4col = np.full(m, -1, dtype=np.int64)
+    row4col[col4row[col4row >= 0]] = np.flatnonzero(col4row >= 0)
+    steps = 0
+    for root in np.flatnonzero(col4row < 0):
+        spc = np.full(m, inf, dtype=dual)
+        path = np.full(m, -1, dtype=np.int64)
+        scanned = np.zeros(m, dtype=bool)
+        i, ui, min_val, sink = root, dual(0), dual(0), -1
+        while sink < 0:
+            steps += 1
+            d = (c[i] - v) + (min_val - ui)  # S1
+            better = ~scanned & (d < spc)
+            spc[better], path[better] = d[better], i
+            open_ = np.flatnonzero(~scanned)  # S2: (distance, assigned, index) minimum
+            j = open_[np.lexsort((columns[open_], row4col[open_] >= 0, spc[open_]))[0]]
+            min_val, scanned[j] = spc[j], True
+            if row4col[j] < 0:
+                sink = j
+            else:
+                i = row4col[j]
+                ui = c[i, j] - v[j]
+        v[scanned] -= min_val - spc[scanned]  # S3
+        j = sink
+        while True:  # S4
+            i = path[j]
+            row4col[j] = i
+            col4row[i], j = j, col4row[i]
+            if i == root:
+                break
+    return steps
+
+
+def search_steps(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray) -> int:
+    """The Dijkstra steps (row scans) the kernel's searches take on one problem from the start
+    (v, col_of_row): what a start saves is counted here, the kernel's time being about that
+    count times a step's latency."""
+    dual = np.int64 if np.asarray(cost).dtype.kind in "iu" else np.float64
+    return _search_free_rows(np.asarray(cost).astype(dual), np.array(v, dtype=dual), np.array(col_of_row, dtype=np.int64))
 
 
 def check_duals(costs: np.ndarray, col_of_row: np.ndarray, u: np.ndarray, v: np.ndarray,
