@@ -12,9 +12,10 @@
 //       minVal = spc[j*]; scan j*; if j* is free it is the sink, else i = row4col[j*] and go to S1;
 //   S3  dual update: v[j] -= minVal - spc[j] for scanned j (u is not stored, see below);
 //   S4  augment along path[] from the sink back to the root.
-// For n < m, starting from v = 0 (the row reduction in batch_lap, below, assigns rows at their row
-// minima and lowers v only on the columns they took), v only decreases, and only on scanned (hence assigned, and assigned for
-// good) columns: at the end v <= 0 and v == 0 on every column no row took, which with
+// For n < m, v starts at 0 and is lowered only on taken columns (the row reduction in batch_lap,
+// below, assigns rows at their row minima and transfers their margins to their columns' v); then
+// it only decreases, and only on scanned (hence assigned, and assigned for good) columns: at the
+// end v <= 0 and v == 0 on every column no row took, which with
 // c - u - v >= 0 everywhere and == 0 on the assignment certifies optimality of the rectangular
 // problem (complementary slackness). A square problem has no such column constraints and starts
 // from JV's column reduction instead (in batch_lap, below), or from the caller's warm start.
