@@ -121,22 +121,26 @@ template <int THREADS> struct Group {
     }
 };
 
-// Lexicographic minimum of (key, tag) over the `mask` lanes (WIDTH of them, aligned), returned
-// to each of them.
-__device__ __forceinline__ void warp_argmin(unsigned long long& key, unsigned& tag, unsigned mask) {
+// Minimum of a 64-bit key over the `mask` lanes (WIDTH of them, aligned), returned to each of
+// them as its (high, low) halves: the high halves' minimum, then the low halves' among the lanes
+// that hold it.
+__device__ __forceinline__ uint2 warp_min_halves(unsigned long long key, unsigned mask) {
     const unsigned hi = (unsigned)(key >> 32), lo = (unsigned)key;
     const unsigned min_hi = __reduce_min_sync(mask, hi);
-    const unsigned min_lo = __reduce_min_sync(mask, hi == min_hi ? lo : 0xffffffffu);
-    const bool best = hi == min_hi && lo == min_lo;
-    tag = __reduce_min_sync(mask, best ? tag : 0xffffffffu);
-    key = ((unsigned long long)min_hi << 32) | min_lo;
+    return make_uint2(min_hi, __reduce_min_sync(mask, hi == min_hi ? lo : 0xffffffffu));
 }
 
-// Minimum of a 64-bit key over the `mask` lanes, returned to each of them.
 __device__ __forceinline__ unsigned long long warp_min(unsigned long long key, unsigned mask) {
-    const unsigned hi = (unsigned)(key >> 32), lo = (unsigned)key;
-    const unsigned min_hi = __reduce_min_sync(mask, hi);
-    return ((unsigned long long)min_hi << 32) | __reduce_min_sync(mask, hi == min_hi ? lo : 0xffffffffu);
+    const uint2 least = warp_min_halves(key, mask);
+    return ((unsigned long long)least.x << 32) | least.y;
+}
+
+// Lexicographic minimum of (key, tag) over the `mask` lanes, returned to each of them.
+__device__ __forceinline__ void warp_argmin(unsigned long long& key, unsigned& tag, unsigned mask) {
+    const uint2 least = warp_min_halves(key, mask);
+    const bool best = (unsigned)(key >> 32) == least.x && (unsigned)key == least.y;
+    tag = __reduce_min_sync(mask, best ? tag : 0xffffffffu);
+    key = ((unsigned long long)least.x << 32) | least.y;
 }
 
 // ---- The certificate, fused into the solve (CERTIFY): each group proves its own problem --------
