@@ -8,7 +8,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 from lapcli.cuda import batch_abi
 from lapcli.cuda import batch_lap as cb
 from lapcli.engines.cuda import batch as engine
-from lapcli.twins import check_duals, column_reduction, reference_stack, row_reduction
+from lapcli.twins import check_duals, column_reduction, reference_stack, row_reduction, search_steps
 
 
 def scipy_objective(c):
@@ -96,8 +96,6 @@ def test_the_row_reduction_start_is_a_valid_start_of_a_rectangular_problem(rng):
 def test_the_reduction_transfer_shortens_the_searches_of_a_near_square_member():
     """The transfer's purpose, counted in the twin: the searches from the rows the row reduction
     leaves free take fewer Dijkstra steps on a matcher's near-square member."""
-    from lapcli.twins import search_steps
-
     c = np.random.default_rng(11).random((270, 300))
     v, col_of_row = row_reduction(c)
     with_transfer = search_steps(c, v, col_of_row)

@@ -101,7 +101,7 @@ def reference_stack(costs: np.ndarray, warm_start=None, reduction_start: bool = 
 def _search_free_rows(c: np.ndarray, v: np.ndarray, col4row: np.ndarray) -> int:
     """S1-S4 from every row ``col4row`` leaves free (-1), in order, updating v and col4row in
     place (c and v of the duals' dtype); returns the Dijkstra steps taken (rows scanned)."""
-    n, m = c.shape
+    m = c.shape[1]
     dual = v.dtype.type
     inf = np.iinfo(np.int64).max if dual is np.int64 else np.inf
     columns = np.arange(m)
@@ -127,14 +127,23 @@ def _search_free_rows(c: np.ndarray, v: np.ndarray, col4row: np.ndarray) -> int:
                 i = row4col[j]
                 ui = c[i, j] - v[j]
         v[scanned] -= min_val - spc[scanned]  # S3
-        j = sink
-        while True:  # S4
-            i = path[j]
-            row4col[j] = i
-            col4row[i], j = j, col4row[i]
-            if i == root:
-                break
+        _augment(path, row4col, col4row, sink, root)
     return steps
+
+
+def _augment(path: np.ndarray, row4col: np.ndarray, col4row: np.ndarray, sink: int, root: int) -> None:
+    """S4: flip the alternating path from ``sink`` back to ``root`` along ``path`` (each column's
+    row in the search), in place; raises where the walk is longer than there are rows (a cycle)."""
+    j, walked = sink, 0
+    while True:
+        i = path[j]
+        row4col[j] = i
+        col4row[i], j = j, col4row[i]
+        walked += 1
+        if i == root:
+            return
+        if walked > len(col4row):
+            raise RuntimeError("the augmenting walk found a cycle")
 
 
 def search_steps(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray) -> int:
@@ -229,7 +238,7 @@ def round_searches(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray, rows
     narrow_above = rows_a_round * sap_rounds.NARROW_ABOVE // sap_rounds.ROUND_ROWS
     widen_below = rows_a_round * sap_rounds.WIDEN_BELOW // sap_rounds.ROUND_ROWS
     c = np.asarray(cost, dtype=np.float64)
-    n, m = c.shape
+    m = c.shape[1]
     v, col4row = np.array(v, dtype=np.float64), np.array(col_of_row, dtype=np.int64)
     row4col = np.full(m, -1)
     row4col[col4row[col4row >= 0]] = np.flatnonzero(col4row >= 0)
@@ -272,16 +281,7 @@ def round_searches(cost: np.ndarray, v: np.ndarray, col_of_row: np.ndarray, rows
             scanned[lower] = False
         below = spc < free[sink]
         v[below] -= free[sink] - spc[below]  # S3
-        j, walked = sink, 0
-        while True:  # S4
-            i = path[j]
-            row4col[j] = i
-            col4row[i], j = j, col4row[i]
-            walked += 1
-            if i == root:
-                break
-            if walked > n:
-                raise RuntimeError("the augmenting walk found a cycle")
+        _augment(path, row4col, col4row, sink, root)  # S4
         rounds.append(count)
         scanned_rows.append(rows)
     return col4row.astype(np.int32), v, rounds, scanned_rows
