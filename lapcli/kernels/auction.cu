@@ -102,28 +102,35 @@ __device__ __forceinline__ void auction_warp_best(double& best, int& best_j, dou
     }
 }
 
-// A bid's scan takes column j, read as `state` with cost c: the thread's least c - v (lowest column
-// on ties) with its column, cost and state, and its second least.
-__device__ __forceinline__ void auction_consider(int j, const AuctionColumn& state, double c, double& best, int& best_j,
-                                                 double& second_best, double& best_c, AuctionColumn& best_state) {
-    const double x = c - state.v;
-    if (x < best || (x == best && j < best_j)) {
-        second_best = best;
-        best = x;
-        best_j = j;
-        best_c = c;
-        best_state = state;
-    } else if (x < second_best) {
-        second_best = x;
+// A bid's scan so far, one thread's share: its least c - v (lowest column on ties) with that
+// column's cost and state (the thread holding the group's best bids with them, with no second
+// read), and its second least. scan(j, state, c) takes column j, read as `state` with cost c.
+struct AuctionScan {
+    double best, second_best, best_c;
+    int best_j;
+    AuctionColumn best_state;
+    __device__ __forceinline__ explicit AuctionScan(int n)
+        : best(AUCTION_INF), second_best(AUCTION_INF), best_c(0.0), best_j(n), best_state{0.0, -1} {}
+    __device__ __forceinline__ void operator()(int j, const AuctionColumn& state, double c) {
+        const double x = c - state.v;
+        if (x < best || (x == best && j < best_j)) {
+            second_best = best;
+            best = x;
+            best_j = j;
+            best_c = c;
+            best_state = state;
+        } else if (x < second_best) {
+            second_best = x;
+        }
     }
-}
+};
 
-// A full scan's share of one thread: columns first, first + step, ..., each given to `consider`.
+// A full scan's share of one thread: columns first, first + step, ..., each given to `scan`.
 // Four columns' loads are issued before any is compared: one after another, a scan of n columns
 // would be n / step memory latencies in a row.
-template <typename Source, typename Consider>
+template <typename Source, typename Scan>
 __device__ __forceinline__ void auction_scan_all(Source& source, const AuctionColumn* columns, int n, int first, int step,
-                                                 Consider& consider) {
+                                                 Scan& scan) {
     int j = first;
     for (; j + 3 * step < n; j += 4 * step) {
         AuctionColumn state[4];
@@ -134,9 +141,9 @@ __device__ __forceinline__ void auction_scan_all(Source& source, const AuctionCo
             c[k] = source.at(j + step * k);
         }
 #pragma unroll
-        for (int k = 0; k < 4; ++k) consider(j + step * k, state[k], c[k]);
+        for (int k = 0; k < 4; ++k) scan(j + step * k, state[k], c[k]);
     }
-    for (; j < n; j += step) consider(j, auction_read(&columns[j]), source.at(j));
+    for (; j < n; j += step) scan(j, auction_read(&columns[j]), source.at(j));
 }
 
 // The bid of `row` for column best_j, whose state the scan read as `seen` with cost best_c, the
@@ -315,24 +322,19 @@ __global__ void auction_bid(const void* first, const void* second, long long str
             kind = __shfl_sync(AUCTION_FULL_MASK, kind, 0);
             double row_floor = kind == AUCTION_PROVED ? __ldcg(&floors[row]) : -AUCTION_INF;
             while (true) {
-                // Each lane keeps, with its best column, the cost and the column state it read: the
-                // lane that holds the warp's best bids with them, with no second read.
-                double best = AUCTION_INF, second_best = AUCTION_INF, best_c = 0.0;
-                int best_j = n;
-                AuctionColumn best_state = {0.0, -1};
-                auto consider = [&](int j, const AuctionColumn& state, double c) {
-                    auction_consider(j, state, c, best, best_j, second_best, best_c, best_state);
-                };
+                AuctionScan scan(n);
                 if (kind == AUCTION_DENSE) {
-                    auction_scan_all(source, columns, n, lane, 32, consider);
+                    auction_scan_all(source, columns, n, lane, 32, scan);
                 } else {
 #pragma unroll
                     for (int s = 0; s < AUCTION_SLOTS; ++s)
-                        if (j_of[s] >= 0) consider(j_of[s], auction_read(&columns[j_of[s]]), source.at(j_of[s]));
+                        if (j_of[s] >= 0) scan(j_of[s], auction_read(&columns[j_of[s]]), source.at(j_of[s]));
                 }
-                const int my_j = best_j;
-                const double my_best = best;
-                const double my_second = second_best;
+                const int my_j = scan.best_j;
+                const double my_best = scan.best;
+                const double my_second = scan.second_best;
+                double best = scan.best, second_best = scan.second_best;
+                int best_j = scan.best_j;
                 auction_warp_best(best, best_j, second_best);
                 if (kind == AUCTION_PROVED) {  // warp-uniform
                     if (!(best <= row_floor)) {  // a column outside the candidates may be better
@@ -362,7 +364,8 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                 int evicted = -1;
                 int rescan = 0;
                 if (lane == holder)
-                    rescan = auction_place_bid(columns, best_j, best_state, best_c, second_best, eps, row, fresh, evicted);
+                    rescan = auction_place_bid(columns, best_j, scan.best_state, scan.best_c, second_best, eps, row, fresh,
+                                               evicted);
                 if (__shfl_sync(AUCTION_FULL_MASK, rescan, holder)) {
                     ++rescans;
                     continue;
@@ -446,19 +449,16 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
             int kind = said[1];
             if (kind == -1) break;
             while (true) {
-                double best = AUCTION_INF, second_best = AUCTION_INF, best_c = 0.0;
-                int best_j = n;
-                AuctionColumn best_state = {0.0, -1};
-                auto consider = [&](int j, const AuctionColumn& state, double c) {
-                    auction_consider(j, state, c, best, best_j, second_best, best_c, best_state);
-                };
+                AuctionScan scan(n);
                 if (kind == AUCTION_DENSE) {
-                    auction_scan_all(source, columns, n, tid, width, consider);
+                    auction_scan_all(source, columns, n, tid, width, scan);
                 } else if (my_candidate >= 0) {
-                    consider(my_candidate, auction_read(&columns[my_candidate]), source.at(my_candidate));
+                    scan(my_candidate, auction_read(&columns[my_candidate]), source.at(my_candidate));
                 }
-                const int my_j = best_j;
-                const double my_best = best;
+                const int my_j = scan.best_j;
+                const double my_best = scan.best;
+                double best = scan.best, second_best = scan.second_best;
+                int best_j = scan.best_j;
                 // a full scan's floor: the least reduced cost of the thread's columns but its warp's best
                 double left_out = second_best;
                 auction_warp_best(best, best_j, second_best);
@@ -524,8 +524,8 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                     const unsigned holders = __ballot_sync(AUCTION_FULL_MASK, my_j == block_j && my_best == block_best);
                     if (lane == __ffs(holders) - 1) {
                         int evicted = -1;
-                        said[2] = auction_place_bid(columns, block_j, best_state, best_c, block_second, eps, row, fresh,
-                                                    evicted);
+                        said[2] = auction_place_bid(columns, block_j, scan.best_state, scan.best_c, block_second, eps,
+                                                    row, fresh, evicted);
                         said[0] = evicted;
                     }
                 }
