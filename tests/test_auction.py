@@ -26,10 +26,10 @@ def test_the_schedule_falls_by_the_scaling_to_the_final_eps():
         auction.schedule(float("inf"), 1e-9)
 
 
-def solved_by_the_twin(cost, floor=True, block_threads=0):
+def solved_by_the_twin(cost, floor=True):
     n = cost.shape[0]
     final_eps = float_eps(n, float(np.abs(cost).max())) / 8  # as engine cuda-sap sets it
-    col_of_row, v, phases = auction_twin(cost, final_eps, max_bids=300_000, floor=floor, block_threads=block_threads)
+    col_of_row, v, phases = auction_twin(cost, final_eps, max_bids=300_000, floor=floor)
     assert sorted(col_of_row.tolist()) == list(range(n))
     u = cost[np.arange(n), col_of_row] - v[col_of_row]
     assert (cost - u[:, None] - v[None, :]).min() >= -2 * final_eps
@@ -86,18 +86,17 @@ def test_a_floor_spares_the_price_wars_full_scans():
     assert 0 < full_scans[True] < 0.75 * full_scans[False]
 
 
-@pytest.mark.parametrize("n, grid, block_threads", [(200, 0, 0), (200, 6, 0), (600, 0, 256), (400, 6, 512)])
-def test_bids_ruled_by_the_floor_from_the_fifth_are_a_full_scans_or_smaller(rng, monkeypatch, n, grid, block_threads):
+@pytest.mark.parametrize("n, grid", [(200, 0), (200, 6), (600, 0), (400, 6)])
+def test_bids_ruled_by_the_floor_from_the_fifth_are_a_full_scans_or_smaller(rng, monkeypatch, n, grid):
     """With the floor ruling from a row's fifth bid in a phase (uniform points, and a grid's tied
-    costs), a warp a row or a block (auction_bid_blocks' floor: each warp's best a candidate),
-    hundreds of bids are proved from the candidates and hundreds scan all columns; the twin checks
-    each proof against a full scan (it raises on a bid no full scan allows), and the answer is
-    optimal."""
+    costs), hundreds of bids are proved from the candidates and hundreds scan all columns; the twin
+    checks each proof against a full scan (it raises on a bid no full scan allows), and the answer
+    is optimal."""
     monkeypatch.setattr(auction, "DENSE_AFTER", 4)
     a, b = ((rng.integers(0, grid, (n, 2)) / grid, rng.integers(0, grid, (n, 2)) / grid) if grid
             else (rng.random((n, 2)), rng.random((n, 2))))
     cost = distance_matrix(a, b, "cityblock")
-    col_of_row, phases = solved_by_the_twin(cost, block_threads=block_threads)
+    col_of_row, phases = solved_by_the_twin(cost)
     assert cost[np.arange(n), col_of_row].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12, abs=1e-12)
     full_scans, proved = sum(phase[4] for phase in phases), sum(phase[5] for phase in phases)
     assert full_scans > 100 and proved > 100

@@ -187,6 +187,47 @@ def test_a_price_war_bids_mostly_on_what_the_floor_proves(monkeypatch, block_row
     assert details["auction_proved_bids"] > 2 * details["auction_full_scans"] > 0
 
 
+@pytest.mark.parametrize("kernel, threads", [("auction_bid", 256), ("auction_bid_blocks", 512),
+                                             ("auction_bid_blocks", 256)])
+def test_a_full_scan_leaves_the_lanes_candidates_and_floor(rng, kernel, threads):
+    """A row's full scan, a warp or a block a row (kernels/auction.cu), leaves the found-later slots
+    and the floor of the twin's rule (lapcli.twins.auction._floor_of_a_full_scan): slot l is the best
+    of columns l, l + 32, … (none where it is a near candidate) and the floor the least of those
+    lanes' second bests. One free row, past DENSE_AFTER bids in the phase with no floor yet, bids
+    once for a free column; its near columns' duals are set so that no lane's best is one of them."""
+    import cupy
+
+    from lapcli.cuda import auction, points
+    from lapcli.twins.auction import _floor_of_a_full_scan
+
+    n, row = 1000, 17
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    device = points.upload(prepare_points(a, b), "auction")
+    source = device.source()
+    columns = cupy.zeros((n, 2), dtype=np.float64)  # (v, owner): AuctionColumn
+    columns.view(np.int64)[:, 1] = -1
+    candidates = cupy.empty((n, auction.CANDIDATES), dtype=np.int32)
+    device.kernels["auction_candidates"].launch(-(-n // 8), auction.THREADS,
+                                                (*source, n, candidates.data.ptr, cupy.empty(n).data.ptr))
+    near = candidates[row, :32 * auction.NEAR]
+    columns[near, 0] = -10.0  # reduced costs c + 10 > every other column's: each lane's best lies elsewhere
+    v = columns[:, 0].get()  # as the scan reads them (the bid then lowers its column's)
+    row_bids = cupy.zeros(n, dtype=np.int32)
+    row_bids[row] = auction.DENSE_AFTER  # this bid is past it: the floor rules, and there is none
+    floors = cupy.full(n, -np.inf)
+    free_rows, words = cupy.full(1, row, dtype=np.int32), cupy.zeros(1, dtype=np.int32)
+    counters, status = cupy.zeros(6, dtype=np.uint64), cupy.zeros(1, dtype=np.int32)
+    device.kernels[kernel].launch(1, threads, (*source, n, columns.data.ptr, candidates.data.ptr, row_bids.data.ptr,
+                                               free_rows.data.ptr, 1, words.data.ptr, 1e-9, 0, 0, counters.data.ptr,
+                                               status.data.ptr, cupy.zeros(n, dtype=np.uint8).data.ptr,
+                                               floors.data.ptr))
+    assert counters.get()[:5].tolist() == [1, 0, 1, 0, 1]  # one bid, a full scan
+    bests, floor = _floor_of_a_full_scan(distance_matrix(a, b, "sqeuclidean")[row] - v)
+    assert not set(bests.tolist()) & set(near.get().tolist())
+    assert candidates[row, 32 * auction.NEAR:].get().tolist() == bests.tolist()
+    assert float(floors[row]) == floor
+
+
 @pytest.fixture
 def floor_from_the_fifth_bid(monkeypatch):
     """kernels/auction.cu compiled with AUCTION_DENSE_AFTER = 4: nearly every row's bids go through

@@ -27,9 +27,9 @@
 // matching (every row's near columns the same few), and its bid scans all columns, but only where
 // its candidates cannot prove their best the row's best:
 //
-// A full scan leaves the row a floor: its 32 found-later slots get each lane's best column (a
-// block: each warp's), and floors[row] = the least of the lanes' (warps') reduced costs but those
-// bests, at or below every column that is now no candidate. Duals only fall, so every column
+// A full scan leaves the row a floor: its 32 found-later slots get each lane's best column (lane l
+// scans columns l, l + 32, ...; a block a row gives the same), and floors[row] = the least of the
+// lanes' reduced costs but those bests, at or below every column that is now no candidate. Duals only fall, so every column
 // outside the candidates stays at or above the floor. A later bid that finds a candidate at or below the floor has the row's true
 // best, and min(the candidates' second best, floor) bounds its true second best from below: the
 // bid is the one a full scan would allow or smaller, never wrong, at the cost of 160 reads. Only a
@@ -396,10 +396,15 @@ __global__ void auction_bid(const void* first, const void* second, long long str
 // full scans (a row past AUCTION_DENSE_AFTER bids), and one warp scanning all n columns is n / 128
 // memory latencies in a row (H100, 65,536 points: ~200 us a bid, rounds of 0.7-1 s with ~35 rows
 // in play and most multiprocessors idle); a block of 16 warps scans them 16 times as wide.
-// blockDim.x: a multiple of 32, at least AUCTION_CANDIDATES (a thread a candidate). Thread 0 takes
-// the rows, counts, and places the bid of the block's best, as a warp's lane does above. A full
-// scan's floor: each warp's best becomes a found-later candidate, so it covers up to 16 columns
-// (a warp a row: 32).
+// blockDim.x: a multiple of 32, at least AUCTION_CANDIDATES (a thread a candidate), at most
+// AUCTION_BLOCK_MAX. Thread 0 takes the rows, counts, and places the bid of the block's best, as a
+// warp's lane does above. A full scan leaves the warp's floor: thread t scans columns t, t + width,
+// ..., so the threads of lane l in every warp together scan lane l's columns of a warp's scan (l,
+// l + 32, ...); warp 0 merges them, and each lane's best becomes found-later slot l and the least
+// of the lanes' second bests the floor, as in auction_bid. (Each warp's best alone, 16 slots, left
+// a lower floor: in the NumPy twin at 4,096 uniform cityblock points 14,907 full scans against
+// the warp's 187.)
+#define AUCTION_BLOCK_MAX 512
 template <typename Source>
 __global__ void auction_bid_blocks(const void* first, const void* second, long long stride, double p, double sign,
                                    int n, AuctionColumn* __restrict__ columns, int* __restrict__ candidates,
@@ -411,8 +416,10 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
     Source source(first, second, stride, p, sign);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
     const int width = blockDim.x;
-    __shared__ double warp_best[32], warp_second[32], warp_floor[32];
+    __shared__ double warp_best[32], warp_second[32];
     __shared__ int warp_j[32];
+    __shared__ double thread_best[AUCTION_BLOCK_MAX], thread_second[AUCTION_BLOCK_MAX];  // a full scan's
+    __shared__ int thread_j[AUCTION_BLOCK_MAX], lane_j[32];
     __shared__ int said[3];  // thread 0's word to the block: the row; how the bid scans, or -1: late; rescan
     __shared__ double row_floor;  // the row's floor (AUCTION_PROVED bids)
     __shared__ unsigned near_bests;  // the warps whose best is a near column (a full scan)
@@ -457,17 +464,14 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                 }
                 const int my_j = scan.best_j;
                 const double my_best = scan.best;
+                if (kind == AUCTION_DENSE) {  // for the floor: warp 0 merges them by lane below
+                    thread_best[tid] = scan.best;
+                    thread_j[tid] = scan.best_j;
+                    thread_second[tid] = scan.second_best;
+                }
                 double best = scan.best, second_best = scan.second_best;
                 int best_j = scan.best_j;
-                // a full scan's floor: the least reduced cost of the thread's columns but its warp's best
-                double left_out = second_best;
                 auction_warp_best(best, best_j, second_best);
-                if (kind == AUCTION_DENSE) {
-                    if (my_j != best_j) left_out = my_best;
-                    for (int offset = 16; offset > 0; offset >>= 1)
-                        left_out = fmin(left_out, __shfl_xor_sync(AUCTION_FULL_MASK, left_out, offset));
-                    if (lane == 0) warp_floor[warp] = left_out;
-                }
                 if (lane == 0) {
                     warp_best[warp] = best;
                     warp_second[warp] = second_best;
@@ -498,23 +502,36 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                     block_second = fmin(block_second, known_floor);
                 }
                 if (kind == AUCTION_DENSE) {
-                    // the floor: each warp's best becomes a found-later candidate (none where it is a
-                    // near one), so every column outside the candidates is at or above the least
-                    // of warp_floor[]
-                    unsigned near = 0;
-                    if (tid < AUCTION_NEAR * 32 && my_candidate >= 0)
-                        for (int w = 0; w < warps; ++w) near |= (unsigned)(my_candidate == warp_j[w]) << w;
-                    if (near) atomicOr(&near_bests, near);
+                    // the floor: lane l's best over its columns l, l + 32, ... becomes found-later slot
+                    // l (none where it is a near one), so every column outside the candidates is at
+                    // or above the least of the lanes' second bests
+                    if (warp == 0) {
+                        double lane_best = AUCTION_INF, lane_second = AUCTION_INF;
+                        int lane_best_j = n;
+                        for (int t = lane; t < width; t += 32) {  // auction_warp_best's merge, across warps
+                            const double other = thread_best[t];
+                            if (other < lane_best || (other == lane_best && thread_j[t] < lane_best_j)) {
+                                lane_second = fmin(lane_best, thread_second[t]);
+                                lane_best = other;
+                                lane_best_j = thread_j[t];
+                            } else {
+                                lane_second = fmin(lane_second, other);
+                            }
+                        }
+                        lane_j[lane] = lane_best_j;
+                        for (int offset = 16; offset > 0; offset >>= 1)
+                            lane_second = fmin(lane_second, __shfl_xor_sync(AUCTION_FULL_MASK, lane_second, offset));
+                        if (lane == 0) __stcg(&floors[row], lane_second);
+                    }
+                    __syncthreads();
+                    // a near column can only be its own lane's best (lane l's columns are l mod 32)
+                    if (tid < AUCTION_NEAR * 32 && my_candidate >= 0 && lane_j[my_candidate & 31] == my_candidate)
+                        atomicOr(&near_bests, 1u << (my_candidate & 31));
                     __syncthreads();
                     const int slot = tid - AUCTION_NEAR * 32;  // the threads that hold the found-later slots
                     if (slot >= 0 && slot < 32) {
-                        my_candidate = slot < warps && warp_j[slot] < n && !(near_bests >> slot & 1) ? warp_j[slot] : -1;
+                        my_candidate = lane_j[slot] < n && !(near_bests >> slot & 1) ? lane_j[slot] : -1;
                         __stcg(&mine[tid], my_candidate);
-                    }
-                    if (tid == 0) {
-                        double least = AUCTION_INF;
-                        for (int w = 0; w < warps; ++w) least = fmin(least, warp_floor[w]);
-                        __stcg(&floors[row], least);
                     }
                     __threadfence();  // the slots and the floor before the bid, which may hand the row on
                     __syncthreads();

@@ -8,7 +8,7 @@ import numpy as np
 
 def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
                  least_first_eps: float = 0.0, max_chain: int = 0, tail_rows: int = 0,
-                 last_tail_to_searches: bool = False, floor: bool = True, block_threads: int = 0):
+                 last_tail_to_searches: bool = False, floor: bool = True):
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
@@ -19,11 +19,9 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     start and then for the rows that bid since), the same bids of a row past DENSE_AFTER bids in a
     phase: the candidates where the row's floor proves their best the row's best (each proof checked
     here against a full scan), else a full scan, whose lanes' bests become the row's found-later
-    candidates and whose lanes' second bests' least its floor (a warp a row: kernels/auction.cu's
-    auction_bid; with ``block_threads``, auction_bid_blocks' rule for a block of that many threads:
-    each warp's best a candidate, the floor the least of the threads' reduced costs but those; ``floor``
-    False: every such bid a full scan whose best becomes a candidate, the rule before the floor, to
-    compare), and the same chain limit
+    candidates and whose lanes' second bests' least its floor (kernels/auction.cu's auction_bid, and
+    auction_bid_blocks, whose block gives the same; ``floor`` False: every such bid a full scan
+    whose best becomes a candidate, the rule before the floor, to compare), and the same chain limit
     (``max_chain``, ``tail_rows``, ``last_tail_to_searches``: lapcli.cuda.auction.solve's). Returns
     (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
     every column, bids past DENSE_AFTER that the floor proved). Every reduced cost of
@@ -107,7 +105,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                         if not floor and j not in candidates[row] and j not in later[row]:
                             add_later(row, j)
                     if dense and floor:
-                        bests, floor_of[row] = _floor_of_a_full_scan(cost[row] - v, block_threads)
+                        bests, floor_of[row] = _floor_of_a_full_scan(cost[row] - v)
                         later[row] = [-1 if jb in candidates[row] else jb for jb in bests]
                     v[j] = (cost[row, j] - second if np.isfinite(second) else v[j]) - eps
                     fresh[row] = True
@@ -125,34 +123,18 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     return col_of_row, v, phases
 
 
-def _floor_of_a_full_scan(reduced: np.ndarray, block_threads: int = 0) -> tuple[np.ndarray, float]:
-    """A full scan's found-later candidates (32 columns, −1: none) and floor (kernels/auction.cu).
-    A warp a row (``block_threads`` 0): lane l scans columns l, l + 32, …; its best (the lowest
-    column on ties) becomes slot l, and the floor is the least of the lanes' second bests. A block:
-    thread t scans t, t + block_threads, …; each warp's best becomes its slot, and the floor is the
-    least of every thread's best, or its second best where its best is its warp's."""
-    width = block_threads or 32
+def _floor_of_a_full_scan(reduced: np.ndarray) -> tuple[np.ndarray, float]:
+    """A full scan's found-later candidates (32 columns, −1: none) and floor (kernels/auction.cu):
+    lane l scans columns l, l + 32, …; its best (the lowest column on ties) becomes slot l, and the
+    floor is the least of the lanes' second bests."""
     n = len(reduced)
-    grid = np.full((-(-n // width), width), np.inf)  # [k, t]: column t + width·k
+    grid = np.full((-(-n // 32), 32), np.inf)  # [k, lane]: column lane + 32·k
     grid.flat[:n] = reduced
-    firsts = grid.argmin(axis=0)  # each thread's best: argmin takes the lowest k, the lowest column
-    columns = np.arange(width)
-    best = grid[firsts, columns]
-    grid[firsts, columns] = np.inf
-    second = grid.min(axis=0)
-    best_column = np.where(columns < n, columns + width * firsts, n)  # n: a thread with no column
-    if not block_threads:
-        return np.where(best_column < n, best_column, -1), float(second.min())
-    warp_of = columns // 32
-    slots = np.full(32, -1)
-    left_out = best.copy()
-    for w in range(width // 32):
-        threads = np.flatnonzero(warp_of == w)
-        holder = threads[np.lexsort((best_column[threads], best[threads]))[0]]
-        if best_column[holder] < n:
-            slots[w] = best_column[holder]
-        left_out[holder] = second[holder]
-    return slots, float(left_out.min())
+    firsts = grid.argmin(axis=0)  # each lane's best: argmin takes the lowest k, the lowest column
+    lanes = np.arange(32)
+    best_column = np.where(lanes < n, lanes + 32 * firsts, -1)
+    grid[firsts, lanes] = np.inf
+    return best_column, float(grid.min())
 
 
 def _auction_best(costs: np.ndarray, v: np.ndarray, scanned: np.ndarray) -> tuple[int, float]:
