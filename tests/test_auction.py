@@ -36,6 +36,17 @@ def solved_by_the_twin(cost, floor=True):
     return col_of_row, phases
 
 
+def test_the_block_bids_hold_every_block_the_launcher_may_choose():
+    """auction_bid_blocks keeps a full scan's per-thread bests in shared arrays of AUCTION_BLOCK_MAX
+    entries; every block of BLOCK_THREADS fits them, and holds a thread a candidate."""
+    import re
+    from pathlib import Path
+
+    text = (Path(auction.__file__).parent.parent / "kernels" / "auction.cu").read_text()
+    block_max = int(re.search(r"#define AUCTION_BLOCK_MAX (\d+)", text).group(1))
+    assert all(auction.CANDIDATES <= threads <= block_max and threads % 32 == 0 for threads in auction.BLOCK_THREADS)
+
+
 @pytest.mark.parametrize("n", [40, 150])
 def test_the_twin_is_optimal_on_uniform_points(rng, n):
     """(From n = 40: below, 2ε is a few ulps of the costs and rounding alone passes it; engine

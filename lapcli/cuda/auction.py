@@ -82,7 +82,9 @@ DENSE_AFTER = 256
 # The dense matrices' auction bids a warp a row: at 2,500 clustered points' cityblock matrix a block
 # a row took 8.9 s against 0.5 (fewer chains at once in its rounds of up to 1,024 rows).
 BLOCK_ROWS_UP_TO = 1024
-BLOCK_THREADS = (512, 256)  # the first a multiprocessor holds (a thread a candidate: at least 160)
+# the first a multiprocessor holds (a thread a candidate: at least 160; at most kernels/auction.cu's
+# AUCTION_BLOCK_MAX, the size of its per-thread shared arrays)
+BLOCK_THREADS = (512, 256)
 
 
 # Integer squares with n·max|c| below this take the auction (engine cuda-sap above its one-block

@@ -29,12 +29,12 @@
 //
 // A full scan leaves the row a floor: its 32 found-later slots get each lane's best column (lane l
 // scans columns l, l + 32, ...; a block a row gives the same), and floors[row] = the least of the
-// lanes' reduced costs but those bests, at or below every column that is now no candidate. Duals only fall, so every column
-// outside the candidates stays at or above the floor. A later bid that finds a candidate at or below the floor has the row's true
-// best, and min(the candidates' second best, floor) bounds its true second best from below: the
-// bid is the one a full scan would allow or smaller, never wrong, at the cost of 160 reads. Only a
-// best above the floor scans all columns again. The release pass, which puts a column into a
-// found-later slot, drops the floor to -inf.
+// lanes' reduced costs but those bests, at or below every column that is now no candidate. Duals
+// only fall, so every column outside the candidates stays at or above the floor. A later bid that
+// finds a candidate at or below the floor has the row's true best, and min(the candidates' second
+// best, floor) bounds its true second best from below: the bid is the one a full scan would allow
+// or smaller, never wrong, at the cost of 160 reads. Only a best above the floor scans all columns
+// again. The release pass, which puts a column into a found-later slot, drops the floor to -inf.
 
 // The launcher (lapcli.cuda.auction.kernel_defines) sets AUCTION_NEAR, the near-column slots a
 // lane, and AUCTION_DENSE_AFTER, a row's bids in a phase before its floor rules: its twin reads
@@ -364,8 +364,8 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                 int evicted = -1;
                 int rescan = 0;
                 if (lane == holder)
-                    rescan = auction_place_bid(columns, best_j, scan.best_state, scan.best_c, second_best, eps, row, fresh,
-                                               evicted);
+                    rescan = auction_place_bid(columns, best_j, scan.best_state, scan.best_c, second_best, eps, row,
+                                               fresh, evicted);
                 if (__shfl_sync(AUCTION_FULL_MASK, rescan, holder)) {
                     ++rescans;
                     continue;
