@@ -40,10 +40,10 @@ def test_the_block_bids_hold_every_block_the_launcher_may_choose():
     """auction_bid_blocks keeps a full scan's per-thread bests in shared arrays of AUCTION_BLOCK_MAX
     entries; every block of BLOCK_THREADS fits them, and holds a thread a candidate."""
     import re
-    from pathlib import Path
 
-    text = (Path(auction.__file__).parent.parent / "kernels" / "auction.cu").read_text()
-    block_max = int(re.search(r"#define AUCTION_BLOCK_MAX (\d+)", text).group(1))
+    from lapcli.cuda.sap_cluster import kernel_text
+
+    block_max = int(re.search(r"#define AUCTION_BLOCK_MAX (\d+)", kernel_text("auction.cu")).group(1))
     assert all(auction.CANDIDATES <= threads <= block_max and threads % 32 == 0 for threads in auction.BLOCK_THREADS)
 
 
