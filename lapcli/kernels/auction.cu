@@ -86,19 +86,27 @@ __device__ __forceinline__ void auction_take(double x, int j, double& best, int&
     }
 }
 
+// Merges another scan's (best, its column, second best) into (best, best_j, second): the lower
+// best (the lowest column on ties) and the least of the rest. True where the other's best won.
+__device__ __forceinline__ bool auction_merge(double& best, int& best_j, double& second, double other, int other_j,
+                                              double other_second) {
+    if (other < best || (other == best && other_j < best_j)) {
+        second = fmin(best, other_second);
+        best = other;
+        best_j = other_j;
+        return true;
+    }
+    second = fmin(second, other);
+    return false;
+}
+
 // The warp's (best, lowest column attaining it, second best): every lane gets them.
 __device__ __forceinline__ void auction_warp_best(double& best, int& best_j, double& second) {
     for (int offset = 16; offset > 0; offset >>= 1) {
         const double other = __shfl_xor_sync(AUCTION_FULL_MASK, best, offset);
         const int other_j = __shfl_xor_sync(AUCTION_FULL_MASK, best_j, offset);
         const double other_second = __shfl_xor_sync(AUCTION_FULL_MASK, second, offset);
-        if (other < best || (other == best && other_j < best_j)) {
-            second = fmin(best, other_second);
-            best = other;
-            best_j = other_j;
-        } else {
-            second = fmin(second, other);
-        }
+        auction_merge(best, best_j, second, other, other_j, other_second);
     }
 }
 
@@ -481,17 +489,9 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                 // the block's (best, lowest column, second best), as auction_warp_best merges lanes
                 double block_best = AUCTION_INF, block_second = AUCTION_INF;
                 int block_j = n, winner = -1;
-                for (int w = 0; w < warps; ++w) {
-                    const double other = warp_best[w];
-                    if (other < block_best || (other == block_best && warp_j[w] < block_j)) {
-                        block_second = fmin(block_best, warp_second[w]);
-                        block_best = other;
-                        block_j = warp_j[w];
+                for (int w = 0; w < warps; ++w)
+                    if (auction_merge(block_best, block_j, block_second, warp_best[w], warp_j[w], warp_second[w]))
                         winner = w;
-                    } else {
-                        block_second = fmin(block_second, other);
-                    }
-                }
                 if (kind == AUCTION_PROVED) {  // block-uniform
                     const double known_floor = row_floor;
                     __syncthreads();  // warp_best[] is read before the dense scan rewrites it
@@ -508,16 +508,9 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                     if (warp == 0) {
                         double lane_best = AUCTION_INF, lane_second = AUCTION_INF;
                         int lane_best_j = n;
-                        for (int t = lane; t < width; t += 32) {  // auction_warp_best's merge, across warps
-                            const double other = thread_best[t];
-                            if (other < lane_best || (other == lane_best && thread_j[t] < lane_best_j)) {
-                                lane_second = fmin(lane_best, thread_second[t]);
-                                lane_best = other;
-                                lane_best_j = thread_j[t];
-                            } else {
-                                lane_second = fmin(lane_second, other);
-                            }
-                        }
+                        for (int t = lane; t < width; t += 32)  // lane l's threads, across the warps
+                            auction_merge(lane_best, lane_best_j, lane_second, thread_best[t], thread_j[t],
+                                          thread_second[t]);
                         lane_j[lane] = lane_best_j;
                         for (int offset = 16; offset > 0; offset >>= 1)
                             lane_second = fmin(lane_second, __shfl_xor_sync(AUCTION_FULL_MASK, lane_second, offset));
