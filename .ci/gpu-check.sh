@@ -48,79 +48,9 @@ if ! skip tests; then
   python3 -m pytest -m gpu -v -p no:cacheprovider --durations=25 tests 2>&1 | tee "$out/pytest-gpu.txt" | tail -3 || status=1
 fi
 if ! skip sanitizer; then  # memcheck, racecheck (shared memory), synccheck on small cooperative solves
-  cat >/tmp/sanitize.py <<'PY'
-import numpy as np, lapcli
-rng = np.random.default_rng(7)
-for n, r in ((37, 10), (130, 1000), (300, 1)):
-    for dtype in ("int32", "float64"):
-        for solver in ("cuda", "cuda-sap"):
-            lapcli.solve((rng.integers(0, max(1, r * n), (n, n))).astype(dtype), solver=solver)
-lapcli.solve(rng.random((90, 60)), solver="cuda", maximize=True)
-lapcli.solve(rng.random((90, 60)), solver="cuda-sap", maximize=True)
-for shape in ((40, 16, 16), (20, 30, 70), (20, 70, 30), (3, 300, 300)):  # the batch kernel, certify fused
-    lapcli.solve_batch(rng.integers(0, 1000, shape).astype("int32"), solver="cuda-batch")
-    lapcli.solve_batch(rng.random(shape).astype("float32"), solver="cuda-batch", maximize=True)
-for maximize in (False, True):  # ragged batches: read in place (float32), or packed (maximised, int64)
-    lapcli.solve_batch([rng.random((int(r), int(c))).astype("float32") for r, c in rng.integers(0, 40, (30, 2))],
-                       solver="cuda-batch", maximize=maximize)
-    lapcli.solve_batch([rng.integers(0, 99, (int(r), int(c))) for r, c in rng.integers(0, 40, (30, 2))],
-                       solver="cuda-batch", maximize=maximize)
-from lapcli.engines.cuda import sap as cuda_sap
-cuda_sap.ONE_BLOCK_UP_TO = 0  # cuda-sap's cluster path on small problems: the dense auction (integers), kernels/sap.cu
-for n in (37, 300):
-    for dtype in ("int32", "float64"):
-        lapcli.solve((rng.integers(0, 1000 * n, (n, n))).astype(dtype), solver="cuda-sap")
-lapcli.solve(rng.random((90, 60)), solver="cuda-sap", maximize=True)
-lapcli.solve(rng.random((1030, 1030)), solver="cuda-sap")  # the dense auction's float answer, certified as it is
-cuda_sap.ONE_BLOCK_UP_TO = 2048
-from lapcli.engines.cuda import sap_start
-from lapcli.cuda import auction
-# a float tail: its pairs lowered (float64, and a float64 copy of float32), its rows searched in one block, then
-# over a cluster; the scaled auction forced down to 512 points to keep racecheck's time short
-chain_limit, sap_start.chain_limit = sap_start.chain_limit, lambda n: 2
-cuda_sap.SCALED_AUCTION_FROM_FLOATS, auction.AUCTION_FROM = 0, 512
-a, b = rng.random((512, 2)), rng.random((512, 2))
-distances = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
-for one_block_up_to in (2048, 0):
-    cuda_sap.ONE_BLOCK_UP_TO = one_block_up_to
-    for dtype in ("float64", "float32"):
-        lapcli.solve(distances.astype(dtype), solver="cuda-sap")
-cuda_sap.ONE_BLOCK_UP_TO, cuda_sap.SCALED_AUCTION_FROM_FLOATS, sap_start.chain_limit = 2048, 2048, chain_limit
-auction.AUCTION_FROM = 1024
-import cupy
-lapcli.match(cupy.asarray(rng.random((6, 50, 60))), [10, 0, 15, 5, 20, 10])  # float64: packed
-lapcli.match(cupy.asarray(rng.random((6, 50, 60)).astype("float32")), [10, 0, 15, 5, 20, 10])  # in place, pairs
-lapcli.solve_batch(cupy.asarray(rng.random((5, 30, 7)).astype("float32")))  # a tall stack through its transpose
-import importlib.util
-if importlib.util.find_spec("torch"):  # torch's lean launches (engines/cuda/batch_torch.py); a 300 x 300 member staged in part
-    import torch
-    lapcli.match(torch.rand((6, 50, 60), device="cuda"), [10, 0, 15, 5, 20, 10])
-    lapcli.batch_linear_assignment(torch.rand((4, 30, 40), device="cuda"), sizes=([30, 5, 0, 12], [40, 40, 9, 3]))
-    lapcli.batch_linear_assignment([torch.rand((300, 300), device="cuda"), torch.rand((7, 3), device="cuda")])
-    # the ragged launches' own layouts: one column a thread (1 x 1024), two (2 x 64: more members than SMs)
-    lapcli.batch_linear_assignment(torch.rand((3, 20, 900), device="cuda"), sizes=([20, 5, 1], [900, 700, 3]))
-    lapcli.batch_linear_assignment(torch.rand((140, 8, 100), device="cuda"))
-for (n, m), metric in (((37, 37), "sqeuclidean"), ((300, 300), "cosine"), ((40, 700), "minkowski"),
-                       ((700, 40), "cityblock")):  # point sets: the implicit costs, the passes, the cluster kernel
-    lapcli.solve_points(rng.random((n, 3)), rng.random((m, 3)), metric, solver="cuda-sap", maximize=n > m)
-for n, metric, maximize in ((1100, "sqeuclidean", False), (1024, "euclidean", False)):  # the auction (squares)
-    lapcli.solve_points(rng.random((n, 2)), rng.random((n, 2)), metric, solver="cuda-sap", maximize=maximize)
-from lapcli.engines.cuda import sap_points  # chains of 2 bids park rows: the searches in rounds take them
-points_chain_limit, sap_points.points_chain_limit = sap_points.points_chain_limit, lambda n: 2
-lapcli.solve_points(rng.random((1100, 2)), rng.random((1100, 2)), "cityblock", solver="cuda-sap")
-sap_points.points_chain_limit = points_chain_limit
-from lapcli.cuda import points as device_points  # the floor's paths from a row's fifth bid, a warp and a block a row,
-dense_after, block_rows_up_to = auction.DENSE_AFTER, auction.BLOCK_ROWS_UP_TO  # on 300 points (racecheck's time)
-auction.DENSE_AFTER, auction.AUCTION_FROM = 4, 256
-device_points.program.cache_clear()
-for auction.BLOCK_ROWS_UP_TO in (0, 10**9):
-    lapcli.solve_points(rng.random((300, 2)), rng.random((300, 2)), "cityblock", solver="cuda-sap")
-auction.DENSE_AFTER, auction.BLOCK_ROWS_UP_TO, auction.AUCTION_FROM = dense_after, block_rows_up_to, 1024
-device_points.program.cache_clear()
-print("sanitized solves done")
-PY
   for tool in ${SANITIZERS:-memcheck racecheck synccheck}; do
-    compute-sanitizer --tool $tool --error-exitcode 9 python3 /tmp/sanitize.py >"$out/sanitizer-$tool.txt" 2>&1 \
+    short=$([ "$tool" = memcheck ] || echo --short)  # racecheck and synccheck: fewer, smaller dense solves
+    compute-sanitizer --tool $tool --error-exitcode 9 python3 .ci/sanitize_solves.py $short >"$out/sanitizer-$tool.txt" 2>&1 \
       && echo "compute-sanitizer $tool: clean" || { echo "compute-sanitizer $tool: FAILED"; status=1; }
     tail -2 "$out/sanitizer-$tool.txt"
   done | tee "$out/sanitizer.txt"
