@@ -392,7 +392,7 @@ def test_auto_solves_a_host_square_as_its_matrix_on_the_gpu(rng, metric, kind):
     """2,500 host points a side: auto builds the cdist matrix on the GPU; the answer comes back as
     NumPy, certified, with scipy's objective and, on uniform points, the auction's on the
     coordinates (clustered cityblock points there can take minutes at this size: past 60 s on an
-    H100, docs/points.md's open limits)."""
+    H100, docs/points.md, "Where it is slow")."""
     from lapcli.engines.auto import points_matrix_on_device
     from lapcli.generate import generate_points
 
