@@ -204,6 +204,30 @@ def test_a_chain_limit_leaves_rows_to_the_next_phase_and_the_last_ones_to_the_se
     assert cost[np.arange(n), col_of_row].sum() == cost[scipy_lsa(cost)].sum()
 
 
+def test_a_stalled_tail_ends_a_phase_only_once_its_rounds_stop_getting_rows_through(rng, monkeypatch):
+    """The point auction's rule (``stalled_tail``, lapcli.cuda.auction.tail_ends_phase, which the
+    engine and the twin share): a round ends its phase only where its chain limit left no fewer
+    rows than the round before, so no phase ends at its first round; the answer is still exact."""
+    from lapcli.engines.cuda.sap_start import AUCTION_SCALING
+
+    assert auction.tail_ends_phase(5, 5, 8, True) and auction.tail_ends_phase(5, 9, 8, False)
+    assert not auction.tail_ends_phase(5, 9, 8, True)  # fewer than the round before: rows get through
+    assert not auction.tail_ends_phase(9, 9, 8, True) and not auction.tail_ends_phase(0, 0, 8, True)
+    calls = []
+    shared = auction.tail_ends_phase
+    monkeypatch.setattr(auction, "tail_ends_phase", lambda *a: calls.append(a) or shared(*a))
+    n = 150
+    cost = np.round(distance_matrix(rng.random((n, 2)), rng.random((n, 2)), "sqeuclidean") * 1e6).astype(np.int64)
+    col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, scaling=AUCTION_SCALING, max_bids=300_000,
+                                         least_first_eps=1.0, max_chain=2, tail_rows=n, last_tail_to_searches=True,
+                                         stalled_tail=True)
+    assert calls and all(stalled for *_, stalled in calls)
+    assert any(left for _, _, _, left, *_ in phases)
+    assert all(rounds >= 2 for _, rounds, _, left, *_ in phases if left)  # never at a first round
+    columns, _ = searched_from(cost, col_of_row, v)
+    assert cost[np.arange(n), columns].sum() == cost[scipy_lsa(cost)].sum()
+
+
 def test_a_float_tail_handed_over_within_two_eps_leaves_only_its_rows_to_search(rng):
     """Floats with the tail rule: kept within the last phase's 2ε of their row's minimum, only the
     rows the chains left free are searched, and the answer and its duals pass the certificate's

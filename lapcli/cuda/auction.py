@@ -331,8 +331,9 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 progress(Phase(eps, rounds, released_in_phase, bids, rescans, longest,
                                1e3 * (time.perf_counter() - phase_began), parked, ended=False),
                          len(epsilons) - index - 1)
-            stalled, parked_last_round = not stalled_tail or parked >= parked_last_round, parked
-            if parked and parked <= tail_rows and stalled and (not last_phase or last_tail_to_searches):
+            ends = tail_ends_phase(parked, parked_last_round, tail_rows, stalled_tail)
+            parked_last_round = parked
+            if ends and (not last_phase or last_tail_to_searches):
                 left_free = parked
                 complete = not last_phase
                 break
@@ -349,6 +350,16 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                                  launches=launches)
     # v as a plain array: the passes that read it after the auction take no stride
     return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), epsilons[-1], phases, launches=launches)
+
+
+def tail_ends_phase(parked: int, parked_before: int, tail_rows: int, stalled_tail: bool) -> bool:
+    """Whether a round whose chain limit left ``parked`` rows free ends its phase (the rows bid
+    again in the next phase; after the last, the searches take them): some and at most
+    ``tail_rows``, and with ``stalled_tail`` no fewer than the round before left
+    (``parked_before``: a phase's first round has none before it, n + 1), so that a phase goes on
+    while its rounds get rows through. :func:`solve` and its twin (lapcli.twins.auction_twin)
+    both end their phases by it."""
+    return 0 < parked <= tail_rows and (not stalled_tail or parked >= parked_before)
 
 
 def _seconds_left(began: float, timeout: float | None, budget: float | None, budget_began: float | None) -> tuple:

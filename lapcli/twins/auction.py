@@ -8,7 +8,7 @@ import numpy as np
 
 def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
                  least_first_eps: float = 0.0, max_chain: int = 0, tail_rows: int = 0,
-                 last_tail_to_searches: bool = False, floor: bool = True):
+                 last_tail_to_searches: bool = False, floor: bool = True, stalled_tail: bool = False):
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
@@ -22,7 +22,8 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     candidates and whose lanes' second bests' least its floor (kernels/auction.cu's auction_bid, and
     auction_bid_blocks, whose block gives the same; ``floor`` False: every such bid a full scan
     whose best becomes a candidate, the rule before the floor, to compare), and the same chain limit
-    (``max_chain``, ``tail_rows``, ``last_tail_to_searches``: lapcli.cuda.auction.solve's). Returns
+    (``max_chain``, ``tail_rows``, ``last_tail_to_searches``, ``stalled_tail``: lapcli.cuda.auction.
+    solve's, its phases ended by the same lapcli.cuda.auction.tail_ends_phase). Returns
     (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
     every column, bids past DENSE_AFTER that the floor proved). Every reduced cost of
     u = c − v on the assignment is ≥ −2·final_eps, unless the last phase left rows free (−1) to the
@@ -58,6 +59,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                                 scaling if scaling is not None else auction.SCALING)
     for index, eps in enumerate(epsilons):
         rounds = bids = left_free = full_scans = proved = 0
+        parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
         row_bids = np.zeros(n, dtype=np.int64)
         fresh = np.ones(n, dtype=bool)
@@ -116,7 +118,9 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     bids += 1
                     if bids > max_bids:
                         raise RuntimeError(f"the auction bid {bids} times in the phase of eps {eps}")
-            if parked and parked <= tail_rows and (not last_phase or last_tail_to_searches):
+            ends = auction.tail_ends_phase(parked, parked_last_round, tail_rows, stalled_tail)
+            parked_last_round = parked
+            if ends and (not last_phase or last_tail_to_searches):
                 left_free = parked
                 break
         phases.append((eps, rounds, bids, left_free, full_scans, proved))
