@@ -78,21 +78,24 @@ if importlib.util.find_spec("torch"):  # torch's lean launches (engines/cuda/bat
     # the ragged launches' own layouts: one column a thread (1 x 1024), two (2 x 64: more members than SMs)
     lapcli.batch_linear_assignment(torch.rand((3, 20, 900), device="cuda"), sizes=([20, 5, 1], [900, 700, 3]))
     lapcli.batch_linear_assignment(torch.rand((140, 8, 100), device="cuda"))
-part("point sets")
+part("point sets through the cluster kernel")
 wide = 200 if short else 700  # the cluster kernel's searches: racecheck's time
 for (n, m), metric in (((37, 37), "sqeuclidean"), ((60 if short else 300,) * 2, "cosine"), ((40, wide), "minkowski"),
                        ((wide, 40), "cityblock")):  # point sets: the implicit costs, the passes, the cluster kernel
     lapcli.solve_points(rng.random((n, 3)), rng.random((m, 3)), metric, solver="cuda-sap", maximize=n > m)
-auction.AUCTION_FROM = 256 if short else 1024  # the auction (squares), from 300 points when short
-auction_n = 300 if short else 1100
+part("point sets through the auction, then the searches in rounds")
+auction.AUCTION_FROM = 256 if short else 1024  # the auction (squares), from 300 points when short,
+auction_n = 300 if short else 1100  # bidding a warp a row (the floor's part below runs a block a row)
+block_rows_up_to = auction.BLOCK_ROWS_UP_TO
+auction.BLOCK_ROWS_UP_TO = 0 if short else block_rows_up_to
 for n, metric in ((auction_n, "sqeuclidean"), (auction.AUCTION_FROM, "euclidean")):
     lapcli.solve_points(rng.random((n, 2)), rng.random((n, 2)), metric, solver="cuda-sap")
 from lapcli.engines.cuda import sap_points  # chains of 2 bids park rows: the searches in rounds take them
 points_chain_limit, sap_points.points_chain_limit = sap_points.points_chain_limit, lambda n: 2
 lapcli.solve_points(rng.random((auction_n, 2)), rng.random((auction_n, 2)), "cityblock", solver="cuda-sap")
-sap_points.points_chain_limit = points_chain_limit
+sap_points.points_chain_limit, auction.BLOCK_ROWS_UP_TO = points_chain_limit, block_rows_up_to
 from lapcli.cuda import points as device_points  # the floor's paths from a row's fifth bid, a warp and a block a row,
-dense_after, block_rows_up_to = auction.DENSE_AFTER, auction.BLOCK_ROWS_UP_TO  # on 300 points (racecheck's time)
+dense_after = auction.DENSE_AFTER  # on 300 points (racecheck's time)
 part("the floor from a row's fifth bid")
 auction.DENSE_AFTER, auction.AUCTION_FROM = 4, 256
 device_points.program.cache_clear()
