@@ -1,8 +1,9 @@
 // Replays the searches that finish a point auction (engine cuda-sap) on the CPU, from a start saved
 // by benchmarks/save_tail.py, to count what each way of searching would cost the GPU: columns
-// settled, hop depth, rounds. Squared 2-D distances, computed as kernels/costs.cuh computes them
-// (each operation rounded on its own: build with -ffp-contract=off), the hand-over's lowered pair
-// of a row in place of its cost.
+// settled, hop depth, rounds. 2-D points, sqeuclidean, euclidean or cityblock (the folder's
+// metric.txt; sqeuclidean without one), computed as kernels/costs.cuh computes them (each
+// operation rounded on its own: build with -ffp-contract=off), the hand-over's lowered pair of a
+// row in place of its cost.
 //
 //   cc -O3 -march=native -ffp-contract=off -o tail_replay benchmarks/tail_replay.c -lm
 //   tail_replay DIR single [SEARCHES]          exact Dijkstra searches, one row at a time
@@ -25,12 +26,16 @@
 static int n;
 static double *ax, *ay, *bx, *by, *v, *lowered_cost;
 static int *col4row, *row4col, *lowered_col;
+enum { SQEUCLIDEAN, EUCLIDEAN, CITYBLOCK } metric = SQEUCLIDEAN;
 
-static inline double cost(int i, int j) {
-    if (lowered_col[i] == j) return lowered_cost[i];
+static inline double distance(int i, int j) {
     const double dx = ax[i] - bx[j], dy = ay[i] - by[j];
-    return dx * dx + dy * dy;
+    if (metric == CITYBLOCK) return fabs(dx) + fabs(dy);
+    const double squared = dx * dx + dy * dy;
+    return metric == EUCLIDEAN ? sqrt(squared) : squared;
 }
+
+static inline double cost(int i, int j) { return lowered_col[i] == j ? lowered_cost[i] : distance(i, j); }
 
 static double* read_doubles(const char* dir, const char* name) {
     char path[1024];
@@ -216,6 +221,15 @@ int main(int argc, char** argv) {
     FILE* f = fopen(path, "r");
     if (!f || fscanf(f, "%d", &n) != 1) { fprintf(stderr, "cannot read %s\n", path); return 1; }
     fclose(f);
+    snprintf(path, sizeof path, "%s/metric.txt", dir);
+    if ((f = fopen(path, "r"))) {
+        char name[32] = "";
+        if (fscanf(f, "%31s", name) != 1) name[0] = 0;
+        fclose(f);
+        if (!strcmp(name, "euclidean")) metric = EUCLIDEAN;
+        else if (!strcmp(name, "cityblock")) metric = CITYBLOCK;
+        else if (strcmp(name, "sqeuclidean")) { fprintf(stderr, "metric %s: not replayed\n", name); return 1; }
+    }
     ax = read_doubles(dir, "ax"); ay = read_doubles(dir, "ay");
     bx = read_doubles(dir, "bx"); by = read_doubles(dir, "by");
     v = read_doubles(dir, "v");
@@ -229,7 +243,8 @@ int main(int argc, char** argv) {
         if (col4row[i] >= 0) row4col[col4row[i]] = i;
         else free_rows++;
     }
-    printf("n %d, free rows %d, mode %s\n", n, free_rows, mode);
+    printf("n %d, free rows %d, mode %s, metric %s\n", n, free_rows, mode,
+           metric == CITYBLOCK ? "cityblock" : metric == EUCLIDEAN ? "euclidean" : "sqeuclidean");
     long searches = 0, settles = 0;
     Search s = new_search();
     if (!strcmp(mode, "single") || !strcmp(mode, "global")) {
@@ -296,8 +311,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < n; i++) {
         const int j = col4row[i];
         if (j < 0) continue;
-        const double dx = ax[i] - bx[j], dy = ay[i] - by[j];
-        objective += dx * dx + dy * dy;
+        objective += distance(i, j);
         assigned++;
     }
     printf("searches %ld, columns settled %ld; %d of %d rows assigned, objective %.12f\n", searches, settles, assigned, n, objective);

@@ -27,13 +27,14 @@ def replay(tmp_path_factory):
     return binary
 
 
-@pytest.fixture(scope="module")
-def tail(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqeuclidean", "euclidean", "cityblock"])
+def tail(tmp_path_factory, request):
     """A clustered tail: the auction's chains cut at 32 bids leave rows to the searches."""
     n = 384
     a, b = generate_points(n, 2, kind="clustered", seed=5), generate_points(n, 2, kind="clustered", seed=6)
-    cost = ((a[:, None, 0] - b[None, :, 0]) * (a[:, None, 0] - b[None, :, 0])
-            + (a[:, None, 1] - b[None, :, 1]) * (a[:, None, 1] - b[None, :, 1]))  # the kernels' rounding
+    dx, dy = a[:, None, 0] - b[None, :, 0], a[:, None, 1] - b[None, :, 1]
+    cost = {"sqeuclidean": dx * dx + dy * dy, "euclidean": np.sqrt(dx * dx + dy * dy),
+            "cityblock": np.abs(dx) + np.abs(dy)}[request.param]  # each operation rounded, as the kernels do
     col, v, phases = auction_twin(cost, 1e-9, max_bids=10**7, max_chain=32, tail_rows=256, last_tail_to_searches=True)
     v, col, searched = hand_over(cost, col, v, slack=2 * phases[-1][0])
     assert (col < 0).sum() >= 4  # a tail worth replaying
@@ -46,6 +47,7 @@ def tail(tmp_path_factory):
                          "lowered_col": lowered_col, "lowered_cost": lowered_cost}.items():
         np.ascontiguousarray(values, dtype=np.float64).tofile(folder / name)
     (folder / "n.txt").write_text(f"{n}\n")
+    (folder / "metric.txt").write_text(f"{request.param}\n")
     rows, cols = linear_sum_assignment(cost)
     return folder, n, float(cost[rows, cols].sum())
 
