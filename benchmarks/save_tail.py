@@ -53,18 +53,23 @@ def main() -> None:
     if not saved:
         print("the auction assigned every row: no searches, nothing saved")
         return
-    folder = os.path.join(args.out, f"{args.kind}-{args.metric}-{args.n}-{args.seed}")
-    os.makedirs(folder, exist_ok=True)
     records = saved["records"]  # (n, 4): the row's point, its lowered column (-1: none), that pair's cost
-    files = {"ax": a[:, 0], "ay": a[:, 1], "bx": b[:, 0], "by": b[:, 1], "v": saved["v"], "col": saved["col"],
-             "lowered_col": records[:, 2], "lowered_cost": records[:, 3]}
+    write_tail(os.path.join(args.out, f"{args.kind}-{args.metric}-{args.n}-{args.seed}"), a, b, saved["v"],
+               saved["col"], records[:, 2], records[:, 3], args.metric)
+
+
+def write_tail(folder, a, b, v, col, lowered_col, lowered_cost, metric: str) -> None:
+    """The folder benchmarks/tail_replay.c reads: each array as raw float64 (the coordinates a
+    file an axis), n.txt and metric.txt."""
+    os.makedirs(folder, exist_ok=True)
+    files = {"ax": a[:, 0], "ay": a[:, 1], "bx": b[:, 0], "by": b[:, 1], "v": v, "col": col,
+             "lowered_col": lowered_col, "lowered_cost": lowered_cost}
     for name, values in files.items():
         np.ascontiguousarray(values, dtype=np.float64).tofile(os.path.join(folder, name))
     with open(os.path.join(folder, "n.txt"), "w") as file:
-        file.write(f"{args.n}\n")
+        file.write(f"{len(a)}\n")
     with open(os.path.join(folder, "metric.txt"), "w") as file:
-        file.write(f"{args.metric}\n")
-
+        file.write(f"{metric}\n")
 
 if __name__ == "__main__":
     main()

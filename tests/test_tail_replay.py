@@ -1,7 +1,8 @@
 """benchmarks/tail_replay.c, the CPU replay of the point auction's last searches, solves a tail
 exactly in each of its modes: compiled here and run on a NumPy auction's hand-over (the twins),
-its objective against scipy's."""
+written by benchmarks/save_tail.py's writer, its objective against scipy's."""
 
+import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,10 +12,12 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from lapcli.generate import generate_points
+from lapcli.points import distance_matrix
 from lapcli.twins import hand_over
 from lapcli.twins.auction import auction_twin
 
-SOURCE = Path(__file__).resolve().parent.parent / "benchmarks" / "tail_replay.c"
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+SOURCE = BENCHMARKS / "tail_replay.c"
 COMPILER = shutil.which("cc") or shutil.which("gcc")
 
 
@@ -32,9 +35,7 @@ def tail(tmp_path_factory, request):
     """A clustered tail: the auction's chains cut at 32 bids leave rows to the searches."""
     n = 384
     a, b = generate_points(n, 2, kind="clustered", seed=5), generate_points(n, 2, kind="clustered", seed=6)
-    dx, dy = a[:, None, 0] - b[None, :, 0], a[:, None, 1] - b[None, :, 1]
-    cost = {"sqeuclidean": dx * dx + dy * dy, "euclidean": np.sqrt(dx * dx + dy * dy),
-            "cityblock": np.abs(dx) + np.abs(dy)}[request.param]  # each operation rounded, as the kernels do
+    cost = distance_matrix(a, b, request.param)  # the kernels' numbers
     col, v, phases = auction_twin(cost, 1e-9, max_bids=10**7, max_chain=32, tail_rows=256, last_tail_to_searches=True)
     v, col, searched = hand_over(cost, col, v, slack=2 * phases[-1][0])
     assert (col < 0).sum() >= 4  # a tail worth replaying
@@ -43,11 +44,10 @@ def tail(tmp_path_factory, request):
     rows, cols = np.nonzero(searched != cost)
     lowered_col[rows], lowered_cost[rows] = cols, searched[rows, cols]
     folder = tmp_path_factory.mktemp("tail")
-    for name, values in {"ax": a[:, 0], "ay": a[:, 1], "bx": b[:, 0], "by": b[:, 1], "v": v, "col": col,
-                         "lowered_col": lowered_col, "lowered_cost": lowered_cost}.items():
-        np.ascontiguousarray(values, dtype=np.float64).tofile(folder / name)
-    (folder / "n.txt").write_text(f"{n}\n")
-    (folder / "metric.txt").write_text(f"{request.param}\n")
+    spec = importlib.util.spec_from_file_location("save_tail", BENCHMARKS / "save_tail.py")
+    save_tail = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(save_tail)  # the writer the GPU side uses
+    save_tail.write_tail(folder, a, b, v, col, lowered_col, lowered_cost, request.param)
     rows, cols = linear_sum_assignment(cost)
     return folder, n, float(cost[rows, cols].sum())
 
