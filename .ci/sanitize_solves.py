@@ -93,6 +93,14 @@ for n, metric in ((auction_n, "sqeuclidean"), (auction.AUCTION_FROM, "euclidean"
 from lapcli.engines.cuda import sap_points  # chains of 2 bids park rows: the searches in rounds take them
 points_chain_limit, sap_points.points_chain_limit = sap_points.points_chain_limit, lambda n: 2
 lapcli.solve_points(rng.random((auction_n, 2)), rng.random((auction_n, 2)), "cityblock", solver="cuda-sap")
+# a price war forced with a tail of 2 rows: three quarters of the rows crowd a quarter of the columns, the
+# surplus parks more rows round after round, and the release passes skip the rows deferred to the searches
+tail_rows, sap_points.TAIL_ROWS = sap_points.TAIL_ROWS, 2
+crowded, sparse = 3 * auction_n // 4, auction_n - 3 * auction_n // 4
+lapcli.solve_points(np.concatenate([rng.normal(0.0, 0.03, (crowded, 2)), rng.normal(1.0, 0.03, (sparse, 2))]),
+                    np.concatenate([rng.normal(0.0, 0.03, (sparse, 2)), rng.normal(1.0, 0.03, (crowded, 2))]),
+                    solver="cuda-sap")
+sap_points.TAIL_ROWS = tail_rows
 sap_points.points_chain_limit, auction.BLOCK_ROWS_UP_TO = points_chain_limit, block_rows_up_to
 from lapcli.cuda import points as device_points  # the floor's paths from a row's fifth bid, a warp and a block a row,
 dense_after = auction.DENSE_AFTER  # on 300 points (racecheck's time)

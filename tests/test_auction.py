@@ -228,6 +228,42 @@ def test_a_stalled_tail_ends_a_phase_only_once_its_rounds_stop_getting_rows_thro
     assert cost[np.arange(n), columns].sum() == cost[scipy_lsa(cost)].sum()
 
 
+def test_a_price_war_ends_its_phase_and_its_rows_bid_no_more(rng, monkeypatch):
+    """The point auction's war rule (``defer_wars``, lapcli.cuda.auction.tail_wages_war, which the
+    engine and the twin share): a round whose chain limit parks more than ``tail_rows`` rows, and
+    more than the round before, ends its phase, and those rows are never listed again: they end
+    free, for the searches, and the answer is still exact. Two clusters, three quarters of the rows
+    in the one that holds a quarter of the columns: half the rows must cross, in price wars."""
+    from lapcli.engines.cuda.sap_start import AUCTION_SCALING
+
+    assert auction.tail_wages_war(9, 8, 8)
+    assert not auction.tail_wages_war(8, 7, 8)  # no more than tail_rows: the tail rule's to end
+    assert not auction.tail_wages_war(9, 9, 8) and not auction.tail_wages_war(9, 10, 8)  # rows get through
+    n, crowded = 200, 150
+    a = np.concatenate([rng.normal(0.0, 0.03, (crowded, 2)), rng.normal(1.0, 0.03, (n - crowded, 2))])
+    b = np.concatenate([rng.normal(0.0, 0.03, (n - crowded, 2)), rng.normal(1.0, 0.03, (crowded, 2))])
+    cost = np.round(distance_matrix(a, b, "sqeuclidean") * 1e6).astype(np.int64)
+    optimum = cost[scipy_lsa(cost)].sum()
+    rules = dict(scaling=AUCTION_SCALING, max_bids=300_000, least_first_eps=1.0, max_chain=2, tail_rows=2,
+                 last_tail_to_searches=True, stalled_tail=True)
+    col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, defer_wars=True, **rules)
+    deferred = [phase[6] for phase in phases]
+    assert sum(deferred) >= n // 4
+    assert all(phase[3] == phase[6] for phase in phases if phase[6])  # a war's round ended its phase
+    # every deferred row ends free (none bid again), and so do the rows the last phase's tail left
+    last_tail = 0 if deferred[-1] else phases[-1][3]
+    assert int((col_of_row < 0).sum()) == sum(deferred) + last_tail
+    columns, searched = searched_from(cost, col_of_row, v)
+    assert cost[np.arange(n), columns].sum() == optimum and searched >= sum(deferred)
+    # the twin's rule is the engine's: where it calls no round a war, the same auction bids its
+    # wars out and leaves the searches only the last tail
+    monkeypatch.setattr(auction, "tail_wages_war", lambda *args: False)
+    col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, defer_wars=True, **rules)
+    assert not any(phase[6] for phase in phases) and int((col_of_row < 0).sum()) == phases[-1][3] < sum(deferred)
+    columns, _ = searched_from(cost, col_of_row, v)
+    assert cost[np.arange(n), columns].sum() == optimum
+
+
 def test_a_float_tail_handed_over_within_two_eps_leaves_only_its_rows_to_search(rng):
     """Floats with the tail rule: kept within the last phase's 2ε of their row's minimum, only the
     rows the chains left free are searched, and the answer and its duals pass the certificate's

@@ -63,6 +63,22 @@ def test_kernel_takes_slots_and_statuses_from_the_launcher_only():
         assert name in source, f"{name} is not used by the kernel"
 
 
+def test_the_auction_takes_its_numbers_from_the_launcher_only():
+    """kernels/auction.cu defines none of the numbers lapcli.cuda.auction.kernel_defines passes
+    (its twin reads the same ones), and uses every one."""
+    from lapcli.cuda import auction
+    from lapcli.cuda.sap_cluster import kernel_text
+
+    source = kernel_text("auction.cu")
+    # the code without its comments and its guard (#if !defined(...) ... #error)
+    code = "\n".join(line.split("//")[0] for line in source.splitlines() if not line.startswith(("#if", "#error")))
+    names = [define[2:].split("=")[0] for define in auction.kernel_defines()]
+    assert "AUCTION_DEFERRED" in names
+    for name in names:
+        assert f"#define {name}" not in source, f"{name} is defined in the kernel too"
+        assert re.search(rf"\b{name}\b", code), f"{name} is not used by the kernel"
+
+
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 def test_kernel_refuses_to_compile_without_the_launchers_defines(tmp_path):
     source = tmp_path / "bare.cu"

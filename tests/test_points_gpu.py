@@ -141,6 +141,37 @@ def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeyp
         assert solution.report.steps[-1].name == "shortest augmenting paths"
 
 
+def test_a_price_war_s_rows_bid_no_more_and_the_searches_take_them(rng, monkeypatch):
+    """The war rule on the GPU (lapcli.cuda.auction.tail_wages_war, ``defer_wars``): two clusters,
+    three quarters of the rows in the one that holds a quarter of the columns, chains cut after 4
+    bids and a tail of 2 rows, so that the surplus crossing over parks more rows round after round.
+    A war's round ends its phase with its rows deferred; the release passes list them no more, so
+    every one ends the auction free (with the last phase's tail), the searches take them, and the
+    answer is scipy's objective, certified."""
+    from lapcli.cuda import auction
+    from lapcli.engines.cuda import sap_points
+
+    monkeypatch.setattr(sap_points, "TAIL_ROWS", 2)
+    monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 4)
+    found = []
+    solve = auction.solve
+    monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(solve(*args, **kwargs)) or found[-1])
+    n, crowded = 1200, 900
+    a = np.concatenate([rng.normal(0.0, 0.03, (crowded, 2)), rng.normal(1.0, 0.03, (n - crowded, 2))])
+    b = np.concatenate([rng.normal(0.0, 0.03, (n - crowded, 2)), rng.normal(1.0, 0.03, (crowded, 2))])
+    solution = lapcli.solve_points(a, b, solver="cuda-sap", timeout=300)
+    cost = distance_matrix(a, b, "sqeuclidean")
+    assert solution.report.certified
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    (result,) = found
+    deferred = result.details()["auction_deferred"]
+    assert deferred > 0 and not result.complete and solution.report.details["auction_deferred"] == deferred
+    assert all(phase.left_free == phase.deferred for phase in result.phases if phase.deferred)
+    last_tail = 0 if result.phases[-1].deferred else result.phases[-1].left_free
+    assert int((result.col_of_row < 0).sum()) == deferred + last_tail
+    assert solution.report.details["tail_searches"] >= deferred
+
+
 @pytest.mark.parametrize("block_rows", [0, 10**9])
 @pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
 def test_a_warp_or_a_block_a_row_bids_alike(rng, monkeypatch, metric, block_rows):

@@ -30,7 +30,10 @@ one-block search's columns): there a bid reads its 160 candidates' costs from th
 the exact searches (lapcli.engines.cuda.sap), so a slow auction costs at most its budget. A chain
 limit (``max_chain``) does the same for a phase's last free rows, whose price war one warp bids out
 alone, each bid waiting on the last: their rows bid again in the next phase, and after the last
-phase the searches take them.
+phase the searches take them. Where the rows a round leaves so are many and grow (``defer_wars``,
+:func:`tail_wages_war`), the price war is a region's surplus bid out in ε steps: the phase ends, and
+its free rows bid no more (marked DEFERRED in ``fresh``, which the release pass skips); the
+searches take them after the last phase.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ THREADS = 256  # 8 warps a block, one row a warp
 PASS_ARGUMENTS = "ppqddi"  # the source's five arguments (kernels/costs.cuh) and n
 NEAR = 4  # near-column slots a lane: 128 near columns a row
 CANDIDATES = 32 * (NEAR + 1)  # and a slot a lane for columns found later: 160
+DEFERRED = 2  # fresh[row] of a row a price war left to the searches (0, 1: "scan it again" or not)
 CANDIDATES_SIGNATURE = PASS_ARGUMENTS + "pp"
 RELEASE_SIGNATURE = PASS_ARGUMENTS + "ppppdpppp"
 BID_SIGNATURE = PASS_ARGUMENTS + "ppppipdqqpppp"
@@ -97,7 +101,7 @@ DENSE_COST_TYPES = {"int32": "int", "int64": "long long", "float32": "float", "f
 
 def kernel_defines() -> tuple[str, ...]:
     """kernels/auction.cu's numbers, set here only: the kernel refuses to compile without them."""
-    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}")
+    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}", f"-DAUCTION_DEFERRED={DEFERRED}")
 
 
 def kernel_source() -> str:
@@ -156,6 +160,7 @@ class Phase:
     ended: bool = True
     full_scans: int = 0  # bids that scanned all columns (an ended phase's)
     proved: int = 0  # bids past DENSE_AFTER that the row's floor proved from its candidates
+    deferred: int = 0  # rows its price war left to the searches (``left_free`` of them), 0: none
 
 
 @dataclass
@@ -163,7 +168,8 @@ class AuctionResult:
     """col_of_row (n,) int32 (−1: free) and v (n,) float64 on the device. ``complete``: every row
     assigned with 2ε-complementary slackness for ``eps``, the last phase's; else the budget stopped
     it during the phase of ``eps``, or the chain limit left the last phase's last rows free for the
-    searches (its ``left_free``), and only v and the rows that hold a column are worth keeping."""
+    searches (its ``left_free``), or price wars did (the phases' ``deferred``), and only v and the
+    rows that hold a column are worth keeping."""
 
     col_of_row: Any
     v: Any
@@ -186,7 +192,8 @@ class AuctionResult:
                 "auction_final_eps": self.eps, "auction_complete": self.complete,
                 "auction_full_scans": sum(phase.full_scans for phase in self.phases),
                 "auction_proved_bids": sum(phase.proved for phase in self.phases),
-                "auction_left_free": self.phases[-1].left_free if self.phases else 0}
+                "auction_left_free": self.phases[-1].left_free if self.phases else 0,
+                "auction_deferred": sum(phase.deferred for phase in self.phases)}
 
 
 def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> list[float]:
@@ -207,7 +214,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
           budget: float | None = None, least_first_eps: float = 0.0,
           progress: Callable[[Phase, int], None] | None = None, scaling: float = SCALING,
           max_chain: int = 0, tail_rows: int = 0, last_tail_to_searches: bool = False,
-          stalled_tail: bool = False, block_rows_up_to: int = 0) -> AuctionResult:
+          stalled_tail: bool = False, defer_wars: bool = False, block_rows_up_to: int = 0) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
     cost source's five arguments. The first ε is FIRST_EPS_OF_SPREAD of the median row's candidate
     spread, at least ``least_first_eps`` (integer costs: 1, so that tied candidates, spread 0, do
@@ -223,8 +230,11 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     phase's first round; after the last phase they are left to the searches (``complete`` False)
     when ``last_tail_to_searches``, else the last phase bids on until every row holds a column.
     ``stalled_tail``: only a round that leaves no fewer rows so than the round before ends the
-    phase (while the rounds get rows through, the phase goes on). A round of at most
-    ``block_rows_up_to`` rows bids a block a row (0: every round a warp a row)."""
+    phase (while the rounds get rows through, the phase goes on). ``defer_wars`` (with
+    ``last_tail_to_searches``): a round that :func:`tail_wages_war` calls a price war ends its
+    phase, and the rows it left free bid no more: every later release pass skips them, and the
+    searches take them (``complete`` False). A round of at most ``block_rows_up_to`` rows bids a
+    block a row (0: every round a warp a row)."""
     import cupy
 
     gpu = current_gpu()
@@ -241,7 +251,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     added = cupy.zeros(n, dtype=np.int32)
     row_bids = cupy.zeros(n, dtype=np.int32)
     spread = cupy.empty(n, dtype=np.float64)
-    fresh = cupy.empty(n, dtype=np.uint8)  # rows the next release pass scans (kernels/auction.cu)
+    fresh = cupy.ones(n, dtype=np.uint8)  # rows the next release pass scans, or DEFERRED (kernels/auction.cu)
     floors = cupy.full(n, -np.inf)  # each row's floor (kernels/auction.cu): none before its first full scan
     release, bid, bid_blocks = (kernel_set[key] for key in ("auction_release", "auction_bid", "auction_bid_blocks"))
 
@@ -268,6 +278,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     epsilons = schedule(max(float(cupy.median(spread)) * FIRST_EPS_OF_SPREAD, least_first_eps), final_eps, scaling)
     phases = []
     complete = True
+    deferred_rows = 0  # rows the price wars left to the searches so far
     # The budget bounds the first round by the bid kernel's own clock, and the rest by the host's
     # from the first round's end: a fresh process compiles CuPy's own kernels (the fills) in the
     # first round, which is no measure of how the auction goes.
@@ -284,8 +295,8 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
         phase_began = time.perf_counter()
         counters.fill(0)
         row_bids.fill(0)
-        fresh.fill(1)  # a smaller eps: every row is scanned again
-        rounds = released_in_phase = left_free = parked_so_far = 0
+        cupy.copyto(fresh, 1, where=fresh != DEFERRED)  # a smaller eps: every row is scanned again
+        rounds = released_in_phase = left_free = parked_so_far = deferred_in_phase = 0
         parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
         while True:  # rounds until the release pass finds every row within eps over all columns
@@ -332,15 +343,20 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                                1e3 * (time.perf_counter() - phase_began), parked, ended=False),
                          len(epsilons) - index - 1)
             ends = tail_ends_phase(parked, parked_last_round, tail_rows, stalled_tail)
+            war = defer_wars and last_tail_to_searches and tail_wages_war(parked, parked_last_round, tail_rows)
             parked_last_round = parked
-            if ends and (not last_phase or last_tail_to_searches):
+            if war:  # the rows it left free (none else is: every other listed row holds a column) bid no more
+                cupy.copyto(fresh, DEFERRED, where=col_of_row < 0)
+                deferred_now = int(cupy.count_nonzero(fresh == DEFERRED))
+                deferred_in_phase, deferred_rows = deferred_now - deferred_rows, deferred_now
+            if war or (ends and (not last_phase or last_tail_to_searches)):
                 left_free = parked
                 complete = not last_phase
                 break
         end.record(stream)
         bids, rescans, longest, _, full_scans, proved = (int(x) for x in counters.get())
         phase = Phase(eps, rounds, released_in_phase, bids, rescans, longest, end.ms_since(begin), left_free,
-                      full_scans=full_scans, proved=proved)
+                      full_scans=full_scans, proved=proved, deferred=deferred_in_phase)
         phases.append(phase)
         if progress is not None:
             progress(phase, len(epsilons) - index - 1)
@@ -348,8 +364,10 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             rows_of_owners()  # a stopped bid leaves its row free, and so does a release
             return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), eps, phases, complete=False,
                                  launches=launches)
-    # v as a plain array: the passes that read it after the auction take no stride
-    return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), epsilons[-1], phases, launches=launches)
+    # v as a plain array: the passes that read it after the auction take no stride; rows a war
+    # deferred are free, for the searches
+    return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), epsilons[-1], phases,
+                         complete=not deferred_rows, launches=launches)
 
 
 def tail_ends_phase(parked: int, parked_before: int, tail_rows: int, stalled_tail: bool) -> bool:
@@ -360,6 +378,17 @@ def tail_ends_phase(parked: int, parked_before: int, tail_rows: int, stalled_tai
     while its rounds get rows through. :func:`solve` and its twin (lapcli.twins.auction_twin)
     both end their phases by it."""
     return 0 < parked <= tail_rows and (not stalled_tail or parked >= parked_before)
+
+
+def tail_wages_war(parked: int, parked_before: int, tail_rows: int) -> bool:
+    """Whether a round whose chain limit left ``parked`` rows free wages a price war: more than
+    ``tail_rows`` (too many for :func:`tail_ends_phase`) and more than the round before left
+    (``parked_before``; n + 1 before a phase's first round), so the rounds no longer get rows
+    through. On clustered points a region's surplus of rows then bids its columns' prices down in
+    ε steps, hundreds of rounds of chains at the chain limit; the exact searches move the same rows
+    along shortest paths instead. :func:`solve` and its twin (lapcli.twins.auction_twin) both
+    defer their rows by it."""
+    return parked > tail_rows and parked > parked_before
 
 
 def _seconds_left(began: float, timeout: float | None, budget: float | None, budget_began: float | None) -> tuple:

@@ -37,9 +37,10 @@
 // again. The release pass, which puts a column into a found-later slot, drops the floor to -inf.
 
 // The launcher (lapcli.cuda.auction.kernel_defines) sets AUCTION_NEAR, the near-column slots a
-// lane, and AUCTION_DENSE_AFTER, a row's bids in a phase before its floor rules: its twin reads
-// the same numbers.
-#if !defined(AUCTION_NEAR) || !defined(AUCTION_DENSE_AFTER)
+// lane, AUCTION_DENSE_AFTER, a row's bids in a phase before its floor rules, and AUCTION_DEFERRED,
+// the mark in fresh[] of a row a price war left to the exact searches: its twin reads the same
+// numbers.
+#if !defined(AUCTION_NEAR) || !defined(AUCTION_DENSE_AFTER) || !defined(AUCTION_DEFERRED)
 #error "compile kernels/auction.cu with lapcli.cuda.auction.kernel_defines()"
 #endif
 #define AUCTION_FULL_MASK 0xffffffffu
@@ -236,6 +237,8 @@ __global__ void auction_candidates(const void* first, const void* second, long l
 // bids since then only lowered other columns' v, which raises their reduced costs, and its own
 // column's v changes only with a bid that takes the column from it. So after a phase's first
 // round a pass reads the rows that bid, not all n^2 costs.
+// A row marked AUCTION_DEFERRED is never listed: a price war left it free for the exact searches
+// that follow the last phase, and it holds no column, so no bid evicts it and none marks it fresh.
 template <typename Source>
 __global__ void auction_release(const void* first, const void* second, long long stride, double p, double sign,
                                 int n, AuctionColumn* __restrict__ columns, const int* __restrict__ col_of_row,
@@ -246,6 +249,7 @@ __global__ void auction_release(const void* first, const void* second, long long
     const int lane = threadIdx.x & 31;
     const int warps = (blockDim.x >> 5) * gridDim.x;
     for (int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
+        if (fresh[i] == AUCTION_DEFERRED) continue;  // warp-uniform: one row a warp
         const int own = col_of_row[i];
         bool release = own < 0;
         if (!release && fresh[i]) {

@@ -8,7 +8,8 @@ import numpy as np
 
 def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
                  least_first_eps: float = 0.0, max_chain: int = 0, tail_rows: int = 0,
-                 last_tail_to_searches: bool = False, floor: bool = True, stalled_tail: bool = False):
+                 last_tail_to_searches: bool = False, floor: bool = True, stalled_tail: bool = False,
+                 defer_wars: bool = False):
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
@@ -22,12 +23,13 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     candidates and whose lanes' second bests' least its floor (kernels/auction.cu's auction_bid, and
     auction_bid_blocks, whose block gives the same; ``floor`` False: every such bid a full scan
     whose best becomes a candidate, the rule before the floor, to compare), and the same chain limit
-    (``max_chain``, ``tail_rows``, ``last_tail_to_searches``, ``stalled_tail``: lapcli.cuda.auction.
-    solve's, its phases ended by the same lapcli.cuda.auction.tail_ends_phase). Returns
+    (``max_chain``, ``tail_rows``, ``last_tail_to_searches``, ``stalled_tail``, ``defer_wars``:
+    lapcli.cuda.auction.solve's, its phases ended by the same lapcli.cuda.auction.tail_ends_phase
+    and its price wars' rows deferred to the searches by the same tail_wages_war). Returns
     (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
-    every column, bids past DENSE_AFTER that the floor proved). Every reduced cost of
-    u = c − v on the assignment is ≥ −2·final_eps, unless the last phase left rows free (−1) to the
-    searches. Raises RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on
+    every column, bids past DENSE_AFTER that the floor proved, rows its price war deferred). Every
+    reduced cost of u = c − v on the assignment is ≥ −2·final_eps, unless rows were left free (−1)
+    to the searches. Raises RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on
     past it)."""
     from ..cuda import auction
 
@@ -54,11 +56,12 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     v = np.zeros(n)
     owner = np.full(n, -1)
     col_of_row = np.full(n, -1)
+    deferred = np.zeros(n, dtype=bool)  # rows a price war left to the searches: no release pass lists them
     phases = []
     epsilons = auction.schedule(max(spread * auction.FIRST_EPS_OF_SPREAD, least_first_eps), final_eps,
                                 scaling if scaling is not None else auction.SCALING)
     for index, eps in enumerate(epsilons):
-        rounds = bids = left_free = full_scans = proved = 0
+        rounds = bids = left_free = full_scans = proved = deferred_in_phase = 0
         parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
         row_bids = np.zeros(n, dtype=np.int64)
@@ -66,7 +69,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
         while True:
             free = []
             for i in range(n):
-                if col_of_row[i] >= 0 and not fresh[i]:
+                if deferred[i] or (col_of_row[i] >= 0 and not fresh[i]):
                     continue
                 reduced = cost[i] - v
                 best = int(np.argmin(reduced))
@@ -119,11 +122,15 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     if bids > max_bids:
                         raise RuntimeError(f"the auction bid {bids} times in the phase of eps {eps}")
             ends = auction.tail_ends_phase(parked, parked_last_round, tail_rows, stalled_tail)
+            war = defer_wars and last_tail_to_searches and auction.tail_wages_war(parked, parked_last_round, tail_rows)
             parked_last_round = parked
-            if ends and (not last_phase or last_tail_to_searches):
+            if war:  # the rows it left free bid no more
+                deferred_in_phase = int(((col_of_row < 0) & ~deferred).sum())
+                deferred |= col_of_row < 0
+            if war or (ends and (not last_phase or last_tail_to_searches)):
                 left_free = parked
                 break
-        phases.append((eps, rounds, bids, left_free, full_scans, proved))
+        phases.append((eps, rounds, bids, left_free, full_scans, proved, deferred_in_phase))
     return col_of_row, v, phases
 
 

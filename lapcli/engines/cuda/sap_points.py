@@ -100,6 +100,10 @@ def points_chain_limit(n: int) -> int:
 # call (docs/points.md): 256 rows took cityblock 6.2 s against 12.1 with 64, uniform the same;
 # clustered points 16.0 s against 42 in another call; ending at the first round under 256 rows
 # took 11.4 s on cityblock and 7.3 on euclidean.
+# A round that parks more than TAIL_ROWS rows, and more than the round before, is a price war
+# (lapcli.cuda.auction.tail_wages_war): on clustered points a region's surplus of rows bids its
+# columns' prices down in ε steps, 80–200 rounds and 0.1–1 G bids at 32,768 points (6–26 s,
+# H100). Its rows are deferred to the searches, which move them along shortest paths.
 # A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
 # coordinates: a column's point is held in registers while a round's rows are scanned against it,
 # and at 512 threads (128 registers a thread) minkowski's 11 coordinates spill.
@@ -127,7 +131,7 @@ def _points_auction(problem, points, details: dict, timeout, progress):
     threads = tail_threads(points.m, points.rows.shape[1])
     found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=timeout, progress=progress,
                           max_chain=points_chain_limit(points.k), tail_rows=TAIL_ROWS if threads else 0,
-                          last_tail_to_searches=threads is not None, stalled_tail=True,
+                          last_tail_to_searches=threads is not None, stalled_tail=True, defer_wars=True,
                           block_rows_up_to=auction.BLOCK_ROWS_UP_TO)
     details.update(found.details())
     # a step per phase: its bids and its time (the release pass included)
