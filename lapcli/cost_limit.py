@@ -6,9 +6,18 @@ lapjv (lap/lapx) extends an n × m matrix C to the (n + m) × (n + m) problem
     [ L/2        0   ]        0 in the bottom-right block,
 
 so a row takes a real column only when that is cheaper than L overall; a row that takes a dummy
-column is unassigned (−1 in ``x``). For integer costs and an integral L the matrix is doubled
-(2C and L) so that everything stays an exact integer. The pipeline solves the augmented matrix like
-any other (lapcli.pipeline) and :meth:`CostLimit.solution` maps the answer back.
+column is unassigned (−1 in ``x``). The pipeline solves the augmented matrix like any other
+(lapcli.pipeline) and :meth:`CostLimit.solution` maps the answer back.
+
+Integer costs with an integral L are solved exactly: the augmented problem minimises
+Σ over the pairs of (c − L), so shifting C and L by the least cost t leaves its answers unchanged,
+and so does doubling (2(C − t) and L − t, all integers). L − t is clamped to [−1, min(n, m)·S + 1]
+(S the spread of C): below 0 every pair costs more than L and no row is assigned, and above
+min(n, m)·S any matching of fewer pairs gains by an augmenting path (at most min(n, m) pairs of
+cost ≤ S in place of one fewer pair, less L), so every optimum has min(n, m) pairs and the least
+cost among those, whatever L is. Costs near the ends of int64 or uint64 then stay exact, or are
+refused when even their spread is too wide; a non-integral L, or float costs, make a float64
+problem, solved within the float tolerance like any other.
 """
 
 from __future__ import annotations
@@ -21,18 +30,36 @@ import numpy as np
 from .errors import LapInputError
 from .problem import array_module, check_entries, exact_sum, prepare
 from .results import Solution
+from .work import INT64_SAFE
 
 
-def augmented_matrix(cost: np.ndarray, cost_limit: float) -> np.ndarray:
+def augmented_matrix(cost: np.ndarray, cost_limit: int | float) -> np.ndarray:
+    """lapjv's (n + m)² problem of the host costs ``cost`` under ``cost_limit`` (a Python int or
+    float): exact int64 for integer costs and an integral limit (the module's docstring), else
+    float64."""
     n, m = cost.shape
-    integral = cost.dtype.kind in "biu" and float(cost_limit).is_integer() and abs(cost_limit) < 2**52
-    if integral:
-        dtype, scale, half = np.int64, 2, int(cost_limit)
-    else:
-        dtype, scale, half = np.float64, 1, cost_limit / 2.0
-    extended = np.full((n + m, n + m), half, dtype=dtype)
-    extended[:n, :m] = np.asarray(cost, dtype=dtype) * scale
+    if cost.dtype.kind in "biu" and float(cost_limit).is_integer():
+        return _integer_augmented(cost, int(cost_limit))
+    extended = np.full((n + m, n + m), cost_limit / 2.0, dtype=np.float64)
+    extended[:n, :m] = cost
     extended[n:, m:] = 0
+    return extended
+
+
+def _integer_augmented(cost: np.ndarray, limit: int) -> np.ndarray:
+    """2(C − t) and the clamped L − t (the module's docstring) in int64, exactly."""
+    n, m = cost.shape
+    values = cost.astype(np.int64) if cost.dtype.kind == "b" else cost
+    least = int(values.min()) if values.size else 0
+    spread = int(values.max()) - least if values.size else 0
+    shifted_limit = min(max(limit - least, -1), min(n, m) * spread + 1)
+    if max(2 * spread, shifted_limit) >= INT64_SAFE:  # the pipeline's exact int64 work would refuse it too
+        raise LapInputError(f"integer costs spread over {spread:,} are too wide for an exact cost_limit solve "
+                            "(lapcli does not round integers)")
+    extended = np.zeros((n + m, n + m), dtype=np.int64)
+    extended[:n, m:] = extended[n:, :m] = shifted_limit
+    shifted = values - values.dtype.type(least)  # in the costs' own dtype: exact, every cost is ≥ least
+    extended[:n, :m] = shifted.astype(np.int64) * 2
     return extended
 
 
@@ -41,7 +68,7 @@ class CostLimit:
     """The caller's n × m costs (on the host), the limit, and the augmented matrix to solve."""
 
     cost: np.ndarray
-    limit: float
+    limit: int | float
     matrix: np.ndarray
 
     @classmethod
@@ -50,7 +77,10 @@ class CostLimit:
         if maximize:
             raise LapInputError("cost_limit applies to minimisation, as in lapjv; negate the costs instead")
         try:
-            limit = float(cost_limit)
+            if isinstance(cost_limit, (bool, np.bool_)):
+                raise TypeError
+            # an integer limit stays an exact Python int (float() rounds beyond 2^53)
+            limit = int(cost_limit) if isinstance(cost_limit, (int, np.integer)) else float(cost_limit)
         except (TypeError, ValueError):
             raise LapInputError(f"cost_limit must be a number, got {cost_limit!r}") from None
         if limit == math.inf:
