@@ -1,6 +1,9 @@
 """Engine ``lapx``: lapx's ``lapjv`` (Jonker–Volgenant, one CPU core), when installed
-(``pip install 'lapcli[lapx]'``). Rectangular input via lapjv's ``extend_cost``; forbidden entries
-become a large finite cost and are checked afterwards. No steps, no duals: not certified.
+(``pip install 'lapcli[lapx]'``). It solves the work matrix (lapcli.work: tall problems
+transposed, negated to maximise, float64 rows reduced, forbidden entries at a sentinel), wide ones
+through lapjv's ``extend_cost``. lapjv computes in float64: integer work too wide for that to be
+exact is reduced exactly first, or refused (lapcli.work.float64_solvable, as for scipy). No steps,
+no duals: the pipeline recovers them and certifies the answer.
 
 The lapx distribution installs the import package ``lap`` (a drop-in for gatagat/lap), not
 ``lapx``; ``lapx_module`` finds it and checks that it is lapx's.
@@ -12,8 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...errors import InfeasibleError
-from ..base import EngineResult
+from ..base import EngineResult, float64_costs
 
 
 @lru_cache(maxsize=1)
@@ -32,20 +34,9 @@ def lapx_module():
 
 def run(problem, *, timeout: float | None = None, device: int | None = None) -> EngineResult:
     lapx = lapx_module()
-
-    cost = problem.original
-    if problem.xp is not np:
-        cost = problem.xp.asnumpy(cost)
-    cost = np.asarray(cost, dtype=np.float64)
-    if problem.maximize:
-        cost = -cost
-    if problem.has_forbidden:
-        finite = np.isfinite(cost)
-        lo, hi = cost[finite].min(), cost[finite].max()
-        cost = np.where(finite, cost, hi + (max(cost.shape) + 1) * (hi - lo + 1.0))
-    _, column_of_row, _ = lapx.lapjv(np.ascontiguousarray(cost), extend_cost=cost.shape[0] != cost.shape[1])
-    rows = np.flatnonzero(column_of_row >= 0).astype(np.int64)
-    cols = column_of_row[rows].astype(np.int64)
-    if problem.has_forbidden and bool(np.isinf(problem.values_at(rows, cols)).any()):
-        raise InfeasibleError()
+    work = problem.work_stack(np)
+    values, _ = float64_costs(work.values[0], False, "lapx")
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    _, work_cols, _ = lapx.lapjv(values, extend_cost=values.shape[0] != values.shape[1])
+    rows, cols = problem.assignment_from_work(work_cols)  # every work row is assigned (rows ≤ columns)
     return EngineResult(rows=rows, cols=cols, device="cpu", dtype="float64")

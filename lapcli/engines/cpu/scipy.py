@@ -1,11 +1,15 @@
 """Engine ``scipy``: scipy.optimize.linear_sum_assignment (shortest augmenting path, Crouse 2016).
 
-It solves the original matrix directly (rectangular, maximize and infinities included), so it is
-also the reference the other engines are tested against. scipy computes in float64: integers
-too wide for that to be exact (lapcli.work.float64_exact) are reduced exactly first
+Integer costs go to scipy as they are (rectangular, maximize included), so it is also the
+reference the other engines are tested against. scipy computes in float64: integers too wide for
+that to be exact (lapcli.work.float64_exact) are reduced exactly first
 (lapcli.work.reduced_for_float64, same optimal assignments), and refused when even that is too
-wide (``auto`` gives those to the exact NumPy engine). It reports no steps and no duals, so its
-answers are not certified.
+wide (``auto`` gives those to the exact NumPy engine). Float costs go to scipy as the work matrix
+(lapcli.work: float64 rows reduced by their minima, exactly for offset costs), so that its
+arithmetic works at the scale of their spread, which the certificate's tolerance follows: an
+offset matrix (1e6 + U(0, 1e-7)) solved as given came back a few ulps of 1e6 off the optimum,
+and its certificate failed. Floats whose spread overflows float64 have no work matrix: scipy
+compares them as they are. The pipeline recovers the duals and certifies the answer.
 """
 
 from __future__ import annotations
@@ -13,19 +17,23 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
-from ...errors import InfeasibleError, SolverError
-from ...work import float64_solvable
-from ..base import EngineResult
+from ...errors import InfeasibleError, LapInputError
+from ..base import EngineResult, float64_costs
 
 
 def run(problem, *, timeout: float | None = None, device: int | None = None) -> EngineResult:
     if problem.requested_dtype is not None:
         return _run_on_work(problem)
+    if problem.original.dtype.kind not in "biu":
+        try:
+            return _run_on_work(problem)
+        except LapInputError:  # a spread past float64's range has no work: scipy compares the costs as they are
+            pass
     original = problem.original
     if problem.xp is not np:
         original = problem.xp.asnumpy(original)
     dtype = original.dtype.name
-    original, maximize = _exact_for_float64(original, problem.maximize)
+    original, maximize = float64_costs(original, problem.maximize, "scipy")
     try:
         rows, cols = scipy_lsa(original, maximize=maximize)
     except ValueError as error:
@@ -36,20 +44,12 @@ def run(problem, *, timeout: float | None = None, device: int | None = None) -> 
 
 
 def _run_on_work(problem) -> EngineResult:
-    """A requested working dtype: scipy solves the work stack (lapcli.work: the costs in that dtype,
-    transposed when tall, negated to maximise, forbidden entries at a sentinel), mapped back."""
+    """Floats, or a requested working dtype: scipy solves the work stack (lapcli.work: the costs
+    in that dtype, transposed when tall, negated to maximise, float64 rows reduced, forbidden
+    entries at a sentinel), mapped back."""
     work = problem.work_stack(np)
-    values, _ = _exact_for_float64(work.values[0], False)
-    work_rows, work_cols = scipy_lsa(values)  # every work row is assigned (rows ≤ columns)
-    rows, cols = (work_cols, work_rows) if problem.transposed else (work_rows, work_cols)
-    order = np.argsort(rows, kind="stable")
-    return EngineResult(rows=rows[order].astype(np.int64), cols=cols[order].astype(np.int64), device="cpu",
-                        dtype=work.dtype)
+    values, _ = float64_costs(work.values[0], False, "scipy")
+    _, work_cols = scipy_lsa(values)  # every work row is assigned, in order (rows ≤ columns)
+    rows, cols = problem.assignment_from_work(work_cols)
+    return EngineResult(rows=rows, cols=cols, device="cpu", dtype=work.dtype)
 
-
-def _exact_for_float64(values: np.ndarray, maximize: bool) -> tuple[np.ndarray, bool]:
-    solvable = float64_solvable(values, maximize)
-    if solvable is None:
-        raise SolverError("integer costs too wide for scipy's float64 to be exact, even reduced; "
-                          "use --solver numpy (exact int64 duals) or auto")
-    return solvable
