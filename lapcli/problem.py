@@ -196,10 +196,21 @@ class Problem:
     def duals_from_work(self, u, v, work: WorkMatrix) -> tuple[np.ndarray, np.ndarray]:
         """The work matrix's duals (host arrays of k) as duals of the caller's matrix: the offsets of
         the reduction added back, padding dropped, transpose and maximize's negation undone. For a
-        minimisation cost − u − v ≥ 0 with equality on the assignment; ≤ 0 when maximising."""
-        exact = work.values.dtype.kind in "iu" and all(
-            o is None or o.dtype.kind in "iu" for o in (work.row_offset, work.col_offset))
-        dtype = np.int64 if exact else np.float64
+        minimisation cost − u − v ≥ 0 with equality on the assignment; ≤ 0 when maximising.
+        Integer duals are exact: int64 where they fit, else shifted by one constant (u + t, v − t:
+        the same proof) into int64 where that fits them both, else Python ints (an object array)."""
+        offsets = (work.row_offset, work.col_offset)
+        exact = work.values.dtype.kind in "iu" and all(o is None or o.dtype.kind in "iuO" for o in offsets)
+        if exact:
+            u, v = np.asarray(u), np.asarray(v)
+            widest = sum(0 if a is None or not a.size else max(abs(int(a.min())), abs(int(a.max())))
+                         for a in (u, v, *offsets))
+            if widest < 2**63 - 1 and all(o is None or o.dtype.kind in "iu" for o in offsets):
+                dtype = np.int64  # no sum, difference or negation below can overflow
+            else:
+                dtype, u, v = object, u.astype(object), v.astype(object)  # Python ints
+        else:
+            dtype = np.float64
         u = np.asarray(u).astype(dtype)
         v = np.asarray(v).astype(dtype)
         if work.row_offset is not None:
@@ -212,7 +223,7 @@ class Problem:
             row_duals, col_duals = u[: self.n_rows], v
         if self.maximize:
             row_duals, col_duals = -row_duals, -col_duals
-        return row_duals, col_duals
+        return (row_duals, col_duals) if dtype is not object else int64_if_it_fits(row_duals, col_duals)
 
     def values_at(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """A single problem's original costs at the given positions, as a host array."""
@@ -237,6 +248,21 @@ class Problem:
         values = xp.take_along_axis(self.stack, xp.where(assigned, col_ind, 0)[:, :, None], axis=2)[:, :, 0]
         zero = 0 if values.dtype.kind in "biu" else 0.0
         return exact_sum(host(xp.where(assigned, values, zero)))
+
+
+def int64_if_it_fits(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact integer duals (object arrays of Python ints) as int64, shifted by the constant t
+    nearest 0 that puts u + t and v − t both within int64 (cost − u − v is unchanged); as they are
+    where none does."""
+    if not u.size or not v.size:
+        return u.astype(np.int64), v.astype(np.int64)
+    low, high = -(2**63), 2**63 - 1
+    least = max(low - min(u), max(v) - high)
+    most = min(high - max(u), min(v) - low)
+    if least > most:
+        return u, v
+    shift = min(max(0, least), most)
+    return (u + shift).astype(np.int64), (v - shift).astype(np.int64)
 
 
 def exact_sum(values: np.ndarray) -> np.ndarray:

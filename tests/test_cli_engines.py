@@ -91,6 +91,23 @@ def test_duals_of_a_cost_limited_solve_are_exit_1_and_write_nothing(tmp_path, rn
     assert not (tmp_path / "d.npz").exists()
 
 
+def test_duals_past_int64_are_exact_in_json_and_refused_as_npz_with_no_file(tmp_path):
+    """Maximising uint64 costs near 2^64: every dual pair sums to about 2^64, which no two int64
+    values reach, so the duals are Python ints: JSON keeps them exact; NPZ (which would pickle them)
+    is refused before any file, the assignment's included, is written."""
+    cost = np.array([[2**64 - 1, 2**64 - 5], [2**64 - 3, 2**64 - 1]], dtype=np.uint64)
+    np.save(tmp_path / "m.npy", cost)
+    result = invoke("solve", tmp_path / "m.npy", "--maximize", "--duals", tmp_path / "d.json", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    duals = json.loads((tmp_path / "d.json").read_text())
+    slack = [[int(cost[i, j]) - duals["u"][i] - duals["v"][j] for j in range(2)] for i in range(2)]
+    assert max(max(row) for row in slack) == 0 and slack[0][0] == slack[1][1] == 0
+    refused = invoke("solve", tmp_path / "m.npy", "--maximize", "--duals", tmp_path / "d.npz", "-o",
+                     tmp_path / "x.npy", "--quiet")
+    assert refused.exit_code == 2 and "json" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "d.npz").exists() and not (tmp_path / "x.npy").exists()
+
+
 def test_cost_limit_on_the_command_line(tmp_path):
     np.save(tmp_path / "m.npy", np.array([[1, 10], [10, 20]]))
     result = invoke("solve", tmp_path / "m.npy", "--cost-limit", "5", "-o", tmp_path / "x.npy", "--quiet")

@@ -43,7 +43,20 @@ def test_one_matrix_agrees_with_brute_force_on_wide_integers(rng, dtype, low, sp
         solution = lapcli.solve(cost, maximize=maximize, solver=solver)
         assert solution.objective == brute_force(cost, maximize), (solution.report.solver, cost.tolist())
         assert solution.report.certified  # scipy's answers too: duals recovered (lapcli.duals)
+        assert_exact_duals(cost, solution, maximize)
 
+
+def assert_exact_duals(cost, solution, maximize):
+    """The duals prove the answer in Python integers: cost − u − v ≥ 0 (≤ 0 maximising) everywhere,
+    0 on the pairs; int64 wherever int64 can hold them (they once wrapped past 2^63)."""
+    u, v = solution.duals
+    slack = [[int(c) - int(u[i]) - int(v[j]) for j, c in enumerate(row)] for i, row in enumerate(cost.tolist())]
+    sign = -1 if maximize else 1
+    assert min(sign * s for row in slack for s in row) == 0
+    assert all(slack[i][j] == 0 for i, j in zip(solution.row_ind, solution.col_ind))
+    assert u.dtype == v.dtype and u.dtype in (np.int64, object)
+    if max(abs(c) for row in cost.tolist() for c in row) < 2**62:
+        assert u.dtype == np.int64
 
 @pytest.mark.parametrize("dtype, low, spread", WIDE)
 @pytest.mark.parametrize("solver", ["scipy", "lapx"])

@@ -180,8 +180,10 @@ def write_solution(solution, output, duals_path, console, no_duals_why: str = ""
     report = solution.report
     if duals_path is not None and solution.duals is None:
         raise FailedError(f"--duals: solver {report.solver} gives no duals{no_duals_why}")
+    # both files' bytes before either is written: a refusal leaves no file behind
+    duals = run_library_call(duals_bytes, duals_path, *solution.duals) if duals_path is not None else None
     if output is not None:
         run_library_call(write_bytes, output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
-    if duals_path is not None:
-        run_library_call(write_bytes, duals_path, duals_bytes(duals_path, *solution.duals))
+    if duals is not None:
+        run_library_call(write_bytes, duals_path, duals)
     render_summary(report, console)

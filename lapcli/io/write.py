@@ -262,8 +262,11 @@ def members_bytes(path: str, arrays: list[np.ndarray], dataset: str = "costs") -
 
 def duals_bytes(path: str, u: np.ndarray, v: np.ndarray) -> bytes:
     """Serialise duals: NPZ with arrays ``u`` (rows) and ``v`` (columns), or JSON ``{"u": [...],
-    "v": [...]}`` (integers stay exact)."""
+    "v": [...]}`` (integers stay exact). Integer duals past int64 (Python ints) go to JSON only:
+    NPZ would pickle them."""
     if Path(path).suffix.lower() == ".npz":
+        if object in (u.dtype, v.dtype):
+            raise LapInputError("these integer duals do not fit int64: write them as .json, which keeps them exact")
         buffer = io.BytesIO()
         np.savez(buffer, u=u, v=v)
         return buffer.getvalue()
