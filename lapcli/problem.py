@@ -276,14 +276,26 @@ def exact_sum(values: np.ndarray) -> np.ndarray:
         return np.array([sum(int(x) for x in row) for row in values.tolist()] or [], dtype=object)
     if values.dtype.itemsize <= 4:
         return values.astype(np.float64).sum(axis=1)
-    return np.array([math.fsum(row) for row in values.tolist()])
+    return np.array([float_sum(row) for row in values.tolist()])
+
+
+def float_sum(values: list[float]) -> float:
+    """math.fsum (correctly rounded), which raises OverflowError where a partial sum passes
+    float64's range even though the total may not (1e308 + 1.5e308 − 1e308): then the sum of the
+    values scaled down by a power of two at least their count, scaled back (an infinity where the
+    total itself passes the range)."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        scale = 2.0 ** max(1, math.ceil(math.log2(len(values))))
+        return math.fsum(x / scale for x in values) * scale
 
 
 def exact_total(values: np.ndarray) -> int | float:
     """:func:`exact_sum` of one 1-D host array, as a Python number (its floats without the (1, n)
     round trip: the CPU's ragged loop sums one member at a time)."""
     if values.dtype.kind == "f":
-        return math.fsum(values.tolist()) if values.dtype.itemsize == 8 else float(values.sum(dtype=np.float64))
+        return float_sum(values.tolist()) if values.dtype.itemsize == 8 else float(values.sum(dtype=np.float64))
     total = exact_sum(values[None])[0]
     return total.item() if isinstance(total, np.generic) else total
 

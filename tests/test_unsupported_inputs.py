@@ -64,6 +64,16 @@ def test_the_cli_refuses_float128_and_huge_matrices_with_one_line_and_no_file(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f128.npy"]
 
 
+def test_a_finite_objective_whose_partial_sums_overflow_is_summed(rng):
+    """1e308 + 1.5e308 − ... : math.fsum raises OverflowError where a partial sum passes float64's
+    range, though the optimum (1e308 here) does not; a total past the range is inf."""
+    cost = np.array([[1e308, 1.5e308, 1.5e308], [1.5e308, 1e308, 1.5e308], [0.0, 0.0, -1e308]])
+    for solver in ("numpy", "scipy"):
+        assert lapcli.solve(cost, solver=solver).objective == 1e308
+    assert lapcli.solve_batch(cost[None]).objectives.tolist() == [1e308]
+    assert lapcli.solve_batch([cost, cost[:2]]).objectives.tolist() == [1e308, np.inf]
+
+
 def test_float_spreads_beyond_the_float_range_are_refused_not_misread():
     extreme = np.array([[-1e308, 1e308], [-1.7e308, 1.7e308]])  # a row's max − min overflows float64
     with pytest.raises(ValueError, match="overflows float64"):

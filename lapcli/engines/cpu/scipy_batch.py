@@ -13,7 +13,6 @@ exact int64 duals).
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
@@ -116,7 +115,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     if dtype is not None:
         return None
     from ...errors import InfeasibleError
-    from ...problem import exact_total, invalid_entries, members_text
+    from ...problem import exact_total, float_sum, invalid_entries, members_text
 
     batch = len(members)
     width = int(members.rows.max()) if batch else 0
@@ -164,7 +163,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
             solved.append(b)
             if objectives:  # as the pipeline sums: fsum for float64, exact for integers
                 values = costs[b][answer]
-                sums[b] = math.fsum(values.tolist()) if values.dtype is FLOAT64 else exact_total(values)
+                sums[b] = float_sum(values.tolist()) if values.dtype is FLOAT64 else exact_total(values)
         elif answer is not None:
             (infeasible if "infeasible" in str(answer) else invalid).append(b)
     if solved:  # every member's columns in one scatter
