@@ -44,7 +44,10 @@ class Origin:
 
 def split_flat(flat, counts: np.ndarray) -> list:
     """``flat`` (NumPy, CuPy or torch, 1-D) cut into len(counts) consecutive views, one call for
-    all of them (torch's split; a list of B slices costs B indexing calls)."""
+    all of them (torch's split; a list of B slices costs B indexing calls). No counts: no views
+    (NumPy's split at no index would return the whole array as one)."""
+    if not len(counts):
+        return []
     if is_torch(flat):
         return list(flat.split(counts.tolist()))
     xp = np if isinstance(flat, np.ndarray) else __import__("cupy")

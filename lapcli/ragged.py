@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, torch_stream_if_other
+from .arrays import Origin, as_array, is_cupy, is_torch, torch_stream_if_other
 from .errors import LapInputError
 from .work import floats_as_integers
 
@@ -71,7 +71,7 @@ class Members:
         """Member i as a 2-D view of ``flat`` (no copy), or the list's own device matrix."""
         if self.flat is None:
             matrix = self.arrays[i]
-            return matrix if isinstance(matrix, np.ndarray) or _is_cupy(matrix) else _cupy().from_dlpack(matrix.detach())
+            return matrix if isinstance(matrix, np.ndarray) or is_cupy(matrix) else _cupy().from_dlpack(matrix.detach())
         rows, cols, stride, offset = int(self.rows[i]), int(self.cols[i]), int(self.strides[i]), int(self.offsets[i])
         if rows == 0 or cols == 0:
             return self.flat[:0].reshape(rows, cols)
@@ -85,10 +85,6 @@ def _cupy():
     import cupy
 
     return cupy
-
-
-def _is_cupy(x) -> bool:
-    return type(x).__module__.startswith("cupy")
 
 
 WORK_DTYPES = ("float32", "float64", "int32", "int64")
@@ -136,12 +132,20 @@ def _in_place(matrices, library: str) -> Members | None:
 
 
 def _sizes(values, name: str, batch: int) -> np.ndarray:
-    sizes = np.asarray(values.get() if hasattr(values, "get") and not isinstance(values, np.ndarray) else
-                       values.cpu().numpy() if hasattr(values, "cpu") else values)
-    if sizes.shape != (batch,) or sizes.dtype.kind not in "iu" and not (sizes.size == 0 and sizes.dtype.kind == "f"):
+    """``values`` (a sequence, NumPy, CuPy or torch) as ``batch`` non-negative int64 sizes, or
+    LapInputError saying what is wrong."""
+    try:
+        sizes = np.asarray(values.get() if is_cupy(values) else values.cpu().numpy() if is_torch(values) else values)
+    except (TypeError, ValueError):
+        sizes = np.asarray(None)
+    if sizes.shape != (batch,):
         raise LapInputError(f"{name} must be {batch} integers, one per problem, got shape {sizes.shape}")
-    if sizes.size and sizes.min() < 0:
+    if sizes.dtype.kind not in "iu" and sizes.size:
+        raise LapInputError(f"{name} must be integers, got {sizes.dtype}")
+    if sizes.size and int(sizes.min()) < 0:
         raise LapInputError(f"{name} must not be negative")
+    if sizes.size and int(sizes.max()) >= 2**62:  # past any array's side (and int64's sums)
+        raise LapInputError(f"{name} must be sides of arrays, got {int(sizes.max())}")
     return sizes.astype(np.int64)
 
 

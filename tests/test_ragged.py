@@ -214,6 +214,28 @@ def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
         lapcli.match(np.zeros((2, 3, 6)), [2, 3])
     with pytest.raises(LapInputError, match="every problem of a list must be a matrix"):
         lapcli.solve_batch([np.zeros((2, 2)), np.zeros(3)])
+    # sizes of the wrong kind name what is wrong (a dict once met CuPy's .get, 2^64 − 1 wrapped to −1)
+    for sizes, message in (([1.5, 4.5], "must be integers"), ({"a": 1}, "2 integers"), ([[3], [3]], "shape"),
+                           (np.array([2**64 - 1, 7], dtype=np.uint64), "sides of arrays"), ([7, -1], "negative")):
+        with pytest.raises(LapInputError, match=message):
+            lapcli.match(np.zeros((2, 3, 6)), sizes)
+
+
+def test_a_matcher_block_of_no_images_gives_no_pairs():
+    """B = 0: no pairs in every library (NumPy's split at no index returned the whole array as one)."""
+    torch = pytest.importorskip("torch")
+    assert lapcli.match(np.zeros((0, 3, 0)), []) == []
+    assert lapcli.match(torch.zeros((0, 3, 0)), torch.zeros(0, dtype=torch.int64)) == []
+
+
+def test_ragged_objectives_past_int64_stay_exact_python_ints():
+    """A member whose optimum passes int64 (two costs past 2^62): its objective is the Python int, as a
+    stack's is, not a float64 rounding of every member's."""
+    base = 2**62
+    cost = np.array([[base + 1, base + 2], [base + 3, base + 5]], dtype=np.int64)
+    expected = [2 * base + 5, base + 1]  # the anti-diagonal; the first row alone its first column
+    assert [int(x) for x in lapcli.solve_batch([cost, cost[:1]]).objectives] == expected
+    assert lapcli.solve_batch([cost[:1], cost[:1]]).objectives.dtype == np.int64  # int64 where it fits
 
 
 def test_the_matcher_suite_checks_every_form_against_detrs_scipy_loop():

@@ -46,6 +46,14 @@ FLOAT64 = np.dtype(np.float64)
 CPUS = os.cpu_count() or 1  # read once: a call costs ~10 µs, a quarter of a small stack's call
 
 
+def _objectives(sums: list) -> np.ndarray:
+    """The members' sums as one array: float64 for floats, int64 for integers, or the Python ints
+    they are where one passes int64 (np.array would round them all to float64)."""
+    if any(type(x) is float for x in sums) or all(-(2**63) <= x < 2**63 for x in sums):
+        return np.array(sums)
+    return np.array(sums, dtype=object)
+
+
 def caller_columns(col_of_row: np.ndarray, n: int, m: int) -> np.ndarray:
     """(B, n) the caller's column of each row from the work stack's (B, r) column of each row:
     the same where the work is the stack itself (n ≤ m), else (a transposed, tall problem) the
@@ -177,7 +185,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
         raise InfeasibleError(f"cost matrix is infeasible: {members_text(infeasible, batch)}")
     details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3), "members": batch}
     return BatchEngineResult(col_ind=col_ind, device="cpu", dtype=np.dtype(members.dtype).name, details=details,
-                             objectives=np.array(sums) if objectives else None)  # int64, or Python ints where wider
+                             objectives=_objectives(sums) if objectives else None)
 
 
 _HELPERS: dict[int, ThreadPoolExecutor] = {}  # process id -> its helper threads
