@@ -121,6 +121,12 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
         _check_exact_in_float(arr, target)
     work = _float_work(arr, xp, maximize, any_forbidden, target, square, forbidden is not None)
     work.sign = sign
+    if arr.dtype.kind == "f" and np.dtype(target).itemsize < arr.dtype.itemsize and arr.size:
+        with np.errstate(over="ignore"):
+            rounded = bool((arr.astype(target).astype(arr.dtype) != arr).any())
+        if rounded:  # asked for: say so, since the certificate proves the rounded costs' optimum
+            work.notes.append(f"{arr.dtype} costs rounded to {target}, as asked: the assignment and its certificate "
+                              f"are the rounded costs' (the objective sums the given ones)")
     return work
 
 

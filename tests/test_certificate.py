@@ -54,6 +54,18 @@ def test_offset_floats_through_the_float64_engines_are_optimal_and_certified(rng
             assert chosen == int(scipy_objective(grid, maximize)), (grid.tolist(), maximize)
 
 
+def test_float64_costs_rounded_to_an_asked_float32_say_so(rng):
+    """dtype="float32" on float64 costs float32 cannot hold: the answer is the rounded costs'
+    optimum (here the diagonal, 1e-9 worse than the given costs' optimum) and its certificate
+    proves that, so the report says so; costs float32 holds get no such note."""
+    cost = np.array([[1 + 1e-9, 1.0], [1.0, 1 + 1e-9]])
+    for solution in (lapcli.solve(cost, dtype="float32", solver="numpy"), lapcli.solve_batch(cost[None], dtype="float32")):
+        assert any("rounded to float32" in note for note in solution.report.notes)
+    assert lapcli.solve(cost, dtype="float32", solver="numpy").objective == math.fsum(cost.diagonal())
+    exact = rng.integers(0, 100, (5, 5)) / 4.0
+    assert not any("rounded" in note for note in lapcli.solve(exact, dtype="float32").report.notes)
+
+
 def test_near_ties_below_the_integer_grid_are_resolved_exactly(rng):
     # integers 0..9 (many ties) broken by perturbations of 1e-8: the tolerance (≈ k·10·2^-50)
     # must stay far below 1e-8. The bound below is the certificate's 2·k·eps with an eps 2^10
