@@ -32,13 +32,15 @@ SUITE_ARGS = {  # the solvers each suite times (peers are timed in the suites' o
     # the grid's cells from 1024 through auto, whichever engine it picks in each tree, beside cuda
     # (``--solvers auto`` alone means every engine available)
     "papers-auto": ["--sizes", "1024,2048,4096,8192", "--solvers", "auto,cuda", "--warmup", "1"],
+    # the point auction on the coordinates at 65,536 points: uniform, euclidean, cityblock, clustered
+    "points": ["--sizes", "65536", "--solvers", "cuda-sap", "--warmup", "0"],
 }
 
 
 def cell_key(row: dict) -> tuple:
     """What identifies a cell across the two trees' records."""
     runner = row.get("runner") or row.get("solver")
-    return tuple(str(row.get(k)) for k in ("batch", "n", "kind", "range_factor", "dtype")) + (runner,)
+    return tuple(str(row.get(k)) for k in ("batch", "n", "kind", "range_factor", "dtype", "metric")) + (runner,)
 
 
 def run_suite(tree: Path, suite: str, repeat: int, out: Path) -> dict:
