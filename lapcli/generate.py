@@ -256,8 +256,10 @@ def generate_points(n: int, d: int = 2, *, kind: str = "uniform", seed: int = 0,
         raise LapInputError(f"unknown point kind {kind!r}; choose one of {', '.join(POINT_KINDS)}")
     if dtype not in ("float32", "float64"):
         raise LapInputError(f"points are float32 or float64, not {dtype}")
-    if n < 1 or d < 1:
-        raise LapInputError("n and d must be at least 1")
+    from .points import MAX_DIM
+
+    if n < 1 or not 1 <= d <= MAX_DIM:
+        raise LapInputError(f"n must be at least 1 and d from 1 to {MAX_DIM} (what lapcli solves), got {n} and {d}")
     rng = np.random.default_rng(seed)
     if kind == "uniform":
         return rng.random((n, d)).astype(dtype, copy=False)

@@ -228,12 +228,23 @@ def prepare_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | No
                             "they must match")
     if metric == "cosine":
         a, b = _unit_length(a, names[0]), _unit_length(b, names[1])
-    return PointProblem(a, b, metric, p, bool(maximize), origin)
+    problem = PointProblem(a, b, metric, p, bool(maximize), origin)
+    # every cost and every partial sum of one is at most the bounding box's (largest_cost): where that
+    # overflows, some pair's may, and an infinite cost would read as a forbidden pair
+    with np.errstate(over="ignore"):
+        bounded = not (a.size and b.size) or math.isfinite(problem.largest_cost())
+    if not bounded:
+        raise LapInputError(f"the coordinates span too wide a range: their {metric} distances can overflow "
+                            "float64; scale them down")
+    return problem
 
 
 def _unit_length(points, name: str):
+    """Each point divided by its length, computed from the point scaled by its largest |coordinate|
+    first, so that no square over- or underflows (1e155 or 1e-200 coordinates)."""
     xp = np if isinstance(points, np.ndarray) else __import__("cupy")
-    norms = xp.sqrt((points * points).sum(axis=1))
-    if points.shape[0] and not bool((norms > 0).all()):
+    largest = xp.abs(points).max(axis=1) if points.shape[0] else xp.ones(0)
+    if points.shape[0] and not bool((largest > 0).all()):
         raise LapInputError(f"{name} has a point at the origin: its cosine distance is undefined")
-    return points / norms[:, None]
+    scaled = points / largest[:, None]
+    return scaled / xp.sqrt((scaled * scaled).sum(axis=1))[:, None]

@@ -51,7 +51,7 @@ def dtype_name(dtype) -> str:
 
 def float_eps(k: int, spread: float) -> float:
     """The zero tolerance of a k-column float work problem whose reduced costs lie in [0, spread]."""
-    return k * max(spread, np.finfo(np.float64).tiny) * _FLOAT_EPS_FACTOR
+    return k * (max(spread, np.finfo(np.float64).tiny) * _FLOAT_EPS_FACTOR)  # scaled first: k·S may overflow
 
 
 @dataclass

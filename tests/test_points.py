@@ -150,11 +150,39 @@ def test_an_empty_set_gives_an_empty_answer(shape):
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": 0.5}, "p >= 1"),
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "euclidean", "p": 3}, "takes none"),
     (np.ones((2, 2)), np.ones((2, 2)), {"solver": "cuda-batch"}, "solves stacks"),
+    # a pair whose distance overflows float64 read as forbidden, silently
+    (np.array([[0.0, 0.0], [7.5e153, 9e153]]), np.array([[1.5e154, 0.0], [7.5e153, 9e153]]), {"metric": "euclidean"},
+     "overflow float64"),
+    (np.array([[0.0], [1e103]]), np.array([[1e103], [0.0]]), {"metric": "minkowski", "p": 3}, "overflow float64"),
 ])
 def test_bad_input_is_one_line(a, b, kwargs, message):
     with pytest.raises(LapInputError, match=message) as raised:
         lapcli.solve_points(a, b, **kwargs)
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("scale", [1e155, 1e-200])
+def test_cosine_takes_any_scale_of_coordinates(rng, scale):
+    """cosine does not depend on a point's length: 1e155 coordinates once squared to inf (every
+    point then the origin's, every cost 1: a wrong answer, certified), 1e-200 ones to 0 (refused as
+    "a point at the origin")."""
+    a, b = rng.normal(size=(30, 3)), rng.normal(size=(30, 3))
+    expected = lapcli.solve_points(a, b, "cosine")
+    scaled = lapcli.solve_points(a * scale, b * scale, "cosine")
+    assert scaled.report.certified and scaled.col_ind.tolist() == expected.col_ind.tolist()
+    assert scaled.objective == pytest.approx(expected.objective, rel=1e-12, abs=1e-12)
+
+
+def test_costs_near_the_float_range_keep_a_finite_tolerance():
+    """Squared distances near 1e307: k · spread · 2^-50 overflowed to an infinite tolerance, which
+    certified anything (or failed the recovery with NaN, "a bug"); the spread is scaled first."""
+    a = np.array([[1.0760133719665743e154], [5.3195887727990964e153], [7.144717939749774e153]])
+    b = np.array([[3.5826847215988874e152], [9.795670412772485e153]])
+    for maximize in (False, True):
+        solution = lapcli.solve_points(a, b, maximize=maximize)
+        rows, cols = scipy_lsa(cdist(a, b, "sqeuclidean"), maximize=maximize)
+        assert solution.report.certified and math.isfinite(solution.report.certificate["tolerance"])
+        assert solution.objective == cdist(a, b, "sqeuclidean")[rows, cols].sum()
 
 
 def test_without_a_points_engine_auto_solves_the_matrix(rng, monkeypatch):
@@ -286,6 +314,11 @@ def test_cli_generates_and_solves_points(tmp_path):
     assert report["certified"] and "cityblock" in report["details"]["costs"]
     with np.load(duals) as saved:
         assert (cost - saved["u"][:, None] - saved["v"][None, :]).min() >= -1e-9
+    # p = inf is minkowski's chebyshev, on the command line as in the API
+    done = run_cli(["solve", "--points", str(a), str(b), "--metric", "minkowski", "--p", "inf", "--json", "-q"])
+    assert done.returncode == 0, done.stderr
+    cost = cdist(x, y, "chebyshev")
+    assert json.loads(done.stdout)["objective"] == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -296,6 +329,8 @@ def test_cli_generates_and_solves_points(tmp_path):
     (["solve"], "missing INPUT"),
     (["generate", "--points", "--n", "5", "--batch", "2", "-o", "x.npy"], "--batch does not go with --points"),
     (["generate", "--n", "5", "--kind", "clustered", "-o", "x.npy"], "add --points"),
+    (["generate", "--points", "--n", "5", "--d", "33", "-o", "x.npy"], "d from 1 to 32"),  # what solve takes
+    (["solve", "--points", "A", "B", "--metric", "minkowski", "--p", "nan"], "p >= 1"),
 ])
 def test_cli_point_option_errors_are_one_line_exit_2(tmp_path, args, message):
     done = run_cli(args, cwd=tmp_path)

@@ -41,6 +41,9 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     metric = metric or "sqeuclidean"
     from ..pipeline import check_device
     from ..pipeline_points import solve_points
+    from ..points import check_metric
+
+    run_library_call(check_metric, metric, minkowski_p)  # before any file is read
 
     for path, suffixes, what in ((output, ASSIGNMENT_SUFFIXES, "assignment"), (report_path, (".json",), "report"),
                                  (duals_path, DUALS_SUFFIXES, "duals")):
