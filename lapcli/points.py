@@ -7,7 +7,9 @@ as a tall matrix is transposed), and the NumPy reference of the costs.
 Engines with ``capabilities.points`` compute the costs where they read them (engine ``cuda-sap``:
 kernels/costs.cuh); every other engine solves ``dense()``, the same costs as a matrix, through the
 matrix pipeline, and gets the same answer while that matrix fits in memory. Both compute each
-cost as :func:`costs` does (cdist's values up to the last bit's rounding).
+cost as :func:`costs` does: cdist's values for sqeuclidean, euclidean, cityblock and chebyshev;
+within an ulp or two for minkowski (pow) and cosine (cdist clamps 1 − x·y to [0, 2], so where
+the points are parallel a cost here may be an ulp below 0).
 """
 
 from __future__ import annotations
