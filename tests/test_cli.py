@@ -410,6 +410,35 @@ def test_pipeline_generate_into_solve_as_subprocesses():
     assert solve.stderr == b""
 
 
+STDOUT_COMMANDS = {  # every command that writes data on stdout
+    "solve -o -": ["solve", "m.npy", "-o", "-", "-q"],
+    "solve a stack -o -": ["solve", "s.npy", "-o", "-", "-q"],
+    "solve --json": ["solve", "m.npy", "--json", "-q"],
+    "generate": ["generate", "--n", "300", "--seed", "1", "-q"],
+    "generate --points": ["generate", "--points", "--n", "300", "--seed", "1"],
+    "info --json": ["info", "--json"],
+}
+
+
+def run_lap_into(stdout, args, cwd):
+    """`lap ARGS` in a process whose stdout is ``stdout`` (a file descriptor); its exit code and stderr."""
+    np.save(cwd / "m.npy", np.arange(16).reshape(4, 4))
+    np.save(cwd / "s.npy", np.arange(48).reshape(3, 4, 4))
+    process = subprocess.run(LAP + args, cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, timeout=120)
+    return process.returncode, process.stderr.decode()
+
+
+@pytest.mark.parametrize("command", STDOUT_COMMANDS)
+def test_a_closed_stdout_exits_1_without_a_word(tmp_path, command):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader went away before the first byte, as `| head -c 0`
+    try:
+        code, err = run_lap_into(write_end, STDOUT_COMMANDS[command], tmp_path)
+    finally:
+        os.close(write_end)
+    assert (code, err) == (1, "")
+
+
 def interrupt(args, cwd, after, sig=signal.SIGINT):
     process = subprocess.Popen(LAP + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(after)

@@ -31,6 +31,7 @@ from ..io.write import (
     check_output_path,
     stack_assignment_bytes,
     write_bytes,
+    write_matrix_blocks,
 )
 from ..points import METRICS
 from ..problem import WORK_DTYPES
@@ -46,7 +47,6 @@ from .support import (
     run_library_call,
     stderr_console,
     write_solution,
-    write_unless_pipe_closed,
 )
 
 
@@ -109,8 +109,7 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
 
     def stream(progress=None):  # each block is written as it is made: memory holds one, not the matrix
         blocks = run_library_call(make, *args, **options, progress=progress)
-        if run_library_call(write_unless_pipe_closed, output or "-", shape, dtype, blocks, dataset):
-            raise BrokenPipeError  # for main(): exit 1 without a word, not an "internal error"
+        run_library_call(write_matrix_blocks, output or "-", shape, dtype, blocks, dataset)
 
     if n * (batch or 1) >= 4096 and console.is_terminal and not quiet:
         from rich.progress import Progress

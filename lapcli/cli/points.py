@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from ..generate import new_seed
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
 from ..io.read import input_rank, read_matrix_with_info
-from ..io.write import check_output_path
+from ..io.write import check_output_path, write_matrix_blocks
 from .support import (
     InputError,
     announce_input,
@@ -18,7 +18,6 @@ from .support import (
     run_library_call,
     stderr_console,
     write_solution,
-    write_unless_pipe_closed,
 )
 
 
@@ -117,8 +116,7 @@ def generate_point_set(console, n, m, batch, dim, kind, seed, dtype, output, dat
         run_library_call(check_output_path, output, (".npy", ".csv", ".h5", ".hdf5"), "point set")
     seed = new_seed() if seed is None else seed
     coordinates = run_library_call(generate_points, n, dim, kind=kind, seed=seed, dtype=dtype or "float64")
-    if run_library_call(write_unless_pipe_closed, output or "-", coordinates.shape, coordinates.dtype.name,
-                        iter([coordinates]), dataset):
-        raise BrokenPipeError
+    run_library_call(write_matrix_blocks, output or "-", coordinates.shape, coordinates.dtype.name,
+                     iter([coordinates]), dataset)
     if output not in (None, "-"):
         console.print(f"wrote {output} ({n} {kind} points × {dim} {coordinates.dtype}, seed {seed})")

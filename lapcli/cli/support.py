@@ -18,7 +18,7 @@ from ..errors import (
     SolverError,
     SolverUnavailable,
 )
-from ..io.write import write_bytes, write_matrix_blocks
+from ..io.write import write_bytes
 
 
 class InputError(click.ClickException):
@@ -73,10 +73,13 @@ def stderr_console(quiet: bool = False, stderr: bool = True):
 
 def run_library_call(function, *args, **kwargs):
     """Turn the library's exceptions into one-line CLI errors with the right exit code. Only
-    lapcli's own input errors are "bad input" (exit 2); anything else raised inside is a bug of
-    lapcli or an engine: exit 1, one line saying so (LAPCLI_TRACEBACK=1 shows the traceback)."""
+    lapcli's own input errors are "bad input" (exit 2); a closed stdout (``| head``) goes on to
+    main(), which exits 1 without a word; anything else raised inside is a bug of lapcli or an
+    engine: exit 1, one line saying so (LAPCLI_TRACEBACK=1 shows the traceback)."""
     try:
         return function(*args, **kwargs)
+    except BrokenPipeError:
+        raise
     except InfeasibleError as error:
         raise FailedError(str(error)) from None
     except (LapInputError, LapTypeError, SolverUnavailable) as error:  # an engine this machine lacks: an option
@@ -117,16 +120,6 @@ class OneLineCommand(OneLineUsage, click.Command):
 
 class OneLineGroup(OneLineUsage, click.Group):
     command_class = OneLineCommand
-
-
-def write_unless_pipe_closed(*args) -> bool:
-    """:func:`write_matrix_blocks`; True if the reader of stdout went away meanwhile (``| head``),
-    which run_library_call would otherwise report as a bug."""
-    try:
-        write_matrix_blocks(*args)
-    except BrokenPipeError:
-        return True
-    return False
 
 
 def announce_input(spec, notes, several, console) -> None:
