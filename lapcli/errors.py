@@ -13,6 +13,11 @@ class LapTypeError(TypeError):
     """Costs of a non-numeric type (CLI exit code 2); a TypeError, as scipy raises for them."""
 
 
+class LapOutputError(OSError):
+    """An output could not be written: no space left, a quota, an I/O error (CLI exit code 1: neither
+    bad input nor a bug). The message is one line, ``cannot write NAME: reason``."""
+
+
 class InfeasibleError(ValueError):
     """No assignment of finite cost exists (CLI exit code 1). Same message as scipy."""
 

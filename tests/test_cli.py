@@ -439,6 +439,35 @@ def test_a_closed_stdout_exits_1_without_a_word(tmp_path, command):
     assert (code, err) == (1, "")
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [*STDOUT_COMMANDS, "info (a table)", "solve -o /dev/full", "bench --json /dev/full"])
+def test_a_full_disk_under_stdout_or_an_output_is_one_line_exit_1(tmp_path, command):
+    args = {**STDOUT_COMMANDS, "info (a table)": ["info"], "solve -o /dev/full": ["solve", "m.npy", "-o", "/dev/full", "-q"],
+            "bench --json /dev/full": ["bench", "--solvers", "scipy", "--sizes", "8", "--repeat", "1", "--json",
+                                       "/dev/full", "-q"]}[command]
+    with open("/dev/full", "wb") as full:
+        code, err = run_lap_into(full.fileno(), args, tmp_path)
+    name = "/dev/full" if "/dev/full" in args else "stdout"
+    assert (code, err) == (1, f"Error: cannot write {name}: No space left on device\n")
+
+
+def test_an_output_the_disk_cannot_hold_is_one_line_exit_1_and_leaves_no_file(tmp_path, monkeypatch):
+    import errno
+
+    import lapcli.io.write
+
+    def quota_exceeded(fd):  # NFS and quotas report a full disk when the data is flushed
+        raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+
+    np.save(tmp_path / "m.npy", np.eye(3))
+    monkeypatch.setattr(lapcli.io.write.os, "fsync", quota_exceeded)
+    for args in (["solve", "m.npy", "-q", "-o", "a.csv"], ["solve", "m.npy", "-q", "--report", "r.json"],
+                 ["generate", "--n", "5", "--seed", "1", "-o", "g.h5"]):
+        result = invoke(*[tmp_path / a if "." in a else a for a in args])
+        assert_one_line_error(result, 1, f"cannot write {tmp_path / args[-1]}: {os.strerror(errno.EDQUOT)}")
+        assert os.listdir(tmp_path) == ["m.npy"]
+
+
 def interrupt(args, cwd, after, sig=signal.SIGINT):
     process = subprocess.Popen(LAP + args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(after)

@@ -1,7 +1,8 @@
 """``lap``: the command line. Parses, validates and formats; the library does the work.
 
 stdout carries data only (NPY, CSV, JSON); people read stderr. Exit codes: 0 success, 1 the
-problem has no answer or a solver failed (e.g. "cost matrix is infeasible"), 2 bad input or
+problem has no answer or a solver failed (e.g. "cost matrix is infeasible"), or an output could not
+be written (a full disk; a closed stdout without a word), 2 bad input or
 options, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; no partial file either). Errors are
 one line, never a traceback.
 """
@@ -16,6 +17,7 @@ import click
 
 from .. import __version__
 from ..engines.registry import solver_choices
+from ..errors import LapOutputError
 from ..generate import (
     GENERATED_DTYPES,
     KINDS,
@@ -29,6 +31,7 @@ from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
 from ..io.read import input_rank, read_matrix_with_info
 from ..io.write import (
     check_output_path,
+    reporting_write_errors,
     stack_assignment_bytes,
     write_bytes,
     write_matrix_blocks,
@@ -38,6 +41,7 @@ from ..problem import WORK_DTYPES
 from . import on_dask
 from .bench import bench_command
 from .support import (
+    FailedError,
     FiniteFloatRange,
     InputError,
     OneLineGroup,
@@ -274,9 +278,10 @@ def info_command(json_stdout):
 
     facts = collect()
     if json_stdout:
-        write_bytes("-", (json.dumps(facts, indent=2) + "\n").encode())
+        run_library_call(write_bytes, "-", (json.dumps(facts, indent=2) + "\n").encode())
     else:
-        render(facts, stderr_console(False, stderr=False))
+        with reporting_write_errors("stdout"):  # the table for people, on stdout
+            render(facts, stderr_console(False, stderr=False))
 
 
 # ----------------------------------------------------------------------------- bench
@@ -310,6 +315,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as error:
         error.show()
         sys.exit(error.exit_code)
+    except LapOutputError as error:  # a write outside run_library_call (lap bench's files): one line too
+        FailedError(str(error)).show()
+        sys.exit(FailedError.exit_code)
     except BrokenPipeError:  # the reader of our stdout went away (e.g. `| head`)
         sys.exit(1)
     finally:

@@ -14,6 +14,7 @@ from ..engines.registry import solver_choices
 from ..errors import (
     InfeasibleError,
     LapInputError,
+    LapOutputError,
     LapTypeError,
     SolverError,
     SolverUnavailable,
@@ -82,6 +83,8 @@ def run_library_call(function, *args, **kwargs):
         raise
     except InfeasibleError as error:
         raise FailedError(str(error)) from None
+    except LapOutputError as error:  # a full disk, a quota, an I/O error: no answer written, not a bug
+        raise FailedError(str(error)) from None
     except (LapInputError, LapTypeError, SolverUnavailable) as error:  # an engine this machine lacks: an option
         raise InputError(str(error)) from None  # it cannot serve, as for `lap bench`
     except SolverError as error:
@@ -140,7 +143,7 @@ def emit_report(spec, report, notes, several, report_path, json_stdout) -> None:
     if report_path is not None:
         run_library_call(write_bytes, report_path, report_json.encode())
     if json_stdout:
-        write_bytes("-", report_json.encode())
+        run_library_call(write_bytes, "-", report_json.encode())
 
 
 def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cost_limit) -> None:

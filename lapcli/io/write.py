@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import LapInputError
+from ..errors import LapInputError, LapOutputError
 from .formats import HDF5_SUFFIXES
 
 
@@ -50,20 +50,33 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
 
 
 @contextmanager
+def reporting_write_errors(name: str):
+    """Raise an OS error met while writing ``name`` (a file, or ``stdout``) as LapOutputError,
+    ``cannot write NAME: No space left on device``: a full disk, a quota or an I/O error is neither
+    bad input nor a bug. A closed pipe stays BrokenPipeError: its reader went away (``| head``)."""
+    try:
+        yield
+    except (BrokenPipeError, LapOutputError):
+        raise
+    except OSError as error:
+        raise LapOutputError(f"cannot write {name}: {error.strerror or error}") from None
+
+
+@contextmanager
 def atomic_output(path: str, mode: str = "wb"):
     """Yield a temporary file next to ``path``; rename it to ``path`` only once it is complete.
 
     On any exception (including KeyboardInterrupt and the CLI's SIGTERM) the temporary file is
     removed. The data is flushed and fsync'ed before the rename, so a crash after it cannot leave
     an empty or partial file under the final name, and the file gets the mode the umask gives any
-    new file (``mkstemp`` makes it 0600)."""
+    new file (``mkstemp`` makes it 0600). An OS error while writing is LapOutputError."""
     target = Path(path)
     if is_device(path):  # /dev/null, a pipe: written in place; a rename would replace the device
         try:
             handle = open(path, mode)
         except OSError as error:
             raise LapInputError(f"cannot write {target}: {error.strerror}") from None
-        with handle:
+        with reporting_write_errors(target), handle:
             yield handle
         return
     folder = target.parent if str(target.parent) else Path(".")
@@ -72,12 +85,13 @@ def atomic_output(path: str, mode: str = "wb"):
     except OSError as error:
         raise LapInputError(f"cannot write {target}: {error.strerror}") from None
     try:
-        with os.fdopen(fd, mode) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, 0o666 & ~current_umask())
-        os.replace(temp_name, target)
+        with reporting_write_errors(target):
+            with os.fdopen(fd, mode) as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temp_name, 0o666 & ~current_umask())
+            os.replace(temp_name, target)
     except BaseException:
         try:
             os.unlink(temp_name)
@@ -130,8 +144,9 @@ def write_matrix_blocks(path: str, shape: tuple[int, ...], dtype, blocks,
     rows = _checked_rows(shape, dtype, blocks)
     if path == "-":
         stream = stdout if stdout is not None else sys.stdout.buffer
-        _write_npy(stream, shape, dtype, rows)
-        stream.flush()
+        with reporting_write_errors("stdout"):
+            _write_npy(stream, shape, dtype, rows)
+            stream.flush()
         return
     if suffix in HDF5_SUFFIXES:
         import h5py
@@ -277,8 +292,9 @@ def write_bytes(path: str, data: bytes, stdout=None) -> None:
     """Write to ``path`` atomically (a device or pipe in place), or to stdout for ``-``."""
     if path == "-":
         stream = stdout if stdout is not None else sys.stdout.buffer
-        stream.write(data)
-        stream.flush()
+        with reporting_write_errors("stdout"):
+            stream.write(data)
+            stream.flush()
         return
     with atomic_output(path) as handle:
         handle.write(data)
