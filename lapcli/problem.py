@@ -315,6 +315,13 @@ def array_module(cost: Any):
     return np
 
 
+def check_cost_dtype(dtype) -> None:
+    """Refuse costs that are not numbers as scipy does (its TypeError and message): complex, objects,
+    strings, dates; and float128, which no engine holds."""
+    if dtype.kind not in "biuf" or dtype.itemsize > 8:
+        raise LapTypeError(f"Cannot cast array data from {dtype!r} to dtype('float64') according to the rule 'safe'")
+
+
 def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, check: bool = True,
             stack: bool = False) -> Problem:
     """Validate ``cost`` (scipy's checks and messages) and wrap it in a Problem: a matrix, or with
@@ -332,8 +339,7 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
         arr, origin = xp.asarray(cost), None
         if arr.ndim != 2:
             raise LapInputError(f"expected a matrix (2-D array), got a {arr.ndim} array")
-    if arr.dtype.kind not in "biuf" or arr.dtype.itemsize > 8:  # complex, object, dates; float128
-        raise LapTypeError(f"Cannot cast array data from {arr.dtype!r} to dtype('float64') according to the rule 'safe'")
+    check_cost_dtype(arr.dtype)
     problem = Problem(original=arr, xp=xp, maximize=bool(maximize), requested_dtype=dtype, origin=origin)
     if check:
         problem.has_forbidden  # noqa: B018 - checks the entries now

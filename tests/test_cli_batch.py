@@ -261,3 +261,51 @@ def test_a_ragged_npz_and_an_hdf5_group_are_solved_as_one_batch(tmp_path, rng):
 def test_ragged_generation_needs_a_batch_and_a_file(tmp_path):
     assert_one_line_error(invoke("generate", "--n", 5, "--ragged", "-o", tmp_path / "a.npz"), 2, "--batch")
     assert_one_line_error(invoke("generate", "--n", 5, "--batch", 3, "--ragged", "-o", tmp_path / "a.npy"), 2, ".npz")
+
+
+def bad_npz(tmp_path, case):
+    """An NPZ file that NumPy's archive reader cannot give as a batch of matrices."""
+    import zipfile
+
+    path = tmp_path / f"{case}.npz"
+    np.savez(tmp_path / "good.npz", np.eye(3), np.ones((2, 3)))
+    data = (tmp_path / "good.npz").read_bytes()
+    if case == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif case == "bad crc":
+        damaged = bytearray(data)
+        damaged[200] ^= 0xFF  # inside the first member's array data
+        path.write_bytes(bytes(damaged))
+    elif case in ("no npy member", "a text member"):
+        with zipfile.ZipFile(path, "w") as archive:
+            if case == "a text member":
+                archive.writestr("a.npy", _npy_bytes(np.eye(2)))
+            archive.writestr("notes.txt", "not an array")
+    elif case == "an npy file":
+        np.save(tmp_path / "m.npy", np.eye(3))
+        path.write_bytes((tmp_path / "m.npy").read_bytes())
+    elif case == "strings":
+        np.savez(path, np.eye(2), np.array([["a", "b"], ["c", "d"]]), np.ones((2, 3)))
+    return path
+
+
+def _npy_bytes(array):
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("case, fragment", [
+    ("truncated", "cannot read"),
+    ("bad crc", "Bad CRC-32"),
+    ("no npy member", "'notes.txt' is not a NumPy array"),
+    ("a text member", "'notes.txt' is not a NumPy array"),
+    ("an npy file", "not a zip archive"),
+    ("strings", "Cannot cast array data from dtype('<U1')"),  # as for the same array saved as .npy
+])
+def test_a_bad_npz_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, case, fragment):
+    path = bad_npz(tmp_path, case)
+    monkeypatch.chdir(tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    assert_one_line_error(invoke("solve", path, "-o", "cols.npz", "--report", "r.json"), 2, fragment)
+    assert sorted(os.listdir(tmp_path)) == before

@@ -13,6 +13,8 @@ import io
 import os
 import stat
 import sys
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -168,12 +170,16 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
 def read_npz(path: Path, name: str | None):
     """One array of an NPZ file (NumPy's archive of several): the one it holds, or ``name``
     (``FILE.npz:name``, or --dataset); or, when every array it holds is a matrix and none is
-    named, all of them as a list in the archive's order: a ragged batch."""
+    named, all of them as a list in the archive's order: a ragged batch. A file that is no zip
+    archive, one cut short or damaged, and a member that is not an NPY array are bad input."""
     try:
+        with open(path, "rb") as handle:
+            if handle.read(4) not in (b"PK\x03\x04", b"PK\x05\x06"):  # np.load would take an NPY or a pickle
+                raise LapInputError(f"cannot read {path} as NPZ: it is not a zip archive (what np.savez writes)")
         with np.load(path, allow_pickle=False) as archive:
             names = list(archive.files)
             if name is None and len(names) > 1:
-                arrays = [archive[n] for n in names]
+                arrays = [_npz_member(path, archive, n) for n in names]
                 if all(a.ndim == 2 for a in arrays):
                     return arrays
             if name is None:
@@ -184,14 +190,23 @@ def read_npz(path: Path, name: str | None):
                 name = names[0]
             if name not in names:
                 raise LapInputError(f"{path} has no array {name!r}; it holds {', '.join(names[:10])}")
-            return archive[name]
+            return _npz_member(path, archive, name)
     except LapInputError:
         raise
-    except (ValueError, OSError, EOFError) as error:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
         message = first_line(error)
         if "pickle" in message.lower():
             message = "an array holds Python objects, not numbers"
         raise LapInputError(f"cannot read {path} as NPZ: {message}") from None
+
+
+def _npz_member(path: Path, archive, name: str) -> np.ndarray:
+    """Member ``name`` of an open NPZ archive; NumPy gives a member that is not ``.npy`` as its
+    raw bytes, which no reader here takes for a matrix."""
+    array = archive[name]
+    if not isinstance(array, np.ndarray):
+        raise LapInputError(f"cannot read {path} as NPZ: {name!r} is not a NumPy array (an .npy member)")
+    return array
 
 
 def read_npy(path: Path):
