@@ -309,3 +309,31 @@ def test_a_bad_npz_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, 
     before = sorted(os.listdir(tmp_path))
     assert_one_line_error(invoke("solve", path, "-o", "cols.npz", "--report", "r.json"), 2, fragment)
     assert sorted(os.listdir(tmp_path)) == before
+
+
+@pytest.mark.parametrize("form, names, order", [
+    ("npz", ["1", "0"], ["0", "1"]),  # numbers saved out of order: taken in numeric order
+    ("npz", ["b", "a"], ["b", "a"]),  # other names: as the archive lists them
+    ("h5", ["10", "9"], ["9", "10"]),  # a group: the same rule
+])
+def test_a_batchs_answers_are_written_under_their_problems_names(tmp_path, form, names, order):
+    costs = {names[0]: np.array([[9, 0], [0, 9], [5, 5]]), names[1]: np.array([[0, 9], [9, 0]])}
+    answers = {names[0]: [1, 0, -1], names[1]: [0, 1]}  # the column of each row, −1 unassigned
+    if form == "npz":
+        np.savez(tmp_path / "b.npz", **costs)
+        spec = tmp_path / "b.npz"
+    else:
+        with h5py.File(tmp_path / "b.h5", "w") as f:
+            for name, cost in costs.items():
+                f.create_dataset(f"g/{name}", data=cost)
+        spec = f"{tmp_path / 'b.h5'}:/g"
+    result = invoke("solve", spec, "-o", tmp_path / "cols.npz", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["objectives"] == [0 for _ in order]
+    cols = np.load(tmp_path / "cols.npz")
+    assert cols.files == order and all(cols[name].tolist() == answers[name] for name in order)
+    pairs = {}  # CSV's problem b is the b-th in that order
+    for line in invoke("solve", spec, "-o", "-", "-q").stdout.splitlines()[1:]:
+        b, row, col = map(int, line.split(","))
+        pairs.setdefault(b, []).append((row, col))
+    assert [pairs[b] for b in range(2)] == [[(r, c) for r, c in enumerate(answers[n]) if c >= 0] for n in order]

@@ -28,7 +28,7 @@ from ..generate import (
     new_seed,
 )
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
-from ..io.read import input_rank, read_matrix_with_info
+from ..io.read import Batch, input_rank, read_matrix_with_info
 from ..io.write import (
     check_output_path,
     reporting_write_errors,
@@ -264,7 +264,8 @@ def solve_stack(cost, options, output, console):
 
     solution = run_library_call(solve_batch, cost, **options)
     if output is not None:
-        run_library_call(write_bytes, output, run_library_call(stack_assignment_bytes, output, solution.col_ind))
+        names = cost.names if isinstance(cost, Batch) else None  # an NPZ's or a group's: answers go under them
+        run_library_call(write_bytes, output, run_library_call(stack_assignment_bytes, output, solution.col_ind, names))
     render_batch_summary(solution.report, console)
     return solution.report
 

@@ -94,17 +94,32 @@ def _read_pandas_table(path: Path, name: str, group):
     return np.ascontiguousarray(values)
 
 
+class Batch(list):
+    """The matrices of a batch read from an NPZ or an HDF5 group, in :func:`batch_order`, and
+    ``names``, what the file calls each: the answers are written under them."""
+
+    def __init__(self, names, matrices):
+        super().__init__(matrices)
+        self.names = list(names)
+
+
+def batch_order(names) -> list[str]:
+    """The order of a batch's problems, for NPZ and HDF5 groups alike: numeric when every name is
+    a number (``np.savez(**{"1": a, "0": b})`` lists "1" first), else as the file lists them."""
+    names = list(names)
+    return sorted(names, key=int) if all(name.isdecimal() for name in names) else names
+
+
 def _read_group(path: Path, name: str, group, load: bool):
-    """A group of 2-D datasets, a ragged batch: its datasets in order (numerically when every name
-    is a number, else as the file lists them); ``load=False`` gives 3, a batch's rank."""
+    """A group of 2-D datasets, a ragged batch: its datasets as a :class:`Batch`;
+    ``load=False`` gives 3, a batch's rank."""
     import h5py
 
-    members = [(key, node) for key, node in group.items() if isinstance(node, h5py.Dataset)]
-    if not members or any(node.ndim != 2 or node.dtype.kind not in "biuf" for _, node in members):
+    members = {key: node for key, node in group.items() if isinstance(node, h5py.Dataset)}
+    if not members or any(node.ndim != 2 or node.dtype.kind not in "biuf" for node in members.values()):
         raise LapInputError(f"{path}:{name} is a group; a batch of problems is a group of 2-D numeric datasets")
-    if all(key.isdigit() for key, _ in members):
-        members.sort(key=lambda item: int(item[0]))
-    return 3 if not load else [node[()] for _, node in members]
+    order = batch_order(members)
+    return 3 if not load else Batch(order, [members[key][()] for key in order])
 
 
 def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = None,
@@ -170,7 +185,7 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
 def read_npz(path: Path, name: str | None):
     """One array of an NPZ file (NumPy's archive of several): the one it holds, or ``name``
     (``FILE.npz:name``, or --dataset); or, when every array it holds is a matrix and none is
-    named, all of them as a list in the archive's order: a ragged batch. A file that is no zip
+    named, all of them as a :class:`Batch`: a ragged batch. A file that is no zip
     archive, one cut short or damaged, and a member that is not an NPY array are bad input."""
     try:
         with open(path, "rb") as handle:
@@ -179,9 +194,10 @@ def read_npz(path: Path, name: str | None):
         with np.load(path, allow_pickle=False) as archive:
             names = list(archive.files)
             if name is None and len(names) > 1:
-                arrays = [_npz_member(path, archive, n) for n in names]
+                order = batch_order(names)
+                arrays = [_npz_member(path, archive, n) for n in order]
                 if all(a.ndim == 2 for a in arrays):
-                    return arrays
+                    return Batch(order, arrays)
             if name is None:
                 if len(names) != 1:
                     listed = ", ".join(names[:10]) + (", …" if len(names) > 10 else "")

@@ -234,11 +234,11 @@ def assignment_bytes(path: str, rows: np.ndarray, cols: np.ndarray, n_rows: int)
     return ("\n".join(lines) + "\n").encode()
 
 
-def stack_assignment_bytes(path: str, col_ind) -> bytes:
+def stack_assignment_bytes(path: str, col_ind, names=None) -> bytes:
     """Serialise the assignments of a batch, ``col_ind`` (B, n) or, for a ragged batch, a list of
     one array per problem, −1 for an unassigned row: NPY the (B, n) int64 array (not for a ragged
-    batch); NPZ one array per problem, named 0 … B−1; CSV ``problem,row,col`` (assigned pairs only);
-    JSON ``{"col_ind": [[...], ...]}``."""
+    batch); NPZ one array per problem, named as the input's problems (``names``) or 0 … B−1; CSV
+    ``problem,row,col`` (assigned pairs only); JSON ``{"col_ind": [[...], ...]}``."""
     suffix = ".csv" if path == "-" else Path(path).suffix.lower()
     problems = [np.asarray(c, dtype=np.int64) for c in col_ind]
     if suffix == ".npy":
@@ -250,7 +250,8 @@ def stack_assignment_bytes(path: str, col_ind) -> bytes:
         return buffer.getvalue()
     if suffix == ".npz":
         buffer = io.BytesIO()
-        np.savez(buffer, **{str(b): cols for b, cols in enumerate(problems)})
+        names = names if names is not None else [str(b) for b in range(len(problems))]
+        np.savez(buffer, **dict(zip(names, problems)))
         return buffer.getvalue()
     if suffix == ".json":
         return (json.dumps({"col_ind": [cols.tolist() for cols in problems]}) + "\n").encode()
