@@ -383,6 +383,23 @@ def test_json_and_stdout_assignment_conflict_is_one_line():
     assert_one_line_error(invoke("solve", "x.npy", "--json", "-o", "-"), 2, "both write to stdout")
 
 
+@pytest.mark.parametrize("args, fragment", [
+    (["-o", "same.json", "--report", "same.json"], "-o and --report both write to same.json"),
+    (["-o", "same.npz", "--duals", "same.npz"], "-o and --duals both write to same.npz"),
+    (["--report", "same.json", "--duals", "./same.json"], "--report and --duals both write to same.json"),
+    (["-o", "-", "--report", "-"], "-o and --report both write to stdout"),
+    (["--points", "a.npy", "b.npy", "-o", "same.json", "--report", "same.json"], "-o and --report both write to"),
+])
+def test_two_outputs_naming_one_file_are_refused_before_solving(tmp_path, monkeypatch, args, fragment):
+    monkeypatch.chdir(tmp_path)
+    for name in ("m.npy", "a.npy", "b.npy"):
+        np.save(name, np.eye(3))
+    result = invoke("solve", *([] if "--points" in args else ["m.npy"]), *args, "-q")
+    assert_one_line_error(result, 2, fragment)
+    assert result.stdout == "" and sorted(os.listdir(tmp_path)) == ["a.npy", "b.npy", "m.npy"]
+    assert invoke("solve", "m.npy", "-o", os.devnull, "--report", os.devnull, "-q").exit_code == 0  # a device takes both
+
+
 @pytest.mark.parametrize("args", [
     ["generate", "--n", "5", "--range", "nan"],
     ["generate", "--n", "5", "--range", "inf"],

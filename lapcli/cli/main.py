@@ -46,6 +46,7 @@ from .support import (
     InputError,
     OneLineGroup,
     announce_input,
+    check_distinct_outputs,
     check_rank_options,
     emit_report,
     run_library_call,
@@ -212,6 +213,7 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         run_library_call(check_output_path, report_path, (".json",), "report")
     if duals_path is not None:
         run_library_call(check_output_path, duals_path, DUALS_SUFFIXES, "duals")
+    check_distinct_outputs(("-o", output), ("--report", report_path), ("--duals", duals_path))
     from ..pipeline import check_device
 
     run_library_call(check_device, device)

@@ -19,7 +19,7 @@ from ..errors import (
     SolverError,
     SolverUnavailable,
 )
-from ..io.write import write_bytes
+from ..io.write import same_output, write_bytes
 
 
 class InputError(click.ClickException):
@@ -144,6 +144,17 @@ def emit_report(spec, report, notes, several, report_path, json_stdout) -> None:
         run_library_call(write_bytes, report_path, report_json.encode())
     if json_stdout:
         run_library_call(write_bytes, "-", report_json.encode())
+
+
+def check_distinct_outputs(*outputs: tuple[str, str | None]) -> None:
+    """Refuse two options naming one output (``-o r.json --report r.json``), before any work:
+    the file written last would silently replace the other. ``outputs``: (flag, path or None)."""
+    given = [(flag, path) for flag, path in outputs if path is not None]
+    for index, (flag, path) in enumerate(given):
+        for other, other_path in given[index + 1:]:
+            if same_output(path, other_path):
+                where = "stdout" if path == "-" else path
+                raise InputError(f"{flag} and {other} both write to {where}; give each its own file")
 
 
 def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cost_limit) -> None:

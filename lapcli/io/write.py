@@ -49,6 +49,21 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
         raise LapInputError(f"cannot write {target}: it is a directory")
 
 
+def same_output(first: str, second: str) -> bool:
+    """Whether two outputs name one file, so that the second written would replace the first: one
+    path (through links or not), or stdout (``-``) twice. A device (``/dev/null``) takes both."""
+    if "-" in (first, second):
+        return first == second
+    if is_device(first) or is_device(second):
+        return False
+    if os.path.realpath(first) == os.path.realpath(second):
+        return True
+    try:
+        return os.path.samefile(first, second)  # hard links to one file
+    except OSError:  # one of them does not exist yet: two paths, two files
+        return False
+
+
 @contextmanager
 def reporting_write_errors(name: str):
     """Raise an OS error met while writing ``name`` (a file, or ``stdout``) as LapOutputError,
