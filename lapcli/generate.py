@@ -53,18 +53,65 @@ def default_dtype(kind: str, n: int, range_factor: float) -> str:
     return "int32" if uniform_high(n, range_factor) <= 2**31 else "int64"
 
 
-def check_block_fits(n: int, m: int, itemsize: int) -> None:
-    """Refuse (bad input, before any work) a matrix whose one block of rows, the unit that is
-    generated and written at a time, cannot fit in this machine's memory."""
-    block = min(n, CHUNK_ROWS) * m * itemsize
+OVERHEAD_BYTES = 2**20  # Python objects, an NPY header, the HDF5 library's buffers: ~50 KB measured
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes; None where the system does not say."""
     try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
-        return
-    if block > memory:
-        raise LapInputError(f"an {n}×{m} matrix ({n * m * itemsize / 2**30:.3g} GiB) is generated "
-                            f"{min(n, CHUNK_ROWS)} rows at a time: one block needs {block / 2**30:.3g} GiB, "
-                            f"more than this machine's {memory / 2**30:.3g} GiB of memory")
+        return None
+
+
+def block_bytes(n: int, m: int, kind: str, dtype) -> int:
+    """The memory that making and writing one block of an n×m matrix takes at its peak. Measured
+    with tracemalloc (a 1024 × 4096 block, NPY and HDF5 alike): the values are drawn in int64 or
+    float64 (8 bytes an entry); the geometric and sanity kinds hold a second float64 array meanwhile
+    (dy; the offsets' sum); the cast to ``dtype`` is a copy unless it is the draw's dtype; and the
+    writer still holds the block before. Uniform int32 takes 16 bytes an entry, geometric float64
+    24. The geometric kinds keep both point sets (16 bytes a row and a column), sanity its offsets."""
+    dtype = np.dtype(dtype)
+    drawn = np.dtype(np.int64 if kind == "uniform" else np.float64)
+    cast = 0 if dtype == drawn else dtype.itemsize
+    temporary = 16 if kind in ("geometric", "geometric-int", "sanity") else 8
+    fixed = {"geometric": 16, "geometric-int": 16, "sanity": 8}.get(kind, 0) * (n + m)
+    return min(n, CHUNK_ROWS) * m * (max(temporary, 8 + cast) + dtype.itemsize) + fixed + OVERHEAD_BYTES
+
+
+def check_block_fits(n: int, m: int, kind: str, dtype, memory: int | None = None) -> None:
+    """Refuse (bad input, before any work) a matrix whose one block of rows, the unit that is
+    generated and written at a time, cannot be made in this machine's memory (``memory`` bytes;
+    default: :func:`physical_memory`), rather than be killed by the system on the way."""
+    memory = physical_memory() if memory is None else memory
+    need = block_bytes(n, m, kind, dtype)
+    if memory is not None and need > memory:
+        raise LapInputError(f"a {n}×{m} {kind} matrix ({n * m * np.dtype(dtype).itemsize / 2**30:.3g} GiB "
+                            f"of {dtype}) is generated {min(n, CHUNK_ROWS)} rows at a time: one block needs "
+                            f"{need / 2**30:.3g} GiB, more than this machine's {memory / 2**30:.3g} GiB of memory")
+
+
+def ragged_bytes(batch: int, n: int, m: int, kind: str, dtype) -> int:
+    """The memory a ragged batch takes as ``lap generate --ragged`` makes and writes it, from the
+    expected number of entries (shapes uniform in 1..n × 1..m: (n+1)(m+1)/4 a problem; the sanity
+    kind's squares (n+1)(2n+1)/6). Every matrix is held, then the file is made whole in memory
+    before it is written: tracemalloc measured 2.1–2.4 times the matrices' bytes (NPZ or HDF5), and
+    400–900 bytes a problem (its array, its shape, the archive's headers); one problem is made at
+    a time, as one matrix is."""
+    entries = (n + 1) * (2 * n + 1) / 6 if kind == "sanity" else (n + 1) * (m + 1) / 4
+    held = batch * entries * np.dtype(dtype).itemsize
+    return int(2.5 * held) + 1024 * batch + block_bytes(n, m, kind, dtype)
+
+
+def check_ragged_fits(batch: int, n: int, m: int, kind: str, dtype, memory: int | None = None) -> None:
+    """Refuse (bad input, before any work) a ragged batch that :func:`ragged_bytes` says will not
+    fit this machine's memory (``memory`` bytes; default: :func:`physical_memory`)."""
+    memory = physical_memory() if memory is None else memory
+    need = ragged_bytes(batch, n, m, kind, dtype)
+    if memory is not None and need > memory:
+        raise LapInputError(f"a ragged batch of {batch} problems up to {n}×{m} ({dtype}) is held whole to be "
+                            f"written: about {need / 2**30:.3g} GiB, more than this machine's "
+                            f"{memory / 2**30:.3g} GiB of memory")
 
 
 def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | None) -> str:
@@ -81,7 +128,7 @@ def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | N
         raise LapInputError(f"the {kind} kind makes fractional values; {dtype} would truncate them "
                          "(choose float32 or float64)")
     dtype = dtype or default_dtype(kind, n, range_factor)
-    check_block_fits(n, m, np.dtype(dtype).itemsize)
+    check_block_fits(n, m, kind, dtype)
     high = uniform_high(n, range_factor)
     if kind == "uniform" and np.dtype(dtype).kind == "i" and high - 1 > np.iinfo(dtype).max:
         raise LapInputError(f"values up to {high - 1} do not fit {dtype}")
@@ -240,6 +287,7 @@ def generate_ragged(batch: int, n: int, m: int | None = None, *, range_factor: f
     n × m matrix of the same options (R·n_b for problem b), in one dtype for all."""
     m = n if m is None else m
     dtype = check_options(n, m, range_factor, kind, dtype)
+    check_ragged_fits(batch, n, m, kind, dtype)
     shapes = np.random.default_rng(problem_seed(seed, batch)).integers(1, [n + 1, m + 1], size=(batch, 2))
     if kind == "sanity":
         shapes[:, 1] = shapes[:, 0]

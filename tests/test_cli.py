@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from lapcli.cli.main import cli
+from lapcli.errors import LapInputError
 
 LAP = [sys.executable, "-m", "lapcli"]
 
@@ -112,6 +113,83 @@ def test_generate_dash_output_is_npy_on_stdout_not_a_file_named_dash(tmp_path, m
     assert np.load(io.BytesIO(result.stdout_bytes)).shape == (7, 7)
     assert os.listdir(tmp_path) == []
 
+
+
+def fake_physical_memory(monkeypatch, gib):
+    real_sysconf = os.sysconf
+    pages = int(gib * 2**30) // real_sysconf("SC_PAGE_SIZE")
+    monkeypatch.setattr(os, "sysconf", lambda name: pages if name == "SC_PHYS_PAGES" else real_sysconf(name))
+
+
+def refuse_to_generate(*args, **kwargs):
+    raise AssertionError("the size check let it through: it would be generated")
+
+
+def test_generate_refuses_a_matrix_whose_blocks_need_more_memory_than_the_machine(tmp_path, monkeypatch):
+    """A block of 1024 rows is drawn in int64 and cast, while the writer holds the block before:
+    16 bytes an entry for int32, not 4. At 3,000,000 × 3,000,000 a block needs 46 GiB."""
+    import lapcli.cli.main
+
+    fake_physical_memory(monkeypatch, 20)  # 4 bytes an entry would make it 11.4 GiB: "fits"
+    assert invoke("generate", "--n", 2000, "--seed", 1, "-o", tmp_path / "small.npy").exit_code == 0
+    monkeypatch.setattr(lapcli.cli.main, "generate_blocks", refuse_to_generate)
+    result = invoke("generate", "--n", 3_000_000, "--m", 3_000_000, "-o", tmp_path / "big.npy")
+    assert_one_line_error(result, 2, "more than this machine's 20 GiB of memory")
+    assert os.listdir(tmp_path) == ["small.npy"]
+
+
+def test_generate_refuses_a_ragged_batch_larger_than_memory(tmp_path, monkeypatch):
+    import lapcli.generate
+
+    monkeypatch.setattr(lapcli.generate, "generate", refuse_to_generate)  # each problem of the batch
+    result = invoke("generate", "--batch", 100_000_000, "--n", 1000, "--ragged", "-o", tmp_path / "x.npz")
+    assert_one_line_error(result, 2, "of memory")  # ~250,000 entries a problem: about 90 TiB
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("kind, dtype", [("uniform", "int32"), ("uniform", "int64"), ("uniform", "float64"),
+                                         ("float", "float32"), ("float", "float64"), ("geometric", "float32"),
+                                         ("geometric-int", "int64"), ("sanity", "float32")])
+def test_the_memory_check_counts_what_generating_and_writing_a_block_takes(tmp_path, kind, dtype):
+    import tracemalloc
+
+    from lapcli.generate import block_bytes, check_block_fits, generate_blocks
+    from lapcli.io.write import write_matrix_blocks
+
+    n = m = 2048
+    tracemalloc.start()
+    try:
+        write_matrix_blocks(str(tmp_path / "m.npy"), (n, m), dtype, generate_blocks(n, m, seed=1, kind=kind, dtype=dtype))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    counted = block_bytes(n, m, kind, dtype)
+    assert 0.9 * counted <= peak <= counted, (peak, counted)
+    check_block_fits(n, m, kind, dtype, memory=counted)
+    with pytest.raises(LapInputError, match="GiB"):
+        check_block_fits(n, m, kind, dtype, memory=counted - 1)
+
+
+@pytest.mark.parametrize("batch, n, suffix", [(200, 200, ".npz"), (200, 200, ".h5"), (20_000, 10, ".npz")])
+def test_the_memory_check_counts_what_a_ragged_batch_takes(tmp_path, batch, n, suffix):
+    import tracemalloc
+
+    from lapcli.generate import check_ragged_fits, generate_ragged, ragged_bytes
+    from lapcli.io.write import members_bytes, write_bytes
+
+    path = str(tmp_path / f"r{suffix}")
+    tracemalloc.start()
+    try:  # what lap generate --ragged does
+        arrays = generate_ragged(batch, n, seed=1)
+        write_bytes(path, members_bytes(path, arrays, "costs"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    counted = ragged_bytes(batch, n, n, "uniform", "int32")
+    assert 0.6 * counted <= peak <= counted, (peak, counted)
+    check_ragged_fits(batch, n, n, "uniform", "int32", memory=counted)
+    with pytest.raises(LapInputError, match="GiB"):
+        check_ragged_fits(batch, n, n, "uniform", "int32", memory=counted - 1)
 
 # ----------------------------------------------------------------------------- solve: inputs
 def write_inputs(tmp_path, cost):
