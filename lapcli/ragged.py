@@ -183,8 +183,8 @@ def from_list(matrices) -> Members:
         values, origin = [a for a, _ in arrays], arrays[0][1]
     if any(a.ndim != 2 for a in values):
         raise LapInputError("every problem of a list must be a matrix (2-D)")
-    for a in values:  # as for one matrix: strings or objects are scipy's TypeError, not an engine's
-        check_cost_dtype(a.dtype)
+    for dtype in {a.dtype for a in values}:  # as for one matrix: strings or objects are scipy's TypeError
+        check_cost_dtype(dtype)
     rows = np.array([a.shape[0] for a in values], dtype=np.int64)
     cols = np.array([a.shape[1] for a in values], dtype=np.int64)
     if origin.on_gpu:
