@@ -457,6 +457,20 @@ def test_huge_csv_line_is_parsed_or_refused_cleanly(tmp_path):
     assert result.exit_code == 0 and json.loads(result.stdout)["n_cols"] == 200_000
 
 
+def test_a_report_past_float64s_range_is_strict_json(tmp_path):
+    """An objective that overflows float64 (two pairs of 1e308) is the string "inf" in the report:
+    json.dumps's bare Infinity is no JSON to jq or JavaScript."""
+    np.save(tmp_path / "m.npy", np.full((2, 2), 1e308))
+    result = invoke("solve", tmp_path / "m.npy", "--json", "--report", tmp_path / "r.json", "-q")
+    assert result.exit_code == 0, result.stderr
+
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    for text in (result.stdout, (tmp_path / "r.json").read_text()):
+        assert json.loads(text, parse_constant=refuse)["objective"] == "inf"
+
+
 def test_json_and_stdout_assignment_conflict_is_one_line():
     assert_one_line_error(invoke("solve", "x.npy", "--json", "-o", "-"), 2, "both write to stdout")
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import os
 
-import json
 
 import click
 
@@ -19,7 +18,7 @@ from ..errors import (
     SolverError,
     SolverUnavailable,
 )
-from ..io.write import same_output, write_bytes
+from ..io.write import json_text, same_output, write_bytes
 
 
 class InputError(click.ClickException):
@@ -139,7 +138,7 @@ def emit_report(spec, report, notes, several, report_path, json_stdout) -> None:
     """The JSON report of one input: to --report and/or stdout (one compact line each when several)."""
     report.notes.extend(notes)
     payload = {"input": spec} | report.to_dict()
-    report_json = (json.dumps(payload) if several else json.dumps(payload, indent=2)) + "\n"
+    report_json = json_text(payload, indent=None if several else 2) + "\n"
     if report_path is not None:
         run_library_call(write_bytes, report_path, report_json.encode())
     if json_stdout:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import stat
 import sys
@@ -291,6 +292,22 @@ def members_bytes(path: str, arrays: list[np.ndarray], dataset: str = "costs") -
     return buffer.getvalue()
 
 
+def json_text(payload, indent: int | None = None) -> str:
+    """``payload`` as strict JSON: a float past float64's range (an objective that overflows, a
+    tolerance of such costs) as the string "inf", "-inf" or "nan", where json.dumps would write the
+    bare Infinity that jq and JavaScript's JSON.parse refuse."""
+    def strict(value):
+        if isinstance(value, float) and not math.isfinite(value):
+            return "nan" if value != value else ("inf" if value > 0 else "-inf")
+        if isinstance(value, dict):
+            return {key: strict(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [strict(item) for item in value]
+        return value
+
+    return json.dumps(strict(payload), indent=indent, allow_nan=False)
+
+
 def duals_bytes(path: str, u: np.ndarray, v: np.ndarray) -> bytes:
     """Serialise duals: NPZ with arrays ``u`` (rows) and ``v`` (columns), or JSON ``{"u": [...],
     "v": [...]}`` (integers stay exact). Integer duals past int64 (Python ints) go to JSON only:
@@ -301,7 +318,7 @@ def duals_bytes(path: str, u: np.ndarray, v: np.ndarray) -> bytes:
         buffer = io.BytesIO()
         np.savez(buffer, u=u, v=v)
         return buffer.getvalue()
-    return (json.dumps({"u": u.tolist(), "v": v.tolist()}) + "\n").encode()
+    return (json_text({"u": u.tolist(), "v": v.tolist()}) + "\n").encode()
 
 
 def write_bytes(path: str, data: bytes, stdout=None) -> None:
