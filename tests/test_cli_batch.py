@@ -256,6 +256,11 @@ def test_a_ragged_npz_and_an_hdf5_group_are_solved_as_one_batch(tmp_path, rng):
         grouped = [handle["group"][str(b)][()] for b in range(5)]
     result = invoke("solve", tmp_path / "g.h5", "--dataset", "group", "--json", "-q")
     assert json.loads(result.output)["objectives"] == loop_answers(grouped)
+    # the file as generate writes it, without --dataset: its one group is the batch
+    assert invoke("generate", "--batch", 5, "--n", 7, "--ragged", "--seed", 2, "-o", tmp_path / "d.h5", "-q").exit_code == 0
+    result = invoke("solve", tmp_path / "d.h5", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["objectives"] == loop_answers(grouped)
 
 
 def test_ragged_generation_needs_a_batch_and_a_file(tmp_path):

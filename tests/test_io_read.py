@@ -52,3 +52,17 @@ def test_memory_mapped_hdf5_solves_like_the_array(tmp_path, rng):
 
     rows, cols = linear_sum_assignment(cost)
     assert solution.objective == int(cost[rows, cols].sum())
+
+
+def test_a_csv_value_beyond_float64_is_refused_and_a_written_inf_is_forbidden(tmp_path):
+    """1e400 parses to inf, which would read as a forbidden pair: refused. inf, -Infinity and INF,
+    written, are infinities (a forbidden pair when minimising, as for scipy)."""
+    from lapcli.errors import LapInputError
+
+    (tmp_path / "over.csv").write_text("1,1e400\n2,3\n")
+    with pytest.raises(LapInputError, match="beyond float64"):
+        read_matrix(str(tmp_path / "over.csv"))
+    (tmp_path / "inf.csv").write_text("# info\n1,inf\n-Infinity,INF\n")
+    matrix = read_matrix(str(tmp_path / "inf.csv"))
+    assert np.isinf(matrix).sum() == 3 and matrix[0, 0] == 1
+

@@ -264,6 +264,10 @@ def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
             handle.visititems(visit)
             if not candidates:
                 raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)")
+            parents = {name.rpartition("/")[0] for name in candidates}
+            if len(candidates) > 1 and len(parents) == 1 and "" not in parents:
+                # one group holds them all (what `lap generate --ragged -o FILE.h5` writes): that batch
+                candidates = [parents.pop()]
             if len(candidates) > 1:
                 raise LapInputError(
                     f"{path} holds several 2-D/3-D datasets ({', '.join('/' + c for c in candidates)}); "

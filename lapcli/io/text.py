@@ -100,7 +100,20 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
             raise LapInputError(located or f"cannot parse {name}: {first_line(error)}") from None
     if matrix.shape[1] == 0:
         raise LapInputError(f"{name} holds no numbers besides its index column")
+    if matrix.dtype.kind == "f":
+        _check_no_overflow(matrix, body, name)
     return matrix, source
+
+
+_INFINITY = re.compile(r"(?<![\w.])[-+]?inf(inity)?(?!\w)", re.IGNORECASE)
+
+
+def _check_no_overflow(matrix: np.ndarray, body: list[str], name: str) -> None:
+    """Refuse a value beyond float64's range (1e400), which the parse makes an infinity, a forbidden
+    pair: only an infinity the text writes (inf, -Infinity) is one."""
+    infinite = int(np.isinf(matrix).sum())
+    if infinite and infinite > sum(len(_INFINITY.findall(line.split("#", 1)[0])) for line in body):
+        raise LapInputError(f"{name} holds a value beyond float64's range (±1.8e308); write inf for a forbidden pair")
 
 
 _INTEGER = re.compile(r"^\s*[-+]?\d+\s*$")
