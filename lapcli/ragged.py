@@ -140,7 +140,8 @@ def _sizes(values, name: str, batch: int) -> np.ndarray:
     except (TypeError, ValueError):
         sizes = np.asarray(None)
     if sizes.shape != (batch,):
-        raise LapInputError(f"{name} must be {batch} integers, one per problem, got shape {sizes.shape}")
+        integers = "1 integer" if batch == 1 else f"{batch} integers"
+        raise LapInputError(f"{name} must be {integers}, one per problem, got shape {sizes.shape}")
     if sizes.dtype.kind not in "iu" and sizes.size:
         raise LapInputError(f"{name} must be integers, got {sizes.dtype}")
     if sizes.size and int(sizes.min()) < 0:

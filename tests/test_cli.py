@@ -471,6 +471,17 @@ def test_a_report_past_float64s_range_is_strict_json(tmp_path):
         assert json.loads(text, parse_constant=refuse)["objective"] == "inf"
 
 
+def test_an_npz_or_hdf5_file_on_stdin_is_named_not_parsed_as_text(tmp_path):
+    """Binary archives on stdin (stdin takes NPY or text): one line naming what came, not a parse
+    error quoting its bytes."""
+    np.savez(tmp_path / "m.npz", np.eye(3))
+    with h5py.File(tmp_path / "m.h5", "w") as handle:
+        handle["costs"] = np.eye(3)
+    for name, kind in (("m.npz", "NPZ"), ("m.h5", "HDF5")):
+        result = CliRunner().invoke(cli, ["solve", "-"], input=(tmp_path / name).read_bytes())
+        assert_one_line_error(result, 2, f"stdin holds an {kind}")
+
+
 def test_json_and_stdout_assignment_conflict_is_one_line():
     assert_one_line_error(invoke("solve", "x.npy", "--json", "-o", "-"), 2, "both write to stdout")
 

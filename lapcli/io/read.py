@@ -179,6 +179,9 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
             return np.load(io.BytesIO(data), allow_pickle=False), MatrixSource("stdin")
         except (ValueError, OSError, EOFError) as error:
             raise LapInputError(f"stdin is not a readable NPY stream: {first_line(error)}") from None
+    for magic, kind in ((b"PK\x03\x04", "an NPZ (zip) archive"), (b"\x89HDF\r\n\x1a\n", "an HDF5 file")):
+        if data.startswith(magic):  # binary: parsed as text it would fail with its bytes in the message
+            raise LapInputError(f"stdin holds {kind}; stdin takes NPY or text: give the file's name instead")
     return read_text_with_info(data, "stdin", header=header, index_col=index_col)
 
 

@@ -102,7 +102,8 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
     _, n, m = problem.shape
     col_ind = caller_columns(col_of_row, n, m)
     col_ind = col_ind if problem.xp is np else problem.xp.asarray(col_ind)
-    return BatchEngineResult(col_ind=col_ind, device=f"cpu ({workers} threads)", dtype=work.dtype, details=details,
+    device = f"cpu ({workers} thread{'' if workers == 1 else 's'})"
+    return BatchEngineResult(col_ind=col_ind, device=device, dtype=work.dtype, details=details,
                              notes=list(work.notes))
 
 
