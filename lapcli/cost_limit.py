@@ -23,6 +23,7 @@ problem, solved within the float tolerance like any other.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +39,7 @@ def augmented_matrix(cost: np.ndarray, cost_limit: int | float) -> np.ndarray:
     float): exact int64 for integer costs and an integral limit (the module's docstring), else
     float64."""
     n, m = cost.shape
-    if cost.dtype.kind in "biu" and float(cost_limit).is_integer():
+    if cost.dtype.kind in "biu" and (isinstance(cost_limit, int) or float(cost_limit).is_integer()):
         return _integer_augmented(cost, int(cost_limit))
     extended = np.full((n + m, n + m), cost_limit / 2.0, dtype=np.float64)
     extended[:n, :m] = cost
@@ -58,8 +59,11 @@ def _integer_augmented(cost: np.ndarray, limit: int) -> np.ndarray:
                             "(lapcli does not round integers)")
     extended = np.zeros((n + m, n + m), dtype=np.int64)
     extended[:n, m:] = extended[n:, :m] = shifted_limit
-    shifted = values - values.dtype.type(least)  # in the costs' own dtype: exact, every cost is ≥ least
-    extended[:n, :m] = shifted.astype(np.int64) * 2
+    if values.dtype.kind == "u":  # in uint64: exact, every cost is ≥ least
+        shifted = (values - values.dtype.type(least)).astype(np.int64)
+    else:  # in int64 (int8's −128 − 127 would wrap in int8): exact, the spread is below 2^62
+        shifted = values.astype(np.int64) - least
+    extended[:n, :m] = shifted * 2
     return extended
 
 
@@ -85,12 +89,14 @@ class CostLimit:
             raise LapInputError(f"cost_limit must be a number, got {cost_limit!r}") from None
         if limit == math.inf:
             return None
-        if not math.isfinite(limit):
+        if not isinstance(limit, int) and not math.isfinite(limit):
             raise LapInputError(f"cost_limit must be a finite number or +inf, got {cost_limit}")
         arr = prepare(cost, check=False).original
         xp = array_module(arr)
         check_entries(arr[None], xp, maximize=False)
         host = arr if xp is np else xp.asnumpy(arr)
+        if isinstance(limit, int) and host.dtype.kind == "f" and abs(limit) > sys.float_info.max:
+            raise LapInputError("cost_limit is beyond float64's range, which float costs are solved in")
         return cls(host, limit, augmented_matrix(host, limit))
 
     def solution(self, inner: Solution) -> Solution:
@@ -102,6 +108,7 @@ class CostLimit:
         objective = total.item() if isinstance(total, np.generic) else total
         report = inner.report
         report.objective, report.n_rows, report.n_cols = objective, n, m
-        report.notes = [*report.notes, f"cost_limit {self.limit:g}: solved as lapjv's ({n + m})² augmented problem; "
+        limit = f"{self.limit:g}" if abs(self.limit) <= sys.float_info.max else "beyond float64's range"
+        report.notes = [*report.notes, f"cost_limit {limit}: solved as lapjv's ({n + m})² augmented problem; "
                         f"{n - len(rows)} row(s) left unassigned; the certificate is that problem's"]
         return Solution(row_ind=rows, col_ind=cols, objective=objective, report=report, duals=None)

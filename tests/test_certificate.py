@@ -244,39 +244,53 @@ def test_cost_limit_refuses_maximize_and_nan():
 
 def best_limited(cost, limit):
     """lapjv's cost_limit by brute force in Python integers: the least Σ (c − L) over every
-    matching, and the most pairs among the matchings that reach it."""
+    matching, the empty one included."""
     import itertools
 
     n, m = cost.shape
-    best = (0, 0)  # (Σ (c − L), −pairs) of the empty matching
+    best = 0  # the empty matching's
     for size in range(1, min(n, m) + 1):
         for rows in itertools.combinations(range(n), size):
             for cols in itertools.permutations(range(m), size):
-                total = sum(int(cost[i, j]) - limit for i, j in zip(rows, cols))
-                best = min(best, (total, -size))
+                best = min(best, sum(int(cost[i, j]) - limit for i, j in zip(rows, cols)))
     return best
+
+
+def assert_limited_optimum(cost, limit):
+    solution = lapcli.solve(cost, cost_limit=limit)
+    pairs = list(zip(solution.row_ind.tolist(), solution.col_ind.tolist()))
+    total = sum(int(cost[i, j]) - int(limit) for i, j in pairs)
+    assert total == best_limited(cost, int(limit)), (cost.tolist(), limit)
+    assert solution.objective == sum(int(cost[i, j]) for i, j in pairs)
+    assert (solution.x >= 0).sum() == len(pairs)
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64])
 @pytest.mark.parametrize("shape", [(3, 3), (2, 4), (4, 2)])
 def test_cost_limit_is_exact_for_integers_near_the_ends_of_their_type(rng, dtype, shape):
     """Integer costs near ±2^63 (and past it, unsigned) under integral limits given as Python ints
-    beyond 2^53, as floats beyond 2^63, far below and far above every cost: the solve equals the
-    brute force in Python integers. Doubling the costs in int64, or a float64 limit, rounded or
-    wrapped these into wrong answers certified as optimal."""
+    beyond 2^53, as floats beyond 2^63, far below and far above every cost, past float64's range:
+    the solve equals the brute force in Python integers. Doubling the costs in int64, or a float64
+    limit, rounded or wrapped these into wrong answers certified as optimal."""
     info = np.iinfo(dtype)
     for _ in range(6):
         base = int(rng.integers(info.max // 4, info.max // 2)) * int(rng.choice([-1, 1]) if dtype == np.int64 else 2)
         cost = np.array([[base + int(x) for x in row] for row in rng.integers(0, 50, shape)], dtype=dtype)
         for limit in (base + int(rng.integers(0, 120)), float(base + 2**12), base - 5, base + 10**6,
-                      float(2**70), -(2**70)):
-            solution = lapcli.solve(cost, cost_limit=limit)
-            exact = int(limit)
-            assigned = len(solution.row_ind)
-            total = sum(int(cost[i, j]) - exact for i, j in zip(solution.row_ind, solution.col_ind))
-            assert (total, -assigned)[0] == best_limited(cost, exact)[0], (cost, limit)
-            assert solution.objective == sum(int(cost[i, j]) for i, j in zip(solution.row_ind, solution.col_ind))
-            assert (solution.x >= 0).sum() == assigned
+                      float(2**70), -(2**70), 10**400, -(10**400)):
+            assert_limited_optimum(cost, limit)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.uint8])
+def test_cost_limit_is_exact_across_the_whole_range_of_narrow_integers(rng, dtype):
+    """Costs spanning a narrow type's whole range (int8's −128 to 127): their shift by the least
+    cost is made in int64, where int8 would wrap (−128 − 127)."""
+    info = np.iinfo(dtype)
+    for _ in range(20):
+        cost = rng.integers(int(info.min), int(info.max) + 1, (3, 3)).astype(dtype)
+        cost[0, 0], cost[1, 1] = info.min, info.max
+        for limit in (0, int(info.min), int(info.max), int(rng.integers(int(info.min), int(info.max)))):
+            assert_limited_optimum(cost, limit)
 
 
 def test_cost_limit_refuses_integers_too_wide_to_solve_exactly():
