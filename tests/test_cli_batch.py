@@ -320,6 +320,7 @@ def test_a_bad_npz_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, 
     ("npz", ["1", "0"], ["0", "1"]),  # numbers saved out of order: taken in numeric order
     ("npz", ["b", "a"], ["b", "a"]),  # other names: as the archive lists them
     ("h5", ["10", "9"], ["9", "10"]),  # a group: the same rule
+    ("h5", ["file", "allow_pickle"], ["allow_pickle", "file"]),  # np.savez's own keywords, as names
 ])
 def test_a_batchs_answers_are_written_under_their_problems_names(tmp_path, form, names, order):
     costs = {names[0]: np.array([[9, 0], [0, 9], [5, 5]]), names[1]: np.array([[0, 9], [9, 0]])}

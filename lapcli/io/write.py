@@ -14,6 +14,7 @@ import os
 import stat
 import sys
 import tempfile
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -265,15 +266,24 @@ def stack_assignment_bytes(path: str, col_ind, names=None) -> bytes:
         np.save(buffer, np.asarray(col_ind, dtype=np.int64))
         return buffer.getvalue()
     if suffix == ".npz":
-        buffer = io.BytesIO()
-        names = names if names is not None else [str(b) for b in range(len(problems))]
-        np.savez(buffer, **dict(zip(names, problems)))
-        return buffer.getvalue()
+        return npz_bytes(dict(zip(names if names is not None else map(str, range(len(problems))), problems)))
     if suffix == ".json":
         return (json.dumps({"col_ind": [cols.tolist() for cols in problems]}) + "\n").encode()
     lines = ["problem,row,col"] + [f"{b},{r},{c}" for b, cols in enumerate(problems)
                                    for r, c in zip(np.flatnonzero(cols >= 0).tolist(), cols[cols >= 0].tolist())]
     return ("\n".join(lines) + "\n").encode()
+
+
+def npz_bytes(arrays: dict) -> bytes:
+    """What np.savez writes (a zip of NAME.npy members, stored) for ``arrays`` under any names:
+    np.savez takes the keywords ``file`` and ``allow_pickle`` for its own, so a problem of an HDF5
+    group named ``file`` failed and one named ``allow_pickle`` was dropped."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+    return buffer.getvalue()
 
 
 def members_bytes(path: str, arrays: list[np.ndarray], dataset: str = "costs") -> bytes:
