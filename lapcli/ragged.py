@@ -144,10 +144,9 @@ def _sizes(values, name: str, batch: int) -> np.ndarray:
         raise LapInputError(f"{name} must be {integers}, one per problem, got shape {sizes.shape}")
     if sizes.dtype.kind not in "iu" and sizes.size:
         raise LapInputError(f"{name} must be integers, got {sizes.dtype}")
-    if sizes.size and int(sizes.min()) < 0:
-        raise LapInputError(f"{name} must not be negative")
-    if sizes.size and int(sizes.max()) >= 2**62:  # past any array's side (and int64's sums)
-        raise LapInputError(f"{name} must be sides of arrays, got {int(sizes.max())}")
+    if sizes.size and not 0 <= int(sizes.min()) <= int(sizes.max()) < 2**62:  # 2^62: past any array's side
+        raise LapInputError(f"{name} must not be negative" if int(sizes.min()) < 0 else
+                            f"{name} must be sides of arrays, got {int(sizes.max())}")
     return sizes.astype(np.int64)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import os
 
-
 import click
 
 from ..engines.registry import solver_choices
