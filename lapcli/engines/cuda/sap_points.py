@@ -102,7 +102,7 @@ def points_chain_limit(n: int) -> int:
 # took 11.4 s on cityblock and 7.3 on euclidean.
 # A round that parks more than TAIL_ROWS rows, and more than the round before, is a price war
 # (lapcli.cuda.auction.tail_wages_war): on clustered points a region's surplus of rows bids its
-# columns' prices down in ε steps, 80–200 rounds and 0.1–1 G bids at 32,768 points (6–26 s,
+# columns' prices down in ε steps, 78–203 rounds and 0.11–0.90 G bids at 32,768 points (6.4–24.7 s,
 # H100). Its rows are deferred to the searches, which move them along shortest paths.
 # A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
 # coordinates: a column's point is held in registers while a round's rows are scanned against it,
