@@ -330,6 +330,8 @@ def test_cli_generates_and_solves_points(tmp_path):
     (["generate", "--points", "--n", "5", "--batch", "2", "-o", "x.npy"], "--batch does not go with --points"),
     (["generate", "--n", "5", "--kind", "clustered", "-o", "x.npy"], "add --points"),
     (["generate", "--points", "--n", "5", "--d", "33", "-o", "x.npy"], "d from 1 to 32"),  # what solve takes
+    (["generate", "--points", "--n", "5", "--range", "3", "-o", "x.npy"], "--range does not go with --points"),
+    (["generate", "--points", "--n", "5", "--ragged", "-o", "x.npy"], "--ragged does not go with --points"),
     (["solve", "--points", "A", "B", "--metric", "minkowski", "--p", "nan"], "p >= 1"),
 ])
 def test_cli_point_option_errors_are_one_line_exit_2(tmp_path, args, message):

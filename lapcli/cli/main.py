@@ -14,6 +14,7 @@ import signal
 import sys
 
 import click
+from click.core import ParameterSource
 
 from .. import __version__
 from ..engines.registry import solver_choices
@@ -89,6 +90,10 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
     if points:
         from .points import generate_point_set
 
+        given_range = click.get_current_context().get_parameter_source("range_factor") != ParameterSource.DEFAULT
+        for flag, value in (("--range", given_range or None), ("--ragged", ragged or None)):
+            if value is not None:  # a point set has no range and no shapes: said, not ignored
+                raise InputError(f"{flag} does not go with --points")
         return generate_point_set(console, n, m, batch, dim, kind, seed, dtype, output, dataset)
     if kind not in KINDS:
         raise InputError(f"--kind {kind} makes point sets: add --points")
