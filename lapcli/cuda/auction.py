@@ -31,9 +31,8 @@ the exact searches (lapcli.engines.cuda.sap), so a slow auction costs at most it
 limit (``max_chain``) does the same for a phase's last free rows, whose price war one warp bids out
 alone, each bid waiting on the last: their rows bid again in the next phase, and after the last
 phase the searches take them. Where the rows a round leaves so are many and grow (``defer_wars``,
-:func:`tail_wages_war`), the price war is a region's surplus bid out in ε steps: the phase ends, and
-its free rows bid no more (marked DEFERRED in ``fresh``, which the release pass skips); the
-searches take them after the last phase.
+:func:`tail_wages_war`), a region's surplus wages a price war: the phase ends and its free rows bid
+no more (DEFERRED in ``fresh``, which the release pass skips); the searches take them too.
 """
 
 from __future__ import annotations
@@ -89,7 +88,6 @@ BLOCK_ROWS_UP_TO = 1024
 # the first a multiprocessor holds (a thread a candidate: at least 160; at most kernels/auction.cu's
 # AUCTION_BLOCK_MAX, the size of its per-thread shared arrays)
 BLOCK_THREADS = (512, 256)
-
 
 # Integer squares with n·max|c| below this take the auction (engine cuda-sap above its one-block
 # search): its float64 reduced costs then resolve an ε of 1/(4n) by 64 ulps or more, and the
@@ -167,9 +165,8 @@ class Phase:
 class AuctionResult:
     """col_of_row (n,) int32 (−1: free) and v (n,) float64 on the device. ``complete``: every row
     assigned with 2ε-complementary slackness for ``eps``, the last phase's; else the budget stopped
-    it during the phase of ``eps``, or the chain limit left the last phase's last rows free for the
-    searches (its ``left_free``), or price wars did (the phases' ``deferred``), and only v and the
-    rows that hold a column are worth keeping."""
+    it during the phase of ``eps``, or the chain limit (its ``left_free``) or price wars (the phases'
+    ``deferred``) left rows free for the searches: only v and the rows holding a column count."""
 
     col_of_row: Any
     v: Any
@@ -230,11 +227,9 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     phase's first round; after the last phase they are left to the searches (``complete`` False)
     when ``last_tail_to_searches``, else the last phase bids on until every row holds a column.
     ``stalled_tail``: only a round that leaves no fewer rows so than the round before ends the
-    phase (while the rounds get rows through, the phase goes on). ``defer_wars`` (with
-    ``last_tail_to_searches``): a round that :func:`tail_wages_war` calls a price war ends its
-    phase, and the rows it left free bid no more: every later release pass skips them, and the
-    searches take them (``complete`` False). A round of at most ``block_rows_up_to`` rows bids a
-    block a row (0: every round a warp a row)."""
+    phase (while the rounds get rows through, the phase goes on). ``defer_wars``: a price war's
+    rows bid no more, left to the searches (:func:`round_ends_phase`). A round of at most
+    ``block_rows_up_to`` rows bids a block a row (0: every round a warp a row)."""
     import cupy
 
     gpu = current_gpu()
@@ -342,14 +337,14 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 progress(Phase(eps, rounds, released_in_phase, bids, rescans, longest,
                                1e3 * (time.perf_counter() - phase_began), parked, ended=False),
                          len(epsilons) - index - 1)
-            ends = tail_ends_phase(parked, parked_last_round, tail_rows, stalled_tail)
-            war = defer_wars and last_tail_to_searches and tail_wages_war(parked, parked_last_round, tail_rows)
+            ends, war = round_ends_phase(parked, parked_last_round, last_phase, tail_rows=tail_rows,
+                                         stalled_tail=stalled_tail, defer_wars=defer_wars,
+                                         last_tail_to_searches=last_tail_to_searches)
             parked_last_round = parked
-            if war:  # the rows it left free (none else is: every other listed row holds a column) bid no more
+            if war:  # its parked rows, the only free ones not deferred yet (every other listed row holds a column)
                 cupy.copyto(fresh, DEFERRED, where=col_of_row < 0)
-                deferred_now = int(cupy.count_nonzero(fresh == DEFERRED))
-                deferred_in_phase, deferred_rows = deferred_now - deferred_rows, deferred_now
-            if war or (ends and (not last_phase or last_tail_to_searches)):
+                deferred_in_phase, deferred_rows = parked, deferred_rows + parked
+            if ends:
                 left_free = parked
                 complete = not last_phase
                 break
@@ -375,20 +370,26 @@ def tail_ends_phase(parked: int, parked_before: int, tail_rows: int, stalled_tai
     again in the next phase; after the last, the searches take them): some and at most
     ``tail_rows``, and with ``stalled_tail`` no fewer than the round before left
     (``parked_before``: a phase's first round has none before it, n + 1), so that a phase goes on
-    while its rounds get rows through. :func:`solve` and its twin (lapcli.twins.auction_twin)
-    both end their phases by it."""
+    while its rounds get rows through."""
     return 0 < parked <= tail_rows and (not stalled_tail or parked >= parked_before)
 
 
 def tail_wages_war(parked: int, parked_before: int, tail_rows: int) -> bool:
     """Whether a round whose chain limit left ``parked`` rows free wages a price war: more than
     ``tail_rows`` (too many for :func:`tail_ends_phase`) and more than the round before left
-    (``parked_before``; n + 1 before a phase's first round), so the rounds no longer get rows
-    through. On clustered points a region's surplus of rows then bids its columns' prices down in
-    ε steps, hundreds of rounds of chains at the chain limit; the exact searches move the same rows
-    along shortest paths instead. :func:`solve` and its twin (lapcli.twins.auction_twin) both
-    defer their rows by it."""
+    (``parked_before``; n + 1 before a phase's first round): on clustered points, a region's surplus
+    bidding its columns' prices down in ε steps, which the exact searches do along shortest paths."""
     return parked > tail_rows and parked > parked_before
+
+
+def round_ends_phase(parked: int, parked_before: int, last_phase: bool, *, tail_rows: int, stalled_tail: bool,
+                     defer_wars: bool, last_tail_to_searches: bool) -> tuple[bool, bool]:
+    """(the round ends its phase, its parked rows are deferred to the searches) by :func:`solve`'s
+    options, for it and its twin (lapcli.twins.auction_twin): only where the searches take the last
+    phase's rows does that phase end early, and only then does a war (``defer_wars``) defer."""
+    ends = tail_ends_phase(parked, parked_before, tail_rows, stalled_tail) and (not last_phase or last_tail_to_searches)
+    war = defer_wars and last_tail_to_searches and tail_wages_war(parked, parked_before, tail_rows)
+    return ends or war, war
 
 
 def _seconds_left(began: float, timeout: float | None, budget: float | None, budget_began: float | None) -> tuple:

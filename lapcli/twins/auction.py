@@ -24,8 +24,8 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     auction_bid_blocks, whose block gives the same; ``floor`` False: every such bid a full scan
     whose best becomes a candidate, the rule before the floor, to compare), and the same chain limit
     (``max_chain``, ``tail_rows``, ``last_tail_to_searches``, ``stalled_tail``, ``defer_wars``:
-    lapcli.cuda.auction.solve's, its phases ended by the same lapcli.cuda.auction.tail_ends_phase
-    and its price wars' rows deferred to the searches by the same tail_wages_war). Returns
+    lapcli.cuda.auction.solve's, its phases ended and its price wars' rows deferred by the same
+    lapcli.cuda.auction.round_ends_phase). Returns
     (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
     every column, bids past DENSE_AFTER that the floor proved, rows its price war deferred). Every
     reduced cost of u = c − v on the assignment is ≥ −2·final_eps, unless rows were left free (−1)
@@ -121,13 +121,14 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     bids += 1
                     if bids > max_bids:
                         raise RuntimeError(f"the auction bid {bids} times in the phase of eps {eps}")
-            ends = auction.tail_ends_phase(parked, parked_last_round, tail_rows, stalled_tail)
-            war = defer_wars and last_tail_to_searches and auction.tail_wages_war(parked, parked_last_round, tail_rows)
+            ends, war = auction.round_ends_phase(parked, parked_last_round, last_phase, tail_rows=tail_rows,
+                                                 stalled_tail=stalled_tail, defer_wars=defer_wars,
+                                                 last_tail_to_searches=last_tail_to_searches)
             parked_last_round = parked
             if war:  # the rows it left free bid no more
                 deferred_in_phase = int(((col_of_row < 0) & ~deferred).sum())
                 deferred |= col_of_row < 0
-            if war or (ends and (not last_phase or last_tail_to_searches)):
+            if ends:
                 left_free = parked
                 break
         phases.append((eps, rounds, bids, left_free, full_scans, proved, deferred_in_phase))
