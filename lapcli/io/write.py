@@ -236,9 +236,7 @@ def assignment_bytes(path: str, rows: np.ndarray, cols: np.ndarray, n_rows: int)
     arrays ``row_ind`` and ``col_ind``; JSON ``{"row_ind": [...], "col_ind": [...]}``."""
     suffix = ".csv" if path == "-" else Path(path).suffix.lower()
     if suffix == ".npz":
-        buffer = io.BytesIO()
-        np.savez(buffer, row_ind=np.asarray(rows, dtype=np.int64), col_ind=np.asarray(cols, dtype=np.int64))
-        return buffer.getvalue()
+        return npz_bytes({"row_ind": np.asarray(rows, dtype=np.int64), "col_ind": np.asarray(cols, dtype=np.int64)})
     if suffix == ".npy":
         column_of_row = np.full(n_rows, -1, dtype=np.int64)
         column_of_row[rows] = cols
@@ -275,9 +273,10 @@ def stack_assignment_bytes(path: str, col_ind, names=None) -> bytes:
 
 
 def npz_bytes(arrays: dict) -> bytes:
-    """What np.savez writes (a zip of NAME.npy members, stored) for ``arrays`` under any names:
-    np.savez takes the keywords ``file`` and ``allow_pickle`` for its own, so a problem of an HDF5
-    group named ``file`` failed and one named ``allow_pickle`` was dropped."""
+    """An NPZ archive, every output's: what np.savez writes (a zip of NAME.npy members, stored) for
+    ``arrays`` under any names; np.savez takes the keywords ``file`` and ``allow_pickle`` for its
+    own, so a problem of an HDF5 group named ``file`` failed and one named ``allow_pickle`` was
+    dropped."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         for name, array in arrays.items():
@@ -289,12 +288,11 @@ def npz_bytes(arrays: dict) -> bytes:
 def members_bytes(path: str, arrays: list[np.ndarray], dataset: str = "costs") -> bytes:
     """A ragged batch's matrices: NPZ arrays named 0 … B−1, or an HDF5 group ``dataset`` of 2-D
     datasets named 0 … B−1 (what ``lap solve`` reads as a batch)."""
-    buffer = io.BytesIO()
     if Path(path).suffix.lower() == ".npz":
-        np.savez(buffer, **{str(b): array for b, array in enumerate(arrays)})
-        return buffer.getvalue()
+        return npz_bytes({str(b): array for b, array in enumerate(arrays)})
     import h5py
 
+    buffer = io.BytesIO()
     with h5py.File(buffer, "w") as handle:
         group = handle.create_group(dataset)
         for b, array in enumerate(arrays):
@@ -325,9 +323,7 @@ def duals_bytes(path: str, u: np.ndarray, v: np.ndarray) -> bytes:
     if Path(path).suffix.lower() == ".npz":
         if object in (u.dtype, v.dtype):
             raise LapInputError("these integer duals do not fit int64: write them as .json, which keeps them exact")
-        buffer = io.BytesIO()
-        np.savez(buffer, u=u, v=v)
-        return buffer.getvalue()
+        return npz_bytes({"u": u, "v": v})
     return (json_text({"u": u.tolist(), "v": v.tolist()}) + "\n").encode()
 
 
