@@ -47,10 +47,12 @@ CPUS = os.cpu_count() or 1  # read once: a call costs ~10 µs, a quarter of a sm
 
 
 def _objectives(sums: list) -> np.ndarray:
-    """The members' sums as one array: float64 for floats, int64 for integers, or the Python ints
-    they are where one passes int64 (np.array would round them all to float64)."""
-    if any(type(x) is float for x in sums) or all(-(2**63) <= x < 2**63 for x in sums):
-        return np.array(sums)
+    """The members' sums as one array: float64 where one is a float, int64 for integers, or the
+    Python ints they are where one passes int64 (np.array then gives uint64, or rounds them all to
+    float64). Only a float64 result is scanned, and that scan stops at its first float."""
+    array = np.array(sums)
+    if array.dtype == np.int64 or not sums or (array.dtype == np.float64 and any(type(x) is float for x in sums)):
+        return array
     return np.array(sums, dtype=object)
 
 
