@@ -340,6 +340,20 @@ def test_cli_point_option_errors_are_one_line_exit_2(tmp_path, args, message):
     assert not (tmp_path / "x.npy").exists()
 
 
+@pytest.mark.parametrize("name, arrays, message", [
+    ("two.npz", {"a": np.zeros((4, 2)), "b": np.zeros((4, 2))}, "two.npz holds a 3-D array or several: a point set "
+                                                                "is one 2-D array"),
+    ("stack.npy", np.zeros((2, 4, 2)), "stack.npy is 3-D: a point set is one 2-D array"),
+    ("line.npy", np.zeros(4), "line.npy is 1-D: a point set is one 2-D array")])
+def test_cli_a_point_file_that_is_not_one_2d_array_is_named(tmp_path, name, arrays, message):
+    path, b = tmp_path / name, tmp_path / "b.npy"
+    np.savez(path, **arrays) if name.endswith(".npz") else np.save(path, arrays)
+    np.save(b, np.zeros((4, 2)))
+    done = run_cli(["solve", "--points", str(path), str(b), "-o", str(tmp_path / "x.npy")])
+    assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
+    assert not (tmp_path / "x.npy").exists()
+
+
 def test_cli_bad_point_file_names_it_and_writes_nothing(tmp_path):
     a, b = tmp_path / "a.npy", tmp_path / "b.npy"
     np.save(a, np.zeros((4, 2)))

@@ -58,8 +58,9 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     read_options = dict(dataset=dataset, header=header, index_col=index_col)
     for spec in point_specs:  # cheap checks of both before either is read
         rank = run_library_call(input_rank, spec, dataset, header=header, index_col=index_col)
-        if rank is not None and rank != 2:
-            raise InputError(f"{spec} is {rank}-D: a point set is a 2-D array, one point a row")
+        if rank is not None and rank != 2:  # 3 from an NPZ or HDF5 file: a 3-D array or several 2-D ones
+            what = f"is {rank}-D" if rank != 3 or spec.lower().endswith(".npy") else "holds a 3-D array or several"
+            raise InputError(f"{spec} {what}: a point set is one 2-D array, one point a row")
     sets, notes = [], []
     for spec in point_specs:
         coordinates, source = run_library_call(read_matrix_with_info, spec, **read_options)
