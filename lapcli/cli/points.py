@@ -32,6 +32,9 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
         if not input_specs:
             raise InputError("missing INPUT (a matrix file, or - for stdin), or --points A B")
         raise InputError(f"{'--metric' if metric is not None else '--p'} goes with --points A B")
+    option = next((spec for spec in point_specs if spec.startswith("--")), None)
+    if option is not None:  # click gave the option after --points A as its second file
+        raise InputError(f"--points takes two files, A B, before other options; it was given {option} as a file")
     if input_specs:
         raise InputError("give INPUT matrices or --points A B, not both")
     for flag, value in (("--dtype", dtype), ("--cost-limit", cost_limit), ("--scheduler", scheduler),
