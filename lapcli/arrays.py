@@ -54,6 +54,15 @@ def split_flat(flat, counts: np.ndarray) -> list:
     return xp.split(flat, np.cumsum(counts)[:-1].tolist())
 
 
+def padded(columns: list, rows: np.ndarray) -> np.ndarray:
+    """(B, most rows) int64, −1 past each member's own: host arrays of one member's columns each
+    (for the certificate and the pairs, which read the padded layout)."""
+    out = np.full((len(columns), int(rows.max()) if len(columns) else 0), -1, dtype=np.int64)
+    for b, cols in enumerate(columns):
+        out[b, :len(cols)] = cols
+    return out
+
+
 def host(array) -> np.ndarray:
     """``array`` as a NumPy array: a CuPy array copied to the host, anything else as NumPy sees it."""
     return array.get() if hasattr(array, "get") and not isinstance(array, np.ndarray) else np.asarray(array)

@@ -29,7 +29,7 @@ from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
 from .errors import LapInputError
 from .problem import Problem, prepare
-from .arrays import split_flat
+from .arrays import padded, split_flat
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 
 
@@ -246,6 +246,9 @@ def solve_members(members: ragged.Members, **options) -> BatchSolution:
         if members.padded_rows > col_ind.shape[1]:
             col_ind = _widen(col_ind, members.padded_rows)
         caller = members.origin.to_caller(col_ind)
+    elif answer.columns is not None:  # host members' arrays: NumPy's are the caller's own
+        origin = members.origin
+        caller = answer.columns if origin.library == "numpy" else [origin.to_caller(c) for c in answer.columns]
     elif answer.flat is not None:
         caller = split_flat(members.origin.to_caller(answer.flat), members.rows)
     else:
@@ -283,6 +286,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         col_ind, sums, found_pairs = result.col_ind, result.objectives, result.pairs
         details, notes, device_name, dtype_name = result.details, result.notes, result.device, result.dtype
         certificate = result.certificate
+        if col_ind is None and ((certificate is None and certify is not False) or (pairs and found_pairs is None)):
+            col_ind = padded(result.columns, members.rows)
         if certificate is None and certify is not False:  # an engine without duals
             certificate = certified_members(members, col_ind, maximize, name, default_budget(name), force=bool(certify))
     else:
@@ -309,7 +314,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
         notes=notes, objectives=sums,
     )
-    return MembersAnswer(col_ind, sums, report, found_pairs, result.flat if result is not None else None)
+    return MembersAnswer(col_ind, sums, report, found_pairs, result.flat if result is not None else None,
+                         result.columns if result is not None else None)
 
 
 def _widen(col_ind, width: int):

@@ -88,13 +88,15 @@ class MembersAnswer:
     ``col_ind`` (B, most rows) NumPy or CuPy, −1 where none; ``pairs`` the (2, Σ) rows and columns
     of lapcli.match, when asked (CuPy where the GPU solved them, host members included); ``flat``
     every member's columns after the previous member's, where the engine made them (a list's
-    answer, split once)."""
+    answer, split once); ``columns`` a host list's columns, one array per member, where the engine
+    made them (``col_ind`` is then None unless certifying or pairing needed it)."""
 
     col_ind: Any
     objectives: Any
     report: SolveReport
     pairs: Any = None
     flat: Any = None
+    columns: list | None = None
 
 
 @dataclass

@@ -37,6 +37,14 @@ def assert_loop_optimum(matrices, col_ind, objectives, maximize=False):
         assert objective == pytest.approx(expected)
 
 
+def scipy_columns(matrix) -> list:
+    """scipy's column of each row of ``matrix``, −1 where none."""
+    cols = np.full(matrix.shape[0], -1)
+    rows, taken = scipy_lsa(matrix)
+    cols[rows] = taken
+    return cols.tolist()
+
+
 @pytest.mark.parametrize("kind", ["int", "float"])
 @pytest.mark.parametrize("maximize", [False, True])
 @pytest.mark.parametrize("count", [80, 600])  # 600: the CPU engine's float members on two threads
@@ -200,6 +208,19 @@ def test_bad_members_are_named(rng, count):
         matrices[b][1, :] = np.nan
     with pytest.raises(ValueError, match=f"invalid numeric entries: {named}"):
         lapcli.solve_batch(matrices)
+
+
+@pytest.mark.parametrize("count", [30, 300])  # 300: the CPU's member loop on two threads
+def test_a_lists_columns_are_scipys_row_by_row(rng, count):
+    """Each member's own int64 array, scipy's column of each row: tall members' unassigned rows and
+    empty members' rows −1; a certified call checks them laid out padded."""
+    shapes = [(int(r), int(c)) for r, c in rng.integers(1, 41, (count, 2))] + [(30, 5), (5, 30), (0, 4), (4, 0)]
+    matrices = [rng.random(shape) for shape in shapes]
+    col_ind = lapcli.batch_linear_assignment(matrices)
+    assert all(cols.dtype == np.int64 for cols in col_ind)
+    assert [cols.tolist() for cols in col_ind] == list(map(scipy_columns, matrices))
+    certified = lapcli.solve_batch(matrices, certify=True)
+    assert certified.report.certified and [c.tolist() for c in certified.col_ind] == [c.tolist() for c in col_ind]
 
 
 def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):

@@ -57,7 +57,7 @@ def float64_costs(values: np.ndarray, maximize: bool, engine: str) -> tuple[np.n
 
 @dataclass
 class BatchEngineResult:
-    col_ind: Any  # (B, n) int64, the caller's column of each row, −1 unassigned (NumPy or CuPy)
+    col_ind: Any  # (B, n) int64, the caller's column of each row, −1 unassigned (NumPy or CuPy); None: columns
     device: str
     dtype: str
     details: dict[str, Any] = field(default_factory=dict)
@@ -69,6 +69,7 @@ class BatchEngineResult:
     unchecked_nonfinite: bool = False
     pairs: Any = None  # lapcli.match's pairs, (2, Σ): rows, then columns, where the engine made them
     flat: Any = None  # a ragged list's columns, member after member (Σ rows), where the engine made them
+    columns: list | None = None  # a host list's columns, one array per member, where the engine made them
 
 
 @dataclass

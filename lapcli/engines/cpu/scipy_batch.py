@@ -119,18 +119,18 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     scipy releases the GIL while it solves, and any Python beside it would hold the GIL and cost
     more than the second core gives (2-core CI machine, 1000 members of 1..40 × 1..40: the solves
     alone 5.4 ms on one thread, 2.9 ms on two). Bad entries and infeasible members are named.
-    ``objectives=False``: the members' sums are skipped (``objectives`` None). ``pairs``, ``flat``,
-    ``timeout`` and ``device`` are the engines' one interface: the pipeline makes the pairs and the
-    list from the columns, scipy has no time limit and runs here. A requested ``dtype`` declines
-    (None): the pipeline packs the members into one stack, whose work honours or refuses it."""
+    ``objectives=False``: the members' sums are skipped (``objectives`` None). ``flat``: a host
+    list's columns come back as one array per member (``columns``; ``col_ind`` None), not scattered
+    into a padded (B, n) array only to be cut up again. ``pairs``, ``timeout`` and ``device`` are
+    the engines' one interface: the pipeline makes the pairs from the columns, scipy has no time
+    limit and runs here. A requested ``dtype`` declines (None): the pipeline packs the members into
+    one stack, whose work honours or refuses it."""
     if dtype is not None:
         return None
     from ...errors import InfeasibleError
     from ...problem import exact_total, float_sum, invalid_entries, members_text
 
     batch = len(members)
-    width = int(members.rows.max()) if batch else 0
-    col_ind = np.full((batch, width), -1, dtype=np.int64)
     sums = [0] * batch
     host_list = members.flat is None and members.xp is np
     costs = members.arrays if host_list else [host(members.member(b)) for b in range(batch)]
@@ -168,27 +168,27 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
         second = _helpers().submit(solve_direct, direct[half:])
         solve_direct(direct[:half])
         second.result()
-    invalid, infeasible, solved = [], [], []
+    invalid, infeasible = [], []
     for b, answer in enumerate(answers):
-        if type(answer) is tuple:
-            solved.append(b)
-            if objectives:  # as the pipeline sums: fsum for float64, exact for integers
-                values = costs[b][answer]
-                sums[b] = float_sum(values.tolist()) if values.dtype is FLOAT64 else exact_total(values)
-        elif answer is not None:
+        if answer is not None and type(answer) is not tuple:
             (infeasible if "infeasible" in str(answer) else invalid).append(b)
-    if solved:  # every member's columns in one scatter
-        rows = [answers[b][0] for b in solved]
-        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-        flat = np.repeat(np.asarray(solved, dtype=np.int64) * width, lengths) + np.concatenate(rows)
-        col_ind.reshape(-1)[flat] = np.concatenate([answers[b][1] for b in solved])
     if invalid:
         raise invalid_entries(f": {members_text(invalid, batch)}")
     if infeasible:
         raise InfeasibleError(f"cost matrix is infeasible: {members_text(infeasible, batch)}")
+    if objectives:  # as the pipeline sums: fsum for float64, exact for integers
+        for b, answer in enumerate(answers):
+            if answer is not None:
+                values = costs[b][answer]
+                sums[b] = float_sum(values.tolist()) if values.dtype is FLOAT64 else exact_total(values)
+    columns = col_ind = None
+    if flat and host_list:
+        columns = member_columns(answers, members.rows, members.cols)
+    else:
+        col_ind = padded_columns(answers, members.rows)
     details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3), "members": batch}
     return BatchEngineResult(col_ind=col_ind, device="cpu", dtype=np.dtype(members.dtype).name, details=details,
-                             objectives=_objectives(sums) if objectives else None)
+                             objectives=_objectives(sums) if objectives else None, columns=columns)
 
 
 _HELPERS: dict[int, ThreadPoolExecutor] = {}  # process id -> its helper threads
@@ -207,6 +207,43 @@ def _helpers() -> ThreadPoolExecutor:
         _HELPERS[pid] = ThreadPoolExecutor(max_workers=max(1, CPUS - 1),
                                            thread_name_prefix="lapcli-cpu")
     return _HELPERS[pid]
+
+
+def padded_columns(answers: list, rows: np.ndarray) -> np.ndarray:
+    """(B, most rows) the column of each member's row, −1 where none, from the members' answers
+    ((rows, cols), or None for an empty member), in one scatter."""
+    batch = len(answers)
+    col_ind = np.full((batch, int(rows.max()) if batch else 0), -1, dtype=np.int64)
+    solved = [b for b, answer in enumerate(answers) if answer is not None]
+    if solved:
+        found = [answers[b][0] for b in solved]
+        lengths = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
+        at = np.repeat(np.asarray(solved, dtype=np.int64) * col_ind.shape[1], lengths) + np.concatenate(found)
+        col_ind.reshape(-1)[at] = np.concatenate([answers[b][1] for b in solved])
+    return col_ind
+
+
+def member_columns(answers: list, rows: np.ndarray, cols: np.ndarray) -> list:
+    """Each member's column of each row (−1 where none), one int64 array per member: scipy's own
+    columns where every row is assigned (rows ≤ cols, in order), the others (tall or empty members)
+    scattered in one pass and cut into views. 1000 members of 1..40 × 1..40: ~0.25 ms, against
+    ~0.7 ms to scatter all into a padded array and cut that up."""
+    columns = [answer[1] if answer is not None else None for answer in answers]
+    rest = np.flatnonzero((rows > cols) | (rows * cols == 0)).tolist()
+    if not rest:
+        return columns
+    lengths = rows[rest]
+    starts = np.cumsum(lengths) - lengths
+    values = np.full(int(lengths.sum()), -1, dtype=np.int64)
+    assigned = [(k, answers[b]) for k, b in enumerate(rest) if answers[b] is not None]
+    if assigned:
+        found = [answer[0] for _, answer in assigned]
+        counts = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
+        at = np.repeat(starts[[k for k, _ in assigned]], counts) + np.concatenate(found)
+        values[at] = np.concatenate([answer[1] for _, answer in assigned])
+    for b, start, length in zip(rest, starts.tolist(), lengths.tolist()):
+        columns[b] = values[start:start + length]
+    return columns
 
 
 def float64_copies(matrices: list) -> list | None:
