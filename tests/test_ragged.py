@@ -45,10 +45,21 @@ def scipy_columns(matrix) -> list:
     return cols.tolist()
 
 
+@pytest.fixture
+def every_member_shared(monkeypatch):
+    """The CPU member loop's two threads share every member, however small (by default only those
+    whose solve outlasts a GIL hand-off: lapcli.engines.cpu.member_threads)."""
+    from lapcli.engines.cpu import member_threads
+
+    monkeypatch.setattr(member_threads, "SHARED_FROM", 0)
+
+
 @pytest.mark.parametrize("kind", ["int", "float"])
 @pytest.mark.parametrize("maximize", [False, True])
 @pytest.mark.parametrize("count", [80, 600])  # 600: the CPU engine's float members on two threads
-def test_a_list_of_any_shapes_matches_a_scipy_loop(rng, kind, maximize, count):
+def test_a_list_of_any_shapes_matches_a_scipy_loop(rng, kind, maximize, count, request):
+    if count > 80:
+        request.getfixturevalue("every_member_shared")
     matrices = random_members(rng, count, 9, kind, forbidden=not maximize)
     if count > 80:  # mixed dtypes: float32 and integer members among the others
         matrices[::7] = [m.astype(np.float32) for m in matrices[::7]]
@@ -150,7 +161,7 @@ def test_batch_linear_assignment_takes_sizes_and_lists(rng):
 
 
 @pytest.mark.parametrize("form", ["list", "threaded list", "sizes", "stack"])
-def test_objectives_false_gives_the_same_columns_and_no_sums(rng, form):
+def test_objectives_false_gives_the_same_columns_and_no_sums(rng, form, every_member_shared):
     """batch_linear_assignment returns columns only and asks solve_batch for no objectives: the
     columns are those of a call with them, and none is summed (None)."""
     count = 600 if form == "threaded list" else 30  # the CPU's member loop splits from 256 members
@@ -195,7 +206,7 @@ def test_torch_members_come_back_as_tensors():
 
 
 @pytest.mark.parametrize("count", [6, 400])  # 400: solved on two threads, bad members in both halves
-def test_bad_members_are_named(rng, count):
+def test_bad_members_are_named(rng, count, every_member_shared):
     matrices = [rng.random((3, 3)) for _ in range(count - 1)]
     matrices.append(rng.random((2, 4)))
     bad = [3] if count == 6 else [3, 390]
@@ -221,6 +232,30 @@ def test_a_lists_columns_are_scipys_row_by_row(rng, count):
     assert [cols.tolist() for cols in col_ind] == list(map(scipy_columns, matrices))
     certified = lapcli.solve_batch(matrices, certify=True)
     assert certified.report.certified and [c.tolist() for c in certified.col_ind] == [c.tolist() for c in col_ind]
+
+
+def test_a_threaded_list_shares_its_large_members_and_keeps_the_small_ones(rng, monkeypatch):
+    """The helper thread solves half of the members whose work is at least SHARED_FROM, none of the
+    others (two threads solving small members mostly wait on each other for the GIL)."""
+    import threading
+
+    from lapcli.engines.cpu import member_threads
+
+    helped = []
+    solved = member_threads._solved
+
+    def spy(indices, *args, **options):
+        if threading.current_thread().name.startswith("lapcli-cpu"):
+            helped.extend(indices)
+        return solved(indices, *args, **options)
+
+    monkeypatch.setattr(member_threads, "_solved", spy)
+    matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(1, 41, (400, 2))]
+    solution = lapcli.solve_batch(matrices)
+    large = [b for b, m in enumerate(matrices) if m.size * min(m.shape) >= member_threads.SHARED_FROM]
+    assert solution.report.details["threads"] == 2 and set(helped) < set(large)
+    assert len(helped) == (len(large) + 1) // 2
+    assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
 
 
 def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
@@ -333,9 +368,9 @@ def test_cpu_ragged_answers_are_certified_per_member(rng):
     assert lapcli.solve_batch(small, solver="scipy-batch", certify=True).report.certified
 
 
-def _solve_600_members_and_exit():
+def _solve_600_members_and_exit():  # members large enough to be shared with the helper thread
     rng = np.random.default_rng(1)
-    lapcli.batch_linear_assignment([rng.random((int(r), int(c))) for r, c in rng.integers(1, 12, (600, 2))])
+    lapcli.batch_linear_assignment([rng.random((int(r), int(c))) for r, c in rng.integers(16, 30, (600, 2))])
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")

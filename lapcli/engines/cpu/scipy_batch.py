@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
@@ -32,6 +31,7 @@ from ...work import (
     float64_solvable,
 )
 from ..base import BatchEngineResult
+from .member_threads import helpers, solve_members
 
 # Below this many entries a problem's Python-side overhead (which holds the GIL) outweighs the
 # solve (which releases it), and below THREADS_FROM entries in all the pool's start does: such
@@ -95,7 +95,7 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
         solve_range(0, batch)
     else:  # one contiguous share per thread: the first in this one, the others in the helpers
         chunk = -(-batch // workers)
-        shares = [_helpers().submit(solve_range, start, min(batch, start + chunk))
+        shares = [helpers(CPUS).submit(solve_range, start, min(batch, start + chunk))
                   for start in range(chunk, batch, chunk)]
         solve_range(0, chunk)
         for share in shares:
@@ -114,17 +114,14 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
                 device: int | None = None) -> BatchEngineResult | None:
     """A ragged batch (lapcli.ragged.Members), each member solved by scipy as it is: no padding,
     which would only add work on the CPU. From MEMBER_THREADS_FROM members that scipy solves as
-    they are (floats, and integers float64 holds exactly) their solves are split between this
-    thread and one helper (_helpers), and nothing else runs in those threads:
-    scipy releases the GIL while it solves, and any Python beside it would hold the GIL and cost
-    more than the second core gives (2-core CI machine, 1000 members of 1..40 × 1..40: the solves
-    alone 5.4 ms on one thread, 2.9 ms on two). Bad entries and infeasible members are named.
-    ``objectives=False``: the members' sums are skipped (``objectives`` None). ``flat``: a host
-    list's columns come back as one array per member (``columns``; ``col_ind`` None), not scattered
-    into a padded (B, n) array only to be cut up again. ``pairs``, ``timeout`` and ``device`` are
-    the engines' one interface: the pipeline makes the pairs from the columns, scipy has no time
-    limit and runs here. A requested ``dtype`` declines (None): the pipeline packs the members into
-    one stack, whose work honours or refuses it."""
+    they are (floats, and integers float64 holds exactly) their large ones are shared with a
+    helper thread (lapcli.engines.cpu.member_threads). Bad entries and infeasible members are
+    named. ``objectives=False``: the members' sums are skipped (``objectives`` None). ``flat``: a
+    host list's columns come back as one array per member (``columns``; ``col_ind`` None), not
+    scattered into a padded (B, n) array only to be cut up again. ``pairs``, ``timeout`` and
+    ``device`` are the engines' one interface: the pipeline makes the pairs from the columns, scipy
+    has no time limit and runs here. A requested ``dtype`` declines (None): the pipeline packs the
+    members into one stack, whose work honours or refuses it."""
     if dtype is not None:
         return None
     from ...errors import InfeasibleError
@@ -136,11 +133,19 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     costs = members.arrays if host_list else [host(members.member(b)) for b in range(batch)]
     begin = time.perf_counter()
     direct, integers = [], []  # members scipy solves as they are; integers that may need more
-    for b, cost in enumerate(costs):
-        if cost.size == 0:
-            sums[b] = 0.0 if cost.dtype.kind == "f" else 0
-        else:
-            (direct if cost.dtype.kind == "f" else integers).append(b)
+    dtypes = {cost.dtype for cost in costs}
+    if len(dtypes) == 1:  # one dtype: the empty members told from the sizes (~0.1 ms for 1000 members)
+        sizes = members.rows * members.cols
+        kind = next(iter(dtypes)).kind
+        for b in np.flatnonzero(sizes == 0).tolist():
+            sums[b] = 0.0 if kind == "f" else 0
+        (direct if kind == "f" else integers).extend(np.flatnonzero(sizes).tolist())
+    else:
+        for b, cost in enumerate(costs):
+            if cost.size == 0:
+                sums[b] = 0.0 if cost.dtype.kind == "f" else 0
+            else:
+                (direct if cost.dtype.kind == "f" else integers).append(b)
     _check_float_spread([costs[b] for b in direct])  # what the work stack refuses, scipy would get wrong
     solved_as = costs  # what scipy is given for each member
     as_floats = float64_copies([costs[b] for b in integers])
@@ -152,22 +157,8 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     answers = [None] * batch  # (rows, cols), or the ValueError scipy raised
     for b in integers:
         answers[b] = _integer_member(costs[b], maximize)
-
-    def solve_direct(indices) -> None:  # the threads' whole work: scipy and a store
-        for b in indices:
-            try:
-                answers[b] = scipy_lsa(solved_as[b], maximize=maximize)
-            except ValueError as error:  # scipy's own checks: NaN or the wrong infinity, or no finite matching
-                answers[b] = error
-
-    workers = 2 if len(direct) >= MEMBER_THREADS_FROM and CPUS > 1 else 1
-    if workers == 1:
-        solve_direct(direct)
-    else:
-        half = len(direct) // 2
-        second = _helpers().submit(solve_direct, direct[half:])
-        solve_direct(direct[:half])
-        second.result()
+    threads = len(direct) >= MEMBER_THREADS_FROM and CPUS > 1
+    workers = solve_members(direct, solved_as, members.rows, members.cols, maximize, answers, threads, CPUS)
     invalid, infeasible = [], []
     for b, answer in enumerate(answers):
         if answer is not None and type(answer) is not tuple:
@@ -189,24 +180,6 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3), "members": batch}
     return BatchEngineResult(col_ind=col_ind, device="cpu", dtype=np.dtype(members.dtype).name, details=details,
                              objectives=_objectives(sums) if objectives else None, columns=columns)
-
-
-_HELPERS: dict[int, ThreadPoolExecutor] = {}  # process id -> its helper threads
-
-
-def _helpers() -> ThreadPoolExecutor:
-    """The helper threads of run_batch and run_members (one fewer than the cores), started once per
-    process: a pool made per call cost ~0.3 ms, and a new thread's first GIL hand-offs stalled some
-    calls by ~3 ms (1000 members of 1..40 × 1..40 on the 2-core CI machine: 5.8 ms or 8.9 ms a
-    call before, 4.1–4.5 ms after, or 6.6–7.1 ms where the OS puts both threads on one core). A
-    forked child has no copy of the parent's threads (its executor would wait for them forever):
-    it starts its own."""
-    pid = os.getpid()
-    if pid not in _HELPERS:
-        _HELPERS.clear()
-        _HELPERS[pid] = ThreadPoolExecutor(max_workers=max(1, CPUS - 1),
-                                           thread_name_prefix="lapcli-cpu")
-    return _HELPERS[pid]
 
 
 def padded_columns(answers: list, rows: np.ndarray) -> np.ndarray:
