@@ -258,6 +258,26 @@ def test_a_threaded_list_shares_its_large_members_and_keeps_the_small_ones(rng, 
     assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
 
 
+@pytest.mark.parametrize("layout", ["C", "transposed"])
+def test_a_threaded_list_refuses_a_spread_float64_overflows_and_solves_huge_ones(rng, layout):
+    """Near ±1e308 scipy's sums overflow and its answer is not optimal: a long list (its spread
+    checked by the helper thread while the caller solves) is refused as a short one is, whichever
+    member it is and however laid out; huge costs whose rows' spreads fit are solved."""
+    matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(16, 41, (300, 2))]
+    if layout == "transposed":  # not C-contiguous: the values are gathered another way
+        matrices = [m.T for m in matrices]
+    huge = np.array([[-9., -4., 2.], [-9., -8., 9.], [8., -9., -3.]]) * 1e307
+    for at in (0, 1, 150, 299):
+        listed = list(matrices)
+        listed[at] = huge if layout == "C" else huge.T.copy().T
+        with pytest.raises(LapInputError, match="overflows float64"):
+            lapcli.batch_linear_assignment(listed)
+        listed[at] = huge / 10  # a row spans 1.8e307: fits
+        col_ind = lapcli.batch_linear_assignment(listed)
+        assert col_ind[at].tolist() == scipy_lsa(huge / 10)[1].tolist() == [0, 1, 2]
+        assert col_ind[at - 1].tolist() == scipy_columns(listed[at - 1])
+
+
 def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
     torch = pytest.importorskip("torch")
     with pytest.raises(LapInputError, match="one array library"):

@@ -6,10 +6,11 @@ holding it sleeps: on the 2-core CI machine (a virtual one) it wakes ~25 µs lat
 at p90), and if the other thread's next solve is shorter than that, it has taken the GIL back first
 and the sleeper waits on. A member of 1..40 × 1..40 solves in ~7.5 µs on average, so two threads
 that both solve such members spend much of their time waking each other: 1000 of them, solves
-alone (six processes, medians of 21 calls), took 6.8–7.5 ms split in two halves against 7.6–8.3
+alone (six processes, medians of 21 calls), took 6.7–7.2 ms split in two halves against 7.3–8.1
 ms in one thread. Hence the split below: the members whose work (entries × shorter side) is at
 least SHARED_FROM, in order of work, alternate between the two threads, which then meet at the GIL
-a quarter as often; the smaller ones follow in the caller's thread alone: 6.0–6.5 ms."""
+about a quarter as often; the smaller ones follow in the caller's thread alone: 6.2–6.9 ms
+(whole calls with 16³ instead: ~0.1 ms more, with 25³: ~0.3)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
-SHARED_FROM = 16 ** 3  # a member's entries × shorter side from which the two threads share it
+SHARED_FROM = 20 ** 3  # a member's entries × shorter side from which the two threads share it
 _HELPERS: dict[int, ThreadPoolExecutor] = {}  # process id -> its helper threads
 
 
@@ -36,10 +37,12 @@ def helpers(cpus: int) -> ThreadPoolExecutor:
 
 
 def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndarray, maximize: bool,
-                  answers: list, threads: bool, cpus: int) -> int:
+                  answers: list, threads: bool, cpus: int, check=None) -> int:
     """Store scipy's answer to each member ``b`` of ``indices`` (ascending; ``matrices[b]``,
     ``rows[b]`` × ``cols[b]``) in ``answers[b]``: (rows, cols), or the ValueError scipy raised.
     ``threads``: the large members are shared with the helper thread (see the module's docstring).
+    ``check``: run before any solve, or with threads by the helper once its share is solved, while
+    this thread solves the small members; what it raises is raised here once both are done.
     Returns the threads used."""
     shared: list = []
     if threads and len(indices) > 1:
@@ -50,12 +53,14 @@ def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndar
             shared = index[large][np.argsort(-work[large], kind="stable")].tolist()
             indices = index[~large].tolist()
     if not shared:
+        if check is not None:
+            check()
         _store(answers, indices, _solved(indices, matrices, maximize))
         return 1
     # alternate in order of work, for equal shares; each share solved in the list's order, which is
     # the order its matrices were made in, mostly: memory read forward (~0.1 ms of 1000 members)
     theirs, mine = sorted(shared[0::2]), sorted(shared[1::2])
-    helper = helpers(cpus).submit(_solved, theirs, matrices, maximize)
+    helper = helpers(cpus).submit(_solved, theirs, matrices, maximize, check)
     solved = _solved(mine, matrices, maximize)  # nothing but scipy in either thread meanwhile
     small = _solved(indices, matrices, maximize)
     _store(answers, theirs, helper.result())
@@ -64,13 +69,16 @@ def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndar
     return 2
 
 
-def _solved(indices: list, matrices: list, maximize: bool) -> list:
+def _solved(indices: list, matrices: list, maximize: bool, then=None) -> list:
     """scipy's answer to each member, in order; where one raises, every member again, each error
-    kept as its answer (errors are named, not hot)."""
+    kept as its answer (errors are named, not hot). ``then``: called after."""
     try:
-        return [scipy_lsa(matrices[b], maximize) for b in indices]
+        solved = [scipy_lsa(matrices[b], maximize) for b in indices]
     except ValueError:
-        return [_answer(matrices[b], maximize) for b in indices]
+        solved = [_answer(matrices[b], maximize) for b in indices]
+    if then is not None:
+        then()
+    return solved
 
 
 def _answer(matrix, maximize: bool):

@@ -146,7 +146,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
                 sums[b] = 0.0 if cost.dtype.kind == "f" else 0
             else:
                 (direct if cost.dtype.kind == "f" else integers).append(b)
-    _check_float_spread([costs[b] for b in direct])  # what the work stack refuses, scipy would get wrong
+    floats = [costs[b] for b in direct]  # what the work stack refuses, scipy would get wrong: refused
     solved_as = costs  # what scipy is given for each member
     as_floats = float64_copies([costs[b] for b in integers])
     if as_floats is not None:
@@ -155,10 +155,14 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
             solved_as[b] = values
         direct, integers = sorted(direct + integers), []
     answers = [None] * batch  # (rows, cols), or the ValueError scipy raised
+    check = (lambda: _check_float_spread(floats)) if floats else None  # by solve_members: in the helper if it can
+    if integers and check is not None:  # solved one by one here first: the refusal comes before them
+        check()
+        check = None
     for b in integers:
         answers[b] = _integer_member(costs[b], maximize)
     threads = len(direct) >= MEMBER_THREADS_FROM and CPUS > 1
-    workers = solve_members(direct, solved_as, members.rows, members.cols, maximize, answers, threads, CPUS)
+    workers = solve_members(direct, solved_as, members.rows, members.cols, maximize, answers, threads, CPUS, check)
     invalid, infeasible = [], []
     for b, answer in enumerate(answers):
         if answer is not None and type(answer) is not tuple:
@@ -277,17 +281,37 @@ def _check_float_spread(matrices: list) -> None:
     """Refuse float members a row of whose finite float64 costs spans more than float64 holds: the
     work stack's refusal (lapcli.work.SPREAD_OVERFLOWS) for members scipy is given as they are
     (near ±1e308 its sums overflow and it returns an assignment that is not optimal, without an
-    error). One scan of their values end to end (in this thread's buffer where they fit it); each
-    row's only where that one is too wide."""
-    wide = [m for m in matrices if m.dtype.itemsize == 8 and m.size]
+    error). Non-empty members only. One pass over their values end to end: where their sum of
+    squares is finite, every |value| is below 1.4e154 and no spread can overflow (one
+    multiply-add a value, against a min and a max); else the exact scan, and each row's only where
+    that one is too wide."""
+    native = {m.dtype for m in matrices} == {FLOAT64}
+    wide = matrices if native else [m for m in matrices if m.dtype.itemsize == 8]
     if not wide:
         return
-    if _finite_spread_fits(values_end_to_end(wide)):
+    values = _float64_end_to_end(wide, native)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.einsum("i,i->", values, values)):  # NaN and ±inf fail it too: the exact scan
+            return
+    if _finite_spread_fits(values):
         return
     for matrix in wide:
         for row in matrix:
             if not _finite_spread_fits(row):
                 raise LapInputError(SPREAD_OVERFLOWS)
+
+
+def _float64_end_to_end(matrices: list, native: bool) -> np.ndarray:
+    """The float64 matrices' values end to end: their bytes joined where all are ``native`` float64
+    and C-contiguous, else values_end_to_end. The join lets go of the GIL once for the whole copy
+    where it is large; np.concatenate takes it back after each array, which in the helper thread,
+    beside the caller's solves, cost 2.8 ms against 1.2 (1000 members of 1..40 × 1..40)."""
+    if native:
+        try:
+            return np.frombuffer(b"".join(matrices), dtype=FLOAT64)
+        except (BufferError, ValueError, TypeError):  # a member that is not C-contiguous
+            pass
+    return values_end_to_end(matrices)
 
 
 _FLOAT_BUFFER = threading.local()  # _end_to_end's buffer: a thread's own, kept between calls
