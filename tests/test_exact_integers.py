@@ -115,3 +115,17 @@ def test_integers_near_a_floats_precision_are_refused_as_that_float(rng):
         with pytest.raises(ValueError, match="not exact in float64 once reduced"):
             lapcli.solve(cost, solver=solver, dtype="float64")
     assert lapcli.solve(cost).objective == 2**53 - 2
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_a_ragged_member_too_wide_even_for_int64_duals_is_refused_by_name(rng, dtype, maximize):
+    """A list's member whose integers span the whole 64-bit range is refused as a stack's would be
+    (lapcli does not round integers), naming that member: not called NaN or a wrong infinity."""
+    info = np.iinfo(dtype)
+    wide = rng.integers(info.min, info.max, (4, 13), dtype=dtype, endpoint=True)
+    listed = [rng.integers(0, 9, (3, 3)).astype(dtype), wide, rng.integers(0, 9, (2, 5)).astype(dtype)]
+    with pytest.raises(lapcli.LapInputError, match=r"problem 1 of 3: integer costs span too wide a range"):
+        lapcli.batch_linear_assignment(listed, maximize=maximize)
+    with pytest.raises(lapcli.LapInputError, match="too wide"):
+        lapcli.solve_batch(np.stack([wide, wide]), maximize=maximize)

@@ -160,7 +160,10 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
         check()
         check = None
     for b in integers:
-        answers[b] = _integer_member(costs[b], maximize)
+        try:
+            answers[b] = _integer_member(costs[b], maximize)
+        except LapInputError as error:  # lapcli's refusal (too wide even for exact int64 duals), not scipy's
+            raise LapInputError(f"{members_text([b], batch)}: {error}") from None
     threads = len(direct) >= MEMBER_THREADS_FROM and CPUS > 1
     workers = solve_members(direct, solved_as, members.rows, members.cols, maximize, answers, threads, CPUS, check)
     invalid, infeasible = [], []
@@ -319,7 +322,8 @@ _FLOAT_BUFFER = threading.local()  # _end_to_end's buffer: a thread's own, kept 
 
 def _integer_member(cost: np.ndarray, maximize: bool):
     """(rows, cols) of one integer member, exactly: by scipy on its float64 form where that is
-    exact (reduced first if need be), else by the exact twin; or the ValueError scipy raised."""
+    exact (reduced first if need be), else by the exact twin; or the ValueError scipy raised.
+    Raises LapInputError where even the twin's int64 duals cannot hold them."""
     solvable = float64_solvable(cost, maximize)
     try:
         if solvable is None:  # integers too wide for float64 even reduced: the exact twin
@@ -327,6 +331,8 @@ def _integer_member(cost: np.ndarray, maximize: bool):
             rows = np.flatnonzero(cols >= 0)
             return rows, cols[rows]
         return scipy_lsa(solvable[0], maximize=solvable[1])
+    except LapInputError:  # the exact twin's refusal: raised, not taken for scipy's invalid entries
+        raise
     except ValueError as error:
         return error
 
