@@ -322,3 +322,33 @@ def test_without_a_gpu_what_scipy_would_get_wrong_goes_through_the_pipeline(rng,
     assert calls == ([{"maximize": False, "objectives": False, "certify": False}] if CPUS > 1 else [])
     np.testing.assert_allclose(np.take_along_axis(large, cols[:, :, None], axis=2).sum(axis=(1, 2)),
                                scipy_loop(large)[1])
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_a_threaded_stack_builds_each_share_s_work_in_its_thread(rng, monkeypatch, maximize):
+    """Two threads, each building the work of its own half (scipy-batch): tall problems, with
+    forbidden entries in the second half only, give a scipy loop's objectives; an integer half that needs int64
+    work beside one that does not is reported int64; a spread past float64 in the second half is
+    refused, and NaN there named, as the whole stack's work refuses them."""
+    from lapcli.engines.cpu import scipy_batch
+
+    monkeypatch.setattr(scipy_batch, "CPUS", 2)
+    stack = rng.random((400, 20, 16))  # tall: the work is transposed
+    forbidden = np.inf if not maximize else -np.inf
+    stack[[250, 390], 0, :5] = forbidden  # the second half only
+    solution = solve_batch(stack, maximize=maximize, solver="scipy-batch")
+    assert solution.report.details["threads"] == 2
+    expected = [c[scipy_lsa(c, maximize=maximize)].sum() for c in stack]
+    np.testing.assert_allclose(solution.objectives, expected, rtol=1e-12)
+    integers = rng.integers(0, 9, (400, 16, 16))
+    integers[300] = rng.integers(0, 2**40, (16, 16))  # its half's work is int64
+    solution = solve_batch(integers, maximize=maximize, solver="scipy-batch")
+    assert solution.report.dtype == "int64"
+    assert [int(o) for o in solution.objectives] == [int(c[scipy_lsa(c, maximize=maximize)].sum()) for c in integers]
+    wide = rng.random((400, 16, 16))
+    wide[350, 2, :2] = [-1.7e308, 1.7e308]
+    with pytest.raises(lapcli.LapInputError, match="overflows float64"):
+        solve_batch(wide, maximize=maximize, solver="scipy-batch")
+    wide[350, 2, :2] = np.nan
+    with pytest.raises(ValueError, match="invalid numeric entries: problem 350 of 400"):
+        solve_batch(wide, maximize=maximize, solver="scipy-batch")
