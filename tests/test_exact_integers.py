@@ -129,3 +129,20 @@ def test_a_ragged_member_too_wide_even_for_int64_duals_is_refused_by_name(rng, d
         lapcli.batch_linear_assignment(listed, maximize=maximize)
     with pytest.raises(lapcli.LapInputError, match="too wide"):
         lapcli.solve_batch(np.stack([wide, wide]), maximize=maximize)
+
+
+def test_a_too_wide_member_is_refused_after_bad_entries_elsewhere_as_a_stack_is(rng):
+    """NaN in one member and integers too wide for exact duals in another: the NaN is named first
+    (a stack checks its entries before building its work); alone, the wide one is refused."""
+    wide = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, (4, 6), dtype=np.int64, endpoint=True)
+    with pytest.raises(ValueError, match=r"invalid numeric entries: problem 2 of 3"):
+        lapcli.solve_batch([rng.random((3, 3)), wide, np.array([[np.nan]])])
+    with pytest.raises(lapcli.LapInputError, match=r"problem 1 of 2: integer costs span too wide"):
+        lapcli.solve_batch([rng.random((3, 3)), wide])
+
+
+def test_a_wide_integer_member_s_columns_are_int64():
+    """The exact twin's columns (int32 inside) come back int64, as every member's."""
+    cost = np.array([[0, 2**55, 3], [2**55, 0, 7], [5, 9, 2**55]])
+    col_ind = lapcli.batch_linear_assignment([cost, np.zeros((2, 2), np.int64)])
+    assert col_ind[0].dtype == np.int64 and col_ind[0].tolist() == [2, 1, 0]  # 3 + 0 + 5

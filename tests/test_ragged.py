@@ -526,3 +526,19 @@ def test_the_lean_torch_launchs_tables_equal_the_generic_members(rng):
     batch_torch.list_table(table, entries)
     expected = generic(members)
     assert np.array_equal(table[:, [0, 1, 2, 3, 5]], expected[:, [0, 1, 2, 3, 5]])
+
+
+@pytest.mark.parametrize("count", [1, 300])  # 300: the member loop on two threads
+@pytest.mark.parametrize("odd", ["fortran", "big-endian", "float32 beside"])
+def test_integer_members_keep_their_answers_beside_float64_members_gathered_apart(count, odd):
+    """Integer members are solved as float64 copies in this thread's reused buffer; the float
+    spread check gathers float64 members that are not native C-contiguous arrays elsewhere, never
+    over those copies (it did: [[0, 9], [9, 0]] came back [1, 0])."""
+    ints = [np.array([[0, 9], [9, 0]])] * count
+    floats = np.array([[9.0, 0.0, 5.0], [0.0, 9.0, 5.0]])
+    others = {"fortran": [np.asfortranarray(floats)], "big-endian": [floats.astype(">f8")],
+              "float32 beside": [floats, floats.astype(np.float32)]}[odd]
+    col_ind = lapcli.batch_linear_assignment(ints + others)
+    assert [c.tolist() for c in col_ind[:count]] == [[0, 1]] * count
+    solution = lapcli.solve_batch(ints + others)
+    assert solution.objectives[:count].tolist() == [0] * count

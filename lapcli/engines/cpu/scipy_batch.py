@@ -185,11 +185,12 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     if integers and check is not None:  # solved one by one here first: the refusal comes before them
         check()
         check = None
-    for b in integers:
+    refused = None  # lapcli's refusal of a member too wide even for exact int64 duals (not scipy's error):
+    for b in integers:  # raised after invalid entries and infeasibility, in a stack's order
         try:
             answers[b] = _integer_member(costs[b], maximize)
-        except LapInputError as error:  # lapcli's refusal (too wide even for exact int64 duals), not scipy's
-            raise LapInputError(f"{members_text([b], batch)}: {error}") from None
+        except LapInputError as error:
+            refused = refused or LapInputError(f"{members_text([b], batch)}: {error}")
     threads = len(direct) >= MEMBER_THREADS_FROM and CPUS > 1
     workers = solve_members(direct, solved_as, members.rows, members.cols, maximize, answers, threads, CPUS, check)
     invalid, infeasible = [], []
@@ -200,6 +201,8 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
         raise invalid_entries(f": {members_text(invalid, batch)}")
     if infeasible:
         raise InfeasibleError(f"cost matrix is infeasible: {members_text(infeasible, batch)}")
+    if refused is not None:
+        raise refused
     if objectives:  # as the pipeline sums: fsum for float64, exact for integers
         for b, answer in enumerate(answers):
             if answer is not None:
@@ -331,16 +334,18 @@ def _check_float_spread(matrices: list) -> None:
 
 
 def _float64_end_to_end(matrices: list, native: bool) -> np.ndarray:
-    """The float64 matrices' values end to end: their bytes joined where all are ``native`` float64
-    and C-contiguous, else values_end_to_end. The join lets go of the GIL once for the whole copy
-    where it is large; np.concatenate takes it back after each array, which in the helper thread,
-    beside the caller's solves, cost 2.8 ms against 1.2 (1000 members of 1..40 × 1..40)."""
+    """The float64 matrices' values end to end, in a new array: their bytes joined where all are
+    ``native`` float64 and C-contiguous, else concatenated. The join lets go of the GIL once for the
+    whole copy where it is large; np.concatenate takes it back after each array, which in the helper
+    thread, beside the caller's solves, cost 2.8 ms against 1.2 (1000 members of 1..40 × 1..40).
+    Never this thread's reused buffer (_end_to_end): in the caller's thread it holds the integer
+    members' float64 copies until they are solved, and writing it there changed their answers."""
     if native:
         try:
             return np.frombuffer(b"".join(matrices), dtype=FLOAT64)
         except (BufferError, ValueError, TypeError):  # a member that is not C-contiguous
             pass
-    return values_end_to_end(matrices)
+    return np.concatenate([m.ravel() for m in matrices]).astype(FLOAT64, copy=False)
 
 
 _FLOAT_BUFFER = threading.local()  # _end_to_end's buffer: a thread's own, kept between calls
@@ -353,7 +358,7 @@ def _integer_member(cost: np.ndarray, maximize: bool):
     solvable = float64_solvable(cost, maximize)
     try:
         if solvable is None:  # integers too wide for float64 even reduced: the exact twin
-            cols = exactly_wide(cost, maximize)
+            cols = exactly_wide(cost, maximize).astype(np.int64, copy=False)  # the twin's are int32
             rows = np.flatnonzero(cols >= 0)
             return rows, cols[rows]
         return scipy_lsa(solvable[0], maximize=solvable[1])
