@@ -7,6 +7,8 @@ solves it, sometimes beside more members of the same dtype:
 
     lsa       linear_sum_assignment                 solve     solve(solver=auto|scipy|numpy|lapx)
     stack     solve_batch on a (B, n, m) stack      list      batch_linear_assignment on a ragged list
+              (a fifth of them large enough for      (a fifth of them 256+ members; two dtypes
+              the CPU engine's two threads)          and odd layouts now and then)
     match     match on a (B, Q, Σk) block            sizes     batch_linear_assignment(stack, sizes=)
     torch     batch_linear_assignment on a list of CPU tensors (where torch is installed)
 
@@ -53,6 +55,18 @@ def draw(rng, n: int, m: int, dtype: str) -> np.ndarray:
     if rng.random() < 0.05 and n and m:
         cost[rng.integers(0, n), rng.integers(0, m)] = rng.choice([np.nan, -np.inf])
     return cost
+
+
+def odd_layout(rng, cost: np.ndarray) -> np.ndarray:
+    """The same values in a layout the fast paths do not take: Fortran order, big-endian, or a
+    view with strides."""
+    choice = int(rng.integers(0, 3))
+    if choice == 0:
+        return np.asfortranarray(cost)
+    if choice == 1 and cost.dtype.kind in "iuf" and cost.dtype.itemsize > 1:
+        return cost.astype(cost.dtype.newbyteorder(">"))
+    padded = np.repeat(cost, 2, axis=1)
+    return padded[:, ::2]
 
 
 def total(cost: np.ndarray, rows, cols):
@@ -118,7 +132,18 @@ def run_case(rng, form: str, dtype: str, maximize: bool) -> str:
             for b in range(batch):
                 stack[b, rows[b]:, :], stack[b, :, cols[b]:] = np.nan, np.nan
         members = [stack[b, :rows[b], :cols[b]] for b in range(batch)]
-    else:  # list, torch
+    elif form == "list" and rng.random() < 0.2:  # the member loop on two threads: 256+ members, mixed
+        kinds = [dtype, str(rng.choice(DTYPES))]  # dtypes and layouts (Fortran order, >f8, views)
+        members = [draw(rng, *(int(x) for x in rng.integers(0, 30, 2)), kinds[int(rng.random() < 0.3)])
+                   for _ in range(int(rng.integers(256, 300)))]
+        members = [odd_layout(rng, c) if rng.random() < 0.1 else c for c in members]
+    elif form == "stack" and rng.random() < 0.2:  # a stack the pipeline's threads share: ≥ 64 K entries
+        members = [draw(rng, 16, 20, dtype) for _ in range(int(rng.integers(210, 260)))]
+    elif form == "list":  # a short list: now and then a second dtype and odd layouts too
+        second = str(rng.choice(DTYPES)) if rng.random() < 0.3 else dtype
+        members = [draw(rng, n, m, dtype)] + [draw(rng, *c.shape, second) for c in more]
+        members = [odd_layout(rng, c) if rng.random() < 0.1 else c for c in members]
+    else:  # torch
         members = [draw(rng, n, m, dtype), *more]
     answers = [scipy_answer(cost, maximize) for cost in members]
     want = expected(answers)
