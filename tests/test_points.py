@@ -324,6 +324,7 @@ def test_cli_generates_and_solves_points(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["solve", "--points", "A", "B", "m.npy"], "not both"),
     (["solve", "--points", "A", "--metric", "cityblock", "B"], "it was given --metric as a file"),
+    (["solve", "--points", "A", "-o", "x.npy", "B"], "it was given -o as a file"),
     (["solve", "--points", "A", "B", "--dtype", "int32"], "--dtype does not go with --points"),
     (["solve", "--points", "A", "B", "--cost-limit", "3"], "--cost-limit does not go with --points"),
     (["solve", "A", "--metric", "cosine"], "--metric goes with --points"),

@@ -32,7 +32,7 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
         if not input_specs:
             raise InputError("missing INPUT (a matrix file, or - for stdin), or --points A B")
         raise InputError(f"{'--metric' if metric is not None else '--p'} goes with --points A B")
-    option = next((spec for spec in point_specs if spec.startswith("--")), None)
+    option = next((spec for spec in point_specs if spec.startswith("-") and spec != "-"), None)
     if option is not None:  # click gave the option after --points A as its second file
         raise InputError(f"--points takes two files, A B, before other options; it was given {option} as a file")
     if input_specs:
