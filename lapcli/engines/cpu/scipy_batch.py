@@ -224,12 +224,18 @@ def padded_columns(answers: list, rows: np.ndarray) -> np.ndarray:
     batch = len(answers)
     col_ind = np.full((batch, int(rows.max()) if batch else 0), -1, dtype=np.int64)
     solved = [b for b, answer in enumerate(answers) if answer is not None]
-    if solved:
-        found = [answers[b][0] for b in solved]
-        lengths = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
-        at = np.repeat(np.asarray(solved, dtype=np.int64) * col_ind.shape[1], lengths) + np.concatenate(found)
-        col_ind.reshape(-1)[at] = np.concatenate([answers[b][1] for b in solved])
+    _scatter(col_ind.reshape(-1), [answers[b] for b in solved], np.asarray(solved, dtype=np.int64) * col_ind.shape[1])
     return col_ind
+
+
+def _scatter(out: np.ndarray, answers: list, starts: np.ndarray) -> None:
+    """Each answer's columns into the flat ``out`` at its start plus its rows, in one assignment:
+    ``out[starts[k] + rows_k] = cols_k`` for the k-th (rows, cols)."""
+    if not answers:
+        return
+    found = [answer[0] for answer in answers]
+    counts = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
+    out[np.repeat(starts, counts) + np.concatenate(found)] = np.concatenate([answer[1] for answer in answers])
 
 
 def member_columns(answers: list, rows: np.ndarray, cols: np.ndarray) -> list:
@@ -244,12 +250,8 @@ def member_columns(answers: list, rows: np.ndarray, cols: np.ndarray) -> list:
     lengths = rows[rest]
     starts = np.cumsum(lengths) - lengths
     values = np.full(int(lengths.sum()), -1, dtype=np.int64)
-    assigned = [(k, answers[b]) for k, b in enumerate(rest) if answers[b] is not None]
-    if assigned:
-        found = [answer[0] for _, answer in assigned]
-        counts = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
-        at = np.repeat(starts[[k for k, _ in assigned]], counts) + np.concatenate(found)
-        values[at] = np.concatenate([answer[1] for _, answer in assigned])
+    assigned = [k for k, b in enumerate(rest) if answers[b] is not None]
+    _scatter(values, [answers[rest[k]] for k in assigned], starts[assigned])
     for b, start, length in zip(rest, starts.tolist(), lengths.tolist()):
         columns[b] = values[start:start + length]
     return columns
