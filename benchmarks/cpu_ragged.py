@@ -3,7 +3,10 @@ for c in costs]``: a ragged list of 1000 float64 members of uniform shapes 1..40
 costs), the same shapes as int64 (0..999), and the stacks 4000 × 24 × 24 and 1000 × 64 × 64.
 Each case runs in several fresh processes (the OS may put both of the engine's threads on one
 core in one process and not in the next), loop and batch interleaved in each; a process prints
-its medians in ms, the parent each case's range across processes as one JSON line:
+its medians in ms, the parent each case's range across processes as one JSON line. A list's
+first batch call starts the engine's worker process (lapcli.engines.cpu.member_process); each
+process waits until it has loaded, as a training loop's later steps find it, and says whether its
+timed calls had it:
 
     PYTHONPATH=<tree> python benchmarks/cpu_ragged.py [processes] [calls]
 
@@ -13,6 +16,7 @@ its medians in ms, the parent each case's range across processes as one JSON lin
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -38,19 +42,27 @@ def one_process(case: str, calls: int, seed: int) -> None:
     from scipy.optimize import linear_sum_assignment
 
     import lapcli
+    from lapcli.engines.cpu import member_process
 
     problems = costs(case, seed)
     loop = lambda: [linear_sum_assignment(c) for c in problems]  # noqa: E731
     batch = lambda: lapcli.batch_linear_assignment(problems)  # noqa: E731
-    for run in (loop, batch, loop, batch):  # imports, the helper thread, the buffers
+    for run in (loop, batch, loop, batch):  # imports, the helper thread, the buffers, the worker's start
         run()
+    worker = member_process.worker(start=False)
+    started = member_process._WORKERS.get(os.getpid())
+    if worker is None and started is not None:  # a list's first call starts it: wait until it has loaded
+        started.ready.wait(10)
+        batch()
+        worker = member_process.worker(start=False)
     times = {"loop": [], "batch": []}
     for _ in range(calls):
         for name, run in (("loop", loop), ("batch", batch)):
             start = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - start)
-    print(json.dumps({name: round(statistics.median(t) * 1e3, 2) for name, t in times.items()}))
+    print(json.dumps({**{name: round(statistics.median(t) * 1e3, 2) for name, t in times.items()},
+                      "worker process": worker is not None}))
 
 
 def main(processes: int, calls: int) -> None:
@@ -63,7 +75,9 @@ def main(processes: int, calls: int) -> None:
             runs.append(json.loads(out))
         ranges = {name: [min(r[name] for r in runs), max(r[name] for r in runs)] for name in ("loop", "batch")}
         slower = sum(r["batch"] > r["loop"] for r in runs)
-        print(json.dumps({"case": case, **ranges, "processes": processes, "batch slower in": slower}))
+        workers = sum(r["worker process"] for r in runs)
+        print(json.dumps({"case": case, **ranges, "processes": processes, "batch slower in": slower,
+                          "worker process in": workers}))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Shared fixtures: a fixed, printed seed per test, and the GPU marker's skip."""
+"""Shared fixtures: a fixed, printed seed per test, the GPU marker's skip, and the CPU member loop's two paths."""
 
 import os
 import zlib
@@ -26,3 +26,29 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def threads_only(monkeypatch):
+    """The CPU member loop without its worker process (lapcli.engines.cpu.member_process): its
+    helper thread's path, whatever an earlier test started."""
+    monkeypatch.setenv("LAPCLI_WORKER_PROCESS", "0")
+
+
+@pytest.fixture
+def worker_process(monkeypatch):
+    """The CPU member loop's worker process, started (a fresh one where an earlier test ended it)
+    and loaded; two cores assumed, so that the engine uses it on a one-core machine too."""
+    from lapcli.engines.cpu import member_process, scipy_batch
+
+    monkeypatch.delenv("LAPCLI_WORKER_PROCESS", raising=False)
+    monkeypatch.setattr(scipy_batch, "CPUS", max(2, scipy_batch.CPUS))
+    started = member_process._WORKERS.get(os.getpid())
+    if started is not None and started.dead:
+        member_process._WORKERS.pop(os.getpid())
+    for _ in range(member_process.START_ON):
+        member_process.worker()
+    started = member_process._WORKERS.get(os.getpid())
+    assert started is not None and started.ready.wait(30), "the worker process did not start"
+    assert started.usable()
+    return started

@@ -46,7 +46,7 @@ def scipy_columns(matrix) -> list:
 
 
 @pytest.fixture
-def every_member_shared(monkeypatch):
+def every_member_shared(monkeypatch, threads_only):
     """The CPU member loop's two threads share every member, however small (by default only those
     whose solve outlasts a GIL hand-off: lapcli.engines.cpu.member_threads)."""
     from lapcli.engines.cpu import member_threads
@@ -73,7 +73,7 @@ def test_integer_members_float64_holds_are_converted_at_once_and_wide_ones_kept_
     """The CPU's ragged loop gives scipy float64 copies of integer members made in one pass where
     float64 holds every cost and path exactly; where one member is too wide, each member is judged
     alone (reduced exactly first): the optima stay exact either way."""
-    from lapcli.engines.cpu.scipy_batch import float64_copies
+    from lapcli.engines.cpu.member_values import float64_copies
 
     narrow = [rng.integers(-1000, 1000, (int(r), int(c))) for r, c in rng.integers(1, 30, (300, 2))]
     copies = float64_copies(narrow)
@@ -234,7 +234,7 @@ def test_a_lists_columns_are_scipys_row_by_row(rng, count):
     assert certified.report.certified and [c.tolist() for c in certified.col_ind] == [c.tolist() for c in col_ind]
 
 
-def test_a_threaded_list_shares_its_large_members_and_keeps_the_small_ones(rng, monkeypatch):
+def test_a_threaded_list_shares_its_large_members_and_keeps_the_small_ones(rng, monkeypatch, threads_only):
     """The helper thread solves half of the members whose work is at least SHARED_FROM, none of the
     others (two threads solving small members mostly wait on each other for the GIL)."""
     import threading
@@ -242,14 +242,14 @@ def test_a_threaded_list_shares_its_large_members_and_keeps_the_small_ones(rng, 
     from lapcli.engines.cpu import member_threads
 
     helped = []
-    solved = member_threads._solved
+    solved = member_threads.solved_here
 
     def spy(indices, *args, **options):
         if threading.current_thread().name.startswith("lapcli-cpu"):
             helped.extend(indices)
         return solved(indices, *args, **options)
 
-    monkeypatch.setattr(member_threads, "_solved", spy)
+    monkeypatch.setattr(member_threads, "solved_here", spy)
     matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(1, 41, (400, 2))]
     solution = lapcli.solve_batch(matrices)
     large = [b for b, m in enumerate(matrices) if m.size * min(m.shape) >= member_threads.SHARED_FROM]
@@ -258,11 +258,14 @@ def test_a_threaded_list_shares_its_large_members_and_keeps_the_small_ones(rng, 
     assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
 
 
+@pytest.mark.parametrize("path", ["threads_only", "worker_process"])
 @pytest.mark.parametrize("layout", ["C", "transposed"])
-def test_a_threaded_list_refuses_a_spread_float64_overflows_and_solves_huge_ones(rng, layout):
+def test_a_threaded_list_refuses_a_spread_float64_overflows_and_solves_huge_ones(rng, layout, path, request):
     """Near ±1e308 scipy's sums overflow and its answer is not optimal: a long list (its spread
-    checked by the helper thread while the caller solves) is refused as a short one is, whichever
-    member it is and however laid out; huge costs whose rows' spreads fit are solved."""
+    checked by the helper thread or the worker process while the caller solves) is refused as a
+    short one is, whichever member it is and however laid out; huge costs whose rows' spreads fit
+    are solved."""
+    request.getfixturevalue(path)
     matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(16, 41, (300, 2))]
     if layout == "transposed":  # not C-contiguous: the values are gathered another way
         matrices = [m.T for m in matrices]

@@ -1,5 +1,6 @@
-"""The scipy solves of a ragged batch's members, shared between the caller's thread and one helper
-thread kept for the process (scipy releases the GIL while it solves).
+"""The scipy solves of a ragged batch's members, shared between the caller's thread and the worker
+process where it is ready (lapcli.engines.cpu.member_process: half the members each, by estimated
+time), else one helper thread kept for the process (scipy releases the GIL while it solves).
 
 Each solve still takes the GIL twice, to start and to return, and a thread that finds the other
 holding it sleeps: on the 2-core CI machine (a virtual one) it wakes ~25 µs later (median; 50 µs
@@ -10,7 +11,8 @@ alone (six processes, medians of 21 calls), took 6.7–7.2 ms split in two halve
 ms in one thread. Hence the split below: the members whose work (entries × shorter side) is at
 least SHARED_FROM, in order of work, alternate between the two threads, which then meet at the GIL
 about a quarter as often; the smaller ones follow in the caller's thread alone: 6.2–6.9 ms
-(whole calls with 16³ instead: ~0.1 ms more, with 25³: ~0.3)."""
+(whole calls with 16³ instead: ~0.1 ms more, with 25³: ~0.3). Two processes do not meet at
+all: 500 members each took 3.6–3.8 ms."""
 
 from __future__ import annotations
 
@@ -20,6 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
+from ...errors import LapInputError
+from ...work import SPREAD_OVERFLOWS
+from .member_values import check_float_spread
+
+# _worker_split's estimates, µs (2-core CI machine): a member's solve, the worker's extra a member
+# and its late start; a start of 0 or 600 took as long as 300 on 1000 members of 1..40 × 1..40
+SOLVE_US, ENTRY_US = 0.6, 0.026
+WORKER_EXTRA_US, WORKER_START_US = 1.0, 300.0
 SHARED_FROM = 20 ** 3  # a member's entries × shorter side from which the two threads share it
 _HELPERS: dict[int, ThreadPoolExecutor] = {}  # process id -> its helper threads
 
@@ -37,13 +47,24 @@ def helpers(cpus: int) -> ThreadPoolExecutor:
 
 
 def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndarray, maximize: bool,
-                  answers: list, threads: bool, cpus: int, check=None) -> int:
+                  answers: list, threads: bool, cpus: int, check_spread: bool = False) -> tuple[int, bool]:
     """Store scipy's answer to each member ``b`` of ``indices`` (ascending; ``matrices[b]``,
     ``rows[b]`` × ``cols[b]``) in ``answers[b]``: (rows, cols), or the ValueError scipy raised.
-    ``threads``: the large members are shared with the helper thread (see the module's docstring).
-    ``check``: run before any solve, or with threads by the helper once its share is solved, while
-    this thread solves the small members; what it raises is raised here once both are done.
-    Returns the threads used."""
+    ``threads``: half the members go to the worker process where it is ready
+    (lapcli.engines.cpu.member_process), else the large members are shared with the helper thread
+    (see the module's docstring). ``check_spread``: refuse float members whose row spreads float64
+    cannot hold (lapcli.engines.cpu.member_values.check_float_spread), raised once every member
+    is solved. Returns (the threads used, whether the worker process took a share)."""
+    from . import member_process
+
+    found = member_process.worker() if threads and len(indices) > 1 else None
+    theirs, mine = _worker_split(np.asarray(indices, dtype=np.int64), rows, cols) if found else ([], indices)
+    if theirs and found.busy.acquire(blocking=False):  # else too little work to share, or another thread has it
+        try:
+            _with_worker(found, theirs, mine, matrices, rows, cols, maximize, answers, check_spread)
+            return 2, True
+        finally:
+            found.busy.release()
     shared: list = []
     if threads and len(indices) > 1:
         index = np.asarray(indices, dtype=np.int64)
@@ -52,24 +73,70 @@ def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndar
         if np.count_nonzero(large) > 1:
             shared = index[large][np.argsort(-work[large], kind="stable")].tolist()
             indices = index[~large].tolist()
+    check = (lambda: check_float_spread([matrices[b] for b in [*shared, *indices]])) if check_spread else None
     if not shared:
         if check is not None:
             check()
-        _store(answers, indices, _solved(indices, matrices, maximize))
-        return 1
+        _store(answers, indices, solved_here(indices, matrices, maximize))
+        return 1, False
     # alternate in order of work, for equal shares; each share solved in the list's order, which is
     # the order its matrices were made in, mostly: memory read forward (~0.1 ms of 1000 members)
     theirs, mine = sorted(shared[0::2]), sorted(shared[1::2])
-    helper = helpers(cpus).submit(_solved, theirs, matrices, maximize, check)
-    solved = _solved(mine, matrices, maximize)  # nothing but scipy in either thread meanwhile
-    small = _solved(indices, matrices, maximize)
+    helper = helpers(cpus).submit(solved_here, theirs, matrices, maximize, check)
+    solved = solved_here(mine, matrices, maximize)  # nothing but scipy in either thread meanwhile
+    small = solved_here(indices, matrices, maximize)
     _store(answers, theirs, helper.result())
     _store(answers, mine, solved)
     _store(answers, indices, small)
-    return 2
+    return 2, False
 
 
-def _solved(indices: list, matrices: list, maximize: bool, then=None) -> list:
+def _with_worker(found, theirs: list, mine: list, matrices: list, rows: np.ndarray, cols: np.ndarray,
+                 maximize: bool, answers: list, check_spread: bool) -> None:
+    """solve_members with the worker process: it solves ``theirs`` and checks their spreads; this
+    thread solves ``mine``, then checks their spreads."""
+    from .member_process import solve_share
+
+
+    def solve_mine():  # its answers, and whether its share's spreads are refused (raised once the worker answered)
+        solved = solved_here(mine, matrices, maximize)
+        try:
+            if check_spread:
+                check_float_spread([matrices[b] for b in mine])
+        except LapInputError:
+            return solved, True
+        return solved, False
+
+    theirs_solved, (mine_solved, refused_here), refused = solve_share(
+        found, theirs, matrices, rows, cols, maximize, check_spread, solve_mine,
+        lambda share: solved_here(share, matrices, maximize))
+    if check_spread and refused is None:  # the worker failed and this thread solved its share
+        check_float_spread([matrices[b] for b in theirs])
+    if refused or refused_here:
+        raise LapInputError(SPREAD_OVERFLOWS)
+    _store(answers, theirs, theirs_solved)
+    _store(answers, mine, mine_solved)
+
+
+def _worker_split(index: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
+    """(the worker's members, this thread's), each ascending, of about equal time: in order of
+    estimated time, every other member to the worker, then its shortest ones back to this thread
+    until neither side is ahead. A member of r × c entries solves in about SOLVE_US + ENTRY_US·r·c
+    µs (scipy, random floats, 1 to 40 a side); in the worker it costs WORKER_EXTRA_US more (its
+    view, its answer's copy), and the worker starts WORKER_START_US late (the caller writes its
+    members first)."""
+    costs = SOLVE_US + ENTRY_US * (rows[index] * cols[index]).astype(np.float64)
+    order = np.argsort(-costs, kind="stable")
+    theirs, mine = order[0::2], order[1::2]
+    ahead = (WORKER_START_US + costs[theirs].sum() + WORKER_EXTRA_US * len(theirs) - costs[mine].sum())
+    # a member moved back takes its time off the worker and puts it on this thread: twice its cost
+    moved = int(np.searchsorted(np.cumsum(2 * costs[theirs[::-1]] + WORKER_EXTRA_US), ahead, side="right"))
+    if moved:
+        theirs, mine = theirs[:len(theirs) - moved], np.concatenate([mine, theirs[len(theirs) - moved:]])
+    return np.sort(index[theirs]).tolist(), np.sort(index[mine]).tolist()
+
+
+def solved_here(indices: list, matrices: list, maximize: bool, then=None) -> list:
     """scipy's answer to each member, in order; where one raises, every member again, each error
     kept as its answer (errors are named, not hot). ``then``: called after."""
     try:

@@ -17,14 +17,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...work import float64_exact
-from .scipy_batch import (
-    CPUS,
-    MEMBER_THREADS_FROM,
-    SERIAL_BELOW,
-    THREADS_FROM,
-    float64_copies,
-    values_end_to_end,
-)
+from .member_values import float64_copies, values_end_to_end
+from .scipy_batch import CPUS, MEMBER_THREADS_FROM, SERIAL_BELOW, THREADS_FROM
 
 # The element types scipy solves as they are (it converts to float64): float32 and float64, and
 # integers checked by float64_exact.

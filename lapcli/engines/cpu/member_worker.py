@@ -1,0 +1,109 @@
+"""The worker process of lapcli.engines.cpu.member_process: solves its share of a ragged batch's
+members with scipy, in a process of its own, so that its solves and the caller's never wait on one
+interpreter lock.
+
+Run as ``python -m lapcli.engines.cpu.member_worker``. It reads requests (pickled) on stdin and
+answers each on what was stdout (pickled); anything else written to stdout goes to stderr. The
+members' values and their answers live in a file both processes map (the request names it):
+
+    [float64 values, member after member, row by row][int64 column of each row, member after member]
+
+where member k has rows[k] × cols[k] values and rows[k] columns (−1: a row without one, in a tall
+member or one scipy refused). It ends when stdin closes (the caller's process ended), and ignores
+Ctrl-C (the terminal sends it to the whole process group; the caller decides what it means).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import signal
+import sys
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from .member_values import spread_overflows
+
+READY = b"lapcli member worker\n"
+
+
+def layout(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """(each member's first value, each member's first row, values in all, rows in all): the shared
+    file's layout for members of rows × cols (int64 arrays)."""
+    sizes = rows * cols
+    value_ends, row_ends = np.cumsum(sizes), np.cumsum(rows)
+    return value_ends - sizes, row_ends - rows, int(value_ends[-1]), int(row_ends[-1])
+
+
+def views(buffer, rows: np.ndarray, cols: np.ndarray):
+    """(values, col_of_row): float64 and int64 views of the shared ``buffer`` laid out for the
+    members (:func:`layout`)."""
+    _, _, values, all_rows = layout(rows, cols)
+    flat = np.frombuffer(buffer, dtype=np.float64, count=values)
+    return flat, np.frombuffer(buffer, dtype=np.int64, count=all_rows, offset=8 * values)
+
+
+def bytes_needed(rows: np.ndarray, cols: np.ndarray) -> int:
+    _, _, values, all_rows = layout(rows, cols)
+    return 8 * (values + all_rows)
+
+
+def solve_share(buffer, rows: np.ndarray, cols: np.ndarray, maximize: bool, check_spread: bool):
+    """Solve every member laid out in ``buffer``; write the column of each of its rows there.
+    Returns (errors, refused): scipy's ValueError messages as (member, message), and whether a
+    row's finite values span more than float64 holds (lapcli.engines.cpu.member_values.
+    spread_overflows; only with ``check_spread``)."""
+    value_starts, row_starts, _, _ = layout(rows, cols)
+    flat, col_of_row = views(buffer, rows, cols)
+    refused = bool(check_spread) and spread_overflows(flat, rows, cols)
+    matrices = [flat[start:start + r * c].reshape(r, c)
+                for start, r, c in zip(value_starts.tolist(), rows.tolist(), cols.tolist())]
+    try:
+        found = [linear_sum_assignment(matrix, maximize) for matrix in matrices]
+    except ValueError:  # NaN, the wrong infinity, or no finite matching: each member again, errors kept
+        found = [_answer(matrix, maximize) for matrix in matrices]
+    errors = [(k, str(answer)) for k, answer in enumerate(found) if type(answer) is not tuple]
+    solved = [k for k, answer in enumerate(found) if type(answer) is tuple]
+    col_of_row.fill(-1)
+    if solved:  # one scatter: member k's row r is at row_starts[k] + r
+        assigned = [found[k][0] for k in solved]
+        counts = np.fromiter(map(len, assigned), dtype=np.int64, count=len(assigned))
+        at = np.repeat(row_starts[solved], counts) + np.concatenate(assigned)
+        col_of_row[at] = np.concatenate([found[k][1] for k in solved])
+    return errors, refused
+
+
+def _answer(matrix, maximize: bool):
+    try:
+        return linear_sum_assignment(matrix, maximize)
+    except ValueError as error:
+        return error
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print cannot break the replies
+    requests = sys.stdin.buffer
+    replies.write(READY)
+    replies.flush()
+    mapped, mapped_as = None, None
+    while True:
+        try:
+            path, size, rows, cols, maximize, check_spread = pickle.load(requests)
+        except EOFError:
+            return
+        if mapped_as != (path, size):  # the caller grew the file: map the new one
+            if mapped is not None:
+                mapped.close()
+            with open(path, "r+b") as file:
+                mapped = mmap.mmap(file.fileno(), size)
+            mapped_as = (path, size)
+        pickle.dump(solve_share(mapped, rows, cols, maximize, check_spread), replies)
+        replies.flush()
+
+
+if __name__ == "__main__":
+    main()

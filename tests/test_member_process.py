@@ -1,0 +1,145 @@
+"""The CPU member loop's worker process (lapcli.engines.cpu.member_process): half of a ragged
+list's members solved in a process of its own. Its answers are the threads' and a scipy loop's,
+its refusals the same words, and a worker that dies or is interrupted leaves the answers right."""
+
+import mmap
+import os
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+import lapcli
+from lapcli.errors import InfeasibleError, LapInputError
+
+from .test_ragged import assert_loop_optimum, random_members
+
+
+def mixed_members(rng, count=600, largest=12):
+    """Members of 0..largest a side, floats with a forbidden pair each, float32 and integer ones
+    among them."""
+    matrices = random_members(rng, count, largest, "float", forbidden=True)
+    matrices[::7] = [m.astype(np.float32) for m in matrices[::7]]
+    matrices[::11] = [rng.integers(-40, 60, m.shape) for m in matrices[::11]]
+    return matrices
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_the_worker_answers_as_a_scipy_loop(rng, worker_process, maximize):
+    matrices = mixed_members(rng) if not maximize else random_members(rng, 600, 12, "float")
+    solution = lapcli.solve_batch(matrices, maximize=maximize)
+    assert solution.report.details.get("worker_process") is True
+    assert_loop_optimum(matrices, solution.col_ind, solution.objectives, maximize)
+    columns = lapcli.batch_linear_assignment(matrices, maximize=maximize)  # one array a member
+    assert [c.tolist() for c in columns] == [np.asarray(c).tolist() for c in solution.col_ind]
+
+
+def test_the_worker_and_the_threads_give_the_same_answers(rng, worker_process, monkeypatch):
+    matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(1, 41, (400, 2))]
+    by_worker = lapcli.batch_linear_assignment(matrices)
+    monkeypatch.setenv("LAPCLI_WORKER_PROCESS", "0")
+    by_threads = lapcli.batch_linear_assignment(matrices)
+    assert [c.tolist() for c in by_worker] == [c.tolist() for c in by_threads]
+
+
+def refusal(matrices):
+    with pytest.raises((LapInputError, InfeasibleError, ValueError)) as caught:
+        lapcli.batch_linear_assignment(matrices)
+    return type(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("bad", ["nan", "infeasible", "spread"])
+def test_the_worker_refuses_a_member_in_the_threads_words(rng, worker_process, monkeypatch, bad):
+    """A bad member is named wherever it lies, in whichever process solves it: NaN (invalid
+    entries), no finite cost (infeasible), a spread float64 cannot hold."""
+    matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(2, 30, (400, 2))]
+    for at in (0, 1, 200, 399):
+        listed = list(matrices)
+        member = listed[at].copy()
+        if bad == "nan":
+            member[0, 0] = np.nan
+        elif bad == "infeasible":
+            member[:] = np.inf
+        else:
+            member[0, 0], member[0, 1] = -9e307, 9e307
+        listed[at] = member
+        by_worker = refusal(listed)
+        assert worker_process.usable()
+        monkeypatch.setenv("LAPCLI_WORKER_PROCESS", "0")
+        assert by_worker == refusal(listed)
+        monkeypatch.delenv("LAPCLI_WORKER_PROCESS")
+        if bad != "spread":
+            assert f"problem {at} of 400" in by_worker[1]  # 0-based, as every batch error names them
+
+
+def test_a_dead_worker_leaves_the_answers_right(rng, worker_process):
+    matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(1, 30, (300, 2))]
+    worker_process.process.kill()
+    worker_process.process.wait()
+    solution = lapcli.solve_batch(matrices)
+    assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
+    assert worker_process.dead and not os.path.exists(worker_process.path)
+    again = lapcli.solve_batch(matrices)  # the threads from then on
+    assert "worker_process" not in again.report.details and again.report.details["threads"] == 2
+
+
+def test_an_interrupted_call_ends_the_worker(rng, worker_process, monkeypatch):
+    """Ctrl-C while the worker solves: its answer would be read by the next call, so it is ended."""
+    from lapcli.engines.cpu import member_threads
+
+    matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(1, 30, (300, 2))]
+    solved = member_threads.solved_here
+
+    def interrupted(*args, **options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(member_threads, "solved_here", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        lapcli.batch_linear_assignment(matrices)
+    assert worker_process.dead and worker_process.process.poll() is not None
+    monkeypatch.setattr(member_threads, "solved_here", solved)
+    solution = lapcli.solve_batch(matrices)
+    assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
+
+
+def test_one_batch_does_not_start_a_worker_and_a_forked_child_starts_its_own(monkeypatch):
+    from lapcli.engines.cpu import member_process
+
+    monkeypatch.delenv("LAPCLI_WORKER_PROCESS", raising=False)
+    fake_pid = os.getpid() + 10**6  # a process of its own: a forked child's view of the tables
+    monkeypatch.setattr(member_process.os, "getpid", lambda: fake_pid)
+    monkeypatch.setattr(member_process, "_WORKERS", dict(member_process._WORKERS))
+    monkeypatch.setattr(member_process, "_ASKED", {})
+    assert member_process.worker() is None and fake_pid not in member_process._WORKERS  # the first ask
+    member_process.worker()
+    started = member_process._WORKERS[fake_pid]
+    try:
+        assert list(member_process._WORKERS) == [fake_pid]  # the parent's worker is not the child's
+        assert started.ready.wait(30) and member_process.worker() is started
+    finally:
+        started.end()
+
+
+def test_the_worker_program_writes_each_rows_column(rng):
+    """member_worker.solve_share on a buffer as the caller lays it out: wide, tall and refused
+    members, and the spread check."""
+    from lapcli.engines.cpu import member_worker
+
+    matrices = [rng.random((3, 5)), rng.random((5, 2)), np.array([[np.nan, 1.0]]), rng.random((1, 1))]
+    rows = np.array([m.shape[0] for m in matrices])
+    cols = np.array([m.shape[1] for m in matrices])
+    buffer = mmap.mmap(-1, member_worker.bytes_needed(rows, cols))
+    values, col_of_row = member_worker.views(buffer, rows, cols)
+    values[:] = np.concatenate([m.ravel() for m in matrices])
+    errors, refused = member_worker.solve_share(buffer, rows, cols, False, True)
+    assert [k for k, _ in errors] == [2] and "invalid" in errors[0][1] and refused is False
+    starts = np.cumsum(rows) - rows
+    for k in (0, 1, 3):
+        expected = np.full(rows[k], -1)
+        found_rows, found_cols = scipy_lsa(matrices[k])
+        expected[found_rows] = found_cols
+        assert col_of_row[starts[k]:starts[k] + rows[k]].tolist() == expected.tolist()
+    assert col_of_row[starts[2]] == -1
+    values[0], values[1] = -9e307, 9e307
+    assert member_worker.solve_share(buffer, rows, cols, False, True)[1] is True
+    del values, col_of_row
