@@ -34,12 +34,25 @@ def test_the_worker_answers_as_a_scipy_loop(rng, worker_process, maximize):
     assert [c.tolist() for c in columns] == [np.asarray(c).tolist() for c in solution.col_ind]
 
 
+@pytest.fixture
+def even_to_the_worker(monkeypatch):
+    """The worker takes the members of even index, this thread the odd ones (by default the split
+    follows estimated times, and a small member may always land on one side)."""
+    from lapcli.engines.cpu import member_threads
+
+    monkeypatch.setattr(member_threads, "_worker_split",
+                        lambda index, rows, cols: ([b for b in index.tolist() if b % 2 == 0],
+                                                   [b for b in index.tolist() if b % 2]))
+
+
 def test_the_worker_and_the_threads_give_the_same_answers(rng, worker_process, monkeypatch):
     matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(1, 41, (400, 2))]
-    by_worker = lapcli.batch_linear_assignment(matrices)
+    by_worker = lapcli.solve_batch(matrices, objectives=False)
+    assert by_worker.report.details.get("worker_process") is True
     monkeypatch.setenv("LAPCLI_WORKER_PROCESS", "0")
-    by_threads = lapcli.batch_linear_assignment(matrices)
-    assert [c.tolist() for c in by_worker] == [c.tolist() for c in by_threads]
+    by_threads = lapcli.solve_batch(matrices, objectives=False)
+    assert "worker_process" not in by_threads.report.details
+    assert [np.asarray(c).tolist() for c in by_worker.col_ind] == [np.asarray(c).tolist() for c in by_threads.col_ind]
 
 
 def refusal(matrices):
@@ -49,9 +62,10 @@ def refusal(matrices):
 
 
 @pytest.mark.parametrize("bad", ["nan", "infeasible", "spread"])
-def test_the_worker_refuses_a_member_in_the_threads_words(rng, worker_process, monkeypatch, bad):
-    """A bad member is named wherever it lies, in whichever process solves it: NaN (invalid
-    entries), no finite cost (infeasible), a spread float64 cannot hold."""
+def test_the_worker_refuses_a_member_in_the_threads_words(rng, worker_process, even_to_the_worker, monkeypatch, bad):
+    """A bad member is named wherever it lies, in whichever process solves it (members 0 and 200
+    in the worker, 1 and 399 here): NaN (invalid entries), no finite cost (infeasible), a spread
+    float64 cannot hold."""
     matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(2, 30, (400, 2))]
     for at in (0, 1, 200, 399):
         listed = list(matrices)
@@ -70,54 +84,132 @@ def test_the_worker_refuses_a_member_in_the_threads_words(rng, worker_process, m
         monkeypatch.delenv("LAPCLI_WORKER_PROCESS")
         if bad != "spread":
             assert f"problem {at} of 400" in by_worker[1]  # 0-based, as every batch error names them
+        else:
+            assert "overflows float64" in by_worker[1]
+
+
+def thirty_members(rng):
+    return [rng.random((int(r), int(c))) for r, c in rng.integers(1, 30, (300, 2))]
+
+
+def assert_solved_without_the_worker(matrices, found):
+    solution = lapcli.solve_batch(matrices)
+    assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
+    assert "worker_process" not in solution.report.details and found.dead
+    return solution
 
 
 def test_a_dead_worker_leaves_the_answers_right(rng, worker_process):
-    matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(1, 30, (300, 2))]
     worker_process.process.kill()
     worker_process.process.wait()
-    solution = lapcli.solve_batch(matrices)
-    assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
-    assert worker_process.dead and not os.path.exists(worker_process.path)
-    again = lapcli.solve_batch(matrices)  # the threads from then on
-    assert "worker_process" not in again.report.details and again.report.details["threads"] == 2
+    solution = assert_solved_without_the_worker(thirty_members(rng), worker_process)
+    assert solution.report.details["threads"] == 2  # this call's share solved here, the threads after
 
 
-def test_an_interrupted_call_ends_the_worker(rng, worker_process, monkeypatch):
-    """Ctrl-C while the worker solves: its answer would be read by the next call, so it is ended."""
+def test_no_room_for_the_file_leaves_the_answers_right(rng, worker_process, monkeypatch):
+    """Where the shared file cannot grow (a full /dev/shm), the worker is not written to (tmpfs
+    would end the caller with SIGBUS) and ends."""
+    def full(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(worker_process, "size", 0)
+    monkeypatch.setattr(os, "posix_fallocate", full, raising=False)
+    monkeypatch.setattr(worker_process.file, "truncate", full)
+    assert_solved_without_the_worker(thirty_members(rng), worker_process)
+
+
+def test_an_answer_out_of_step_ends_the_worker(rng, worker_process, monkeypatch):
+    from lapcli.engines.cpu.member_process import Worker
+
+    send = Worker.send
+
+    def skipping(self, *args):  # the worker answers request n, the caller waits for n + 1
+        send(self, *args)
+        self.sequence += 1
+
+    monkeypatch.setattr(Worker, "send", skipping)
+    assert_solved_without_the_worker(thirty_members(rng), worker_process)
+
+
+@pytest.mark.parametrize("when", ["solving", "just sent"])
+def test_an_interrupted_call_ends_the_worker(rng, worker_process, monkeypatch, when):
+    """Ctrl-C while the worker solves, or as the request has just gone: its answer would be read by
+    the next call, so the worker is ended, and the next call's answers are right."""
     from lapcli.engines.cpu import member_threads
+    from lapcli.engines.cpu.member_process import Worker
 
-    matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(1, 30, (300, 2))]
-    solved = member_threads.solved_here
+    matrices = thirty_members(rng)
+    send, solved = Worker.send, member_threads.solved_here
+
+    def interrupted_after_send(self, *args):
+        send(self, *args)
+        raise KeyboardInterrupt
 
     def interrupted(*args, **options):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(member_threads, "solved_here", interrupted)
+    if when == "just sent":
+        monkeypatch.setattr(Worker, "send", interrupted_after_send)
+    else:
+        monkeypatch.setattr(member_threads, "solved_here", interrupted)
     with pytest.raises(KeyboardInterrupt):
         lapcli.batch_linear_assignment(matrices)
     assert worker_process.dead and worker_process.process.poll() is not None
+    monkeypatch.setattr(Worker, "send", send)
     monkeypatch.setattr(member_threads, "solved_here", solved)
-    solution = lapcli.solve_batch(matrices)
-    assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
+    assert_solved_without_the_worker(matrices, worker_process)
 
 
-def test_one_batch_does_not_start_a_worker_and_a_forked_child_starts_its_own(monkeypatch):
+def test_where_sigpipe_would_kill_the_caller_no_worker_is_used(rng, worker_process):
+    import signal
+
+    default = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        solution = lapcli.solve_batch(thirty_members(rng))
+    finally:
+        signal.signal(signal.SIGPIPE, default)
+    assert "worker_process" not in solution.report.details and worker_process.usable()
+
+
+def test_one_batch_does_not_start_a_worker(monkeypatch):
     from lapcli.engines.cpu import member_process
 
     monkeypatch.delenv("LAPCLI_WORKER_PROCESS", raising=False)
-    fake_pid = os.getpid() + 10**6  # a process of its own: a forked child's view of the tables
+    fake_pid = os.getpid() + 10**6  # a process of its own in the tables
     monkeypatch.setattr(member_process.os, "getpid", lambda: fake_pid)
-    monkeypatch.setattr(member_process, "_WORKERS", dict(member_process._WORKERS))
+    monkeypatch.setattr(member_process, "_WORKERS", {})
     monkeypatch.setattr(member_process, "_ASKED", {})
-    assert member_process.worker() is None and fake_pid not in member_process._WORKERS  # the first ask
+    assert member_process.worker() is None and not member_process._WORKERS  # the first ask
     member_process.worker()
     started = member_process._WORKERS[fake_pid]
     try:
-        assert list(member_process._WORKERS) == [fake_pid]  # the parent's worker is not the child's
-        assert started.ready.wait(30) and member_process.worker() is started
+        assert started.ready.wait(30)
+        monkeypatch.undo()
+        assert started.usable()
     finally:
+        started.owner = os.getpid()
         started.end()
+
+
+def test_a_forked_child_leaves_its_parents_worker_alone(rng, worker_process):
+    """A forked child neither uses its parent's worker nor ends it, even running the exit handler."""
+    from lapcli.engines.cpu import member_process
+
+    child = os.fork()
+    if child == 0:  # the child: report by exit code only
+        code = 0
+        try:
+            code = 1 if member_process.worker(start=False) is not None else 0
+            member_process._end_workers()  # lapcli's exit handler, as the child's exit runs it
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert worker_process.usable()
+    matrices = thirty_members(rng)
+    solution = lapcli.solve_batch(matrices)
+    assert solution.report.details.get("worker_process") is True
+    assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
 
 
 def test_the_worker_program_writes_each_rows_column(rng):

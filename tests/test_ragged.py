@@ -262,9 +262,10 @@ def test_a_threaded_list_shares_its_large_members_and_keeps_the_small_ones(rng, 
 @pytest.mark.parametrize("layout", ["C", "transposed"])
 def test_a_threaded_list_refuses_a_spread_float64_overflows_and_solves_huge_ones(rng, layout, path, request):
     """Near ±1e308 scipy's sums overflow and its answer is not optimal: a long list (its spread
-    checked by the helper thread or the worker process while the caller solves) is refused as a
-    short one is, whichever member it is and however laid out; huge costs whose rows' spreads fit
-    are solved."""
+    checked by the helper thread while the caller solves, or by the caller beside the worker
+    process: tests/test_member_process.py puts such a member in the worker's share) is refused as
+    a short one is, whichever member it is and however laid out; huge costs whose rows' spreads
+    fit are solved."""
     request.getfixturevalue(path)
     matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(16, 41, (300, 2))]
     if layout == "transposed":  # not C-contiguous: the values are gathered another way

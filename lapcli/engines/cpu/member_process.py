@@ -8,22 +8,27 @@ to wake for the lock (~25 µs on the 2-core CI machine). Two threads sharing 100
 took 7.1 ms, a plain scipy loop 7.3–7.8; two processes solving 500 each, 3.6–3.8 ms each.
 
 How: the caller writes the worker's members' values end to end into a file both processes map
-(in /dev/shm where there is one), sends their shapes down a pipe, solves its own share, then reads
-the worker's answer (each row's column, in the same file). The worker is started the
+(in /dev/shm where there is one; removed from the folder as soon as it is made, so whatever ends
+either process leaves nothing behind), sends their shapes down a pipe, solves its own share, then
+reads the worker's answer (each row's column, in the same file). Each request carries a number the
+answer repeats: an answer out of step ends the worker. The worker is started the
 second time a process solves a batch that could use it, without waiting for it: the calls use
 the threads (lapcli.engines.cpu.member_threads) until it has loaded NumPy and scipy (~0.5 s). It is
-the program ``python -m lapcli.engines.cpu.member_worker``, not a multiprocessing child, so the
-caller's main module is never imported again in it. POSIX only; ``LAPCLI_WORKER_PROCESS=0`` turns
-it off. A worker that dies, or whose answer a Ctrl-C interrupts, is ended and not started again in
+a program of its own (lapcli.engines.cpu.member_worker, run isolated on the caller's import
+path), not a multiprocessing child, so the caller's main module is never imported again in it.
+POSIX only; not used where SIGPIPE kills the process (a write to a dead worker would kill the
+caller) nor for shares past WORKER_BYTES_UP_TO; ``LAPCLI_WORKER_PROCESS=0`` turns it off. A worker that dies, or whose answer a Ctrl-C interrupts, is ended and not started again in
 that process: the threads solve from then on. A forked child starts its own.
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import mmap
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,34 +41,45 @@ from .member_worker import READY, bytes_needed, views
 
 ENVIRONMENT = "LAPCLI_WORKER_PROCESS"  # "0": never start the worker
 MAPPED_FROM = 1 << 20  # the shared file's first size in bytes; it doubles as batches need
-_WORKERS: dict[int, "Worker"] = {}  # process id -> its worker (a forked child finds its parent's: not its own)
+# A share of more bytes goes to the threads: its members' solves are long enough that the threads
+# do not wait on each other, and a small /dev/shm (64 MiB in a Docker container) keeps its room.
+WORKER_BYTES_UP_TO = 1 << 25
 # The ask that starts the worker: a process's second batch that could use it. A process that
 # solves one batch (`lap solve`) never starts it: its imports would take a core from that solve.
 START_ON = 2
+_WORKERS: dict[int, "Worker"] = {}  # process id -> its worker (a forked child finds its parent's: not its own)
 _ASKED: dict[int, int] = {}  # process id -> the asks so far
 _STARTING = threading.Lock()
+# the worker's program: the caller's import path, then member_worker.main on the shared file
+_PROGRAM = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+            "from lapcli.engines.cpu.member_worker import main; main(int(sys.argv[2]))")
 
 
 class Worker:
     """The worker process, its pipes and the file both map. ``ready`` is set once the worker has
-    loaded; ``dead`` once it has failed (it is then never used again)."""
+    loaded; ``dead`` once it has failed or ended (it is then never used again)."""
 
     def __init__(self):
+        self.owner = os.getpid()
         folder = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        descriptor, self.path = tempfile.mkstemp(prefix="lapcli-members-", dir=folder)
-        self.file = os.fdopen(descriptor, "r+b")
-        self.size, self.mapped = 0, None
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+        self.file = tempfile.TemporaryFile(prefix="lapcli-members-", dir=folder)  # no name: nothing to remove
+        self.size, self.mapped, self.sequence = 0, None, 0
         environment = dict(os.environ)
-        environment["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, os.environ.get("PYTHONPATH"))))
         for threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core's worth:
             environment[threads] = "1"  # a BLAS pool's spinning threads would take the caller's core
-        self.process = subprocess.Popen([sys.executable, "-m", "lapcli.engines.cpu.member_worker"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        env=environment, close_fds=True)
+        # -I: neither the working directory nor PYTHON* variables decide what it imports; the
+        # caller's own path does (its working directory as it is now, where the path names it)
+        path = [entry or os.getcwd() for entry in sys.path if isinstance(entry, str)]
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-c", _PROGRAM, json.dumps(path), str(self.file.fileno())],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment,
+                pass_fds=(self.file.fileno(),))
+        except BaseException:
+            self.file.close()
+            raise
         self.ready, self.dead, self.busy = threading.Event(), False, threading.Lock()
         threading.Thread(target=self._await_ready, name="lapcli-worker-start", daemon=True).start()
-        atexit.register(self.end)
 
     def _await_ready(self) -> None:
         try:
@@ -79,51 +95,60 @@ class Worker:
         return self.ready.is_set() and not self.dead
 
     def send(self, matrices: list, rows: np.ndarray, cols: np.ndarray, maximize: bool, check_spread: bool) -> None:
-        """Lay the members out in the shared file and ask the worker to solve them."""
+        """Lay the members out in the shared file and ask the worker to solve them. Raises OSError
+        where the file cannot grow (no room: tmpfs would kill the caller with SIGBUS on a write past
+        it, so the room is taken first) or the worker is gone."""
         need = bytes_needed(rows, cols)
         if need > self.size:  # grow the file; the worker maps it again (the request says its size)
-            self.size = max(need, 2 * self.size, MAPPED_FROM)
-            self.file.truncate(self.size)
-            self.mapped = mmap.mmap(self.file.fileno(), self.size)
+            size = max(need, 2 * self.size, MAPPED_FROM)
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(self.file.fileno(), 0, size)
+            else:
+                self.file.truncate(size)
+            self.mapped, self.size = mmap.mmap(self.file.fileno(), size), size
+        if self.process.poll() is not None:
+            raise OSError("the worker process has ended")
         self.mapped.seek(0)
         for matrix in matrices:  # the file's bytes written as they are: faster than one concatenation
             if matrix.dtype != np.float64 or not matrix.flags.c_contiguous:
                 matrix = np.ascontiguousarray(matrix, dtype=np.float64)
             self.mapped.write(matrix)
-        pickle.dump((self.path, self.size, rows, cols, maximize, check_spread), self.process.stdin)
+        self.sequence += 1
+        pickle.dump((self.sequence, self.size, rows, cols, maximize, check_spread), self.process.stdin)
         self.process.stdin.flush()
 
     def receive(self, rows: np.ndarray, cols: np.ndarray) -> tuple[list, bool, np.ndarray]:
         """(scipy's errors as (member, message), whether a member's spread is refused, the column of
         each row of every member, −1 where none): the worker's answer to the last request, copied
-        out of the file."""
-        errors, refused = pickle.load(self.process.stdout)
+        out of the file. Raises OSError where the answer is to another request."""
+        sequence, errors, refused = pickle.load(self.process.stdout)
+        if sequence != self.sequence:
+            raise OSError(f"the worker answered request {sequence}, not {self.sequence}")
         return errors, refused, views(self.mapped, rows, cols)[1].copy()
 
     def end(self) -> None:
-        """Stop the worker (closing its input ends it) and remove the file; never used again."""
+        """Stop the worker; never used again. A forked child's copy of its parent's worker only
+        forgets it (the process is its parent's)."""
         self.dead = True
-        for stream in (self.process.stdin, self.process.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        if os.getpid() != self.owner:
+            return
         if self.process.poll() is None:
             self.process.kill()
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
 
 
 def worker(start: bool = True) -> Worker | None:
     """This process's worker where it is ready; else None, after starting one (``start``) where
     none was started yet, this is the process's START_ON-th ask, and it can run here."""
-    if os.environ.get(ENVIRONMENT, "1") == "0":
+    if os.environ.get(ENVIRONMENT, "1") == "0" or _sigpipe_kills():
         return None
     pid = os.getpid()
     found = _WORKERS.get(pid)
@@ -148,38 +173,49 @@ def _may_start() -> bool:
     return program.startswith(("python", "pypy"))  # not an application that embeds Python
 
 
+def _sigpipe_kills() -> bool:
+    """Whether SIGPIPE is at its default (Python ignores it; some programs restore it), so that a
+    write to a worker that has just died would end the caller."""
+    return hasattr(signal, "SIGPIPE") and signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL
+
+
+@atexit.register
+def _end_workers() -> None:
+    for found in list(_WORKERS.values()):
+        found.end()
+
+
 def solve_share(found: Worker, theirs: list, matrices: list, rows: np.ndarray, cols: np.ndarray,
                 maximize: bool, check_spread: bool, solve_mine, solve_here) -> tuple[list, Any, bool | None]:
-    """(answers to ``theirs``, ``solve_mine()``'s result, whether the worker refused a spread):
-    the worker solves ``theirs`` while this thread runs ``solve_mine``. An answer is the column of
-    each row (int64, −1: none), or the ValueError scipy raised. Where the worker fails, the worker
-    is ended and ``solve_here(theirs)`` gives their answers (refused: None, not checked); an
-    interruption ends it too (its answer would be read by the next call)."""
+    """(answers to ``theirs``, ``solve_mine()``'s result, whether the worker refused a spread, or
+    None where it did not answer): the worker solves ``theirs`` while this thread runs
+    ``solve_mine``. An answer is the column of each row (int64, −1: none), or the ValueError scipy
+    raised. Where the worker fails (no room for the file, gone, out of step), it is ended and
+    ``solve_here(theirs)`` gives their answers; anything raised meanwhile (Ctrl-C) ends it too,
+    since a request may be in flight whose answer the next call would read."""
     share_rows, share_cols = rows[theirs], cols[theirs]
+    answers = None
     try:
-        found.send([matrices[b] for b in theirs], share_rows, share_cols, maximize, check_spread)
-        sent = True
-    except (OSError, ValueError):
-        found.end()
-        sent = False
-    try:
-        mine_solved = solve_mine()
-    except BaseException:
-        found.end()  # its answer would be read by the next call
-        raise
-    if sent:
         try:
-            errors, refused, col_of_row = found.receive(share_rows, share_cols)
-        except (OSError, EOFError, pickle.UnpicklingError):
+            found.send([matrices[b] for b in theirs], share_rows, share_cols, maximize, check_spread)
+            sent = True
+        except OSError:
             found.end()
             sent = False
-        except BaseException:
-            found.end()
-            raise
-    if not sent:  # this thread solves them; the caller checks the spread as without a worker
+        mine_solved = solve_mine()
+        if sent:
+            try:
+                errors, refused, col_of_row = found.receive(share_rows, share_cols)
+            except (OSError, EOFError, pickle.UnpicklingError):
+                found.end()
+            else:
+                ends = np.cumsum(share_rows).tolist()
+                answers = [col_of_row[end - count:end] for end, count in zip(ends, share_rows.tolist())]
+                for k, message in errors:
+                    answers[k] = ValueError(message)
+    except BaseException:
+        found.end()
+        raise
+    if answers is None:  # this thread solves them; the caller checks their spread
         return solve_here(theirs), mine_solved, None
-    ends = np.cumsum(share_rows).tolist()
-    answers = [col_of_row[end - count:end] for end, count in zip(ends, share_rows.tolist())]
-    for k, message in errors:
-        answers[k] = ValueError(message)
     return answers, mine_solved, refused

@@ -54,15 +54,16 @@ def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndar
     (lapcli.engines.cpu.member_process), else the large members are shared with the helper thread
     (see the module's docstring). ``check_spread``: refuse float members whose row spreads float64
     cannot hold (lapcli.engines.cpu.member_values.check_float_spread), raised once every member
-    is solved. Returns (the threads used, whether the worker process took a share)."""
+    is solved. Returns (the threads used, whether the worker process answered for a share)."""
     from . import member_process
 
     found = member_process.worker() if threads and len(indices) > 1 else None
     theirs, mine = _worker_split(np.asarray(indices, dtype=np.int64), rows, cols) if found else ([], indices)
-    if theirs and found.busy.acquire(blocking=False):  # else too little work to share, or another thread has it
+    room = 8 * int((rows[theirs] * (cols[theirs] + 1)).sum()) <= member_process.WORKER_BYTES_UP_TO if theirs else False
+    if room and found.busy.acquire(blocking=False):  # else too little work or too much, or another thread has it
         try:
-            _with_worker(found, theirs, mine, matrices, rows, cols, maximize, answers, check_spread)
-            return 2, True
+            answered = _with_worker(found, theirs, mine, matrices, rows, cols, maximize, answers, check_spread)
+            return 2, answered
         finally:
             found.busy.release()
     shared: list = []
@@ -92,11 +93,11 @@ def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndar
 
 
 def _with_worker(found, theirs: list, mine: list, matrices: list, rows: np.ndarray, cols: np.ndarray,
-                 maximize: bool, answers: list, check_spread: bool) -> None:
+                 maximize: bool, answers: list, check_spread: bool) -> bool:
     """solve_members with the worker process: it solves ``theirs`` and checks their spreads; this
-    thread solves ``mine``, then checks their spreads."""
+    thread solves ``mine``, then checks their spreads. Returns whether the worker answered (else
+    this thread solved its share too)."""
     from .member_process import solve_share
-
 
     def solve_mine():  # its answers, and whether its share's spreads are refused (raised once the worker answered)
         solved = solved_here(mine, matrices, maximize)
@@ -116,6 +117,7 @@ def _with_worker(found, theirs: list, mine: list, matrices: list, rows: np.ndarr
         raise LapInputError(SPREAD_OVERFLOWS)
     _store(answers, theirs, theirs_solved)
     _store(answers, mine, mine_solved)
+    return refused is not None
 
 
 def _worker_split(index: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:

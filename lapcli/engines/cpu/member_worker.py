@@ -2,9 +2,10 @@
 members with scipy, in a process of its own, so that its solves and the caller's never wait on one
 interpreter lock.
 
-Run as ``python -m lapcli.engines.cpu.member_worker``. It reads requests (pickled) on stdin and
-answers each on what was stdout (pickled); anything else written to stdout goes to stderr. The
-members' values and their answers live in a file both processes map (the request names it):
+lapcli.engines.cpu.member_process runs :func:`main` given the file descriptor of a file both map.
+It reads requests (pickled) on stdin and answers each on what was stdout (pickled, with the
+request's number); anything else written to stdout goes to stderr. The members' values and their
+answers live in that file:
 
     [float64 values, member after member, row by row][int64 column of each row, member after member]
 
@@ -82,28 +83,21 @@ def _answer(matrix, maximize: bool):
         return error
 
 
-def main() -> None:
+def main(shared: int) -> None:
+    """Answer requests until stdin closes; ``shared``: the descriptor of the file both map."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a stray print cannot break the replies
     requests = sys.stdin.buffer
     replies.write(READY)
     replies.flush()
-    mapped, mapped_as = None, None
+    mapped, mapped_size = None, 0
     while True:
         try:
-            path, size, rows, cols, maximize, check_spread = pickle.load(requests)
+            sequence, size, rows, cols, maximize, check_spread = pickle.load(requests)
         except EOFError:
             return
-        if mapped_as != (path, size):  # the caller grew the file: map the new one
-            if mapped is not None:
-                mapped.close()
-            with open(path, "r+b") as file:
-                mapped = mmap.mmap(file.fileno(), size)
-            mapped_as = (path, size)
-        pickle.dump(solve_share(mapped, rows, cols, maximize, check_spread), replies)
+        if size != mapped_size:  # the caller grew the file: map it again
+            mapped, mapped_size = mmap.mmap(shared, size), size
+        pickle.dump((sequence, *solve_share(mapped, rows, cols, maximize, check_spread)), replies)
         replies.flush()
-
-
-if __name__ == "__main__":
-    main()
