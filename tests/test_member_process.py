@@ -15,7 +15,7 @@ from lapcli.errors import InfeasibleError, LapInputError
 from .test_ragged import assert_loop_optimum, random_members
 
 
-def mixed_members(rng, count=600, largest=12):
+def mixed_members(rng, count=600, largest=30):
     """Members of 0..largest a side, floats with a forbidden pair each, float32 and integer ones
     among them."""
     matrices = random_members(rng, count, largest, "float", forbidden=True)
@@ -26,7 +26,7 @@ def mixed_members(rng, count=600, largest=12):
 
 @pytest.mark.parametrize("maximize", [False, True])
 def test_the_worker_answers_as_a_scipy_loop(rng, worker_process, maximize):
-    matrices = mixed_members(rng) if not maximize else random_members(rng, 600, 12, "float")
+    matrices = mixed_members(rng) if not maximize else random_members(rng, 600, 30, "float")
     solution = lapcli.solve_batch(matrices, maximize=maximize)
     assert solution.report.details.get("worker_process") is True
     assert_loop_optimum(matrices, solution.col_ind, solution.objectives, maximize)
@@ -86,6 +86,37 @@ def test_the_worker_refuses_a_member_in_the_threads_words(rng, worker_process, e
             assert f"problem {at} of 400" in by_worker[1]  # 0-based, as every batch error names them
         else:
             assert "overflows float64" in by_worker[1]
+
+
+def brute_force_optimum(matrix) -> int:
+    """The least total of a full matching of a small integer matrix, in Python integers."""
+    from itertools import permutations
+
+    k, m = matrix.shape
+    if k > m:
+        return brute_force_optimum(matrix.T)
+    return min(sum(int(matrix[r, c]) for r, c in enumerate(chosen)) for chosen in permutations(range(m), k))
+
+
+@pytest.mark.parametrize("at", [0, 1])  # the wide member in the worker's share, or this thread's
+def test_integers_each_process_checks_and_a_wide_one_is_solved_exactly(rng, worker_process, even_to_the_worker, at):
+    """An integer list beside the worker is checked by each process on its own share (scipy
+    converts to float64); where one member's costs are too wide for float64's paths, every
+    integer member is solved exactly instead."""
+    matrices = [rng.integers(-40, 60, (int(r), int(c))) for r, c in rng.integers(1, 30, (400, 2))]
+    solution = lapcli.solve_batch(matrices)
+    assert solution.report.details.get("worker_process") is True
+    assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
+    # float64 rounds 2^53 + 3 and 2^53 + 5 up to 2^53 + 4 and makes the worse matching look better
+    wide = 2**53 + np.array([[3, 2], [5, 3]], dtype=np.int64)
+    matrices[at] = wide
+    solution = lapcli.solve_batch(matrices)
+    cols = np.asarray(solution.col_ind[at])
+    assert sum(int(wide[r, c]) for r, c in enumerate(cols.tolist())) == brute_force_optimum(wide)
+    assert int(solution.objectives[at]) == brute_force_optimum(wide)
+    others = [b for b in range(400) if b != at]
+    assert_loop_optimum([matrices[b] for b in others], [solution.col_ind[b] for b in others],
+                        [solution.objectives[b] for b in others])
 
 
 def thirty_members(rng):
@@ -223,8 +254,8 @@ def test_the_worker_program_writes_each_rows_column(rng):
     buffer = mmap.mmap(-1, member_worker.bytes_needed(rows, cols))
     values, col_of_row = member_worker.views(buffer, rows, cols)
     values[:] = np.concatenate([m.ravel() for m in matrices])
-    errors, refused = member_worker.solve_share(buffer, rows, cols, False, True)
-    assert [k for k, _ in errors] == [2] and "invalid" in errors[0][1] and refused is False
+    errors, refused, inexact = member_worker.solve_share(buffer, rows, cols, False, True)
+    assert [k for k, _ in errors] == [2] and "invalid" in errors[0][1] and refused is False and inexact is False
     starts = np.cumsum(rows) - rows
     for k in (0, 1, 3):
         expected = np.full(rows[k], -1)
@@ -234,4 +265,11 @@ def test_the_worker_program_writes_each_rows_column(rng):
     assert col_of_row[starts[2]] == -1
     values[0], values[1] = -9e307, 9e307
     assert member_worker.solve_share(buffer, rows, cols, False, True)[1] is True
-    del values, col_of_row
+    integers = np.frombuffer(buffer, dtype=np.int64, count=values.size)  # the same bytes as 64-bit integers
+    integers[:] = rng.integers(-40, 60, integers.size)
+    assert member_worker.solve_share(buffer, rows, cols, False, False, "<i8", exact_side=5) == ([], False, False)
+    integers[7] = 2**50  # 2^50 · 4 · (5 + 1) passes 2^53: float64 may not hold the paths' sums
+    col_of_row[:] = 7
+    assert member_worker.solve_share(buffer, rows, cols, False, False, "<i8", exact_side=5) == ([], False, True)
+    assert (col_of_row == 7).all()  # nothing solved
+    del values, col_of_row, integers

@@ -1,6 +1,6 @@
-"""One worker process a Python process, which solves half of a ragged batch's small members with
-scipy while the caller's thread solves the other half (lapcli.engines.cpu.member_worker is its
-program).
+"""One worker process a Python process, which solves part of a ragged batch's members with scipy
+while the caller's thread solves the rest (lapcli.engines.cpu.member_threads splits them by
+estimated time; lapcli.engines.cpu.member_worker is the worker's program).
 
 Why a process: scipy lets go of the interpreter lock while it solves, but takes it back to start
 and to return, and a member of 1..40 × 1..40 solves in ~7.5 µs, less than a sleeping thread takes
@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .member_values import FLOAT64
 from .member_worker import READY, bytes_needed, views
 
 ENVIRONMENT = "LAPCLI_WORKER_PROCESS"  # "0": never start the worker
@@ -94,8 +95,10 @@ class Worker:
     def usable(self) -> bool:
         return self.ready.is_set() and not self.dead
 
-    def send(self, matrices: list, rows: np.ndarray, cols: np.ndarray, maximize: bool, check_spread: bool) -> None:
-        """Lay the members out in the shared file and ask the worker to solve them. Raises OSError
+    def send(self, matrices: list, rows: np.ndarray, cols: np.ndarray, maximize: bool, check_spread: bool,
+             exact_side: int = 0) -> None:
+        """Lay the members out in the shared file and ask the worker to solve them (member_worker.
+        solve_share says what ``check_spread`` and ``exact_side`` ask). Raises OSError
         where the file cannot grow (no room: tmpfs would kill the caller with SIGBUS on a write past
         it, so the room is taken first) or the worker is gone."""
         need = bytes_needed(rows, cols)
@@ -108,23 +111,31 @@ class Worker:
             self.mapped, self.size = mmap.mmap(self.file.fileno(), size), size
         if self.process.poll() is not None:
             raise OSError("the worker process has ended")
+        # 64-bit integers of one dtype go as they are, for the worker to convert (scipy does, a
+        # member at a time); anything else as float64
+        dtypes = {matrix.dtype for matrix in matrices}
+        value_type = next(iter(dtypes)) if len(dtypes) == 1 else FLOAT64
+        if not (value_type.kind in "iu" and value_type.itemsize == 8 and value_type.isnative):
+            value_type = FLOAT64
         self.mapped.seek(0)
         for matrix in matrices:  # the file's bytes written as they are: faster than one concatenation
-            if matrix.dtype != np.float64 or not matrix.flags.c_contiguous:
-                matrix = np.ascontiguousarray(matrix, dtype=np.float64)
+            if matrix.dtype != value_type or not matrix.flags.c_contiguous:
+                matrix = np.ascontiguousarray(matrix, dtype=value_type)
             self.mapped.write(matrix)
         self.sequence += 1
-        pickle.dump((self.sequence, self.size, rows, cols, maximize, check_spread), self.process.stdin)
+        pickle.dump((self.sequence, self.size, rows, cols, value_type.str, maximize, check_spread, exact_side),
+                    self.process.stdin)
         self.process.stdin.flush()
 
-    def receive(self, rows: np.ndarray, cols: np.ndarray) -> tuple[list, bool, np.ndarray]:
-        """(scipy's errors as (member, message), whether a member's spread is refused, the column of
-        each row of every member, −1 where none): the worker's answer to the last request, copied
-        out of the file. Raises OSError where the answer is to another request."""
-        sequence, errors, refused = pickle.load(self.process.stdout)
+    def receive(self, rows: np.ndarray, cols: np.ndarray) -> tuple[list, bool, bool, np.ndarray]:
+        """(scipy's errors as (member, message), whether a member's spread is refused, whether its
+        integers are too wide for scipy (nothing solved), the column of each row of every member,
+        −1 where none): the worker's answer to the last request, copied out of the file. Raises
+        OSError where the answer is to another request."""
+        sequence, errors, refused, inexact = pickle.load(self.process.stdout)
         if sequence != self.sequence:
             raise OSError(f"the worker answered request {sequence}, not {self.sequence}")
-        return errors, refused, views(self.mapped, rows, cols)[1].copy()
+        return errors, refused, inexact, views(self.mapped, rows, cols)[1].copy()
 
     def end(self) -> None:
         """Stop the worker; never used again. A forked child's copy of its parent's worker only
@@ -186,10 +197,11 @@ def _end_workers() -> None:
 
 
 def solve_share(found: Worker, theirs: list, matrices: list, rows: np.ndarray, cols: np.ndarray,
-                maximize: bool, check_spread: bool, solve_mine, solve_here) -> tuple[list, Any, bool | None]:
+                maximize: bool, check_spread: bool, exact_side: int, solve_mine,
+                solve_here) -> tuple[list, Any, bool | None, bool]:
     """(answers to ``theirs``, ``solve_mine()``'s result, whether the worker refused a spread, or
-    None where it did not answer): the worker solves ``theirs`` while this thread runs
-    ``solve_mine``. An answer is the column of each row (int64, −1: none), or the ValueError scipy
+    None where it did not answer, whether it found integers too wide for scipy and solved none):
+    the worker solves ``theirs`` while this thread runs ``solve_mine``. An answer is the column of each row (int64, −1: none), or the ValueError scipy
     raised. Where the worker fails (no room for the file, gone, out of step), it is ended and
     ``solve_here(theirs)`` gives their answers; anything raised meanwhile (Ctrl-C) ends it too,
     since a request may be in flight whose answer the next call would read."""
@@ -197,7 +209,7 @@ def solve_share(found: Worker, theirs: list, matrices: list, rows: np.ndarray, c
     answers = None
     try:
         try:
-            found.send([matrices[b] for b in theirs], share_rows, share_cols, maximize, check_spread)
+            found.send([matrices[b] for b in theirs], share_rows, share_cols, maximize, check_spread, exact_side)
             sent = True
         except OSError:
             found.end()
@@ -205,7 +217,7 @@ def solve_share(found: Worker, theirs: list, matrices: list, rows: np.ndarray, c
         mine_solved = solve_mine()
         if sent:
             try:
-                errors, refused, col_of_row = found.receive(share_rows, share_cols)
+                errors, refused, inexact, col_of_row = found.receive(share_rows, share_cols)
             except (OSError, EOFError, pickle.UnpicklingError):
                 found.end()
             else:
@@ -216,6 +228,6 @@ def solve_share(found: Worker, theirs: list, matrices: list, rows: np.ndarray, c
     except BaseException:
         found.end()
         raise
-    if answers is None:  # this thread solves them; the caller checks their spread
-        return solve_here(theirs), mine_solved, None
-    return answers, mine_solved, refused
+    if answers is None:  # this thread solves them; the caller checks them
+        return solve_here(theirs), mine_solved, None, False
+    return answers, mine_solved, refused, inexact

@@ -23,13 +23,15 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...errors import LapInputError
-from ...work import SPREAD_OVERFLOWS
-from .member_values import check_float_spread
+from ...work import SPREAD_OVERFLOWS, float64_exact_dtype
+from .member_values import check_float_spread, integers_exact
 
 # _worker_split's estimates, µs (2-core CI machine): a member's solve, the worker's extra a member
-# and its late start; a start of 0 or 600 took as long as 300 on 1000 members of 1..40 × 1..40
+# and its late start (with the tall members given to the worker, 900 beat 300 and 600 on 1000 members
+# of 1..40 × 1..40: the worker scatters their columns; a batch of less than ~1 ms of solves stays
+# in this thread)
 SOLVE_US, ENTRY_US = 0.6, 0.026
-WORKER_EXTRA_US, WORKER_START_US = 1.0, 300.0
+WORKER_EXTRA_US, WORKER_START_US = 1.0, 900.0
 SHARED_FROM = 20 ** 3  # a member's entries × shorter side from which the two threads share it
 _HELPERS: dict[int, ThreadPoolExecutor] = {}  # process id -> its helper threads
 
@@ -47,14 +49,19 @@ def helpers(cpus: int) -> ThreadPoolExecutor:
 
 
 def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndarray, maximize: bool,
-                  answers: list, threads: bool, cpus: int, check_spread: bool = False) -> tuple[int, bool]:
+                  answers: list, threads: bool, cpus: int, check_spread: bool = False,
+                  verify_integers: bool = False) -> tuple[int, bool, bool]:
     """Store scipy's answer to each member ``b`` of ``indices`` (ascending; ``matrices[b]``,
     ``rows[b]`` × ``cols[b]``) in ``answers[b]``: (rows, cols), or the ValueError scipy raised.
     ``threads``: half the members go to the worker process where it is ready
     (lapcli.engines.cpu.member_process), else the large members are shared with the helper thread
     (see the module's docstring). ``check_spread``: refuse float members whose row spreads float64
     cannot hold (lapcli.engines.cpu.member_values.check_float_spread), raised once every member
-    is solved. Returns (the threads used, whether the worker process answered for a share)."""
+    is solved. ``verify_integers``: the members are integers of one dtype not checked yet that
+    float64 holds them exactly (lapcli.engines.cpu.member_values.integers_exact): each process
+    checks its own share, and where one is too wide the answers are not stored. Returns (the
+    threads used, whether the worker process answered for a share, whether integers were too
+    wide)."""
     from . import member_process
 
     found = member_process.worker() if threads and len(indices) > 1 else None
@@ -62,10 +69,13 @@ def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndar
     room = 8 * int((rows[theirs] * (cols[theirs] + 1)).sum()) <= member_process.WORKER_BYTES_UP_TO if theirs else False
     if room and found.busy.acquire(blocking=False):  # else too little work or too much, or another thread has it
         try:
-            answered = _with_worker(found, theirs, mine, matrices, rows, cols, maximize, answers, check_spread)
-            return 2, answered
+            answered, inexact = _with_worker(found, theirs, mine, matrices, rows, cols, maximize, answers,
+                                             check_spread, verify_integers)
+            return 2, answered, inexact
         finally:
             found.busy.release()
+    if verify_integers and not integers_exact([matrices[b] for b in indices], rows[indices], cols[indices]):
+        return 1, False, True
     shared: list = []
     if threads and len(indices) > 1:
         index = np.asarray(indices, dtype=np.int64)
@@ -79,7 +89,7 @@ def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndar
         if check is not None:
             check()
         _store(answers, indices, solved_here(indices, matrices, maximize))
-        return 1, False
+        return 1, False, False
     # alternate in order of work, for equal shares; each share solved in the list's order, which is
     # the order its matrices were made in, mostly: memory read forward (~0.1 ms of 1000 members)
     theirs, mine = sorted(shared[0::2]), sorted(shared[1::2])
@@ -89,52 +99,68 @@ def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndar
     _store(answers, theirs, helper.result())
     _store(answers, mine, solved)
     _store(answers, indices, small)
-    return 2, False
+    return 2, False, False
 
 
 def _with_worker(found, theirs: list, mine: list, matrices: list, rows: np.ndarray, cols: np.ndarray,
-                 maximize: bool, answers: list, check_spread: bool) -> bool:
-    """solve_members with the worker process: it solves ``theirs`` and checks their spreads; this
-    thread solves ``mine``, then checks their spreads. Returns whether the worker answered (else
-    this thread solved its share too)."""
+                 maximize: bool, answers: list, check_spread: bool, verify_integers: bool) -> tuple[bool, bool]:
+    """solve_members with the worker process: it checks ``theirs`` and solves them; this thread
+    checks ``mine`` and solves them. Returns (whether the worker answered, else this thread solved
+    its share too; whether integers were too wide: nothing stored then)."""
     from .member_process import solve_share
 
-    def solve_mine():  # its answers, and whether its share's spreads are refused (raised once the worker answered)
+    indices = theirs + mine
+    side = int(max(rows[indices].max(), cols[indices].max()))
+    exact_side = side if verify_integers and not float64_exact_dtype(matrices[indices[0]].dtype, side) else 0
+
+    def solve_mine():  # (answers, spreads refused, integers too wide): raised once the worker answered
+        if exact_side and not integers_exact([matrices[b] for b in mine], rows[mine], cols[mine]):
+            return [], False, True
         solved = solved_here(mine, matrices, maximize)
         try:
             if check_spread:
                 check_float_spread([matrices[b] for b in mine])
         except LapInputError:
-            return solved, True
-        return solved, False
+            return solved, True, False
+        return solved, False, False
 
-    theirs_solved, (mine_solved, refused_here), refused = solve_share(
-        found, theirs, matrices, rows, cols, maximize, check_spread, solve_mine,
+    theirs_solved, (mine_solved, refused_here, inexact_here), refused, inexact = solve_share(
+        found, theirs, matrices, rows, cols, maximize, check_spread, exact_side, solve_mine,
         lambda share: solved_here(share, matrices, maximize))
-    if check_spread and refused is None:  # the worker failed and this thread solved its share
-        check_float_spread([matrices[b] for b in theirs])
+    if refused is None:  # the worker failed and this thread solved its share: check it here
+        inexact = bool(exact_side) and not integers_exact([matrices[b] for b in theirs], rows[theirs], cols[theirs])
+        if check_spread:
+            check_float_spread([matrices[b] for b in theirs])
     if refused or refused_here:
         raise LapInputError(SPREAD_OVERFLOWS)
+    if inexact or inexact_here:
+        return refused is not None, True
     _store(answers, theirs, theirs_solved)
     _store(answers, mine, mine_solved)
-    return refused is not None
+    return refused is not None, False
 
 
 def _worker_split(index: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
-    """(the worker's members, this thread's), each ascending, of about equal time: in order of
-    estimated time, every other member to the worker, then its shortest ones back to this thread
-    until neither side is ahead. A member of r × c entries solves in about SOLVE_US + ENTRY_US·r·c
+    """(the worker's members, this thread's), each ascending, of about equal time: the tall members
+    (more rows than columns) to the worker, which returns each row's column, the others here,
+    whose scipy columns need nothing more (a tall member's answer here would be scattered
+    afterwards: lapcli.engines.cpu.member_answers); then the shortest members of the side ahead
+    move over until neither is. A member of r × c entries solves in about SOLVE_US + ENTRY_US·r·c
     µs (scipy, random floats, 1 to 40 a side); in the worker it costs WORKER_EXTRA_US more (its
     view, its answer's copy), and the worker starts WORKER_START_US late (the caller writes its
     members first)."""
     costs = SOLVE_US + ENTRY_US * (rows[index] * cols[index]).astype(np.float64)
-    order = np.argsort(-costs, kind="stable")
-    theirs, mine = order[0::2], order[1::2]
-    ahead = (WORKER_START_US + costs[theirs].sum() + WORKER_EXTRA_US * len(theirs) - costs[mine].sum())
-    # a member moved back takes its time off the worker and puts it on this thread: twice its cost
-    moved = int(np.searchsorted(np.cumsum(2 * costs[theirs[::-1]] + WORKER_EXTRA_US), ahead, side="right"))
-    if moved:
-        theirs, mine = theirs[:len(theirs) - moved], np.concatenate([mine, theirs[len(theirs) - moved:]])
+    tall = rows[index] > cols[index]
+    order = np.argsort(costs, kind="stable")  # shortest first: the ones to move
+    theirs, mine = order[tall[order]], order[~tall[order]]
+    ahead = WORKER_START_US + costs[theirs].sum() + WORKER_EXTRA_US * len(theirs) - costs[mine].sum()
+    # a member moved takes its time off one side and puts it on the other: twice its cost
+    if ahead > 0:
+        moved = int(np.searchsorted(np.cumsum(2 * costs[theirs] + WORKER_EXTRA_US), ahead, side="right"))
+        theirs, mine = theirs[moved:], np.concatenate([mine, theirs[:moved]])
+    else:
+        moved = int(np.searchsorted(np.cumsum(2 * costs[mine] + WORKER_EXTRA_US), -ahead, side="right"))
+        theirs, mine = np.concatenate([theirs, mine[:moved]]), mine[moved:]
     return np.sort(index[theirs]).tolist(), np.sort(index[mine]).tolist()
 
 

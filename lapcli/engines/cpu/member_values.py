@@ -38,6 +38,26 @@ def float64_copies(matrices: list) -> list | None:
     return [flat[end - m.size:end].reshape(m.shape) for m, end in zip(matrices, ends)]
 
 
+def integers_exact(matrices: list, rows: np.ndarray, cols: np.ndarray) -> bool:
+    """Whether scipy may be given these integer matrices (of ``rows`` × ``cols``) as they are (it
+    converts each to float64) and solve them exactly (lapcli.work.float64_exact): by their dtype
+    where its width says so, else by one scan of their values joined as they are (no conversion,
+    no copy a member). False where they mix dtypes, are booleans or hold more than
+    FLOAT_COPIES_UP_TO values."""
+    if not matrices or len({m.dtype for m in matrices}) != 1 or matrices[0].dtype.kind not in "iu":
+        return False
+    side = int(max(rows.max(), cols.max()))
+    if float64_exact_dtype(matrices[0].dtype, side):
+        return True
+    if int((rows * cols).sum()) > FLOAT_COPIES_UP_TO:
+        return False
+    try:
+        values = np.frombuffer(b"".join(matrices), dtype=matrices[0].dtype)
+    except (BufferError, ValueError, TypeError):  # a member that is not C-contiguous
+        values = np.concatenate([m.ravel() for m in matrices])
+    return float64_exact_magnitude(max(-float(values.min()), float(values.max())), side)
+
+
 def _end_to_end(matrices: list, total: int) -> np.ndarray:
     """The matrices' values end to end as float64 (``total`` of them, at most FLOAT_COPIES_UP_TO)
     in this thread's reused buffer: a view, good until this thread's next call. Fresh pages are

@@ -7,9 +7,10 @@ It reads requests (pickled) on stdin and answers each on what was stdout (pickle
 request's number); anything else written to stdout goes to stderr. The members' values and their
 answers live in that file:
 
-    [float64 values, member after member, row by row][int64 column of each row, member after member]
+    [values, member after member, row by row][int64 column of each row, member after member]
 
-where member k has rows[k] × cols[k] values and rows[k] columns (−1: a row without one, in a tall
+where member k has rows[k] × cols[k] values (float64, or 64-bit integers of one dtype, which
+scipy converts) and rows[k] columns (−1: a row without one, in a tall
 member or one scipy refused). It ends when stdin closes (the caller's process ended), and ignores
 Ctrl-C (the terminal sends it to the whole process group; the caller decides what it means).
 """
@@ -25,6 +26,7 @@ import sys
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from ...work import float64_exact_magnitude
 from .member_values import spread_overflows
 
 READY = b"lapcli member worker\n"
@@ -38,11 +40,11 @@ def layout(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return value_ends - sizes, row_ends - rows, int(value_ends[-1]), int(row_ends[-1])
 
 
-def views(buffer, rows: np.ndarray, cols: np.ndarray):
-    """(values, col_of_row): float64 and int64 views of the shared ``buffer`` laid out for the
-    members (:func:`layout`)."""
+def views(buffer, rows: np.ndarray, cols: np.ndarray, value_type: str = "<f8"):
+    """(values, col_of_row): views of the shared ``buffer`` laid out for the members
+    (:func:`layout`), the values of ``value_type`` (float64, or 64-bit integers), the columns int64."""
     _, _, values, all_rows = layout(rows, cols)
-    flat = np.frombuffer(buffer, dtype=np.float64, count=values)
+    flat = np.frombuffer(buffer, dtype=np.dtype(value_type), count=values)
     return flat, np.frombuffer(buffer, dtype=np.int64, count=all_rows, offset=8 * values)
 
 
@@ -51,14 +53,19 @@ def bytes_needed(rows: np.ndarray, cols: np.ndarray) -> int:
     return 8 * (values + all_rows)
 
 
-def solve_share(buffer, rows: np.ndarray, cols: np.ndarray, maximize: bool, check_spread: bool):
+def solve_share(buffer, rows: np.ndarray, cols: np.ndarray, maximize: bool, check_spread: bool,
+                value_type: str = "<f8", exact_side: int = 0):
     """Solve every member laid out in ``buffer``; write the column of each of its rows there.
-    Returns (errors, refused): scipy's ValueError messages as (member, message), and whether a
-    row's finite values span more than float64 holds (lapcli.engines.cpu.member_values.
-    spread_overflows; only with ``check_spread``)."""
+    Returns (errors, refused, inexact): scipy's ValueError messages as (member, message); whether
+    a row's finite values span more than float64 holds (lapcli.engines.cpu.member_values.
+    spread_overflows; only with ``check_spread``); and, with ``exact_side`` (integer members of
+    sides up to it), whether float64 might not hold their costs and paths exactly
+    (lapcli.work.float64_exact_magnitude): then nothing is solved, the caller solves them exactly."""
     value_starts, row_starts, _, _ = layout(rows, cols)
-    flat, col_of_row = views(buffer, rows, cols)
-    refused = bool(check_spread) and spread_overflows(flat, rows, cols)
+    flat, col_of_row = views(buffer, rows, cols, value_type)
+    if exact_side and not float64_exact_magnitude(max(-float(flat.min()), float(flat.max())), exact_side):
+        return [], False, True
+    refused = bool(check_spread) and flat.dtype.kind == "f" and spread_overflows(flat, rows, cols)
     matrices = [flat[start:start + r * c].reshape(r, c)
                 for start, r, c in zip(value_starts.tolist(), rows.tolist(), cols.tolist())]
     try:
@@ -73,7 +80,7 @@ def solve_share(buffer, rows: np.ndarray, cols: np.ndarray, maximize: bool, chec
         counts = np.fromiter(map(len, assigned), dtype=np.int64, count=len(assigned))
         at = np.repeat(row_starts[solved], counts) + np.concatenate(assigned)
         col_of_row[at] = np.concatenate([found[k][1] for k in solved])
-    return errors, refused
+    return errors, refused, False
 
 
 def _answer(matrix, maximize: bool):
@@ -94,10 +101,11 @@ def main(shared: int) -> None:
     mapped, mapped_size = None, 0
     while True:
         try:
-            sequence, size, rows, cols, maximize, check_spread = pickle.load(requests)
+            sequence, size, rows, cols, value_type, maximize, check_spread, exact_side = pickle.load(requests)
         except EOFError:
             return
         if size != mapped_size:  # the caller grew the file: map it again
             mapped, mapped_size = mmap.mmap(shared, size), size
-        pickle.dump((sequence, *solve_share(mapped, rows, cols, maximize, check_spread)), replies)
+        pickle.dump((sequence, *solve_share(mapped, rows, cols, maximize, check_spread, value_type, exact_side)),
+                    replies)
         replies.flush()
