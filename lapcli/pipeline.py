@@ -295,6 +295,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
             members = ragged.as_integers(members, dtype)
         packed = ragged.pack(members, maximize)
         problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
+        problem.maybe_infeasible = packed.own_forbidden
         solved = _solve_stack(problem, name, reason, start, timeout, device, objectives=objectives)
         col_ind = ragged.unpack(packed, solved.col_ind, members)
         sums, report = solved.objectives, solved.report

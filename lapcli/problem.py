@@ -70,6 +70,19 @@ def infeasiblemembers_text(stack, forbidden: np.ndarray, maximize: bool, xp) -> 
     return bad
 
 
+def own_forbidden(stack, real: np.ndarray, wide: np.ndarray, maximize: bool) -> np.ndarray:
+    """(B,) bool: the members of a packed float stack whose own entries (rows under ``real``,
+    columns under ``wide``), not the padding, hold the allowed infinity. One pass where the stack
+    lives; the feasibility matchings then run on those members alone (on every member, they took
+    ~0.27 ms each: 1000 small members 270 ms, against 10 ms for a scipy loop; H200 host)."""
+    xp = np if isinstance(stack, np.ndarray) else sys.modules["cupy"]  # a CuPy stack: CuPy is loaded
+    x = xp.arange(stack.shape[1])[None, :, None]
+    y = xp.arange(stack.shape[2])[None, None, :]
+    own = (x < xp.asarray(real)[:, None, None]) & (y < xp.asarray(wide)[:, None, None])
+    allowed = -np.inf if maximize else np.inf
+    return host(((stack == allowed) & own).any(axis=(1, 2)))
+
+
 @dataclass
 class Problem:
     """Validated costs (a matrix or a stack) and everything needed to solve them and map back."""
@@ -80,6 +93,9 @@ class Problem:
     requested_dtype: str | None = None
     origin: Origin | None = None  # where results go back (None: as NumPy, or CuPy for CuPy input)
     forbidden: np.ndarray | None = None  # (B,) bool per problem; None: the entries are not checked yet
+    # (B,) bool: the only problems whose feasibility needs a matching (a ragged stack's padding is
+    # forbidden but never makes a member infeasible: lapcli.ragged.pack); None: all that hold a forbidden entry
+    maybe_infeasible: np.ndarray | None = None
     _works: dict = field(default_factory=dict, repr=False)
     shape: tuple[int, int, int] = field(init=False, repr=False)  # (B, n, m); a matrix: (1, n, m)
 
@@ -137,7 +153,8 @@ class Problem:
         if copy.ndim == 2:
             copy = copy[None]
         forbidden = check_entries(copy, xp, self.maximize, single=not self.is_stack)
-        bad = infeasiblemembers_text(copy, forbidden, self.maximize, xp)
+        suspects = forbidden if self.maybe_infeasible is None else forbidden & self.maybe_infeasible
+        bad = infeasiblemembers_text(copy, suspects, self.maximize, xp)
         if bad:
             raise InfeasibleError() if not self.is_stack else InfeasibleError(
                 f"cost matrix is infeasible: {members_text(bad, self.shape[0])}")

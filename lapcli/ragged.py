@@ -25,8 +25,10 @@ import numpy as np
 
 from .arrays import Origin, as_array, is_cupy, is_torch, torch_stream_if_other
 from .errors import LapInputError
-from .problem import check_cost_dtype
+from .problem import check_cost_dtype, own_forbidden
 from .work import floats_as_integers
+
+TOO_WIDE = "integer costs too wide to pad a ragged batch exactly; solve a list of equal shapes, or use floats"
 
 
 @dataclass
@@ -244,6 +246,7 @@ class Packed:
     real_rows: np.ndarray  # p_i = min(rows, cols): the stack rows that are the member's
     table: Any = None  # on the device: per member (address, row stride, rows, cols, first pair)
     keep: Any = None  # what the table's asynchronous copy and the pack read, alive until the solve ends
+    own_forbidden: np.ndarray | None = None  # problem.own_forbidden where padding columns are forbidden
 
 
 def work_dtype(dtype: np.dtype) -> np.dtype:
@@ -267,7 +270,7 @@ def pack(members: Members, maximize: bool) -> Packed:
     if members.xp is np:
         members = flattened(members)
     if members.dtype == np.uint64 and members.flat.size and int(members.flat.max()) >= 2**63:
-        raise too_wide()
+        raise LapInputError(TOO_WIDE)
     if members.xp is np:
         return pack_twin(members, maximize, dtype, r_max, c_max, padding_columns)
     from .cuda import ragged_pack
@@ -283,12 +286,12 @@ def pack(members: Members, maximize: bool) -> Packed:
             flat, dtype = members.flat, np.dtype(np.int64)
             table, keep = ragged_pack.device_table(members, members.device_addresses())
         stack = ragged_pack.pack(dtype, table, len(members), r_max, c_max, forbidden)
-    return Packed(stack, tall, real, table, (keep, flat, members))
+    own = own_forbidden(stack, real, wide, maximize) if padding_columns and dtype.kind == "f" else None
+    return Packed(stack, tall, real, table, (keep, flat, members), own)
 
 
 def _concatenated(matrices, rows: np.ndarray, cols: np.ndarray, origin: Origin, xp, dtype=None) -> Members:
-    """Members as the values of one flat array of ``xp``: the matrices one after the other, each
-    in ``dtype`` (None: the common type of them all)."""
+    """Members as one flat array of ``xp``: the matrices one after the other, in ``dtype`` (None: theirs)."""
     flat = xp.concatenate([xp.asarray(m, dtype=dtype).reshape(-1) for m in matrices])
     offsets = np.concatenate([[0], np.cumsum(rows * cols)[:-1]]).astype(np.int64)
     return Members(flat, offsets, cols.copy(), rows, cols, origin)
@@ -343,12 +346,9 @@ def pack_twin(members: Members, maximize: bool, dtype, r_max: int, c_max: int, p
         if dtype == np.int32 and not -2**31 <= forbidden < 2**31:
             dtype, stack = np.dtype(np.int64), stack.astype(np.int64)
         stack = xp.where((x < real) & ~valid, dtype.type(forbidden), stack)
-    return Packed(stack, members.rows > members.cols, np.minimum(members.rows, members.cols))
-
-
-def too_wide() -> LapInputError:
-    return LapInputError("integer costs too wide to pad a ragged batch exactly; solve a list of equal shapes, "
-                         "or use floats")
+    sides = np.sort([members.rows, members.cols], axis=0)  # (shorter, longer) a member
+    own = own_forbidden(stack, *sides, maximize) if padding_columns and dtype.kind == "f" else None
+    return Packed(stack, members.rows > members.cols, sides[0], own_forbidden=own)
 
 
 def _integer_forbidden(stack, maximize: bool) -> int:
@@ -359,7 +359,7 @@ def _integer_forbidden(stack, maximize: bool) -> int:
     strictly cheaper, so an optimal answer takes none; the zeros only raise the bound."""
     big = int(stack.min()) - 1 if maximize else int(stack.max()) + 1
     if not -2**63 <= big < 2**63:
-        raise too_wide()
+        raise LapInputError(TOO_WIDE)
     return big
 
 

@@ -15,6 +15,16 @@ from lapcli.errors import InfeasibleError, LapInputError
 from .test_ragged import assert_loop_optimum, random_members
 
 
+def cpu_batch(matrices, **options):
+    """solve_batch by the CPU engine wherever the tests run (``auto`` takes a GPU where there is one)."""
+    return lapcli.solve_batch(matrices, solver="scipy-batch", **options)
+
+
+def cpu_columns(matrices, maximize=False):
+    """batch_linear_assignment's call without a GPU: the columns alone, one array a member."""
+    return cpu_batch(matrices, maximize=maximize, objectives=False, certify=False).col_ind
+
+
 def mixed_members(rng, count=600, largest=30):
     """Members of 0..largest a side, floats with a forbidden pair each, float32 and integer ones
     among them."""
@@ -27,10 +37,10 @@ def mixed_members(rng, count=600, largest=30):
 @pytest.mark.parametrize("maximize", [False, True])
 def test_the_worker_answers_as_a_scipy_loop(rng, worker_process, maximize):
     matrices = mixed_members(rng) if not maximize else random_members(rng, 600, 30, "float")
-    solution = lapcli.solve_batch(matrices, maximize=maximize)
+    solution = cpu_batch(matrices, maximize=maximize)
     assert solution.report.details.get("worker_process") is True
     assert_loop_optimum(matrices, solution.col_ind, solution.objectives, maximize)
-    columns = lapcli.batch_linear_assignment(matrices, maximize=maximize)  # one array a member
+    columns = cpu_columns(matrices, maximize=maximize)  # one array a member
     assert [c.tolist() for c in columns] == [np.asarray(c).tolist() for c in solution.col_ind]
 
 
@@ -47,17 +57,17 @@ def even_to_the_worker(monkeypatch):
 
 def test_the_worker_and_the_threads_give_the_same_answers(rng, worker_process, monkeypatch):
     matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(1, 41, (400, 2))]
-    by_worker = lapcli.solve_batch(matrices, objectives=False)
+    by_worker = cpu_batch(matrices, objectives=False)
     assert by_worker.report.details.get("worker_process") is True
     monkeypatch.setenv("LAPCLI_WORKER_PROCESS", "0")
-    by_threads = lapcli.solve_batch(matrices, objectives=False)
+    by_threads = cpu_batch(matrices, objectives=False)
     assert "worker_process" not in by_threads.report.details
     assert [np.asarray(c).tolist() for c in by_worker.col_ind] == [np.asarray(c).tolist() for c in by_threads.col_ind]
 
 
 def refusal(matrices):
     with pytest.raises((LapInputError, InfeasibleError, ValueError)) as caught:
-        lapcli.batch_linear_assignment(matrices)
+        cpu_columns(matrices)
     return type(caught.value), str(caught.value)
 
 
@@ -104,13 +114,13 @@ def test_integers_each_process_checks_and_a_wide_one_is_solved_exactly(rng, work
     converts to float64); where one member's costs are too wide for float64's paths, every
     integer member is solved exactly instead."""
     matrices = [rng.integers(-40, 60, (int(r), int(c))) for r, c in rng.integers(1, 30, (400, 2))]
-    solution = lapcli.solve_batch(matrices)
+    solution = cpu_batch(matrices)
     assert solution.report.details.get("worker_process") is True
     assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
     # float64 rounds 2^53 + 3 and 2^53 + 5 up to 2^53 + 4 and makes the worse matching look better
     wide = 2**53 + np.array([[3, 2], [5, 3]], dtype=np.int64)
     matrices[at] = wide
-    solution = lapcli.solve_batch(matrices)
+    solution = cpu_batch(matrices)
     cols = np.asarray(solution.col_ind[at])
     assert sum(int(wide[r, c]) for r, c in enumerate(cols.tolist())) == brute_force_optimum(wide)
     assert int(solution.objectives[at]) == brute_force_optimum(wide)
@@ -124,7 +134,7 @@ def thirty_members(rng):
 
 
 def assert_solved_without_the_worker(matrices, found):
-    solution = lapcli.solve_batch(matrices)
+    solution = cpu_batch(matrices)
     assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
     assert "worker_process" not in solution.report.details and found.dead
     return solution
@@ -184,7 +194,7 @@ def test_an_interrupted_call_ends_the_worker(rng, worker_process, monkeypatch, w
     else:
         monkeypatch.setattr(member_threads, "solved_here", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        lapcli.batch_linear_assignment(matrices)
+        cpu_columns(matrices)
     assert worker_process.dead and worker_process.process.poll() is not None
     monkeypatch.setattr(Worker, "send", send)
     monkeypatch.setattr(member_threads, "solved_here", solved)
@@ -196,7 +206,7 @@ def test_where_sigpipe_would_kill_the_caller_no_worker_is_used(rng, worker_proce
 
     default = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        solution = lapcli.solve_batch(thirty_members(rng))
+        solution = cpu_batch(thirty_members(rng))
     finally:
         signal.signal(signal.SIGPIPE, default)
     assert "worker_process" not in solution.report.details and worker_process.usable()
@@ -238,7 +248,7 @@ def test_a_forked_child_leaves_its_parents_worker_alone(rng, worker_process):
     assert os.waitstatus_to_exitcode(status) == 0
     assert worker_process.usable()
     matrices = thirty_members(rng)
-    solution = lapcli.solve_batch(matrices)
+    solution = cpu_batch(matrices)
     assert solution.report.details.get("worker_process") is True
     assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
 

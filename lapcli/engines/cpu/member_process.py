@@ -17,8 +17,9 @@ the threads (lapcli.engines.cpu.member_threads) until it has loaded NumPy and sc
 a program of its own (lapcli.engines.cpu.member_worker, run isolated on the caller's import
 path), not a multiprocessing child, so the caller's main module is never imported again in it.
 POSIX only; not used where SIGPIPE kills the process (a write to a dead worker would kill the
-caller) nor for shares past WORKER_BYTES_UP_TO; ``LAPCLI_WORKER_PROCESS=0`` turns it off. A worker that dies, or whose answer a Ctrl-C interrupts, is ended and not started again in
-that process: the threads solve from then on. A forked child starts its own.
+caller) nor for shares past WORKER_BYTES_UP_TO; ``LAPCLI_WORKER_PROCESS=0`` turns it off. A worker
+that dies, or whose answer a Ctrl-C interrupts, is ended and not started again in that process:
+the threads solve from then on. A forked child starts its own.
 """
 
 from __future__ import annotations
@@ -201,8 +202,8 @@ def solve_share(found: Worker, theirs: list, matrices: list, rows: np.ndarray, c
                 solve_here) -> tuple[list, Any, bool | None, bool]:
     """(answers to ``theirs``, ``solve_mine()``'s result, whether the worker refused a spread, or
     None where it did not answer, whether it found integers too wide for scipy and solved none):
-    the worker solves ``theirs`` while this thread runs ``solve_mine``. An answer is the column of each row (int64, −1: none), or the ValueError scipy
-    raised. Where the worker fails (no room for the file, gone, out of step), it is ended and
+    the worker solves ``theirs`` while this thread runs ``solve_mine``. An answer is the column of
+    each row (int64, −1: none), or the ValueError scipy raised. Where the worker fails (no room for the file, gone, out of step), it is ended and
     ``solve_here(theirs)`` gives their answers; anything raised meanwhile (Ctrl-C) ends it too,
     since a request may be in flight whose answer the next call would read."""
     share_rows, share_cols = rows[theirs], cols[theirs]
