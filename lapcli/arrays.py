@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import LapInputError
+
 
 @dataclass(frozen=True)
 class Origin:
@@ -132,3 +134,20 @@ def _cuda_view(tensor):
 
 _TORCH_GPU, _TORCH_CPU = Origin("torch", True), Origin("torch", False)
 _CUPY, _NUMPY = Origin("cupy", True), Origin("numpy", False)
+
+
+def stacked(matrices):
+    """A list of matrices of one shape as one stack of their own library (torch, CuPy), so that the
+    answer comes back as theirs; other lists (NumPy arrays, nested lists) as NumPy's."""
+    libraries = {type(m).__module__.split(".")[0] for m in matrices}
+    if libraries == {"torch"}:
+        import torch
+
+        return torch.stack(list(matrices))
+    if libraries == {"cupy"}:
+        import cupy
+
+        return cupy.stack(list(matrices))
+    if len(libraries & {"torch", "cupy"}):
+        raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
+    return matrices

@@ -29,7 +29,7 @@ from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
 from .errors import LapInputError
 from .problem import Problem, prepare
-from .arrays import padded, split_flat
+from .arrays import padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 
 
@@ -199,7 +199,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     if isinstance(costs, (list, tuple)) and costs:
         if not _one_shape(costs):
             return solve_members(ragged.from_list(costs), start=start, **options)
-        costs = ragged.stacked(costs)
+        costs = stacked(costs)
     problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)
     name, reason = choose(problem, solver)
     return _solve_stack(problem, name, reason, start, timeout, device, certify, objectives)
@@ -293,7 +293,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     else:
         if dtype is not None and np.dtype(dtype).kind in "iu" and np.dtype(members.dtype).kind == "f":
             members = ragged.as_integers(members, dtype)
-        packed = ragged.pack(members, maximize)
+        upload = device is None and registry.get(name).capabilities.device == "cuda"  # host members: packed there
+        packed = ragged.pack(members, maximize, upload)
         problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
         problem.maybe_infeasible = packed.own_forbidden
         solved = _solve_stack(problem, name, reason, start, timeout, device, objectives=objectives)
