@@ -147,7 +147,29 @@ def stacked(matrices):
     if libraries == {"cupy"}:
         import cupy
 
-        return cupy.stack(list(matrices))
+        common = common_dtype(matrices)  # int64 beside uint64: not NumPy's float64
+        return cupy.stack([m.astype(common, copy=False) for m in matrices])
     if len(libraries & {"torch", "cupy"}):
         raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
+    if all(isinstance(m, np.ndarray) for m in matrices):
+        common = common_dtype(matrices)  # int64 beside uint64: not NumPy's float64, which rounds past 2^53
+        if common != object:
+            return np.stack([m.astype(common, copy=False) for m in matrices])
     return matrices
+
+
+def common_dtype(matrices) -> np.dtype:
+    """The dtype a list's matrices share (NumPy's promotion), but int64 for 64-bit integers of both
+    signs, where NumPy promotes to float64 and would round costs past 2^53; refused where an
+    unsigned one holds 2^63 or more (no exact common type)."""
+    dtypes = {m.dtype for m in matrices}
+    try:
+        common = np.result_type(*dtypes)
+    except TypeError:  # no common type at all (strings beside numbers): the dtype checks name it
+        return np.dtype(object)
+    if common.kind != "f" or any(d.kind not in "biu" for d in dtypes):
+        return common
+    if any(m.dtype.kind == "u" and m.size and int(m.max()) >= 2**63 for m in matrices):
+        raise LapInputError("a list mixing signed and unsigned 64-bit integers holds costs of 2^63 or more: "
+                            "no integer type holds them all; solve those problems apart, or convert them")
+    return np.dtype(np.int64)

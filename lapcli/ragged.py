@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, is_cupy, is_torch, torch_stream_if_other
+from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, torch_stream_if_other
 from .errors import LapInputError
 from .problem import check_cost_dtype, own_forbidden
 from .work import floats_as_integers
@@ -170,15 +170,14 @@ def from_list(matrices) -> Members:
     shapes = [a.shape for a in values]  # one pass a property: 1000 members ~0.18 ms, not 0.25
     if set(map(len, shapes)) != {2}:
         raise LapInputError("every problem of a list must be a matrix (2-D)")
-    dtypes = {a.dtype for a in values}
-    for dtype in dtypes:  # as for one matrix: strings or objects are scipy's TypeError
+    for dtype in {a.dtype for a in values}:  # as for one matrix: strings or objects are scipy's TypeError
         check_cost_dtype(dtype)
     rows, cols = np.fromiter(chain.from_iterable(shapes), np.int64, 2 * len(shapes)).reshape(-1, 2).T.copy()
     if origin.on_gpu:
-        return _concatenated(values, rows, cols, origin, _cupy())
+        return _concatenated(values, rows, cols, origin, _cupy(), common_dtype(values))
     # host matrices stay as they are: the CPU engine solves each where it is
     return Members(None, np.zeros(len(values), dtype=np.int64), cols.copy(), rows, cols, origin, arrays=values,
-                   dtype=np.result_type(*dtypes))
+                   dtype=common_dtype(values))
 
 
 def from_padded(stack, sizes) -> Members:
@@ -257,7 +256,8 @@ def pack(members: Members, maximize: bool, upload: bool = False) -> Packed:
         members = flattened(members)
         if upload:  # a GPU engine solves them: packed there (the twin took ~35 ms of 1000 small members)
             members = replace(members, flat=_cupy().asarray(members.flat))
-    if members.dtype == np.uint64 and members.flat.size and int(members.flat.max()) >= 2**63:
+    unsigned64 = members.dtype.kind == "u" and members.dtype.itemsize == 8  # '>u8' too
+    if unsigned64 and members.flat.size and int(members.flat.max()) >= 2**63:
         raise LapInputError(TOO_WIDE)
     if members.xp is np:
         return pack_twin(members, maximize, dtype, r_max, c_max, padding_columns)

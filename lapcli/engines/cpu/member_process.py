@@ -203,9 +203,10 @@ def solve_share(found: Worker, theirs: list, matrices: list, rows: np.ndarray, c
     """(answers to ``theirs``, ``solve_mine()``'s result, whether the worker refused a spread, or
     None where it did not answer, whether it found integers too wide for scipy and solved none):
     the worker solves ``theirs`` while this thread runs ``solve_mine``. An answer is the column of
-    each row (int64, −1: none), or the ValueError scipy raised. Where the worker fails (no room for the file, gone, out of step), it is ended and
-    ``solve_here(theirs)`` gives their answers; anything raised meanwhile (Ctrl-C) ends it too,
-    since a request may be in flight whose answer the next call would read."""
+    each row (int64, −1: none), or the ValueError scipy raised. Where the worker fails (no room for
+    the file, gone, out of step), it is ended and ``solve_here(theirs)`` gives their answers;
+    anything raised meanwhile (Ctrl-C) ends it too, since a request may be in flight whose answer
+    the next call would read."""
     share_rows, share_cols = rows[theirs], cols[theirs]
     answers = None
     try:
