@@ -42,15 +42,12 @@ def integers_exact(matrices: list, rows: np.ndarray, cols: np.ndarray) -> bool:
     """Whether scipy may be given these integer matrices (of ``rows`` × ``cols``) as they are (it
     converts each to float64) and solve them exactly (lapcli.work.float64_exact): by their dtype
     where its width says so, else by one scan of their values joined as they are (no conversion,
-    no copy a member). False where they mix dtypes, are booleans or hold more than
-    FLOAT_COPIES_UP_TO values."""
+    no copy a member). False where they mix dtypes or are booleans."""
     if not matrices or len({m.dtype for m in matrices}) != 1 or matrices[0].dtype.kind not in "iu":
         return False
     side = int(max(rows.max(), cols.max()))
     if float64_exact_dtype(matrices[0].dtype, side):
         return True
-    if int((rows * cols).sum()) > FLOAT_COPIES_UP_TO:
-        return False
     try:
         values = np.frombuffer(b"".join(matrices), dtype=matrices[0].dtype)
     except (BufferError, ValueError, TypeError):  # a member that is not C-contiguous
