@@ -138,7 +138,8 @@ _CUPY, _NUMPY = Origin("cupy", True), Origin("numpy", False)
 
 def stacked(matrices):
     """A list of matrices of one shape as one stack of their own library (torch, CuPy), so that the
-    answer comes back as theirs; other lists (NumPy arrays, nested lists) as NumPy's."""
+    answer comes back as theirs; other lists (NumPy arrays, nested lists) as NumPy's; None where
+    their values share no exact type (common_dtype): then they are solved as a ragged list."""
     libraries = {type(m).__module__.split(".")[0] for m in matrices}
     if libraries == {"torch"}:
         import torch
@@ -148,20 +149,21 @@ def stacked(matrices):
         import cupy
 
         common = common_dtype(matrices)  # int64 beside uint64: not NumPy's float64
-        return cupy.stack([m.astype(common, copy=False) for m in matrices])
+        return cupy.stack([m.astype(common, copy=False) for m in matrices]) if common is not None else None
     if len(libraries & {"torch", "cupy"}):
         raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
     if all(isinstance(m, np.ndarray) for m in matrices):
         common = common_dtype(matrices)  # int64 beside uint64: not NumPy's float64, which rounds past 2^53
-        if common != object:
-            return np.stack([m.astype(common, copy=False) for m in matrices])
+        if common is None or common != object:
+            return np.stack([m.astype(common, copy=False) for m in matrices]) if common is not None else None
     return matrices
 
 
-def common_dtype(matrices) -> np.dtype:
-    """The dtype a list's matrices share (NumPy's promotion), but int64 for 64-bit integers of both
-    signs, where NumPy promotes to float64 and would round costs past 2^53; refused where an
-    unsigned one holds 2^63 or more (no exact common type)."""
+def common_dtype(matrices) -> np.dtype | None:
+    """The dtype a list's matrices share exactly: NumPy's promotion, but int64 for integers of both
+    signs up to 64 bits (NumPy promotes int64 beside uint64 to float64, which rounds costs past
+    2^53); None where an unsigned one holds 2^63 or more beside a signed one (no exact common type:
+    each is solved as it is, or refused where they must share one)."""
     dtypes = {m.dtype for m in matrices}
     try:
         common = np.result_type(*dtypes)
@@ -170,6 +172,5 @@ def common_dtype(matrices) -> np.dtype:
     if common.kind != "f" or any(d.kind not in "biu" for d in dtypes):
         return common
     if any(m.dtype.kind == "u" and m.size and int(m.max()) >= 2**63 for m in matrices):
-        raise LapInputError("a list mixing signed and unsigned 64-bit integers holds costs of 2^63 or more: "
-                            "no integer type holds them all; solve those problems apart, or convert them")
+        return None
     return np.dtype(np.int64)

@@ -197,9 +197,10 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     if sizes is not None:
         return solve_members(ragged.from_padded(costs, sizes), start=start, **options)
     if isinstance(costs, (list, tuple)) and costs:
-        if not _one_shape(costs):
+        stack = stacked(costs) if _one_shape(costs) else None
+        if stack is None:  # shapes, or values with no exact common type: member by member
             return solve_members(ragged.from_list(costs), start=start, **options)
-        costs = stacked(costs)
+        costs = stack
     problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)
     name, reason = choose(problem, solver)
     return _solve_stack(problem, name, reason, start, timeout, device, certify, objectives)

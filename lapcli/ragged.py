@@ -174,10 +174,14 @@ def from_list(matrices) -> Members:
         check_cost_dtype(dtype)
     rows, cols = np.fromiter(chain.from_iterable(shapes), np.int64, 2 * len(shapes)).reshape(-1, 2).T.copy()
     if origin.on_gpu:
+        if common_dtype(values) is None:
+            raise LapInputError(TOO_WIDE)
         return _concatenated(values, rows, cols, origin, _cupy(), common_dtype(values))
-    # host matrices stay as they are: the CPU engine solves each where it is
+    # host matrices stay as they are: the CPU engine solves each where it is (NumPy's float64 names
+    # integers of both signs past 2^63, which are refused where they must be packed together)
+    common = common_dtype(values)
     return Members(None, np.zeros(len(values), dtype=np.int64), cols.copy(), rows, cols, origin, arrays=values,
-                   dtype=common_dtype(values))
+                   dtype=np.result_type(*{a.dtype for a in values}) if common is None else common)
 
 
 def from_padded(stack, sizes) -> Members:
@@ -253,6 +257,9 @@ def pack(members: Members, maximize: bool, upload: bool = False) -> Packed:
     padding_columns = bool(((wide < c_max) & (real > 0)).any())  # some real row meets columns past its own
     dtype = work_dtype(members.dtype)
     if members.xp is np:
+        listed = members.arrays or []  # a host list's own matrices: integers of both signs past 2^63,
+        if listed and members.dtype.kind == "f" and all(a.dtype.kind in "biu" for a in listed):
+            raise LapInputError(TOO_WIDE)  # which float64 would round, have no common type to pack in
         members = flattened(members)
         if upload:  # a GPU engine solves them: packed there (the twin took ~35 ms of 1000 small members)
             members = replace(members, flat=_cupy().asarray(members.flat))

@@ -573,14 +573,18 @@ def test_a_packed_list_matches_only_the_members_whose_own_entries_are_forbidden(
 def test_int64_beside_uint64_is_never_rounded_through_float64():
     """NumPy promotes int64 beside uint64 to float64, which rounds 2^53 + 3 and 2^53 + 5 up to
     2^53 + 4 and makes the worse matching look better: a list mixing them is solved as int64,
-    of equal shapes (a stack) or not (int64 work requested), and refused where an unsigned cost
-    needs 2^63 or more."""
+    of equal shapes (a stack) or not (int64 work requested); where an unsigned cost needs 2^63
+    or more, each member is solved as it is (exactly), and packing them together is refused."""
     near = 2**53 + np.array([[3, 2], [5, 3]], dtype=np.int64)  # the optimum: the diagonal
     small = np.arange(4, dtype=np.uint64).reshape(2, 2)
     assert lapcli.solve_batch([near, small]).col_ind[0].tolist() == [0, 1]
     assert lapcli.solve_batch([near, small[:1]], dtype="int64").col_ind[0].tolist() == [0, 1]
-    with pytest.raises(LapInputError, match="signed and unsigned 64-bit"):
-        lapcli.solve_batch([near, np.full((2, 2), 2**63 + 5, dtype=np.uint64)])
+    huge = 2**63 + np.array([[12, 5], [5, 5]], dtype=np.uint64)  # the optimum: the other diagonal
+    solution = lapcli.solve_batch([near, huge])
+    assert [c.tolist() for c in solution.col_ind] == [[0, 1], [1, 0]]
+    assert solution.objectives.tolist() == [2**54 + 6, 2**64 + 10]
+    with pytest.raises(LapInputError, match="too wide to pad"):
+        lapcli.solve_batch([near, huge[:1]], dtype="float64")
 
 
 def test_big_endian_uint64_past_int64_is_refused_as_native_is():
