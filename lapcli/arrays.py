@@ -159,12 +159,12 @@ def stacked(matrices):
     return matrices
 
 
-def common_dtype(matrices) -> np.dtype | None:
+def common_dtype(matrices, dtypes: set | None = None) -> np.dtype | None:
     """The dtype a list's matrices share exactly: NumPy's promotion, but int64 for integers of both
     signs up to 64 bits (NumPy promotes int64 beside uint64 to float64, which rounds costs past
     2^53); None where an unsigned one holds 2^63 or more beside a signed one (no exact common type:
-    each is solved as it is, or refused where they must share one)."""
-    dtypes = {m.dtype for m in matrices}
+    each is solved as it is, or refused where they must share one). ``dtypes``: theirs, if known."""
+    dtypes = {m.dtype for m in matrices} if dtypes is None else dtypes
     try:
         common = np.result_type(*dtypes)
     except TypeError:  # no common type at all (strings beside numbers): the dtype checks name it

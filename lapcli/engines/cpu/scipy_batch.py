@@ -153,7 +153,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     costs = members.arrays if host_list else [host(members.member(b)) for b in range(batch)]
     begin = time.perf_counter()
     direct, integers = [], []  # members scipy solves as they are; integers that may need more
-    dtypes = {cost.dtype for cost in costs}
+    dtypes = members.dtypes if host_list and members.dtypes is not None else {cost.dtype for cost in costs}
     if len(dtypes) == 1:  # one dtype: the empty members told from the sizes (~0.1 ms for 1000 members)
         sizes = members.rows * members.cols
         kind = next(iter(dtypes)).kind
