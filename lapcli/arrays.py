@@ -145,18 +145,18 @@ def stacked(matrices):
         import torch
 
         return torch.stack(list(matrices))
+    if len(libraries & {"torch", "cupy"}) and libraries != {"cupy"}:
+        raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
+    if libraries != {"cupy"} and not all(isinstance(m, np.ndarray) for m in matrices):
+        return matrices  # nested lists: NumPy makes the stack
+    common = common_dtype(matrices)  # int64 beside uint64: not NumPy's float64, which rounds past 2^53
+    if common is None:
+        return None
     if libraries == {"cupy"}:
         import cupy
 
-        common = common_dtype(matrices)  # int64 beside uint64: not NumPy's float64
-        return cupy.stack([m.astype(common, copy=False) for m in matrices]) if common is not None else None
-    if len(libraries & {"torch", "cupy"}):
-        raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
-    if all(isinstance(m, np.ndarray) for m in matrices):
-        common = common_dtype(matrices)  # int64 beside uint64: not NumPy's float64, which rounds past 2^53
-        if common is None or common != object:
-            return np.stack([m.astype(common, copy=False) for m in matrices]) if common is not None else None
-    return matrices
+        return cupy.stack([m.astype(common, copy=False) for m in matrices])
+    return np.stack([m.astype(common, copy=False) for m in matrices]) if common != object else matrices
 
 
 def common_dtype(matrices, dtypes: set | None = None) -> np.dtype | None:

@@ -175,13 +175,13 @@ def from_list(matrices) -> Members:
     for dtype in dtypes:  # as for one matrix: strings or objects are scipy's TypeError
         check_cost_dtype(dtype)
     rows, cols = np.fromiter(chain.from_iterable(shapes), np.int64, 2 * len(shapes)).reshape(-1, 2).T.copy()
+    common = common_dtype(values, dtypes)  # None: integers of both signs past 2^63
     if origin.on_gpu:
-        if common_dtype(values, dtypes) is None:
+        if common is None:
             raise LapInputError(TOO_WIDE)
-        return _concatenated(values, rows, cols, origin, _cupy(), common_dtype(values, dtypes))
+        return _concatenated(values, rows, cols, origin, _cupy(), common)
     # host matrices stay as they are: the CPU engine solves each where it is (NumPy's float64 names
     # integers of both signs past 2^63, which are refused where they must be packed together)
-    common = common_dtype(values, dtypes)
     return Members(None, np.zeros(len(values), dtype=np.int64), cols.copy(), rows, cols, origin, arrays=values,
                    dtype=np.result_type(*dtypes) if common is None else common, dtypes=dtypes)
 
