@@ -79,34 +79,48 @@ def _stack_columns(stack: np.ndarray, maximize: bool) -> np.ndarray | None:
 
 
 def _list_columns(matrices, maximize: bool):
-    if not all(_looped_dtype(c.dtype) for c in matrices):
+    dtypes = {c.dtype for c in matrices}
+    if not all(_looped_dtype(dtype) for dtype in dtypes):
         return None
-    floats = [c for c in matrices if c.dtype.kind == "f" and c.size]
+    one_kind = len({dtype.kind for dtype in dtypes}) == 1  # no per-member sorting of floats from integers
+    kind = next(iter(dtypes)).kind
+    floats = (matrices if kind == "f" else []) if one_kind else [c for c in matrices if c.dtype.kind == "f"]
     if floats and not _moderate(values_end_to_end(floats)):  # float64: FLOAT_LOOP_LIMIT holds float32's too
         return None
-    solved_as = list(matrices)
-    integers = [b for b, c in enumerate(matrices) if c.dtype.kind in "iu" and c.size]
+    solved_as = matrices
+    integers = ([] if kind == "f" else list(range(len(matrices)))) if one_kind else \
+        [b for b, c in enumerate(matrices) if c.dtype.kind in "iu"]
     if integers:  # the member loop's float64 forms: converted and checked exact in one pass, or None
         copies = float64_copies([matrices[b] for b in integers])
         if copies is None:
             return None
+        solved_as = list(matrices)
         for b, values in zip(integers, copies):
             solved_as[b] = values
-    looped = []
+    looped, tall = [], []
     try:
         for matrix in solved_as:
             k, m = matrix.shape
-            if k <= m:
-                looped.append(scipy_lsa(matrix, maximize)[1].astype(np.int64, copy=False) if matrix.size
-                              else np.full(k, -1, dtype=np.int64))
+            if k <= m and m:  # every row assigned, in order: scipy's columns are the rows'
+                looped.append(scipy_lsa(matrix, maximize)[1])
+            elif k and m:  # a tall member: its rows' columns scattered below, all at once
+                tall.append((len(looped), scipy_lsa(matrix, maximize)))
+                looped.append(None)
             else:
-                cols = np.full(k, -1, dtype=np.int64)
-                if m:
-                    rows, taken = scipy_lsa(matrix, maximize)
-                    cols[rows] = taken
-                looped.append(cols)
+                looped.append(np.full(k, -1, dtype=np.int64))
     except ValueError:
         return None
+    if tall:  # one scatter for every tall member (~0.3 µs a member, against ~0.9 one by one)
+        lengths = np.fromiter((matrices[b].shape[0] for b, _ in tall), np.int64, len(tall))
+        starts = np.cumsum(lengths) - lengths
+        values = np.full(int(lengths.sum()), -1, dtype=np.int64)
+        found = [answer[0] for _, answer in tall]
+        counts = np.fromiter(map(len, found), np.int64, len(found))
+        values[np.repeat(starts, counts) + np.concatenate(found)] = np.concatenate([answer[1] for _, answer in tall])
+        for (b, _), start, length in zip(tall, starts.tolist(), lengths.tolist()):
+            looped[b] = values[start:start + length]
+    if looped and looped[0].dtype != np.int64:  # scipy's intp where it is not 64 bits
+        looped = [c.astype(np.int64) for c in looped]
     if all(c.shape == matrices[0].shape for c in matrices):
         return np.stack(looped)
     return looped
@@ -116,4 +130,5 @@ def _moderate(values: np.ndarray) -> bool:
     """Every float finite and, for float64, below FLOAT_LOOP_LIMIT in magnitude (NaN compares
     False; float32 values, finite, are far below it)."""
     limit = FLOAT_LOOP_LIMIT if values.dtype.itemsize == 8 else FLOAT32_MAX
-    return not values.size or bool(np.abs(values).max() <= limit)
+    # two reductions, no temporary |values| (NaN fails both comparisons)
+    return not values.size or bool(values.max() <= limit and values.min() >= -limit)
