@@ -23,7 +23,8 @@ def padded_columns(answers: list, rows: np.ndarray) -> np.ndarray:
     batch = len(answers)
     col_ind = np.full((batch, int(rows.max()) if batch else 0), -1, dtype=np.int64)
     solved = [b for b, answer in enumerate(answers) if answer is not None]
-    _scatter(col_ind.reshape(-1), [answers[b] for b in solved], np.asarray(solved, dtype=np.int64) * col_ind.shape[1])
+    starts = np.asarray(solved, dtype=np.int64) * col_ind.shape[1]
+    scatter_columns(col_ind.reshape(-1), [answers[b] for b in solved], starts)
     return col_ind
 
 
@@ -42,13 +43,13 @@ def member_columns(answers: list, rows: np.ndarray, cols: np.ndarray) -> list:
     starts = np.cumsum(lengths) - lengths
     values = np.full(int(lengths.sum()), -1, dtype=np.int64)
     assigned = [k for k, b in enumerate(rest) if answers[b] is not None]
-    _scatter(values, [answers[rest[k]] for k in assigned], starts[assigned])
+    scatter_columns(values, [answers[rest[k]] for k in assigned], starts[assigned])
     for b, start, length in zip(rest, starts.tolist(), lengths.tolist()):
         columns[b] = values[start:start + length]
     return columns
 
 
-def _scatter(out: np.ndarray, answers: list, starts: np.ndarray) -> None:
+def scatter_columns(out: np.ndarray, answers: list, starts: np.ndarray) -> None:
     """Each answer's columns into the flat ``out`` at its start plus its rows, in one assignment:
     ``out[starts[k] + rows_k] = cols_k`` for the k-th (rows_k, cols_k); an answer that is already
     the column of each row is copied in as it is (−1 included)."""

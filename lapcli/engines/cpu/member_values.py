@@ -31,8 +31,7 @@ def float64_copies(matrices: list) -> list | None:
         return None
     side = max(max(m.shape) for m in matrices)
     flat = _end_to_end(matrices, total)
-    if not (float64_exact_dtype(matrices[0].dtype, side)
-            or float64_exact_magnitude(max(-float(flat.min()), float(flat.max())), side)):
+    if not _exact(flat, matrices[0].dtype, side):
         return None
     ends = np.cumsum(sizes).tolist()
     return [flat[end - m.size:end].reshape(m.shape) for m, end in zip(matrices, ends)]
@@ -46,12 +45,16 @@ def integers_exact(matrices: list, rows: np.ndarray, cols: np.ndarray) -> bool:
     if not matrices or len({m.dtype for m in matrices}) != 1 or matrices[0].dtype.kind not in "iu":
         return False
     side = int(max(rows.max(), cols.max()))
-    if float64_exact_dtype(matrices[0].dtype, side):
+    return _exact(lambda: _joined(matrices, matrices[0].dtype), matrices[0].dtype, side)
+
+
+def _exact(values, dtype: np.dtype, side: int) -> bool:
+    """float64 holds integer costs of ``dtype`` (``values``: them end to end, or a function giving
+    them) and their paths' sums on sides up to ``side`` exactly: by the dtype's width, else by the
+    values' magnitude (lapcli.work.float64_exact)."""
+    if float64_exact_dtype(dtype, side):
         return True
-    try:
-        values = np.frombuffer(b"".join(matrices), dtype=matrices[0].dtype)
-    except (BufferError, ValueError, TypeError):  # a member that is not C-contiguous
-        values = np.concatenate([m.ravel() for m in matrices])
+    values = values() if callable(values) else values
     return float64_exact_magnitude(max(-float(values.min()), float(values.max())), side)
 
 
@@ -135,11 +138,18 @@ def _float64_end_to_end(matrices: list, native: bool) -> np.ndarray:
     Never this thread's reused buffer (_end_to_end): in the caller's thread it holds the integer
     members' float64 copies until they are solved, and writing it there changed their answers."""
     if native:
-        try:
-            return np.frombuffer(b"".join(matrices), dtype=FLOAT64)
-        except (BufferError, ValueError, TypeError):  # a member that is not C-contiguous
-            pass
+        return _joined(matrices, FLOAT64)
     return np.concatenate([m.ravel() for m in matrices]).astype(FLOAT64, copy=False)
+
+
+def _joined(matrices: list, dtype: np.dtype) -> np.ndarray:
+    """The values of matrices all of ``dtype``, end to end in a new array: their bytes joined (one
+    copy, which lets go of the GIL where it is large), or concatenated where a member is not
+    C-contiguous."""
+    try:
+        return np.frombuffer(b"".join(matrices), dtype=dtype)
+    except (BufferError, ValueError, TypeError):  # a member that is not C-contiguous
+        return np.concatenate([m.ravel() for m in matrices]).astype(dtype, copy=False)
 
 
 _FLOAT_BUFFER = threading.local()  # _end_to_end's buffer: a thread's own, kept between calls

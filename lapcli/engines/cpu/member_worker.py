@@ -27,6 +27,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ...work import float64_exact_magnitude
+from .member_answers import scatter_columns
 from .member_values import spread_overflows
 
 READY = b"lapcli member worker\n"
@@ -75,11 +76,7 @@ def solve_share(buffer, rows: np.ndarray, cols: np.ndarray, maximize: bool, chec
     errors = [(k, str(answer)) for k, answer in enumerate(found) if type(answer) is not tuple]
     solved = [k for k, answer in enumerate(found) if type(answer) is tuple]
     col_of_row.fill(-1)
-    if solved:  # one scatter: member k's row r is at row_starts[k] + r
-        assigned = [found[k][0] for k in solved]
-        counts = np.fromiter(map(len, assigned), dtype=np.int64, count=len(assigned))
-        at = np.repeat(row_starts[solved], counts) + np.concatenate(assigned)
-        col_of_row[at] = np.concatenate([found[k][1] for k in solved])
+    scatter_columns(col_of_row, [found[k] for k in solved], row_starts[solved])  # member k's row r: row_starts[k] + r
     return errors, refused, False
 
 
