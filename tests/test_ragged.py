@@ -592,3 +592,11 @@ def test_big_endian_uint64_past_int64_is_refused_as_native_is():
     for layout in (stack, stack.astype(np.uint64)):
         with pytest.raises(LapInputError, match="too wide to pad"):
             lapcli.solve_batch(layout, sizes=([2, 3], [3, 2]), dtype="int64")
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.float64])
+def test_a_short_list_of_empty_members_comes_back_empty(dtype):
+    """Members with no entries (0 × 3, 2 × 0) give each row −1, with nothing to scan (an integer
+    list's exactness check once took the minimum of no values)."""
+    columns = lapcli.batch_linear_assignment([np.zeros((0, 3), dtype), np.zeros((2, 0), dtype)])
+    assert [c.tolist() for c in columns] == [[], [-1, -1]]

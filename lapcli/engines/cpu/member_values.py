@@ -55,7 +55,7 @@ def _exact(values, dtype: np.dtype, side: int) -> bool:
     if float64_exact_dtype(dtype, side):
         return True
     values = values() if callable(values) else values
-    return float64_exact_magnitude(max(-float(values.min()), float(values.max())), side)
+    return not values.size or float64_exact_magnitude(max(-float(values.min()), float(values.max())), side)
 
 
 def _end_to_end(matrices: list, total: int) -> np.ndarray:
