@@ -271,6 +271,29 @@ def test_without_a_gpu_small_batches_are_a_plain_scipy_loop(rng, monkeypatch, no
     assert isinstance(one_shape, np.ndarray) and one_shape.shape == (5, 3)
 
 
+def test_without_a_gpu_a_long_list_of_small_members_stays_in_the_loop(rng, monkeypatch, no_gpu):
+    """A ragged list goes to the pipeline's second process or thread only where its members are
+    large enough to pay for the split (64 entries on average, 150K in all), whatever their count:
+    300 members of 1..8 × 1..8 are the loop's, 300 of 20..40 × 20..40 the pipeline's; both answer
+    as a scipy loop."""
+    import lapcli.api
+    from lapcli.engines.cpu import scipy_loop as loop_engine
+
+    monkeypatch.setattr(loop_engine, "CPUS", 2)
+    calls = []
+    solve = lapcli.api.solve_batch
+    monkeypatch.setattr(lapcli.api, "solve_batch", lambda *a, **k: calls.append(k) or solve(*a, **k))
+    for sides, piped in (((1, 9), False), ((20, 41), True)):
+        matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(*sides, (300, 2))]
+        calls.clear()
+        listed = batch_linear_assignment(matrices)
+        assert len(calls) == piped
+        for matrix, cols in zip(matrices, listed):
+            rows, columns = scipy_lsa(matrix)
+            assert np.array_equal(np.flatnonzero(cols >= 0), rows)
+            assert matrix[rows, cols[rows]].sum() == pytest.approx(matrix[rows, columns].sum())
+
+
 def test_without_a_gpu_what_scipy_would_get_wrong_goes_through_the_pipeline(rng, monkeypatch, no_gpu):
     """The loop declines what the pipeline must see: 64-bit integers float64 cannot sum (scipy
     rounds 2^60 + 1 to 2^60 and picks the wrong pair), floats near float64's overflow (scipy's
@@ -289,6 +312,10 @@ def test_without_a_gpu_what_scipy_would_get_wrong_goes_through_the_pipeline(rng,
         batch_linear_assignment(huge)
     with pytest.raises(ValueError, match="overflows float64"):
         batch_linear_assignment([huge[0], huge[0, :2]])
+    for listed in ([rng.random((2, 3)), np.asfortranarray(huge[0])],  # a member not C-contiguous: its values scanned all the same
+                   [rng.random((2, 3)).astype(np.float32), huge[0, :2]]):  # two float dtypes
+        with pytest.raises(ValueError, match="overflows float64"):
+            batch_linear_assignment(listed)
     with pytest.raises(ValueError, match="overflows float64"):  # the CPU's ragged members, as the stacks
         solve_batch([huge[0], huge[0, :2]])
     assert solve_batch([huge[0] / 10, huge[0, :2] / 10]).col_ind[0].tolist() == [0, 1, 2]

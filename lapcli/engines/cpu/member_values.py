@@ -45,7 +45,7 @@ def integers_exact(matrices: list, rows: np.ndarray, cols: np.ndarray) -> bool:
     if not matrices or len({m.dtype for m in matrices}) != 1 or matrices[0].dtype.kind not in "iu":
         return False
     side = int(max(rows.max(), cols.max()))
-    return _exact(lambda: _joined(matrices, matrices[0].dtype), matrices[0].dtype, side)
+    return _exact(lambda: joined(matrices, matrices[0].dtype), matrices[0].dtype, side)
 
 
 def _exact(values, dtype: np.dtype, side: int) -> bool:
@@ -138,11 +138,11 @@ def _float64_end_to_end(matrices: list, native: bool) -> np.ndarray:
     Never this thread's reused buffer (_end_to_end): in the caller's thread it holds the integer
     members' float64 copies until they are solved, and writing it there changed their answers."""
     if native:
-        return _joined(matrices, FLOAT64)
+        return joined(matrices, FLOAT64)
     return np.concatenate([m.ravel() for m in matrices]).astype(FLOAT64, copy=False)
 
 
-def _joined(matrices: list, dtype: np.dtype) -> np.ndarray:
+def joined(matrices: list, dtype: np.dtype) -> np.ndarray:
     """The values of matrices all of ``dtype``, end to end in a new array: their bytes joined (one
     copy, which lets go of the GIL where it is large), or concatenated where a member is not
     C-contiguous."""

@@ -3,7 +3,8 @@
 
 Without a GPU ``auto`` gives a batch to ``scipy-batch``, which solves the same scipy calls over
 the pipeline's work stack (transposes, float reduction, sentinels), and on two threads only from
-64K entries a stack (256 members a ragged list). Below that, the pipeline's preparation and
+64K entries a stack (for a ragged list: 256 members of 64 entries on average, 150K in all).
+Below that, the pipeline's preparation and
 bookkeeping are the time: ~35 µs a call against 5 µs for a loop over two 16 × 16 problems, 2–13×
 a plain scipy loop for small stacks and lists (2-core CI machine). ``columns`` is that loop, on
 the caller's arrays, in the pipeline's result layout. It declines (None) whatever the pipeline
@@ -13,14 +14,12 @@ float64's overflow, batches large enough for the threads, and any problem scipy 
 
 from __future__ import annotations
 
-from itertools import chain
-
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...work import float64_exact
-from .member_answers import member_columns
-from .member_values import float64_copies, values_end_to_end
+from .member_answers import fill_scattered
+from .member_values import float64_copies, joined, values_end_to_end
 from .scipy_batch import CPUS, MEMBER_THREADS_FROM, SERIAL_BELOW, THREADS_FROM
 
 # The element types scipy solves as they are (it converts to float64): float32 and float64, and
@@ -32,6 +31,7 @@ LOOPED_FLOATS = "fd"
 # the pipeline too, which checks the finite costs' spread before it marks them.
 FLOAT_LOOP_LIMIT = 1e290
 FLOAT32_MAX = np.finfo(np.float32).max
+SHARED_MEAN_ENTRIES, SHARED_ENTRIES = 64, 150_000  # _list_shared's measured crossover
 
 
 def columns(costs, maximize: bool):
@@ -50,11 +50,27 @@ def columns(costs, maximize: bool):
         looped = _stack_columns(stack, maximize)
         return None if looped is None else __import__("torch").from_numpy(looped)
     if isinstance(costs, (list, tuple)) and costs:
-        if CPUS > 1 and len(costs) >= MEMBER_THREADS_FROM:  # the pipeline's threads pay: told before any scan
-            return None
-        if all(type(c) is np.ndarray and c.ndim == 2 for c in costs):
+        if all(type(c) is np.ndarray and c.ndim == 2 for c in costs) and not _list_shared(costs):
             return _list_columns(costs, maximize)
     return None
+
+
+def _list_shared(matrices: list) -> bool:
+    """Whether a list is for the pipeline's two processes or threads (lapcli.engines.cpu.
+    member_threads) rather than this loop: from MEMBER_THREADS_FROM members of SHARED_MEAN_ENTRIES
+    entries on average and SHARED_ENTRIES in all. The pipeline's own work a member (its checks,
+    the split, the worker's copy, views and answers) is about a small member's solve, which the
+    second core pays back only where the members are larger and many. 2-core CI machine, float64
+    U[0, 1) members of 1..S × 1..S, ms, scipy loop / this loop / the pipeline with the worker:
+    1000 × 1..8 (21 entries on average) 1.22 / 1.90 / 2.91; 10000 × 1..8 13.0 / 20.0 / 22.0;
+    4000 × 1..12 (42) 6.89 / 9.87 / 10.2; 2000 × 1..16 (73) 4.50 / 6.37 / 6.21; 3000 × 1..16
+    7.0–7.3 / 10.1 / 9.4–9.6 (whole calls); 1000 × 1..20 (114) 2.98 / 4.07 / 3.98; 1000 × 1..24
+    (162) 3.76 / 4.96 / 4.41; 300 × 1..30 (258) 1.59 / 2.04 / 2.20; 1000 × 1..30 5.21 / 6.70 /
+    5.48."""
+    if CPUS < 2 or len(matrices) < MEMBER_THREADS_FROM:
+        return False
+    entries = sum(m.size for m in matrices)
+    return entries >= SHARED_MEAN_ENTRIES * len(matrices) and entries >= SHARED_ENTRIES
 
 
 def _looped_dtype(dtype: np.dtype) -> bool:
@@ -88,7 +104,7 @@ def _list_columns(matrices, maximize: bool):
     one_kind = len({dtype.kind for dtype in dtypes}) == 1  # no per-member sorting of floats from integers
     kind = next(iter(dtypes)).kind
     floats = (matrices if kind == "f" else []) if one_kind else [c for c in matrices if c.dtype.kind == "f"]
-    if floats and not _moderate(values_end_to_end(floats)):  # float64: FLOAT_LOOP_LIMIT holds float32's too
+    if floats and not _moderate_floats(floats, dtypes if one_kind else {c.dtype for c in floats}):
         return None
     solved_as = matrices
     integers = ([] if kind == "f" else list(range(len(matrices)))) if one_kind else \
@@ -100,17 +116,36 @@ def _list_columns(matrices, maximize: bool):
         solved_as = list(matrices)
         for b, values in zip(integers, copies):
             solved_as[b] = values
+    # scipy's columns are the answer where every row is assigned (rows <= cols, in order); the
+    # rest (tall and empty members) are noted as the loop meets them and scattered at once after
+    looped, rest, lengths, answers = [], [], [], []
     try:
-        answers = [scipy_lsa(matrix, maximize) if matrix.size else None for matrix in solved_as]
+        for matrix in solved_as:
+            rows, cols = matrix.shape
+            if 0 < rows <= cols:
+                looped.append(scipy_lsa(matrix, maximize)[1])
+                continue
+            rest.append(len(looped))
+            lengths.append(rows)
+            answers.append(scipy_lsa(matrix, maximize) if cols else None)
+            looped.append(None)
     except ValueError:
         return None
-    sides = np.fromiter(chain.from_iterable(m.shape for m in matrices), np.int64, 2 * len(matrices))
-    looped = member_columns(answers, sides[0::2], sides[1::2])  # tall and empty members: one scatter
+    fill_scattered(looped, rest, lengths, answers)
     if looped and looped[0].dtype != np.int64:  # scipy's intp where it is not 64 bits
         looped = [c.astype(np.int64) for c in looped]
     if all(c.shape == matrices[0].shape for c in matrices):
         return np.stack(looped)
     return looped
+
+
+def _moderate_floats(floats: list, dtypes: set) -> bool:
+    """_moderate over the float members' values, scanned once: their bytes joined where they share
+    one dtype (np.concatenate cost ~0.3 µs a member, a quarter of a small member's solve; the
+    join ~0.05 µs), else concatenated as float64."""
+    if len(dtypes) == 1:
+        return _moderate(joined(floats, next(iter(dtypes))))
+    return _moderate(values_end_to_end(floats))
 
 
 def _moderate(values: np.ndarray) -> bool:
