@@ -452,8 +452,9 @@ def test_no_matrix_is_allocated(rng):
 
     pool = cupy.get_default_memory_pool()
     pool.free_all_blocks()
+    held = pool.total_bytes()  # arrays other code still holds (a test's traceback, a cache)
     a, b = rng.random((2000, 2)), rng.random((30000, 2))
     solution = lapcli.solve_points(a, b, solver="cuda-sap")
     assert solution.report.certified and len(solution.row_ind) == 2000
-    assert pool.total_bytes() < 16 * 2**20
+    assert pool.total_bytes() - held < 16 * 2**20  # the pool keeps what the solve allocated: its peak
     assert len(np.unique(solution.col_ind)) == 2000
