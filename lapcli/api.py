@@ -80,9 +80,10 @@ def batch_linear_assignment(costs, maximize: bool = False, sizes=None):
     rest of the stack is not read. A list of matrices of any shapes gives a list of results.
 
     Without a GPU ``auto`` runs scipy, and as in ``linear_sum_assignment`` the columns are all
-    this returns: they are not certified (``solve_batch`` certifies), and a batch too small for the
-    pipeline's threads is solved by a plain scipy loop on the caller's arrays
-    (lapcli.engines.cpu.scipy_loop), never slower than one."""
+    this returns: they are not certified (``solve_batch`` certifies), and a batch the pipeline's
+    threads or worker process would not speed up is solved by a scipy loop on the caller's arrays
+    (lapcli.engines.cpu.scipy_loop; a list of members of a few entries takes up to ~1.8× a bare
+    loop's time there, which returns scipy's pairs, not each row's column: docs/benchmarks.md)."""
     if sizes is None and not cuda_status()[0]:
         from .engines.cpu import scipy_loop  # here: scipy.optimize is not imported with lapcli
 

@@ -274,8 +274,8 @@ def test_without_a_gpu_small_batches_are_a_plain_scipy_loop(rng, monkeypatch, no
 def test_without_a_gpu_a_long_list_of_small_members_stays_in_the_loop(rng, monkeypatch, no_gpu):
     """A ragged list goes to the pipeline's second process or thread only where its members are
     large enough to pay for the split (64 entries on average, 150K in all), whatever their count:
-    300 members of 1..8 × 1..8 are the loop's, 300 of 20..40 × 20..40 the pipeline's; both answer
-    as a scipy loop."""
+    300 members of 1..8 × 1..8 (small ones) and of 10..14 × 10..14 (too few entries in all) are
+    the loop's, 300 of 25..40 × 25..40 the pipeline's; all answer as a scipy loop."""
     import lapcli.api
     from lapcli.engines.cpu import scipy_loop as loop_engine
 
@@ -283,7 +283,7 @@ def test_without_a_gpu_a_long_list_of_small_members_stays_in_the_loop(rng, monke
     calls = []
     solve = lapcli.api.solve_batch
     monkeypatch.setattr(lapcli.api, "solve_batch", lambda *a, **k: calls.append(k) or solve(*a, **k))
-    for sides, piped in (((1, 9), False), ((20, 41), True)):
+    for sides, piped in (((1, 9), False), ((10, 15), False), ((25, 41), True)):
         matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(*sides, (300, 2))]
         calls.clear()
         listed = batch_linear_assignment(matrices)

@@ -2,14 +2,15 @@
 ``batch_linear_assignment`` runs without a GPU where the pipeline would add only its fixed cost.
 
 Without a GPU ``auto`` gives a batch to ``scipy-batch``, which solves the same scipy calls over
-the pipeline's work stack (transposes, float reduction, sentinels), and on two threads only from
-64K entries a stack (for a ragged list: 256 members of 64 entries on average, 150K in all).
-Below that, the pipeline's preparation and
-bookkeeping are the time: ~35 µs a call against 5 µs for a loop over two 16 × 16 problems, 2–13×
-a plain scipy loop for small stacks and lists (2-core CI machine). ``columns`` is that loop, on
-the caller's arrays, in the pipeline's result layout. It declines (None) whatever the pipeline
-must see: other inputs, integers float64 cannot sum exactly, floats that are not finite or near
-float64's overflow, batches large enough for the threads, and any problem scipy refuses.
+the pipeline's work stack (transposes, float reduction, sentinels), on two threads from 64K
+entries a stack, and a ragged list's members beside its worker process from 256 members. For
+small stacks and lists the pipeline's preparation and bookkeeping are the time: ~35 µs a call
+against 5 µs for a loop over two 16 × 16 problems, 2–13× a plain scipy loop (2-core CI machine);
+and a list of small members gains less from the worker than the split costs (_list_shared).
+``columns`` is that loop, on the caller's arrays, in the pipeline's result layout. It declines
+(None) whatever the pipeline must see: other inputs, integers float64 cannot sum exactly, floats
+that are not finite or near float64's overflow, stacks large enough for the threads, lists past
+_list_shared's crossover, and any problem scipy refuses.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ LOOPED_FLOATS = "fd"
 FLOAT_LOOP_LIMIT = 1e290
 FLOAT32_MAX = np.finfo(np.float32).max
 SHARED_MEAN_ENTRIES, SHARED_ENTRIES = 64, 150_000  # _list_shared's measured crossover
+INTP_IS_INT64 = np.dtype(np.intp) == np.int64
 
 
 def columns(costs, maximize: bool):
@@ -127,13 +129,13 @@ def _list_columns(matrices, maximize: bool):
                 continue
             rest.append(len(looped))
             lengths.append(rows)
-            answers.append(scipy_lsa(matrix, maximize) if cols else None)
+            answers.append(scipy_lsa(matrix, maximize) if rows and cols else None)
             looped.append(None)
     except ValueError:
         return None
     fill_scattered(looped, rest, lengths, answers)
-    if looped and looped[0].dtype != np.int64:  # scipy's intp where it is not 64 bits
-        looped = [c.astype(np.int64) for c in looped]
+    if not INTP_IS_INT64:  # scipy's columns are intp
+        looped = [c.astype(np.int64, copy=False) for c in looped]
     if all(c.shape == matrices[0].shape for c in matrices):
         return np.stack(looped)
     return looped
