@@ -312,8 +312,9 @@ def test_without_a_gpu_what_scipy_would_get_wrong_goes_through_the_pipeline(rng,
         batch_linear_assignment(huge)
     with pytest.raises(ValueError, match="overflows float64"):
         batch_linear_assignment([huge[0], huge[0, :2]])
-    for listed in ([rng.random((2, 3)), np.asfortranarray(huge[0])],  # a member not C-contiguous: its values scanned all the same
-                   [rng.random((2, 3)).astype(np.float32), huge[0, :2]]):  # two float dtypes
+    # a member not C-contiguous (its values scanned all the same), and two float dtypes
+    for listed in ([rng.random((2, 3)), np.asfortranarray(huge[0])],
+                   [rng.random((2, 3)).astype(np.float32), huge[0, :2]]):
         with pytest.raises(ValueError, match="overflows float64"):
             batch_linear_assignment(listed)
     with pytest.raises(ValueError, match="overflows float64"):  # the CPU's ragged members, as the stacks

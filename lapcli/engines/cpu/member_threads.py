@@ -57,11 +57,11 @@ def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndar
     estimated time: _worker_split; lapcli.engines.cpu.member_process), else the large members are
     shared with the helper thread (see the module's docstring). ``check_spread``: refuse float
     members whose row spreads float64 cannot hold (lapcli.engines.cpu.member_values.
-    check_float_spread), raised once every member is solved. ``verify_integers``: the members are integers of one dtype not checked yet that
-    float64 holds them exactly (lapcli.engines.cpu.member_values.integers_exact): each process
-    checks its own share, and where one is too wide the answers are not stored. Returns (the
-    threads used, whether the worker process answered for a share, whether integers were too
-    wide)."""
+    check_float_spread), raised once every member is solved. ``verify_integers``: the members are
+    integers of one dtype not checked yet that float64 holds them exactly (lapcli.engines.cpu.
+    member_values.integers_exact): each process checks its own share, and where one is too wide
+    the answers are not stored. Returns (the threads used, whether the worker process answered for
+    a share, whether integers were too wide)."""
     from . import member_process
 
     found = member_process.worker() if threads and len(indices) > 1 else None
