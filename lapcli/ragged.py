@@ -269,22 +269,25 @@ def pack(members: Members, maximize: bool, upload: bool = False) -> Packed:
     if unsigned64 and members.flat.size and int(members.flat.max()) >= 2**63:
         raise LapInputError(TOO_WIDE)
     if members.xp is np:
-        return pack_twin(members, maximize, dtype, r_max, c_max, padding_columns)
-    from .cuda import ragged_pack
+        packed = pack_twin(members, maximize, dtype, r_max, c_max, padding_columns)
+    else:
+        from .cuda import ragged_pack
 
-    flat = members.flat.astype(dtype, copy=False) if members.flat is not None else None
-    table, keep = ragged_pack.device_table(members, members.device_addresses(flat))
-    forbidden = (-np.inf if maximize else np.inf) if dtype.kind == "f" else 0
-    stack = ragged_pack.pack(dtype, table, len(members), r_max, c_max, forbidden)
-    if padding_columns and dtype.kind != "f":  # the real costs' extreme is known once they are packed
-        forbidden = _integer_forbidden(stack, maximize)
-        if dtype == np.int32 and not -2**31 <= forbidden < 2**31:  # int64 work: the members widened first
-            members = _widened(members)
-            flat, dtype = members.flat, np.dtype(np.int64)
-            table, keep = ragged_pack.device_table(members, members.device_addresses())
+        flat = members.flat.astype(dtype, copy=False) if members.flat is not None else None
+        table, keep = ragged_pack.device_table(members, members.device_addresses(flat))
+        forbidden = (-np.inf if maximize else np.inf) if dtype.kind == "f" else 0
         stack = ragged_pack.pack(dtype, table, len(members), r_max, c_max, forbidden)
-    own = own_forbidden(stack, real, wide, maximize) if padding_columns and dtype.kind == "f" else None
-    return Packed(stack, tall, real, table, (keep, flat, members), own)
+        if padding_columns and dtype.kind != "f":  # the real costs' extreme is known once they are packed
+            forbidden = _integer_forbidden(stack, maximize)
+            if dtype == np.int32 and not -2**31 <= forbidden < 2**31:  # int64 work: the members widened first
+                members = _widened(members)
+                flat, dtype = members.flat, np.dtype(np.int64)
+                table, keep = ragged_pack.device_table(members, members.device_addresses())
+            stack = ragged_pack.pack(dtype, table, len(members), r_max, c_max, forbidden)
+        packed = Packed(stack, tall, real, table, (keep, flat, members))
+    if padding_columns and packed.stack.dtype.kind == "f":  # +inf padding: only the members' own count
+        packed.own_forbidden = own_forbidden(packed.stack, real, wide, maximize)
+    return packed
 
 
 def _concatenated(matrices, rows: np.ndarray, cols: np.ndarray, origin: Origin, xp, dtype=None) -> Members:
@@ -343,9 +346,7 @@ def pack_twin(members: Members, maximize: bool, dtype, r_max: int, c_max: int, p
         if dtype == np.int32 and not -2**31 <= forbidden < 2**31:
             dtype, stack = np.dtype(np.int64), stack.astype(np.int64)
         stack = xp.where((x < real) & ~valid, dtype.type(forbidden), stack)
-    sides = np.sort([members.rows, members.cols], axis=0)  # (shorter, longer) a member
-    own = own_forbidden(stack, *sides, maximize) if padding_columns and dtype.kind == "f" else None
-    return Packed(stack, members.rows > members.cols, sides[0], own_forbidden=own)
+    return Packed(stack, members.rows > members.cols, np.minimum(members.rows, members.cols))
 
 
 def _integer_forbidden(stack, maximize: bool) -> int:
