@@ -33,16 +33,28 @@ def threads_only(monkeypatch):
     """The CPU member loop without its worker process (lapcli.engines.cpu.member_process): its
     helper thread's path, whatever an earlier test started."""
     monkeypatch.setenv("LAPCLI_WORKER_PROCESS", "0")
+    share_small_lists(monkeypatch)
+
+
+def share_small_lists(monkeypatch):
+    """Lists of MEMBERS_SHARED_FROM members shared whatever their entries: the tests' lists are
+    smaller than those where sharing pays (lapcli.engines.cpu.member_threads.sharing_pays)."""
+    from lapcli.engines.cpu import member_threads
+
+    monkeypatch.setattr(member_threads, "SHARED_ENTRIES", 0)
+    monkeypatch.setattr(member_threads, "SHARED_MEAN_ENTRIES", 0)
 
 
 @pytest.fixture
 def worker_process(monkeypatch):
     """The CPU member loop's worker process, started (a fresh one where an earlier test ended it)
-    and loaded; two cores assumed, so that the engine uses it on a one-core machine too."""
+    and loaded; two cores assumed, so that the engine uses it on a one-core machine too, and small
+    lists shared (share_small_lists)."""
     from lapcli.engines.cpu import member_process, scipy_batch
 
     monkeypatch.delenv("LAPCLI_WORKER_PROCESS", raising=False)
     monkeypatch.setattr(scipy_batch, "CPUS", max(2, scipy_batch.CPUS))
+    share_small_lists(monkeypatch)
     started = member_process._WORKERS.get(os.getpid())
     if started is not None and started.dead:
         member_process._WORKERS.pop(os.getpid())

@@ -10,6 +10,7 @@ import pytest
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
+from lapcli.engines.cpu.member_threads import SHARED_ENTRIES, SHARED_MEAN_ENTRIES
 from lapcli.errors import InfeasibleError, LapInputError
 
 from .test_ragged import assert_loop_optimum, random_members
@@ -210,6 +211,22 @@ def test_where_sigpipe_would_kill_the_caller_no_worker_is_used(rng, worker_proce
     finally:
         signal.signal(signal.SIGPIPE, default)
     assert "worker_process" not in solution.report.details and worker_process.usable()
+
+
+def test_a_list_is_shared_only_where_its_members_pay_for_it(rng, worker_process, monkeypatch):
+    """solve_batch shares a list with the worker by batch_linear_assignment's rule: 300 members of
+    1..8 × 1..8 (small ones) and of 10..14 × 10..14 (too few entries in all) stay in the caller's
+    thread, 300 of 25..40 × 25..40 are shared; all answer as a scipy loop."""
+    from lapcli.engines.cpu import member_threads
+
+    monkeypatch.setattr(member_threads, "SHARED_ENTRIES", SHARED_ENTRIES)  # the fixture's undone
+    monkeypatch.setattr(member_threads, "SHARED_MEAN_ENTRIES", SHARED_MEAN_ENTRIES)
+    for sides, shared in (((1, 9), False), ((10, 15), False), ((25, 41), True)):
+        matrices = [rng.random((int(r), int(c))) for r, c in rng.integers(*sides, (300, 2))]
+        solution = cpu_batch(matrices)
+        assert solution.report.details.get("worker_process", False) is shared
+        assert solution.report.details["threads"] == (2 if shared else 1)
+        assert_loop_optimum(matrices, solution.col_ind, solution.objectives)
 
 
 def test_one_batch_does_not_start_a_worker(monkeypatch):

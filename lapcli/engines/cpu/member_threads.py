@@ -33,6 +33,16 @@ from .member_values import check_float_spread, integers_exact
 SOLVE_US, ENTRY_US = 0.6, 0.026
 WORKER_EXTRA_US, WORKER_START_US = 1.0, 900.0
 SHARED_FROM = 20 ** 3  # a member's entries × shorter side from which the two threads share it
+# A list is shared at all (sharing_pays) from MEMBERS_SHARED_FROM members of SHARED_MEAN_ENTRIES
+# entries on average and SHARED_ENTRIES in all. Sharing costs work a member (the split, the worker's
+# copy, views and answers) about a small member's solve, which the second core pays back only where
+# the members are larger and many. 2-core CI machine, float64 U[0, 1) members of 1..S × 1..S, ms,
+# scipy loop / lapcli's loop (lapcli.engines.cpu.scipy_loop) / shared with the worker: 1000 × 1..8
+# (21 entries on average) 1.22 / 1.90 / 2.91; 10000 × 1..8 13.0 / 20.0 / 22.0; 4000 × 1..12 (42)
+# 6.89 / 9.87 / 10.2; 2000 × 1..16 (73) 4.50 / 6.37 / 6.21; 3000 × 1..16 7.0–7.3 / 10.1 / 9.4–9.6
+# (whole calls); 1000 × 1..20 (114) 2.98 / 4.07 / 3.98; 1000 × 1..24 (162) 3.76 / 4.96 / 4.41;
+# 300 × 1..30 (258) 1.59 / 2.04 / 2.20; 1000 × 1..30 5.21 / 6.70 / 5.48.
+MEMBERS_SHARED_FROM, SHARED_MEAN_ENTRIES, SHARED_ENTRIES = 256, 64, 150_000
 _HELPERS: dict[int, ThreadPoolExecutor] = {}  # process id -> its helper threads
 
 
@@ -46,6 +56,12 @@ def helpers(cpus: int) -> ThreadPoolExecutor:
         _HELPERS.clear()
         _HELPERS[pid] = ThreadPoolExecutor(max_workers=max(1, cpus - 1), thread_name_prefix="lapcli-cpu")
     return _HELPERS[pid]
+
+
+def sharing_pays(count: int, entries: int, cpus: int) -> bool:
+    """Whether ``count`` members of ``entries`` in all are shared with the worker process or the
+    helper thread (solve_members' ``threads``) rather than solved in the caller's thread alone."""
+    return cpus > 1 and count >= MEMBERS_SHARED_FROM and entries >= max(SHARED_ENTRIES, SHARED_MEAN_ENTRIES * count)
 
 
 def solve_members(indices: list, matrices: list, rows: np.ndarray, cols: np.ndarray, maximize: bool,

@@ -25,7 +25,7 @@ from ...twins import reference_stack
 from ...work import float64_exact, float64_solvable
 from ..base import BatchEngineResult
 from .member_answers import as_pairs, member_columns, padded_columns
-from .member_threads import helpers, solve_members
+from .member_threads import MEMBERS_SHARED_FROM, helpers, sharing_pays, solve_members
 from . import member_process
 from .member_values import FLOAT64, check_float_spread, float64_copies
 
@@ -36,7 +36,6 @@ from .member_values import FLOAT64, check_float_spread, float64_copies
 # 40 × 16 × 16 0.17 / 0.36, 200 × 16 × 16 1.02 / 0.90. (A ragged batch: run_members.)
 SERIAL_BELOW = 12 * 12
 THREADS_FROM = 64 * 1024
-MEMBER_THREADS_FROM = 256  # a ragged batch's members solved as they are: two threads from here
 CPUS = os.cpu_count() or 1  # read once: a call costs ~10 µs, a quarter of a small stack's call
 
 
@@ -133,9 +132,10 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
                 timeout: float | None = None, dtype: str | None = None,
                 device: int | None = None) -> BatchEngineResult | None:
     """A ragged batch (lapcli.ragged.Members), each member solved by scipy as it is: no padding,
-    which would only add work on the CPU. From MEMBER_THREADS_FROM members that scipy solves as
-    they are (floats, and integers float64 holds exactly) half go to the worker process, or their
-    large ones to a helper thread (lapcli.engines.cpu.member_threads). Bad entries and infeasible members are
+    which would only add work on the CPU. Where enough members that scipy solves as they are
+    (floats, and integers float64 holds exactly) are large enough to pay for it (lapcli.engines.
+    cpu.member_threads.sharing_pays), part go to the worker process, or their large ones to a
+    helper thread. Bad entries and infeasible members are
     named. ``objectives=False``: the members' sums are skipped (``objectives`` None). ``flat``: a
     host list's columns come back as one array per member (``columns``; ``col_ind`` None), not
     scattered into a padded (B, n) array only to be cut up again. ``pairs``, ``timeout`` and
@@ -154,8 +154,8 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     begin = time.perf_counter()
     direct, integers = [], []  # members scipy solves as they are; integers that may need more
     dtypes = members.dtypes if host_list and members.dtypes is not None else {cost.dtype for cost in costs}
+    sizes = members.rows * members.cols
     if len(dtypes) == 1:  # one dtype: the empty members told from the sizes (~0.1 ms for 1000 members)
-        sizes = members.rows * members.cols
         kind = next(iter(dtypes)).kind
         for b in np.flatnonzero(sizes == 0).tolist():
             sums[b] = 0.0 if kind == "f" else 0
@@ -168,7 +168,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
                 (direct if cost.dtype.kind == "f" else integers).append(b)
     check_spread = bool(direct)  # what the work stack refuses, scipy would get wrong: refused
     solved_as = costs  # what scipy is given for each member
-    threads = len(direct) + len(integers) >= MEMBER_THREADS_FROM and CPUS > 1
+    threads = sharing_pays(len(direct) + len(integers), int(sizes.sum()), CPUS)
     verify = [] if direct or not threads or not member_process.worker(start=False) else integers
     if verify and len(dtypes) == 1 and next(iter(dtypes)).kind != "b":
         # integers alone beside the worker: each process checks (one scan) and converts (scipy
@@ -188,7 +188,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
         check_float_spread([costs[b] for b in direct])
         check_spread = False  # else solve_members checks, in a helper if it can
     refused = _integer_members(integers, costs, maximize, answers)
-    threads = len(direct) >= MEMBER_THREADS_FROM and CPUS > 1
+    threads = len(direct) >= MEMBERS_SHARED_FROM and sharing_pays(len(direct), int(sizes[direct].sum()), CPUS)
     workers, by_process, too_wide = solve_members(direct, solved_as, members.rows, members.cols, maximize, answers,
                                                   threads, CPUS, check_spread, verify_integers=bool(verify))
     if too_wide:  # integers float64 may not hold exactly: each solved exactly after all

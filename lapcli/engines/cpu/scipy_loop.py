@@ -3,7 +3,8 @@
 
 Without a GPU ``auto`` gives a batch to ``scipy-batch``, which solves the same scipy calls over
 the pipeline's work stack (transposes, float reduction, sentinels), on two threads from 64K
-entries a stack, and a ragged list's members beside its worker process from 256 members. For
+entries a stack, and a ragged list's members beside its worker process from 256 members of
+64 entries on average and 150K in all (member_threads.sharing_pays). For
 small stacks and lists the pipeline's preparation and bookkeeping are the time: ~35 µs a call
 against 5 µs for a loop over two 16 × 16 problems, 2–13× a plain scipy loop (2-core CI machine);
 and a list of small members gains less from the worker than the split costs (_list_shared).
@@ -21,7 +22,8 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 from ...work import float64_exact
 from .member_answers import fill_scattered
 from .member_values import float64_copies, joined, values_end_to_end
-from .scipy_batch import CPUS, MEMBER_THREADS_FROM, SERIAL_BELOW, THREADS_FROM
+from .member_threads import MEMBERS_SHARED_FROM, sharing_pays
+from .scipy_batch import CPUS, SERIAL_BELOW, THREADS_FROM
 
 # The element types scipy solves as they are (it converts to float64): float32 and float64, and
 # integers checked by float64_exact.
@@ -32,7 +34,6 @@ LOOPED_FLOATS = "fd"
 # the pipeline too, which checks the finite costs' spread before it marks them.
 FLOAT_LOOP_LIMIT = 1e290
 FLOAT32_MAX = np.finfo(np.float32).max
-SHARED_MEAN_ENTRIES, SHARED_ENTRIES = 64, 150_000  # _list_shared's measured crossover
 INTP_IS_INT64 = np.dtype(np.intp) == np.int64
 
 
@@ -58,21 +59,11 @@ def columns(costs, maximize: bool):
 
 
 def _list_shared(matrices: list) -> bool:
-    """Whether a list is for the pipeline's two processes or threads (lapcli.engines.cpu.
-    member_threads) rather than this loop: from MEMBER_THREADS_FROM members of SHARED_MEAN_ENTRIES
-    entries on average and SHARED_ENTRIES in all. The pipeline's own work a member (its checks,
-    the split, the worker's copy, views and answers) is about a small member's solve, which the
-    second core pays back only where the members are larger and many. 2-core CI machine, float64
-    U[0, 1) members of 1..S × 1..S, ms, scipy loop / this loop / the pipeline with the worker:
-    1000 × 1..8 (21 entries on average) 1.22 / 1.90 / 2.91; 10000 × 1..8 13.0 / 20.0 / 22.0;
-    4000 × 1..12 (42) 6.89 / 9.87 / 10.2; 2000 × 1..16 (73) 4.50 / 6.37 / 6.21; 3000 × 1..16
-    7.0–7.3 / 10.1 / 9.4–9.6 (whole calls); 1000 × 1..20 (114) 2.98 / 4.07 / 3.98; 1000 × 1..24
-    (162) 3.76 / 4.96 / 4.41; 300 × 1..30 (258) 1.59 / 2.04 / 2.20; 1000 × 1..30 5.21 / 6.70 /
-    5.48."""
-    if CPUS < 2 or len(matrices) < MEMBER_THREADS_FROM:
-        return False
-    entries = sum(m.size for m in matrices)
-    return entries >= SHARED_MEAN_ENTRIES * len(matrices) and entries >= SHARED_ENTRIES
+    """Whether the pipeline would share a list between its two processes or threads
+    (lapcli.engines.cpu.member_threads.sharing_pays), where it pays back its own work a member;
+    this loop takes every other list."""
+    count = len(matrices)
+    return count >= MEMBERS_SHARED_FROM and sharing_pays(count, sum(m.size for m in matrices), CPUS)
 
 
 def _looped_dtype(dtype: np.dtype) -> bool:
