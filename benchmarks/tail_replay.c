@@ -17,6 +17,12 @@
 //                                              its settled columns are disjoint from those kept
 //                                              before it (exact: a path through a kept search's
 //                                              columns is no shorter than the sink it found)
+//   tail_replay DIR sparse K [CHECKED]         exact searches on each row's K columns of least
+//                                              c - v at the start, and the row's floor (the least
+//                                              c - v of its other columns: duals only fall, so it
+//                                              stays a lower bound) as one more heap entry whose
+//                                              turn scans the row over every column; the first
+//                                              CHECKED searches also run densely, distances compared
 // Prints a line a search (or batch) and the objective, which must equal the GPU's.
 #include <math.h>
 #include <stdio.h>
@@ -207,6 +213,127 @@ static long global_update(void) {
     return settles;
 }
 
+// A binary heap of (key, id): id >= 0 a column, id < 0 the floor entry of row -id - 1.
+typedef struct { double key; int id; } Entry;
+static Entry* heap;
+static long heap_size, heap_room;
+static void heap_push(double key, int id) {
+    if (heap_size == heap_room) heap = realloc(heap, (size_t)(heap_room = 2 * heap_room + 1024) * sizeof(Entry));
+    long at = heap_size++;
+    while (at > 0 && heap[(at - 1) / 2].key > key) { heap[at] = heap[(at - 1) / 2]; at = (at - 1) / 2; }
+    heap[at] = (Entry){key, id};
+}
+static Entry heap_pop(void) {
+    const Entry top = heap[0], last = heap[--heap_size];
+    long at = 0;
+    while (1) {
+        long child = 2 * at + 1;
+        if (child >= heap_size) break;
+        if (child + 1 < heap_size && heap[child + 1].key < heap[child].key) child++;
+        if (heap[child].key >= last.key) break;
+        heap[at] = heap[child];
+        at = child;
+    }
+    if (heap_size > 0) heap[at] = last;
+    return top;
+}
+
+// Each row's K columns of least c - v and its floor (the least c - v of the others), by a bounded
+// max-heap over every column: one pass over all n^2 costs.
+static int* candidates;
+static double* floors;
+static void pick_candidates(int K) {
+    candidates = malloc((size_t)n * K * sizeof(int));
+    floors = malloc((size_t)n * sizeof(double));
+    #pragma omp parallel for schedule(dynamic, 64)
+    for (int i = 0; i < n; i++) {
+        double key[1025] = {0};
+        int id[1025];
+        int size = 0;  // a max-heap of the K + 1 least
+        for (int j = 0; j < n; j++) {
+            const double r = cost(i, j) - v[j];
+            if (size == K + 1 && r >= key[0]) continue;
+            int at;
+            if (size < K + 1) {
+                at = size++;
+                while (at > 0 && key[(at - 1) / 2] < r) { key[at] = key[(at - 1) / 2]; id[at] = id[(at - 1) / 2]; at = (at - 1) / 2; }
+            } else {
+                at = 0;
+                while (1) {
+                    int child = 2 * at + 1;
+                    if (child >= size) break;
+                    if (child + 1 < size && key[child + 1] > key[child]) child++;
+                    if (key[child] <= r) break;
+                    key[at] = key[child]; id[at] = id[child];
+                    at = child;
+                }
+            }
+            key[at] = r;
+            id[at] = j;
+        }
+        int w = 0;
+        if (size == K + 1) {  // the (K + 1)-th least: every column outside the K is at or above it
+            floors[i] = key[0];
+            for (int x = 1; x < size; x++) candidates[(size_t)i * K + w++] = id[x];
+        } else {  // n <= K: every column a candidate (the rest of the slots repeat one)
+            floors[i] = INFINITY;
+            for (int x = 0; x < K; x++) candidates[(size_t)i * K + w++] = id[x < size ? x : 0];
+        }
+    }
+}
+
+// An exact search on the candidates and the floors (see the head); its counts.
+static void sparse_search(Search* s, int root, int K, long* relaxed, long* dense) {
+    heap_size = 0;
+    s->root = root;
+    for (int j = 0; j < n; j++) { s->spc[j] = INFINITY; s->settled[j] = 0; }
+    s->settles = 0;
+    // the root: distances c - v, its floor's entry at its floor
+    for (int x = 0; x < K; x++) {
+        const int j = candidates[(size_t)root * K + x];
+        const double d = cost(root, j) - v[j];
+        (*relaxed)++;
+        if (d < s->spc[j]) { s->spc[j] = d; s->path[j] = root; heap_push(d, j); }
+    }
+    heap_push(floors[root], -root - 1);
+    static double* from;
+    static double* u_of;
+    if (!from) { from = malloc((size_t)n * 8); u_of = malloc((size_t)n * 8); }
+    from[root] = 0; u_of[root] = 0;
+    while (heap_size) {
+        const Entry e = heap_pop();
+        if (e.id < 0) {  // a row's floor: its other columns may now matter, scan them all
+            const int i = -e.id - 1;
+            (*dense)++;
+            for (int j = 0; j < n; j++) {
+                if (s->settled[j]) continue;
+                const double d = i == root ? cost(i, j) - v[j] : from[i] + fmax(cost(i, j) - v[j] - u_of[i], 0.0);
+                (*relaxed)++;
+                if (d < s->spc[j]) { s->spc[j] = d; s->path[j] = i; heap_push(d, j); }
+            }
+            continue;
+        }
+        const int j = e.id;
+        if (s->settled[j] || e.key != s->spc[j]) continue;  // a stale entry
+        if (row4col[j] < 0) { s->sink = j; s->distance = e.key; return; }
+        s->settled[j] = 1;
+        s->settles++;
+        const int i = row4col[j];
+        const double u = cost(i, j) - v[j];
+        from[i] = e.key; u_of[i] = u;
+        for (int x = 0; x < K; x++) {
+            const int jj = candidates[(size_t)i * K + x];
+            if (s->settled[jj]) continue;
+            const double d = e.key + fmax(cost(i, jj) - v[jj] - u, 0.0);
+            (*relaxed)++;
+            if (d < s->spc[jj]) { s->spc[jj] = d; s->path[jj] = i; heap_push(d, jj); }
+        }
+        heap_push(e.key + fmax(floors[i] - u, 0.0), -i - 1);
+    }
+    fprintf(stderr, "no column left at a finite distance\n");
+    exit(2);
+}
+
 static int next_free_row(int from) {
     for (int i = from; i < n; i++)
         if (col4row[i] < 0) return i;
@@ -302,6 +429,33 @@ int main(int argc, char** argv) {
             printf("\n");
             fflush(stdout);
         }
+    } else if (!strcmp(mode, "sparse") && argc > 3) {
+        const int K = atoi(argv[3]);
+        const long checked = argc > 4 ? atol(argv[4]) : 0;
+        if (K < 1 || K > 1023) { fprintf(stderr, "K from 1 to 1023\n"); return 1; }
+        pick_candidates(K);
+        Search exact = new_search();
+        long all_relaxed = 0, all_dense = 0;
+        for (int root = next_free_row(0); root >= 0; root = next_free_row(root + 1)) {
+            long relaxed = 0, dense = 0;
+            sparse_search(&s, root, K, &relaxed, &dense);
+            ++searches;
+            if (searches <= checked) {
+                dijkstra(&exact, root);
+                if (exact.distance != s.distance) {
+                    printf("search %ld: sparse distance %.17g, dense %.17g\n", searches, s.distance, exact.distance);
+                    return 3;
+                }
+            }
+            printf("search %ld (row %d): %ld columns settled, %ld relaxations, %ld rows scanned densely, distance %.3e%s\n",
+                   searches, root, s.settles, relaxed, dense, s.distance, searches <= checked ? " (= dense)" : "");
+            fflush(stdout);
+            settles += s.settles;
+            all_relaxed += relaxed;
+            all_dense += dense;
+            apply(&s);
+        }
+        printf("relaxations %ld, rows scanned densely %ld\n", all_relaxed, all_dense);
     } else {
         fprintf(stderr, "unknown mode or missing arguments: see the head of tail_replay.c\n");
         return 1;
