@@ -77,7 +77,8 @@ def batch_linear_assignment(costs, maximize: bool = False, sizes=None):
     """The column of each row for every problem of a (B, n, m) stack, −1 for an unassigned row:
     torch-linear-assignment's function, on NumPy, CuPy or torch input (result of the same kind).
     ``sizes`` = (rows, cols), B integers each: problem b is ``costs[b, :rows[b], :cols[b]]``, the
-    rest of the stack is not read. A list of matrices of any shapes gives a list of results.
+    rest of the stack is not read. A list of matrices of any shapes gives a list of results (one
+    (B, n) result where they share a shape, as their stack would).
 
     Without a GPU ``auto`` runs scipy, and as in ``linear_sum_assignment`` the columns are all
     this returns: they are not certified (``solve_batch`` certifies), and a batch the pipeline's

@@ -139,12 +139,15 @@ _CUPY, _NUMPY = Origin("cupy", True), Origin("numpy", False)
 def stacked(matrices):
     """A list of matrices of one shape as one stack of their own library (torch, CuPy), so that the
     answer comes back as theirs; other lists (NumPy arrays, nested lists) as NumPy's; None where
-    their values share no exact type (common_dtype): then they are solved as a ragged list."""
+    their values share no exact type (common_dtype; and integers beside floats, which torch would
+    stack as the float type: 2^25 + 1 rounds in float32, 70000 is inf in float16): then they are
+    solved as a ragged list, each member in its own dtype."""
     libraries = {type(m).__module__.split(".")[0] for m in matrices}
     if libraries == {"torch"}:
         import torch
 
-        return torch.stack(list(matrices))
+        floats = {bool(m.is_floating_point()) for m in matrices}
+        return torch.stack(list(matrices)) if len(floats) == 1 else None
     if len(libraries & {"torch", "cupy"}) and libraries != {"cupy"}:
         raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
     if libraries != {"cupy"} and not all(isinstance(m, np.ndarray) for m in matrices):
@@ -162,15 +165,19 @@ def stacked(matrices):
 def common_dtype(matrices, dtypes: set | None = None) -> np.dtype | None:
     """The dtype a list's matrices share exactly: NumPy's promotion, but int64 for integers of both
     signs up to 64 bits (NumPy promotes int64 beside uint64 to float64, which rounds costs past
-    2^53); None where an unsigned one holds 2^63 or more beside a signed one (no exact common type:
-    each is solved as it is, or refused where they must share one). ``dtypes``: theirs, if known."""
+    2^53); None where an unsigned one holds 2^63 or more beside a signed one, or a 64-bit integer
+    one holds a value past 2^53 beside a float one (no exact common type: each is solved as it is,
+    or refused where they must share one). ``dtypes``: theirs, if known."""
     dtypes = {m.dtype for m in matrices} if dtypes is None else dtypes
     try:
         common = np.result_type(*dtypes)
     except TypeError:  # no common type at all (strings beside numbers): the dtype checks name it
         return np.dtype(object)
-    if common.kind != "f" or any(d.kind not in "biu" for d in dtypes):
+    if common.kind != "f":
         return common
+    if any(d.kind not in "biu" for d in dtypes):  # floats, beside integers float64 may round
+        wide = [m for m in matrices if m.dtype.kind in "iu" and m.dtype.itemsize == 8 and m.size]
+        return None if any(abs(int(m.max())) > 2**53 or abs(int(m.min())) > 2**53 for m in wide) else common
     if any(m.dtype.kind == "u" and m.size and int(m.max()) >= 2**63 for m in matrices):
         return None
     return np.dtype(np.int64)

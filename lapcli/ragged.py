@@ -192,7 +192,7 @@ def from_padded(stack, sizes) -> Members:
     if values.ndim != 3:
         raise LapInputError(f"expected a stack of matrices (3-D array) with sizes, got a {values.ndim}-D array")
     batch, n, m = values.shape
-    if len(sizes) != 2:
+    if isinstance(sizes, (dict, str, bytes)) or not hasattr(sizes, "__len__") or len(sizes) != 2:
         raise LapInputError("sizes must be (rows, cols): two sequences of one integer per problem")
     rows, cols = _sizes(sizes[0], "rows", batch), _sizes(sizes[1], "cols", batch)
     if batch and (rows.max() > n or cols.max() > m):
@@ -260,13 +260,14 @@ def pack(members: Members, maximize: bool, upload: bool = False) -> Packed:
     dtype = work_dtype(members.dtype)
     if members.xp is np:
         listed = members.arrays or []  # a host list's own matrices: integers of both signs past 2^63,
-        if listed and members.dtype.kind == "f" and all(a.dtype.kind in "biu" for a in listed):
+        if listed and common_dtype(listed, members.dtypes) is None:  # or past 2^53 beside floats,
             raise LapInputError(TOO_WIDE)  # which float64 would round, have no common type to pack in
         members = flattened(members)
         if upload:  # a GPU engine solves them: packed there (the twin took ~35 ms of 1000 small members)
             members = replace(members, flat=_cupy().asarray(members.flat))
     unsigned64 = members.dtype.kind == "u" and members.dtype.itemsize == 8  # '>u8' too
-    if unsigned64 and members.flat.size and int(members.flat.max()) >= 2**63:
+    if unsigned64 and members.flat.size and int(members.flat.max()) >= 2**63 and any(  # padding aside
+            int(members.member(b).max()) >= 2**63 for b in np.flatnonzero(members.rows * members.cols).tolist()):
         raise LapInputError(TOO_WIDE)
     if members.xp is np:
         packed = pack_twin(members, maximize, dtype, r_max, c_max, padding_columns)

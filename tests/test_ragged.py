@@ -282,6 +282,72 @@ def test_a_threaded_list_refuses_a_spread_float64_overflows_and_solves_huge_ones
         assert col_ind[at - 1].tolist() == scipy_columns(listed[at - 1])
 
 
+def exact_columns(matrix) -> list:
+    """The optimal column of each row of a small square integer matrix, by trying every
+    permutation in Python's integers (scipy's float64 rounds costs past 2^53)."""
+    import itertools
+
+    values = np.asarray(matrix).astype(object)
+    best = min(itertools.permutations(range(len(values))), key=lambda p: sum(values[i, j] for i, j in enumerate(p)))
+    return list(best)
+
+
+def test_a_list_of_one_shape_mixing_integers_and_floats_solves_each_exactly():
+    """A list of one shape is solved as one stack, but integers beside floats share no exact type:
+    NumPy's float64 rounds int64 past 2^53, torch stacks int32 beside float32 as float32 (2^25 + 1
+    rounds) and beside float16 as float16 (2049 rounds, 70000 is inf: a feasible member was
+    called infeasible). Each member is solved in its own dtype; the answer is still one (B, n)
+    array of the members' library."""
+    cases = [[np.array([[2**60 + 1, 2**60], [2**60, 2**60 + 3]]), np.zeros((2, 2))]]
+    torch = None
+    try:
+        import torch
+    except ImportError:
+        pass
+    if torch is not None:
+        cases += [[torch.tensor([[2**25 + 1, 2**25], [2**25, 2**25 + 1]], dtype=torch.int32), torch.zeros(2, 2)],
+                  [torch.tensor([[2049, 2048], [2048, 2049]], dtype=torch.int16), torch.zeros(2, 2, dtype=torch.float16)],
+                  [torch.tensor([[70000, 80000], [1, 2]], dtype=torch.int32), torch.zeros(2, 2, dtype=torch.float16)]]
+    for matrices in cases:
+        expected = exact_columns(matrices[0])
+        solution = lapcli.solve_batch(matrices)
+        for found in (solution.col_ind, lapcli.batch_linear_assignment(matrices)):
+            assert type(found) is type(matrices[0]) and tuple(found.shape) == (2, 2)
+            assert found[0].tolist() == expected and sorted(found[1].tolist()) == [0, 1]
+        assert int(solution.objectives[0]) == sum(int(matrices[0][i, j]) for i, j in enumerate(expected))
+
+
+def test_auto_leaves_members_with_no_exact_common_type_to_scipy(monkeypatch):
+    """Where a GPU could take a list, members that share no exact type to pack in (int64 past 2^53
+    beside floats) are still solved by scipy, each in its own dtype; the others go to the GPU."""
+    from lapcli.engines import auto
+
+    monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU (test)"))
+    monkeypatch.setattr(auto, "search_kernel_status", lambda: (True, ""))
+    assert auto.choose_ragged(2, 2)[0] == "cuda-batch"
+    assert auto.choose_ragged(2, 2, packable=False)[0] == "scipy-batch"
+
+
+def test_sizes_read_only_each_problems_corner(rng):
+    """Unsigned 64-bit padding past 2^63 beside small problems is not read, so not refused, with
+    a work dtype asked for too (the packed route, which a GPU always takes); a problem's own
+    entry past 2^63 still is."""
+    stack = np.full((2, 3, 3), 2**64 - 1, dtype=np.uint64)
+    stack[0, :2, :2] = [[4, 1], [2, 0]]
+    stack[1, :3, :2] = [[3, 1], [1, 3], [5, 5]]
+    sizes = ([2, 3], [2, 2])
+    expected = [[1, 0, -1], [1, 0, -1]]
+    assert lapcli.batch_linear_assignment(stack, sizes=sizes).tolist() == expected
+    for dtype in ("int32", "int64", "float64"):
+        assert lapcli.solve_batch(stack, sizes=sizes, dtype=dtype).col_ind.tolist() == expected
+    stack[0, 0, 0] = 2**63
+    with pytest.raises(LapInputError, match="too wide"):
+        lapcli.solve_batch(stack, sizes=sizes, dtype="int64")
+    for wrong in (3, {0: [1, 1], 1: [1, 1]}, "ab"):
+        with pytest.raises(LapInputError, match="sizes must be"):
+            lapcli.batch_linear_assignment(stack, sizes=wrong)
+
+
 def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
     torch = pytest.importorskip("torch")
     with pytest.raises(LapInputError, match="one array library"):

@@ -133,6 +133,51 @@ def test_a_device_list_of_one_shape_is_one_stack(rng):
     check(matrices, solution.col_ind.get(), solution.objectives)
 
 
+@pytest.mark.parametrize("shape", [(6, 9), (9, 6)])
+def test_a_torch_list_of_one_shape_answers_as_its_stack(rng, shape, monkeypatch):
+    """batch_linear_assignment on a list of torch CUDA matrices of one shape (wide, tall) takes the
+    lean launch and answers as their stack does: one (B, n) tensor, −1 on a tall one's spare rows."""
+    torch = pytest.importorskip("torch")
+    from lapcli import api
+
+    matrices = [torch.as_tensor(rng.random(shape).astype(np.float32), device="cuda") for _ in range(5)]
+    expected = lapcli.batch_linear_assignment(torch.stack(matrices)).cpu().numpy()
+    monkeypatch.setattr(api, "solve_batch", lambda *args, **kwargs: pytest.fail("not the lean launch"))
+    found = lapcli.batch_linear_assignment(matrices)
+    assert torch.is_tensor(found) and found.is_cuda and tuple(found.shape) == (5, shape[0])
+    assert np.array_equal(found.cpu().numpy(), expected)
+
+
+def test_a_torch_cuda_list_mixing_integers_and_floats_solves_each_exactly():
+    """As on the CPU (tests/test_ragged.py): int32 costs beside a float32 member are not stacked
+    as float32, where 2^25 + 1 rounds; the answer is one (B, n) tensor on the device."""
+    torch = pytest.importorskip("torch")
+    from .test_ragged import exact_columns
+
+    first = torch.tensor([[2**25 + 1, 2**25], [2**25, 2**25 + 1]], dtype=torch.int32, device="cuda")
+    matrices = [first, torch.zeros((2, 2), device="cuda")]
+    expected = exact_columns(first.cpu().numpy())
+    for found in (lapcli.solve_batch(matrices).col_ind, lapcli.batch_linear_assignment(matrices)):
+        assert torch.is_tensor(found) and found.is_cuda and tuple(found.shape) == (2, 2)
+        assert found[0].tolist() == expected
+
+
+def test_host_members_with_no_exact_common_type_are_solved_exactly_or_refused():
+    """int64 costs past 2^53 beside a float member have no type to pack in one GPU stack (float64
+    rounds them): ``auto`` leaves them to scipy, each exact; cuda-batch asked for refuses them."""
+    from lapcli.errors import LapInputError
+
+    from .test_ragged import exact_columns
+
+    first = np.array([[2**60 + 1, 2**60], [2**60, 2**60 + 3]])
+    for matrices in ([first, np.zeros((2, 2))], [first, np.zeros((3, 2))]):
+        solution = lapcli.solve_batch(matrices)
+        assert solution.report.solver == "scipy-batch"
+        assert np.asarray(solution.col_ind[0]).tolist() == exact_columns(first)
+        with pytest.raises(LapInputError, match="too wide"):
+            lapcli.solve_batch(matrices, solver="cuda-batch")
+
+
 def random_members(rng, count, dtype, most=40):
     """Matrices of drawn shapes (empty, tall, wide and square among them) of ``dtype``."""
     shapes = [tuple(int(s) for s in rng.integers(0, most + 1, 2)) for _ in range(count)]

@@ -208,9 +208,11 @@ def _points_elsewhere(problem, columns: int) -> tuple[str, str]:
     return "auto", f"auto: costs as a cdist matrix (at most {POINTS_IMPLICIT_FROM - 1} points a side)"
 
 
-def choose_ragged(batch: int, widest: int, solver: str = "auto") -> tuple[str, str]:
+def choose_ragged(batch: int, widest: int, solver: str = "auto", packable: bool = True) -> tuple[str, str]:
     """A ragged batch of ``batch`` problems whose longest side is ``widest``: the GPU batch kernel on
-    them packed into one stack when it can run here and holds the columns, else scipy per problem."""
+    them packed into one stack when it can run here and holds the columns, else scipy per problem.
+    ``packable`` False: the members share no exact type to pack in (lapcli.arrays.common_dtype),
+    and scipy solves each in its own."""
     if solver != "auto":
         engine = registry.get(solver)
         if not engine.capabilities.batch:
@@ -223,6 +225,8 @@ def choose_ragged(batch: int, widest: int, solver: str = "auto") -> tuple[str, s
     available, why = cuda_status()
     if not available:
         return "scipy-batch", f"auto: {why}; scipy per problem"
+    if not packable:
+        return "scipy-batch", "auto: the members share no exact type to pack on the GPU; scipy per problem"
     searchable, why_not = search_kernel_status()
     if not searchable:
         return "scipy-batch", f"auto: {why_not}; scipy per problem"

@@ -106,7 +106,8 @@ def sized_columns(stack, sizes):
 
 def list_columns(matrices) -> list | None:
     """``batch_linear_assignment`` on a list of torch CUDA matrices of one dtype with contiguous
-    rows: each one's int64 columns, −1 where a row has none; None where this launch does not apply."""
+    rows: each one's int64 columns, −1 where a row has none (one (B, n) tensor where they share a
+    shape, as a stack's); None where this launch does not apply."""
     first = matrices[0] if matrices else None
     kind = _kind(first, 2)
     if kind is None:
@@ -131,8 +132,12 @@ def list_columns(matrices) -> list | None:
     real = np.minimum(rows, cols)
     widest = max(int(rows.max()), int(cols.max()))
     split = rows.tolist()
+    if (rows == rows[0]).all() and (cols == cols[0]).all():  # one shape: the flat answer is the (B, n) stack's
+        cut = lambda answers: answers["flat"].view(len(matrices), int(rows[0]))  # noqa: E731
+    else:
+        cut = lambda answers: list(answers["flat"].split(split))  # noqa: E731
     return _launch(first, kind, len(matrices), max(int(real.max()), 1), max(widest, 1), max(int(rows.max()), 1),
-                   table, lambda answers: list(answers["flat"].split(split)), flat=int(rows.sum()))
+                   table, cut, flat=int(rows.sum()))
 
 
 # The members' tables (kernels/ragged_table.cuh: address, row stride, rows, cols, first pair,
