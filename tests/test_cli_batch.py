@@ -343,3 +343,15 @@ def test_a_batchs_answers_are_written_under_their_problems_names(tmp_path, form,
         b, row, col = map(int, line.split(","))
         pairs.setdefault(b, []).append((row, col))
     assert [pairs[b] for b in range(2)] == [[(r, c) for r, c in enumerate(answers[n]) if c >= 0] for n in order]
+
+
+def test_an_integer_members_objective_stays_exact_beside_a_float_member(tmp_path):
+    """An NPZ batch of an int64 member past 2^53 and a float member: the integer objective is the
+    exact sum in the JSON report, not rounded to float64 with the float one."""
+    big = 2**53
+    np.savez(tmp_path / "mix.npz", np.array([[big + 1, big + 2], [big - 1, big + 1]], dtype=np.int64),
+             np.array([[0.5, 1.0], [1.0, 0.5]]))
+    result = invoke("solve", tmp_path / "mix.npz", "--json", "-q")
+    assert result.exit_code == 0, result.stderr
+    objectives = json.loads(result.stdout)["objectives"]
+    assert objectives[0] == 2 * big + 1 and type(objectives[0]) is int and objectives[1] == 1.0

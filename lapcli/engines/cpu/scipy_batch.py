@@ -40,12 +40,16 @@ CPUS = os.cpu_count() or 1  # read once: a call costs ~10 µs, a quarter of a sm
 
 
 def _objectives(sums: list) -> np.ndarray:
-    """The members' sums as one array: float64 where one is a float, int64 for integers, or the
-    Python ints they are where one passes int64 (np.array then gives uint64, or rounds them all to
-    float64). Only a float64 result is scanned, and that scan stops at its first float."""
+    """The members' sums as one array: float64 where one is a float (unless an integer one passes
+    2^53, which float64 would round), int64 for integers, or the Python ints and floats they are
+    where one passes int64 (np.array then gives uint64, or rounds them all to float64). Only a
+    float64 result is scanned."""
     array = np.array(sums)
-    if array.dtype == np.int64 or not sums or (array.dtype == np.float64 and any(type(x) is float for x in sums)):
+    if array.dtype == np.int64 or not sums:
         return array
+    if array.dtype == np.float64 and any(type(x) is float for x in sums):
+        if all(type(x) is float or -2**53 <= x <= 2**53 for x in sums):
+            return array
     return np.array(sums, dtype=object)
 
 
