@@ -380,6 +380,11 @@ def error_cases(tmp_path):
         f.create_dataset("costs", data=np.zeros((2, 2, 2, 2)))
     with h5py.File(tmp_path / "text.h5", "w") as f:
         f.create_dataset("costs", data=np.array([[b"a", b"b"]]))
+    with h5py.File(tmp_path / "links.h5", "w") as f:
+        f.create_dataset("x", data=np.eye(2))
+        f["soft"] = h5py.SoftLink("/nowhere")
+        f["external"] = h5py.ExternalLink("missing.h5", "/x")
+    (tmp_path / "comments.csv").write_text("a,b\n# nothing but a comment\n")
     np.save(tmp_path / "ok.npy", np.eye(3))
     return {
         "missing": (["nothere.npy"], "no such file"),
@@ -396,6 +401,9 @@ def error_cases(tmp_path):
         "h5 missing": (["two.h5", "--dataset", "zzz"], "no dataset 'zzz'"),
         "h5 rank": (["rank.h5", "--dataset", "costs"], "4-D"),
         "h5 dtype": (["text.h5", "--dataset", "costs"], "holds numbers"),
+        "h5 broken link": (["links.h5:/soft"], "cannot read links.h5:/soft as HDF5"),
+        "h5 external link": (["links.h5", "--dataset", "external"], "cannot read links.h5:external as HDF5"),
+        "comments only": (["comments.csv"], "comments.csv holds no numbers"),
         "directory": ([".", ], "is a directory"),
         "bad dtype option": (["ok.npy", "--dtype", "int8"], "int8"),
         "bad solver option": (["ok.npy", "--solver", "magic"], "magic"),
@@ -429,6 +437,23 @@ def test_bad_generate_options_are_exit_2(tmp_path):
     result = invoke("generate", "--n", 5, "--m", 6, "--kind", "sanity", "-o", tmp_path / "a.npy")
     assert_one_line_error(result, 2, "square")
     assert not (tmp_path / "a.npy").exists()
+
+
+def test_duals_naming_the_input_are_refused_and_the_input_kept(tmp_path):
+    np.savez(tmp_path / "m.npz", np.eye(3))
+    result = invoke("solve", tmp_path / "m.npz", "--duals", tmp_path / "m.npz", "-q")
+    assert_one_line_error(result, 2, "would overwrite the input")
+    assert np.array_equal(np.load(tmp_path / "m.npz")["arr_0"], np.eye(3))
+
+
+@pytest.mark.parametrize("dataset", ["", "/", ".", "a/../b", "a//b"])
+def test_generate_refuses_a_dataset_name_hdf5_cannot_create(tmp_path, dataset):
+    for batch in ([], ["--batch", "2", "--ragged"]):
+        result = invoke("generate", "--n", 3, *batch, "--seed", 1, "-o", tmp_path / "g.h5", "--dataset", dataset)
+        assert_one_line_error(result, 2, "--dataset must name a dataset or group")
+        assert not (tmp_path / "g.h5").exists()
+    assert invoke("generate", "--n", 3, "--seed", 1, "-o", tmp_path / "g.h5", "--dataset", "/x/y/", "-q").exit_code == 0
+    assert invoke("solve", f"{tmp_path / 'g.h5'}:/x/y", "-q").exit_code == 0
 
 
 def test_fifo_input_is_refused(tmp_path):
@@ -492,6 +517,8 @@ def test_json_and_stdout_assignment_conflict_is_one_line():
     (["--report", "same.json", "--duals", "./same.json"], "--report and --duals both write to same.json"),
     (["-o", "-", "--report", "-"], "-o and --report both write to stdout"),
     (["--points", "a.npy", "b.npy", "-o", "same.json", "--report", "same.json"], "-o and --report both write to"),
+    (["-o", "./m.npy"], "-o ./m.npy would overwrite the input m.npy"),
+    (["--points", "a.npy", "b.npy", "-o", "b.npy"], "-o b.npy would overwrite the input b.npy"),
 ])
 def test_two_outputs_naming_one_file_are_refused_before_solving(tmp_path, monkeypatch, args, fragment):
     monkeypatch.chdir(tmp_path)
@@ -500,6 +527,7 @@ def test_two_outputs_naming_one_file_are_refused_before_solving(tmp_path, monkey
     result = invoke("solve", *([] if "--points" in args else ["m.npy"]), *args, "-q")
     assert_one_line_error(result, 2, fragment)
     assert result.stdout == "" and sorted(os.listdir(tmp_path)) == ["a.npy", "b.npy", "m.npy"]
+    assert all(np.array_equal(np.load(name), np.eye(3)) for name in ("m.npy", "a.npy", "b.npy"))  # inputs intact
     assert invoke("solve", "m.npy", "-o", os.devnull, "--report", os.devnull, "-q").exit_code == 0  # a device takes both
 
 

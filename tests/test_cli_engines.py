@@ -84,11 +84,14 @@ def test_duals_with_the_default_solver_on_a_cpu_prove_the_assignment(tmp_path, r
     assert json.loads((tmp_path / "r.json").read_text())["certified"]
 
 
-def test_duals_of_a_cost_limited_solve_are_exit_1_and_write_nothing(tmp_path, rng):
+def test_duals_of_a_cost_limited_solve_are_refused_before_any_work(tmp_path, rng):
+    """The augmented problem's duals are not the caller's, whatever the engine: exit 2 before
+    the solve, no file written."""
     np.save(tmp_path / "m.npy", rng.integers(0, 100, (5, 5)))
-    result = invoke("solve", tmp_path / "m.npy", "--cost-limit", "50", "--duals", tmp_path / "d.npz", "--quiet")
-    assert result.exit_code == 1 and "no duals" in result.stderr
-    assert not (tmp_path / "d.npz").exists()
+    result = invoke("solve", tmp_path / "m.npy", "--cost-limit", "50", "--duals", tmp_path / "d.npz",
+                    "-o", tmp_path / "x.npy", "--quiet")
+    assert result.exit_code == 2 and "does not go with --cost-limit" in result.stderr
+    assert not (tmp_path / "d.npz").exists() and not (tmp_path / "x.npy").exists()
 
 
 def test_duals_past_int64_are_exact_in_json_and_refused_as_npz_with_no_file(tmp_path):

@@ -87,6 +87,10 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
     """Write a reproducible random cost matrix (or, with --batch, a stack of them; with --points, a
     point set)."""
     console = stderr_console(quiet)
+    parts = dataset.strip("/").split("/")
+    if any(part in ("", ".", "..") for part in parts):  # HDF5's root, or a path h5py cannot create
+        raise InputError(f"--dataset must name a dataset or group (names between slashes), got {dataset!r}")
+    dataset = "/".join(parts)
     if points:
         from .points import generate_point_set
 
@@ -202,6 +206,8 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
                                 index_col, output, report_path, json_stdout, duals_path, certify, cost_limit, device,
                                 timeout, use_dask, scheduler, quiet)
     several = len(input_specs) > 1
+    if cost_limit is not None and duals_path is not None:  # said before any work, not after the solve
+        raise InputError("--duals does not go with --cost-limit: the augmented problem's duals are not the caller's")
     if output == "-" and json_stdout:
         raise InputError("-o - and --json both write to stdout; send one of them to a file")
     if several:
@@ -218,7 +224,7 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         run_library_call(check_output_path, report_path, (".json",), "report")
     if duals_path is not None:
         run_library_call(check_output_path, duals_path, DUALS_SUFFIXES, "duals")
-    check_distinct_outputs(("-o", output), ("--report", report_path), ("--duals", duals_path))
+    check_distinct_outputs(("-o", output), ("--report", report_path), ("--duals", duals_path), inputs=input_specs)
     from ..pipeline import check_device
 
     run_library_call(check_device, device)
@@ -258,8 +264,7 @@ def solve_matrix(cost, options, cost_limit, output, duals_path, console):
 
     certify = True if duals_path is not None else options.get("certify")  # --duals: recover them if need be
     solution = run_library_call(solve, cost, cost_limit=cost_limit, **{**options, "certify": certify})
-    write_solution(solution, output, duals_path, console,
-                   " with --cost-limit (the augmented problem's are not the caller's)" if cost_limit else "")
+    write_solution(solution, output, duals_path, console)
     return solution.report
 
 

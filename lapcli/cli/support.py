@@ -17,6 +17,7 @@ from ..errors import (
     SolverError,
     SolverUnavailable,
 )
+from ..io.formats import split_hdf5_path
 from ..io.write import json_text, same_output, write_bytes
 
 
@@ -144,15 +145,21 @@ def emit_report(spec, report, notes, several, report_path, json_stdout) -> None:
         run_library_call(write_bytes, "-", report_json.encode())
 
 
-def check_distinct_outputs(*outputs: tuple[str, str | None]) -> None:
-    """Refuse two options naming one output (``-o r.json --report r.json``), before any work:
-    the file written last would silently replace the other. ``outputs``: (flag, path or None)."""
+def check_distinct_outputs(*outputs: tuple[str, str | None], inputs=()) -> None:
+    """Refuse two options naming one output (``-o r.json --report r.json``), or an output naming
+    an input (``lap solve m.npy -o m.npy``), before any work: the file written last would silently
+    replace the other, or the costs. ``outputs``: (flag, path or None); ``inputs``: the input specs
+    (``FILE.h5:/path`` names FILE.h5; ``-`` is stdin)."""
     given = [(flag, path) for flag, path in outputs if path is not None]
     for index, (flag, path) in enumerate(given):
         for other, other_path in given[index + 1:]:
             if same_output(path, other_path):
                 where = "stdout" if path == "-" else path
                 raise InputError(f"{flag} and {other} both write to {where}; give each its own file")
+        for spec in inputs:
+            read_from = split_hdf5_path(spec)[0]
+            if spec != "-" and path != "-" and same_output(path, read_from):
+                raise InputError(f"{flag} {path} would overwrite the input {read_from}; write elsewhere")
 
 
 def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cost_limit) -> None:
@@ -175,16 +182,15 @@ def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cos
         raise InputError(f"{name} is {rank}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
 
 
-def write_solution(solution, output, duals_path, console, no_duals_why: str = "") -> None:
+def write_solution(solution, output, duals_path, console) -> None:
     """One solved problem's files and summary: the assignment to ``output``, the duals to
-    ``duals_path`` (FailedError when the engine gave none; ``no_duals_why`` says more), the
-    summary on stderr."""
+    ``duals_path`` (FailedError when the engine gave none), the summary on stderr."""
     from ..io.write import assignment_bytes, duals_bytes
     from ..report import render_summary
 
     report = solution.report
     if duals_path is not None and solution.duals is None:
-        raise FailedError(f"--duals: solver {report.solver} gives no duals{no_duals_why}")
+        raise FailedError(f"--duals: solver {report.solver} gives no duals")
     # both files' bytes before either is written: a refusal leaves no file behind
     duals = run_library_call(duals_bytes, duals_path, *solution.duals) if duals_path is not None else None
     if output is not None:

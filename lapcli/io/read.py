@@ -79,7 +79,9 @@ def _is_pandas_table(node) -> bool:
 def _read_pandas_table(path: Path, name: str, group):
     """The values of a pandas table as a matrix: its one values block (a frame of one dtype), or
     its numeric columns (``data_columns=True``); the index is not a cost."""
-    table = group["table"][()]
+    table = group["table"][()] if hasattr(group["table"], "dtype") else None
+    if table is None or table.dtype.names is None:
+        raise LapInputError(f"{path}:{name} is marked a pandas table, but its 'table' holds no table's records")
     fields = [field for field in table.dtype.names if field != "index"]
     blocks = [field for field in fields if field.startswith("values_block_")]
     if len(blocks) == 1 and len(fields) == 1:
@@ -254,45 +256,56 @@ def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
     except OSError as error:
         raise LapInputError(f"cannot read {path} as HDF5: {first_line(error)}") from None
     with handle:
-        if dataset is None:
-            candidates = []
+        try:
+            return _read_open_hdf5(handle, path, dataset, load)
+        except (KeyError, OSError, TypeError) as error:  # a broken link, a corrupt chunk, an odd pandas table
+            where = f"{path}:{dataset}" if dataset else str(path)
+            raise LapInputError(f"cannot read {where} as HDF5: {first_line(error)}") from None
 
-            def visit(name, obj):  # matrices, stacks and pandas tables; not PyTables' index internals
-                if "_i_" in name:
-                    return
-                if _is_pandas_table(obj) or (isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3)
-                                             and not _is_pandas_table(obj.parent)):
-                    candidates.append(name)
 
-            handle.visititems(visit)
-            if not candidates:
-                raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)")
-            parents = {name.rpartition("/")[0] for name in candidates}
-            if len(candidates) > 1 and len(parents) == 1 and "" not in parents:
-                # one group holds them all (what `lap generate --ragged -o FILE.h5` writes): that batch
-                candidates = [parents.pop()]
-            if len(candidates) > 1:
-                raise LapInputError(
-                    f"{path} holds several 2-D/3-D datasets ({', '.join('/' + c for c in candidates)}); "
-                    "choose one with --dataset NAME or FILE.h5:/NAME"
-                )
-            dataset = candidates[0]
-        if dataset not in handle:
-            raise LapInputError(f"{path} has no dataset {dataset!r}")
-        node = handle[dataset]
-        if _is_pandas_table(node):
-            return 2 if not load else _read_pandas_table(path, dataset, node)
-        if isinstance(node, h5py.Group):
-            return _read_group(path, dataset, node, load)
-        if node.ndim not in (2, 3):
-            raise LapInputError(f"{path}:{dataset} is {node.ndim}-D; a cost matrix must be 2-D "
-                                "(or 3-D: a stack of matrices)")
-        if node.dtype.kind not in "biuf":
-            raise LapInputError(f"{path}:{dataset} has dtype {node.dtype}; a cost matrix holds numbers")
-        if not load:
-            return node.ndim
-        mapped = _memory_map(path, node)
-        return mapped if mapped is not None else node[()]  # chunked, filtered or unwritten: read whole
+def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
+    """read_hdf5 on the open file ``handle``."""
+    import h5py
+
+    if dataset is None:
+        candidates = []
+
+        def visit(name, obj):  # matrices, stacks and pandas tables; not PyTables' index internals
+            if "_i_" in name:
+                return
+            if _is_pandas_table(obj) or (isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3)
+                                         and not _is_pandas_table(obj.parent)):
+                candidates.append(name)
+
+        handle.visititems(visit)
+        if not candidates:
+            raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)")
+        parents = {name.rpartition("/")[0] for name in candidates}
+        if len(candidates) > 1 and len(parents) == 1 and "" not in parents:
+            # one group holds them all (what `lap generate --ragged -o FILE.h5` writes): that batch
+            candidates = [parents.pop()]
+        if len(candidates) > 1:
+            raise LapInputError(
+                f"{path} holds several 2-D/3-D datasets ({', '.join('/' + c for c in candidates)}); "
+                "choose one with --dataset NAME or FILE.h5:/NAME"
+            )
+        dataset = candidates[0]
+    if dataset not in handle:
+        raise LapInputError(f"{path} has no dataset {dataset!r}")
+    node = handle[dataset]
+    if _is_pandas_table(node):
+        return 2 if not load else _read_pandas_table(path, dataset, node)
+    if isinstance(node, h5py.Group):
+        return _read_group(path, dataset, node, load)
+    if node.ndim not in (2, 3):
+        raise LapInputError(f"{path}:{dataset} is {node.ndim}-D; a cost matrix must be 2-D "
+                            "(or 3-D: a stack of matrices)")
+    if node.dtype.kind not in "biuf":
+        raise LapInputError(f"{path}:{dataset} has dtype {node.dtype}; a cost matrix holds numbers")
+    if not load:
+        return node.ndim
+    mapped = _memory_map(path, node)
+    return mapped if mapped is not None else node[()]  # chunked, filtered or unwritten: read whole
 
 
 def _memory_map(path: Path, node):

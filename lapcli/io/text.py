@@ -78,7 +78,7 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
             raise LapInputError(_index_column_hint(
                 name, f"line {line_number} has {_columns(len(fields))}, line {second_index + 1} has {second_width}"))
     body = lines[start:]
-    if not any(line.strip() for line in body):
+    if not any(line.split("#", 1)[0].strip() for line in body):  # blank or comments only (np.loadtxt's)
         raise LapInputError(f"{name} holds no numbers")
     # float64 per value, plus the parser's own copy of the text
     check_host_memory(8 * len(fields) * len(body) + len(data), f"parsing {name}")
