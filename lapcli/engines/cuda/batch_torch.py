@@ -104,7 +104,7 @@ def sized_columns(stack, sizes):
                    lambda answers: answers["columns"])
 
 
-def list_columns(matrices) -> list | None:
+def list_columns(matrices):
     """``batch_linear_assignment`` on a list of torch CUDA matrices of one dtype with contiguous
     rows: each one's int64 columns, −1 where a row has none (one (B, n) tensor where they share a
     shape, as a stack's); None where this launch does not apply."""
