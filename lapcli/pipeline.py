@@ -30,7 +30,7 @@ from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
 from .errors import LapInputError
 from .problem import Problem, prepare
-from .arrays import common_dtype, padded, split_flat, stacked
+from .arrays import padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 
 
@@ -201,21 +201,14 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
         one_shape = _one_shape(costs)
         stack = stacked(costs) if one_shape else None
         if stack is None:  # shapes, or values with no exact common type: member by member
-            solution = solve_members(ragged.from_list(costs), start=start, **options)
-            return _as_one_stack(solution) if one_shape else solution
+            members = ragged.from_list(costs)
+            if one_shape:  # answered as their stack would be: one (B, n) array
+                members = replace(members, padded_rows=int(members.rows[0]))
+            return solve_members(members, start=start, **options)
         costs = stack
     problem = prepare(costs, maximize=maximize, dtype=dtype, check=False, stack=True)
     name, reason = choose(problem, solver)
     return _solve_stack(problem, name, reason, start, timeout, device, certify, objectives)
-
-
-def _as_one_stack(solution: BatchSolution) -> BatchSolution:
-    """A list of one shape solved member by member (its dtypes share no exact type) answered as a
-    stack of that shape is: one (B, n) array of the members' library."""
-    columns = solution.col_ind
-    library = type(columns[0]).__module__.split(".")[0]
-    xp = __import__(library) if library in ("torch", "cupy") else np
-    return replace(solution, col_ind=xp.stack(columns))
 
 
 def _one_shape(matrices) -> bool:
@@ -284,8 +277,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     as one array."""
     start = time.perf_counter() if start is None else start
     widest = int(max(members.rows.max(), members.cols.max(), 0)) if len(members) else 0
-    packable = not members.arrays or members.xp is not np or common_dtype(members.arrays, members.dtypes) is not None
-    name, reason = choose_ragged(len(members), widest, solver, packable)
+    name, reason = choose_ragged(len(members), widest, solver, members.packable)
     module, import_ms = loaded_engine(registry.get(name))
     packed = found_pairs = result = None
     if len(members) and hasattr(module, "run_members"):

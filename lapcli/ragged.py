@@ -50,6 +50,7 @@ class Members:
     addresses: np.ndarray | None = None
     dtype: np.dtype | None = None
     dtypes: set | None = None  # a host list's members' own dtypes, where known
+    packable: bool = True  # False: host members with no exact common type (lapcli.arrays.common_dtype)
 
     def __post_init__(self):
         if self.dtype is None:
@@ -175,7 +176,7 @@ def from_list(matrices) -> Members:
     for dtype in dtypes:  # as for one matrix: strings or objects are scipy's TypeError
         check_cost_dtype(dtype)
     rows, cols = np.fromiter(chain.from_iterable(shapes), np.int64, 2 * len(shapes)).reshape(-1, 2).T.copy()
-    common = common_dtype(values, dtypes)  # None: integers of both signs past 2^63
+    common = common_dtype(values, dtypes)  # None: integers of both signs past 2^63, or past 2^53 beside floats
     if origin.on_gpu:
         if common is None:
             raise LapInputError(TOO_WIDE)
@@ -183,7 +184,8 @@ def from_list(matrices) -> Members:
     # host matrices stay as they are: the CPU engine solves each where it is (NumPy's float64 names
     # integers of both signs past 2^63, which are refused where they must be packed together)
     return Members(None, np.zeros(len(values), dtype=np.int64), cols.copy(), rows, cols, origin, arrays=values,
-                   dtype=np.result_type(*dtypes) if common is None else common, dtypes=dtypes)
+                   dtype=np.result_type(*dtypes) if common is None else common, dtypes=dtypes,
+                   packable=common is not None)
 
 
 def from_padded(stack, sizes) -> Members:
@@ -259,9 +261,8 @@ def pack(members: Members, maximize: bool, upload: bool = False) -> Packed:
     padding_columns = bool(((wide < c_max) & (real > 0)).any())  # some real row meets columns past its own
     dtype = work_dtype(members.dtype)
     if members.xp is np:
-        listed = members.arrays or []  # a host list's own matrices: integers of both signs past 2^63,
-        if listed and common_dtype(listed, members.dtypes) is None:  # or past 2^53 beside floats,
-            raise LapInputError(TOO_WIDE)  # which float64 would round, have no common type to pack in
+        if members.arrays and not members.packable:  # a host list's matrices with no exact common type
+            raise LapInputError(TOO_WIDE)  # (integers past 2^53 beside floats, of both signs past 2^63)
         members = flattened(members)
         if upload:  # a GPU engine solves them: packed there (the twin took ~35 ms of 1000 small members)
             members = replace(members, flat=_cupy().asarray(members.flat))
