@@ -9,6 +9,12 @@ class LapInputError(ValueError):
     """The input cannot be read or is not a valid cost matrix (CLI exit code 2)."""
 
 
+class TooWideError(LapInputError):
+    """Integer costs too wide for one route's exact arithmetic: the int64 duals of a work stack, or
+    one stack that pads members of several types. A ragged batch under ``auto`` is then solved
+    member by member, each in its own type, as on the CPU; where asked for, the refusal stands."""
+
+
 class LapTypeError(TypeError):
     """Costs of a non-numeric type (CLI exit code 2); a TypeError, as scipy raises for them."""
 

@@ -28,7 +28,7 @@ from .duals import certified_duals, certified_members, certified_stack, default_
 from .engines import registry
 from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
-from .errors import LapInputError
+from .errors import LapInputError, TooWideError
 from .problem import Problem, prepare
 from .arrays import padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
@@ -279,11 +279,25 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     widest = int(max(members.rows.max(), members.cols.max(), 0)) if len(members) else 0
     name, reason = choose_ragged(len(members), widest, solver, members.packable)
     module, import_ms = loaded_engine(registry.get(name))
-    packed = found_pairs = result = None
+    packed = found_pairs = result = solved = None
     if len(members) and hasattr(module, "run_members"):
         result = module.run_members(members, maximize=maximize, objectives=objectives, pairs=pairs, flat=flat,
                                     timeout=timeout, dtype=dtype, device=device)
         result = None if result is not None and result.unchecked_nonfinite else result  # packed, then checked
+    if len(members) and result is None:
+        try:
+            packed, problem, as_packed = _packed_for(members, name, maximize, dtype, device)
+            solved = _solve_stack(problem, name, reason, start, timeout, device, objectives=objectives)
+            members = as_packed
+        except TooWideError as refused:  # the stack cannot hold every member exactly: each alone, if auto
+            if solver != "auto" or dtype is not None or name == "scipy-batch":
+                raise
+            name, reason = "scipy-batch", f"auto: {refused}; scipy per problem, each in its own type"
+            module, more_ms = loaded_engine(registry.get(name))
+            import_ms += more_ms
+            result = module.run_members(members, maximize=maximize, objectives=objectives, pairs=pairs, flat=flat,
+                                        timeout=timeout, dtype=dtype, device=device)
+            packed = None
     if not len(members):  # no problem: nothing to solve
         col_ind = members.xp.zeros((0, 0), dtype=np.int64)
         sums = np.zeros(0, dtype=np.int64) if objectives else None
@@ -297,13 +311,6 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         if certificate is None and certify is not False:  # an engine without duals
             certificate = certified_members(members, col_ind, maximize, name, default_budget(name), force=bool(certify))
     else:
-        if dtype is not None and np.dtype(dtype).kind in "iu" and np.dtype(members.dtype).kind == "f":
-            members = ragged.as_integers(members, dtype)
-        upload = device is None and registry.get(name).capabilities.device == "cuda"  # host members: packed there
-        packed = ragged.pack(members, maximize, upload)
-        problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
-        problem.maybe_infeasible = packed.own_forbidden
-        solved = _solve_stack(problem, name, reason, start, timeout, device, objectives=objectives)
         col_ind = ragged.unpack(packed, solved.col_ind, members)
         sums, report = solved.objectives, solved.report
         details, notes, device_name, dtype_name = report.details, report.notes, report.device, report.dtype
@@ -324,6 +331,19 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     )
     return MembersAnswer(col_ind, sums, report, found_pairs, result.flat if result is not None else None,
                          result.columns if result is not None else None)
+
+
+def _packed_for(members: ragged.Members, name: str, maximize: bool, dtype: str | None, device: int | None):
+    """(packed, problem, members): the members packed into one work stack for engine ``name``,
+    its prepared Problem, and the members as packed (integers where ``dtype`` asks for them).
+    Raises TooWideError where the stack cannot hold every member exactly."""
+    if dtype is not None and np.dtype(dtype).kind in "iu" and np.dtype(members.dtype).kind == "f":
+        members = ragged.as_integers(members, dtype)
+    upload = device is None and registry.get(name).capabilities.device == "cuda"  # host members: packed there
+    packed = ragged.pack(members, maximize, upload)
+    problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
+    problem.maybe_infeasible = packed.own_forbidden
+    return packed, problem, members
 
 
 def _widen(col_ind, width: int):

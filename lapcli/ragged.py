@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, torch_stream_if_other
-from .errors import LapInputError
+from .errors import LapInputError, TooWideError
 from .problem import check_cost_dtype, own_forbidden
 from .work import floats_as_integers
 
@@ -179,7 +179,7 @@ def from_list(matrices) -> Members:
     common = common_dtype(values, dtypes)  # None: integers of both signs past 2^63, or past 2^53 beside floats
     if origin.on_gpu:
         if common is None:
-            raise LapInputError(TOO_WIDE)
+            raise TooWideError(TOO_WIDE)
         return _concatenated(values, rows, cols, origin, _cupy(), common)
     # host matrices stay as they are: the CPU engine solves each where it is (NumPy's float64 names
     # integers of both signs past 2^63, which are refused where they must be packed together)
@@ -262,14 +262,14 @@ def pack(members: Members, maximize: bool, upload: bool = False) -> Packed:
     dtype = work_dtype(members.dtype)
     if members.xp is np:
         if members.arrays and not members.packable:  # a host list's matrices with no exact common type
-            raise LapInputError(TOO_WIDE)  # (integers past 2^53 beside floats, of both signs past 2^63)
+            raise TooWideError(TOO_WIDE)  # (integers past 2^53 beside floats, of both signs past 2^63)
         members = flattened(members)
         if upload:  # a GPU engine solves them: packed there (the twin took ~35 ms of 1000 small members)
             members = replace(members, flat=_cupy().asarray(members.flat))
     unsigned64 = members.dtype.kind == "u" and members.dtype.itemsize == 8  # '>u8' too
     if unsigned64 and members.flat.size and int(members.flat.max()) >= 2**63 and any(  # padding aside
             int(members.member(b).max()) >= 2**63 for b in np.flatnonzero(members.rows * members.cols).tolist()):
-        raise LapInputError(TOO_WIDE)
+        raise TooWideError(TOO_WIDE)
     if members.xp is np:
         packed = pack_twin(members, maximize, dtype, r_max, c_max, padding_columns)
     else:
@@ -359,7 +359,7 @@ def _integer_forbidden(stack, maximize: bool) -> int:
     strictly cheaper, so an optimal answer takes none; the zeros only raise the bound."""
     big = int(stack.min()) - 1 if maximize else int(stack.max()) + 1
     if not -2**63 <= big < 2**63:
-        raise LapInputError(TOO_WIDE)
+        raise TooWideError(TOO_WIDE)
     return big
 
 

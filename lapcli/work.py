@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .arrays import host
-from .errors import LapInputError
+from .errors import LapInputError, TooWideError
 
 WORK_DTYPES = ("int32", "int64", "float32", "float64")
 
@@ -113,7 +113,7 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
         if work is not None:
             work.sign = sign
             return work
-        raise LapInputError(f"integer costs span too wide a range for exact int64 duals at n={arr.shape[2]}, "
+        raise TooWideError(f"integer costs span too wide a range for exact int64 duals at n={arr.shape[2]}, "
                             "even reduced (spread · 4(n+1) ≥ 2^62); lapcli does not round integers: "
                             "narrow their range, or convert them to float64 yourself")
     target = requested or ("float32" if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 else "float64")

@@ -38,11 +38,28 @@ def threads_only(monkeypatch):
 
 def share_small_lists(monkeypatch):
     """Lists of MEMBERS_SHARED_FROM members shared whatever their entries: the tests' lists are
-    smaller than those where sharing pays (lapcli.engines.cpu.member_threads.sharing_pays)."""
+    smaller than those where sharing pays (lapcli.engines.cpu.member_threads.sharing_pays). ``auto``
+    picks the CPU member loop for a list on a GPU machine too (pin_cpu_engines)."""
     from lapcli.engines.cpu import member_threads
 
+    pin_cpu_engines(monkeypatch)
     monkeypatch.setattr(member_threads, "SHARED_ENTRIES", 0)
     monkeypatch.setattr(member_threads, "SHARED_MEAN_ENTRIES", 0)
+
+
+def pin_cpu_engines(monkeypatch):
+    """``auto`` picks the CPU engines (a list: the member loop, scipy-batch), as on a machine without
+    a GPU: the tests that read that loop's own behaviour (its threads, its worker, its messages)
+    run the same on the GPU machine."""
+    from lapcli.engines import auto
+
+    monkeypatch.setattr(auto, "cuda_status", lambda: (False, "the tests pin the CPU engines"))
+
+
+@pytest.fixture
+def cpu_engines(monkeypatch):
+    """``auto`` picks the CPU engines for this test (pin_cpu_engines)."""
+    pin_cpu_engines(monkeypatch)
 
 
 @pytest.fixture

@@ -464,9 +464,10 @@ def _solve_600_members_and_exit():  # members large enough to be shared with the
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
-def test_a_forked_child_solves_a_threaded_list_after_its_parent(rng):
+def test_a_forked_child_solves_a_threaded_list_after_its_parent(rng, cpu_engines):
     """The member loop's helper thread is kept for the process; a child forked after the parent
-    used it has no such thread and must start its own, not wait on the parent's forever."""
+    used it has no such thread and must start its own, not wait on the parent's forever (the CPU
+    engines pinned on a GPU machine too: the forked child inherits the pin)."""
     import multiprocessing
 
     _solve_600_members_and_exit()  # the parent's helper thread exists now
@@ -547,9 +548,9 @@ def hungarian_gpu(cost, ncols):
     out[:, :, 0] = torch.arange(300, dtype=torch.int32)
     for b, n in enumerate(ncols.tolist()):
         assert torch.isinf(cost[b, :, n:]).all()
-        rows, cols = linear_sum_assignment(cost[b, :, :n].numpy())
+        rows, cols = linear_sum_assignment(cost[b, :, :n].cpu().numpy())
         out[b, torch.as_tensor(rows), 1] = torch.as_tensor(cols, dtype=torch.int32)
-    return out
+    return out.to(cost.device)
 ''')
     monkeypatch.setenv(ha4detr.ENV, str(tmp_path))
     ha4detr.module.cache_clear()
@@ -666,3 +667,23 @@ def test_a_short_list_of_empty_members_comes_back_empty(dtype):
     list's exactness check once took the minimum of no values)."""
     columns = lapcli.batch_linear_assignment([np.zeros((0, 3), dtype), np.zeros((2, 0), dtype)])
     assert [c.tolist() for c in columns] == [[], [-1, -1]]
+
+
+def test_a_stack_too_wide_for_exact_int64_duals_is_refused_as_too_wide(rng):
+    """Members near 2^60 of several shapes, maximised: each is solved exactly on its own (the CPU's
+    loop), but their padded stack (dummy rows cost 0, padding columns one below the least cost)
+    spans too wide a range for the GPU's exact int64 duals,
+    and members of no common type cannot be padded into one stack: both refusals are TooWideError,
+    on which ``auto`` on a GPU solves each member alone instead (tests/test_ragged_gpu.py)."""
+    from lapcli.errors import TooWideError
+    from lapcli.work import build_work
+
+    wide = [rng.integers(0, 50, (int(r), int(c))) + 2**60 for r, c in rng.integers(1, 7, (20, 2))]
+    stack = ragged.pack(ragged.from_list(wide), True).stack
+    with pytest.raises(TooWideError, match="too wide a range for exact int64 duals"):
+        build_work(stack, np, maximize=True, forbidden=None, requested=None, square=True)
+    unsigned = np.full((2, 3), 2**63 + 5, dtype=np.uint64)
+    with pytest.raises(TooWideError, match="too wide to pad"):
+        ragged.pack(ragged.from_list([wide[0], unsigned]), False)
+    solution = lapcli.solve_batch([wide[0], unsigned], solver="scipy-batch")
+    assert solution.objectives[1] == 2 * (2**63 + 5)

@@ -178,6 +178,34 @@ def test_host_members_with_no_exact_common_type_are_solved_exactly_or_refused():
             lapcli.solve_batch(matrices, solver="cuda-batch")
 
 
+@pytest.mark.parametrize("library", ["numpy", "cupy"])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_integers_too_wide_for_the_padded_stack_are_solved_each_exactly_under_auto(rng, library, maximize):
+    """int64 members near 2^60 of several shapes: maximised, the GPU's padded stack (dummy rows
+    cost 0, padding columns one below the least cost) spans too wide a range for exact int64
+    duals. ``auto`` then solves each member in its own type, as the CPU does, and answers in the
+    members' library; cuda-batch asked for refuses them. Minimised, the stack holds them."""
+    from lapcli.errors import TooWideError
+
+    narrow = [rng.integers(-50, 50, (int(r), int(c))) for r, c in rng.integers(1, 30, (60, 2))]
+    wide = [m + 2**60 for m in narrow]
+    members = wide if library == "numpy" else [__import__("cupy").asarray(m) for m in wide]
+    solution = lapcli.solve_batch(members, maximize=maximize)
+    for matrix, small, cols, objective in zip(wide, narrow, solution.col_ind, solution.objectives):
+        assert type(cols) is type(members[0])
+        cols = np.asarray(cols.get() if library == "cupy" else cols)
+        rows = np.flatnonzero(cols >= 0)
+        assert len(rows) == min(matrix.shape) and len(set(cols[rows].tolist())) == len(rows)
+        best = small[scipy_lsa(small, maximize=maximize)].sum()  # a constant shift keeps the optima
+        assert sum(map(int, matrix[rows, cols[rows]])) == int(objective) == int(best) + 2**60 * len(rows)
+    if maximize:
+        assert solution.report.solver == "scipy-batch" and "int64 duals" in solution.report.reason
+        with pytest.raises(TooWideError, match="too wide"):
+            lapcli.solve_batch(members, maximize=True, solver="cuda-batch")
+    else:
+        assert solution.report.solver == "cuda-batch"
+
+
 def random_members(rng, count, dtype, most=40):
     """Matrices of drawn shapes (empty, tall, wide and square among them) of ``dtype``."""
     shapes = [tuple(int(s) for s in rng.integers(0, most + 1, 2)) for _ in range(count)]
