@@ -308,3 +308,27 @@ def test_which_dense_squares_the_scaled_auction_starts():
     assert uses_scaled_auction(work(3000, AUCTION_INTEGER_SPAN // 3000 - 1, np.int64))
     assert not uses_scaled_auction(work(3000, AUCTION_INTEGER_SPAN // 3000 + 1, np.int64))
     assert not uses_scaled_auction(work(1, 5, np.int32))
+
+
+def test_a_coarse_first_phase_bids_a_regions_surplus_out_before_the_wars(rng):
+    """``coarse_first`` (lapcli.cuda.auction.COARSE_FIRST, which the engine and the twin share): the
+    first phase at COARSE_FIRST times the first ε bids until every row holds a column, whatever the
+    tail and war rules say, in chains of COARSE_CHAIN; the later phases meet fewer price wars. Two
+    clusters, three quarters of the rows in the one that holds a quarter of the columns (the war
+    rule's test, chains of 2): fewer rows are left to the searches, and the answer is still exact."""
+    from lapcli.engines.cuda.sap_start import AUCTION_SCALING
+
+    n, crowded = 200, 150
+    a = np.concatenate([rng.normal(0.0, 0.03, (crowded, 2)), rng.normal(1.0, 0.03, (n - crowded, 2))])
+    b = np.concatenate([rng.normal(0.0, 0.03, (n - crowded, 2)), rng.normal(1.0, 0.03, (crowded, 2))])
+    cost = np.round(distance_matrix(a, b, "sqeuclidean") * 1e6).astype(np.int64)
+    optimum = cost[scipy_lsa(cost)].sum()
+    rules = dict(scaling=AUCTION_SCALING, max_bids=300_000, max_chain=2, tail_rows=2, last_tail_to_searches=True,
+                 stalled_tail=True, defer_wars=True)
+    plain_cols, plain_v, plain = auction_twin(cost.astype(np.float64), 0.25 / n, **rules)
+    col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, coarse_first=True, **rules)
+    assert phases[0][0] == pytest.approx(plain[0][0] * auction.COARSE_FIRST)
+    assert phases[0][3] == phases[0][6] == 0  # bid to the end: no row left free, none deferred
+    columns, searched = searched_from(cost, col_of_row, v)
+    assert cost[np.arange(n), columns].sum() == optimum
+    assert searched < searched_from(cost, plain_cols, plain_v)[1]

@@ -120,6 +120,7 @@ def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeyp
     for the next round; forced down to 4 bids, nearly every chain parks its row, a phase ends
     where a round parks few, the last phase's go to the searches (on lowered pairs), and the
     answer is still scipy's objective, certified."""
+    from lapcli.cuda import auction
     from lapcli.engines.cuda import sap_points
 
     monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 4)
@@ -134,7 +135,8 @@ def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeyp
     rows, cols = scipy_lsa(cost)
     assert solution.report.certified
     assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=1e-12)
-    assert max(phase.longest_chain for phase in phases) == 4
+    first, *later = phases  # the coarse first phase (lapcli.cuda.auction.COARSE_FIRST) chains on
+    assert max(phase.longest_chain for phase in later) == 4 and first.longest_chain <= auction.COARSE_CHAIN
     details = solution.report.details  # parked rows bid again in later rounds and phases, the last's are searched
     if not details["auction_complete"]:
         assert details["tail_searches"] >= details["auction_left_free"] >= 1
@@ -155,7 +157,8 @@ def test_a_price_war_s_rows_bid_no_more_and_the_searches_take_them(rng, monkeypa
     monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 4)
     found = []
     solve = auction.solve
-    monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(solve(*args, **kwargs)) or found[-1])
+    monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(
+        solve(*args, **{**kwargs, "coarse_first": False})) or found[-1])  # the war rule alone
     n, crowded = 1200, 900
     a = np.concatenate([rng.normal(0.0, 0.03, (crowded, 2)), rng.normal(1.0, 0.03, (n - crowded, 2))])
     b = np.concatenate([rng.normal(0.0, 0.03, (n - crowded, 2)), rng.normal(1.0, 0.03, (crowded, 2))])
@@ -172,9 +175,54 @@ def test_a_price_war_s_rows_bid_no_more_and_the_searches_take_them(rng, monkeypa
     assert solution.report.details["tail_searches"] >= deferred
 
 
+def test_a_coarse_first_phase_bids_the_surplus_out_before_the_later_phases(rng, monkeypatch):
+    """The point auction's first phase runs at COARSE_FIRST times the usual first ε and bids until
+    every row holds a column (lapcli.cuda.auction.solve's ``coarse_first``), in chains of at most
+    COARSE_CHAIN bids: on two clusters whose surplus must cross (the war rule's set, chains of 4
+    and a tail of 2 after it) it leaves no row free and defers none, and the answer is scipy's
+    objective, certified. Above sap_points.COARSE_FIRST_UP_TO points the first phase is plain."""
+    from lapcli.cuda import auction
+    from lapcli.engines.cuda import sap_points
+
+    monkeypatch.setattr(sap_points, "TAIL_ROWS", 2)
+    monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 4)
+    found = []
+    solve = auction.solve
+    monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(solve(*args, **kwargs)) or found[-1])
+    n, crowded = 1200, 900
+    a = np.concatenate([rng.normal(0.0, 0.03, (crowded, 2)), rng.normal(1.0, 0.03, (n - crowded, 2))])
+    b = np.concatenate([rng.normal(0.0, 0.03, (n - crowded, 2)), rng.normal(1.0, 0.03, (crowded, 2))])
+    cost = distance_matrix(a, b, "sqeuclidean")
+    solution = lapcli.solve_points(a, b, solver="cuda-sap", timeout=300)
+    assert solution.report.certified
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(
+        solve(*args, **{**kwargs, "coarse_first": False})) or found[-1])
+    assert lapcli.solve_points(a, b, solver="cuda-sap", timeout=300).report.certified
+    monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(solve(*args, **kwargs)) or found[-1])
+    monkeypatch.setattr(sap_points, "COARSE_FIRST_UP_TO", n - 1)  # larger sets start plain
+    assert lapcli.solve_points(a, b, solver="cuda-sap", timeout=300).report.certified
+    coarse, plain, above = found
+    first = coarse.phases[0]
+    assert first.eps == pytest.approx(plain.phases[0].eps * auction.COARSE_FIRST, rel=1e-12)
+    assert first.left_free == first.deferred == 0 and 4 < first.longest_chain <= auction.COARSE_CHAIN
+    assert all(phase.longest_chain <= 4 for phase in coarse.phases[1:])
+    assert above.phases[0].eps == plain.phases[0].eps
+
+
+@pytest.fixture
+def plain_first_phase(monkeypatch):
+    """The point auction without its coarse first phase (``coarse_first`` False), whose rounds bid
+    a warp a row: the tests of the bids' kernels and floors read every phase's bids."""
+    from lapcli.cuda import auction
+
+    solve = auction.solve
+    monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: solve(*args, **{**kwargs, "coarse_first": False}))
+
+
 @pytest.mark.parametrize("block_rows", [0, 10**9])
 @pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
-def test_a_warp_or_a_block_a_row_bids_alike(rng, monkeypatch, metric, block_rows):
+def test_a_warp_or_a_block_a_row_bids_alike(rng, monkeypatch, plain_first_phase, metric, block_rows):
     """kernels/auction.cu bids a warp a row (auction_bid) or, in a round of few rows, a block a row
     (auction_bid_blocks). Forced to either in every round, with chains short enough to park
     rows, the auction ends on scipy's objective, certified."""
@@ -199,7 +247,7 @@ def test_a_warp_or_a_block_a_row_bids_alike(rng, monkeypatch, metric, block_rows
 
 
 @pytest.mark.parametrize("block_rows", [0, 10**9])
-def test_a_price_war_bids_often_on_what_the_floor_proves(monkeypatch, block_rows):
+def test_a_price_war_bids_often_on_what_the_floor_proves(monkeypatch, plain_first_phase, block_rows):
     """Uniform cityblock points: the last phases' price wars take rows past 256 bids a phase, where
     a bid scans all columns unless the row's floor proves its candidates' best (kernels/auction.cu).
     A warp or a block a row, the floor proves many of them (one that proves nothing makes every
@@ -276,7 +324,7 @@ def floor_from_the_fifth_bid(monkeypatch):
 @pytest.mark.parametrize("block_rows", [0, 10**9])
 @pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
 def test_bids_ruled_by_the_floor_from_the_fifth_stay_optimal(rng, monkeypatch, floor_from_the_fifth_bid, metric,
-                                                             block_rows):
+                                                             block_rows, plain_first_phase):
     """With the floor ruling from a row's fifth bid in a phase, a warp or a block a row, many bids
     are proved from the candidates and many scan all columns, and the answer is scipy's, certified:
     a floor above a column left out of the candidates would make a bid no full scan allows."""

@@ -3,13 +3,11 @@
 with 2ε-complementary slackness over all n² pairs for the last ε, so that u = c − v on the
 assignment makes every reduced cost ≥ −2ε: the certificate's duals, with ε set below its tolerance.
 
-Why: a shortest-path search is a sequence of dependent steps (one argmin over the columns each),
-so its time is the number of steps times a step's latency. An auction phase is thousands of
-independent bids at once, one warp a row; ε-scaling (Bertsekas 1988; Guthe–Thuerck 2021 use it
-for their shortest paths) makes each phase start from the last one's duals. A bid reads only the
-row's 160 candidate columns (its near columns by cost, and those a release pass found missing),
-so it costs about the same at any n. On two point sets every cost is computed from the
-coordinates: memory stays O(n·d) plus 640 bytes a row of candidates.
+Why: a shortest-path search is a sequence of dependent steps, its time their number times a
+step's latency; an auction phase is thousands of independent bids at once, and ε-scaling
+(Bertsekas 1988; Guthe–Thuerck 2021) starts each phase from the last one's duals. A bid reads only
+the row's 160 candidate columns (its near columns by cost, and those a release pass found
+missing). On point sets costs come from the coordinates: O(n·d) plus 640 bytes a row.
 
 ``auction_candidates`` picks each row's near columns once. A phase is rounds of: the release
 pass ``auction_release`` lists the rows that are free or more than 2ε above their row's best
@@ -28,11 +26,11 @@ The same kernels run on a dense work matrix (:func:`dense_program`, engine ``cud
 one-block search's columns): there a bid reads its 160 candidates' costs from the matrix. A
 ``budget`` stops the auction where it is (``complete`` False): its duals, whatever they are, start
 the exact searches (lapcli.engines.cuda.sap), so a slow auction costs at most its budget. A chain
-limit (``max_chain``) does the same for a phase's last free rows, whose price war one warp bids out
-alone, each bid waiting on the last: their rows bid again in the next phase, and after the last
-phase the searches take them. Where the rows a round leaves so are many and grow (``defer_wars``,
-:func:`tail_wages_war`), a region's surplus wages a price war: the phase ends and its free rows bid
-no more (DEFERRED in ``fresh``, which the release pass skips); the searches take them too.
+limit (``max_chain``) does the same for a phase's last free rows (a price war one warp bids out
+alone): they bid again in the next phase, after the last one the searches take them. Where those
+rows are many and grow (``defer_wars``, :func:`tail_wages_war`), a region's surplus wages a war:
+the phase ends and its rows bid no more (DEFERRED in ``fresh``); the searches take them too.
+``coarse_first`` bids such surpluses out first, in one phase at a coarse ε (COARSE_FIRST).
 """
 
 from __future__ import annotations
@@ -70,24 +68,25 @@ FIRST_EPS_OF_SPREAD = 0.25
 # of the rows in play lack columns (32 at 65,536 uniform points: past 20 s, against 2.66 s; H100).
 DENSE_AFTER = 256
 # Past DENSE_AFTER, a row's bid reads its candidates first and scans all columns only where the
-# floor its last full scan left cannot prove their best the row's best (kernels/auction.cu). The
-# last phases' price wars go past DENSE_AFTER bids a row, and a full scan costs n reads against
-# 160. H100, one call, same points, full scan at every such bid -> only where the floor fails:
-# 65,536 points cityblock 4.34 -> 1.86 s and 3.61 -> 1.81 s, euclidean 5.20 -> 2.63 s and
-# 1.27 -> 1.26 s, uniform 0.74 -> 0.73 s and 0.76 -> 0.75 s, clustered 8.57 -> 7.55 s and
-# 4.16 -> 4.65 s; the dense matrices' auction (auto at 8,192 points) cityblock 11.4 -> 0.25 s,
-# clustered 2.05 -> 1.34 s, a 2,048 float matrix 7.07 -> 0.73 s.
+# floor its last full scan left cannot prove their best the row's best (kernels/auction.cu): a full
+# scan costs n reads against 160 (65,536 cityblock points 4.3 -> 1.9 s; H100, docs/points.md).
 # On point sets, a round that lists at most this many rows bids with a block a row (kernels/
-# auction.cu's auction_bid_blocks), its dense scans spread over the block: a phase's last rows bid
-# in long chains, mostly dense, that one warp scans n / 128 latencies deep. H100, 65,536 points,
-# one call, a warp a row -> a block a row: cityblock 10.8 -> 4.7 s, euclidean 5.3 -> 1.3 s and
-# 2.5 -> 2.4 s, clustered 19.5 -> 11.2 s (the first phase 7.0 -> 1.0 s), uniform 0.81 -> 0.76 s.
-# The dense matrices' auction bids a warp a row: at 2,500 clustered points' cityblock matrix a block
-# a row took 8.9 s against 0.5 (fewer chains at once in its rounds of up to 1,024 rows).
+# auction.cu's auction_bid_blocks): a phase's last rows bid in long chains, mostly dense, that one
+# warp scans n / 128 latencies deep (65,536 cityblock points 10.8 -> 4.7 s; H100, docs/points.md).
+# The dense matrices' auction bids a warp a row (a block a row: 8.9 s against 0.5 on 2,500
+# clustered points' cityblock matrix).
 BLOCK_ROWS_UP_TO = 1024
 # the first a multiprocessor holds (a thread a candidate: at least 160; at most kernels/auction.cu's
 # AUCTION_BLOCK_MAX, the size of its per-thread shared arrays)
 BLOCK_THREADS = (512, 256)
+# ``coarse_first``: the first phase at COARSE_FIRST times the first ε, bid until every row holds a
+# column (no tail or war rule), in chains of COARSE_CHAIN bids, a warp a row. A region of points
+# with more rows than columns must pass its surplus far (~0.01-0.05 in cost against a first ε of
+# ~5e-5); a coarse ε moves it in few steps, and the later phases and the searches meet fewer price
+# wars (65,536 clustered points 6.6 -> 2.4 s on an H200; lapcli.engines.cuda.sap_points says where
+# the point auction uses it, docs/points.md what it costs elsewhere).
+COARSE_FIRST = 16.0
+COARSE_CHAIN = 1024
 
 # Integer squares with n·max|c| below this take the auction (engine cuda-sap above its one-block
 # search): its float64 reduced costs then resolve an ε of 1/(4n) by 64 ulps or more, and the
@@ -123,9 +122,8 @@ def dense_source(values) -> tuple:
 
 def solves(n_rows: int, n_cols: int, maximize: bool) -> bool:
     """Whether engine cuda-sap gives a point problem to the auction: a square of AUCTION_FROM
-    points or more, minimised. The largest total distance makes every row's nearest columns by
-    cost the same few far points, and the bids wage a price war among them (1,024 uniform points
-    did not finish within 3 minutes on an H100): the cluster searches take it."""
+    points or more, minimised (maximised, every row's best columns are the same few far points:
+    1,024 uniform points did not finish in 3 minutes on an H100; the cluster searches take it)."""
     return n_rows == n_cols >= AUCTION_FROM and not maximize
 
 
@@ -141,9 +139,8 @@ def kernels(source_type: str) -> tuple[tuple[str, str, str], ...]:
 
 @dataclass
 class Phase:
-    """One ε phase: its rounds (a release pass, then the bids), the rows they
-    released (free or out of slackness), their bids, repeated scans, the longest chain of bids
-    one warp made (a bid's eviction hands the warp the evicted row)."""
+    """One ε phase: its rounds (a release pass, then the bids), the rows they released (free or
+    out of slackness), their bids, repeated scans, the longest chain of bids one warp made."""
 
     eps: float
     rounds: int
@@ -211,7 +208,8 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
           budget: float | None = None, least_first_eps: float = 0.0,
           progress: Callable[[Phase, int], None] | None = None, scaling: float = SCALING,
           max_chain: int = 0, tail_rows: int = 0, last_tail_to_searches: bool = False,
-          stalled_tail: bool = False, defer_wars: bool = False, block_rows_up_to: int = 0) -> AuctionResult:
+          stalled_tail: bool = False, defer_wars: bool = False, block_rows_up_to: int = 0,
+          coarse_first: bool = False) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
     cost source's five arguments. The first ε is FIRST_EPS_OF_SPREAD of the median row's candidate
     spread, at least ``least_first_eps`` (integer costs: 1, so that tied candidates, spread 0, do
@@ -229,7 +227,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     ``stalled_tail``: only a round that leaves no fewer rows so than the round before ends the
     phase (while the rounds get rows through, the phase goes on). ``defer_wars``: a price war's
     rows bid no more, left to the searches (:func:`round_ends_phase`). A round of at most
-    ``block_rows_up_to`` rows bids a block a row (0: every round a warp a row)."""
+    ``block_rows_up_to`` rows bids a block a row (0: a warp a row). ``coarse_first``: COARSE_FIRST."""
     import cupy
 
     gpu = current_gpu()
@@ -262,15 +260,15 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     warps_per_block = THREADS // 32
     row_blocks = max(1, -(-n // warps_per_block))
     resident = bid.resident_blocks(THREADS, 0) * gpu.sms
-    # auction_bid_blocks' block: the widest that fits a multiprocessor (points of many coordinates
-    # take many registers); none, and every round bids a warp a row
+    # auction_bid_blocks' block: the widest a multiprocessor holds (many coordinates, many registers)
     block_threads = next((t for t in BLOCK_THREADS if bid_blocks.resident_blocks(t, 0)), 0) if block_rows_up_to else 0
     resident_rows = bid_blocks.resident_blocks(block_threads, 0) * gpu.sms if block_threads else 0
     began = time.perf_counter()
     begin, end = reused_events(cupy.cuda.runtime.getDevice(), "auction", 2)
     kernel_set["auction_candidates"].launch(row_blocks, THREADS, (*source, n, candidates.data.ptr, spread.data.ptr),
                                             stream=stream)
-    epsilons = schedule(max(float(cupy.median(spread)) * FIRST_EPS_OF_SPREAD, least_first_eps), final_eps, scaling)
+    first_eps = float(cupy.median(spread)) * FIRST_EPS_OF_SPREAD * (COARSE_FIRST if coarse_first else 1.0)
+    epsilons = schedule(max(first_eps, least_first_eps), final_eps, scaling)
     phases = []
     complete = True
     deferred_rows = 0  # rows the price wars left to the searches so far
@@ -294,6 +292,8 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
         rounds = released_in_phase = left_free = parked_so_far = deferred_in_phase = 0
         parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
+        open_phase = coarse_first and index == 0 and not last_phase  # bid to the end (COARSE_FIRST)
+        chain = COARSE_CHAIN if open_phase else max_chain
         while True:  # rounds until the release pass finds every row within eps over all columns
             left, spare = _seconds_left(began, timeout, budget, budget_began)
             if left is not None and left <= 0:
@@ -311,7 +311,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 break
             rounds += 1
             released_in_phase += released
-            if released <= block_rows_up_to and block_threads:  # a block a row
+            if released <= block_rows_up_to and block_threads and not open_phase:  # a block a row
                 launch_bids, blocks, threads = bid_blocks, min(released, resident_rows), block_threads
             else:  # a warp a row
                 launch_bids, blocks, threads = bid, max(1, min(resident, -(-released // warps_per_block))), THREADS
@@ -320,7 +320,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             limit_ns = min(max(int(min(limits) * 1e9), 1), 2**63 - 1) if limits else 0  # 0: none
             launch_bids.launch(blocks, threads, (*source, n, columns.data.ptr, candidates.data.ptr,
                                                  row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr,
-                                                 eps, limit_ns, max_chain, counters.data.ptr, status.data.ptr,
+                                                 eps, limit_ns, chain, counters.data.ptr, status.data.ptr,
                                                  fresh.data.ptr, floors.data.ptr), stream=stream)
             launches += 1
             if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
@@ -330,16 +330,16 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 break
             budget_began = budget_began or time.perf_counter()
             bids, rescans, longest, parked_total, _, _ = (int(x) for x in counters.get())
-            parked_before, parked_so_far = parked_so_far, parked_total if max_chain else 0
+            parked_before, parked_so_far = parked_so_far, parked_total if chain else 0
             parked = parked_so_far - parked_before  # rows this round's chain limit left free
             rows_of_owners()
             if progress is not None:  # the phase so far: every released row holds a column but the parked
                 progress(Phase(eps, rounds, released_in_phase, bids, rescans, longest,
                                1e3 * (time.perf_counter() - phase_began), parked, ended=False),
                          len(epsilons) - index - 1)
-            ends, war = round_ends_phase(parked, parked_last_round, last_phase, tail_rows=tail_rows,
-                                         stalled_tail=stalled_tail, defer_wars=defer_wars,
-                                         last_tail_to_searches=last_tail_to_searches)
+            ends, war = (False, False) if open_phase else round_ends_phase(
+                parked, parked_last_round, last_phase, tail_rows=tail_rows, stalled_tail=stalled_tail,
+                defer_wars=defer_wars, last_tail_to_searches=last_tail_to_searches)
             parked_last_round = parked
             if war:  # its parked rows, the only free ones not deferred yet (every other listed row holds a column)
                 cupy.copyto(fresh, DEFERRED, where=col_of_row < 0)

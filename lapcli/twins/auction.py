@@ -9,7 +9,7 @@ import numpy as np
 def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
                  least_first_eps: float = 0.0, max_chain: int = 0, tail_rows: int = 0,
                  last_tail_to_searches: bool = False, floor: bool = True, stalled_tail: bool = False,
-                 defer_wars: bool = False):
+                 defer_wars: bool = False, coarse_first: bool = False):
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
@@ -23,9 +23,10 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     candidates and whose lanes' second bests' least its floor (kernels/auction.cu's auction_bid, and
     auction_bid_blocks, whose block gives the same; ``floor`` False: every such bid a full scan
     whose best becomes a candidate, the rule before the floor, to compare), and the same chain limit
-    (``max_chain``, ``tail_rows``, ``last_tail_to_searches``, ``stalled_tail``, ``defer_wars``:
-    lapcli.cuda.auction.solve's, its phases ended and its price wars' rows deferred by the same
-    lapcli.cuda.auction.round_ends_phase). Returns
+    (``max_chain``, ``tail_rows``, ``last_tail_to_searches``, ``stalled_tail``, ``defer_wars``,
+    ``coarse_first``: lapcli.cuda.auction.solve's, its phases ended and its price wars' rows deferred
+    by the same lapcli.cuda.auction.round_ends_phase, a coarse first phase bid to the end in
+    chains of COARSE_CHAIN). Returns
     (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
     every column, bids past DENSE_AFTER that the floor proved, rows its price war deferred). Every
     reduced cost of u = c − v on the assignment is ≥ −2·final_eps, unless rows were left free (−1)
@@ -58,12 +59,15 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     col_of_row = np.full(n, -1)
     deferred = np.zeros(n, dtype=bool)  # rows a price war left to the searches: no release pass lists them
     phases = []
-    epsilons = auction.schedule(max(spread * auction.FIRST_EPS_OF_SPREAD, least_first_eps), final_eps,
+    first_eps = spread * auction.FIRST_EPS_OF_SPREAD * (auction.COARSE_FIRST if coarse_first else 1.0)
+    epsilons = auction.schedule(max(first_eps, least_first_eps), final_eps,
                                 scaling if scaling is not None else auction.SCALING)
     for index, eps in enumerate(epsilons):
         rounds = bids = left_free = full_scans = proved = deferred_in_phase = 0
         parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
+        open_phase = coarse_first and index == 0 and not last_phase  # bid to the end
+        chain_limit = auction.COARSE_CHAIN if open_phase else max_chain
         row_bids = np.zeros(n, dtype=np.int64)
         fresh = np.ones(n, dtype=bool)
         while True:
@@ -89,7 +93,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
             for row in free:
                 chain = 0
                 while row >= 0:
-                    if max_chain and chain >= max_chain:  # the row stays free
+                    if chain_limit and chain >= chain_limit:  # the row stays free
                         parked += 1
                         break
                     chain += 1
@@ -121,9 +125,9 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     bids += 1
                     if bids > max_bids:
                         raise RuntimeError(f"the auction bid {bids} times in the phase of eps {eps}")
-            ends, war = auction.round_ends_phase(parked, parked_last_round, last_phase, tail_rows=tail_rows,
-                                                 stalled_tail=stalled_tail, defer_wars=defer_wars,
-                                                 last_tail_to_searches=last_tail_to_searches)
+            ends, war = (False, False) if open_phase else auction.round_ends_phase(
+                parked, parked_last_round, last_phase, tail_rows=tail_rows, stalled_tail=stalled_tail,
+                defer_wars=defer_wars, last_tail_to_searches=last_tail_to_searches)
             parked_last_round = parked
             if war:  # the rows it left free bid no more
                 deferred_in_phase = int(((col_of_row < 0) & ~deferred).sum())
