@@ -159,7 +159,9 @@ def stacked(matrices):
         import cupy
 
         return cupy.stack([m.astype(common, copy=False) for m in matrices])
-    return np.stack([m.astype(common, copy=False) for m in matrices]) if common != object else matrices
+    if common == object:
+        return matrices
+    return np.stack([np.asarray(m).astype(common, copy=False) for m in matrices])  # np.matrix: plain arrays
 
 
 def common_dtype(matrices, dtypes: set | None = None) -> np.dtype | None:

@@ -66,7 +66,8 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     Parameters
     ----------
     cost : array_like or cupy.ndarray, shape (n, m)
-        Costs; ``+inf`` marks a forbidden pair (``-inf`` when ``maximize``).
+        Costs; ``+inf`` marks a forbidden pair (``-inf`` when ``maximize``). A CPU torch tensor is
+        read as its values (detached; bfloat16 as float32, which holds it exactly).
     solver : str
         ``"auto"`` or an engine of ``lap info`` (``cuda``, ``cuda-sap``, ``cuda-stepwise``,
         ``numpy``, ``scipy``, ``lapx``); ``cuda-stepwise`` is the benchmark baseline.

@@ -29,6 +29,26 @@ def test_torch_stacks_that_need_grad_or_are_bfloat16_are_solved():
     np.testing.assert_array_equal(lapcli.solve_batch(bf16).objectives, lapcli.solve_batch(bf16.float()).objectives)
 
 
+def test_one_torch_matrix_that_needs_grad_or_is_bfloat16_is_solved():
+    """``solve`` reads a CPU tensor as the stacks do: detached, bfloat16 as float32 (exact), so a
+    model's cost matrix needs no ``.detach()`` (``linear_sum_assignment`` raises as scipy does)."""
+    torch = pytest.importorskip("torch")
+    matrix = torch.tensor(np.random.default_rng(6).random((5, 7)), dtype=torch.float32)
+    expected = lapcli.solve(matrix.numpy())
+    needs_grad = lapcli.solve(matrix.clone().requires_grad_(True))
+    assert needs_grad.col_ind.tolist() == expected.col_ind.tolist() and needs_grad.objective == expected.objective
+    bf16 = matrix.to(torch.bfloat16)
+    assert lapcli.solve(bf16).objective == lapcli.solve(bf16.float().numpy()).objective
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_lists_of_numpy_matrices_are_solved_as_their_arrays():
+    """np.matrix members (a subclass that stays 2-D) of one shape stack as plain arrays."""
+    first, second = np.matrix([[4, 1], [2, 8]]), np.matrix([[1, 5], [3, 2]])
+    assert lapcli.solve_batch([first, second]).col_ind.tolist() == [[1, 0], [0, 1]]
+    assert [c.tolist() for c in lapcli.solve_batch([first, np.matrix([[1, 2, 0]])]).col_ind] == [[1, 0], [2]]
+
+
 @pytest.mark.parametrize("make", [lambda: np.ones((3, 3), np.longdouble), lambda: np.ones((2, 3, 3), np.longdouble)])
 def test_float128_is_refused_like_scipy(make):
     cost = make()
