@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import split_flat
+from .arrays import host_tensor_values, split_flat
 from .cuda.probe import cuda_status
 from .engines.auto import choose, choose_ragged
 from .pipeline import solve_batch, solve_problem
@@ -41,7 +41,8 @@ def linear_sum_assignment(cost_matrix, maximize=False):
     -----
     The engine is chosen as ``lapcli.solve(..., solver="auto")`` chooses it (docs/dispatch.md):
     scipy without a GPU and below the measured crossovers, the CUDA Hungarian kernel above them.
-    Where scipy is chosen it is called directly, so the answer and its errors are scipy's own.
+    Where scipy is chosen it is called directly, so the answer and its errors are scipy's own (a
+    CPU torch tensor is read as its values first, as ``lapcli.solve`` reads it).
 
     Examples
     --------
@@ -54,6 +55,7 @@ def linear_sum_assignment(cost_matrix, maximize=False):
     >>> int(cost[row_ind, col_ind].sum())
     5
     """
+    cost_matrix = host_tensor_values(cost_matrix)  # read as solve reads it, with or without a GPU
     xp = array_module(cost_matrix)
     if xp is np and not cuda_status()[0]:
         # no GPU: auto runs scipy; call it directly, as the assignment is all this function returns

@@ -95,6 +95,12 @@ def as_array(x: Any) -> tuple[Any, Origin]:
     return np.asarray(x), _NUMPY
 
 
+def host_tensor_values(x: Any) -> Any:
+    """A CPU torch tensor as its NumPy values (as_array: detached, bfloat16 as float32, which holds
+    it exactly), so that one matrix is read as the batch calls read it; anything else as it is."""
+    return as_array(x)[0] if is_torch(x) and getattr(x, "is_cuda", None) is False else x
+
+
 def torch_stream_if_other(device: int) -> int | None:
     """torch's current stream on ``device`` (its raw handle) when it is not CuPy's current stream
     there, else None: work one library queues is then ordered after the other's only through a

@@ -11,8 +11,10 @@ class LapInputError(ValueError):
 
 class TooWideError(LapInputError):
     """Integer costs too wide for one route's exact arithmetic: the int64 duals of a work stack, or
-    one stack that pads members of several types. A ragged batch under ``auto`` is then solved
-    member by member, each in its own type, as on the CPU; where asked for, the refusal stands."""
+    one stack that pads members of several types. Where the GPU's packed stack refuses a ragged
+    batch under ``auto`` (no dtype asked for), scipy solves each member in its own type, as on the
+    CPU; where a solver or dtype was asked for, and for a device list whose members share no exact
+    type (they cannot be gathered into one device array), the refusal stands."""
 
 
 class LapTypeError(TypeError):

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, host, is_torch
+from .arrays import Origin, as_array, host, host_tensor_values
 from .errors import InfeasibleError, LapInputError, LapTypeError
 from .work import WORK_DTYPES, Work, WorkMatrix, build_work, float_eps, square_matrix
 
@@ -352,8 +352,7 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
         if arr.ndim != 3:
             raise LapInputError(f"expected a stack of matrices (3-D array), got a {arr.ndim}-D array")
     else:
-        if is_torch(cost) and not cost.is_cuda:  # detached, bfloat16 as float32 (as_array); answered as NumPy
-            cost, _ = as_array(cost)
+        cost = host_tensor_values(cost)
         xp = array_module(cost)
         arr, origin = xp.asarray(cost), None
         if arr.ndim != 2:

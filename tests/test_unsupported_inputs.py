@@ -29,16 +29,27 @@ def test_torch_stacks_that_need_grad_or_are_bfloat16_are_solved():
     np.testing.assert_array_equal(lapcli.solve_batch(bf16).objectives, lapcli.solve_batch(bf16.float()).objectives)
 
 
-def test_one_torch_matrix_that_needs_grad_or_is_bfloat16_is_solved():
-    """``solve`` reads a CPU tensor as the stacks do: detached, bfloat16 as float32 (exact), so a
-    model's cost matrix needs no ``.detach()`` (``linear_sum_assignment`` raises as scipy does)."""
+@pytest.mark.parametrize("gpu_route", [False, True])
+def test_one_torch_matrix_that_needs_grad_or_is_bfloat16_is_solved(monkeypatch, gpu_route):
+    """``solve`` and ``linear_sum_assignment`` read a CPU tensor as the stacks do: detached,
+    bfloat16 as float32 (exact), so a model's cost matrix needs no ``.detach()``; the same with or
+    without a GPU (``gpu_route``: linear_sum_assignment's way through ``prepare``, which a machine
+    with a GPU takes). Objects of torch's that are no tensor are refused as before."""
     torch = pytest.importorskip("torch")
+    if gpu_route:
+        monkeypatch.setattr(lapcli.api, "cuda_status", lambda: (True, "the test's"))
+        monkeypatch.setattr(lapcli.api, "choose", lambda problem: ("scipy", "the test's"))
     matrix = torch.tensor(np.random.default_rng(6).random((5, 7)), dtype=torch.float32)
     expected = lapcli.solve(matrix.numpy())
-    needs_grad = lapcli.solve(matrix.clone().requires_grad_(True))
-    assert needs_grad.col_ind.tolist() == expected.col_ind.tolist() and needs_grad.objective == expected.objective
+    needs_grad = matrix.clone().requires_grad_(True)
+    solved = lapcli.solve(needs_grad)
+    assert solved.col_ind.tolist() == expected.col_ind.tolist() and solved.objective == expected.objective
+    assert lapcli.linear_sum_assignment(needs_grad)[1].tolist() == expected.col_ind.tolist()
     bf16 = matrix.to(torch.bfloat16)
     assert lapcli.solve(bf16).objective == lapcli.solve(bf16.float().numpy()).objective
+    assert lapcli.linear_sum_assignment(bf16)[1].tolist() == lapcli.solve(bf16.float().numpy()).col_ind.tolist()
+    with pytest.raises(lapcli.errors.LapInputError, match="2-D"):
+        lapcli.solve(torch.Size([3, 3]))
 
 
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")

@@ -268,7 +268,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     kernel_set["auction_candidates"].launch(row_blocks, THREADS, (*source, n, candidates.data.ptr, spread.data.ptr),
                                             stream=stream)
     first_eps = float(cupy.median(spread)) * FIRST_EPS_OF_SPREAD * (COARSE_FIRST if coarse_first else 1.0)
-    epsilons = schedule(max(first_eps, least_first_eps), final_eps, scaling)
+    epsilons = schedule(max(min(first_eps, np.finfo(np.float64).max), least_first_eps), final_eps, scaling)
     phases = []
     complete = True
     deferred_rows = 0  # rows the price wars left to the searches so far
