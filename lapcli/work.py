@@ -114,8 +114,8 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
             work.sign = sign
             return work
         raise TooWideError(f"integer costs span too wide a range for exact int64 duals at n={arr.shape[2]}, "
-                            "even reduced (spread · 4(n+1) ≥ 2^62); lapcli does not round integers: "
-                            "narrow their range, or convert them to float64 yourself")
+                           "even reduced (spread · 4(n+1) ≥ 2^62); lapcli does not round integers: "
+                           "narrow their range, or convert them to float64 yourself")
     target = requested or ("float32" if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 else "float64")
     if arr.dtype.kind in "biu":
         _check_exact_in_float(arr, target)

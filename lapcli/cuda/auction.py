@@ -60,9 +60,8 @@ CANDIDATES_SIGNATURE = PASS_ARGUMENTS + "pp"
 RELEASE_SIGNATURE = PASS_ARGUMENTS + "ppppdpppp"
 BID_SIGNATURE = PASS_ARGUMENTS + "ppppipdqqpppp"
 SCALING = 16.0  # ε falls by this factor each phase
-# The first phase's ε, as a fraction of the median row's cost spread over its candidates: a far
-# larger ε raises the near columns' prices past the far ones in a few bids, and the rows' bests
-# leave their candidates.
+# The first phase's ε, as a fraction of the median row's cost spread over its candidates (far
+# larger, the near columns' prices pass the far ones in a few bids and the bests leave them).
 FIRST_EPS_OF_SPREAD = 0.25
 # A row's bids in one phase after which its bids scan all columns: the way out when the candidates
 # of the rows in play lack columns (32 at 65,536 uniform points: past 20 s, against 2.66 s; H100).
@@ -80,13 +79,10 @@ BLOCK_ROWS_UP_TO = 1024
 # AUCTION_BLOCK_MAX, the size of its per-thread shared arrays)
 BLOCK_THREADS = (512, 256)
 # ``coarse_first``: the first phase at COARSE_FIRST times the first ε, bid until every row holds a
-# column (no tail or war rule), in chains of COARSE_CHAIN bids, a warp a row. A region of points
-# with more rows than columns must pass its surplus far (~0.01-0.05 in cost against a first ε of
-# ~5e-5); a coarse ε moves it in few steps, and the later phases and the searches meet fewer price
-# wars (65,536 clustered points 6.6 -> 2.4 s on an H200; lapcli.engines.cuda.sap_points says where
-# the point auction uses it, docs/points.md what it costs elsewhere).
-COARSE_FIRST = 16.0
-COARSE_CHAIN = 1024
+# column (no tail or war rule), in chains of COARSE_CHAIN bids, a warp a row: a region with more
+# rows than columns passes its surplus far (~0.01-0.05 in cost against ~5e-5) in few coarse steps,
+# leaving fewer price wars (65,536 clustered points 6.6 -> 2.4 s, H200; sap_points says where).
+COARSE_FIRST, COARSE_CHAIN = 16.0, 1024
 
 # Integer squares with n·max|c| below this take the auction (engine cuda-sap above its one-block
 # search): its float64 reduced costs then resolve an ε of 1/(4n) by 64 ulps or more, and the
@@ -190,6 +186,12 @@ class AuctionResult:
                 "auction_deferred": sum(phase.deferred for phase in self.phases)}
 
 
+def first_eps_of(spread: float, least: float, coarse_first: bool) -> float:
+    """The first phase's ε: FIRST_EPS_OF_SPREAD of the median row's candidate spread (COARSE_FIRST
+    times it with ``coarse_first``), at least ``least``, at most float64's largest."""
+    return max(min(spread * FIRST_EPS_OF_SPREAD * (COARSE_FIRST if coarse_first else 1), np.finfo(float).max), least)
+
+
 def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> list[float]:
     """The phases' ε: from ``first_eps`` down by ``scaling`` each phase, the last exactly
     ``final_eps``."""
@@ -211,14 +213,13 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
           stalled_tail: bool = False, defer_wars: bool = False, block_rows_up_to: int = 0,
           coarse_first: bool = False) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
-    cost source's five arguments. The first ε is FIRST_EPS_OF_SPREAD of the median row's candidate
-    spread, at least ``least_first_eps`` (integer costs: 1, so that tied candidates, spread 0, do
-    not start at the last ε). ``progress(phase, phases_left)`` is called after each round with the
-    phase so far (``phase.ended`` False: its rows without a column in ``left_free``) and when the
-    phase ends (True). Raises SolverError past ``timeout`` seconds (checked inside the bids and
-    between rounds), saying where the auction stopped;
-    past ``budget`` seconds (the first round's bids by the kernel's clock, the rest from the first
-    round's end) returns the state as it is, ``complete`` False.
+    cost source's five arguments. The first ε is :func:`first_eps_of`'s (``least_first_eps``:
+    integer costs' 1, so that tied candidates do not start at the last ε). ``progress(phase,
+    phases_left)`` is called after each round with the phase so far (``phase.ended`` False: its
+    rows without a column in ``left_free``) and when the phase ends (True). Raises SolverError past
+    ``timeout`` seconds (checked inside the bids and between rounds), saying where the auction
+    stopped; past ``budget`` seconds (the first round's bids by the kernel's clock, the rest from
+    the first round's end) returns the state as it is, ``complete`` False.
 
     ``max_chain`` (0: none) ends a warp's eviction chain after that many bids, its row left free; a
     round that leaves at most ``tail_rows`` rows so ends the phase there, and they bid in the next
@@ -267,8 +268,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     begin, end = reused_events(cupy.cuda.runtime.getDevice(), "auction", 2)
     kernel_set["auction_candidates"].launch(row_blocks, THREADS, (*source, n, candidates.data.ptr, spread.data.ptr),
                                             stream=stream)
-    first_eps = float(cupy.median(spread)) * FIRST_EPS_OF_SPREAD * (COARSE_FIRST if coarse_first else 1.0)
-    epsilons = schedule(max(min(first_eps, np.finfo(np.float64).max), least_first_eps), final_eps, scaling)
+    epsilons = schedule(first_eps_of(float(cupy.median(spread)), least_first_eps, coarse_first), final_eps, scaling)
     phases = []
     complete = True
     deferred_rows = 0  # rows the price wars left to the searches so far

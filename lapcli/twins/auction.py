@@ -59,8 +59,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     col_of_row = np.full(n, -1)
     deferred = np.zeros(n, dtype=bool)  # rows a price war left to the searches: no release pass lists them
     phases = []
-    first_eps = spread * auction.FIRST_EPS_OF_SPREAD * (auction.COARSE_FIRST if coarse_first else 1.0)
-    epsilons = auction.schedule(max(min(first_eps, np.finfo(np.float64).max), least_first_eps), final_eps,
+    epsilons = auction.schedule(auction.first_eps_of(spread, least_first_eps, coarse_first), final_eps,
                                 scaling if scaling is not None else auction.SCALING)
     for index, eps in enumerate(epsilons):
         rounds = bids = left_free = full_scans = proved = deferred_in_phase = 0
