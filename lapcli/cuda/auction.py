@@ -10,8 +10,8 @@ the row's 160 candidate columns (its near columns by cost, and those a release p
 missing). On point sets costs come from the coordinates: O(n·d) plus 640 bytes a row.
 
 ``auction_candidates`` picks each row's near columns once. A phase is rounds of: the release
-pass ``auction_release`` lists the rows that are free or more than 2ε above their row's best
-over all columns, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
+pass (lapcli.cuda.auction_release) lists the rows that are free or more than 2ε above their row's
+best over all columns, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
 holds a column (a warp a row; on point sets, in a round of at most BLOCK_ROWS_UP_TO rows, a block
 a row, which spreads a scan over the block); a row that bids more than DENSE_AFTER times in a
 phase scans all columns where the floor of its last full scan cannot prove its candidates' best
@@ -43,7 +43,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import SolverError
-from . import passes
+from . import auction_release, passes
 from .runtime import Program, current_gpu, current_stream, reused_events
 from .sap_cluster import kernel_text
 
@@ -94,12 +94,13 @@ DENSE_COST_TYPES = {"int32": "int", "int64": "long long", "float32": "float", "f
 
 def kernel_defines() -> tuple[str, ...]:
     """kernels/auction.cu's numbers, set here only: the kernel refuses to compile without them."""
-    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}", f"-DAUCTION_DEFERRED={DEFERRED}")
+    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}", f"-DAUCTION_DEFERRED={DEFERRED}",
+            *auction_release.kernel_defines())
 
 
 def kernel_source() -> str:
-    """The cost sources, the streamed passes and the auction, in one text."""
-    return "\n".join(kernel_text(name) for name in ("costs.cuh", passes.FILE, "auction.cu"))
+    """The cost sources, the streamed passes and the auction (its release passes), in one text."""
+    return "\n".join(kernel_text(name) for name in ("costs.cuh", passes.FILE, "auction.cu", auction_release.FILE))
 
 
 @lru_cache(maxsize=None)
@@ -247,8 +248,10 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     spread = cupy.empty(n, dtype=np.float64)
     fresh = cupy.ones(n, dtype=np.uint8)  # rows the next release pass scans, or DEFERRED (kernels/auction.cu)
     floors = cupy.full(n, -np.inf)  # each row's floor (kernels/auction.cu): none before its first full scan
-    release, bid, bid_blocks = (kernel_set[key] for key in ("auction_release", "auction_bid", "auction_bid_blocks"))
-
+    bid, bid_blocks = kernel_set["auction_bid"], kernel_set["auction_bid_blocks"]
+    release = auction_release.ReleasePass(kernel_set, source, n, gpu, stream, columns=columns, col_of_row=col_of_row,
+                                          candidates=candidates, added=added, free_rows=free_rows, free_count=words,
+                                          fresh=fresh, floors=floors)
     launches = 1  # the candidates
 
     def rows_of_owners() -> None:  # col_of_row as the columns' owners say
@@ -302,10 +305,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 complete = False
                 break
             words.fill(0)
-            release.launch(row_blocks, THREADS, (*source, n, columns.data.ptr, col_of_row.data.ptr,
-                                                 candidates.data.ptr, added.data.ptr, eps, free_rows.data.ptr,
-                                                 words.data.ptr, fresh.data.ptr, floors.data.ptr), stream=stream)
-            launches += 1
+            launches += release.run(eps)
             released = int(words[0].get())
             if not released:
                 break

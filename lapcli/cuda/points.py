@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import auction, passes, sap_cluster, sap_rounds
+from . import auction, auction_release, passes, sap_cluster, sap_rounds
 from .runtime import Program, load
 
 METRIC_CODES = {"sqeuclidean": 0, "euclidean": 1, "cityblock": 2, "chebyshev": 3, "minkowski": 4, "cosine": 5}
@@ -54,7 +54,8 @@ def program(metric: str, dim: int, method: str = "search", cluster: int = sap_cl
         return Program("points-rounds", sap_rounds.kernel_source(), sap_rounds.kernel_defines(threads),
                        (("search", sap_rounds.kernel_name(lowered), sap_rounds.SIGNATURE),))
     return Program("points-auction", auction.kernel_source(), auction.kernel_defines(),
-                   (*passes.kernels(source_type), *auction.kernels(source_type)))
+                   (*passes.kernels(source_type), *auction.kernels(source_type),
+                    *auction_release.tiled_kernels(source_type)))
 
 
 @dataclass

@@ -228,9 +228,36 @@ __global__ void auction_candidates(const void* first, const void* second, long l
     }
 }
 
+// The release rule of an assigned row i whose column `own` has reduced cost own_reduced, its best
+// over all n columns being `best` at best_j (the lowest column on ties), every lane of a warp
+// holding them: the row is released (true) where its column is no longer within 2 eps of its best,
+// its column left ownerless and its best column made a candidate if it is not one; else it is
+// within 2 eps over all columns until it bids again (fresh 0). The launcher lists the released rows.
+__device__ __forceinline__ bool auction_release_row(int i, int own, double own_reduced, double best, int best_j,
+                                                    double eps, int lane, AuctionColumn* columns, int* candidates,
+                                                    int* added, unsigned char* fresh, double* floors) {
+    // 2 eps, not eps: a bid leaves its pair exactly eps above the second best, and the rounding of
+    // c - (c - second - eps) must not release the row again
+    const bool release = own_reduced > best + 2.0 * eps;
+    if (release) {
+        int* row = candidates + (long long)i * AUCTION_CANDIDATES;
+        bool known = false;
+#pragma unroll
+        for (int s = 0; s < AUCTION_SLOTS; ++s) known |= row[s * 32 + lane] == best_j;
+        if (lane == 0) columns[own].owner = -1;
+        if (!__any_sync(AUCTION_FULL_MASK, known) && lane == 0) {
+            row[AUCTION_NEAR * 32 + (added[i]++ & 31)] = best_j;
+            floors[i] = -AUCTION_INF;  // the slot it took may have held a column the floor left out
+        }
+    } else if (lane == 0) {
+        fresh[i] = 0;
+    }
+    return release;
+}
+
 // The start of a round of a phase of tolerance eps: every row that is free, or whose column is no
-// longer within 2 eps of its row's best over all n columns, is released and listed; its best
-// column becomes a candidate if it is not one. One warp a row;
+// longer within 2 eps of its row's best over all n columns, is released and listed
+// (auction_release_row). One warp a row;
 // nothing bids meanwhile, so the duals are fixed.
 // Only rows marked fresh are scanned (the launcher marks all of them at a phase's start, a bid
 // marks its row): a row that kept its column since its last scan is still within 2 eps, since the
@@ -239,6 +266,7 @@ __global__ void auction_candidates(const void* first, const void* second, long l
 // round a pass reads the rows that bid, not all n^2 costs.
 // A row marked AUCTION_DEFERRED is never listed: a price war left it free for the exact searches
 // that follow the last phase, and it holds no column, so no bid evicts it and none marks it fresh.
+// On point sets the launcher runs the same rule tiled (kernels/auction_release.cu).
 template <typename Source>
 __global__ void auction_release(const void* first, const void* second, long long stride, double p, double sign,
                                 int n, AuctionColumn* __restrict__ columns, const int* __restrict__ col_of_row,
@@ -258,22 +286,8 @@ __global__ void auction_release(const void* first, const void* second, long long
             int best_j = n;
             for (int j = lane; j < n; j += 32) auction_take(source.at(j) - __ldcg(&columns[j].v), j, best, best_j, second_best);
             auction_warp_best(best, best_j, second_best);
-            // 2 eps, not eps: a bid leaves its pair exactly eps above the second best, and the
-            // rounding of c - (c - second - eps) must not release the row again
-            release = source.at(own) - __ldcg(&columns[own].v) > best + 2.0 * eps;
-            if (release) {
-                int* row = candidates + (long long)i * AUCTION_CANDIDATES;
-                bool known = false;
-#pragma unroll
-                for (int s = 0; s < AUCTION_SLOTS; ++s) known |= row[s * 32 + lane] == best_j;
-                if (lane == 0) columns[own].owner = -1;
-                if (!__any_sync(AUCTION_FULL_MASK, known) && lane == 0) {
-                    row[AUCTION_NEAR * 32 + (added[i]++ & 31)] = best_j;
-                    floors[i] = -AUCTION_INF;  // the slot it took may have held a column the floor left out
-                }
-            } else if (lane == 0) {
-                fresh[i] = 0;  // within 2 eps over all columns until it bids again
-            }
+            release = auction_release_row(i, own, source.at(own) - __ldcg(&columns[own].v), best, best_j, eps, lane,
+                                          columns, candidates, added, fresh, floors);
         }
         if (release && lane == 0) free_rows[atomicAdd(free_count, 1)] = i;
     }

@@ -1,0 +1,103 @@
+"""The auction's release pass on point sets (lapcli.cuda.auction_release): the tiled form and the
+warp-a-row form list the same rows and leave the same state, and both follow the rule computed
+in NumPy (pytest -m gpu)."""
+
+import numpy as np
+import pytest
+
+from lapcli.points import distance_matrix, prepare_points
+
+pytestmark = pytest.mark.gpu
+
+DEFERRED = 2  # lapcli.cuda.auction.DEFERRED, checked below
+
+
+def auction_state(rng, n: int, fresh_share: float):
+    """A round's state: integer duals (many ties), a partial assignment with a few free rows, a
+    share of the assigned rows marked fresh and some free rows deferred; host arrays."""
+    v = rng.integers(-6, 1, size=n).astype(np.float64)
+    col_of_row = rng.permutation(n).astype(np.int32)
+    col_of_row[rng.random(n) < 0.05] = -1
+    owner = np.full(n, -1, dtype=np.int64)
+    held = col_of_row >= 0
+    owner[col_of_row[held]] = np.flatnonzero(held)
+    fresh = (rng.random(n) < fresh_share).astype(np.uint8)
+    fresh[(~held) & (rng.random(n) < 0.3)] = DEFERRED
+    return v, owner, col_of_row, fresh
+
+
+def release_once(device, kernel_set, n: int, eps: float, state, candidates):
+    """One release pass of ``kernel_set``'s form on a copy of ``state``: (the listed rows sorted,
+    candidates, fresh, floors, owners) as host arrays."""
+    import cupy
+
+    from lapcli.cuda import auction_release, runtime
+
+    v, owner, col_of_row, fresh = state
+    columns = cupy.zeros((n, 2), dtype=np.float64)
+    columns[:, 0] = cupy.asarray(v)
+    columns.view(np.int64)[:, 1] = cupy.asarray(owner)
+    arrays = dict(columns=columns, col_of_row=cupy.asarray(col_of_row), candidates=cupy.asarray(candidates),
+                  added=cupy.zeros(n, dtype=np.int32), free_rows=cupy.full(n, -7, dtype=np.int32),
+                  free_count=cupy.zeros(2, dtype=np.int32), fresh=cupy.asarray(fresh), floors=cupy.zeros(n))
+    release = auction_release.ReleasePass(kernel_set, device.source(), n, runtime.current_gpu(),
+                                          runtime.current_stream(), **arrays)
+    release.run(eps)
+    listed = arrays["free_rows"][:int(arrays["free_count"][0])].get()
+    assert len(set(listed.tolist())) == len(listed)
+    return (np.sort(listed), arrays["candidates"].get(), arrays["fresh"].get(), arrays["floors"].get(),
+            columns.view(np.int64)[:, 1].get())
+
+
+@pytest.mark.parametrize("metric, dim, n, fresh_share", [
+    ("sqeuclidean", 2, 3000, 1.0), ("sqeuclidean", 2, 5000, 0.02), ("cityblock", 3, 2500, 0.5),
+    ("euclidean", 16, 1500, 0.7), ("chebyshev", 32, 1100, 0.3), ("minkowski", 2, 2100, 0.4)])
+def test_the_tiled_release_pass_equals_a_warp_a_row_and_the_rule(rng, metric, dim, n, fresh_share):
+    """Integer coordinates and duals make ties (the lowest column wins in both forms); sizes
+    that are no multiple of a tile or a chunk, a pass of every row and one of a few."""
+    import cupy
+
+    from lapcli.cuda import auction
+    from lapcli.cuda import points as device_points
+
+    assert auction.DEFERRED == DEFERRED
+    p = 3.0 if metric == "minkowski" else None
+    a = rng.integers(-4, 5, size=(n, dim)).astype(np.float64)
+    b = rng.integers(-4, 5, size=(n, dim)).astype(np.float64)
+    problem = prepare_points(a, b, metric, p=p)
+    device = device_points.upload(problem, "auction")
+    candidates = cupy.empty((n, auction.CANDIDATES), dtype=np.int32)
+    device.kernels["auction_candidates"].launch(-(-n // 8), auction.THREADS,
+                                                (*device.source(), n, candidates.data.ptr, cupy.empty(n).data.ptr))
+    candidates = candidates.get()
+    state = auction_state(rng, n, fresh_share)
+    v, owner, col_of_row, fresh = state
+    dense = distance_matrix(problem.rows, problem.columns, problem.metric, problem.p)
+    reduced = dense - v[None, :]
+    held = col_of_row >= 0
+    gap = reduced[np.flatnonzero(held), col_of_row[held]] - reduced[held].min(axis=1)
+    eps = float(np.median(gap[gap > 0])) / 2 * (1 + 2**-20)  # about half the checked rows released
+
+    warp_form = {key: kernel for key, kernel in device.kernels.items() if key != "auction_release_scan"}
+    tiled = release_once(device, device.kernels, n, eps, state, candidates)
+    by_warp = release_once(device, warp_form, n, eps, state, candidates)
+    for got, want in zip(tiled, by_warp):
+        assert np.array_equal(got, want)
+
+    checked = held & (fresh == 1)
+    free = ~held & (fresh != DEFERRED)
+    out = np.zeros(n, dtype=bool)
+    rows = np.flatnonzero(checked)
+    out[rows] = reduced[rows, col_of_row[rows]] > reduced[rows].min(axis=1) + 2 * eps
+    assert 0 < out.sum() < checked.sum()
+    if metric != "minkowski":  # its pow may differ from NumPy's by an ulp
+        assert np.array_equal(tiled[0], np.flatnonzero(free | out))
+    listed, new_candidates, new_fresh, floors, owners = tiled
+    kept = checked & ~np.isin(np.arange(n), listed)
+    assert np.all(new_fresh[kept] == 0) and np.array_equal(new_fresh[~kept], fresh[~kept])
+    released = np.setdiff1d(listed, np.flatnonzero(free))
+    assert np.all(owners[col_of_row[released]] == -1)
+    for row in released:  # its best column is a candidate now
+        assert reduced[row].argmin() in new_candidates[row] or metric == "minkowski"
+    added = np.flatnonzero((new_candidates != candidates).any(axis=1))
+    assert np.all(np.isin(added, released)) and np.all(floors[added] == -np.inf)
