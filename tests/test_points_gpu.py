@@ -135,7 +135,7 @@ def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeyp
     rows, cols = scipy_lsa(cost)
     assert solution.report.certified
     assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=1e-12)
-    first, *later = phases  # the coarse first phase (lapcli.cuda.auction.COARSE_FIRST) chains on
+    first, *later = phases  # a coarse first phase (lapcli.cuda.auction.COARSE_FIRST) would chain on
     assert max(phase.longest_chain for phase in later) == 4 and first.longest_chain <= auction.COARSE_CHAIN
     details = solution.report.details  # parked rows bid again in later rounds and phases, the last's are searched
     if not details["auction_complete"]:
@@ -180,16 +180,18 @@ def test_a_coarse_first_phase_bids_the_surplus_out_before_the_later_phases(rng, 
     every row holds a column (lapcli.cuda.auction.solve's ``coarse_first``), in chains of at most
     COARSE_CHAIN bids: on two clusters whose surplus must cross (the war rule's set, chains of 4
     and a tail of 2 after it) it leaves no row free and defers none, and the answer is scipy's
-    objective, certified. Above sap_points.COARSE_FIRST_UP_TO points the first phase is plain."""
+    objective, certified. Above sap_points.COARSE_FIRST_UP_TO points (0 by default: every set) the
+    first phase is plain."""
     from lapcli.cuda import auction
     from lapcli.engines.cuda import sap_points
 
     monkeypatch.setattr(sap_points, "TAIL_ROWS", 2)
     monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 4)
+    n, crowded = 1200, 900
+    monkeypatch.setattr(sap_points, "COARSE_FIRST_UP_TO", n)  # none by default: the option asked for
     found = []
     solve = auction.solve
     monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(solve(*args, **kwargs)) or found[-1])
-    n, crowded = 1200, 900
     a = np.concatenate([rng.normal(0.0, 0.03, (crowded, 2)), rng.normal(1.0, 0.03, (n - crowded, 2))])
     b = np.concatenate([rng.normal(0.0, 0.03, (n - crowded, 2)), rng.normal(1.0, 0.03, (crowded, 2))])
     cost = distance_matrix(a, b, "sqeuclidean")

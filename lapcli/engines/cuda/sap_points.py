@@ -104,12 +104,12 @@ def points_chain_limit(n: int) -> int:
 # (lapcli.cuda.auction.tail_wages_war): on clustered points a region's surplus of rows bids its
 # columns' prices down in ε steps, 78–203 rounds and 0.11–0.90 G bids at 32,768 points (6.4–24.7 s,
 # H100). Its rows are deferred to the searches, which move them along shortest paths.
-# Up to COARSE_FIRST_UP_TO points the auction's first phase is coarse (lapcli.cuda.auction.
-# COARSE_FIRST): H200, one process, wall s, plain -> coarse, 65,536 points: clustered 6.61 -> 2.42
-# and 4.31 -> 3.02, euclidean 3.89 -> 1.71, cityblock 4.38 -> 3.73, uniform 0.71-0.80 -> 0.86-0.96;
-# 32,768 clustered 7.00 -> 1.34 and 4.43 -> 1.27. At 262,144 uniform points it lost (7.64 -> 10.73:
-# the coarse phase took 2.2 s against 0.56), and larger sets were not measured.
-COARSE_FIRST_UP_TO = 65536
+# Up to COARSE_FIRST_UP_TO points the auction's first phase would be coarse (lapcli.cuda.auction.
+# COARSE_FIRST); none are. It won on the two clustered sets first measured (65,536 points, seeds 0
+# and 1: 6.6 -> 2.4 and 4.3 -> 3.0 s) but lost on five more: seeds 2-6 past a 45 s limit in four,
+# 24 s in one, where the plain schedule took 16-25 s (H200, one process, the tiled release pass;
+# docs/points.md). Uniform points take as long either way.
+COARSE_FIRST_UP_TO = 0
 # A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
 # coordinates: a column's point is held in registers while a round's rows are scanned against it,
 # and at 512 threads (128 registers a thread) minkowski's 11 coordinates spill.
