@@ -64,19 +64,21 @@ def test_kernel_takes_slots_and_statuses_from_the_launcher_only():
 
 
 def test_the_auction_takes_its_numbers_from_the_launcher_only():
-    """kernels/auction.cu defines none of the numbers lapcli.cuda.auction.kernel_defines passes
-    (its twin reads the same ones), and uses every one."""
-    from lapcli.cuda import auction
+    """kernels/auction.cu and its tiled release pass (auction_release.cu) define none of the numbers
+    their launchers' kernel_defines pass (the auction's twin reads the same ones), and use every one."""
+    from lapcli.cuda import auction, auction_release
     from lapcli.cuda.sap_cluster import kernel_text
 
-    source = kernel_text("auction.cu")
-    # the code without its comments and its guard (#if !defined(...) ... #error)
-    code = "\n".join(line.split("//")[0] for line in source.splitlines() if not line.startswith(("#if", "#error")))
-    names = [define[2:].split("=")[0] for define in auction.kernel_defines()]
-    assert "AUCTION_DEFERRED" in names
-    for name in names:
-        assert f"#define {name}" not in source, f"{name} is defined in the kernel too"
-        assert re.search(rf"\b{name}\b", code), f"{name} is not used by the kernel"
+    for source, defines, wanted in ((kernel_text("auction.cu"), auction.kernel_defines(), "AUCTION_DEFERRED"),
+                                    (kernel_text(auction_release.FILE), auction_release.kernel_defines(),
+                                     "AUCTION_RELEASE_THREADS")):
+        # the code without its comments and its guard (#if !defined(...) ... #error)
+        code = "\n".join(line.split("//")[0] for line in source.splitlines() if not line.startswith(("#if", "#error")))
+        names = [define[2:].split("=")[0] for define in defines]
+        assert wanted in names
+        for name in names:
+            assert f"#define {name}" not in source, f"{name} is defined in the kernel too"
+            assert re.search(rf"\b{name}\b", code), f"{name} is not used by the kernel"
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
@@ -368,7 +370,7 @@ def test_the_cluster_search_kernels_compile_without_spilling(tmp_path):
 @pytest.mark.parametrize("metric, dim", [("sqeuclidean", 2), ("cosine", 3), ("minkowski", 16), ("chebyshev", 32)])
 def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
     """Both streamed passes with the search, the searches on lowered pairs, and the passes with the
-    auction's kernels, on a Points source (lapcli.cuda.points.program) build for sm_90 with no spills, up to the largest dimension; the
+    auction's kernels (its tiled release pass too), on a Points source (lapcli.cuda.points.program) build for sm_90 with no spills, up to the largest dimension; the
     auction's numbers come from its launcher only (without its defines it refuses)."""
     from lapcli.cuda import points
 
@@ -380,7 +382,7 @@ def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
     tail = compile_program(points.program(metric, dim, "tail", threads=threads), tmp_path, "tail", 1)
     assert f"-DTHREADS={threads}" in points.program(metric, dim, "tail", threads=threads).defines
     assert "LoweredPoints" in tail.read_text()
-    source = compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 7)
+    source = compile_program(points.program(metric, dim, "auction"), tmp_path, "auction", 10)
     bare = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "bare.cubin"),
                            str(source)], capture_output=True, text=True, check=False)
     assert bare.returncode != 0 and "kernel_defines" in bare.stderr

@@ -94,13 +94,13 @@ DENSE_COST_TYPES = {"int32": "int", "int64": "long long", "float32": "float", "f
 
 def kernel_defines() -> tuple[str, ...]:
     """kernels/auction.cu's numbers, set here only: the kernel refuses to compile without them."""
-    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}", f"-DAUCTION_DEFERRED={DEFERRED}",
-            *auction_release.kernel_defines())
+    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}", f"-DAUCTION_DEFERRED={DEFERRED}")
 
 
 def kernel_source() -> str:
-    """The cost sources, the streamed passes and the auction (its release passes), in one text."""
-    return "\n".join(kernel_text(name) for name in ("costs.cuh", passes.FILE, "auction.cu", auction_release.FILE))
+    """The cost sources, the streamed passes and the auction, in one text (point sets add the tiled
+    release pass: lapcli.cuda.auction_release)."""
+    return "\n".join(kernel_text(name) for name in ("costs.cuh", passes.FILE, "auction.cu"))
 
 
 @lru_cache(maxsize=None)

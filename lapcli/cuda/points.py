@@ -53,7 +53,8 @@ def program(metric: str, dim: int, method: str = "search", cluster: int = sap_cl
         lowered = f"LoweredPoints<{METRIC_CODES[metric]}, {dim}>"
         return Program("points-rounds", sap_rounds.kernel_source(), sap_rounds.kernel_defines(threads),
                        (("search", sap_rounds.kernel_name(lowered), sap_rounds.SIGNATURE),))
-    return Program("points-auction", auction.kernel_source(), auction.kernel_defines(),
+    return Program("points-auction", auction_release.kernel_source(auction.kernel_source()),
+                   (*auction.kernel_defines(), *auction_release.kernel_defines()),
                    (*passes.kernels(source_type), *auction.kernels(source_type),
                     *auction_release.tiled_kernels(source_type)))
 

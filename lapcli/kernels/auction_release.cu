@@ -67,7 +67,7 @@ __global__ void auction_release_list(int n, const int* __restrict__ col_of_row, 
 // chunk's columns, chunk_best_j the lowest j attaining it (n: none below +inf; a NaN never wins).
 // Nothing bids during a release pass, so the duals are fixed.
 template <typename Source>
-__global__ void __launch_bounds__(AUCTION_RELEASE_THREADS)
+__global__ void
 auction_release_scan(const void* first, const void* second, long long stride, double p, double sign, int n,
                      const AuctionColumn* __restrict__ columns, const int* __restrict__ checks,
                      const int* __restrict__ check_count, long long capacity, double* __restrict__ chunk_best,
