@@ -78,6 +78,7 @@ def test_the_tiled_release_pass_equals_a_warp_a_row_and_the_rule(rng, metric, di
     gap = reduced[np.flatnonzero(held), col_of_row[held]] - reduced[held].min(axis=1)
     eps = float(np.median(gap[gap > 0])) / 2 * (1 + 2**-20)  # about half the checked rows released
 
+    assert "auction_release_scan" in device.kernels  # the point program holds the tiled pass
     warp_form = {key: kernel for key, kernel in device.kernels.items() if key != "auction_release_scan"}
     tiled = release_once(device, device.kernels, n, eps, state, candidates)
     by_warp = release_once(device, warp_form, n, eps, state, candidates)
@@ -101,3 +102,31 @@ def test_the_tiled_release_pass_equals_a_warp_a_row_and_the_rule(rng, metric, di
         assert reduced[row].argmin() in new_candidates[row] or metric == "minkowski"
     added = np.flatnonzero((new_candidates != candidates).any(axis=1))
     assert np.all(np.isin(added, released)) and np.all(floors[added] == -np.inf)
+
+
+@pytest.mark.parametrize("n, fresh_share", [(20, 1.0), (300, 0.0), (70_000, 0.01)])
+def test_the_tiled_release_pass_equals_a_warp_a_row_at_the_edges(rng, n, fresh_share):
+    """Fewer columns than a warp, no row to check (only free rows listed), and more columns than
+    MAX_CHUNKS chunks of MIN_CHUNK (chunks capped, the last ones empty): the two forms alike."""
+    import cupy
+
+    from lapcli.cuda import auction, auction_release
+    from lapcli.cuda import points as device_points
+
+    assert 70_000 > auction_release.MAX_CHUNKS * auction_release.MIN_CHUNK
+    device = device_points.upload(prepare_points(rng.random((n, 2)), rng.random((n, 2))), "auction")
+    assert "auction_release_scan" in device.kernels
+    candidates = cupy.empty((n, auction.CANDIDATES), dtype=np.int32)
+    device.kernels["auction_candidates"].launch(-(-n // 8), auction.THREADS,
+                                                (*device.source(), n, candidates.data.ptr, cupy.empty(n).data.ptr))
+    candidates = candidates.get()
+    state = auction_state(rng, n, fresh_share)
+    _, _, col_of_row, fresh = state
+    warp_form = {key: kernel for key, kernel in device.kernels.items() if key != "auction_release_scan"}
+    tiled = release_once(device, device.kernels, n, 1e-3, state, candidates)
+    by_warp = release_once(device, warp_form, n, 1e-3, state, candidates)
+    for got, want in zip(tiled, by_warp):
+        assert np.array_equal(got, want)
+    free = np.flatnonzero((col_of_row < 0) & (fresh != DEFERRED))
+    assert np.all(np.isin(free, tiled[0]))
+    assert len(tiled[0]) > len(free) or fresh_share == 0.0  # checked rows released too

@@ -120,7 +120,6 @@ def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeyp
     for the next round; forced down to 4 bids, nearly every chain parks its row, a phase ends
     where a round parks few, the last phase's go to the searches (on lowered pairs), and the
     answer is still scipy's objective, certified."""
-    from lapcli.cuda import auction
     from lapcli.engines.cuda import sap_points
 
     monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 4)
@@ -135,8 +134,7 @@ def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeyp
     rows, cols = scipy_lsa(cost)
     assert solution.report.certified
     assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=1e-12)
-    first, *later = phases  # a coarse first phase (lapcli.cuda.auction.COARSE_FIRST) would chain on
-    assert max(phase.longest_chain for phase in later) == 4 and first.longest_chain <= auction.COARSE_CHAIN
+    assert max(phase.longest_chain for phase in phases) == 4  # no coarse first phase by default
     details = solution.report.details  # parked rows bid again in later rounds and phases, the last's are searched
     if not details["auction_complete"]:
         assert details["tail_searches"] >= details["auction_left_free"] >= 1

@@ -106,9 +106,9 @@ def points_chain_limit(n: int) -> int:
 # H100). Its rows are deferred to the searches, which move them along shortest paths.
 # Up to COARSE_FIRST_UP_TO points the auction's first phase would be coarse (lapcli.cuda.auction.
 # COARSE_FIRST); none are. It won on the two clustered sets first measured (65,536 points, seeds 0
-# and 1: 6.6 -> 2.4 and 4.3 -> 3.0 s) but lost on five more: seeds 2-6 past a 45 s limit in four,
-# 24 s in one, where the plain schedule took 16-25 s (H200, one process, the tiled release pass;
-# docs/points.md). Uniform points take as long either way.
+# and 1: 6.6 -> 2.4 and 4.3 -> 3.0 s), but seeds 2, 3, 4 and 6 ran past a 45-60 s limit with it
+# and seed 5 took 24 s, where the plain schedule took 16-25 s on seeds 2-4 (H200, one process, the
+# tiled release pass; docs/points.md). Uniform points take about as long either way.
 COARSE_FIRST_UP_TO = 0
 # A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
 # coordinates: a column's point is held in registers while a round's rows are scanned against it,
