@@ -9,7 +9,8 @@ longer within 2ε of its row's best over all n columns, is listed for the round'
   against it (in chunks of columns, so that a few rows still fill the GPU), and a warp a row merges
   the chunks and applies the rule. A warp a row read each column's coordinates and dual once for
   every row: in a phase of few free rows a round lists a few thousand rows that bid, and the pass
-  was most of the round.
+  was most of the round. Its device memory: the check list (4 bytes a row) and the chunks' bests,
+  12 bytes an entry, max(n, min(64·n, 2²²)) entries (48 MB from 65,536 rows up).
 """
 
 from __future__ import annotations
