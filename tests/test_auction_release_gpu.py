@@ -26,6 +26,19 @@ def auction_state(rng, n: int, fresh_share: float):
     return v, owner, col_of_row, fresh
 
 
+def near_candidates(device, n: int):
+    """Each row's candidate slots as auction_candidates leaves them (its near columns, the
+    found-later slots empty), host array."""
+    import cupy
+
+    from lapcli.cuda import auction
+
+    candidates = cupy.empty((n, auction.CANDIDATES), dtype=np.int32)
+    device.kernels["auction_candidates"].launch(-(-n // 8), auction.THREADS,
+                                                (*device.source(), n, candidates.data.ptr, cupy.empty(n).data.ptr))
+    return candidates.get()
+
+
 def release_once(device, kernel_set, n: int, eps: float, state, candidates):
     """One release pass of ``kernel_set``'s form on a copy of ``state``: (the listed rows sorted,
     candidates, fresh, floors, owners) as host arrays."""
@@ -55,8 +68,6 @@ def release_once(device, kernel_set, n: int, eps: float, state, candidates):
 def test_the_tiled_release_pass_equals_a_warp_a_row_and_the_rule(rng, metric, dim, n, fresh_share):
     """Integer coordinates and duals make ties (the lowest column wins in both forms); sizes
     that are no multiple of a tile or a chunk, a pass of every row and one of a few."""
-    import cupy
-
     from lapcli.cuda import auction
     from lapcli.cuda import points as device_points
 
@@ -66,10 +77,7 @@ def test_the_tiled_release_pass_equals_a_warp_a_row_and_the_rule(rng, metric, di
     b = rng.integers(-4, 5, size=(n, dim)).astype(np.float64)
     problem = prepare_points(a, b, metric, p=p)
     device = device_points.upload(problem, "auction")
-    candidates = cupy.empty((n, auction.CANDIDATES), dtype=np.int32)
-    device.kernels["auction_candidates"].launch(-(-n // 8), auction.THREADS,
-                                                (*device.source(), n, candidates.data.ptr, cupy.empty(n).data.ptr))
-    candidates = candidates.get()
+    candidates = near_candidates(device, n)
     state = auction_state(rng, n, fresh_share)
     v, owner, col_of_row, fresh = state
     dense = distance_matrix(problem.rows, problem.columns, problem.metric, problem.p)
@@ -108,18 +116,13 @@ def test_the_tiled_release_pass_equals_a_warp_a_row_and_the_rule(rng, metric, di
 def test_the_tiled_release_pass_equals_a_warp_a_row_at_the_edges(rng, n, fresh_share):
     """Fewer columns than a warp, no row to check (only free rows listed), and more columns than
     MAX_CHUNKS chunks of MIN_CHUNK (chunks capped, the last ones empty): the two forms alike."""
-    import cupy
-
-    from lapcli.cuda import auction, auction_release
+    from lapcli.cuda import auction_release
     from lapcli.cuda import points as device_points
 
     assert 70_000 > auction_release.MAX_CHUNKS * auction_release.MIN_CHUNK
     device = device_points.upload(prepare_points(rng.random((n, 2)), rng.random((n, 2))), "auction")
     assert "auction_release_scan" in device.kernels
-    candidates = cupy.empty((n, auction.CANDIDATES), dtype=np.int32)
-    device.kernels["auction_candidates"].launch(-(-n // 8), auction.THREADS,
-                                                (*device.source(), n, candidates.data.ptr, cupy.empty(n).data.ptr))
-    candidates = candidates.get()
+    candidates = near_candidates(device, n)
     state = auction_state(rng, n, fresh_share)
     _, _, col_of_row, fresh = state
     warp_form = {key: kernel for key, kernel in device.kernels.items() if key != "auction_release_scan"}
