@@ -83,8 +83,9 @@ def test_the_twin_where_near_columns_do_not_hold_the_answer(rng, kind):
 def test_a_floor_spares_the_price_wars_full_scans():
     """Uniform points' cityblock costs: a last phase's price war goes past 256 bids a row, and
     without a floor each such bid scans every column; with it the candidates prove most of them
-    (here 92 full scans -> 49 at 1,024 points; 3,690 -> 208 at 4,096), and the twin checks each
-    proof against a full scan. A fixed draw: most draws at this size wage no such war."""
+    (here 92 full scans -> 3 at 1,024 points; 433 -> 6 at 4,096), and the twin checks each proof
+    against a full scan. A full scan refills all 160 candidates: a floor under each lane's best
+    alone left 49 of the 92. A fixed draw: most draws at this size wage no such war."""
     n = 1024
     rng = np.random.default_rng(5)
     a, b = rng.random((n, 2)), rng.random((n, 2))
@@ -94,7 +95,26 @@ def test_a_floor_spares_the_price_wars_full_scans():
         col_of_row, phases = solved_by_the_twin(cost, floor)
         assert cost[np.arange(n), col_of_row].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
         full_scans[floor] = sum(phase[4] for phase in phases)
-    assert 0 < full_scans[True] < 0.75 * full_scans[False]
+    assert 0 < full_scans[True] < 0.2 * full_scans[False]
+
+
+@pytest.mark.parametrize("n", [1000, 150, 20])
+def test_a_full_scans_refill_keeps_each_lanes_least_and_floors_the_rest(rng, n):
+    """The refill rule the kernels are tested against (lapcli.twins.auction._refill_of_a_full_scan):
+    slot s·32 + l holds lane l's s-th least reduced cost among columns l, l + 32, … (the lowest
+    column first on ties, −1 where the lane has no more), and the floor is the least reduced cost
+    of every column left out (inf: none)."""
+    from lapcli.twins.auction import _refill_of_a_full_scan
+
+    slots = auction.NEAR + 1
+    reduced = rng.integers(0, 12, n).astype(np.float64)  # many ties
+    refill, floor = _refill_of_a_full_scan(reduced, slots)
+    grid = refill.reshape(slots, 32)
+    for lane in range(32):
+        mine = sorted(range(lane, n, 32), key=lambda j: (reduced[j], j))[:slots]
+        assert grid[:, lane].tolist() == mine + [-1] * (slots - len(mine))
+    left_out = np.setdiff1d(np.arange(n), refill)
+    assert floor == (reduced[left_out].min() if len(left_out) else np.inf)
 
 
 @pytest.mark.parametrize("n, grid", [(200, 0), (200, 6), (600, 0), (400, 6)])

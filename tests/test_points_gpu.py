@@ -270,18 +270,21 @@ def test_a_price_war_bids_often_on_what_the_floor_proves(monkeypatch, plain_firs
 
 @pytest.mark.parametrize("kernel, threads", [("auction_bid", 256), ("auction_bid_blocks", 512),
                                              ("auction_bid_blocks", 256)])
-def test_a_full_scan_leaves_the_lanes_candidates_and_floor(rng, kernel, threads):
-    """A row's full scan, a warp or a block a row (kernels/auction.cu), leaves the found-later slots
-    and the floor of the twin's rule (lapcli.twins.auction._floor_of_a_full_scan): slot l is the best
-    of columns l, l + 32, … (none where it is a near candidate) and the floor the least of those
-    lanes' second bests. One free row, past DENSE_AFTER bids in the phase with no floor yet, bids
-    once for a free column; its near columns' duals are set so that no lane's best is one of them."""
+@pytest.mark.parametrize("n", [1000, 150])
+def test_a_full_scan_leaves_the_lanes_candidates_and_floor(rng, kernel, threads, n):
+    """A row's full scan, a warp or a block a row (kernels/auction.cu), refills all of the row's
+    candidates and leaves the floor of the twin's rule (lapcli.twins.auction._refill_of_a_full_scan):
+    slots l, 32 + l, … hold the NEAR + 1 least reduced costs of columns l, l + 32, … and the floor
+    is the least of those lanes' next ones. One free row, past DENSE_AFTER bids in the phase with no
+    floor yet, bids once for a free column; at 1,000 points its near columns' duals are set so that
+    none of them stays a candidate; at 150 a lane holds fewer columns than slots (empty ones, -1)
+    and no column is left for a floor (inf)."""
     import cupy
 
     from lapcli.cuda import auction, points
-    from lapcli.twins.auction import _floor_of_a_full_scan
+    from lapcli.twins.auction import _refill_of_a_full_scan
 
-    n, row = 1000, 17
+    row = 17
     a, b = rng.random((n, 2)), rng.random((n, 2))
     device = points.upload(prepare_points(a, b), "auction")
     source = device.source()
@@ -290,8 +293,9 @@ def test_a_full_scan_leaves_the_lanes_candidates_and_floor(rng, kernel, threads)
     candidates = cupy.empty((n, auction.CANDIDATES), dtype=np.int32)
     device.kernels["auction_candidates"].launch(-(-n // 8), auction.THREADS,
                                                 (*source, n, candidates.data.ptr, cupy.empty(n).data.ptr))
-    near = candidates[row, :32 * auction.NEAR]
-    columns[near, 0] = -10.0  # reduced costs c + 10 > every other column's: each lane's best lies elsewhere
+    near = candidates[row, :32 * auction.NEAR].get()
+    if n > auction.CANDIDATES:
+        columns[near, 0] = -10.0  # reduced costs c + 10 > every other column's: the refill keeps none
     v = columns[:, 0].get()  # as the scan reads them (the bid then lowers its column's)
     row_bids = cupy.zeros(n, dtype=np.int32)
     row_bids[row] = auction.DENSE_AFTER  # this bid is past it: the floor rules, and there is none
@@ -303,10 +307,13 @@ def test_a_full_scan_leaves_the_lanes_candidates_and_floor(rng, kernel, threads)
                                                status.data.ptr, cupy.zeros(n, dtype=np.uint8).data.ptr,
                                                floors.data.ptr))
     assert counters.get()[:5].tolist() == [1, 0, 1, 0, 1]  # one bid, a full scan
-    bests, floor = _floor_of_a_full_scan(distance_matrix(a, b, "sqeuclidean")[row] - v)
-    assert not set(bests.tolist()) & set(near.get().tolist())
-    assert candidates[row, 32 * auction.NEAR:].get().tolist() == bests.tolist()
+    refill, floor = _refill_of_a_full_scan(distance_matrix(a, b, "sqeuclidean")[row] - v, auction.NEAR + 1)
+    assert candidates[row].get().tolist() == refill.tolist()
     assert float(floors[row]) == floor
+    if n > auction.CANDIDATES:
+        assert not set(refill.tolist()) & set(near.tolist()) and min(refill) >= 0 and np.isfinite(floor)
+    else:
+        assert sorted(refill[refill >= 0].tolist()) == list(range(n)) and floor == np.inf
 
 
 @pytest.fixture

@@ -27,14 +27,18 @@
 // matching (every row's near columns the same few), and its bid scans all columns, but only where
 // its candidates cannot prove their best the row's best:
 //
-// A full scan leaves the row a floor: its 32 found-later slots get each lane's best column (lane l
-// scans columns l, l + 32, ...; a block a row gives the same), and floors[row] = the least of the
-// lanes' reduced costs but those bests, at or below every column that is now no candidate. Duals
-// only fall, so every column outside the candidates stays at or above the floor. A later bid that
-// finds a candidate at or below the floor has the row's true best, and min(the candidates' second
-// best, floor) bounds its true second best from below: the bid is the one a full scan would allow
-// or smaller, never wrong, at the cost of 160 reads. Only a best above the floor scans all columns
-// again. The release pass, which puts a column into a found-later slot, drops the floor to -inf.
+// A full scan refills all of the row's candidates and leaves it a floor: lane l (columns l, l + 32,
+// ...; a block a row gives the same) keeps its AUCTION_SLOTS least reduced costs' columns in slots
+// l, 32 + l, ..., and floors[row] = the least of the lanes' next ones, at or below every column
+// that is now no candidate. Duals only fall, so every column outside the candidates stays at or
+// above the floor. A later bid that finds a candidate at or below the floor has the row's true
+// best, and min(the candidates' second best, floor) bounds its true second best from below: the
+// bid is the one a full scan would allow or smaller, never wrong, at the cost of 160 reads. Only a
+// best above the floor scans all columns again: in a price war the candidates' reduced costs rise
+// bid by bid until their best passes the floor, and a lane's sixth least reduced cost lies further
+// above the row's best than its second (a floor under each lane's best alone, as this kernel had:
+// 65,536 points on an H200, 37x more full scans on cityblock, 1.6-2x more on clustered points).
+// The release pass, which puts a column into a found-later slot, drops the floor to -inf.
 
 // The launcher (lapcli.cuda.auction.kernel_defines) sets AUCTION_NEAR, the near-column slots a
 // lane, AUCTION_DENSE_AFTER, a row's bids in a phase before its floor rules, and AUCTION_DEFERRED,
@@ -111,6 +115,42 @@ __device__ __forceinline__ void auction_warp_best(double& best, int& best_j, dou
     }
 }
 
+// A full scan's share of one lane or thread: its AUCTION_SLOTS least reduced costs, ascending (the
+// lowest column first on ties; column -1: none), and `beyond`, the least of the rest: the row's
+// refilled candidates and its floor (above). take() takes a column; a merge takes another's entries
+// and the least of its `beyond`.
+struct AuctionKept {
+    double x[AUCTION_SLOTS];
+    int j[AUCTION_SLOTS];
+    double beyond;
+    __device__ __forceinline__ AuctionKept() : beyond(AUCTION_INF) {
+#pragma unroll
+        for (int s = 0; s < AUCTION_SLOTS; ++s) {
+            x[s] = AUCTION_INF;
+            j[s] = -1;
+        }
+    }
+    __device__ __forceinline__ void take(double value, int column) {
+        constexpr int LAST = AUCTION_SLOTS - 1;
+        if (!(value < x[LAST] || (value == x[LAST] && column < j[LAST]))) {
+            beyond = fmin(beyond, value);  // fmin: a NaN never becomes the floor
+            return;
+        }
+        beyond = fmin(beyond, x[LAST]);  // the one that drops out
+#pragma unroll
+        for (int s = 0; s < AUCTION_SLOTS; ++s) {  // insertion: the larger one moves down
+            if (value < x[s] || (value == x[s] && column < j[s])) {
+                const double moved = x[s];
+                const int moved_j = j[s];
+                x[s] = value;
+                j[s] = column;
+                value = moved;
+                column = moved_j;
+            }
+        }
+    }
+};
+
 // A bid's scan so far, one thread's share: its least c - v (lowest column on ties) with that
 // column's cost and state (the thread holding the group's best bids with them, with no second
 // read), and its second least. scan(j, state, c) takes column j, read as `state` with cost c.
@@ -131,6 +171,33 @@ struct AuctionScan {
         } else if (x < second_best) {
             second_best = x;
         }
+    }
+};
+
+// A full scan's share of one thread that also refills (above): its AuctionKept, and the cost and
+// state of its best column, for the bid. scan() gives them as an AuctionScan.
+struct AuctionRefillScan {
+    AuctionKept kept;
+    double best_c = 0.0;
+    AuctionColumn best_state{0.0, -1};
+    __device__ __forceinline__ void operator()(int j, const AuctionColumn& state, double c) {
+        const double x = c - state.v;
+        if (x < kept.x[0] || (x == kept.x[0] && j < kept.j[0])) {
+            best_c = c;
+            best_state = state;
+        }
+        kept.take(x, j);
+    }
+    __device__ __forceinline__ AuctionScan scan(int n) const {
+        AuctionScan scan(n);
+        if (kept.j[0] >= 0) {
+            scan.best = kept.x[0];
+            scan.best_j = kept.j[0];
+            scan.best_c = best_c;
+            scan.best_state = best_state;
+        }
+        scan.second_best = kept.x[1];
+        return scan;
     }
 };
 
@@ -337,7 +404,7 @@ __global__ void auction_bid(const void* first, const void* second, long long str
             }
             source.load_row(row);
             int* mine = candidates + (long long)row * AUCTION_CANDIDATES;
-            // L2 reads: the found-later slots and the floor may have been written on another
+            // L2 reads: the slots (a full scan refills them all) and the floor may have been written on another
             // multiprocessor, before a fence and the compare-and-swap that handed this row here
             // (these loads' addresses depend on that swap's result, so they follow it)
             int j_of[AUCTION_SLOTS];
@@ -349,8 +416,10 @@ __global__ void auction_bid(const void* first, const void* second, long long str
             double row_floor = kind == AUCTION_PROVED ? __ldcg(&floors[row]) : -AUCTION_INF;
             while (true) {
                 AuctionScan scan(n);
+                AuctionRefillScan refill;
                 if (kind == AUCTION_DENSE) {
-                    auction_scan_all(source, columns, n, lane, 32, scan);
+                    auction_scan_all(source, columns, n, lane, 32, refill);
+                    scan = refill.scan(n);
                 } else {
 #pragma unroll
                     for (int s = 0; s < AUCTION_SLOTS; ++s)
@@ -358,7 +427,6 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                 }
                 const int my_j = scan.best_j;
                 const double my_best = scan.best;
-                const double my_second = scan.second_best;
                 double best = scan.best, second_best = scan.second_best;
                 int best_j = scan.best_j;
                 auction_warp_best(best, best_j, second_best);
@@ -369,16 +437,13 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                     }
                     second_best = fmin(second_best, row_floor);
                 }
-                if (kind == AUCTION_DENSE) {
-                    // the floor: each lane's best becomes its found-later candidate (none where it is
-                    // one of the lane's near columns, which come from the same columns l, l + 32, ...),
-                    // and every other column of the lane is at or above the lane's second best
-                    bool near = false;
+                if (kind == AUCTION_DENSE) {  // the refill and the floor (above)
 #pragma unroll
-                    for (int s = 0; s < AUCTION_NEAR; ++s) near |= j_of[s] == my_j;
-                    j_of[AUCTION_NEAR] = my_j < n && !near ? my_j : -1;
-                    __stcg(&mine[AUCTION_NEAR * 32 + lane], j_of[AUCTION_NEAR]);
-                    row_floor = my_second;
+                    for (int s = 0; s < AUCTION_SLOTS; ++s) {
+                        j_of[s] = refill.kept.j[s];
+                        __stcg(&mine[s * 32 + lane], refill.kept.j[s]);
+                    }
+                    row_floor = refill.kept.beyond;
                     for (int offset = 16; offset > 0; offset >>= 1)
                         row_floor = fmin(row_floor, __shfl_xor_sync(AUCTION_FULL_MASK, row_floor, offset));
                     if (lane == 0) __stcg(&floors[row], row_floor);
@@ -424,12 +489,11 @@ __global__ void auction_bid(const void* first, const void* second, long long str
 // in play and most multiprocessors idle); a block of 16 warps scans them 16 times as wide.
 // blockDim.x: a multiple of 32, at least AUCTION_CANDIDATES (a thread a candidate), at most
 // AUCTION_BLOCK_MAX. Thread 0 takes the rows, counts, and places the bid of the block's best, as a
-// warp's lane does above. A full scan leaves the warp's floor: thread t scans columns t, t + width,
-// ..., so the threads of lane l in every warp together scan lane l's columns of a warp's scan (l,
-// l + 32, ...); warp 0 merges them, and each lane's best becomes found-later slot l and the least
-// of the lanes' second bests the floor, as in auction_bid. (Each warp's best alone, 16 slots, left
-// a lower floor: in the NumPy twin at 4,096 uniform cityblock points 14,907 full scans against
-// the warp's 187.)
+// warp's lane does above. A full scan leaves the warp's refill and floor: thread t scans columns
+// t, t + width, ..., so the threads of lane l in every warp together scan lane l's columns of a
+// warp's scan (l, l + 32, ...); warp 0 merges their kept entries by lane, as in auction_bid. (Each
+// warp's best alone, 16 slots, left a lower floor: in the NumPy twin at 4,096 uniform cityblock
+// points 14,907 full scans against the lanes' 187.)
 #define AUCTION_BLOCK_MAX 512
 template <typename Source>
 __global__ void auction_bid_blocks(const void* first, const void* second, long long stride, double p, double sign,
@@ -444,12 +508,11 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
     const int width = blockDim.x;
     __shared__ double warp_best[32], warp_second[32];
     __shared__ int warp_j[32];
-    __shared__ double thread_best[AUCTION_BLOCK_MAX], thread_second[AUCTION_BLOCK_MAX];  // a full scan's
-    __shared__ int thread_j[AUCTION_BLOCK_MAX], lane_j[32];
+    // a full scan's: each thread's AuctionKept (entry s of thread t at [s][t]), and the row's new slots
+    __shared__ double kept_x[AUCTION_SLOTS][AUCTION_BLOCK_MAX], kept_beyond[AUCTION_BLOCK_MAX];
+    __shared__ int kept_j[AUCTION_SLOTS][AUCTION_BLOCK_MAX], refill[AUCTION_CANDIDATES];
     __shared__ int said[3];  // thread 0's word to the block: the row; how the bid scans, or -1: late; rescan
     __shared__ double row_floor;  // the row's floor (AUCTION_PROVED bids)
-    __shared__ unsigned near_bests;  // the warps whose best is a near column (a full scan)
-    if (tid == 0) near_bests = 0;
     const unsigned long long began = auction_timer_ns();
     unsigned long long bids = 0, rescans = 0, longest = 0, parked = 0;
     unsigned full_scans = 0, proved = 0;
@@ -476,7 +539,7 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
             }
             source.load_row(row);
             int* mine = candidates + (long long)row * AUCTION_CANDIDATES;
-            // L2 reads: the found-later slots may have been written on another multiprocessor
+            // L2 reads: the slots (a full scan refills them all) may have been written on another multiprocessor
             int my_candidate = tid < AUCTION_CANDIDATES ? __ldcg(&mine[tid]) : -1;
             __syncthreads();
             int kind = said[1];
@@ -484,17 +547,20 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
             while (true) {
                 AuctionScan scan(n);
                 if (kind == AUCTION_DENSE) {
-                    auction_scan_all(source, columns, n, tid, width, scan);
+                    AuctionRefillScan refill;
+                    auction_scan_all(source, columns, n, tid, width, refill);
+                    scan = refill.scan(n);
+#pragma unroll
+                    for (int s = 0; s < AUCTION_SLOTS; ++s) {  // for the refill: warp 0 merges them by lane below
+                        kept_x[s][tid] = refill.kept.x[s];
+                        kept_j[s][tid] = refill.kept.j[s];
+                    }
+                    kept_beyond[tid] = refill.kept.beyond;
                 } else if (my_candidate >= 0) {
                     scan(my_candidate, auction_read(&columns[my_candidate]), source.at(my_candidate));
                 }
                 const int my_j = scan.best_j;
                 const double my_best = scan.best;
-                if (kind == AUCTION_DENSE) {  // for the floor: warp 0 merges them by lane below
-                    thread_best[tid] = scan.best;
-                    thread_j[tid] = scan.best_j;
-                    thread_second[tid] = scan.second_best;
-                }
                 double best = scan.best, second_best = scan.second_best;
                 int best_j = scan.best_j;
                 auction_warp_best(best, best_j, second_best);
@@ -520,33 +586,30 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                     block_second = fmin(block_second, known_floor);
                 }
                 if (kind == AUCTION_DENSE) {
-                    // the floor: lane l's best over its columns l, l + 32, ... becomes found-later slot
-                    // l (none where it is a near one), so every column outside the candidates is at
-                    // or above the least of the lanes' second bests
+                    // the refill and the floor: the threads of lane l in every warp together scanned
+                    // lane l's columns of a warp's scan (l, l + 32, ...), so warp 0's lane l merges
+                    // their entries into the lane's AUCTION_SLOTS least, as auction_bid's lane keeps them
                     if (warp == 0) {
-                        double lane_best = AUCTION_INF, lane_second = AUCTION_INF;
-                        int lane_best_j = n;
-                        for (int t = lane; t < width; t += 32)  // lane l's threads, across the warps
-                            auction_merge(lane_best, lane_best_j, lane_second, thread_best[t], thread_j[t],
-                                          thread_second[t]);
-                        lane_j[lane] = lane_best_j;
+                        AuctionKept lane_kept;
+                        for (int t = lane; t < width; t += 32) {
+#pragma unroll
+                            for (int s = 0; s < AUCTION_SLOTS; ++s) lane_kept.take(kept_x[s][t], kept_j[s][t]);
+                            lane_kept.beyond = fmin(lane_kept.beyond, kept_beyond[t]);
+                        }
+#pragma unroll
+                        for (int s = 0; s < AUCTION_SLOTS; ++s) refill[s * 32 + lane] = lane_kept.j[s];
+                        double least = lane_kept.beyond;
                         for (int offset = 16; offset > 0; offset >>= 1)
-                            lane_second = fmin(lane_second, __shfl_xor_sync(AUCTION_FULL_MASK, lane_second, offset));
-                        if (lane == 0) __stcg(&floors[row], lane_second);
+                            least = fmin(least, __shfl_xor_sync(AUCTION_FULL_MASK, least, offset));
+                        if (lane == 0) __stcg(&floors[row], least);
                     }
                     __syncthreads();
-                    // a near column can only be its own lane's best (lane l's columns are l mod 32)
-                    if (tid < AUCTION_NEAR * 32 && my_candidate >= 0 && lane_j[my_candidate & 31] == my_candidate)
-                        atomicOr(&near_bests, 1u << (my_candidate & 31));
-                    __syncthreads();
-                    const int slot = tid - AUCTION_NEAR * 32;  // the threads that hold the found-later slots
-                    if (slot >= 0 && slot < 32) {
-                        my_candidate = lane_j[slot] < n && !(near_bests >> slot & 1) ? lane_j[slot] : -1;
+                    if (tid < AUCTION_CANDIDATES) {  // a thread a slot, as they were read
+                        my_candidate = refill[tid];
                         __stcg(&mine[tid], my_candidate);
                     }
                     __threadfence();  // the slots and the floor before the bid, which may hand the row on
                     __syncthreads();
-                    if (tid == 0) near_bests = 0;  // read by all before this barrier, set after the next scan
                 }
                 if (warp == winner) {
                     const unsigned holders = __ballot_sync(AUCTION_FULL_MASK, my_j == block_j && my_best == block_best);

@@ -19,8 +19,9 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     or more than 2ε above the row's best over all columns, checked for every row at a phase's
     start and then for the rows that bid since), the same bids of a row past DENSE_AFTER bids in a
     phase: the candidates where the row's floor proves their best the row's best (each proof checked
-    here against a full scan), else a full scan, whose lanes' bests become the row's found-later
-    candidates and whose lanes' second bests' least its floor (kernels/auction.cu's auction_bid, and
+    here against a full scan), else a full scan, which refills all of the row's candidates with each
+    lane's NEAR + 1 least reduced costs and leaves the least of the lanes' next ones its floor
+    (kernels/auction.cu's auction_bid, and
     auction_bid_blocks, whose block gives the same; ``floor`` False: every such bid a full scan
     whose best becomes a candidate, the rule before the floor, to compare), and the same chain limit
     (``max_chain``, ``tail_rows``, ``last_tail_to_searches``, ``stalled_tail``, ``defer_wars``,
@@ -98,7 +99,8 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     chain += 1
                     row_bids[row] += 1
                     past = row_bids[row] > auction.DENSE_AFTER
-                    scanned = np.concatenate([candidates[row], later[row][later[row] >= 0]]).astype(np.int64)
+                    scanned = np.concatenate([candidates[row], later[row]]).astype(np.int64)
+                    scanned = scanned[scanned >= 0]
                     j, second = _auction_best(cost[row], v, scanned)
                     whole = _auction_best(cost[row], v, np.arange(n)) if past else None  # a full scan
                     dense = past and not (floor and cost[row, j] - v[j] <= floor_of[row])
@@ -113,8 +115,8 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                         if not floor and j not in candidates[row] and j not in later[row]:
                             add_later(row, j)
                     if dense and floor:
-                        bests, floor_of[row] = _floor_of_a_full_scan(cost[row] - v)
-                        later[row] = [-1 if jb in candidates[row] else jb for jb in bests]
+                        slots, floor_of[row] = _refill_of_a_full_scan(cost[row] - v, near + 1)
+                        candidates[row], later[row] = slots[:32 * near].tolist(), slots[32 * near:]
                     v[j] = (cost[row, j] - second if np.isfinite(second) else v[j]) - eps
                     fresh[row] = True
                     row, owner[j] = int(owner[j]), row
@@ -138,18 +140,22 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     return col_of_row, v, phases
 
 
-def _floor_of_a_full_scan(reduced: np.ndarray) -> tuple[np.ndarray, float]:
-    """A full scan's found-later candidates (32 columns, −1: none) and floor (kernels/auction.cu):
-    lane l scans columns l, l + 32, …; its best (the lowest column on ties) becomes slot l, and the
-    floor is the least of the lanes' second bests."""
+def _refill_of_a_full_scan(reduced: np.ndarray, slots: int) -> tuple[np.ndarray, float]:
+    """A full scan's refill of a row's candidates and its floor (kernels/auction.cu): lane l scans
+    columns l, l + 32, …; its ``slots`` least reduced costs' columns (the lowest column first on
+    ties; −1 where the lane has fewer finite ones) fill slots l, 32 + l, …, and the floor is the
+    least of the lanes' next ones (inf: none)."""
     n = len(reduced)
     grid = np.full((-(-n // 32), 32), np.inf)  # [k, lane]: column lane + 32·k
     grid.flat[:n] = reduced
-    firsts = grid.argmin(axis=0)  # each lane's best: argmin takes the lowest k, the lowest column
+    order = np.argsort(grid, axis=0, kind="stable")  # each lane ascending, the lowest k first on ties
     lanes = np.arange(32)
-    best_column = np.where(lanes < n, lanes + 32 * firsts, -1)
-    grid[firsts, lanes] = np.inf
-    return best_column, float(grid.min())
+    kept = order[:slots]  # [s, lane]: the lane's s-th least
+    refill = np.where(np.isfinite(grid[kept, lanes]), lanes + 32 * kept, -1)
+    if len(kept) < slots:  # fewer than ``slots`` columns a lane
+        refill = np.vstack([refill, np.full((slots - len(kept), 32), -1)])
+    floor = float(grid[order[slots], lanes].min()) if len(order) > slots else np.inf
+    return refill.reshape(-1), floor
 
 
 def _auction_best(costs: np.ndarray, v: np.ndarray, scanned: np.ndarray) -> tuple[int, float]:
