@@ -410,6 +410,35 @@ def test_a_points_bench_cell_past_its_time_limit_reads_timeout_and_the_suite_goe
     assert limits[-1] == bench_points.CALL_LIMIT_S
 
 
+def test_the_points_bench_loads_a_runners_kernels_before_its_first_large_cell_of_a_metric():
+    """Above WARM_UP_TO a cell is timed without a warm-up solve; where a warm-up is asked for, the
+    runner's kernels for the cell's metric are loaded once before its first such cell, so that cell
+    does not time their compilation. No warm-up asked: nothing is loaded."""
+    from types import SimpleNamespace
+
+    from lapcli.bench import points as bench_points
+
+    events = []
+
+    def runner(a, b, metric, timeout):
+        events.append(("solve", len(a), metric))
+        return SimpleNamespace(objective=1.0, report=SimpleNamespace(solver="fake", certified=True))
+
+    large = 2 * bench_points.WARM_UP_TO
+    cells = [(16, "uniform", "sqeuclidean"), (large, "uniform", "sqeuclidean"), (large, "uniform", "euclidean"),
+             (large, "clustered", "sqeuclidean")]
+    bench_points.run_points_bench(cells, {"one": runner}, ("one",), repeat=2, warmup=1, seed=3,
+                                  load_programs=lambda name, metric: events.append(("load", name, metric)))
+    assert events == [("solve", 16, "sqeuclidean")] * 3 + [("load", "one", "sqeuclidean"), ("solve", large, "sqeuclidean"),
+                      ("load", "one", "euclidean"), ("solve", large, "euclidean"), ("solve", large, "sqeuclidean")]
+    events.clear()
+    bench_points.run_points_bench(cells[1:2], {"one": runner}, ("one",), repeat=1, warmup=0, seed=3,
+                                  load_programs=lambda name, metric: events.append(("load", name, metric)))
+    assert events == [("solve", large, "sqeuclidean")]
+    bench_points.load_point_programs("scipy", "sqeuclidean")  # no kernels: nothing to load
+    bench_points.load_point_programs("cuda-sap", "sqeuclidean")  # without a GPU: nothing, no error
+
+
 def test_lap_bench_points_runs_scipy_and_records(tmp_path):
     record = tmp_path / "points.json"
     done = run_cli(["bench", "--suite", "points", "--sizes", "2048", "--solvers", "scipy", "--repeat", "1",

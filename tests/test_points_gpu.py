@@ -426,6 +426,26 @@ def test_the_auction_where_near_columns_do_not_hold_the_answer(rng, kind):
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12, abs=1e-12)
 
 
+def test_loaded_point_programs_leave_a_solve_nothing_to_compile(rng, monkeypatch):
+    """sap_points.load_programs (what lap bench loads before a large cell) loads the very programs a
+    square point solve runs, the auction's and its last rows' searches': the solve then reports
+    no compile time. The programs are dropped from this process first, and chains of 2 bids leave
+    rows to the searches."""
+    from lapcli.cuda import points as device_points
+    from lapcli.cuda.runtime import current_gpu
+    from lapcli.engines.cuda import sap_points
+
+    metric, n = "chebyshev", 2048
+    for program in (device_points.program(metric, 2, "auction"),
+                    device_points.program(metric, 2, "tail", threads=sap_points.TAIL_THREADS)):
+        current_gpu().kernels.pop(program, None)
+    assert sap_points.load_programs(metric, 2) > 0
+    monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 2)
+    solution = lapcli.solve_points(rng.random((n, 2)), rng.random((n, 2)), metric, solver="cuda-sap")
+    assert solution.report.certified and solution.report.details["tail_searches"] > 0
+    assert solution.report.details["compile_ms"] == 0
+
+
 def test_the_auction_honours_its_time_limit(rng):
     a, b = rng.random((20000, 2)), rng.random((20000, 2))
     # the error says where it stopped: the phase, its ε, the round and the rows holding a column

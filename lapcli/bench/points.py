@@ -12,7 +12,9 @@ here, and above the size where they stop being useful):
 - ``scipy``      the cdist matrix and scipy, up to 4,096 (14 s at 8,192 on the H100 machine)
 
 Every runner's objective is compared with the first one's (relative 1e-9). Times are wall
-clock around the whole call, medians of ``repeat`` after ``warmup`` calls (none above 8,192).
+clock around the whole call, medians of ``repeat`` after ``warmup`` calls (none above 8,192: there
+a warm-up only loads the runner's kernels for the cell's metric, :func:`load_point_programs`, so
+that the first large cell of a metric does not time their compilation).
 Each call has a time limit (``timeout``, default CALL_LIMIT_S): a cell past it reads "timeout"
 (an engine that cannot stop inside a solve, scipy, is judged by its time afterwards), and the
 suite goes on (the auction's slow shapes, docs/points.md, would otherwise hold it).
@@ -71,13 +73,31 @@ def point_runners() -> dict[str, Callable]:
     }
 
 
+def load_point_programs(name: str, metric: str) -> None:
+    """Load what runner ``name`` runs on a large 2-D cell of ``metric`` (``auto`` and ``cuda-sap``:
+    engine cuda-sap's auction and searches on the coordinates), where that engine can run here."""
+    if name not in ("auto", "cuda-sap"):
+        return
+    from ..engines import registry
+
+    if registry.get("cuda-sap").available()[0]:
+        from ..engines.cuda import sap_points
+
+        sap_points.load_programs(metric, 2)
+
+
 def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, seed: int,
-                     on_progress=None, timeout: float | None = None) -> list[PointTiming]:
+                     on_progress=None, timeout: float | None = None,
+                     load_programs: Callable[[str, str], None] | None = None) -> list[PointTiming]:
+    """Time ``chosen`` runners on ``cells`` (module docstring). ``load_programs(runner, metric)``
+    stands for the warm-up of cells above WARM_UP_TO (where ``warmup`` asks for one): called once
+    for each runner and metric before the first such cell."""
     from ..errors import InfeasibleError, LapInputError, SolverError, SolverUnavailable
     from ..generate import generate_points
 
     timeout = timeout or CALL_LIMIT_S
     results = []
+    loaded = set()  # (runner, metric) whose kernels load_programs loaded
     for n, kind, metric in cells:
         a = generate_points(n, 2, kind=kind, seed=seed)
         b = generate_points(n, 2, kind=kind, seed=seed + 1)
@@ -91,6 +111,9 @@ def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, 
                 timing.status, timing.message = "skipped", f"above n = {RUNNER_LIMITS[name]}"
                 continue
             try:
+                if n > WARM_UP_TO and warmup and load_programs and (name, metric) not in loaded:
+                    load_programs(name, metric)
+                    loaded.add((name, metric))
                 for _ in range(warmup if n <= WARM_UP_TO else 0):
                     runners[name](a, b, metric, timeout)
                 for _ in range(repeat if n <= WARM_UP_TO else 1):

@@ -345,7 +345,8 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
         task = bar.add_task("benchmarking", total=len(cells) * len(chosen))
         results = bench_points.run_points_bench(
             cells, runners, chosen, repeat=repeat, warmup=warmup, seed=seed,
-            on_progress=progress_reporter(bar, task, console), timeout=timeout)
+            on_progress=progress_reporter(bar, task, console), timeout=timeout,
+            load_programs=bench_points.load_point_programs)
     env = batch_environment()
     table = Table(title=f"median ms, host arrays in, certified answer out, on {env.get('device')}",
                   title_justify="left")

@@ -121,6 +121,19 @@ TAIL_ROWS = 256
 FIRST_DELTA_OF_EPS = 4.0
 
 
+def load_programs(metric: str, dim: int) -> float:
+    """Compile, or read from the kernel cache, what a square point problem of ``metric`` and ``dim``
+    coordinates above AUCTION_FROM runs on the current device (the auction and the searches that
+    take its last rows); the milliseconds it took. A caller that times solves loads them first, so
+    that no timed solve holds a compilation (1–1.5 s at 65,536 points on an H200)."""
+    from ...cuda import points as device_points
+    from ...cuda.runtime import load
+
+    threads = TAIL_THREADS if dim <= TAIL_WIDE_DIM else TAIL_WIDE_THREADS
+    return (load(device_points.program(metric, dim, "auction"))[1]
+            + load(device_points.program(metric, dim, "tail", threads=threads))[1])
+
+
 def tail_threads(m: int, dim: int) -> int | None:
     """The threads a block of the searches that finish an auction on m columns of ``dim``
     coordinates, or None where the current device's blocks cannot hold their state."""
