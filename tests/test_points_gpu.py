@@ -120,6 +120,7 @@ def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeyp
     for the next round; forced down to 4 bids, nearly every chain parks its row, a phase ends
     where a round parks few, the last phase's go to the searches (on lowered pairs), and the
     answer is still scipy's objective, certified."""
+    from lapcli.cuda import auction
     from lapcli.engines.cuda import sap_points
 
     monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 4)
@@ -134,7 +135,8 @@ def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeyp
     rows, cols = scipy_lsa(cost)
     assert solution.report.certified
     assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=1e-12)
-    assert max(phase.longest_chain for phase in phases) == 4  # no coarse first phase by default
+    first, *later = phases  # the coarse first phase (lapcli.cuda.auction.COARSE_FIRST) chains on
+    assert max(phase.longest_chain for phase in later) == 4 and first.longest_chain <= auction.COARSE_CHAIN
     details = solution.report.details  # parked rows bid again in later rounds and phases, the last's are searched
     if not details["auction_complete"]:
         assert details["tail_searches"] >= details["auction_left_free"] >= 1
@@ -175,18 +177,18 @@ def test_a_price_war_s_rows_bid_no_more_and_the_searches_take_them(rng, monkeypa
 
 def test_a_coarse_first_phase_bids_the_surplus_out_before_the_later_phases(rng, monkeypatch):
     """The point auction's first phase runs at COARSE_FIRST times the usual first ε and bids until
-    every row holds a column (lapcli.cuda.auction.solve's ``coarse_first``), in chains of at most
-    COARSE_CHAIN bids: on two clusters whose surplus must cross (the war rule's set, chains of 4
-    and a tail of 2 after it) it leaves no row free and defers none, and the answer is scipy's
-    objective, certified. Above sap_points.COARSE_FIRST_UP_TO points (0 by default: every set) the
-    first phase is plain."""
+    its tail rule stops it at COARSE_TAIL_ROWS rows or fewer (lapcli.cuda.auction.solve's
+    ``coarse_first``), in chains of at most COARSE_CHAIN bids: on two clusters whose surplus must
+    cross (the war rule's set, chains of 4 and a tail of 2 after it) it leaves at most those 2 rows
+    free and defers none, and the answer is scipy's objective, certified. Above
+    sap_points.COARSE_FIRST_UP_TO points the first phase is plain."""
     from lapcli.cuda import auction
     from lapcli.engines.cuda import sap_points
 
     monkeypatch.setattr(sap_points, "TAIL_ROWS", 2)
     monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 4)
     n, crowded = 1200, 900
-    monkeypatch.setattr(sap_points, "COARSE_FIRST_UP_TO", n)  # none by default: the option asked for
+    monkeypatch.setattr(sap_points, "COARSE_FIRST_UP_TO", n)
     found = []
     solve = auction.solve
     monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(solve(*args, **kwargs)) or found[-1])
@@ -205,7 +207,7 @@ def test_a_coarse_first_phase_bids_the_surplus_out_before_the_later_phases(rng, 
     coarse, plain, above = found
     first = coarse.phases[0]
     assert first.eps == pytest.approx(plain.phases[0].eps * auction.COARSE_FIRST, rel=1e-12)
-    assert first.left_free == first.deferred == 0 and 4 < first.longest_chain <= auction.COARSE_CHAIN
+    assert first.left_free <= 2 and first.deferred == 0 and 4 < first.longest_chain <= auction.COARSE_CHAIN
     assert all(phase.longest_chain <= 4 for phase in coarse.phases[1:])
     assert above.phases[0].eps == plain.phases[0].eps
 
@@ -441,6 +443,7 @@ def test_loaded_point_programs_leave_a_solve_nothing_to_compile(rng, monkeypatch
         current_gpu().kernels.pop(program, None)
     assert sap_points.load_programs(metric, 2) > 0
     monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 2)
+    monkeypatch.setattr(sap_points, "COARSE_FIRST_UP_TO", 0)  # every phase's chains of 2
     solution = lapcli.solve_points(rng.random((n, 2)), rng.random((n, 2)), metric, solver="cuda-sap")
     assert solution.report.certified and solution.report.details["tail_searches"] > 0
     assert solution.report.details["compile_ms"] == 0

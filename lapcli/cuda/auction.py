@@ -13,14 +13,12 @@ missing). On point sets costs come from the coordinates: O(n·d) plus 640 bytes 
 pass (lapcli.cuda.auction_release) lists the rows that are free or more than 2ε above their row's
 best over all columns, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
 holds a column (a warp a row; on point sets, in a round of at most BLOCK_ROWS_UP_TO rows, a block
-a row, which spreads a scan over the block); a row that bids more than DENSE_AFTER times in a
-phase scans all columns where the floor of its last full scan cannot prove its candidates' best
-the row's best (a lower bound on every other column's reduced cost). The phase ends
-when a release pass lists no row, so its guarantee holds over all columns, not only the
-candidates. A pass scans all n² pairs at a phase's start, then only the rows that bid since (a
-row that kept its column stays within 2ε: bids only raise the other columns' reduced costs).
-The host reads the release pass's count between the two launches, and after the bids their
-status and the rows a chain limit left free.
+a row); a row that bids more than DENSE_AFTER times in a phase scans all columns where the floor
+of its last full scan (a lower bound on every non-candidate's reduced cost) cannot prove its
+candidates' best the row's best. The phase ends when a release pass lists no row, so its
+guarantee holds over all columns. A pass scans all n² pairs at a phase's start, then only the
+rows that bid since (bids only raise the other columns' reduced costs). The host reads the
+release pass's count between the two launches, and after the bids their status and parked rows.
 
 The same kernels run on a dense work matrix (:func:`dense_program`, engine ``cuda-sap`` above the
 one-block search's columns): there a bid reads its 160 candidates' costs from the matrix. A
@@ -30,7 +28,8 @@ limit (``max_chain``) does the same for a phase's last free rows (a price war on
 alone): they bid again in the next phase, after the last one the searches take them. Where those
 rows are many and grow (``defer_wars``, :func:`tail_wages_war`), a region's surplus wages a war:
 the phase ends and its rows bid no more (DEFERRED in ``fresh``); the searches take them too.
-``coarse_first`` bids such surpluses out first, in one phase at a coarse ε (COARSE_FIRST).
+``coarse_first`` bids such surpluses out first, in one phase at a coarse ε (COARSE_FIRST), until
+its last few rows stall (COARSE_TAIL_ROWS).
 """
 
 from __future__ import annotations
@@ -72,21 +71,19 @@ DENSE_AFTER = 256
 # On point sets, a round that lists at most this many rows bids with a block a row (kernels/
 # auction.cu's auction_bid_blocks): a phase's last rows bid in long chains, mostly dense, that one
 # warp scans n / 128 latencies deep (65,536 cityblock points 10.8 -> 4.7 s; H100, docs/points.md).
-# The dense matrices' auction bids a warp a row (a block a row: 8.9 s against 0.5 on 2,500
-# clustered points' cityblock matrix).
+# Dense matrices bid a warp a row (a block a row: 8.9 s against 0.5, 2,500 clustered cityblock).
 BLOCK_ROWS_UP_TO = 1024
 # the first a multiprocessor holds (a thread a candidate: at least 160; at most kernels/auction.cu's
 # AUCTION_BLOCK_MAX, the size of its per-thread shared arrays)
 BLOCK_THREADS = (512, 256)
-# ``coarse_first``: the first phase at COARSE_FIRST times the first ε, bid until every row holds a
-# column (no tail or war rule), in chains of COARSE_CHAIN bids, a warp a row: a region with more
-# rows than columns passes its surplus far (~0.01-0.05 in cost against ~5e-5) in few coarse steps,
-# leaving fewer price wars (65,536 clustered points 6.6 -> 2.4 s, H200; sap_points says where).
-COARSE_FIRST, COARSE_CHAIN = 16.0, 1024
+# ``coarse_first``: the first phase at COARSE_FIRST times the first ε, chains of COARSE_CHAIN bids a
+# warp a row: a region's surplus moves far (~0.01-0.05 against ~5e-5) in few coarse steps (sap_points
+# says where). It ends only on the tail rule at COARSE_TAIL_ROWS rows, which bid on in the next phase:
+# bid to the end, their war took past 40 s on five of seven clustered sets (65,536 points, H200).
+COARSE_FIRST, COARSE_CHAIN, COARSE_TAIL_ROWS = 16.0, 1024, 16
 
 # Integer squares with n·max|c| below this take the auction (engine cuda-sap above its one-block
-# search): its float64 reduced costs then resolve an ε of 1/(4n) by 64 ulps or more, and the
-# floored duals' comparisons are exact.
+# search): float64 reduced costs resolve an ε of 1/(4n) by 64 ulps or more, floored duals exactly.
 AUCTION_INTEGER_SPAN = 2**44
 # A dense work matrix's element type -> its C++ type in the DenseRows source (kernels/costs.cuh).
 DENSE_COST_TYPES = {"int32": "int", "int64": "long long", "float32": "float", "float64": "double"}
@@ -295,7 +292,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
         rounds = released_in_phase = left_free = parked_so_far = deferred_in_phase = 0
         parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
-        open_phase = coarse_first and index == 0 and not last_phase  # bid to the end (COARSE_FIRST)
+        open_phase = coarse_first and index == 0 and not last_phase  # COARSE_FIRST's phase
         chain = COARSE_CHAIN if open_phase else max_chain
         while True:  # rounds until the release pass finds every row within eps over all columns
             left, spare = _seconds_left(began, timeout, budget, budget_began)
@@ -337,9 +334,9 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 progress(Phase(eps, rounds, released_in_phase, bids, rescans, longest,
                                1e3 * (time.perf_counter() - phase_began), parked, ended=False),
                          len(epsilons) - index - 1)
-            ends, war = (False, False) if open_phase else round_ends_phase(
-                parked, parked_last_round, last_phase, tail_rows=tail_rows, stalled_tail=stalled_tail,
-                defer_wars=defer_wars, last_tail_to_searches=last_tail_to_searches)
+            ends, war = round_ends_phase(parked, parked_last_round, last_phase, tail_rows=tail_rows,
+                                         stalled_tail=stalled_tail, defer_wars=defer_wars,
+                                         last_tail_to_searches=last_tail_to_searches, coarse=open_phase)
             parked_last_round = parked
             if war:  # its parked rows, the only free ones not deferred yet (every other listed row holds a column)
                 cupy.copyto(fresh, DEFERRED, where=col_of_row < 0)
@@ -383,10 +380,13 @@ def tail_wages_war(parked: int, parked_before: int, tail_rows: int) -> bool:
 
 
 def round_ends_phase(parked: int, parked_before: int, last_phase: bool, *, tail_rows: int, stalled_tail: bool,
-                     defer_wars: bool, last_tail_to_searches: bool) -> tuple[bool, bool]:
+                     defer_wars: bool, last_tail_to_searches: bool, coarse: bool = False) -> tuple[bool, bool]:
     """(the round ends its phase, its parked rows are deferred to the searches) by :func:`solve`'s
     options, for it and its twin (lapcli.twins.auction_twin): only where the searches take the last
-    phase's rows does that phase end early, and only then does a war (``defer_wars``) defer."""
+    phase's rows does that phase end early, and only then does a war (``defer_wars``) defer; a
+    ``coarse`` phase (never the last) only on the tail rule at min(tail_rows, COARSE_TAIL_ROWS)."""
+    if coarse:
+        return tail_ends_phase(parked, parked_before, min(tail_rows, COARSE_TAIL_ROWS), stalled_tail), False
     ends = tail_ends_phase(parked, parked_before, tail_rows, stalled_tail) and (not last_phase or last_tail_to_searches)
     war = defer_wars and last_tail_to_searches and tail_wages_war(parked, parked_before, tail_rows)
     return ends or war, war

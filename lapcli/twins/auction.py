@@ -26,8 +26,8 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     whose best becomes a candidate, the rule before the floor, to compare), and the same chain limit
     (``max_chain``, ``tail_rows``, ``last_tail_to_searches``, ``stalled_tail``, ``defer_wars``,
     ``coarse_first``: lapcli.cuda.auction.solve's, its phases ended and its price wars' rows deferred
-    by the same lapcli.cuda.auction.round_ends_phase, a coarse first phase bid to the end in
-    chains of COARSE_CHAIN). Returns
+    by the same lapcli.cuda.auction.round_ends_phase, a coarse first phase in chains of
+    COARSE_CHAIN ended only by its tail rule at COARSE_TAIL_ROWS). Returns
     (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
     every column, bids past DENSE_AFTER that the floor proved, rows its price war deferred). Every
     reduced cost of u = c − v on the assignment is ≥ −2·final_eps, unless rows were left free (−1)
@@ -66,7 +66,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
         rounds = bids = left_free = full_scans = proved = deferred_in_phase = 0
         parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
-        open_phase = coarse_first and index == 0 and not last_phase  # bid to the end
+        open_phase = coarse_first and index == 0 and not last_phase  # COARSE_FIRST's phase
         chain_limit = auction.COARSE_CHAIN if open_phase else max_chain
         row_bids = np.zeros(n, dtype=np.int64)
         fresh = np.ones(n, dtype=bool)
@@ -126,9 +126,9 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
                     bids += 1
                     if bids > max_bids:
                         raise RuntimeError(f"the auction bid {bids} times in the phase of eps {eps}")
-            ends, war = (False, False) if open_phase else auction.round_ends_phase(
-                parked, parked_last_round, last_phase, tail_rows=tail_rows, stalled_tail=stalled_tail,
-                defer_wars=defer_wars, last_tail_to_searches=last_tail_to_searches)
+            ends, war = auction.round_ends_phase(parked, parked_last_round, last_phase, tail_rows=tail_rows,
+                                                 stalled_tail=stalled_tail, defer_wars=defer_wars,
+                                                 last_tail_to_searches=last_tail_to_searches, coarse=open_phase)
             parked_last_round = parked
             if war:  # the rows it left free bid no more
                 deferred_in_phase = int(((col_of_row < 0) & ~deferred).sum())

@@ -104,12 +104,12 @@ def points_chain_limit(n: int) -> int:
 # (lapcli.cuda.auction.tail_wages_war): on clustered points a region's surplus of rows bids its
 # columns' prices down in ε steps, 78–203 rounds and 0.11–0.90 G bids at 32,768 points (6.4–24.7 s,
 # H100). Its rows are deferred to the searches, which move them along shortest paths.
-# Up to COARSE_FIRST_UP_TO points the auction's first phase would be coarse (lapcli.cuda.auction.
-# COARSE_FIRST); none are. It won on the two clustered sets first measured (65,536 points, seeds 0
-# and 1: 6.6 -> 2.4 and 4.3 -> 3.0 s), but seeds 2, 3, 4 and 6 ran past a 45-60 s limit with it
-# and seed 5 took 24 s, where the plain schedule took 16-25 s on seeds 2-4 (H200, one process, the
-# tiled release pass; docs/points.md). Uniform points take about as long either way.
-COARSE_FIRST_UP_TO = 0
+# Up to COARSE_FIRST_UP_TO points the auction's first phase is coarse (lapcli.cuda.auction.
+# COARSE_FIRST), ended by its tail rule at COARSE_TAIL_ROWS rows. H200, one solve a set, 65,536
+# clustered points, seeds 0-4: 1.39, 1.35, 12.7, 18.7, 9.8 s against 5.4-6.9, 5.4-6.3, 18.8, 21.9,
+# 18.2 s plain (32,768, seed 2: 4.4 against 11.2; uniform and cityblock as plain; docs/points.md).
+# Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6. Larger sets were not measured.
+COARSE_FIRST_UP_TO = 65_536
 # A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
 # coordinates: a column's point is held in registers while a round's rows are scanned against it,
 # and at 512 threads (128 registers a thread) minkowski's 11 coordinates spill.
