@@ -37,7 +37,7 @@ def solved_by_the_twin(cost, floor=True):
 
 
 def test_the_block_bids_hold_every_block_the_launcher_may_choose():
-    """auction_bid_blocks keeps a full scan's per-thread bests in shared arrays of AUCTION_BLOCK_MAX
+    """auction_bid_blocks keeps a full scan's per-thread entries in shared arrays of AUCTION_BLOCK_MAX
     entries; every block of BLOCK_THREADS fits them, and holds a thread a candidate."""
     import re
 

@@ -272,22 +272,25 @@ def test_a_price_war_bids_often_on_what_the_floor_proves(monkeypatch, plain_firs
 
 @pytest.mark.parametrize("kernel, threads", [("auction_bid", 256), ("auction_bid_blocks", 512),
                                              ("auction_bid_blocks", 256)])
-@pytest.mark.parametrize("n", [1000, 150])
-def test_a_full_scan_leaves_the_lanes_candidates_and_floor(rng, kernel, threads, n):
+@pytest.mark.parametrize("n, grid", [(1000, 0), (150, 0), (4000, 40)])
+def test_a_full_scan_leaves_the_lanes_candidates_and_floor(rng, kernel, threads, n, grid):
     """A row's full scan, a warp or a block a row (kernels/auction.cu), refills all of the row's
     candidates and leaves the floor of the twin's rule (lapcli.twins.auction._refill_of_a_full_scan):
     slots l, 32 + l, … hold the NEAR + 1 least reduced costs of columns l, l + 32, … and the floor
     is the least of those lanes' next ones. One free row, past DENSE_AFTER bids in the phase with no
     floor yet, bids once for a free column; at 1,000 points its near columns' duals are set so that
     none of them stays a candidate; at 150 a lane holds fewer columns than slots (empty ones, -1)
-    and no column is left for a floor (inf)."""
+    and no column is left for a floor (inf); at 4,000 points on a 40 x 40 grid (costs tied) each
+    thread of a block scans more columns than slots, so the block's merge takes the threads' own
+    floors and breaks ties by column."""
     import cupy
 
     from lapcli.cuda import auction, points
     from lapcli.twins.auction import _refill_of_a_full_scan
 
     row = 17
-    a, b = rng.random((n, 2)), rng.random((n, 2))
+    a, b = ((rng.integers(0, grid, (n, 2)) / grid, rng.integers(0, grid, (n, 2)) / grid) if grid
+            else (rng.random((n, 2)), rng.random((n, 2))))
     device = points.upload(prepare_points(a, b), "auction")
     source = device.source()
     columns = cupy.zeros((n, 2), dtype=np.float64)  # (v, owner): AuctionColumn

@@ -19,7 +19,8 @@
 // bid smaller, never wrong (the bid column's own state, read in the scan, is checked by the swap).
 //
 // A bid scans only the row's candidates: each lane's four cheapest columns among its 1/32 of the
-// row (auction_candidates: 128 near columns) and up to 32 columns found later. A phase ends only
+// row (auction_candidates: 128 near columns; a full scan refills all, below) and up to 32 columns
+// found later. A phase ends only
 // when the release pass, which scans every column, finds every row within 2 eps of its best: when
 // a row's best column is not a candidate it becomes one, and the row bids again. So a bid costs
 // one read of 160 entries whatever n is, and the guarantee above still holds for all n columns.
@@ -37,7 +38,7 @@
 // best above the floor scans all columns again: in a price war the candidates' reduced costs rise
 // bid by bid until their best passes the floor, and a lane's sixth least reduced cost lies further
 // above the row's best than its second (a floor under each lane's best alone, as this kernel had:
-// 65,536 points on an H200, 37x more full scans on cityblock, 1.6-2x more on clustered points).
+// 65,536 points on an H200, 3,161-58,927 full scans on cityblock against 242-946 now).
 // The release pass, which puts a column into a found-later slot, drops the floor to -inf.
 
 // The launcher (lapcli.cuda.auction.kernel_defines) sets AUCTION_NEAR, the near-column slots a
@@ -492,9 +493,13 @@ __global__ void auction_bid(const void* first, const void* second, long long str
 // warp's lane does above. A full scan leaves the warp's refill and floor: thread t scans columns
 // t, t + width, ..., so the threads of lane l in every warp together scan lane l's columns of a
 // warp's scan (l, l + 32, ...); warp 0 merges their kept entries by lane, as in auction_bid. (Each
-// warp's best alone, 16 slots, left a lower floor: in the NumPy twin at 4,096 uniform cityblock
-// points 14,907 full scans against the lanes' 187.)
+// warp's best alone, 16 slots, left a lower floor than each lane's best, the rule before the refill:
+// in the NumPy twin at 4,096 uniform cityblock points 14,907 full scans against 187.)
 #define AUCTION_BLOCK_MAX 512
+// the shared arrays of a full scan (kept_x, kept_beyond, kept_j) within the 48 KB of static shared memory
+static_assert((AUCTION_SLOTS + 1) * AUCTION_BLOCK_MAX * sizeof(double) + AUCTION_SLOTS * AUCTION_BLOCK_MAX * sizeof(int)
+                  <= 44 * 1024,
+              "auction_bid_blocks' shared arrays outgrow static shared memory: fewer AUCTION_NEAR or AUCTION_BLOCK_MAX");
 template <typename Source>
 __global__ void auction_bid_blocks(const void* first, const void* second, long long stride, double p, double sign,
                                    int n, AuctionColumn* __restrict__ columns, int* __restrict__ candidates,

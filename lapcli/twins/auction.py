@@ -13,7 +13,8 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
-    cheapest of columns lane, lane + 32, …, and up to 32 more the release pass adds, in turn), the
+    cheapest of columns lane, lane + 32, …, and up to 32 more the release pass adds, in turn; a
+    full scan refills all of them), the
     same first ε (a quarter of the median row's candidate spread, at least ``least_first_eps``:
     1 for integer costs, as engine ``cuda-sap`` runs it), the same release rule (free,
     or more than 2ε above the row's best over all columns, checked for every row at a phase's
@@ -46,7 +47,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
         candidates.append(row)
     spread = np.median([np.ptp(cost[i, candidates[i]]) for i in range(n)])
     # the 32 found-later slots (-1: empty): the release pass fills slot count % 32 (the kernel's
-    # added[i]++ & 31), a full scan with a floor slot l with lane l's best
+    # added[i]++ & 31); a full scan refills them with the near slots (_refill_of_a_full_scan)
     later = np.full((n, 32), -1)
     filled = np.zeros(n, dtype=np.int64)
 

@@ -106,9 +106,9 @@ def points_chain_limit(n: int) -> int:
 # H100). Its rows are deferred to the searches, which move them along shortest paths.
 # Up to COARSE_FIRST_UP_TO points the auction's first phase is coarse (lapcli.cuda.auction.
 # COARSE_FIRST), ended by its tail rule at COARSE_TAIL_ROWS rows. H200, one solve a set, 65,536
-# clustered points, seeds 0-4: 1.39, 1.35, 12.7, 18.7, 9.8 s against 5.4-6.9, 5.4-6.3, 18.8, 21.9,
+# clustered points, seeds 0-4: 1.39, 1.35, 12.7, 18.7, 9.8 s against 6.6-6.9, 5.4-6.3, 18.8, 21.9,
 # 18.2 s plain (32,768, seed 2: 4.4 against 11.2; uniform and cityblock as plain; docs/points.md).
-# Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6. Larger sets were not measured.
+# Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6. Other sizes were not measured.
 COARSE_FIRST_UP_TO = 65_536
 # A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
 # coordinates: a column's point is held in registers while a round's rows are scanned against it,
