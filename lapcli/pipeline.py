@@ -281,9 +281,13 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     name, reason = choose_ragged(len(members), widest, solver, members.packable)
     module, import_ms = loaded_engine(registry.get(name))
     packed = found_pairs = result = solved = None
+
+    def members_by(engine_module):  # the engine's own way with a ragged batch, None where it declines
+        return engine_module.run_members(members, maximize=maximize, objectives=objectives, pairs=pairs, flat=flat,
+                                         timeout=timeout, dtype=dtype, device=device)
+
     if len(members) and hasattr(module, "run_members"):
-        result = module.run_members(members, maximize=maximize, objectives=objectives, pairs=pairs, flat=flat,
-                                    timeout=timeout, dtype=dtype, device=device)
+        result = members_by(module)
         result = None if result is not None and result.unchecked_nonfinite else result  # packed, then checked
     if len(members) and result is None:
         try:
@@ -296,8 +300,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
             name, reason = "scipy-batch", f"auto: {refused}; scipy per problem, each in its own type"
             module, more_ms = loaded_engine(registry.get(name))
             import_ms += more_ms
-            result = module.run_members(members, maximize=maximize, objectives=objectives, pairs=pairs, flat=flat,
-                                        timeout=timeout, dtype=dtype, device=device)
+            result = members_by(module)
             packed = None
     if not len(members):  # no problem: nothing to solve
         col_ind = members.xp.zeros((0, 0), dtype=np.int64)
