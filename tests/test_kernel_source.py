@@ -375,10 +375,10 @@ def test_the_point_kernels_compile_without_spilling(tmp_path, metric, dim):
     from lapcli.cuda import points
 
     compile_program(points.program(metric, dim), tmp_path, "points", 3)
-    from lapcli.engines.cuda.sap_points import TAIL_THREADS, TAIL_WIDE_DIM, TAIL_WIDE_THREADS
+    from lapcli.engines.cuda.sap_points import tail_block_threads
 
     # the searches that finish an auction, on lowered pairs
-    threads = TAIL_THREADS if dim <= TAIL_WIDE_DIM else TAIL_WIDE_THREADS
+    threads = tail_block_threads(dim)
     tail = compile_program(points.program(metric, dim, "tail", threads=threads), tmp_path, "tail", 1)
     assert f"-DTHREADS={threads}" in points.program(metric, dim, "tail", threads=threads).defines
     assert "LoweredPoints" in tail.read_text()

@@ -442,7 +442,7 @@ def test_loaded_point_programs_leave_a_solve_nothing_to_compile(rng, monkeypatch
 
     metric, n = "chebyshev", 2048
     for program in (device_points.program(metric, 2, "auction"),
-                    device_points.program(metric, 2, "tail", threads=sap_points.TAIL_THREADS)):
+                    device_points.program(metric, 2, "tail", threads=sap_points.tail_block_threads(2))):
         current_gpu().kernels.pop(program, None)
     assert sap_points.load_programs(metric, 2) > 0
     monkeypatch.setattr(sap_points, "points_chain_limit", lambda n: 2)

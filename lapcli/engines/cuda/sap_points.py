@@ -129,15 +129,20 @@ def load_programs(metric: str, dim: int) -> float:
     from ...cuda import points as device_points
     from ...cuda.runtime import load
 
-    threads = TAIL_THREADS if dim <= TAIL_WIDE_DIM else TAIL_WIDE_THREADS
     return (load(device_points.program(metric, dim, "auction"))[1]
-            + load(device_points.program(metric, dim, "tail", threads=threads))[1])
+            + load(device_points.program(metric, dim, "tail", threads=tail_block_threads(dim)))[1])
+
+
+def tail_block_threads(dim: int) -> int:
+    """The threads a block of the searches that finish an auction has for points of ``dim``
+    coordinates (TAIL_WIDE_THREADS past TAIL_WIDE_DIM)."""
+    return TAIL_THREADS if dim <= TAIL_WIDE_DIM else TAIL_WIDE_THREADS
 
 
 def tail_threads(m: int, dim: int) -> int | None:
-    """The threads a block of the searches that finish an auction on m columns of ``dim``
-    coordinates, or None where the current device's blocks cannot hold their state."""
-    threads = TAIL_THREADS if dim <= TAIL_WIDE_DIM else TAIL_WIDE_THREADS
+    """tail_block_threads(dim) where the current device's blocks hold the search state of m
+    columns of ``dim`` coordinates, else None."""
+    threads = tail_block_threads(dim)
     gpu = current_gpu()
     return threads if m <= sap_rounds.max_columns(gpu.max_shared, gpu.sms, threads, record=dim + 2) else None
 
