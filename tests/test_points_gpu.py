@@ -286,6 +286,7 @@ def test_a_full_scan_leaves_the_lanes_candidates_and_floor(rng, kernel, threads,
     import cupy
 
     from lapcli.cuda import auction, points
+    from lapcli.cuda.auction_tiles import NO_TILES
     from lapcli.twins.auction import _refill_of_a_full_scan
 
     row = 17
@@ -310,7 +311,7 @@ def test_a_full_scan_leaves_the_lanes_candidates_and_floor(rng, kernel, threads,
     device.kernels[kernel].launch(1, threads, (*source, n, columns.data.ptr, candidates.data.ptr, row_bids.data.ptr,
                                                free_rows.data.ptr, 1, words.data.ptr, 1e-9, 0, 0, counters.data.ptr,
                                                status.data.ptr, cupy.zeros(n, dtype=np.uint8).data.ptr,
-                                               floors.data.ptr))
+                                               floors.data.ptr, *NO_TILES))
     assert counters.get()[:5].tolist() == [1, 0, 1, 0, 1]  # one bid, a full scan
     refill, floor = _refill_of_a_full_scan(distance_matrix(a, b, "sqeuclidean")[row] - v, auction.NEAR + 1)
     assert candidates[row].get().tolist() == refill.tolist()
@@ -319,6 +320,66 @@ def test_a_full_scan_leaves_the_lanes_candidates_and_floor(rng, kernel, threads,
         assert not set(refill.tolist()) & set(near.tolist()) and min(refill) >= 0 and np.isfinite(floor)
     else:
         assert sorted(refill[refill >= 0].tolist()) == list(range(n)) and floor == np.inf
+
+
+@pytest.mark.parametrize("kernel, threads", [("auction_bid", 256), ("auction_bid_blocks", 512),
+                                             ("auction_bid_blocks", 256)])
+@pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
+def test_a_tiled_full_scan_reads_the_tiles_below_its_threshold(rng, kernel, threads, metric):
+    """With the columns in tiles (lapcli.cuda.auction_tiles), a full scan reads only the tiles whose
+    bound (the metric from the row's point to the tile's box, less the tile's largest dual) is at
+    or below its threshold, the candidates' largest reduced cost: one free row, past DENSE_AFTER
+    bids with no floor, whose one candidate is its best column, bids for that column, refills its
+    slots with the lanes' least among the read tiles' columns (the twin's rule on those columns) and
+    leaves as floor the least of the lanes' next ones and the skipped tiles' bounds. The tiles'
+    order and boxes are their twin's (lapcli.twins.tiles)."""
+    import cupy
+
+    from lapcli.cuda import auction, auction_tiles, points
+    from lapcli.twins import tiles as twin
+    from lapcli.twins.auction import _refill_of_a_full_scan
+
+    n, row = 4096, 17
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    device = points.upload(prepare_points(a, b, metric), "auction")
+    tiles = auction_tiles.put_in_tiles(device)
+    assert tiles.order.get().tolist() == twin.spatial_order(b).tolist()
+    b = b[tiles.order.get()]
+    assert device.columns.get().tolist() == b.tolist() and device.columns_t.get().tolist() == b.T.tolist()
+    boxes = twin.tile_boxes(b)
+    assert tiles.boxes.get().tolist() == boxes.tolist()
+    columns = cupy.zeros((n, 2), dtype=np.float64)  # (v, owner): AuctionColumn
+    columns[:, 0] = cupy.asarray(-0.01 * rng.random(n))  # duals below 0, as bids leave them
+    columns.view(np.int64)[:, 1] = -1
+    v = columns[:, 0].get()
+    reduced = distance_matrix(a, b, metric)[row] - v
+    best = int(np.argmin(reduced))
+    candidates = cupy.full((n, auction.CANDIDATES), -1, dtype=np.int32)
+    candidates[row, 0] = best  # the threshold: its reduced cost
+    row_bids = cupy.zeros(n, dtype=np.int32)
+    row_bids[row] = auction.DENSE_AFTER
+    floors = cupy.full(n, -np.inf)
+    free_rows, words = cupy.full(1, row, dtype=np.int32), cupy.zeros(1, dtype=np.int32)
+    counters, status = cupy.zeros(6, dtype=np.uint64), cupy.zeros(1, dtype=np.int32)
+    tile_arguments = tiles.refreshed(columns, 0)
+    device.kernels[kernel].launch(1, threads, (*device.source(), n, columns.data.ptr, candidates.data.ptr,
+                                               row_bids.data.ptr, free_rows.data.ptr, 1, words.data.ptr, 1e-9, 0, 0,
+                                               counters.data.ptr, status.data.ptr,
+                                               cupy.zeros(n, dtype=np.uint8).data.ptr, floors.data.ptr,
+                                               *tile_arguments))
+    assert counters.get()[:5].tolist() == [1, 0, 1, 0, 1]  # one bid, a full scan
+    assert int(columns.view(np.int64)[best, 1]) == row  # the row's best column, as a scan of all would find
+    # the tiles' bounds as the kernel computes them (kernels/costs.cuh's box_bound), less their largest dual
+    gap = np.maximum(np.maximum(boxes[:, :2] - a[row], a[row] - boxes[:, 2:]), 0.0)
+    bounds = (gap[:, 0] * gap[:, 0] + gap[:, 1] * gap[:, 1] if metric == "sqeuclidean"
+              else gap[:, 0] + gap[:, 1]) - v.reshape(-1, auction_tiles.TILE).max(axis=1)
+    read = bounds <= reduced[best]
+    assert 0 < read.sum() < 0.1 * len(read)  # the scan skipped most tiles
+    refill, floor = _refill_of_a_full_scan(np.where(np.repeat(read, auction_tiles.TILE), reduced, np.inf),
+                                           auction.NEAR + 1)
+    assert candidates[row].get().tolist() == refill.tolist()
+    assert float(floors[row]) == min(floor, bounds[~read].min())
+    assert float(floors[row]) <= np.delete(reduced, refill[refill >= 0]).min()  # a floor under every other column
 
 
 @pytest.fixture

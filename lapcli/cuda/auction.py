@@ -7,29 +7,26 @@ Why: a shortest-path search is a sequence of dependent steps, its time their num
 step's latency; an auction phase is thousands of independent bids at once, and ε-scaling
 (Bertsekas 1988; Guthe–Thuerck 2021) starts each phase from the last one's duals. A bid reads only
 the row's 160 candidate columns (its near columns by cost, and those a release pass found
-missing). On point sets costs come from the coordinates: O(n·d) plus 640 bytes a row.
+missing). Point sets: costs from the coordinates, O(n·d) plus 640 bytes a row; a full scan reads
+only the tiles of columns that may cost less than its threshold (lapcli.cuda.auction_tiles).
 
 ``auction_candidates`` picks each row's near columns once. A phase is rounds of: the release
-pass (lapcli.cuda.auction_release) lists the rows that are free or more than 2ε above their row's
-best over all columns, then ``auction_bid`` runs until every listed row (and every row a bid evicts)
-holds a column (a warp a row; on point sets, in a round of at most BLOCK_ROWS_UP_TO rows, a block
-a row); a row that bids more than DENSE_AFTER times in a phase scans all columns where the floor
-of its last full scan (a lower bound on every non-candidate's reduced cost) cannot prove its
-candidates' best the row's best. The phase ends when a release pass lists no row, so its
-guarantee holds over all columns. A pass scans all n² pairs at a phase's start, then only the
-rows that bid since (bids only raise the other columns' reduced costs). The host reads the
-release pass's count between the two launches, and after the bids their status and parked rows.
+pass (lapcli.cuda.auction_release) lists the rows free or more than 2ε above their best over all
+columns (all n² pairs at a phase's start, then the rows that bid since), then ``auction_bid`` runs
+until every listed row, and every row a bid evicts, holds a column (a warp a row; a block a row in
+a point set's round of at most BLOCK_ROWS_UP_TO rows). A row past DENSE_AFTER bids in a phase
+scans all columns where the floor of its last full scan cannot prove its candidates' best the
+row's best. The phase ends when a release pass lists no row: its guarantee holds over all columns.
 
 The same kernels run on a dense work matrix (:func:`dense_program`, engine ``cuda-sap`` above the
-one-block search's columns): there a bid reads its 160 candidates' costs from the matrix. A
-``budget`` stops the auction where it is (``complete`` False): its duals, whatever they are, start
-the exact searches (lapcli.engines.cuda.sap), so a slow auction costs at most its budget. A chain
-limit (``max_chain``) does the same for a phase's last free rows (a price war one warp bids out
-alone): they bid again in the next phase, after the last one the searches take them. Where those
-rows are many and grow (``defer_wars``, :func:`tail_wages_war`), a region's surplus wages a war:
-the phase ends and its rows bid no more (DEFERRED in ``fresh``); the searches take them too.
-``coarse_first`` bids such surpluses out first, in one phase at a coarse ε (COARSE_FIRST), until
-its last few rows stall (COARSE_TAIL_ROWS).
+one-block search's columns). A ``budget`` stops the auction where it is (``complete`` False): its
+duals, whatever they are, start the exact searches (lapcli.engines.cuda.sap), so a slow auction
+costs at most its budget. A chain limit (``max_chain``) does the same for a phase's last free rows
+(a price war one warp bids out alone): they bid again in the next phase, after the last one the
+searches take them. Where those rows are many and grow (``defer_wars``, :func:`tail_wages_war`), a
+region's surplus wages a war: the phase ends and its rows bid no more (DEFERRED in ``fresh``); the
+searches take them too. ``coarse_first`` bids such surpluses out first, in one phase at a coarse ε
+(COARSE_FIRST), until its last few rows stall (COARSE_TAIL_ROWS).
 """
 
 from __future__ import annotations
@@ -42,7 +39,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import SolverError
-from . import auction_release, passes
+from . import auction_release, auction_tiles, passes
+from .auction_tiles import NO_TILES
 from .runtime import Program, current_gpu, current_stream, reused_events
 from .sap_cluster import kernel_text
 
@@ -57,7 +55,7 @@ CANDIDATES = 32 * (NEAR + 1)  # and a slot a lane for columns found later: 160
 DEFERRED = 2  # fresh[row] of a row a price war left to the searches (0, 1: "scan it again" or not)
 CANDIDATES_SIGNATURE = PASS_ARGUMENTS + "pp"
 RELEASE_SIGNATURE = PASS_ARGUMENTS + "ppppdpppp"
-BID_SIGNATURE = PASS_ARGUMENTS + "ppppipdqqpppp"
+BID_SIGNATURE = PASS_ARGUMENTS + "ppppipdqqppppppi"  # and the tiles (auction_tiles)
 SCALING = 16.0  # ε falls by this factor each phase
 # The first phase's ε, as a fraction of the median row's cost spread over its candidates (far
 # larger, the near columns' prices pass the far ones in a few bids and the bests leave them).
@@ -122,8 +120,7 @@ def solves(n_rows: int, n_cols: int, maximize: bool) -> bool:
 
 
 def kernels(source_type: str) -> tuple[tuple[str, str, str], ...]:
-    """The (key, name expression, signature) of the auction's kernels on ``source_type``, for a
-    Program."""
+    """(key, name expression, signature) of the auction's kernels on ``source_type``, for a Program."""
     return (("auction_candidates", f"auction_candidates<{source_type}>", CANDIDATES_SIGNATURE),
             ("auction_release", f"auction_release<{source_type}>", RELEASE_SIGNATURE),
             ("auction_bid", f"auction_bid<{source_type}>", BID_SIGNATURE),
@@ -209,7 +206,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
           progress: Callable[[Phase, int], None] | None = None, scaling: float = SCALING,
           max_chain: int = 0, tail_rows: int = 0, last_tail_to_searches: bool = False,
           stalled_tail: bool = False, defer_wars: bool = False, block_rows_up_to: int = 0,
-          coarse_first: bool = False) -> AuctionResult:
+          coarse_first: bool = False, tiles: auction_tiles.ColumnTiles | None = None) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
     cost source's five arguments. The first ε is :func:`first_eps_of`'s (``least_first_eps``:
     integer costs' 1, so that tied candidates do not start at the last ε). ``progress(phase,
@@ -226,7 +223,8 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     ``stalled_tail``: only a round that leaves no fewer rows so than the round before ends the
     phase (while the rounds get rows through, the phase goes on). ``defer_wars``: a price war's
     rows bid no more, left to the searches (:func:`round_ends_phase`). A round of at most
-    ``block_rows_up_to`` rows bids a block a row (0: a warp a row). ``coarse_first``: COARSE_FIRST."""
+    ``block_rows_up_to`` rows bids a block a row (0: a warp a row). ``coarse_first``: COARSE_FIRST.
+    ``tiles``: the columns' (point sets'), by which full scans skip the columns that cost too much."""
     import cupy
 
     gpu = current_gpu()
@@ -272,9 +270,8 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     phases = []
     complete = True
     deferred_rows = 0  # rows the price wars left to the searches so far
-    # The budget bounds the first round by the bid kernel's own clock, and the rest by the host's
-    # from the first round's end: a fresh process compiles CuPy's own kernels (the fills) in the
-    # first round, which is no measure of how the auction goes.
+    # The budget bounds the first round by the bid kernel's own clock, the rest by the host's from
+    # its end: a fresh process compiles CuPy's kernels (the fills) in the first round.
     budget_began = None
 
     def stopped() -> SolverError:  # the time limit's error, saying where the auction was
@@ -318,8 +315,10 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             launch_bids.launch(blocks, threads, (*source, n, columns.data.ptr, candidates.data.ptr,
                                                  row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr,
                                                  eps, limit_ns, chain, counters.data.ptr, status.data.ptr,
-                                                 fresh.data.ptr, floors.data.ptr), stream=stream)
-            launches += 1
+                                                 fresh.data.ptr, floors.data.ptr,
+                                                 *(tiles.refreshed(columns, stream) if tiles else NO_TILES)),
+                              stream=stream)
+            launches += 1 + bool(tiles)
             if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
                 if spare is None or (left is not None and left <= spare):
                     raise stopped()

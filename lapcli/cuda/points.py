@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import auction, auction_release, passes, sap_cluster, sap_rounds
+from . import auction, auction_release, auction_tiles, passes, sap_cluster, sap_rounds
 from .runtime import Program, load
 
 METRIC_CODES = {"sqeuclidean": 0, "euclidean": 1, "cityblock": 2, "chebyshev": 3, "minkowski": 4, "cosine": 5}
@@ -53,10 +53,11 @@ def program(metric: str, dim: int, method: str = "search", cluster: int = sap_cl
         lowered = f"LoweredPoints<{METRIC_CODES[metric]}, {dim}>"
         return Program("points-rounds", sap_rounds.kernel_source(), sap_rounds.kernel_defines(threads),
                        (("search", sap_rounds.kernel_name(lowered), sap_rounds.SIGNATURE),))
-    return Program("points-auction", auction_release.kernel_source(auction.kernel_source()),
-                   (*auction.kernel_defines(), *auction_release.kernel_defines()),
+    return Program("points-auction", auction_release.kernel_source(auction.kernel_source())
+                   + "\n" + sap_cluster.kernel_text(auction_tiles.FILE),
+                   (*auction.kernel_defines(), *auction_release.kernel_defines(), *auction_tiles.kernel_defines()),
                    (*passes.kernels(source_type), *auction.kernels(source_type),
-                    *auction_release.tiled_kernels(source_type)))
+                    *auction_release.tiled_kernels(source_type), *auction_tiles.kernels()))
 
 
 @dataclass

@@ -223,6 +223,80 @@ __device__ __forceinline__ void auction_scan_all(Source& source, const AuctionCo
     for (; j < n; j += step) scan(j, auction_read(&columns[j]), source.at(j));
 }
 
+// The columns in tiles of 32 consecutive ones (lapcli.cuda.auction_tiles puts point sets' columns in
+// a spatial order first, so that a tile is a small box): tile t's box (its columns' least and largest
+// coordinates, 2 DIMENSIONS doubles at boxes + 2 DIMENSIONS t) and its largest dual v[t] as of the
+// round's start. Duals only fall during the bids, so source.box_bound(box) - v[t] stays at or below
+// every reduced cost of the tile the whole round. count 0: no tiles (a dense matrix).
+struct AuctionTiles {
+    const double* __restrict__ boxes;
+    const double* __restrict__ v;
+    int count;
+};
+
+// A full scan of one warp's share by tiles: warp w of `warps` takes tiles w * 32, w * 32 + 1, ...
+// in groups of 32 (group g, then g + 32 warps, ...), lane l bounds tile g + l, and the warp scans
+// only the tiles whose bound is at or below `threshold`, lane l column l of each (the same columns
+// a lane takes in auction_scan_all, so its refill keeps the same meaning). Every column of a skipped
+// tile has a reduced cost above the threshold and at or above the returned least of the lane's
+// skipped bounds: a lower bound the floor takes in. Without tiles, every column (auction_scan_all).
+// On clustered points a price war makes a row's full scans many (1.1 M on one set of 65,536 points),
+// and its competitors lie in the row's own region: most of the columns are far and stay skipped.
+template <typename Source, typename Scan>
+__device__ __forceinline__ double auction_scan_by_tiles(Source& source, const AuctionColumn* columns, int n,
+                                                        const AuctionTiles& tiles, double threshold, int lane,
+                                                        int warp, int warps, Scan& scan) {
+    if constexpr (!Source::BOXES) {
+        auction_scan_all(source, columns, n, warp * 32 + lane, warps * 32, scan);
+        return AUCTION_INF;
+    }
+    if (tiles.count == 0) {
+        auction_scan_all(source, columns, n, warp * 32 + lane, warps * 32, scan);
+        return AUCTION_INF;
+    }
+    double skipped = AUCTION_INF;
+    for (int group = warp * 32; group < tiles.count; group += warps * 32) {
+        const int t = group + lane;
+        bool take = false;
+        if (t < tiles.count) {
+            const double bound = source.box_bound(tiles.boxes + 2LL * Source::DIMENSIONS * t) - tiles.v[t];
+            take = !(bound > threshold);  // a NaN bound is scanned
+            if (!take) skipped = fmin(skipped, bound);
+        }
+        unsigned chosen = __ballot_sync(AUCTION_FULL_MASK, take);
+        while (chosen) {  // four tiles' loads issued before any compare, as in auction_scan_all
+            int j[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                j[k] = chosen ? (group + __ffs(chosen) - 1) * 32 + lane : n;
+                chosen &= chosen - 1;
+            }
+            AuctionColumn state[4];
+            double c[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                if (j[k] < n) {
+                    state[k] = auction_read(&columns[j[k]]);
+                    c[k] = source.at(j[k]);
+                }
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                if (j[k] < n) scan(j[k], state[k], c[k]);
+        }
+    }
+    return skipped;
+}
+
+// The threshold of a full scan that follows a bid whose candidates could not prove their best
+// (`best`, the least of their reduced costs; `top`, the largest): the tiles whose bound is at or
+// below their largest reduced cost. The candidates' best column lies in one of those tiles, so the
+// scan finds the row's best, and the floor it leaves is about as far above the best as the
+// candidates reached: a floor just above the best would send the row's next bid to a full scan
+// again. No candidate (best inf): every tile.
+__device__ __forceinline__ double auction_full_scan_threshold(double best, double top) {
+    return best < AUCTION_INF ? fmax(top, best) : AUCTION_INF;
+}
+
 // The bid of `row` for column best_j, whose state the scan read as `seen` with cost best_c, the
 // row's second best reduced cost being second_best: the pair's reduced cost becomes the second best
 // + eps (one candidate: its own + eps), by a compare-and-swap retried while the column's dual still
@@ -380,8 +454,10 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                             int free_count, int* __restrict__ next, double eps, long long timeout_ns,
                             long long max_chain, unsigned long long* __restrict__ counters,
                             int* __restrict__ status, unsigned char* __restrict__ fresh,
-                            double* __restrict__ floors) {
+                            double* __restrict__ floors, const double* __restrict__ tile_boxes,
+                            const double* __restrict__ tile_v, int tile_count) {
     Source source(first, second, stride, p, sign);
+    const AuctionTiles tiles{tile_boxes, tile_v, tile_count};
     const int lane = threadIdx.x & 31;
     const unsigned long long began = auction_timer_ns();
     unsigned long long bids = 0, rescans = 0, longest = 0, parked = 0;
@@ -415,16 +491,24 @@ __global__ void auction_bid(const void* first, const void* second, long long str
             if (lane == 0) kind = (++row_bids[row] > AUCTION_DENSE_AFTER ? AUCTION_PROVED : AUCTION_SPARSE);
             kind = __shfl_sync(AUCTION_FULL_MASK, kind, 0);
             double row_floor = kind == AUCTION_PROVED ? __ldcg(&floors[row]) : -AUCTION_INF;
+            double threshold = AUCTION_INF;  // a full scan's (auction_scan_by_tiles)
             while (true) {
                 AuctionScan scan(n);
                 AuctionRefillScan refill;
+                double top = -AUCTION_INF;  // the lane's candidates' largest reduced cost
                 if (kind == AUCTION_DENSE) {
-                    auction_scan_all(source, columns, n, lane, 32, refill);
+                    const double skipped = auction_scan_by_tiles(source, columns, n, tiles, threshold, lane, 0, 1, refill);
+                    refill.kept.beyond = fmin(refill.kept.beyond, skipped);
                     scan = refill.scan(n);
                 } else {
 #pragma unroll
                     for (int s = 0; s < AUCTION_SLOTS; ++s)
-                        if (j_of[s] >= 0) scan(j_of[s], auction_read(&columns[j_of[s]]), source.at(j_of[s]));
+                        if (j_of[s] >= 0) {
+                            const AuctionColumn state = auction_read(&columns[j_of[s]]);
+                            const double c = source.at(j_of[s]);
+                            scan(j_of[s], state, c);
+                            top = fmax(top, c - state.v);
+                        }
                 }
                 const int my_j = scan.best_j;
                 const double my_best = scan.best;
@@ -433,20 +517,29 @@ __global__ void auction_bid(const void* first, const void* second, long long str
                 auction_warp_best(best, best_j, second_best);
                 if (kind == AUCTION_PROVED) {  // warp-uniform
                     if (!(best <= row_floor)) {  // a column outside the candidates may be better
+                        for (int offset = 16; offset > 0; offset >>= 1)
+                            top = fmax(top, __shfl_xor_sync(AUCTION_FULL_MASK, top, offset));
+                        threshold = auction_full_scan_threshold(best, top);
                         kind = AUCTION_DENSE;
                         continue;
                     }
                     second_best = fmin(second_best, row_floor);
                 }
                 if (kind == AUCTION_DENSE) {  // the refill and the floor (above)
+                    double floor_now = refill.kept.beyond;
+                    for (int offset = 16; offset > 0; offset >>= 1)
+                        floor_now = fmin(floor_now, __shfl_xor_sync(AUCTION_FULL_MASK, floor_now, offset));
+                    if (!(best <= floor_now)) {  // outbid past the threshold meanwhile: scan every tile
+                        threshold = AUCTION_INF;
+                        continue;
+                    }
+                    second_best = fmin(second_best, floor_now);  // a skipped tile's bound may be below it
+                    row_floor = floor_now;
 #pragma unroll
                     for (int s = 0; s < AUCTION_SLOTS; ++s) {
                         j_of[s] = refill.kept.j[s];
                         __stcg(&mine[s * 32 + lane], refill.kept.j[s]);
                     }
-                    row_floor = refill.kept.beyond;
-                    for (int offset = 16; offset > 0; offset >>= 1)
-                        row_floor = fmin(row_floor, __shfl_xor_sync(AUCTION_FULL_MASK, row_floor, offset));
                     if (lane == 0) __stcg(&floors[row], row_floor);
                     __threadfence();  // the slots and the floor before the bid, which may hand the row on
                     __syncwarp();
@@ -507,17 +600,20 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                                    const int* __restrict__ free_rows, int free_count, int* __restrict__ next,
                                    double eps, long long timeout_ns, long long max_chain,
                                    unsigned long long* __restrict__ counters, int* __restrict__ status,
-                                   unsigned char* __restrict__ fresh, double* __restrict__ floors) {
+                                   unsigned char* __restrict__ fresh, double* __restrict__ floors,
+                                   const double* __restrict__ tile_boxes, const double* __restrict__ tile_v,
+                                   int tile_count) {
     Source source(first, second, stride, p, sign);
+    const AuctionTiles tiles{tile_boxes, tile_v, tile_count};
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
     const int width = blockDim.x;
-    __shared__ double warp_best[32], warp_second[32];
+    __shared__ double warp_best[32], warp_second[32], warp_top[32];
     __shared__ int warp_j[32];
     // a full scan's: each thread's AuctionKept (entry s of thread t at [s][t]), and the row's new slots
     __shared__ double kept_x[AUCTION_SLOTS][AUCTION_BLOCK_MAX], kept_beyond[AUCTION_BLOCK_MAX];
     __shared__ int kept_j[AUCTION_SLOTS][AUCTION_BLOCK_MAX], refill[AUCTION_CANDIDATES];
     __shared__ int said[3];  // thread 0's word to the block: the row; how the bid scans, or -1: late; rescan
-    __shared__ double row_floor;  // the row's floor (AUCTION_PROVED bids)
+    __shared__ double row_floor;  // the row's floor (AUCTION_PROVED bids), then a full scan's
     const unsigned long long began = auction_timer_ns();
     unsigned long long bids = 0, rescans = 0, longest = 0, parked = 0;
     unsigned full_scans = 0, proved = 0;
@@ -549,11 +645,15 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
             __syncthreads();
             int kind = said[1];
             if (kind == -1) break;
+            double threshold = AUCTION_INF;  // a full scan's (auction_scan_by_tiles)
             while (true) {
                 AuctionScan scan(n);
+                double top = -AUCTION_INF;  // the thread's candidate's reduced cost
                 if (kind == AUCTION_DENSE) {
                     AuctionRefillScan refill;
-                    auction_scan_all(source, columns, n, tid, width, refill);
+                    const double skipped =
+                        auction_scan_by_tiles(source, columns, n, tiles, threshold, lane, warp, warps, refill);
+                    refill.kept.beyond = fmin(refill.kept.beyond, skipped);
                     scan = refill.scan(n);
 #pragma unroll
                     for (int s = 0; s < AUCTION_SLOTS; ++s) {  // for the refill: warp 0 merges them by lane below
@@ -562,29 +662,38 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                     }
                     kept_beyond[tid] = refill.kept.beyond;
                 } else if (my_candidate >= 0) {
-                    scan(my_candidate, auction_read(&columns[my_candidate]), source.at(my_candidate));
+                    const AuctionColumn state = auction_read(&columns[my_candidate]);
+                    const double c = source.at(my_candidate);
+                    scan(my_candidate, state, c);
+                    top = c - state.v;
                 }
                 const int my_j = scan.best_j;
                 const double my_best = scan.best;
                 double best = scan.best, second_best = scan.second_best;
                 int best_j = scan.best_j;
                 auction_warp_best(best, best_j, second_best);
+                for (int offset = 16; offset > 0; offset >>= 1)
+                    top = fmax(top, __shfl_xor_sync(AUCTION_FULL_MASK, top, offset));
                 if (lane == 0) {
                     warp_best[warp] = best;
                     warp_second[warp] = second_best;
                     warp_j[warp] = best_j;
+                    warp_top[warp] = top;
                 }
                 __syncthreads();
                 // the block's (best, lowest column, second best), as auction_warp_best merges lanes
-                double block_best = AUCTION_INF, block_second = AUCTION_INF;
+                double block_best = AUCTION_INF, block_second = AUCTION_INF, block_top = -AUCTION_INF;
                 int block_j = n, winner = -1;
-                for (int w = 0; w < warps; ++w)
+                for (int w = 0; w < warps; ++w) {
                     if (auction_merge(block_best, block_j, block_second, warp_best[w], warp_j[w], warp_second[w]))
                         winner = w;
+                    block_top = fmax(block_top, warp_top[w]);
+                }
                 if (kind == AUCTION_PROVED) {  // block-uniform
                     const double known_floor = row_floor;
                     __syncthreads();  // warp_best[] is read before the dense scan rewrites it
                     if (!(block_best <= known_floor)) {  // a column outside the candidates may be better
+                        threshold = auction_full_scan_threshold(block_best, block_top);
                         kind = AUCTION_DENSE;
                         continue;
                     }
@@ -606,9 +715,16 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                         double least = lane_kept.beyond;
                         for (int offset = 16; offset > 0; offset >>= 1)
                             least = fmin(least, __shfl_xor_sync(AUCTION_FULL_MASK, least, offset));
-                        if (lane == 0) __stcg(&floors[row], least);
+                        if (lane == 0) row_floor = least;
                     }
                     __syncthreads();
+                    const double floor_now = row_floor;  // block-uniform
+                    if (!(block_best <= floor_now)) {  // outbid past the threshold meanwhile: scan every tile
+                        threshold = AUCTION_INF;
+                        continue;  // row_floor is rewritten only after the next scan's barrier
+                    }
+                    block_second = fmin(block_second, floor_now);  // a skipped tile's bound may be below it
+                    if (tid == 0) __stcg(&floors[row], floor_now);
                     if (tid < AUCTION_CANDIDATES) {  // a thread a slot, as they were read
                         my_candidate = refill[tid];
                         __stcg(&mine[tid], my_candidate);

@@ -11,6 +11,9 @@
 //   RECORD, record(i, x)   a row's record of RECORD doubles, and its x-th;
 //   column(j, y)           column j's DIMENSIONS coordinates into y;
 //   cost(record, j, y)     sign * c(that row, j), the same number as pair(i, j).
+// BOXES says whether a source also offers
+//   box_bound(box)         a lower bound of at(j) for every column point inside an axis-aligned box
+//                          (kernels/auction.cu prunes its full scans by tiles of columns with it).
 // sign is +1 to minimise, -1 to maximise a point metric (a dense work matrix is already signed).
 
 #pragma once
@@ -27,6 +30,9 @@ struct DenseRows {
     __device__ __forceinline__ void load_row(int i) { row = cost + (long long)i * stride; }
     __device__ __forceinline__ D at(int j) const { return (D)row[j]; }
     __device__ __forceinline__ D pair(int i, int j) const { return (D)cost[(long long)i * stride + j]; }
+    static constexpr bool BOXES = false;
+    static constexpr int DIMENSIONS = 0;
+    __device__ __forceinline__ double box_bound(const double*) const { return -__longlong_as_double(0x7ff0000000000000LL); }
 };
 
 // scipy.spatial.distance.cdist's metrics (the names of lapcli.points.METRICS; cosine takes points
@@ -61,6 +67,7 @@ struct Points {
     }
     static constexpr int DIMENSIONS = DIM;
     static constexpr int RECORD = DIM;
+    static constexpr bool BOXES = METRIC != METRIC_COSINE;  // box_bound() below
 
     __device__ __forceinline__ double at(int j) const { return sign * metric(here, j); }
     __device__ __forceinline__ double pair(int i, int j) const {
@@ -82,6 +89,24 @@ struct Points {
         double y[DIM];
         column(j, y);
         return metric_of(x, y);
+    }
+
+    // A lower bound of at(j) over every column point y with box[c] <= y[c] <= box[DIM + c]: the
+    // metric of the row point's gaps to the box (0 inside it), computed by metric_of's operations.
+    // Rounding to nearest is monotone, so |x - y| rounded is at least the gap rounded and each
+    // sum, product, fmax and sqrt keeps the order: the bound is at or below the cost at() computes.
+    // pow may be off by an ulp or two either way: minkowski's bound is lowered by 2^-40 of itself.
+    // Cosine (BOXES false) and maximised costs (sign -1) have none here: -inf, every column scanned.
+    __device__ __forceinline__ double box_bound(const double* box) const {
+        if (METRIC == METRIC_COSINE || !(sign > 0.0)) return -__longlong_as_double(0x7ff0000000000000LL);
+        double gap[DIM], zero[DIM];
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) {
+            gap[c] = fmax(fmax(__dsub_rn(box[c], here[c]), __dsub_rn(here[c], box[DIM + c])), 0.0);
+            zero[c] = 0.0;
+        }
+        const double bound = metric_of(gap, zero);  // gap - 0 is the gap exactly
+        return sign * (METRIC == METRIC_MINKOWSKI ? bound - bound * 0x1p-40 : bound);
     }
 
     // In the coordinates' order, each product and sum rounded on its own (no fused multiply-add):

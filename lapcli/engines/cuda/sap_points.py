@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from ...cuda import auction, sap_cluster, sap_rounds
+from ...cuda import auction, auction_tiles, sap_cluster, sap_rounds
 from ...cuda.hungarian import check_result, device_name
 from ...cuda.runtime import Event, current_gpu, current_stream
 from ...errors import SolverError
@@ -43,12 +43,14 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         start.record(stream)
         points = device_points.upload(problem, "auction" if by_auction else "search")
         copied_in.record(stream)
+        # the auction's columns in tiles of nearby points (lapcli.cuda.auction_tiles); the answer maps back
+        tiles = auction_tiles.put_in_tiles(points) if by_auction else None
         details = {
             "costs": f"{problem.metric} from {problem.dim}-D coordinates (computed where read, no matrix)",
             "compile_ms": round(points.compile_ms, 3),
         }
         if by_auction:
-            cols, v, steps, launches = _points_auction(problem, points, details, timeout, progress)
+            cols, v, steps, launches = _points_auction(problem, points, tiles, details, timeout, progress)
         else:
             cols, v, steps, launches = _points_searches(points, details, timeout)
         solved.record(stream)
@@ -59,12 +61,17 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         u = pair - v[cols]
         minima, _ = device_points.row_min(points, v)
         host = (host_cols, u.get(), v.get())
+        if tiles is not None:  # back to the problem's columns
+            host_order = tiles.order.get()
+            column_v = host[2].copy()
+            column_v[host_order] = host[2]
+            host = (host_order[host_cols], host[1], column_v)
         certificate = judged((minima - u).min(), cupy.abs(pair - u - v[cols]).max(), v, cols, m,
                              problem.tolerance(), "cuda-sap", checking, "device")
         certified.record(stream)
         certified.synchronize()
-        details.update({"h2d_ms": round(copied_in.ms_since(start), 3),
-                        "kernel_ms": round(solved.ms_since(copied_in), 3), "launches": launches + 3})
+        details.update({"h2d_ms": round(copied_in.ms_since(start), 3), "kernel_ms": round(solved.ms_since(copied_in), 3),
+                        "launches": launches + 3 + 3 * (tiles is not None)})  # the certificate's, the tiles
         if k < m:
             details["rectangular"] = f"{k}x{m}"
         rows, cols_caller = problem.assignment_from_work(host[0])
@@ -147,7 +154,7 @@ def tail_threads(m: int, dim: int) -> int | None:
     return threads if m <= sap_rounds.max_columns(gpu.max_shared, gpu.sms, threads, record=dim + 2) else None
 
 
-def _points_auction(problem, points, details: dict, timeout, progress):
+def _points_auction(problem, points, tiles, details: dict, timeout, progress):
     """The square point problem by the ε-scaling auction, its last phase's tail by the searches
     in rounds (where the blocks hold the columns): (col_of_row, v, steps, launches)."""
     began = time.perf_counter()
@@ -156,7 +163,8 @@ def _points_auction(problem, points, details: dict, timeout, progress):
     found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=timeout, progress=progress,
                           max_chain=points_chain_limit(points.k), tail_rows=TAIL_ROWS if threads else 0,
                           last_tail_to_searches=threads is not None, stalled_tail=True, defer_wars=True,
-                          block_rows_up_to=auction.BLOCK_ROWS_UP_TO, coarse_first=points.k <= COARSE_FIRST_UP_TO)
+                          block_rows_up_to=auction.BLOCK_ROWS_UP_TO, coarse_first=points.k <= COARSE_FIRST_UP_TO,
+                          tiles=tiles)
     details.update(found.details())
     # a step per phase: its bids and its time (the release pass included)
     steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)

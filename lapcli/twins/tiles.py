@@ -1,0 +1,41 @@
+"""The NumPy twin of kernels/auction_tiles.cu: the order in which the point auction puts its
+columns (Morton's), and the boxes of its tiles of TILE consecutive columns. The CPU tests hold the
+rule here; the GPU tests compare the kernels' order and boxes with it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..cuda.auction_tiles import MORTON_BITS, TILE
+
+
+def spatial_order(points: np.ndarray) -> np.ndarray:
+    """The order of ``points`` (m, d) float64 along Morton's curve: each of the first
+    min(d, MORTON_BITS) coordinates scaled to an integer of MORTON_BITS // used bits over the
+    points' range ((x − least) / span · (2^bits − 1), span 1 where the range is one value),
+    their bits interleaved (the highest first, coordinate 0's first among them), the codes sorted
+    stably (equal codes keep the caller's order)."""
+    m, d = points.shape
+    used = min(d, MORTON_BITS)
+    bits = MORTON_BITS // used
+    coordinates = points[:, :used]
+    least = coordinates.min(axis=0)
+    span = coordinates.max(axis=0) - least
+    span = np.where(span > 0, span, 1.0)
+    top = float((1 << bits) - 1)
+    quantized = np.clip((coordinates - least) / span * top, 0.0, top).astype(np.uint64)
+    code = np.zeros(m, dtype=np.uint64)
+    for bit in range(bits - 1, -1, -1):
+        for axis in range(used):
+            code = (code << np.uint64(1)) | ((quantized[:, axis] >> np.uint64(bit)) & np.uint64(1))
+    return np.argsort(code, kind="stable")
+
+
+def tile_boxes(points: np.ndarray) -> np.ndarray:
+    """Each tile's box of ``points`` (m, d) in their order: (ceil(m / TILE), 2d), a tile's least
+    coordinates then its largest (a short last tile: of the points it has)."""
+    m, d = points.shape
+    tiles = -(-m // TILE)
+    padded = np.concatenate([points, np.repeat(points[-1:], tiles * TILE - m, axis=0)])  # changes no box
+    grouped = padded.reshape(tiles, TILE, d)
+    return np.concatenate([grouped.min(axis=1), grouped.max(axis=1)], axis=1)
