@@ -214,8 +214,8 @@ def test_a_coarse_first_phase_bids_the_surplus_out_before_the_later_phases(rng, 
 
 @pytest.fixture
 def plain_first_phase(monkeypatch):
-    """The point auction without its coarse first phase (``coarse_first`` False), whose rounds bid
-    a warp a row: the tests of the bids' kernels and floors read every phase's bids."""
+    """The point auction without its coarse first phase (``coarse_first`` False): the tests of the
+    bids' kernels and floors read every phase's bids on the usual ε schedule."""
     from lapcli.cuda import auction
 
     solve = auction.solve

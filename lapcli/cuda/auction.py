@@ -74,10 +74,11 @@ BLOCK_ROWS_UP_TO = 1024
 # the first a multiprocessor holds (a thread a candidate: at least 160; at most kernels/auction.cu's
 # AUCTION_BLOCK_MAX, the size of its per-thread shared arrays)
 BLOCK_THREADS = (512, 256)
-# ``coarse_first``: the first phase at COARSE_FIRST times the first ε, chains of COARSE_CHAIN bids a
-# warp a row: a region's surplus moves far (~0.01-0.05 against ~5e-5) in few coarse steps (sap_points
-# says where). It ends only on the tail rule at COARSE_TAIL_ROWS rows, which bid on in the next phase:
-# bid to the end, their war took past 40 s on five of seven clustered sets (65,536 points, H200).
+# ``coarse_first``: the first phase at COARSE_FIRST times the first ε, chains of COARSE_CHAIN bids: a
+# region's surplus moves far (~0.01-0.05 against ~5e-5) in few coarse steps (sap_points says where).
+# Its wars' last rows bid a block a row, as any phase's (65,536 clustered points: 2.3-3.7 s against
+# 3.6-5.5 a warp a row, H200). It ends only on the tail rule at COARSE_TAIL_ROWS rows, which bid on
+# in the next phase: bid to the end, their war took past 40 s on five of seven clustered sets.
 COARSE_FIRST, COARSE_CHAIN, COARSE_TAIL_ROWS = 16.0, 1024, 16
 
 # Integer squares with n·max|c| below this take the auction (engine cuda-sap above its one-block
@@ -305,7 +306,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 break
             rounds += 1
             released_in_phase += released
-            if released <= block_rows_up_to and block_threads and not open_phase:  # a block a row
+            if released <= block_rows_up_to and block_threads:  # a block a row
                 launch_bids, blocks, threads = bid_blocks, min(released, resident_rows), block_threads
             else:  # a warp a row
                 launch_bids, blocks, threads = bid, max(1, min(resident, -(-released // warps_per_block))), THREADS
