@@ -7,7 +7,8 @@ each cost from the coordinates when it is read (no k × m matrix is stored):
   certificate's read pass;
 - :func:`pair_costs`: c(i, col[i]), by the same code as the searches' costs;
 - :func:`search`: kernels/sap.cu's shortest augmenting paths over one thread-block cluster;
-- the auction's kernels (kernels/auction.cu), which lapcli.cuda.auction launches;
+- the auction's kernels (kernels/auction.cu), which lapcli.cuda.auction launches, and its tiles'
+  (kernels/auction_tiles.cu, lapcli.cuda.auction_tiles);
 - :func:`search_lowered`: kernels/sap_rounds.cu's searches, many rows a round, on a
   ``LoweredPoints`` source, whose rows may each carry one lowered pair: the finish of an auction
   whose last phase left rows free.

@@ -40,6 +40,9 @@
 // above the row's best than its second (a floor under each lane's best alone, as this kernel had:
 // 65,536 points on an H200, 3,161-58,927 full scans on cityblock against 242-946 now).
 // The release pass, which puts a column into a found-later slot, drops the floor to -inf.
+// On point sets a full scan reads only the tiles of columns that may cost less than its threshold
+// (auction_scan_by_tiles): the lanes keep their least among the columns read, and the floor is
+// also at or below the bound of every tile skipped.
 
 // The launcher (lapcli.cuda.auction.kernel_defines) sets AUCTION_NEAR, the near-column slots a
 // lane, AUCTION_DENSE_AFTER, a row's bids in a phase before its floor rules, and AUCTION_DEFERRED,

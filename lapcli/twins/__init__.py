@@ -9,7 +9,8 @@ the CPU tests run and the GPU tests compare against, kept out of the engines' pr
   (lapcli.engines.cpu.numpy_hungarian.auction_start), then :func:`reference_stack` from it;
 - :func:`auction_twin` (lapcli.twins.auction) is kernels/auction.cu, engine ``cuda-sap`` on square
   point sets and on dense squares above the one-block search;
-- :func:`hand_over` is how engine ``cuda-sap`` starts its searches from the auction's duals.
+- :func:`hand_over` is how engine ``cuda-sap`` starts its searches from the auction's duals;
+- lapcli.twins.tiles is kernels/auction_tiles.cu: the order and the tiles of a point auction's columns.
 
 The twin of kernels/hungarian.cu is the ``numpy`` engine itself (lapcli.engines.cpu.numpy_hungarian).
 """
