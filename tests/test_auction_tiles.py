@@ -60,3 +60,20 @@ def test_a_tiles_box_holds_its_points_and_no_more(rng, m):
         assert boxes[t, :3].tolist() == tile.min(axis=0).tolist()
         assert boxes[t, 3:].tolist() == tile.max(axis=0).tolist()
 
+
+
+def test_one_coordinate_is_sorted_order(rng):
+    """On one coordinate Morton's order is the points' sorted order, the largest last (a code of
+    63 bits a coordinate would round the scale 2^63 − 1 to 2^63 and give the largest point code 0)."""
+    points = rng.random((1000, 1))
+    assert np.all(np.diff(points[spatial_order(points), 0]) >= 0)
+
+
+def test_points_of_few_coordinates_get_tiles_and_the_kernels_agree():
+    """Tiles for every metric but cosine up to MAX_DIM coordinates (lapcli.cuda.auction_tiles.tiled),
+    the same limit the bid kernels are compiled with (AUCTION_TILES_MAX_DIM)."""
+    from lapcli.cuda import auction, auction_tiles
+
+    assert auction_tiles.tiled("sqeuclidean", 2) and auction_tiles.tiled("chebyshev", auction_tiles.MAX_DIM)
+    assert not auction_tiles.tiled("cosine", 2) and not auction_tiles.tiled("cityblock", auction_tiles.MAX_DIM + 1)
+    assert f"-DAUCTION_TILES_MAX_DIM={auction_tiles.MAX_DIM}" in auction.kernel_defines()

@@ -90,7 +90,8 @@ DENSE_COST_TYPES = {"int32": "int", "int64": "long long", "float32": "float", "f
 
 def kernel_defines() -> tuple[str, ...]:
     """kernels/auction.cu's numbers, set here only: the kernel refuses to compile without them."""
-    return (f"-DAUCTION_NEAR={NEAR}", f"-DAUCTION_DENSE_AFTER={DENSE_AFTER}", f"-DAUCTION_DEFERRED={DEFERRED}")
+    return tuple(f"-DAUCTION_{name}={value}" for name, value in (
+        ("NEAR", NEAR), ("DENSE_AFTER", DENSE_AFTER), ("DEFERRED", DEFERRED), ("TILES_MAX_DIM", auction_tiles.MAX_DIM)))
 
 
 def kernel_source() -> str:
@@ -142,8 +143,7 @@ class Phase:
     longest_chain: int
     ms: float
     left_free: int = 0  # rows its chain limit left to the next phase (the last phase's: to the searches)
-    # False: a snapshot after one of its rounds, the phase going on (``progress`` gets one a round);
-    # ``left_free`` is then the rows without a column after that round
+    # False: a snapshot after a round, the phase going on (``progress``); ``left_free``: rows free then
     ended: bool = True
     full_scans: int = 0  # bids that scanned all columns (an ended phase's)
     proved: int = 0  # bids past DENSE_AFTER that the row's floor proved from its candidates

@@ -22,7 +22,12 @@ import numpy as np
 
 FILE = "auction_tiles.cu"
 TILE = 32  # columns a tile: a warp's width, lane l reading column l of each (kernels/auction.cu)
-MORTON_BITS = 63  # bits of a Morton code, shared among at most this many coordinates
+MORTON_BITS = 63  # bits of a Morton code, shared among at most this many coordinates (52 at most each)
+# Points of more coordinates get no tiles: a tile of 32 of them spans most of every coordinate's
+# range (Morton's tiles of 4,096 uniform points: 29 % of random ones' sides at d = 3, 83 % at 16),
+# and the bounds' registers would cost the bid kernels occupancy (at d = 5 the warp kernel's 108 ->
+# 134 registers: one block of 256 an SM, not two). Cosine costs have no box bound.
+MAX_DIM = 4
 THREADS = 256  # the tile kernels' blocks
 NO_TILES = (0, 0, 0)  # the bid kernels' tile arguments without tiles (a dense matrix): every column scanned
 
@@ -30,6 +35,12 @@ NO_TILES = (0, 0, 0)  # the bid kernels' tile arguments without tiles (a dense m
 def kernel_defines() -> tuple[str, ...]:
     """kernels/auction_tiles.cu's numbers, set here only."""
     return (f"-DAUCTION_TILES_THREADS={THREADS}",)
+
+
+def tiled(metric: str, dim: int) -> bool:
+    """Whether the point auction of ``metric`` on ``dim`` coordinates puts its columns in tiles
+    (kernels/auction.cu bounds tiles only there: AUCTION_TILES_MAX_DIM)."""
+    return metric != "cosine" and dim <= MAX_DIM
 
 
 def kernels() -> tuple[tuple[str, str, str], ...]:

@@ -44,11 +44,13 @@
 // (auction_scan_by_tiles): the lanes keep their least among the columns read, and the floor is
 // also at or below the bound of every tile skipped.
 
-// The launcher (lapcli.cuda.auction.kernel_defines) sets AUCTION_NEAR, the near-column slots a
+// The launcher (lapcli.cuda.auction.kernel_defines) sets AUCTION_TILES_MAX_DIM, the most coordinates
+// of points whose full scans go by tiles (auction_scan_by_tiles), AUCTION_NEAR, the near-column slots a
 // lane, AUCTION_DENSE_AFTER, a row's bids in a phase before its floor rules, and AUCTION_DEFERRED,
 // the mark in fresh[] of a row a price war left to the exact searches: its twin reads the same
 // numbers.
-#if !defined(AUCTION_NEAR) || !defined(AUCTION_DENSE_AFTER) || !defined(AUCTION_DEFERRED)
+#if !defined(AUCTION_NEAR) || !defined(AUCTION_DENSE_AFTER) || !defined(AUCTION_DEFERRED) || \
+    !defined(AUCTION_TILES_MAX_DIM)
 #error "compile kernels/auction.cu with lapcli.cuda.auction.kernel_defines()"
 #endif
 #define AUCTION_FULL_MASK 0xffffffffu
@@ -249,7 +251,7 @@ template <typename Source, typename Scan>
 __device__ __forceinline__ double auction_scan_by_tiles(Source& source, const AuctionColumn* columns, int n,
                                                         const AuctionTiles& tiles, double threshold, int lane,
                                                         int warp, int warps, Scan& scan) {
-    if constexpr (!Source::BOXES) {
+    if constexpr (!Source::BOXES || Source::DIMENSIONS > AUCTION_TILES_MAX_DIM) {  // lapcli.cuda.auction_tiles.tiled
         auction_scan_all(source, columns, n, warp * 32 + lane, warps * 32, scan);
         return AUCTION_INF;
     }

@@ -40,13 +40,14 @@ __global__ void auction_tiles_range(const double* __restrict__ columns_t, long l
 }
 
 // Each column's Morton code: coordinate c of its first min(dim, 63) scaled to an integer of
-// bits = 63 / used bits, ((x - least) / span) * (2^bits - 1) clamped and truncated, and bit b of
+// bits = min(63 / used, 52) bits (2^bits - 1 exact in a double: 2^63 - 1 would round to 2^63, whose
+// top bit no code holds), ((x - least) / span) * (2^bits - 1) clamped and truncated, and bit b of
 // coordinate c put at b * used + (used - 1 - c): the highest bits first, coordinate 0's first
 // among them. Each operation rounded on its own, as the twin computes it.
 __global__ void auction_tiles_codes(const double* __restrict__ columns_t, long long stride, int m, int dim,
                                     const double* __restrict__ range, unsigned long long* __restrict__ codes) {
     const int used = dim < 63 ? dim : 63;
-    const int bits = 63 / used;
+    const int bits = 63 / used < 52 ? 63 / used : 52;
     const double top = (double)((1ull << bits) - 1);
     for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < m; j += blockDim.x * gridDim.x) {
         unsigned long long code = 0;

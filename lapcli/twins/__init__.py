@@ -8,7 +8,8 @@ the CPU tests run and the GPU tests compare against, kept out of the engines' pr
 - :func:`sap_twin` is engine ``cuda-sap``: the classical kernel's auction start
   (lapcli.engines.cpu.numpy_hungarian.auction_start), then :func:`reference_stack` from it;
 - :func:`auction_twin` (lapcli.twins.auction) is kernels/auction.cu, engine ``cuda-sap`` on square
-  point sets and on dense squares above the one-block search;
+  point sets and on dense squares above the one-block search (its full scans read every column;
+  on point sets of up to 4 coordinates the kernels' read only the tiles under a threshold);
 - :func:`hand_over` is how engine ``cuda-sap`` starts its searches from the auction's duals;
 - lapcli.twins.tiles is kernels/auction_tiles.cu: the order and the tiles of a point auction's columns.
 

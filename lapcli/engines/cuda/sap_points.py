@@ -44,7 +44,8 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         points = device_points.upload(problem, "auction" if by_auction else "search")
         copied_in.record(stream)
         # the auction's columns in tiles of nearby points (lapcli.cuda.auction_tiles); the answer maps back
-        tiles = auction_tiles.put_in_tiles(points) if by_auction else None
+        tiled = by_auction and auction_tiles.tiled(problem.metric, problem.dim)
+        tiles = auction_tiles.put_in_tiles(points) if tiled else None
         details = {
             "costs": f"{problem.metric} from {problem.dim}-D coordinates (computed where read, no matrix)",
             "compile_ms": round(points.compile_ms, 3),
