@@ -74,6 +74,14 @@ class ColumnTiles:
                           stream=stream)
         return self.boxes.data.ptr, self.v.data.ptr, self.count
 
+    def in_problem_order(self, col_of_row, u, v) -> tuple:
+        """Host (col_of_row, u, v) of the work columns as the problem's columns: row i's column
+        order[col_of_row[i]], and v[order[j]] of work column j."""
+        order = self.order.get()
+        problem_v = np.empty_like(v)
+        problem_v[order] = v
+        return order[col_of_row], u, problem_v
+
 
 def put_in_tiles(points) -> ColumnTiles:
     """Reorders the columns of ``points`` (lapcli.cuda.points.DevicePoints, with the auction's

@@ -136,11 +136,11 @@ struct AuctionKept {
             j[s] = -1;
         }
     }
-    __device__ __forceinline__ void take(double value, int column) {
+    __device__ __forceinline__ bool take(double value, int column) {  // false: not kept
         constexpr int LAST = AUCTION_SLOTS - 1;
         if (!(value < x[LAST] || (value == x[LAST] && column < j[LAST]))) {
             beyond = fmin(beyond, value);  // fmin: a NaN never becomes the floor
-            return;
+            return false;
         }
         beyond = fmin(beyond, x[LAST]);  // the one that drops out
 #pragma unroll
@@ -154,6 +154,7 @@ struct AuctionKept {
                 column = moved_j;
             }
         }
+        return true;
     }
 };
 
@@ -244,21 +245,13 @@ struct AuctionTiles {
 // only the tiles whose bound is at or below `threshold`, lane l column l of each (the same columns
 // a lane takes in auction_scan_all, so its refill keeps the same meaning). Every column of a skipped
 // tile has a reduced cost above the threshold and at or above the returned least of the lane's
-// skipped bounds: a lower bound the floor takes in. Without tiles, every column (auction_scan_all).
+// skipped bounds: a lower bound the floor takes in.
 // On clustered points a price war makes a row's full scans many (1.1 M on one set of 65,536 points),
 // and its competitors lie in the row's own region: most of the columns are far and stay skipped.
 template <typename Source, typename Scan>
-__device__ __forceinline__ double auction_scan_by_tiles(Source& source, const AuctionColumn* columns, int n,
-                                                        const AuctionTiles& tiles, double threshold, int lane,
-                                                        int warp, int warps, Scan& scan) {
-    if constexpr (!Source::BOXES || Source::DIMENSIONS > AUCTION_TILES_MAX_DIM) {  // lapcli.cuda.auction_tiles.tiled
-        auction_scan_all(source, columns, n, warp * 32 + lane, warps * 32, scan);
-        return AUCTION_INF;
-    }
-    if (tiles.count == 0) {
-        auction_scan_all(source, columns, n, warp * 32 + lane, warps * 32, scan);
-        return AUCTION_INF;
-    }
+__device__ __forceinline__ double auction_scan_tiles(Source& source, const AuctionColumn* columns, int n,
+                                                     const AuctionTiles& tiles, double threshold, int lane,
+                                                     int warp, int warps, Scan& scan) {
     double skipped = AUCTION_INF;
     for (int group = warp * 32; group < tiles.count; group += warps * 32) {
         const int t = group + lane;
@@ -290,6 +283,19 @@ __device__ __forceinline__ double auction_scan_by_tiles(Source& source, const Au
         }
     }
     return skipped;
+}
+
+// auction_scan_tiles where the source has boxes (up to AUCTION_TILES_MAX_DIM coordinates) and the
+// launcher gave tiles, else every column (auction_scan_all): then no column is skipped (inf).
+template <typename Source, typename Scan>
+__device__ __forceinline__ double auction_scan_by_tiles(Source& source, const AuctionColumn* columns, int n,
+                                                        const AuctionTiles& tiles, double threshold, int lane,
+                                                        int warp, int warps, Scan& scan) {
+    if constexpr (Source::BOXES && Source::DIMENSIONS <= AUCTION_TILES_MAX_DIM) {  // lapcli.cuda.auction_tiles.tiled
+        if (tiles.count > 0) return auction_scan_tiles(source, columns, n, tiles, threshold, lane, warp, warps, scan);
+    }
+    auction_scan_all(source, columns, n, warp * 32 + lane, warps * 32, scan);
+    return AUCTION_INF;
 }
 
 // The threshold of a full scan that follows a bid whose candidates could not prove their best
@@ -677,8 +683,9 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                 double best = scan.best, second_best = scan.second_best;
                 int best_j = scan.best_j;
                 auction_warp_best(best, best_j, second_best);
-                for (int offset = 16; offset > 0; offset >>= 1)
-                    top = fmax(top, __shfl_xor_sync(AUCTION_FULL_MASK, top, offset));
+                if (kind == AUCTION_PROVED)  // block-uniform; the threshold of a full scan that may follow
+                    for (int offset = 16; offset > 0; offset >>= 1)
+                        top = fmax(top, __shfl_xor_sync(AUCTION_FULL_MASK, top, offset));
                 if (lane == 0) {
                     warp_best[warp] = best;
                     warp_second[warp] = second_best;
@@ -712,7 +719,10 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                         AuctionKept lane_kept;
                         for (int t = lane; t < width; t += 32) {
 #pragma unroll
-                            for (int s = 0; s < AUCTION_SLOTS; ++s) lane_kept.take(kept_x[s][t], kept_j[s][t]);
+                            // a thread's entries ascend: past the first one not kept, none would be, and
+                            // the first's value, now in beyond, is at most theirs
+                            for (int s = 0; s < AUCTION_SLOTS; ++s)
+                                if (!lane_kept.take(kept_x[s][t], kept_j[s][t])) break;
                             lane_kept.beyond = fmin(lane_kept.beyond, kept_beyond[t]);
                         }
 #pragma unroll

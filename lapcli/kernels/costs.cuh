@@ -32,7 +32,6 @@ struct DenseRows {
     __device__ __forceinline__ D pair(int i, int j) const { return (D)cost[(long long)i * stride + j]; }
     static constexpr bool BOXES = false;
     static constexpr int DIMENSIONS = 0;
-    __device__ __forceinline__ double box_bound(const double*) const { return -__longlong_as_double(0x7ff0000000000000LL); }
 };
 
 // scipy.spatial.distance.cdist's metrics (the names of lapcli.points.METRICS; cosine takes points

@@ -63,10 +63,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         minima, _ = device_points.row_min(points, v)
         host = (host_cols, u.get(), v.get())
         if tiles is not None:  # back to the problem's columns
-            host_order = tiles.order.get()
-            column_v = host[2].copy()
-            column_v[host_order] = host[2]
-            host = (host_order[host_cols], host[1], column_v)
+            host = tiles.in_problem_order(*host)
         certificate = judged((minima - u).min(), cupy.abs(pair - u - v[cols]).max(), v, cols, m,
                              problem.tolerance(), "cuda-sap", checking, "device")
         certified.record(stream)
