@@ -1,8 +1,9 @@
 """Point-set cases solved by the point auction (``lapcli.solve_points(a, b, metric,
-solver="cuda-sap")``), one process, each metric's kernels loaded before its first case (so no case
-times a compilation): a line a case with the wall seconds, whether the answer was certified, its
-objective, the auction's full scans and floor-proved bids, the rows its searches took (and those a
-price war deferred to them), their rounds, and each phase's milliseconds (the searches' last).
+solver="cuda-sap")``), one process, each metric's kernels loaded and a small square solved before
+its first case (lapcli.bench.points.load_point_programs: no case times a compilation): a line a
+case with the wall seconds, whether the answer was certified, its objective, the auction's full
+scans and floor-proved bids, the rows its searches took (and those a price war deferred to them),
+their rounds, and each phase's milliseconds (the searches' last).
 
 A case is N:KIND:SEED:METRIC, KIND uniform or clustered (lap generate --points --kind), the rows
 ``generate_points(N, 2, KIND, seed=2·SEED+1)`` and the columns seed 2·SEED+2 (docs/points.md's sets):
@@ -40,13 +41,14 @@ def main() -> None:
     args = parser.parse_args()
 
     import lapcli
+    from lapcli.bench.points import load_point_programs
     from lapcli.engines.cuda import sap_points
     from lapcli.errors import SolverError
 
     if args.coarse_up_to is not None:
         sap_points.COARSE_FIRST_UP_TO = args.coarse_up_to
     for metric in dict.fromkeys(case.split(":")[3] for case in args.cases):
-        sap_points.load_programs(metric, 2)
+        load_point_programs("cuda-sap", metric)  # and a small solve: CuPy's own kernels too
     for case in args.cases:
         n, kind, seed, metric, a, b = case_points(case)
         began = time.perf_counter()

@@ -13,8 +13,9 @@ here, and above the size where they stop being useful):
 
 Every runner's objective is compared with the first one's (relative 1e-9). Times are wall
 clock around the whole call, medians of ``repeat`` after ``warmup`` calls (none above 8,192: there
-a warm-up only loads the runner's kernels for the cell's metric, :func:`load_point_programs`, so
-that the first large cell of a metric does not time their compilation).
+a warm-up loads the runner's kernels for the cell's metric and solves one small square of it,
+:func:`load_point_programs`, so that the first large cell of a metric times neither their
+compilation nor that of CuPy's own kernels the engine calls).
 Each call has a time limit (``timeout``, default CALL_LIMIT_S): a cell past it reads "timeout"
 (an engine that cannot stop inside a solve, scipy, is judged by its time afterwards), and the
 suite goes on (the auction's slow shapes, docs/points.md, would otherwise hold it).
@@ -73,17 +74,27 @@ def point_runners() -> dict[str, Callable]:
     }
 
 
+WARM_SOLVE_N = 2048  # load_point_programs' square: the auction's, with tiles, as on a large cell
+
+
 def load_point_programs(name: str, metric: str) -> None:
     """Load what runner ``name`` runs on a large 2-D cell of ``metric`` (``auto`` and ``cuda-sap``:
-    engine cuda-sap's auction and searches on the coordinates), where that engine can run here."""
+    engine cuda-sap's auction and searches on the coordinates), where that engine can run here, and
+    solve a WARM_SOLVE_N square of ``metric`` with it: CuPy compiles its own kernels (the tiles'
+    sort, fills, reductions) at their first call, ~1 s of a 65,536-point solve on an H200 that
+    sap_points.load_programs does not load."""
     if name not in ("auto", "cuda-sap"):
         return
     from ..engines import registry
 
     if registry.get("cuda-sap").available()[0]:
         from ..engines.cuda import sap_points
+        from ..generate import generate_points
+        from ..pipeline_points import solve_points
 
         sap_points.load_programs(metric, 2)
+        solve_points(generate_points(WARM_SOLVE_N, 2, seed=1), generate_points(WARM_SOLVE_N, 2, seed=2), metric,
+                     solver="cuda-sap", timeout=CALL_LIMIT_S)
 
 
 def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, seed: int,
