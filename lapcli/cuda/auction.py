@@ -71,8 +71,7 @@ DENSE_AFTER = 256
 # warp scans n / 128 latencies deep (65,536 cityblock points 10.8 -> 4.7 s; H100, docs/points.md).
 # Dense matrices bid a warp a row (a block a row: 8.9 s against 0.5, 2,500 clustered cityblock).
 BLOCK_ROWS_UP_TO = 1024
-# the first a multiprocessor holds (a thread a candidate: at least 160; at most kernels/auction.cu's
-# AUCTION_BLOCK_MAX, the size of its per-thread shared arrays)
+# the first a multiprocessor holds (at most kernels/auction.cu's AUCTION_BLOCK_MAX: its shared arrays)
 BLOCK_THREADS = (512, 256)
 # ``coarse_first``: the first phase at COARSE_FIRST times the first ε, chains of COARSE_CHAIN bids: a
 # region's surplus moves far (~0.01-0.05 against ~5e-5) in few coarse steps (sap_points says where).

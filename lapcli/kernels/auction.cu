@@ -592,9 +592,9 @@ __global__ void auction_bid(const void* first, const void* second, long long str
 // full scans (a row past AUCTION_DENSE_AFTER bids), and one warp scanning all n columns is n / 128
 // memory latencies in a row (H100, 65,536 points: ~200 us a bid, rounds of 0.7-1 s with ~35 rows
 // in play and most multiprocessors idle); a block of 16 warps scans them 16 times as wide.
-// blockDim.x: a multiple of 32, at least AUCTION_CANDIDATES (a thread a candidate), at most
-// AUCTION_BLOCK_MAX. Thread 0 takes the rows, counts, and places the bid of the block's best, as a
-// warp's lane does above. A full scan leaves the warp's refill and floor: thread t scans columns
+// blockDim.x: a multiple of 32, at most AUCTION_BLOCK_MAX. Thread 0 takes the rows and counts; warp
+// 0 scans the candidates as auction_bid's warp does, and a full scan is the block's. A full scan
+// leaves the warp's refill and floor: thread t scans columns
 // t, t + width, ..., so the threads of lane l in every warp together scan lane l's columns of a
 // warp's scan (l, l + 32, ...); warp 0 merges their kept entries by lane, as in auction_bid. (Each
 // warp's best alone, 16 slots, left a lower floor than each lane's best, the rule before the refill:
@@ -618,13 +618,18 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
     const AuctionTiles tiles{tile_boxes, tile_v, tile_count};
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
     const int width = blockDim.x;
-    __shared__ double warp_best[32], warp_second[32], warp_top[32];
+    __shared__ double warp_best[32], warp_second[32];
     __shared__ int warp_j[32];
-    // a full scan's: each thread's AuctionKept (entry s of thread t at [s][t]), and the row's new slots
+    // a full scan's: each thread's AuctionKept (entry s of thread t at [s][t])
     __shared__ double kept_x[AUCTION_SLOTS][AUCTION_BLOCK_MAX], kept_beyond[AUCTION_BLOCK_MAX];
-    __shared__ int kept_j[AUCTION_SLOTS][AUCTION_BLOCK_MAX], refill[AUCTION_CANDIDATES];
+    __shared__ int kept_j[AUCTION_SLOTS][AUCTION_BLOCK_MAX];
+    __shared__ int slots[AUCTION_CANDIDATES];  // the row's candidates, warp 0's (below)
     __shared__ int said[3];  // thread 0's word to the block: the row; how the bid scans, or -1: late; rescan
-    __shared__ double row_floor;  // the row's floor (AUCTION_PROVED bids), then a full scan's
+    __shared__ double row_floor;  // the row's floor (AUCTION_PROVED bids)
+    // warp 0's word to the block after a scan: the block's best, its column, the second best the bid
+    // takes, the warp holding the best; or that a full scan follows instead, at `block_threshold`
+    __shared__ double block_best, block_second, block_threshold;
+    __shared__ int block_j, block_winner, block_full_scan;
     const unsigned long long began = auction_timer_ns();
     unsigned long long bids = 0, rescans = 0, longest = 0, parked = 0;
     unsigned full_scans = 0, proved = 0;
@@ -651,15 +656,21 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
             }
             source.load_row(row);
             int* mine = candidates + (long long)row * AUCTION_CANDIDATES;
-            // L2 reads: the slots (a full scan refills them all) may have been written on another multiprocessor
-            int my_candidate = tid < AUCTION_CANDIDATES ? __ldcg(&mine[tid]) : -1;
+            // Warp 0 alone holds and reads the candidates, as auction_bid's warp does (lane l: slots l,
+            // 32 + l, ...): a bid of the candidates is one warp's 160 reads, and the block's other warps
+            // wait at the barrier; merging 16 warps' bests in every thread was a third of the stall
+            // samples of a 65,536-point clustered set's coarse war (ncu, H200). In shared memory, not
+            // registers, which the full scan needs (16 coordinates: 130 registers, 512 threads no
+            // longer resident). L2 reads: a full scan on another multiprocessor may have refilled them.
+            if (warp == 0)  // a lane reads back only its own slots: no barrier
+#pragma unroll
+                for (int s = 0; s < AUCTION_SLOTS; ++s) slots[s * 32 + lane] = __ldcg(&mine[s * 32 + lane]);
             __syncthreads();
             int kind = said[1];
             if (kind == -1) break;
             double threshold = AUCTION_INF;  // a full scan's (auction_scan_by_tiles)
             while (true) {
                 AuctionScan scan(n);
-                double top = -AUCTION_INF;  // the thread's candidate's reduced cost
                 if (kind == AUCTION_DENSE) {
                     AuctionRefillScan refill;
                     const double skipped =
@@ -672,50 +683,31 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                         kept_j[s][tid] = refill.kept.j[s];
                     }
                     kept_beyond[tid] = refill.kept.beyond;
-                } else if (my_candidate >= 0) {
-                    const AuctionColumn state = auction_read(&columns[my_candidate]);
-                    const double c = source.at(my_candidate);
-                    scan(my_candidate, state, c);
-                    top = c - state.v;
-                }
-                const int my_j = scan.best_j;
-                const double my_best = scan.best;
-                double best = scan.best, second_best = scan.second_best;
-                int best_j = scan.best_j;
-                auction_warp_best(best, best_j, second_best);
-                if (kind == AUCTION_PROVED)  // block-uniform; the threshold of a full scan that may follow
-                    for (int offset = 16; offset > 0; offset >>= 1)
-                        top = fmax(top, __shfl_xor_sync(AUCTION_FULL_MASK, top, offset));
-                if (lane == 0) {
-                    warp_best[warp] = best;
-                    warp_second[warp] = second_best;
-                    warp_j[warp] = best_j;
-                    warp_top[warp] = top;
-                }
-                __syncthreads();
-                // the block's (best, lowest column, second best), as auction_warp_best merges lanes
-                double block_best = AUCTION_INF, block_second = AUCTION_INF, block_top = -AUCTION_INF;
-                int block_j = n, winner = -1;
-                for (int w = 0; w < warps; ++w) {
-                    if (auction_merge(block_best, block_j, block_second, warp_best[w], warp_j[w], warp_second[w]))
-                        winner = w;
-                    block_top = fmax(block_top, warp_top[w]);
-                }
-                if (kind == AUCTION_PROVED) {  // block-uniform
-                    const double known_floor = row_floor;
-                    __syncthreads();  // warp_best[] is read before the dense scan rewrites it
-                    if (!(block_best <= known_floor)) {  // a column outside the candidates may be better
-                        threshold = auction_full_scan_threshold(block_best, block_top);
-                        kind = AUCTION_DENSE;
-                        continue;
+                    double best = scan.best, second_best = scan.second_best;
+                    int best_j = scan.best_j;
+                    auction_warp_best(best, best_j, second_best);
+                    if (lane == 0) {
+                        warp_best[warp] = best;
+                        warp_second[warp] = second_best;
+                        warp_j[warp] = best_j;
                     }
-                    block_second = fmin(block_second, known_floor);
-                }
-                if (kind == AUCTION_DENSE) {
-                    // the refill and the floor: the threads of lane l in every warp together scanned
-                    // lane l's columns of a warp's scan (l, l + 32, ...), so warp 0's lane l merges
-                    // their entries into the lane's AUCTION_SLOTS least, as auction_bid's lane keeps them
+                    __syncthreads();
                     if (warp == 0) {
+                        // the block's (best, lowest column, second best): lane w takes warp w's, merged as
+                        // auction_warp_best merges lanes, with the warp that holds the best
+                        double best = lane < warps ? warp_best[lane] : AUCTION_INF;
+                        double second = lane < warps ? warp_second[lane] : AUCTION_INF;
+                        int best_j = lane < warps ? warp_j[lane] : n, winner = lane;
+                        for (int offset = 16; offset > 0; offset >>= 1) {
+                            const double other = __shfl_xor_sync(AUCTION_FULL_MASK, best, offset);
+                            const int other_j = __shfl_xor_sync(AUCTION_FULL_MASK, best_j, offset);
+                            const double other_second = __shfl_xor_sync(AUCTION_FULL_MASK, second, offset);
+                            const int other_winner = __shfl_xor_sync(AUCTION_FULL_MASK, winner, offset);
+                            if (auction_merge(best, best_j, second, other, other_j, other_second)) winner = other_winner;
+                        }
+                        // the refill and the floor: the threads of lane l in every warp together scanned
+                        // lane l's columns of a warp's scan (l, l + 32, ...), so lane l merges their
+                        // entries into the lane's AUCTION_SLOTS least, as auction_bid's lane keeps them
                         AuctionKept lane_kept;
                         for (int t = lane; t < width; t += 32) {
 #pragma unroll
@@ -725,30 +717,67 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                                 if (!lane_kept.take(kept_x[s][t], kept_j[s][t])) break;
                             lane_kept.beyond = fmin(lane_kept.beyond, kept_beyond[t]);
                         }
-#pragma unroll
-                        for (int s = 0; s < AUCTION_SLOTS; ++s) refill[s * 32 + lane] = lane_kept.j[s];
-                        double least = lane_kept.beyond;
+                        double floor_now = lane_kept.beyond;
                         for (int offset = 16; offset > 0; offset >>= 1)
-                            least = fmin(least, __shfl_xor_sync(AUCTION_FULL_MASK, least, offset));
-                        if (lane == 0) row_floor = least;
+                            floor_now = fmin(floor_now, __shfl_xor_sync(AUCTION_FULL_MASK, floor_now, offset));
+                        // outbid past the threshold meanwhile (warp-uniform): scan every tile
+                        const bool again = !(best <= floor_now);
+                        if (!again) {  // the bid follows: the row's next bid reads the slots from memory
+#pragma unroll
+                            for (int s = 0; s < AUCTION_SLOTS; ++s) __stcg(&mine[s * 32 + lane], lane_kept.j[s]);
+                            if (lane == 0) __stcg(&floors[row], floor_now);
+                            __threadfence();  // the slots and the floor before the bid, which may hand the row on
+                        }
+                        if (lane == 0) {
+                            block_best = best;
+                            block_second = fmin(second, floor_now);  // a skipped tile's bound may be below it
+                            block_j = best_j;
+                            block_winner = winner;
+                            block_full_scan = again;
+                            block_threshold = AUCTION_INF;
+                        }
                     }
-                    __syncthreads();
-                    const double floor_now = row_floor;  // block-uniform
-                    if (!(block_best <= floor_now)) {  // outbid past the threshold meanwhile: scan every tile
-                        threshold = AUCTION_INF;
-                        continue;  // row_floor is rewritten only after the next scan's barrier
+                } else if (warp == 0) {  // the candidates' scan
+                    double top = -AUCTION_INF;  // the lane's candidates' largest reduced cost
+#pragma unroll
+                    for (int s = 0; s < AUCTION_SLOTS; ++s) {
+                        const int j = slots[s * 32 + lane];
+                        if (j >= 0) {
+                            const AuctionColumn state = auction_read(&columns[j]);
+                            const double c = source.at(j);
+                            scan(j, state, c);
+                            top = fmax(top, c - state.v);
+                        }
                     }
-                    block_second = fmin(block_second, floor_now);  // a skipped tile's bound may be below it
-                    if (tid == 0) __stcg(&floors[row], floor_now);
-                    if (tid < AUCTION_CANDIDATES) {  // a thread a slot, as they were read
-                        my_candidate = refill[tid];
-                        __stcg(&mine[tid], my_candidate);
+                    double best = scan.best, second_best = scan.second_best;
+                    int best_j = scan.best_j;
+                    auction_warp_best(best, best_j, second_best);
+                    bool full_scan = false;
+                    if (kind == AUCTION_PROVED) {  // warp-uniform
+                        for (int offset = 16; offset > 0; offset >>= 1)
+                            top = fmax(top, __shfl_xor_sync(AUCTION_FULL_MASK, top, offset));
+                        const double known_floor = row_floor;
+                        full_scan = !(best <= known_floor);  // a column outside the candidates may be better
+                        second_best = fmin(second_best, known_floor);
                     }
-                    __threadfence();  // the slots and the floor before the bid, which may hand the row on
-                    __syncthreads();
+                    if (lane == 0) {
+                        block_best = best;
+                        block_second = second_best;
+                        block_j = best_j;
+                        block_winner = 0;
+                        block_full_scan = full_scan;
+                        block_threshold = auction_full_scan_threshold(best, top);
+                    }
                 }
-                if (warp == winner) {
-                    const unsigned holders = __ballot_sync(AUCTION_FULL_MASK, my_j == block_j && my_best == block_best);
+                __syncthreads();
+                if (block_full_scan) {  // block-uniform
+                    threshold = block_threshold;
+                    kind = AUCTION_DENSE;
+                    continue;  // block_* are rewritten only after the next scan's barrier
+                }
+                if (warp == block_winner) {
+                    const unsigned holders =
+                        __ballot_sync(AUCTION_FULL_MASK, scan.best_j == block_j && scan.best == block_best);
                     if (lane == __ffs(holders) - 1) {
                         int evicted = -1;
                         said[2] = auction_place_bid(columns, block_j, scan.best_state, scan.best_c, block_second, eps,
@@ -759,7 +788,7 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                 __syncthreads();
                 if (said[2]) {
                     ++rescans;
-                    continue;  // said[] is rewritten only after the next scan's barriers
+                    continue;  // said[] is rewritten only after the next scan's barrier
                 }
                 row = said[0];
                 break;
