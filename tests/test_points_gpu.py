@@ -114,6 +114,23 @@ def test_the_auction_solves_squares_within_its_bound(rng, n):
         rounds = []
 
 
+@pytest.mark.parametrize("dim, metric", [(1, "sqeuclidean"), (3, "cityblock"), (4, "euclidean"),
+                                         (5, "sqeuclidean"), (2, "cosine"), (3, "chebyshev")])
+def test_the_auction_with_or_without_tiles_is_optimal(rng, dim, metric):
+    """Tiles (lapcli.cuda.auction_tiles) bound columns for up to MAX_DIM coordinates and every metric
+    but cosine; one coordinate puts 52 bits of it in the Morton code, five and more or cosine scan
+    every column. Each path's answer is scipy's objective and certified."""
+    n = 1500
+    a, b = rng.normal(size=(n, dim)), rng.normal(size=(n, dim))
+    solution = lapcli.solve_points(a, b, metric, solver="cuda-sap")
+    problem = prepare_points(a, b, metric)  # cosine's of unit length
+    cost = distance_matrix(problem.rows, problem.columns, metric)
+    assert solution.report.details["start"] == "epsilon-scaling auction"
+    assert ("tiles" in solution.report.details) == (dim <= 4 and metric != "cosine")
+    assert solution.report.certified
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12, abs=1e-12)
+
+
 @pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
 def test_the_auction_with_short_chains_parks_rows_and_stays_optimal(rng, monkeypatch, metric):
     """The point auction's chain limit (sap_points.points_chain_limit) leaves a chain's row free

@@ -50,6 +50,8 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
             "costs": f"{problem.metric} from {problem.dim}-D coordinates (computed where read, no matrix)",
             "compile_ms": round(points.compile_ms, 3),
         }
+        if tiles is not None:
+            details["tiles"] = f"{tiles.count} of {auction_tiles.TILE} columns in Morton order"
         if by_auction:
             cols, v, steps, launches = _points_auction(problem, points, tiles, details, timeout, progress)
         else:
