@@ -659,9 +659,9 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
             // Warp 0 alone holds and reads the candidates, as auction_bid's warp does (lane l: slots l,
             // 32 + l, ...): a bid of the candidates is one warp's 160 reads, and the block's other warps
             // wait at the barrier; merging 16 warps' bests in every thread was a third of the stall
-            // samples of a 65,536-point clustered set's coarse war (ncu, H200). In shared memory, not
-            // registers, which the full scan needs (16 coordinates: 130 registers, 512 threads no
-            // longer resident). L2 reads: a full scan on another multiprocessor may have refilled them.
+            // samples of a 65,536-point clustered set's coarse war (ncu, H200). In shared memory: held
+            // in registers through the full scan they took 130 at 16 coordinates, and 512 threads no
+            // longer fitted an SM. L2 reads: a full scan on another multiprocessor may have refilled them.
             if (warp == 0)  // a lane reads back only its own slots: no barrier
 #pragma unroll
                 for (int s = 0; s < AUCTION_SLOTS; ++s) slots[s * 32 + lane] = __ldcg(&mine[s * 32 + lane]);
@@ -695,15 +695,16 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                     if (warp == 0) {
                         // the block's (best, lowest column, second best): lane w takes warp w's, merged as
                         // auction_warp_best merges lanes, with the warp that holds the best
-                        double best = lane < warps ? warp_best[lane] : AUCTION_INF;
-                        double second = lane < warps ? warp_second[lane] : AUCTION_INF;
-                        int best_j = lane < warps ? warp_j[lane] : n, winner = lane;
+                        double merged = lane < warps ? warp_best[lane] : AUCTION_INF;
+                        double merged_second = lane < warps ? warp_second[lane] : AUCTION_INF;
+                        int merged_j = lane < warps ? warp_j[lane] : n, winner = lane;
                         for (int offset = 16; offset > 0; offset >>= 1) {
-                            const double other = __shfl_xor_sync(AUCTION_FULL_MASK, best, offset);
-                            const int other_j = __shfl_xor_sync(AUCTION_FULL_MASK, best_j, offset);
-                            const double other_second = __shfl_xor_sync(AUCTION_FULL_MASK, second, offset);
+                            const double other = __shfl_xor_sync(AUCTION_FULL_MASK, merged, offset);
+                            const int other_j = __shfl_xor_sync(AUCTION_FULL_MASK, merged_j, offset);
+                            const double other_second = __shfl_xor_sync(AUCTION_FULL_MASK, merged_second, offset);
                             const int other_winner = __shfl_xor_sync(AUCTION_FULL_MASK, winner, offset);
-                            if (auction_merge(best, best_j, second, other, other_j, other_second)) winner = other_winner;
+                            if (auction_merge(merged, merged_j, merged_second, other, other_j, other_second))
+                                winner = other_winner;
                         }
                         // the refill and the floor: the threads of lane l in every warp together scanned
                         // lane l's columns of a warp's scan (l, l + 32, ...), so lane l merges their
@@ -721,7 +722,7 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                         for (int offset = 16; offset > 0; offset >>= 1)
                             floor_now = fmin(floor_now, __shfl_xor_sync(AUCTION_FULL_MASK, floor_now, offset));
                         // outbid past the threshold meanwhile (warp-uniform): scan every tile
-                        const bool again = !(best <= floor_now);
+                        const bool again = !(merged <= floor_now);
                         if (!again) {  // the bid follows: the row's next bid reads the slots from memory
 #pragma unroll
                             for (int s = 0; s < AUCTION_SLOTS; ++s) __stcg(&mine[s * 32 + lane], lane_kept.j[s]);
@@ -729,9 +730,9 @@ __global__ void auction_bid_blocks(const void* first, const void* second, long l
                             __threadfence();  // the slots and the floor before the bid, which may hand the row on
                         }
                         if (lane == 0) {
-                            block_best = best;
-                            block_second = fmin(second, floor_now);  // a skipped tile's bound may be below it
-                            block_j = best_j;
+                            block_best = merged;
+                            block_second = fmin(merged_second, floor_now);  // a skipped tile's bound may be below it
+                            block_j = merged_j;
                             block_winner = winner;
                             block_full_scan = again;
                             block_threshold = AUCTION_INF;
