@@ -81,7 +81,7 @@ def load_point_programs(name: str, metric: str) -> None:
     """Load what runner ``name`` runs on a large 2-D cell of ``metric`` (``auto`` and ``cuda-sap``:
     engine cuda-sap's auction and searches on the coordinates), where that engine can run here, and
     solve a WARM_SOLVE_N square of ``metric`` with it: CuPy compiles its own kernels (the tiles'
-    sort, fills, reductions) at their first call, ~1 s of a 65,536-point solve on an H200 that
+    sort, fills, reductions) at their first call, 0.75 s of a 65,536-point solve on an H200 that
     sap_points.load_programs does not load."""
     if name not in ("auto", "cuda-sap"):
         return

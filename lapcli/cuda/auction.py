@@ -78,7 +78,7 @@ BLOCK_THREADS = (512, 256)
 # It ends only on the tail rule at COARSE_TAIL_ROWS rows, which bid on in the next phase (bid to the
 # end, their war took past 40 s on five of seven clustered sets). Seven sets of 65,536 clustered
 # points, H200, one call: chains of 256 took 1.40-2.15 s, 1,024 1.29-2.74 (three sets' wars inside
-# the phase's chains, 0.65-1.4 M full scans), 512 1.41-2.89, 128 1.55-1.99; uniform 0.55-0.71 all.
+# the phase's chains, 0.65-1.4 M full scans), 512 1.40-2.89, 128 1.55-1.99; uniform 0.55-0.71 all.
 COARSE_FIRST, COARSE_CHAIN, COARSE_TAIL_ROWS = 16.0, 256, 16
 
 # Integer squares with n·max|c| below this take the auction (engine cuda-sap above its one-block
