@@ -96,7 +96,7 @@ def kernel_defines() -> tuple[str, ...]:
 
 def kernel_source() -> str:
     """The cost sources, the streamed passes and the auction, in one text (point sets add the tiled
-    release pass: lapcli.cuda.auction_release)."""
+    release pass and the tiles' kernels: lapcli.cuda.points.program)."""
     return "\n".join(kernel_text(name) for name in ("costs.cuh", passes.FILE, "auction.cu"))
 
 

@@ -33,14 +33,6 @@ def kernel_defines() -> tuple[str, ...]:
             f"-DAUCTION_RELEASE_MIN_CHUNK={MIN_CHUNK}")
 
 
-def kernel_source(auction_source: str) -> str:
-    """lapcli.cuda.auction's kernel text (the cost sources, passes and auction.cu) and the tiled
-    pass after it."""
-    from .sap_cluster import kernel_text
-
-    return auction_source + "\n" + kernel_text(FILE)
-
-
 def tiled_kernels(source_type: str) -> tuple[tuple[str, str, str], ...]:
     """The (key, name expression, signature) of the tiled pass on a point ``source_type`` (one of
     kernels/costs.cuh's with a point's coordinates: ``column`` and ``cost``), for a Program."""

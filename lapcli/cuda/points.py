@@ -54,8 +54,9 @@ def program(metric: str, dim: int, method: str = "search", cluster: int = sap_cl
         lowered = f"LoweredPoints<{METRIC_CODES[metric]}, {dim}>"
         return Program("points-rounds", sap_rounds.kernel_source(), sap_rounds.kernel_defines(threads),
                        (("search", sap_rounds.kernel_name(lowered), sap_rounds.SIGNATURE),))
-    return Program("points-auction", auction_release.kernel_source(auction.kernel_source())
-                   + "\n" + sap_cluster.kernel_text(auction_tiles.FILE),
+    auction_text = (auction.kernel_source(), *(sap_cluster.kernel_text(name) for name in (auction_release.FILE,
+                                                                                           auction_tiles.FILE)))
+    return Program("points-auction", "\n".join(auction_text),
                    (*auction.kernel_defines(), *auction_release.kernel_defines(), *auction_tiles.kernel_defines()),
                    (*passes.kernels(source_type), *auction.kernels(source_type),
                     *auction_release.tiled_kernels(source_type), *auction_tiles.kernels()))

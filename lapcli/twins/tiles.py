@@ -11,11 +11,10 @@ from ..cuda.auction_tiles import MORTON_BITS, TILE
 
 def spatial_order(points: np.ndarray) -> np.ndarray:
     """The order of ``points`` (m, d) float64 along Morton's curve: each of the first
-    min(d, MORTON_BITS) coordinates scaled to an integer of min(MORTON_BITS // used, 52) bits (2^bits − 1
-    exact in a float64) over the
-    points' range ((x − least) / span · (2^bits − 1), span 1 where the range is one value),
-    their bits interleaved (the highest first, coordinate 0's first among them), the codes sorted
-    stably (equal codes keep the caller's order)."""
+    min(d, MORTON_BITS) coordinates scaled to an integer of min(MORTON_BITS // used, 52) bits
+    (2^bits − 1 exact in a float64) over the points' range ((x − least) / span · (2^bits − 1),
+    span 1 where the range is one value), their bits interleaved (the highest first, coordinate
+    0's first among them), the codes sorted stably (equal codes keep the caller's order)."""
     m, d = points.shape
     used = min(d, MORTON_BITS)
     bits = min(MORTON_BITS // used, 52)
