@@ -55,8 +55,6 @@ class ReleasePass:
         # the state arrays' addresses, in the kernels' order
         self.addresses = tuple(array.data.ptr for array in (columns, col_of_row, candidates, added))
         self.lists = tuple(array.data.ptr for array in (free_rows, free_count, fresh, floors))
-        self.columns, self.col_of_row, self.free_rows, self.free_count, self.fresh = (
-            array.data.ptr for array in (columns, col_of_row, free_rows, free_count, fresh))
         self.tiled = "auction_release_scan" in kernel_set
         self.row_blocks = max(1, -(-n // (THREADS // 32)))  # a warp a row
         if self.tiled:
@@ -75,15 +73,16 @@ class ReleasePass:
             self.kernel_set["auction_release"].launch(self.row_blocks, THREADS, (
                 *self.source, self.n, *self.addresses, eps, *self.lists), stream=self.stream)
             return 1
+        columns, col_of_row, _, _ = self.addresses
+        free_rows, free_count, fresh, _ = self.lists
         self.check_count.fill(0)
         checks, check_count = self.checks.data.ptr, self.check_count.data.ptr
         self.kernel_set["auction_release_list"].launch(
             max(1, -(-self.n // THREADS)), THREADS,
-            (self.n, self.col_of_row, self.fresh, self.free_rows, self.free_count, checks, check_count),
-            stream=self.stream)
+            (self.n, col_of_row, fresh, free_rows, free_count, checks, check_count), stream=self.stream)
         best, best_j = self.chunk_best.data.ptr, self.chunk_best_j.data.ptr
         self.kernel_set["auction_release_scan"].launch(
-            self.scan_blocks, THREADS, (*self.source, self.n, self.columns, checks, check_count, self.capacity,
+            self.scan_blocks, THREADS, (*self.source, self.n, columns, checks, check_count, self.capacity,
                                         best, best_j), stream=self.stream)
         self.kernel_set["auction_release_finish"].launch(
             self.finish_blocks, THREADS, (*self.source, self.n, *self.addresses, eps, *self.lists, checks, check_count,
