@@ -28,15 +28,15 @@ def auction_state(rng, n: int, fresh_share: float):
 
 def near_candidates(device, n: int):
     """Each row's candidate slots as auction_candidates leaves them (its near columns, the
-    found-later slots empty), host array."""
+    found-later slots empty) and its spread, host arrays."""
     import cupy
 
     from lapcli.cuda import auction
 
-    candidates = cupy.empty((n, auction.CANDIDATES), dtype=np.int32)
+    candidates, spread = cupy.empty((n, auction.CANDIDATES), dtype=np.int32), cupy.empty(n)
     device.kernels["auction_candidates"].launch(-(-n // 8), auction.THREADS,
-                                                (*device.source(), n, candidates.data.ptr, cupy.empty(n).data.ptr))
-    return candidates.get()
+                                                (*device.source(), n, candidates.data.ptr, spread.data.ptr))
+    return candidates.get(), spread.get()
 
 
 def release_once(device, kernel_set, n: int, eps: float, state, candidates):
@@ -62,6 +62,28 @@ def release_once(device, kernel_set, n: int, eps: float, state, candidates):
             columns.view(np.int64)[:, 1].get())
 
 
+@pytest.mark.parametrize("n", [1500, 1111, 40, 7])
+def test_the_candidates_are_the_twins_near_columns(rng, n):
+    """auction_candidates equals lapcli.twins.auction.near_columns: each lane's NEAR cheapest
+    columns, ties (integer coordinates make many) to the first column met from column i on; its
+    spread is theirs. Sizes no multiple of 32, and fewer columns than candidates."""
+    from lapcli.cuda import auction
+    from lapcli.cuda import points as device_points
+    from lapcli.twins.auction import near_columns
+
+    a = rng.integers(0, 3, size=(n, 2)).astype(np.float64)
+    b = rng.integers(0, 3, size=(n, 2)).astype(np.float64)
+    problem = prepare_points(a, b, "cityblock")
+    candidates, spread = near_candidates(device_points.upload(problem, "auction"), n)
+    cost = distance_matrix(problem.rows, problem.columns, "cityblock")
+    for i in range(n):
+        near = near_columns(cost[i], i)  # [lane, slot]; the kernel's slot s·32 + lane
+        assert np.array_equal(candidates[i, :32 * auction.NEAR], near.T.ravel()), i
+        assert np.all(candidates[i, 32 * auction.NEAR:] == -1)
+        kept = cost[i, near[near >= 0]]
+        assert spread[i] == kept.max() - kept.min()
+
+
 @pytest.mark.parametrize("metric, dim, n, fresh_share", [
     ("sqeuclidean", 2, 3000, 1.0), ("sqeuclidean", 2, 5000, 0.02), ("cityblock", 3, 2500, 0.5),
     ("euclidean", 16, 1500, 0.7), ("chebyshev", 32, 1100, 0.3), ("minkowski", 2, 2100, 0.4)])
@@ -77,7 +99,7 @@ def test_the_tiled_release_pass_equals_a_warp_a_row_and_the_rule(rng, metric, di
     b = rng.integers(-4, 5, size=(n, dim)).astype(np.float64)
     problem = prepare_points(a, b, metric, p=p)
     device = device_points.upload(problem, "auction")
-    candidates = near_candidates(device, n)
+    candidates, _ = near_candidates(device, n)
     state = auction_state(rng, n, fresh_share)
     v, owner, col_of_row, fresh = state
     dense = distance_matrix(problem.rows, problem.columns, problem.metric, problem.p)
@@ -122,7 +144,7 @@ def test_the_tiled_release_pass_equals_a_warp_a_row_at_the_edges(rng, n, fresh_s
     assert 70_000 > auction_release.MAX_CHUNKS * auction_release.MIN_CHUNK
     device = device_points.upload(prepare_points(rng.random((n, 2)), rng.random((n, 2))), "auction")
     assert "auction_release_scan" in device.kernels
-    candidates = near_candidates(device, n)
+    candidates, _ = near_candidates(device, n)
     state = auction_state(rng, n, fresh_share)
     _, _, col_of_row, fresh = state
     warp_form = {key: kernel for key, kernel in device.kernels.items() if key != "auction_release_scan"}

@@ -332,14 +332,18 @@ __device__ __forceinline__ int auction_place_bid(AuctionColumn* columns, int bes
 }
 
 // Each row's near columns by cost: lane l's AUCTION_NEAR cheapest among columns l, l + 32, ...
-// (slots l, 32 + l, ...); the added slots start empty (-1); spread[i] = the largest minus the smallest cost
-// among them. One warp a row.
+// (slots l, 32 + l, ...); the added slots start empty (-1); spread[i] = the largest minus the
+// smallest cost among them. One warp a row. Ties go to the first column met, and row i's lanes
+// meet their columns from column i on, wrapping: where costs tie (repeated points, all points
+// equal) row i's candidates are about columns i to i + 127 and its bid goes to column i; from the
+// lowest columns on, every tied row's would be the same 128, their prices bid up eps at a time.
 template <typename Source>
 __global__ void auction_candidates(const void* first, const void* second, long long stride, double p,
                                    double sign, int n, int* __restrict__ candidates, double* __restrict__ spread) {
     Source source(first, second, stride, p, sign);
     const int lane = threadIdx.x & 31;
     const int warps = (blockDim.x >> 5) * gridDim.x;
+    const int per_lane = (n + 31) / 32;  // lane l's columns: k * 32 + l, k < per_lane (and < n)
     for (int i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < n; i += warps) {
         source.load_row(i);
         double near[AUCTION_NEAR];  // the lane's cheapest costs, ascending, and their columns
@@ -349,19 +353,27 @@ __global__ void auction_candidates(const void* first, const void* second, long l
             near[s] = AUCTION_INF;
             near_j[s] = -1;
         }
-        for (int j = lane; j < n; j += 32) {
-            double c = source.at(j);
-            int cj = j;
+        int k = i > lane ? (i - lane + 31) / 32 : 0;  // the lane's first column at or after i
+        if (k >= per_lane) k = 0;
+        for (int step = 0; step < per_lane; ++step, k = k + 1 == per_lane ? 0 : k + 1) {
+            const int j = k * 32 + lane;
+            if (j >= n) continue;
+            const double c = source.at(j);
+            // insertion from the last slot up: the kept ones above c move down a slot, c goes below
+            // those it does not beat (ties: the first met stays first)
 #pragma unroll
-            for (int s = 0; s < AUCTION_NEAR; ++s) {  // insertion: the larger one moves down
-                if (c < near[s]) {
-                    const double moved = near[s];
-                    const int moved_j = near_j[s];
+            for (int s = AUCTION_NEAR - 1; s > 0; --s) {
+                if (c < near[s - 1]) {
+                    near[s] = near[s - 1];
+                    near_j[s] = near_j[s - 1];
+                } else if (c < near[s]) {
                     near[s] = c;
-                    near_j[s] = cj;
-                    c = moved;
-                    cj = moved_j;
+                    near_j[s] = j;
                 }
+            }
+            if (c < near[0]) {
+                near[0] = c;
+                near_j[0] = j;
             }
         }
         int* row = candidates + (long long)i * AUCTION_CANDIDATES;

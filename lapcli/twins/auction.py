@@ -13,8 +13,9 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
-    cheapest of columns lane, lane + 32, …, and up to 32 more the release pass adds, in turn; a
-    full scan refills all of them), the
+    cheapest of columns lane, lane + 32, …, ties to the first met from column i on:
+    :func:`near_columns`; and up to 32 more the release pass adds, in turn; a full scan refills all
+    of them), the
     same first ε (a quarter of the median row's candidate spread, at least ``least_first_eps``:
     1 for integer costs, as engine ``cuda-sap`` runs it), the same release rule (free,
     or more than 2ε above the row's best over all columns, checked for every row at a phase's
@@ -32,19 +33,12 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
     every column, bids past DENSE_AFTER that the floor proved, rows its price war deferred). Every
     reduced cost of u = c − v on the assignment is ≥ −2·final_eps, unless rows were left free (−1)
-    to the searches. Raises RuntimeError past ``max_bids`` bids in a phase (the kernel would be bidding on
-    past it)."""
+    to the searches. Raises RuntimeError past ``max_bids`` bids in a phase (the kernel would be
+    bidding on past it)."""
     from ..cuda import auction
 
-    n = cost.shape[0]
-    near = auction.NEAR
-    candidates = []
-    for i in range(n):
-        row = []
-        for lane in range(32):
-            columns = np.arange(lane, n, 32)
-            row.extend(columns[np.argsort(cost[i, columns], kind="stable")[:near]].tolist())
-        candidates.append(row)
+    n, near = cost.shape[0], auction.NEAR
+    candidates = [[j for lane in near_columns(cost[i], i) for j in lane if j >= 0] for i in range(n)]
     spread = np.median([np.ptp(cost[i, candidates[i]]) for i in range(n)])
     # the 32 found-later slots (-1: empty): the release pass fills slot count % 32 (the kernel's
     # added[i]++ & 31); a full scan refills them with the near slots (_refill_of_a_full_scan)
@@ -165,3 +159,20 @@ def _auction_best(costs: np.ndarray, v: np.ndarray, scanned: np.ndarray) -> tupl
     reduced = costs[scanned] - v[scanned]
     order = np.lexsort((scanned, reduced))
     return int(scanned[order[0]]), float(reduced[order[1]]) if len(order) > 1 else np.inf
+
+
+def near_columns(costs: np.ndarray, i: int) -> np.ndarray:
+    """kernels/auction.cu's auction_candidates for row i of costs ``costs`` (over the n columns):
+    (32, NEAR) columns, lane l's NEAR cheapest among columns l, l + 32, …, ascending,
+    ties to the first met, the lane meeting its columns from column i on and wrapping (−1: none
+    left). The kernel's slot s·32 + l holds [l, s]."""
+    from ..cuda import auction
+
+    n, near = costs.size, auction.NEAR
+    slots = np.full((32, near), -1)
+    for lane in range(32):
+        columns = np.arange(lane, n, 32)
+        columns = columns[np.argsort((columns - i) % n, kind="stable")]  # from column i on, wrapping
+        kept = columns[np.argsort(costs[columns], kind="stable")[:near]]
+        slots[lane, :kept.size] = kept
+    return slots
