@@ -163,6 +163,7 @@ class AuctionResult:
     phases: list[Phase] = field(default_factory=list)
     complete: bool = True
     launches: int = 0  # its kernel launches: the candidates, and each round's release pass, bids and owners
+    budget_spent: bool = False  # its budget stopped it
 
     @property
     def bids(self) -> int:
@@ -176,7 +177,7 @@ class AuctionResult:
         """What engine cuda-sap's report says of it."""
         return {"start": "epsilon-scaling auction", "auction_phases": len(self.phases), "auction_bids": self.bids,
                 "auction_final_eps": self.eps, "auction_complete": self.complete,
-                "auction_full_scans": sum(phase.full_scans for phase in self.phases),
+                "auction_budget_spent": self.budget_spent, "auction_full_scans": sum(p.full_scans for p in self.phases),
                 "auction_proved_bids": sum(phase.proved for phase in self.phases),
                 "auction_left_free": self.phases[-1].left_free if self.phases else 0,
                 "auction_deferred": sum(phase.deferred for phase in self.phases)}
@@ -268,8 +269,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     kernel_set["auction_candidates"].launch(row_blocks, THREADS, (*source, n, candidates.data.ptr, spread.data.ptr),
                                             stream=stream)
     epsilons = schedule(first_eps_of(float(cupy.median(spread)), least_first_eps, coarse_first), final_eps, scaling)
-    phases = []
-    complete = True
+    phases, complete, budget_spent = [], True, False
     deferred_rows = 0  # rows the price wars left to the searches so far
     # The budget bounds the first round by the bid kernel's own clock, the rest by the host's from
     # its end: a fresh process compiles CuPy's kernels (the fills) in the first round.
@@ -297,7 +297,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             if left is not None and left <= 0:
                 raise stopped()
             if spare is not None and spare <= 0:
-                complete = False
+                complete, budget_spent = False, True
                 break
             words.fill(0)
             launches += release.run(eps)
@@ -323,7 +323,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
                 if spare is None or (left is not None and left <= spare):
                     raise stopped()
-                complete = False
+                complete, budget_spent = False, True
                 break
             budget_began = budget_began or time.perf_counter()
             bids, rescans, longest, parked_total, _, _ = (int(x) for x in counters.get())
@@ -355,7 +355,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
         if not complete:
             rows_of_owners()  # a stopped bid leaves its row free, and so does a release
             return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), eps, phases, complete=False,
-                                 launches=launches)
+                                 launches=launches, budget_spent=budget_spent)
     # v as a plain array: the passes that read it after the auction take no stride; rows a war
     # deferred are free, for the searches
     return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), epsilons[-1], phases,

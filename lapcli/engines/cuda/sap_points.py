@@ -24,9 +24,10 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     wherever a kernel reads one (lapcli.cuda.points): no k × m matrix exists, device memory is
     O((k + m)·d) plus O(m) of state. A square problem of AUCTION_FROM points or more, minimised,
     is solved by the ε-scaling auction (lapcli.cuda.auction) down to an ε below the certificate's
-    tolerance; the others by the shortest augmenting paths over one thread-block cluster. One
-    more streamed pass over all k·m costs is the certificate. ``progress(phase, phases_left)``
-    follows the auction round by round (lapcli.cuda.auction.solve)."""
+    tolerance, or for points_budget(n) seconds, the searches taking what it leaves; the others by
+    the shortest augmenting paths over one thread-block cluster. One more streamed pass over all
+    k·m costs is the certificate. ``progress(phase, phases_left)`` follows the auction round by
+    round (lapcli.cuda.auction.solve)."""
     import cupy
 
     from ...certificate import judged
@@ -117,6 +118,15 @@ def points_chain_limit(n: int) -> int:
 # 18.2 s plain (32,768, seed 2: 4.4 against 11.2; uniform and cityblock as plain; docs/points.md).
 # Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6. Other sizes were not measured.
 COARSE_FIRST_UP_TO = 65_536
+# The auction's time on a square whose last rows the searches can take (tail_threads): this much a
+# row, at least POINT_BUDGET_MIN_S. Past it the auction's duals as they are, and every pair within
+# 2ε of its row's minimum (ε the last phase's, whatever phase it stopped in: _searched_tail), start
+# the searches, which are exact from any duals. Costs nearly tied over many columns are the auction's
+# worst case: rows bid the same columns' prices up ε at a time. H200 (docs/points.md, "Where it is
+# slow"): 16,384 points on 16 distinct places 6.7 s against 29.7 without the budget, 1,500 of them
+# 0.6 s against 1.8; no uniform or clustered set of 65,536 points reaches it (1.3-2.3 s against 6.6).
+POINT_BUDGET_PER_ROW_S = 1e-4
+POINT_BUDGET_MIN_S = 0.5
 # A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
 # coordinates: a column's point is held in registers while a round's rows are scanned against it,
 # and at 512 threads (128 registers a thread) minkowski's 11 coordinates spill.
@@ -140,6 +150,11 @@ def load_programs(metric: str, dim: int) -> float:
             + load(device_points.program(metric, dim, "tail", threads=tail_block_threads(dim)))[1])
 
 
+def points_budget(n: int) -> float:
+    """The seconds the auction of an n-point square bids before the searches take over."""
+    return max(POINT_BUDGET_MIN_S, POINT_BUDGET_PER_ROW_S * n)
+
+
 def tail_block_threads(dim: int) -> int:
     """The threads a block of the searches that finish an auction has for points of ``dim``
     coordinates (TAIL_WIDE_THREADS past TAIL_WIDE_DIM)."""
@@ -160,34 +175,38 @@ def _points_auction(problem, points, tiles, details: dict, timeout, progress):
     began = time.perf_counter()
     final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
     threads = tail_threads(points.m, points.rows.shape[1])
-    found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=timeout, progress=progress,
-                          max_chain=points_chain_limit(points.k), tail_rows=TAIL_ROWS if threads else 0,
-                          last_tail_to_searches=threads is not None, stalled_tail=True, defer_wars=True,
-                          block_rows_up_to=auction.BLOCK_ROWS_UP_TO, coarse_first=points.k <= COARSE_FIRST_UP_TO,
-                          tiles=tiles)
+    budget = points_budget(points.k) if threads is not None else None
+    found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=timeout, budget=budget,
+                          progress=progress, max_chain=points_chain_limit(points.k),
+                          tail_rows=TAIL_ROWS if threads else 0, last_tail_to_searches=threads is not None,
+                          stalled_tail=True, defer_wars=True, block_rows_up_to=auction.BLOCK_ROWS_UP_TO,
+                          coarse_first=points.k <= COARSE_FIRST_UP_TO, tiles=tiles)
     details.update(found.details())
+    if budget is not None:
+        details["auction_budget_s"] = round(budget, 3)
     # a step per phase: its bids and its time (the release pass included)
     steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
              for index, phase in enumerate(found.phases)]
     if found.complete:
         return found.col_of_row, found.v, steps, found.launches
-    if not found.eps <= final_eps:  # only a budget stops it earlier, and a point auction has none
-        raise SolverError(f"the point auction stopped at eps {found.eps:.3g}, above its last {final_eps:.3g}")
+    if threads is None:  # no budget and no tail: an unfinished auction here is a bug
+        raise SolverError(f"the point auction stopped at eps {found.eps:.3g} with no searches to finish it")
     left = None if not timeout else timeout - (time.perf_counter() - began)
     if left is not None and left <= 0:
         raise SolverError("the auction ran past its time limit before its last rows were searched")
-    cols, v, searched = _searched_tail(points, found, threads, left, details)
+    cols, v, searched = _searched_tail(points, found, threads, final_eps, left, details)
     # launches: the hand-over's two passes and the searches
     return cols, v, [*steps, StepStat(len(steps) + 1, SAP_STEP_NAMES[2], *searched)], found.launches + 3
 
 
-def _searched_tail(points, found, threads: int, timeout, details: dict):
-    """The searches from the auction's last phase (lapcli.twins.hand_over's rule, on implicit
+def _searched_tail(points, found, threads: int, final_eps: float, timeout, details: dict):
+    """The searches from where the auction stopped (lapcli.twins.hand_over's rule, on implicit
     costs): a row is kept where its pair is within 2ε of its row's minimum of c − v over all
-    columns, that pair lowered to the minimum (LoweredPoints) so that the searches start from
-    tight rows and are exact on the lowered costs; their duals are then feasible for the true
-    costs, and a kept pair ends at most 2ε from tight (the certificate, on the true costs, allows
-    8ε). The other rows are searched from. (col_of_row, v, (searches, ms))."""
+    columns, ε the smaller of the auction's last and ``final_eps`` (a budget may stop it in an
+    earlier phase), that pair lowered to the minimum (LoweredPoints) so that the searches start
+    from tight rows and are exact on the lowered costs; their duals are then feasible for the true
+    costs, and a kept pair ends at most 2·final_eps from tight (the certificate, on the true costs,
+    allows 8·final_eps). The other rows are searched from. (col_of_row, v, (searches, ms))."""
     import cupy
 
     from ...cuda import points as device_points
@@ -196,7 +215,8 @@ def _searched_tail(points, found, threads: int, timeout, details: dict):
     begin = Event()
     begin.record(stream)
     v, col = found.v, found.col_of_row
-    minima, held, gap, kept = kept_pairs(points.kernels, points.source(), points.k, v, col, 2 * found.eps)
+    minima, held, gap, kept = kept_pairs(points.kernels, points.source(), points.k, v, col,
+                                         2 * min(found.eps, final_eps))
     dim = points.rows.shape[1]
     records = cupy.empty((points.k, dim + 2), dtype=cupy.float64)
     records[:, :dim] = points.rows
