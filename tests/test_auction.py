@@ -325,6 +325,33 @@ def test_a_float_tail_handed_over_within_two_eps_leaves_only_its_rows_to_search(
     assert int((hand_over(work.values, col_of_row, v)[1] < 0).sum()) > 2 * left  # exact tightness frees many
 
 
+def test_an_auction_stopped_in_an_earlier_phase_hands_over_with_the_last_phases_slack(rng):
+    """A budget may stop the point auction in any phase (lapcli.engines.cuda.sap_points.points_budget):
+    its pairs are then within 2ε of their row's minimum for that phase's ε, far above the last one.
+    Kept within the last phase's 2ε (sap_points._searched_tail's rule), the other rows searched, the
+    answer is optimal and every pair within the certificate's tolerance; kept within the stopped
+    phase's 2ε, pairs end thousands of last ε's from tight."""
+    from lapcli.problem import prepare
+
+    n = 150
+    cost = distance_matrix(rng.random((n, 2)), rng.random((n, 2)), "sqeuclidean")
+    work = prepare(cost).work_on(np)
+    final_eps = work.eps / 8
+    stopped_eps = final_eps * 8**4  # the auction's state four phases before its last
+    col_of_row, v, _ = auction_twin(work.values, stopped_eps, scaling=8, max_bids=1_000_000)
+    largest_pair = []
+    for slack in (2 * final_eps, 2 * stopped_eps):
+        v_start, col_start, searched = hand_over(work.values, col_of_row, v, slack=slack)
+        columns, u, v_end, _ = reference_stack(searched[None], warm_start=(v_start[None], col_start[None]))
+        reduced = work.values - u[0][:, None] - v_end[0][None, :]
+        assert reduced.min() >= -final_eps / 100
+        assert cost[np.arange(n), columns[0]].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+        largest_pair.append(reduced[np.arange(n), columns[0]].max())
+        if slack == 2 * final_eps:
+            assert 0 < int((col_start < 0).sum()) < n  # some rows kept, the others searched
+    assert largest_pair[0] <= 2 * final_eps < 8 * final_eps < largest_pair[1]
+
+
 def test_which_dense_squares_the_scaled_auction_starts():
     """Floats from AUCTION_FROM columns; integers while n·max|c| leaves float64 room for ε = 1/(4n)."""
     from lapcli.cuda.auction import AUCTION_INTEGER_SPAN
