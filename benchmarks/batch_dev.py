@@ -158,7 +158,7 @@ def time_upload(hosts, upload):
     for r in range(REPEATS + 2):
         h = hosts[r % len(hosts)]
         t = time.perf_counter()
-        x = upload(h)
+        upload(h)
         cupy.cuda.get_current_stream().synchronize()
         if r >= 2:
             samples.append((time.perf_counter() - t) * 1e3)
