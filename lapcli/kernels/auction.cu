@@ -335,8 +335,9 @@ __device__ __forceinline__ int auction_place_bid(AuctionColumn* columns, int bes
 // (slots l, 32 + l, ...); the added slots start empty (-1); spread[i] = the largest minus the
 // smallest cost among them. One warp a row. Ties go to the first column met, and row i's lanes
 // meet their columns from column i on, wrapping: where costs tie (repeated points, all points
-// equal) row i's candidates are about columns i to i + 127 and its bid goes to column i; from the
-// lowest columns on, every tied row's would be the same 128, their prices bid up eps at a time.
+// equal) row i's candidates are about columns i to i + 127 (the last rows' wrap to the lowest) and
+// most rows' first bids go to their own column i; from the lowest columns on, every tied row's
+// would be the same 128, their prices bid up eps at a time.
 template <typename Source>
 __global__ void auction_candidates(const void* first, const void* second, long long stride, double p,
                                    double sign, int n, int* __restrict__ candidates, double* __restrict__ spread) {
