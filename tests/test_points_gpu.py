@@ -487,10 +487,10 @@ def test_the_point_auction_hands_over_wherever_its_budget_stops_it(rng, monkeypa
     """A budget of nothing (the first phase's first bids stopped at once) or of a few rounds: the
     searches start from the auction's duals where it stopped, keep only the pairs within twice the
     last phase's ε of their row's minimum, and finish exactly."""
-    from lapcli.engines.cuda import sap_points
+    from lapcli.engines.cuda import sap_start
 
-    monkeypatch.setattr(sap_points, "POINT_BUDGET_MIN_S", budget)
-    monkeypatch.setattr(sap_points, "POINT_BUDGET_PER_ROW_S", 0.0)
+    monkeypatch.setattr(sap_start, "AUCTION_BUDGET_MIN_S", budget)
+    monkeypatch.setattr(sap_start, "AUCTION_BUDGET_PER_ROW_S", 0.0)
     n = 1500
     a, b = rng.random((n, 2)), rng.random((n, 2))
     solution = lapcli.solve_points(a, b, metric, solver="cuda-sap", timeout=60)
@@ -509,7 +509,7 @@ def test_the_auction_where_near_columns_do_not_hold_the_answer(rng, kind):
     nearest columns are the same few), all costs tied, repeated points: the release pass brings
     the missing columns in (or the bids scan all columns), and the answer is optimal. Tied rows
     start from their own columns (kernels/auction.cu's auction_candidates); the apart sets' price
-    war outlasts the auction's budget and the searches finish it (sap_points.points_budget)."""
+    war outlasts the auction's budget and the searches finish it (sap_start.auction_budget)."""
     n = 1500
     if kind == "ties":
         a, b = np.zeros((n, 2)), np.zeros((n, 2))

@@ -15,7 +15,7 @@ from ...errors import SolverError
 from ...steps import SAP_STEP_NAMES, StepStat
 from ..base import EngineResult
 from .sap_room import check_clusters
-from .sap_start import AUCTION_EPS_OF_TOLERANCE, kept_pairs, rows_take_lowest_column
+from .sap_start import AUCTION_EPS_OF_TOLERANCE, auction_budget, kept_pairs, rows_take_lowest_column
 
 
 def run_points(problem, *, timeout: float | None = None, device: int | None = None,
@@ -24,10 +24,10 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     wherever a kernel reads one (lapcli.cuda.points): no k × m matrix exists, device memory is
     O((k + m)·d) plus O(m) of state. A square problem of AUCTION_FROM points or more, minimised,
     is solved by the ε-scaling auction (lapcli.cuda.auction) down to an ε below the certificate's
-    tolerance, or for points_budget(n) seconds, the searches taking what it leaves; the others by
-    the shortest augmenting paths over one thread-block cluster. One more streamed pass over all
-    k·m costs is the certificate. ``progress(phase, phases_left)`` follows the auction round by
-    round (lapcli.cuda.auction.solve)."""
+    tolerance, or for sap_start.auction_budget(n) seconds, the searches taking what it leaves; the
+    others by the shortest augmenting paths over one thread-block cluster. One more streamed pass
+    over all k·m costs is the certificate. ``progress(phase, phases_left)`` follows the auction
+    round by round (lapcli.cuda.auction.solve)."""
     import cupy
 
     from ...certificate import judged
@@ -118,15 +118,13 @@ def points_chain_limit(n: int) -> int:
 # 18.2 s plain (32,768, seed 2: 4.4 against 11.2; uniform and cityblock as plain; docs/points.md).
 # Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6. Other sizes were not measured.
 COARSE_FIRST_UP_TO = 65_536
-# The auction's time on a square whose last rows the searches can take (tail_threads): this much a
-# row, at least POINT_BUDGET_MIN_S. Past it the auction's duals as they are, and every pair within
-# 2ε of its row's minimum (ε the last phase's, whatever phase it stopped in: _searched_tail), start
-# the searches, which are exact from any duals. Costs nearly tied over many columns are the auction's
-# worst case: rows bid the same columns' prices up ε at a time. H200 (docs/points.md, "Where it is
+# A square whose last rows the searches can take (tail_threads) gives the auction the dense
+# squares' budget (sap_start.auction_budget); past it the auction's duals as they are, and every
+# pair within 2ε of its row's minimum (ε the last phase's, whatever phase it stopped in:
+# _searched_tail), start the searches. Costs nearly tied over many columns are the auction's worst
+# case: rows bid the same columns' prices up ε at a time. H200 (docs/points.md, "Where it is
 # slow"): 16,384 points on 16 distinct places 6.7 s against 29.7 without the budget, 1,500 of them
 # 0.6 s against 1.8; no uniform or clustered set of 65,536 points reaches it (1.3-2.3 s against 6.6).
-POINT_BUDGET_PER_ROW_S = 1e-4
-POINT_BUDGET_MIN_S = 0.5
 # A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
 # coordinates: a column's point is held in registers while a round's rows are scanned against it,
 # and at 512 threads (128 registers a thread) minkowski's 11 coordinates spill.
@@ -150,11 +148,6 @@ def load_programs(metric: str, dim: int) -> float:
             + load(device_points.program(metric, dim, "tail", threads=tail_block_threads(dim)))[1])
 
 
-def points_budget(n: int) -> float:
-    """The seconds the auction of an n-point square bids before the searches take over."""
-    return max(POINT_BUDGET_MIN_S, POINT_BUDGET_PER_ROW_S * n)
-
-
 def tail_block_threads(dim: int) -> int:
     """The threads a block of the searches that finish an auction has for points of ``dim``
     coordinates (TAIL_WIDE_THREADS past TAIL_WIDE_DIM)."""
@@ -175,7 +168,7 @@ def _points_auction(problem, points, tiles, details: dict, timeout, progress):
     began = time.perf_counter()
     final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
     threads = tail_threads(points.m, points.rows.shape[1])
-    budget = points_budget(points.k) if threads is not None else None
+    budget = auction_budget(points.k) if threads is not None else None
     found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=timeout, budget=budget,
                           progress=progress, max_chain=points_chain_limit(points.k),
                           tail_rows=TAIL_ROWS if threads else 0, last_tail_to_searches=threads is not None,

@@ -32,9 +32,10 @@ AUCTION_EPS_OF_TOLERANCE = 0.125
 # A dense integer square ends it at this over n: the 2ε-slackness of n pairs then sums below one
 # half, so its assignment is optimal, and its duals floored leave almost every row exactly tight.
 INTEGER_FINAL_EPS_TIMES_N = 0.25
-# The auction's time on a dense square: this much a row, at least AUCTION_BUDGET_MIN_S. Where it has
-# not finished by then (prices that must move far in small steps: maximised distances, clusters),
-# its duals as they are start the searches, which are exact from any duals.
+# The auction's time on a square (dense, or a point set's: lapcli.engines.cuda.sap_points): this
+# much a row, at least AUCTION_BUDGET_MIN_S. Where it has not finished by then (prices that must
+# move far in small steps: maximised distances, clusters, costs tied over many columns), its duals
+# as they are start the searches, which are exact from any duals.
 AUCTION_BUDGET_PER_ROW_S = 1e-4
 AUCTION_BUDGET_MIN_S = 0.5
 # ε falls by this factor a phase (the point auction's is lapcli.cuda.auction.SCALING, 16): on an
@@ -55,6 +56,11 @@ AUCTION_SCALING = 8.0
 AUCTION_CHAIN_DIVISOR = 8
 AUCTION_MIN_CHAIN = 256
 AUCTION_TAIL_ROWS = 64
+
+
+def auction_budget(n: int) -> float:
+    """The seconds the auction of an n × n square bids before the searches take over."""
+    return max(AUCTION_BUDGET_MIN_S, AUCTION_BUDGET_PER_ROW_S * n)
 
 
 def chain_limit(n: int) -> int:
@@ -175,7 +181,7 @@ def scaled_auction(work, timeout: float | None) -> ScaledAuction:
     kernels, compile_ms = load(auction.dense_program(work.dtype))
     source = auction.dense_source(work.values)
     final_eps = INTEGER_FINAL_EPS_TIMES_N / n if work.exact else work.eps * AUCTION_EPS_OF_TOLERANCE
-    budget = max(AUCTION_BUDGET_MIN_S, AUCTION_BUDGET_PER_ROW_S * n)
+    budget = auction_budget(n)
     result = auction.solve(kernels, source, n, final_eps, timeout=timeout, budget=budget,
                            least_first_eps=1.0 if work.exact else 0.0, scaling=AUCTION_SCALING,
                            max_chain=chain_limit(n), tail_rows=AUCTION_TAIL_ROWS, last_tail_to_searches=True)
