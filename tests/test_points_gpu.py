@@ -503,6 +503,37 @@ def test_the_point_auction_hands_over_wherever_its_budget_stops_it(rng, monkeypa
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
 
 
+def test_a_budget_spent_between_two_phases_reports_the_phase_that_ran(rng, monkeypatch):
+    """The budget runs out once the first phase has ended, before the second's first round: the
+    auction reports the one phase it ran and its ε (no empty phase at the next, finer ε), and the
+    searches finish exactly from that state."""
+    import time
+    import types
+
+    from lapcli.cuda import auction
+
+    skipped, ended = [0.0], []
+    monkeypatch.setattr(auction, "time", types.SimpleNamespace(perf_counter=lambda: time.perf_counter() + skipped[0]))
+
+    def progress(phase, phases_left):  # the auction's clock jumps past its budget when the first phase ends
+        if phase.ended:
+            ended.append(phase)
+            skipped[0] = 1e6
+
+    n = 1500
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    solution = lapcli.solve_points(a, b, solver="cuda-sap", progress=progress)
+    details = solution.report.details
+    assert details["auction_budget_spent"] and len(ended) == 1 and ended[0].bids > 0
+    assert details["auction_phases"] == 1 and details["auction_final_eps"] == ended[0].eps
+    names = [step.name for step in solution.report.steps]
+    assert [name for name in names if name.startswith("auction")] == [f"auction, eps {ended[0].eps:.3g}"]
+    assert names[-1] == "shortest augmenting paths"
+    cost = distance_matrix(a, b, "sqeuclidean")
+    assert solution.report.certified
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["ties", "apart", "duplicates"])
 def test_the_auction_where_near_columns_do_not_hold_the_answer(rng, kind):
     """Costs whose optimum is far from each row's near columns (the two sets apart: every row's

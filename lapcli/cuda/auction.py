@@ -204,10 +204,9 @@ def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> li
 
 
 def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout: float | None = None,
-          budget: float | None = None, least_first_eps: float = 0.0,
-          progress: Callable[[Phase, int], None] | None = None, scaling: float = SCALING,
-          max_chain: int = 0, tail_rows: int = 0, last_tail_to_searches: bool = False,
-          stalled_tail: bool = False, defer_wars: bool = False, block_rows_up_to: int = 0,
+          budget: float | None = None, least_first_eps: float = 0.0, scaling: float = SCALING, max_chain: int = 0,
+          progress: Callable[[Phase, int], None] | None = None, tail_rows: int = 0, stalled_tail: bool = False,
+          last_tail_to_searches: bool = False, defer_wars: bool = False, block_rows_up_to: int = 0,
           coarse_first: bool = False, tiles: auction_tiles.ColumnTiles | None = None) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
     cost source's five arguments. The first ε is :func:`first_eps_of`'s (``least_first_eps``:
@@ -216,7 +215,8 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     rows without a column in ``left_free``) and when the phase ends (True). Raises SolverError past
     ``timeout`` seconds (checked inside the bids and between rounds), saying where the auction
     stopped; past ``budget`` seconds (the first round's bids by the kernel's clock, the rest from
-    the first round's end) returns the state as it is, ``complete`` False.
+    the first round's end) returns the state as it is, ``complete`` False, its ``eps`` the phase's
+    it stopped in (before a phase's first round: the phase before's).
 
     ``max_chain`` (0: none) ends a warp's eviction chain after that many bids, its row left free; a
     round that leaves at most ``tail_rows`` rows so ends the phase there, and they bid in the next
@@ -293,7 +293,9 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
         open_phase = coarse_first and index == 0 and not last_phase  # COARSE_FIRST's phase
         chain = COARSE_CHAIN if open_phase else max_chain
         while True:  # rounds until the release pass finds every row within eps over all columns
-            left, spare = _seconds_left(began, timeout, budget, budget_began)
+            now = time.perf_counter()  # the seconds left of the timeout and of the budget (None: no limit)
+            left = None if not timeout else timeout - (now - began)
+            spare = None if budget is None or budget_began is None else budget - (now - budget_began)
             if left is not None and left <= 0:
                 raise stopped()
             if spare is not None and spare <= 0:
@@ -345,19 +347,20 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 left_free = parked
                 complete = not last_phase
                 break
-        end.record(stream)
-        bids, rescans, longest, _, full_scans, proved = (int(x) for x in counters.get())
-        phase = Phase(eps, rounds, released_in_phase, bids, rescans, longest, end.ms_since(begin), left_free,
-                      full_scans=full_scans, proved=proved, deferred=deferred_in_phase)
-        phases.append(phase)
-        if progress is not None:
-            progress(phase, len(epsilons) - index - 1)
+        if budget_spent and not rounds and phases:  # stopped before the phase's first round: the last one's state
+            eps = phases[-1].eps
+        else:
+            end.record(stream)
+            bids, rescans, longest, _, full_scans, proved = (int(x) for x in counters.get())
+            phases.append(Phase(eps, rounds, released_in_phase, bids, rescans, longest, end.ms_since(begin),
+                                left_free, full_scans=full_scans, proved=proved, deferred=deferred_in_phase))
+            if progress is not None:
+                progress(phases[-1], len(epsilons) - index - 1)
         if not complete:
             rows_of_owners()  # a stopped bid leaves its row free, and so does a release
             return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), eps, phases, complete=False,
                                  launches=launches, budget_spent=budget_spent)
-    # v as a plain array: the passes that read it after the auction take no stride; rows a war
-    # deferred are free, for the searches
+    # v as a plain array (the passes after the auction take no stride); rows a war deferred are free
     return AuctionResult(col_of_row, cupy.ascontiguousarray(columns[:, 0]), epsilons[-1], phases,
                          complete=not deferred_rows, launches=launches)
 
@@ -391,10 +394,3 @@ def round_ends_phase(parked: int, parked_before: int, last_phase: bool, *, tail_
     war = defer_wars and last_tail_to_searches and tail_wages_war(parked, parked_before, tail_rows)
     return ends or war, war
 
-
-def _seconds_left(began: float, timeout: float | None, budget: float | None, budget_began: float | None) -> tuple:
-    """(seconds left of ``timeout`` from ``began``, of ``budget`` from ``budget_began``), None for
-    no limit (no budget before ``budget_began``)."""
-    now = time.perf_counter()
-    left = None if not timeout else timeout - (now - began)
-    return left, None if budget is None or budget_began is None else budget - (now - budget_began)
