@@ -237,8 +237,9 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     col_of_row = cupy.full(n, -1, dtype=np.int32)
     free_rows = cupy.empty(n, dtype=np.int32)
     words = cupy.zeros(2, dtype=np.int32)  # free_count, next
-    counters = cupy.zeros(6, dtype=np.uint64)  # kernels/auction.cu's auction_bid
-    status = cupy.zeros(1, dtype=np.int32)
+    # kernels/auction.cu's auction_bid: its six counters, then its status (1: a limit stopped it), one copy a round
+    counted = cupy.zeros(7, dtype=np.uint64)
+    counters, status = counted[:6], counted[6:].view(np.int32)
     candidates = cupy.empty((n, CANDIDATES), dtype=np.int32)
     added = cupy.zeros(n, dtype=np.int32)
     row_bids = cupy.zeros(n, dtype=np.int32)
@@ -322,13 +323,14 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                                                  *(tiles.refreshed(columns, stream) if tiles else NO_TILES)),
                               stream=stream)
             launches += 1 + bool(tiles)
-            if int(status.get()[0]) != 0:  # the bids stopped at the nearer of the two limits
+            counts = counted.get()
+            if counts[6]:  # the bids stopped at the nearer of the two limits
                 if spare is None or (left is not None and left <= spare):
                     raise stopped()
                 complete, budget_spent = False, True
                 break
             budget_began = budget_began or time.perf_counter()
-            bids, rescans, longest, parked_total, _, _ = (int(x) for x in counters.get())
+            bids, rescans, longest, parked_total = (int(x) for x in counts[:4])
             parked_before, parked_so_far = parked_so_far, parked_total if chain else 0
             parked = parked_so_far - parked_before  # rows this round's chain limit left free
             rows_of_owners()
