@@ -111,16 +111,17 @@ for auction.BLOCK_ROWS_UP_TO in (0, 10**9):
     lapcli.solve_points(rng.random((300, 2)), rng.random((300, 2)), "cityblock", solver="cuda-sap")
 auction.DENSE_AFTER, auction.BLOCK_ROWS_UP_TO, auction.AUCTION_FROM = dense_after, block_rows_up_to, 1024
 device_points.program.cache_clear()
-part("tied and repeated points: candidates from each row's own columns, wrapping past the last")
-auction.AUCTION_FROM = 256
-lapcli.solve_points(np.zeros((300, 2)), np.zeros((300, 2)), "euclidean", solver="cuda-sap")
-lapcli.solve_points(rng.integers(0, 3, (300, 2)).astype(float), rng.integers(0, 3, (300, 2)).astype(float),
-                    "euclidean", solver="cuda-sap")
-part("an auction stopped by its budget at once: the searches take every row")
-from lapcli.engines.cuda import sap_start
-budget = sap_start.AUCTION_BUDGET_MIN_S, sap_start.AUCTION_BUDGET_PER_ROW_S
-sap_start.AUCTION_BUDGET_MIN_S, sap_start.AUCTION_BUDGET_PER_ROW_S = 0.0, 0.0
-lapcli.solve_points(rng.random((300, 2)), rng.random((300, 2)), "sqeuclidean", solver="cuda-sap")
-sap_start.AUCTION_BUDGET_MIN_S, sap_start.AUCTION_BUDGET_PER_ROW_S = budget
-auction.AUCTION_FROM = 1024
+if not short:  # memcheck only (racecheck's time: a 300-point auction's bids and 300 searches)
+    part("tied and repeated points: candidates from each row's own columns, wrapping past the last")
+    auction.AUCTION_FROM = 256
+    lapcli.solve_points(np.zeros((300, 2)), np.zeros((300, 2)), "euclidean", solver="cuda-sap")
+    lapcli.solve_points(rng.integers(0, 3, (300, 2)).astype(float), rng.integers(0, 3, (300, 2)).astype(float),
+                        "euclidean", solver="cuda-sap")
+    part("an auction stopped by its budget at once: the searches take every row")
+    from lapcli.engines.cuda import sap_start
+    budget = sap_start.AUCTION_BUDGET_MIN_S, sap_start.AUCTION_BUDGET_PER_ROW_S
+    sap_start.AUCTION_BUDGET_MIN_S, sap_start.AUCTION_BUDGET_PER_ROW_S = 0.0, 0.0
+    lapcli.solve_points(rng.random((300, 2)), rng.random((300, 2)), "sqeuclidean", solver="cuda-sap")
+    sap_start.AUCTION_BUDGET_MIN_S, sap_start.AUCTION_BUDGET_PER_ROW_S = budget
+    auction.AUCTION_FROM = 1024
 part("sanitized solves done")
