@@ -195,8 +195,8 @@ def _points_auction(problem, points, tiles, details: dict, timeout, progress):
 def _searched_tail(points, found, threads: int, final_eps: float, timeout, details: dict):
     """The searches from where the auction stopped (lapcli.twins.hand_over's rule, on implicit
     costs): a row is kept where its pair is within 2ε of its row's minimum of c − v over all
-    columns, ε the smaller of the auction's last and ``final_eps`` (a budget may stop it in an
-    earlier phase), that pair lowered to the minimum (LoweredPoints) so that the searches start
+    columns, ε = ``final_eps``, the last phase's (a budget may stop the auction in an earlier,
+    coarser phase: its ε is never below it), that pair lowered to the minimum (LoweredPoints) so that the searches start
     from tight rows and are exact on the lowered costs; their duals are then feasible for the true
     costs, and a kept pair ends at most 2·final_eps from tight (the certificate, on the true costs,
     allows 8·final_eps). The other rows are searched from. (col_of_row, v, (searches, ms))."""
@@ -208,8 +208,7 @@ def _searched_tail(points, found, threads: int, final_eps: float, timeout, detai
     begin = Event()
     begin.record(stream)
     v, col = found.v, found.col_of_row
-    minima, held, gap, kept = kept_pairs(points.kernels, points.source(), points.k, v, col,
-                                         2 * min(found.eps, final_eps))
+    minima, held, gap, kept = kept_pairs(points.kernels, points.source(), points.k, v, col, 2 * final_eps)
     dim = points.rows.shape[1]
     records = cupy.empty((points.k, dim + 2), dtype=cupy.float64)
     records[:, :dim] = points.rows
