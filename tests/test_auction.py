@@ -409,3 +409,41 @@ def test_a_coarse_first_phase_bids_a_regions_surplus_out_before_the_wars(rng):
     columns, searched = searched_from(cost, col_of_row, v)
     assert cost[np.arange(n), columns].sum() == optimum
     assert searched < searched_from(cost, plain_cols, plain_v)[1]
+
+
+def sample_duals(a, b, metric, every):
+    """lapcli.engines.cuda.sap_warm's start in NumPy: every ``every``-th point of each set along
+    Morton's curve (lapcli.twins.tiles.spatial_order), the sample's row duals (lapcli.solve), and
+    their c-transform over all columns, v[j] = min over sampled rows of c − u."""
+    import lapcli
+    from lapcli.twins.tiles import spatial_order
+
+    rows, columns = a[spatial_order(a)[::every]], b[spatial_order(b)[::every]]
+    u = lapcli.solve(distance_matrix(rows, columns, metric)).duals[0]
+    return (distance_matrix(rows, b, metric) - u[:, None]).min(axis=0)
+
+
+def test_the_auction_from_a_sample_s_duals_is_exact_and_bids_less(rng):
+    """The point auction's warm start (``v_start``, lapcli.engines.cuda.sap_warm): from the
+    c-transform of a stratified sample's duals the coarse-first auction on two clusters whose
+    surplus must cross bids less than from v = 0, and the answer is the optimum; from any start,
+    random duals included, it is still the optimum."""
+    from lapcli.engines.cuda.sap_start import AUCTION_SCALING
+
+    n, crowded = 200, 150
+    a = np.concatenate([rng.normal(0.0, 0.03, (crowded, 2)), rng.normal(1.0, 0.03, (n - crowded, 2))])
+    b = np.concatenate([rng.normal(0.0, 0.03, (n - crowded, 2)), rng.normal(1.0, 0.03, (crowded, 2))])
+    scale = 1e6
+    cost = np.round(distance_matrix(a, b, "sqeuclidean") * scale).astype(np.int64)
+    optimum = cost[scipy_lsa(cost)].sum()
+    rules = dict(scaling=AUCTION_SCALING, max_bids=300_000, max_chain=2, tail_rows=2, last_tail_to_searches=True,
+                 stalled_tail=True, defer_wars=True, coarse_first=True)
+    warm = np.round(sample_duals(a, b, "sqeuclidean", 4) * scale)
+    bids = {}
+    for name, v_start in (("cold", None), ("warm", warm), ("random", rng.normal(0.0, 0.5 * scale, n))):
+        col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, v_start=v_start, **rules)
+        columns, _ = searched_from(cost, col_of_row, v)
+        assert cost[np.arange(n), columns].sum() == optimum, name
+        bids[name] = sum(phase[2] for phase in phases)
+    assert bids["warm"] < bids["cold"] / 2
+

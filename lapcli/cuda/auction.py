@@ -207,7 +207,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
           budget: float | None = None, least_first_eps: float = 0.0, scaling: float = SCALING, max_chain: int = 0,
           progress: Callable[[Phase, int], None] | None = None, tail_rows: int = 0, stalled_tail: bool = False,
           last_tail_to_searches: bool = False, defer_wars: bool = False, block_rows_up_to: int = 0,
-          coarse_first: bool = False, tiles: auction_tiles.ColumnTiles | None = None) -> AuctionResult:
+          coarse_first: bool = False, tiles: auction_tiles.ColumnTiles | None = None, v_start=None) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
     cost source's five arguments. The first ε is :func:`first_eps_of`'s (``least_first_eps``:
     integer costs' 1, so that tied candidates do not start at the last ε). ``progress(phase,
@@ -226,12 +226,14 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     phase (while the rounds get rows through, the phase goes on). ``defer_wars``: a price war's
     rows bid no more, left to the searches (:func:`round_ends_phase`). A round of at most
     ``block_rows_up_to`` rows bids a block a row (0: a warp a row). ``coarse_first``: COARSE_FIRST.
-    ``tiles``: the columns' (point sets'), by which full scans skip the columns that cost too much."""
+    ``tiles``: the columns' (point sets'), by which full scans skip the columns that cost too much.
+    ``v_start``: the columns' first duals (float64 CuPy; None: 0)."""
     import cupy
 
     gpu = current_gpu()
     stream = current_stream()
-    columns = cupy.zeros((n, 2), dtype=np.float64)  # (v, owner) a column: kernels/auction.cu's AuctionColumn
+    columns = cupy.empty((n, 2), dtype=np.float64)  # (v, owner) a column: kernels/auction.cu's AuctionColumn
+    columns[:, 0] = 0.0 if v_start is None else v_start
     owner = columns.view(np.int64)[:, 1]
     owner.fill(-1)
     col_of_row = cupy.full(n, -1, dtype=np.int32)

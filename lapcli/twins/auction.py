@@ -9,7 +9,7 @@ import numpy as np
 def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
                  least_first_eps: float = 0.0, max_chain: int = 0, tail_rows: int = 0,
                  last_tail_to_searches: bool = False, floor: bool = True, stalled_tail: bool = False,
-                 defer_wars: bool = False, coarse_first: bool = False):
+                 defer_wars: bool = False, coarse_first: bool = False, v_start: np.ndarray | None = None):
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
@@ -29,7 +29,8 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
     (``max_chain``, ``tail_rows``, ``last_tail_to_searches``, ``stalled_tail``, ``defer_wars``,
     ``coarse_first``: lapcli.cuda.auction.solve's, its phases ended and its price wars' rows deferred
     by the same lapcli.cuda.auction.round_ends_phase, a coarse first phase in chains of
-    COARSE_CHAIN ended only by its tail rule at COARSE_TAIL_ROWS). Returns
+    COARSE_CHAIN ended only by its tail rule at COARSE_TAIL_ROWS; ``v_start``: the columns' first
+    duals, as the point auction's warm start gives them, else 0). Returns
     (col_of_row, v, phases); phases lists (ε, rounds, bids, rows left free, bids that scanned
     every column, bids past DENSE_AFTER that the floor proved, rows its price war deferred). Every
     reduced cost of u = c − v on the assignment is ≥ −2·final_eps, unless rows were left free (−1)
@@ -50,7 +51,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
         filled[i] += 1
 
     floor_of = np.full(n, -np.inf)  # kernels/auction.cu's floor: none before a row's first full scan
-    v = np.zeros(n)
+    v = np.zeros(n) if v_start is None else np.array(v_start, dtype=np.float64)
     owner = np.full(n, -1)
     col_of_row = np.full(n, -1)
     deferred = np.zeros(n, dtype=bool)  # rows a price war left to the searches: no release pass lists them
