@@ -123,5 +123,11 @@ if not short:  # memcheck only (racecheck's time: a 300-point auction's bids and
     sap_start.AUCTION_BUDGET_MIN_S, sap_start.AUCTION_BUDGET_PER_ROW_S = 0.0, 0.0
     lapcli.solve_points(rng.random((300, 2)), rng.random((300, 2)), "sqeuclidean", solver="cuda-sap")
     sap_start.AUCTION_BUDGET_MIN_S, sap_start.AUCTION_BUDGET_PER_ROW_S = budget
+    part("a warm start: a sample's Morton order, its matrix solved, the c-transform of its duals")
+    from lapcli.engines.cuda import sap_warm
+    warm_from, sap_warm.WARM_FROM = sap_warm.WARM_FROM, 300
+    lapcli.solve_points(rng.normal(0.0, 0.1, (300, 2)), rng.normal(0.1, 0.1, (300, 2)), "sqeuclidean",
+                        solver="cuda-sap")
+    sap_warm.WARM_FROM = warm_from
     auction.AUCTION_FROM = 1024
 part("sanitized solves done")

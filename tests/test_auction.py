@@ -447,3 +447,20 @@ def test_the_auction_from_a_sample_s_duals_is_exact_and_bids_less(rng):
         bids[name] = sum(phase[2] for phase in phases)
     assert bids["warm"] < bids["cold"] / 2
 
+
+def test_the_warm_start_takes_squares_from_warm_from_with_morton_codes():
+    """sap_warm.warms: squares of WARM_FROM points or more whose columns have Morton codes (2-D to
+    MAX_DIM-D, not cosine: auction_tiles.tiled); rectangles, smaller squares and the others start
+    from v = 0."""
+    from types import SimpleNamespace
+
+    from lapcli.cuda.auction_tiles import MAX_DIM
+    from lapcli.engines.cuda import sap_warm
+
+    def points(k, m, metric="sqeuclidean", dim=2):
+        return SimpleNamespace(k=k, m=m, metric=metric, rows=np.zeros((1, dim)))
+
+    n = sap_warm.WARM_FROM
+    assert sap_warm.warms(points(n, n)) and sap_warm.warms(points(2 * n, 2 * n, "cityblock", MAX_DIM))
+    assert not sap_warm.warms(points(n - 1, n - 1)) and not sap_warm.warms(points(n, n + 1))
+    assert not sap_warm.warms(points(n, n, "cosine")) and not sap_warm.warms(points(n, n, dim=MAX_DIM + 1))

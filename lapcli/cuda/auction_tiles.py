@@ -95,14 +95,7 @@ def put_in_tiles(points) -> ColumnTiles:
     m, dim = points.columns.shape
     kernels = points.kernels
     tiles = -(-m // TILE)
-    scale = cupy.empty(2 * dim, dtype=np.float64)
-    codes = cupy.empty(m, dtype=np.uint64)
-    kernels["auction_tiles_range"].launch(1, THREADS, (points.columns_t.data.ptr, m, m, dim, scale.data.ptr),
-                                          stream=stream)
-    kernels["auction_tiles_codes"].launch(max(1, -(-m // THREADS)), THREADS,
-                                          (points.columns_t.data.ptr, m, m, dim, scale.data.ptr, codes.data.ptr),
-                                          stream=stream)
-    order = cupy.argsort(codes).astype(np.int64, copy=False)  # stable
+    order = morton_order(kernels, points.columns_t)
     columns, columns_t = cupy.empty_like(points.columns), cupy.empty_like(points.columns_t)
     boxes = cupy.empty((tiles, 2 * dim), dtype=np.float64)
     kernels["auction_tiles_gather"].launch(_warp_blocks(tiles), THREADS, (
@@ -110,6 +103,25 @@ def put_in_tiles(points) -> ColumnTiles:
         tiles), stream=stream)
     points.columns, points.columns_t = columns, columns_t
     return ColumnTiles(order, boxes, cupy.empty(tiles, dtype=np.float64), m, kernels["auction_tile_duals"])
+
+
+def morton_order(kernels: dict, side_t):
+    """The points of ``side_t`` ((d, count) float64 CuPy, d <= MAX_DIM) along Morton's curve: the
+    indices that sort their codes (stable), int64; two launches and a sort on the current stream."""
+    import cupy
+
+    from .runtime import current_stream
+
+    stream = current_stream()
+    dim, count = side_t.shape
+    scale = cupy.empty(2 * dim, dtype=np.float64)
+    codes = cupy.empty(count, dtype=np.uint64)
+    kernels["auction_tiles_range"].launch(1, THREADS, (side_t.data.ptr, count, count, dim, scale.data.ptr),
+                                          stream=stream)
+    kernels["auction_tiles_codes"].launch(max(1, -(-count // THREADS)), THREADS,
+                                          (side_t.data.ptr, count, count, dim, scale.data.ptr, codes.data.ptr),
+                                          stream=stream)
+    return cupy.argsort(codes).astype(np.int64, copy=False)
 
 
 def _warp_blocks(count: int) -> int:

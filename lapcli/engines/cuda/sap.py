@@ -31,7 +31,8 @@ costs its budget, never the answer.
 A k × m problem (k < m, a tall one transposed) is solved as it is: no auction (it needs a square),
 every row searched from v = 0, by the same two search kernels.
 Two point sets (``run_points``, lapcli.engines.cuda.sap_points) are solved on costs computed from
-the coordinates (lapcli.cuda.points): the matrix is never stored.
+the coordinates (lapcli.cuda.points): the matrix is never stored (a sample's, for the auction's
+warm start, is: lapcli.engines.cuda.sap_warm).
 The starts live in lapcli.engines.cuda.sap_start. The twins (lapcli.twins: sap_twin, auction_twin,
 hand_over) are the NumPy specifications; the certificate proves every answer.
 """
@@ -56,7 +57,7 @@ from ...cuda.runtime import Event, current_gpu, current_stream
 from ...errors import SolverError
 from ...steps import AUCTION_PATIENCE, AUCTION_ROUNDS, SAP_STEP_NAMES, StepStat
 from ..base import EngineResult, certified_result
-from .sap_points import run_points  # noqa: F401  (the engine's entry for two point sets)
+from . import sap_points
 from .sap_room import check_clusters
 from .sap_start import (
     ScaledAuction,
@@ -83,6 +84,12 @@ def run(problem, *, timeout: float | None = None, device: int | None = None) -> 
     (lapcli.cuda.sap_cluster.max_columns); device inputs stay where they are, host inputs go
     through lapcli.cuda.staging, as for engine ``cuda``."""
     return solve(problem, timeout=timeout, device=device)
+
+
+def run_points(problem, *, timeout: float | None = None, device: int | None = None, progress=None) -> EngineResult:
+    """The engine's entry for two point sets (lapcli.engines.cuda.sap_points.run_points), whose
+    auction's warm start solves its sample's matrix here (:func:`solve`)."""
+    return sap_points.run_points(problem, timeout=timeout, device=device, progress=progress, solve_matrix=solve)
 
 
 def solve(problem, *, timeout: float | None = None, device: int | None = None,

@@ -14,12 +14,13 @@ from ...cuda.runtime import Event, current_gpu, current_stream
 from ...errors import SolverError
 from ...steps import SAP_STEP_NAMES, StepStat
 from ..base import EngineResult
+from . import sap_warm
 from .sap_room import check_clusters
 from .sap_start import AUCTION_EPS_OF_TOLERANCE, auction_budget, kept_pairs, rows_take_lowest_column
 
 
 def run_points(problem, *, timeout: float | None = None, device: int | None = None,
-               progress=None) -> EngineResult:
+               progress=None, solve_matrix=None) -> EngineResult:
     """Two point sets (lapcli.points.PointProblem), their costs computed from the coordinates
     wherever a kernel reads one (lapcli.cuda.points): no k × m matrix exists, device memory is
     O((k + m)·d) plus O(m) of state. A square problem of AUCTION_FROM points or more, minimised,
@@ -27,7 +28,9 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     tolerance, or for sap_start.auction_budget(n) seconds, the searches taking what it leaves; the
     others by the shortest augmenting paths over one thread-block cluster. One more streamed pass
     over all k·m costs is the certificate. ``progress(phase, phases_left)`` follows the auction
-    round by round (lapcli.cuda.auction.solve)."""
+    round by round (lapcli.cuda.auction.solve). ``solve_matrix(problem, timeout=)``, engine
+    cuda-sap's square solve, solves the sample of the auction's warm start (sap_warm; None: no
+    warm start)."""
     import cupy
 
     from ...certificate import judged
@@ -54,7 +57,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         if tiles is not None:
             details["tiles"] = f"{tiles.count} of {auction_tiles.TILE} columns in Morton order"
         if by_auction:
-            cols, v, steps, launches = _points_auction(problem, points, tiles, details, timeout, progress)
+            cols, v, steps, launches = _points_auction(problem, points, tiles, details, timeout, progress, solve_matrix)
         else:
             cols, v, steps, launches = _points_searches(points, details, timeout)
         solved.record(stream)
@@ -138,14 +141,16 @@ FIRST_DELTA_OF_EPS = 4.0
 
 def load_programs(metric: str, dim: int) -> float:
     """Compile, or read from the kernel cache, what a square point problem of ``metric`` and ``dim``
-    coordinates above AUCTION_FROM runs on the current device (the auction and the searches that
-    take its last rows); the milliseconds it took. A caller that times solves loads them first, so
-    that no timed solve holds a compilation (1–1.5 s at 65,536 points on an H200)."""
+    coordinates above AUCTION_FROM runs on the current device (the auction, the searches that
+    take its last rows, and its warm start's sample solve); the milliseconds it took. A caller
+    that times solves loads them first, so that no timed solve holds a compilation (1–1.5 s at
+    65,536 points on an H200; the sample's programs up to 10 s more)."""
     from ...cuda import points as device_points
     from ...cuda.runtime import load
 
     return (load(device_points.program(metric, dim, "auction"))[1]
-            + load(device_points.program(metric, dim, "tail", threads=tail_block_threads(dim)))[1])
+            + load(device_points.program(metric, dim, "tail", threads=tail_block_threads(dim)))[1]
+            + (sap_warm.load_programs() if auction_tiles.tiled(metric, dim) else 0.0))
 
 
 def tail_block_threads(dim: int) -> int:
@@ -162,24 +167,34 @@ def tail_threads(m: int, dim: int) -> int | None:
     return threads if m <= sap_rounds.max_columns(gpu.max_shared, gpu.sms, threads, record=dim + 2) else None
 
 
-def _points_auction(problem, points, tiles, details: dict, timeout, progress):
-    """The square point problem by the ε-scaling auction, its last phase's tail by the searches
-    in rounds (where the blocks hold the columns): (col_of_row, v, steps, launches)."""
+def _points_auction(problem, points, tiles, details: dict, timeout, progress, solve_matrix):
+    """The square point problem by the ε-scaling auction (from the warm start's duals where
+    sap_warm.warms, up to COARSE_FIRST_UP_TO points: measured with the coarse first phase), its last
+    phase's tail by the searches in rounds (where the blocks hold the columns): (col_of_row, v,
+    steps, launches)."""
     began = time.perf_counter()
     final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
     threads = tail_threads(points.m, points.rows.shape[1])
     budget = auction_budget(points.k) if threads is not None else None
-    found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=timeout, budget=budget,
+    coarse_first = points.k <= COARSE_FIRST_UP_TO
+    steps, v_start, left = [], None, timeout
+    if solve_matrix is not None and coarse_first and sap_warm.warms(points):
+        v_start, sampled = sap_warm.column_duals(points, solve_matrix, timeout)
+        warm_ms = 1e3 * (time.perf_counter() - began)
+        details.update(warm_start=f"the duals of {sampled:,} sampled points", warm_start_ms=round(warm_ms, 3))
+        steps.append(StepStat(1, f"warm start: {details['warm_start']}", sampled, warm_ms))
+        left = None if not timeout else max(timeout - warm_ms / 1e3, 1e-3)
+    found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=left, budget=budget,
                           progress=progress, max_chain=points_chain_limit(points.k),
                           tail_rows=TAIL_ROWS if threads else 0, last_tail_to_searches=threads is not None,
                           stalled_tail=True, defer_wars=True, block_rows_up_to=auction.BLOCK_ROWS_UP_TO,
-                          coarse_first=points.k <= COARSE_FIRST_UP_TO, tiles=tiles)
+                          coarse_first=coarse_first, tiles=tiles, v_start=v_start)
     details.update(found.details())
     if budget is not None:
         details["auction_budget_s"] = round(budget, 3)
     # a step per phase: its bids and its time (the release pass included)
-    steps = [StepStat(index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
-             for index, phase in enumerate(found.phases)]
+    steps += [StepStat(len(steps) + index + 1, f"auction, eps {phase.eps:.3g}", phase.bids, phase.ms)
+              for index, phase in enumerate(found.phases)]
     if found.complete:
         return found.col_of_row, found.v, steps, found.launches
     if threads is None:  # no budget and no tail: an unfinished auction here is a bug

@@ -1,0 +1,85 @@
+"""The point auction's warm start: its columns' first duals from a sample of the two sets.
+
+Why: on clustered points each region holds a few more points of one set than of the other, and
+that surplus must travel to other regions. From v = 0 the auction moves it by bidding the
+region's prices up in its coarse first phase (a price war of 300-400 rounds on 65,536 points).
+At a coarser scale the two sets' optimal duals are those of a sample that keeps each region's
+share of both sets: every SAMPLE_EVERY-th point of each set along Morton's curve (a stratified
+sample, as the multiscale transport solvers build their coarse levels: Mérigot, "A multiscale
+approach to optimal transport", 2011; Schmitzer, "A sparse multiscale algorithm for dense optimal
+transport", 2016). The sample is solved as its cost matrix on the GPU (engine cuda-sap's square
+solve, which the engine hands in), and its row duals u extend to every column by the c-transform
+v[j] = min over sampled rows i of c(i, j) − u[i], one streamed pass: on a sampled column that is
+the sample's own v; elsewhere the largest v under which the sampled rows stay dual-feasible.
+
+The auction is exact from any start (each phase's release pass establishes its slackness over
+all columns); the start only decides how far its prices must move. H200, 65,536 2-D points, three
+calls (docs/points.md): clustered seeds 0, 2 and 5 1.05-1.60 s against 1.36-2.26 from v = 0,
+seed 3 1.55-1.79 against 1.64-1.89; uniform sets, euclidean and cityblock within their spread.
+The coarse first phase stays: without it the sample's errors (a region's surplus is known to
+SAMPLE_EVERY points) became wars at the fine first ε, and 600-1,100 rows went to the searches
+(10-19 s). An auction's duals only fall, so a column the start gives too low a dual waits until its
+neighbours' fall too: the start must not be finer than its errors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...cuda import auction_tiles, passes
+
+# Every SAMPLE_EVERY-th point of each set along Morton's curve makes the sample (H200, 65,536
+# points: 8 took 0.25-0.76 s to solve the sample of 8,192 and was slower overall).
+SAMPLE_EVERY = 16
+# Squares of at least WARM_FROM points start warm (a sample of 2,048 points or more; H200, 32,768
+# clustered points 0.60-0.67 s against 0.63-0.72 from v = 0, uniform 0.40-0.43 against 0.34-0.52).
+WARM_FROM = 32_768
+
+
+def warms(points) -> bool:
+    """Whether the auction on ``points`` (lapcli.cuda.points.DevicePoints) starts warm: a square of
+    WARM_FROM points or more whose columns have Morton codes (auction_tiles.tiled)."""
+    return points.k == points.m >= WARM_FROM and auction_tiles.tiled(points.metric, points.rows.shape[1])
+
+
+def sampled(points, side_t):
+    """Every SAMPLE_EVERY-th point of ``side_t`` ((d, count) CuPy) along Morton's curve (its twin:
+    lapcli.twins.tiles.spatial_order), as a (count', d) array."""
+    order = auction_tiles.morton_order(points.kernels, side_t)
+    return side_t[:, order[::SAMPLE_EVERY]].T.copy()
+
+
+def c_transform(points, rows, u):
+    """v[j] = min over the (count', d) ``rows`` of c(row, column j) − u[row], for every column of
+    ``points`` (their work order): one streamed pass, the columns scanned against ``rows`` (every
+    metric here is symmetric)."""
+    import cupy
+
+    rows_t = cupy.ascontiguousarray(rows.T)
+    source = (points.columns.data.ptr, rows_t.data.ptr, rows.shape[0], points.p, points.sign)
+    return passes.row_min(points.kernels, source, points.m, rows.shape[0], u)[0]
+
+
+def column_duals(points, solve_matrix, timeout: float | None = None):
+    """The auction's first column duals (their work order), the c-transform of the sample's row
+    duals, the sample's cost matrix solved by ``solve_matrix(problem, timeout=)``; and the
+    sample's size."""
+    import cupy
+
+    from ...points import distance_matrix
+    from ...problem import prepare
+
+    rows, columns = sampled(points, points.rows_t), sampled(points, points.columns_t)
+    sample = solve_matrix(prepare(distance_matrix(rows, columns, points.metric, points.p), check=False),
+                          timeout=timeout)
+    v = c_transform(points, rows, cupy.asarray(sample.duals[0], dtype=np.float64))
+    return v, int(rows.shape[0])
+
+
+def load_programs() -> float:
+    """Compile, or read from the kernel cache, what the sample's solve runs (engine cuda-sap on a
+    float64 matrix: the auction and the cluster searches); the milliseconds it took."""
+    from ...cuda import auction, sap_cluster
+    from ...cuda.runtime import load
+
+    return load(auction.dense_program("float64"))[1] + load(sap_cluster.program())[1]
