@@ -57,7 +57,8 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         if tiles is not None:
             details["tiles"] = f"{tiles.count} of {auction_tiles.TILE} columns in Morton order"
         if by_auction:
-            cols, v, steps, launches = _points_auction(problem, points, tiles, details, timeout, progress, solve_matrix)
+            cols, v, steps, launches = _points_auction(problem, points, tiles, details, timeout, progress,
+                                                       solve_matrix)
         else:
             cols, v, steps, launches = _points_searches(points, details, timeout)
         solved.record(stream)
