@@ -179,7 +179,7 @@ def _points_auction(problem, points, tiles, details: dict, timeout, progress, so
     budget = auction_budget(points.k) if threads is not None else None
     coarse_first = points.k <= COARSE_FIRST_UP_TO
     steps, v_start, left = [], None, timeout
-    if solve_matrix is not None and coarse_first and sap_warm.warms(points):
+    if solve_matrix is not None and coarse_first and tiles is not None and sap_warm.warms(points):
         v_start, sampled = sap_warm.column_duals(points, solve_matrix, timeout)
         warm_ms = 1e3 * (time.perf_counter() - began)
         details.update(warm_start=f"the duals of {sampled:,} sampled points", warm_start_ms=round(warm_ms, 3))
@@ -212,10 +212,11 @@ def _searched_tail(points, found, threads: int, final_eps: float, timeout, detai
     """The searches from where the auction stopped (lapcli.twins.hand_over's rule, on implicit
     costs): a row is kept where its pair is within 2ε of its row's minimum of c − v over all
     columns, ε = ``final_eps``, the last phase's (a budget may stop the auction in an earlier,
-    coarser phase: its ε is never below it), that pair lowered to the minimum (LoweredPoints) so that the searches start
-    from tight rows and are exact on the lowered costs; their duals are then feasible for the true
-    costs, and a kept pair ends at most 2·final_eps from tight (the certificate, on the true costs,
-    allows 8·final_eps). The other rows are searched from. (col_of_row, v, (searches, ms))."""
+    coarser phase: its ε is never below it), that pair lowered to the minimum (LoweredPoints) so
+    that the searches start from tight rows and are exact on the lowered costs; their duals are
+    then feasible for the true costs, and a kept pair ends at most 2·final_eps from tight (the
+    certificate, on the true costs, allows 8·final_eps). The other rows are searched from.
+    (col_of_row, v, (searches, ms))."""
     import cupy
 
     from ...cuda import points as device_points

@@ -24,9 +24,11 @@ neighbours' fall too: the start must not be finer than its errors.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from ...cuda import auction_tiles, passes
+from ...cuda import auction_tiles
 
 # Every SAMPLE_EVERY-th point of each set along Morton's curve makes the sample (H200, 65,536
 # points: 8 took 0.25-0.76 s to solve the sample of 8,192 and was slower overall).
@@ -51,25 +53,27 @@ def sampled(points, side_t):
 
 def c_transform(points, rows, u):
     """v[j] = min over the (count', d) ``rows`` of c(row, column j) − u[row], for every column of
-    ``points`` (their work order): one streamed pass, the columns scanned against ``rows`` (every
-    metric here is symmetric)."""
+    ``points`` (their work order): lapcli.cuda.points.row_min with the sides swapped, on the
+    columns against ``rows`` (every metric here is symmetric)."""
     import cupy
 
-    rows_t = cupy.ascontiguousarray(rows.T)
-    source = (points.columns.data.ptr, rows_t.data.ptr, rows.shape[0], points.p, points.sign)
-    return passes.row_min(points.kernels, source, points.m, rows.shape[0], u)[0]
+    from ...cuda import points as device_points
+
+    with_rows = dataclasses.replace(points, rows=rows, rows_t=cupy.ascontiguousarray(rows.T))
+    return device_points.row_min(with_rows, u, swapped=True)[0]
 
 
 def column_duals(points, solve_matrix, timeout: float | None = None):
     """The auction's first column duals (their work order), the c-transform of the sample's row
     duals, the sample's cost matrix solved by ``solve_matrix(problem, timeout=)``; and the
-    sample's size."""
+    sample's size. The columns are already in Morton's order (the auction's tiles,
+    auction_tiles.put_in_tiles): their sample is every SAMPLE_EVERY-th as they lie."""
     import cupy
 
     from ...points import distance_matrix
     from ...problem import prepare
 
-    rows, columns = sampled(points, points.rows_t), sampled(points, points.columns_t)
+    rows, columns = sampled(points, points.rows_t), points.columns[::SAMPLE_EVERY]
     sample = solve_matrix(prepare(distance_matrix(rows, columns, points.metric, points.p), check=False),
                           timeout=timeout)
     v = c_transform(points, rows, cupy.asarray(sample.duals[0], dtype=np.float64))
