@@ -32,7 +32,7 @@ POINT_CELLS: tuple[tuple[int, str, str], ...] = (  # (n, kind, metric)
     *((n, "uniform", "sqeuclidean") for n in (2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144)),
     *((n, kind, metric) for n in (8192, 65536)
       for kind, metric in (("uniform", "euclidean"), ("uniform", "cityblock"), ("clustered", "sqeuclidean"))),
-    (32768, "clustered", "sqeuclidean"))  # where a middle phase's price war was measured (docs/points.md)
+    *((n, "clustered", "sqeuclidean") for n in (32768, 131072, 262144)))  # beside 65,536: where the price wars were
 RUNNER_LIMITS = {"dense": 16384, "scipy": 4096}  # the largest n each runs
 WARM_UP_TO = 8192  # larger cells are timed without a warm-up call
 CALL_LIMIT_S = 120.0  # one solve's time limit, unless the caller gives one

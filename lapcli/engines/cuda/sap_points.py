@@ -120,8 +120,11 @@ def points_chain_limit(n: int) -> int:
 # COARSE_FIRST), ended by its tail rule at COARSE_TAIL_ROWS rows. H200, one solve a set, 65,536
 # clustered points, seeds 0-4: 1.39, 1.35, 12.7, 18.7, 9.8 s against 6.6-6.9, 5.4-6.3, 18.8, 21.9,
 # 18.2 s plain (32,768, seed 2: 4.4 against 11.2; uniform and cityblock as plain; docs/points.md).
-# Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6. Other sizes were not measured.
-COARSE_FIRST_UP_TO = 65_536
+# Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6. Above 65,536 points it holds with
+# the warm start (sap_warm), one call, H200: clustered 131,072 (seeds 2, 3) 6.0 and 4.8 s and
+# 262,144 (seed 2) 19.9 s, where the plain first phase ran past 45 s (and the coarse one without
+# the warm start at 262,144); uniform 262,144 5.0 against 5.6 s. Larger squares were not measured.
+COARSE_FIRST_UP_TO = 262_144
 # A square whose last rows the searches can take (tail_threads) gives the auction the dense
 # squares' budget (sap_start.auction_budget); past it the auction's duals as they are, and every
 # pair within 2ε of its row's minimum (ε the last phase's, whatever phase it stopped in:
