@@ -464,3 +464,15 @@ def test_the_warm_start_takes_squares_from_warm_from_with_morton_codes():
     assert sap_warm.warms(points(n, n)) and sap_warm.warms(points(2 * n, 2 * n, "cityblock", MAX_DIM))
     assert not sap_warm.warms(points(n - 1, n - 1)) and not sap_warm.warms(points(n, n + 1))
     assert not sap_warm.warms(points(n, n, "cosine")) and not sap_warm.warms(points(n, n, dim=MAX_DIM + 1))
+
+
+def test_the_warm_start_s_sample_is_every_16th_point_and_at_most_sample_most():
+    """sap_warm.stride: every SAMPLE_EVERY-th point up to SAMPLE_EVERY * SAMPLE_MOST points, then
+    the stride that keeps the sample at SAMPLE_MOST points or fewer."""
+    from lapcli.engines.cuda import sap_warm
+
+    every, most = sap_warm.SAMPLE_EVERY, sap_warm.SAMPLE_MOST
+    assert [sap_warm.stride(n) for n in (1000, sap_warm.WARM_FROM, every * most)] == [every] * 3
+    assert sap_warm.stride(every * most + 1) == every + 1 and sap_warm.stride(4 * every * most) == 4 * every
+    for n in (every * most + 1, 200_000, 262_144, 1 << 20, 3_000_017):
+        assert -(-n // sap_warm.stride(n)) <= most < -(-n // (sap_warm.stride(n) - 1))

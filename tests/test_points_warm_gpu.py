@@ -1,5 +1,5 @@
 """The point auction's warm start (lapcli.engines.cuda.sap_warm) on the GPU: the sample is every
-SAMPLE_EVERY-th point along Morton's curve, the column duals are the c-transform of the sample's
+stride-th point along Morton's curve (sap_warm.stride), the column duals are the c-transform of the sample's
 row duals, and an auction started from them is still exact (pytest -m gpu)."""
 
 import numpy as np
@@ -13,21 +13,24 @@ from lapcli.points import distance_matrix, prepare_points
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
-def test_the_sample_and_its_c_transform_are_their_twins(rng, metric):
-    """sampled() takes every SAMPLE_EVERY-th point of lapcli.twins.tiles.spatial_order, and
-    c_transform() equals min over the sampled rows of c − u, bit for bit."""
+@pytest.mark.parametrize("metric, most, every", [("sqeuclidean", 8192, 16), ("cityblock", 8192, 16),
+                                                 ("sqeuclidean", 40, 25)])
+def test_the_sample_and_its_c_transform_are_their_twins(monkeypatch, rng, metric, most, every):
+    """sampled() takes every stride-th point of lapcli.twins.tiles.spatial_order (16th, or more
+    where the sample would exceed SAMPLE_MOST), and c_transform() equals min over the sampled rows
+    of c − u, bit for bit."""
     import cupy
 
     from lapcli.cuda import points as device_points
     from lapcli.engines.cuda import sap_warm
     from lapcli.twins.tiles import spatial_order
 
+    monkeypatch.setattr(sap_warm, "SAMPLE_MOST", most)
     a, b = rng.random((1000, 2)), rng.random((1000, 2))
     problem = prepare_points(a, b, metric)
     on_device = device_points.upload(problem, "auction")
     rows = sap_warm.sampled(on_device, on_device.rows_t).get()
-    assert np.array_equal(rows, a[spatial_order(a)[::sap_warm.SAMPLE_EVERY]])
+    assert np.array_equal(rows, a[spatial_order(a)[::every]])
     u = rng.normal(0.0, 0.1, rows.shape[0])
     v = sap_warm.c_transform(on_device, cupy.asarray(rows), cupy.asarray(u)).get()
     assert np.array_equal(v, (distance_matrix(rows, b, metric) - u[:, None]).min(axis=0))
@@ -54,7 +57,7 @@ def test_an_auction_from_sampled_duals_is_exact(monkeypatch, kind, metric):
     solution = lapcli.solve_points(a, b, metric, solver="cuda-sap", timeout=300)
     assert solution.report.certified
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
-    sampled = -(-n // sap_warm.SAMPLE_EVERY)
+    sampled = -(-n // sap_warm.stride(n))
     assert solution.report.details["warm_start"] == f"the duals of {sampled:,} sampled points"
     first = solution.report.steps[0]
     assert first.name.startswith("warm start") and first.count == sampled and first.ms > 0

@@ -4,7 +4,7 @@ Why: on clustered points each region holds a few more points of one set than of 
 that surplus must travel to other regions. From v = 0 the auction moves it by bidding the
 region's prices up in its coarse first phase (a price war of 300-400 rounds on 65,536 points).
 At a coarser scale the two sets' optimal duals are those of a sample that keeps each region's
-share of both sets: every SAMPLE_EVERY-th point of each set along Morton's curve (a stratified
+share of both sets: every 16th point of each set along Morton's curve, at most 8,192 (a stratified
 sample, as the multiscale transport solvers build their coarse levels: Mérigot, "A multiscale
 approach to optimal transport", 2011; Schmitzer, "A sparse multiscale algorithm for dense optimal
 transport", 2016). The sample is solved as its cost matrix on the GPU (engine cuda-sap's square
@@ -16,8 +16,10 @@ The auction is exact from any start (each phase's release pass establishes its s
 all columns); the start only decides how far its prices must move. H200, 65,536 2-D points, three
 calls (docs/points.md): clustered seeds 0, 2 and 5 1.05-1.60 s against 1.36-2.26 from v = 0,
 seed 3 1.55-1.79 against 1.64-1.89; uniform sets, euclidean and cityblock within their spread.
+At 131,072 and 262,144 points it is what lets the coarse phase end: clustered sets took 3.5-20 s
+with it, and ran past 45 s without it at 262,144 (as from v = 0 without the coarse phase).
 The coarse first phase stays: without it the sample's errors (a region's surplus is known to
-SAMPLE_EVERY points) became wars at the fine first ε, and 600-1,100 rows went to the searches
+16 points) became wars at the fine first ε, and 600-1,100 rows went to the searches
 (10-19 s). An auction's duals only fall, so a column the start gives too low a dual waits until its
 neighbours' fall too: the start must not be finer than its errors.
 """
@@ -31,8 +33,10 @@ import numpy as np
 from ...cuda import auction_tiles
 
 # Every SAMPLE_EVERY-th point of each set along Morton's curve makes the sample (H200, 65,536
-# points: 8 took 0.25-0.76 s to solve the sample of 8,192 and was slower overall).
-SAMPLE_EVERY = 16
+# points: 8 took 0.25-0.76 s to solve the sample of 8,192 and was slower overall), and no more than
+# SAMPLE_MOST points: above 131,072 the stride grows (H200, 262,144 points: a sample of 16,384 took
+# 1.4 s to solve and its matrix 2.1 GB, 8,192 0.28-0.33 s and 0.5 GB; the auction after it the same).
+SAMPLE_EVERY, SAMPLE_MOST = 16, 8192
 # Squares of at least WARM_FROM points start warm (a sample of 2,048 points or more; H200, 32,768
 # clustered points 0.60-0.67 s against 0.63-0.72 from v = 0, uniform 0.40-0.43 against 0.34-0.52).
 WARM_FROM = 32_768
@@ -44,11 +48,17 @@ def warms(points) -> bool:
     return points.k == points.m >= WARM_FROM and auction_tiles.tiled(points.metric, points.rows.shape[1])
 
 
+def stride(count: int) -> int:
+    """The sample takes every stride(count)-th of ``count`` points: SAMPLE_EVERY, or more where
+    that would take over SAMPLE_MOST."""
+    return max(SAMPLE_EVERY, -(-count // SAMPLE_MOST))
+
+
 def sampled(points, side_t):
-    """Every SAMPLE_EVERY-th point of ``side_t`` ((d, count) CuPy) along Morton's curve (its twin:
-    lapcli.twins.tiles.spatial_order), as a (count', d) array."""
+    """Every stride(count)-th point of ``side_t`` ((d, count) CuPy) along Morton's curve (its
+    twin: lapcli.twins.tiles.spatial_order), as a (count', d) array."""
     order = auction_tiles.morton_order(points.kernels, side_t)
-    return side_t[:, order[::SAMPLE_EVERY]].T.copy()
+    return side_t[:, order[::stride(side_t.shape[1])]].T.copy()
 
 
 def c_transform(points, rows, u):
@@ -67,13 +77,13 @@ def column_duals(points, solve_matrix, timeout: float | None = None):
     """The auction's first column duals (their work order), the c-transform of the sample's row
     duals, the sample's cost matrix solved by ``solve_matrix(problem, timeout=)``; and the
     sample's size. The columns are already in Morton's order (the auction's tiles,
-    auction_tiles.put_in_tiles): their sample is every SAMPLE_EVERY-th as they lie."""
+    auction_tiles.put_in_tiles): their sample is every stride(m)-th as they lie."""
     import cupy
 
     from ...points import distance_matrix
     from ...problem import prepare
 
-    rows, columns = sampled(points, points.rows_t), points.columns[::SAMPLE_EVERY]
+    rows, columns = sampled(points, points.rows_t), points.columns[::stride(points.m)]
     sample = solve_matrix(prepare(distance_matrix(rows, columns, points.metric, points.p), check=False),
                           timeout=timeout)
     v = c_transform(points, rows, cupy.asarray(sample.duals[0], dtype=np.float64))
