@@ -33,7 +33,7 @@ def programs(dims) -> list:
              for method in points.METHODS for metric in points.METRIC_CODES for dim in dims]
     for dtype in DTYPES:
         found += [hungarian.program(dtype), auction.dense_program(dtype)]
-        found += [certificate._row_slacks_program(dtype, exact) for exact in (True, False)]
+        found += [certificate.row_slacks_program(dtype, exact) for exact in (True, False)]
     found += [batch_lap.program(dtype, k, threads, True, None, True)
               for dtype in IN_PLACE_DTYPES for _, (k, threads) in batch_lap.LAYOUTS]
     return [*found, sap_cluster.program(), ragged_pack.program()]

@@ -94,7 +94,7 @@ ROW_SLACKS_THREADS = 256
 
 
 @lru_cache(maxsize=None)
-def _row_slacks_program(cost_dtype: str, exact: bool):
+def row_slacks_program(cost_dtype: str, exact: bool):
     """The read pass for one cost type, compiled and loaded by lapcli.cuda.runtime; its parameters
     (cost, u, v, col, k, m, largest, out) as the runtime's slot letters."""
     from .cuda.runtime import Program
@@ -114,7 +114,7 @@ def _device_slacks(cost, col, u, v, dual_dtype):
     from .cuda.runtime import current_stream, load
 
     largest = int(np.iinfo(np.int64).max) if exact else float("inf")
-    program = _row_slacks_program(cost.dtype.name, exact)
+    program = row_slacks_program(cost.dtype.name, exact)
     kernels, _load_ms = load(program)
     u, v, col = (cupy.ascontiguousarray(array) for array in (u, v, col))  # kept alive until the copy back
     kernels[program.kernels[0][0]].launch(

@@ -67,3 +67,33 @@ def test_an_auction_from_sampled_duals_is_exact(monkeypatch, kind, metric):
     assert starts[-1] is None and "warm_start" not in plain.report.details
     assert plain.report.steps[0].name.startswith("auction")
     assert plain.objective == pytest.approx(solution.objective, rel=1e-12)
+
+
+def test_load_programs_holds_every_program_a_warm_start_runs(monkeypatch):
+    """After sap_points.load_programs (what a timed caller loads first), the warm start of 32,768
+    points (a sample of 2,048, searched in one block) and of 65,536 (4,096, over a cluster) asks
+    for no program it did not load: a timed first solve compiles none."""
+    from lapcli.cuda import batch_lap
+    from lapcli.cuda import points as device_points
+    from lapcli.cuda.runtime import current_gpu
+    from lapcli.engines.cuda import sap, sap_points, sap_warm
+
+    asked = [set()]
+
+    class Recording(dict):  # every program runtime.load looks up, loaded before or not
+        def get(self, key, default=None):
+            asked[-1].add(key)
+            return super().get(key, default)
+
+    gpu = current_gpu()
+    monkeypatch.setattr(gpu, "kernels", Recording(gpu.kernels))
+    monkeypatch.setattr(batch_lap, "_kernels", {})  # its own lookup, before runtime.load's
+    sap_points.load_programs("sqeuclidean", 2)
+    loaded = asked[-1]
+    for n in (sap_warm.WARM_FROM, 2 * sap_warm.WARM_FROM):
+        asked.append(set())
+        on_device = device_points.upload(prepare_points(generate_points(n, 2, kind="clustered", seed=1),
+                                                        generate_points(n, 2, kind="clustered", seed=2)), "auction")
+        v, sampled = sap_warm.column_duals(on_device, sap.solve)
+        assert sampled == n // sap_warm.stride(n) and v.shape == (n,)
+        assert asked[-1] and asked[-1] <= loaded, f"{n} points: {asked[-1] - loaded}"

@@ -92,8 +92,13 @@ def column_duals(points, solve_matrix, timeout: float | None = None):
 
 def load_programs() -> float:
     """Compile, or read from the kernel cache, what the sample's solve runs (engine cuda-sap on a
-    float64 matrix: the auction and the cluster searches); the milliseconds it took."""
-    from ...cuda import auction, sap_cluster
+    float64 matrix: the auction, then the searches, in one block for the smallest sample, WARM_FROM's
+    2,048 points = batch_lap.MAX_COLUMNS, over a cluster for larger ones, and the certificate's
+    pass); the milliseconds it took."""
+    from ...certificate import row_slacks_program
+    from ...cuda import auction, batch_lap, sap_cluster
     from ...cuda.runtime import load
 
-    return load(auction.dense_program("float64"))[1] + load(sap_cluster.program())[1]
+    one_block = batch_lap.program("float64", *batch_lap.choose_layout(batch_lap.MAX_COLUMNS))
+    return sum(load(program)[1] for program in (auction.dense_program("float64"), one_block, sap_cluster.program(),
+                                                row_slacks_program("float64", False)))
