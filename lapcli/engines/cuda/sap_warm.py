@@ -34,8 +34,9 @@ from ...cuda import auction_tiles
 
 # Every SAMPLE_EVERY-th point of each set along Morton's curve makes the sample (H200, 65,536
 # points: 8 took 0.25-0.76 s to solve the sample of 8,192 and was slower overall), and no more than
-# SAMPLE_MOST points: above 131,072 the stride grows (H200, 262,144 points: a sample of 16,384 took
-# 1.4 s to solve and its matrix 2.1 GB, 8,192 0.28-0.33 s and 0.5 GB; the auction after it the same).
+# SAMPLE_MOST points: above 131,072 the stride grows (H200, 262,144 clustered points: a sample of
+# 16,384 took 1.4-1.5 s to solve and its matrix 2.1 GB, 8,192 0.21-0.34 s and 0.5 GB; the auction
+# after it the same).
 SAMPLE_EVERY, SAMPLE_MOST = 16, 8192
 # Squares of at least WARM_FROM points start warm (a sample of 2,048 points or more; H200, 32,768
 # clustered points 0.60-0.67 s against 0.63-0.72 from v = 0, uniform 0.40-0.43 against 0.34-0.52).
