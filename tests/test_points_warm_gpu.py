@@ -1,6 +1,7 @@
 """The point auction's warm start (lapcli.engines.cuda.sap_warm) on the GPU: the sample is every
-stride-th point along Morton's curve (sap_warm.stride), the column duals are the c-transform of the sample's
-row duals, and an auction started from them is still exact (pytest -m gpu)."""
+stride-th point along Morton's curve (sap_warm.stride), the column duals are the c-transform of
+the sample's row duals, an auction started from them is still exact, and load_programs loads
+what it runs (pytest -m gpu)."""
 
 import numpy as np
 import pytest
