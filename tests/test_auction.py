@@ -476,3 +476,24 @@ def test_the_warm_start_s_sample_is_every_16th_point_and_at_most_sample_most():
     assert sap_warm.stride(every * most + 1) == every + 1 and sap_warm.stride(4 * every * most) == 4 * every
     for n in (every * most + 1, 200_000, 262_144, 1 << 20, 3_000_017):
         assert -(-n // sap_warm.stride(n)) <= most < -(-n // (sap_warm.stride(n) - 1))
+
+
+def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start():
+    """sap_points.coarse_and_warm: the coarse first phase up to COARSE_FIRST_UP_TO points whatever
+    the start; above it, up to COARSE_WARM_UP_TO, only where the warm start runs (tiled columns, a
+    sample solve handed in, sap_warm.warms); past that neither."""
+    from types import SimpleNamespace
+
+    from lapcli.engines.cuda import sap_points
+
+    def points(n, metric="sqeuclidean"):
+        return SimpleNamespace(k=n, m=n, metric=metric, rows=np.zeros((1, 2)))
+
+    small, large = sap_points.COARSE_FIRST_UP_TO, sap_points.COARSE_WARM_UP_TO
+    assert sap_points.coarse_and_warm(points(small), True, True) == (True, True)
+    assert sap_points.coarse_and_warm(points(small, "cosine"), False, True) == (True, False)
+    assert sap_points.coarse_and_warm(points(small + 1), True, True) == (True, True)
+    assert sap_points.coarse_and_warm(points(large), True, True) == (True, True)
+    for no_start in ((points(small + 1, "cosine"), True, True), (points(large), False, True),
+                     (points(large), True, False), (points(large + 1), True, True)):
+        assert sap_points.coarse_and_warm(*no_start) == (False, False)

@@ -98,3 +98,22 @@ def test_load_programs_holds_every_program_a_warm_start_runs(monkeypatch):
         v, sampled = sap_warm.column_duals(on_device, sap.solve)
         assert sampled == n // sap_warm.stride(n) and v.shape == (n,)
         assert asked[-1] and asked[-1] <= loaded, f"{n} points: {asked[-1] - loaded}"
+
+
+def test_the_sample_is_square_when_its_stride_grows(monkeypatch):
+    """With SAMPLE_MOST lowered the rows' and the columns' stride grow alike: the sample solved is
+    a square of SAMPLE_MOST points a side."""
+    from lapcli.cuda import points as device_points
+    from lapcli.engines.cuda import sap, sap_warm
+
+    monkeypatch.setattr(sap_warm, "SAMPLE_MOST", 100)
+    n, shapes = 3000, []
+    on_device = device_points.upload(prepare_points(generate_points(n, 2, kind="clustered", seed=3),
+                                                    generate_points(n, 2, kind="clustered", seed=4)), "auction")
+
+    def solve(problem, timeout=None):
+        shapes.append((problem.n_rows, problem.n_cols))
+        return sap.solve(problem, timeout=timeout)
+
+    v, sampled = sap_warm.column_duals(on_device, solve)
+    assert sap_warm.stride(n) == 30 and shapes == [(100, 100)] and sampled == 100 and v.shape == (n,)

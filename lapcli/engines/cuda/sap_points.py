@@ -120,11 +120,13 @@ def points_chain_limit(n: int) -> int:
 # COARSE_FIRST), ended by its tail rule at COARSE_TAIL_ROWS rows. H200, one solve a set, 65,536
 # clustered points, seeds 0-4: 1.39, 1.35, 12.7, 18.7, 9.8 s against 6.6-6.9, 5.4-6.3, 18.8, 21.9,
 # 18.2 s plain (32,768, seed 2: 4.4 against 11.2; uniform and cityblock as plain; docs/points.md).
-# Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6. Above 65,536 points it holds with
-# the warm start (sap_warm), one call, H200: clustered 131,072 (seeds 2, 3) 6.0 and 4.8 s and
-# 262,144 (seed 2) 19.9 s, where the plain first phase ran past 45 s (and the coarse one without
-# the warm start at 262,144); uniform 262,144 5.0 against 5.6 s. Larger squares were not measured.
-COARSE_FIRST_UP_TO = 262_144
+# Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6.
+# Up to COARSE_WARM_UP_TO points it runs where the warm start does (sap_warm), and only there:
+# H200, three calls: clustered 131,072 points (seeds 0, 2, 3, 4) 3.8-6.0 s and 262,144 (seeds 2,
+# 3, 4) 13.3-18.9 s, where the plain first phase ran past 45 s (seeds 2, 3) and the coarse one
+# without the warm start 10.0 and 8.0 s at 131,072 and past 45 s at 262,144; uniform 262,144
+# 4.9-6.2 s against 5.6 plain and 7.3 coarse without the start. Larger squares were not measured.
+COARSE_FIRST_UP_TO, COARSE_WARM_UP_TO = 65_536, 262_144
 # A square whose last rows the searches can take (tail_threads) gives the auction the dense
 # squares' budget (sap_start.auction_budget); past it the auction's duals as they are, and every
 # pair within 2ε of its row's minimum (ε the last phase's, whatever phase it stopped in:
@@ -148,7 +150,7 @@ def load_programs(metric: str, dim: int) -> float:
     coordinates above AUCTION_FROM runs on the current device (the auction, the searches that
     take its last rows, and its warm start's sample solve); the milliseconds it took. A caller
     that times solves loads them first, so that no timed solve holds a compilation (1–1.5 s at
-    65,536 points on an H200; the sample's programs up to 10 s more)."""
+    65,536 points on an H200; the sample's programs 10–15 s more)."""
     from ...cuda import points as device_points
     from ...cuda.runtime import load
 
@@ -171,18 +173,26 @@ def tail_threads(m: int, dim: int) -> int | None:
     return threads if m <= sap_rounds.max_columns(gpu.max_shared, gpu.sms, threads, record=dim + 2) else None
 
 
+def coarse_and_warm(points, tiled: bool, can_solve_sample: bool) -> tuple[bool, bool]:
+    """(coarse first phase, warm start) for the square point auction on ``points``: the warm
+    start where sap_warm.warms, up to COARSE_WARM_UP_TO points, on columns in tiles and with a
+    matrix solve handed in for the sample; the coarse phase up to COARSE_FIRST_UP_TO points, and
+    above that only with the warm start (where both were measured)."""
+    warm = tiled and can_solve_sample and points.k <= COARSE_WARM_UP_TO and sap_warm.warms(points)
+    return points.k <= COARSE_FIRST_UP_TO or warm, warm
+
+
 def _points_auction(problem, points, tiles, details: dict, timeout, progress, solve_matrix):
-    """The square point problem by the ε-scaling auction (from the warm start's duals where
-    sap_warm.warms, up to COARSE_FIRST_UP_TO points: measured with the coarse first phase), its last
-    phase's tail by the searches in rounds (where the blocks hold the columns): (col_of_row, v,
-    steps, launches)."""
+    """The square point problem by the ε-scaling auction (its first phase and start:
+    coarse_and_warm), its last phase's tail by the searches in rounds (where the blocks hold the
+    columns): (col_of_row, v, steps, launches)."""
     began = time.perf_counter()
     final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
     threads = tail_threads(points.m, points.rows.shape[1])
     budget = auction_budget(points.k) if threads is not None else None
-    coarse_first = points.k <= COARSE_FIRST_UP_TO
+    coarse_first, warm = coarse_and_warm(points, tiles is not None, solve_matrix is not None)
     steps, v_start, left = [], None, timeout
-    if solve_matrix is not None and coarse_first and tiles is not None and sap_warm.warms(points):
+    if warm:
         v_start, sampled = sap_warm.column_duals(points, solve_matrix, timeout)
         warm_ms = 1e3 * (time.perf_counter() - began)
         details.update(warm_start=f"the duals of {sampled:,} sampled points", warm_start_ms=round(warm_ms, 3))
