@@ -449,9 +449,9 @@ def test_the_auction_from_a_sample_s_duals_is_exact_and_bids_less(rng):
 
 
 def test_the_warm_start_takes_squares_from_warm_from_with_morton_codes():
-    """sap_warm.warms: squares of WARM_FROM points or more whose columns have Morton codes (2-D to
-    MAX_DIM-D, not cosine: auction_tiles.tiled); rectangles, smaller squares and the others start
-    from v = 0."""
+    """sap_warm.warms: squares of WARM_FROM to WARM_UP_TO points whose columns have Morton codes
+    (2-D to MAX_DIM-D, not cosine: auction_tiles.tiled); rectangles, smaller and larger squares and
+    the others start from v = 0."""
     from types import SimpleNamespace
 
     from lapcli.cuda.auction_tiles import MAX_DIM
@@ -464,6 +464,8 @@ def test_the_warm_start_takes_squares_from_warm_from_with_morton_codes():
     assert sap_warm.warms(points(n, n)) and sap_warm.warms(points(2 * n, 2 * n, "cityblock", MAX_DIM))
     assert not sap_warm.warms(points(n - 1, n - 1)) and not sap_warm.warms(points(n, n + 1))
     assert not sap_warm.warms(points(n, n, "cosine")) and not sap_warm.warms(points(n, n, dim=MAX_DIM + 1))
+    top = sap_warm.WARM_UP_TO
+    assert sap_warm.warms(points(top, top)) and not sap_warm.warms(points(top + 1, top + 1))
 
 
 def test_the_warm_start_s_sample_is_every_16th_point_and_at_most_sample_most():
@@ -480,20 +482,19 @@ def test_the_warm_start_s_sample_is_every_16th_point_and_at_most_sample_most():
 
 def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start():
     """sap_points.coarse_and_warm: the coarse first phase up to COARSE_FIRST_UP_TO points whatever
-    the start; above it, up to COARSE_WARM_UP_TO, only where the warm start runs (tiled columns, a
-    sample solve handed in, sap_warm.warms); past that neither."""
+    the start; above it only where the warm start runs (sap_warm.warms, to WARM_UP_TO points, and
+    a sample solve handed in); past that neither."""
     from types import SimpleNamespace
 
-    from lapcli.engines.cuda import sap_points
+    from lapcli.engines.cuda import sap_points, sap_warm
 
     def points(n, metric="sqeuclidean"):
         return SimpleNamespace(k=n, m=n, metric=metric, rows=np.zeros((1, 2)))
 
-    small, large = sap_points.COARSE_FIRST_UP_TO, sap_points.COARSE_WARM_UP_TO
-    assert sap_points.coarse_and_warm(points(small), True, True) == (True, True)
-    assert sap_points.coarse_and_warm(points(small, "cosine"), False, True) == (True, False)
-    assert sap_points.coarse_and_warm(points(small + 1), True, True) == (True, True)
-    assert sap_points.coarse_and_warm(points(large), True, True) == (True, True)
-    for no_start in ((points(small + 1, "cosine"), True, True), (points(large), False, True),
-                     (points(large), True, False), (points(large + 1), True, True)):
+    small, large = sap_points.COARSE_FIRST_UP_TO, sap_warm.WARM_UP_TO
+    assert sap_points.coarse_and_warm(points(small), True) == (True, True)
+    assert sap_points.coarse_and_warm(points(small, "cosine"), True) == (True, False)
+    assert sap_points.coarse_and_warm(points(small + 1), True) == (True, True)
+    assert sap_points.coarse_and_warm(points(large), True) == (True, True)
+    for no_start in ((points(small + 1, "cosine"), True), (points(large), False), (points(large + 1), True)):
         assert sap_points.coarse_and_warm(*no_start) == (False, False)

@@ -121,12 +121,12 @@ def points_chain_limit(n: int) -> int:
 # clustered points, seeds 0-4: 1.39, 1.35, 12.7, 18.7, 9.8 s against 6.6-6.9, 5.4-6.3, 18.8, 21.9,
 # 18.2 s plain (32,768, seed 2: 4.4 against 11.2; uniform and cityblock as plain; docs/points.md).
 # Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6.
-# Up to COARSE_WARM_UP_TO points it runs where the warm start does (sap_warm), and only there:
+# Above it the coarse phase runs where the warm start does (sap_warm.warms, to 262,144 points):
 # H200, three calls: clustered 131,072 points (seeds 0, 2, 3, 4) 3.8-6.0 s and 262,144 (seeds 2,
 # 3, 4) 13.3-18.9 s, where the plain first phase ran past 45 s (seeds 2, 3) and the coarse one
 # without the warm start 10.0 and 8.0 s at 131,072 and past 45 s at 262,144; uniform 262,144
 # 4.9-6.2 s against 5.6 plain and 7.3 coarse without the start. Larger squares were not measured.
-COARSE_FIRST_UP_TO, COARSE_WARM_UP_TO = 65_536, 262_144
+COARSE_FIRST_UP_TO = 65_536
 # A square whose last rows the searches can take (tail_threads) gives the auction the dense
 # squares' budget (sap_start.auction_budget); past it the auction's duals as they are, and every
 # pair within 2ε of its row's minimum (ε the last phase's, whatever phase it stopped in:
@@ -173,12 +173,12 @@ def tail_threads(m: int, dim: int) -> int | None:
     return threads if m <= sap_rounds.max_columns(gpu.max_shared, gpu.sms, threads, record=dim + 2) else None
 
 
-def coarse_and_warm(points, tiled: bool, can_solve_sample: bool) -> tuple[bool, bool]:
+def coarse_and_warm(points, can_solve_sample: bool) -> tuple[bool, bool]:
     """(coarse first phase, warm start) for the square point auction on ``points``: the warm
-    start where sap_warm.warms, up to COARSE_WARM_UP_TO points, on columns in tiles and with a
-    matrix solve handed in for the sample; the coarse phase up to COARSE_FIRST_UP_TO points, and
-    above that only with the warm start (where both were measured)."""
-    warm = tiled and can_solve_sample and points.k <= COARSE_WARM_UP_TO and sap_warm.warms(points)
+    start where sap_warm.warms and a matrix solve is handed in for the sample; the coarse phase up
+    to COARSE_FIRST_UP_TO points, and above that only with the warm start (where both were
+    measured)."""
+    warm = can_solve_sample and sap_warm.warms(points)
     return points.k <= COARSE_FIRST_UP_TO or warm, warm
 
 
@@ -190,7 +190,7 @@ def _points_auction(problem, points, tiles, details: dict, timeout, progress, so
     final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
     threads = tail_threads(points.m, points.rows.shape[1])
     budget = auction_budget(points.k) if threads is not None else None
-    coarse_first, warm = coarse_and_warm(points, tiles is not None, solve_matrix is not None)
+    coarse_first, warm = coarse_and_warm(points, solve_matrix is not None)  # warm: tiled columns
     steps, v_start, left = [], None, timeout
     if warm:
         v_start, sampled = sap_warm.column_duals(points, solve_matrix, timeout)

@@ -39,15 +39,18 @@ from ...cuda import auction_tiles
 # 16,384 took 1.4-1.5 s to solve and its matrix 2.1 GB, 8,192 0.21-0.34 s and 0.5 GB; the auction
 # after it the same).
 SAMPLE_EVERY, SAMPLE_MOST = 16, 8192
-# Squares of at least WARM_FROM points start warm (a sample of 2,048 points or more; H200, 32,768
-# clustered points 0.60-0.67 s against 0.63-0.72 from v = 0, uniform 0.40-0.43 against 0.34-0.52).
-WARM_FROM = 32_768
+# Squares of WARM_FROM to WARM_UP_TO points start warm (a sample of 2,048 points or more; H200,
+# 32,768 clustered points 0.60-0.67 s against 0.63-0.72 from v = 0, uniform 0.40-0.43 against
+# 0.34-0.52; 131,072 and 262,144: sap_points.COARSE_FIRST_UP_TO's note). Larger squares were not
+# measured with it.
+WARM_FROM, WARM_UP_TO = 32_768, 262_144
 
 
 def warms(points) -> bool:
     """Whether the auction on ``points`` (lapcli.cuda.points.DevicePoints) starts warm: a square of
-    WARM_FROM points or more whose columns have Morton codes (auction_tiles.tiled)."""
-    return points.k == points.m >= WARM_FROM and auction_tiles.tiled(points.metric, points.rows.shape[1])
+    WARM_FROM to WARM_UP_TO points whose columns have Morton codes (auction_tiles.tiled)."""
+    return (points.k == points.m and WARM_FROM <= points.k <= WARM_UP_TO
+            and auction_tiles.tiled(points.metric, points.rows.shape[1]))
 
 
 def stride(count: int) -> int:
