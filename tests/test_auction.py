@@ -403,7 +403,8 @@ def test_a_coarse_first_phase_bids_a_regions_surplus_out_before_the_wars(rng):
     rules = dict(scaling=AUCTION_SCALING, max_bids=300_000, max_chain=2, tail_rows=2, last_tail_to_searches=True,
                  stalled_tail=True, defer_wars=True)
     plain_cols, plain_v, plain = auction_twin(cost.astype(np.float64), 0.25 / n, **rules)
-    col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, coarse_first=True, **rules)
+    col_of_row, v, phases = auction_twin(cost.astype(np.float64), 0.25 / n, coarse_first=auction.COARSE_FIRST,
+                                         **rules)
     assert phases[0][0] == pytest.approx(plain[0][0] * auction.COARSE_FIRST)
     assert phases[0][3] <= 2 and phases[0][6] == 0  # at most the tail's rows left free, none deferred
     columns, searched = searched_from(cost, col_of_row, v)
@@ -437,7 +438,7 @@ def test_the_auction_from_a_sample_s_duals_is_exact_and_bids_less(rng):
     cost = np.round(distance_matrix(a, b, "sqeuclidean") * scale).astype(np.int64)
     optimum = cost[scipy_lsa(cost)].sum()
     rules = dict(scaling=AUCTION_SCALING, max_bids=300_000, max_chain=2, tail_rows=2, last_tail_to_searches=True,
-                 stalled_tail=True, defer_wars=True, coarse_first=True)
+                 stalled_tail=True, defer_wars=True, coarse_first=auction.COARSE_FIRST)
     warm = np.round(sample_duals(a, b, "sqeuclidean", 4) * scale)
     bids = {}
     for name, v_start in (("cold", None), ("warm", warm), ("random", rng.normal(0.0, 0.5 * scale, n))):
@@ -482,8 +483,9 @@ def test_the_warm_start_s_sample_is_every_16th_point_and_at_most_sample_most():
 
 def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start():
     """sap_points.coarse_and_warm: the coarse first phase up to COARSE_FIRST_UP_TO points whatever
-    the start; above it only where the warm start runs (sap_warm.warms, to WARM_UP_TO points, and
-    a sample solve handed in); past that neither."""
+    the start, at auction.COARSE_FIRST times the first ε; above it only where the warm start runs
+    (sap_warm.warms, to WARM_UP_TO points, and a sample solve handed in), its factor in proportion
+    to n (64 at 262,144 points); past that neither."""
     from types import SimpleNamespace
 
     from lapcli.engines.cuda import sap_points, sap_warm
@@ -492,9 +494,14 @@ def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start():
         return SimpleNamespace(k=n, m=n, metric=metric, rows=np.zeros((1, 2)))
 
     small, large = sap_points.COARSE_FIRST_UP_TO, sap_warm.WARM_UP_TO
-    assert sap_points.coarse_and_warm(points(small), True) == (True, True)
-    assert sap_points.coarse_and_warm(points(small, "cosine"), True) == (True, False)
-    assert sap_points.coarse_and_warm(points(small + 1), True) == (True, True)
-    assert sap_points.coarse_and_warm(points(large), True) == (True, True)
+    coarse = auction.COARSE_FIRST
+    assert sap_points.coarse_and_warm(points(1024), True) == (coarse, False)
+    assert sap_points.coarse_and_warm(points(small), True) == (coarse, True)
+    assert sap_points.coarse_and_warm(points(small, "cosine"), True) == (coarse, False)
+    assert sap_points.coarse_and_warm(points(small + 1), True) == (pytest.approx(coarse * (small + 1) / small), True)
+    assert sap_points.coarse_and_warm(points(large), True) == (coarse * large / small, True)
     for no_start in ((points(small + 1, "cosine"), True), (points(large), False), (points(large + 1), True)):
-        assert sap_points.coarse_and_warm(*no_start) == (False, False)
+        assert sap_points.coarse_and_warm(*no_start) == (0.0, False)
+    spread = 1e-3  # the auction's first ε takes the factor as it is (0: none)
+    assert auction.first_eps_of(spread, 0.0, coarse * large / small) == spread * auction.FIRST_EPS_OF_SPREAD * 64
+    assert auction.first_eps_of(spread, 0.0, 0.0) == spread * auction.FIRST_EPS_OF_SPREAD

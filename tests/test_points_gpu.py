@@ -175,7 +175,7 @@ def test_a_price_war_s_rows_bid_no_more_and_the_searches_take_them(rng, monkeypa
     found = []
     solve = auction.solve
     monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(
-        solve(*args, **{**kwargs, "coarse_first": False})) or found[-1])  # the war rule alone
+        solve(*args, **{**kwargs, "coarse_first": 0.0})) or found[-1])  # the war rule alone
     n, crowded = 1200, 900
     a = np.concatenate([rng.normal(0.0, 0.03, (crowded, 2)), rng.normal(1.0, 0.03, (n - crowded, 2))])
     b = np.concatenate([rng.normal(0.0, 0.03, (n - crowded, 2)), rng.normal(1.0, 0.03, (crowded, 2))])
@@ -216,7 +216,7 @@ def test_a_coarse_first_phase_bids_the_surplus_out_before_the_later_phases(rng, 
     assert solution.report.certified
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
     monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(
-        solve(*args, **{**kwargs, "coarse_first": False})) or found[-1])
+        solve(*args, **{**kwargs, "coarse_first": 0.0})) or found[-1])
     assert lapcli.solve_points(a, b, solver="cuda-sap", timeout=300).report.certified
     monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: found.append(solve(*args, **kwargs)) or found[-1])
     monkeypatch.setattr(sap_points, "COARSE_FIRST_UP_TO", n - 1)  # larger sets start plain
@@ -231,12 +231,12 @@ def test_a_coarse_first_phase_bids_the_surplus_out_before_the_later_phases(rng, 
 
 @pytest.fixture
 def plain_first_phase(monkeypatch):
-    """The point auction without its coarse first phase (``coarse_first`` False): the tests of the
+    """The point auction without its coarse first phase (``coarse_first`` 0): the tests of the
     bids' kernels and floors read every phase's bids on the usual ε schedule."""
     from lapcli.cuda import auction
 
     solve = auction.solve
-    monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: solve(*args, **{**kwargs, "coarse_first": False}))
+    monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: solve(*args, **{**kwargs, "coarse_first": 0.0}))
 
 
 @pytest.mark.parametrize("block_rows", [0, 10**9])

@@ -26,7 +26,7 @@ costs at most its budget. A chain limit (``max_chain``) does the same for a phas
 searches take them. Where those rows are many and grow (``defer_wars``, :func:`tail_wages_war`), a
 region's surplus wages a war: the phase ends and its rows bid no more (DEFERRED in ``fresh``); the
 searches take them too. ``coarse_first`` bids such surpluses out first, in one phase at a coarse ε
-(COARSE_FIRST), until its last few rows stall (COARSE_TAIL_ROWS).
+(that many times the first; COARSE_FIRST), until its last few rows stall (COARSE_TAIL_ROWS).
 """
 
 from __future__ import annotations
@@ -73,12 +73,12 @@ DENSE_AFTER = 256
 BLOCK_ROWS_UP_TO = 1024
 # the first a multiprocessor holds (at most kernels/auction.cu's AUCTION_BLOCK_MAX: its shared arrays)
 BLOCK_THREADS = (512, 256)
-# ``coarse_first``: the first phase at COARSE_FIRST times the first ε, chains of COARSE_CHAIN bids: a
-# region's surplus moves far (~0.01-0.05 against ~5e-5) in few coarse steps (sap_points says where).
-# It ends only on the tail rule at COARSE_TAIL_ROWS rows, which bid on in the next phase (bid to the
-# end, their war took past 40 s on five of seven clustered sets). Seven sets of 65,536 clustered
-# points, H200, one call: chains of 256 took 1.40-2.15 s, 1,024 1.29-2.74 (three sets' wars inside
-# the phase's chains, 0.65-1.4 M full scans), 512 1.40-2.89, 128 1.55-1.99; uniform 0.55-0.71 all.
+# ``coarse_first`` (COARSE_FIRST; sap_points.coarse_factor): the first phase at that many times the
+# first ε, chains of COARSE_CHAIN bids: a region's surplus moves far (~0.01-0.05 against ~5e-5) in
+# few coarse steps. It ends only on the tail rule at COARSE_TAIL_ROWS rows, which bid on in the next
+# phase (bid to the end, their war took past 40 s on five of seven clustered sets). Seven sets of
+# 65,536 clustered points, H200, one call: chains of 256 took 1.40-2.15 s, 1,024 1.29-2.74 (wars
+# inside three sets' chains), 512 1.40-2.89, 128 1.55-1.99; uniform 0.55-0.71 all.
 COARSE_FIRST, COARSE_CHAIN, COARSE_TAIL_ROWS = 16.0, 256, 16
 
 # Integer squares with n·max|c| below this take the auction (engine cuda-sap above its one-block
@@ -183,10 +183,10 @@ class AuctionResult:
                 "auction_deferred": sum(phase.deferred for phase in self.phases)}
 
 
-def first_eps_of(spread: float, least: float, coarse_first: bool) -> float:
-    """The first phase's ε: FIRST_EPS_OF_SPREAD of the median row's candidate spread (COARSE_FIRST
-    times it with ``coarse_first``), at least ``least``, at most float64's largest."""
-    return max(min(spread * FIRST_EPS_OF_SPREAD * (COARSE_FIRST if coarse_first else 1), np.finfo(float).max), least)
+def first_eps_of(spread: float, least: float, coarse_first: float) -> float:
+    """The first phase's ε: FIRST_EPS_OF_SPREAD of the median row's candidate spread (``coarse_first``
+    times it, 0: once), at least ``least``, at most float64's largest."""
+    return max(min(spread * FIRST_EPS_OF_SPREAD * (coarse_first or 1.0), np.finfo(float).max), least)
 
 
 def schedule(first_eps: float, final_eps: float, scaling: float = SCALING) -> list[float]:
@@ -207,7 +207,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
           budget: float | None = None, least_first_eps: float = 0.0, scaling: float = SCALING, max_chain: int = 0,
           progress: Callable[[Phase, int], None] | None = None, tail_rows: int = 0, stalled_tail: bool = False,
           last_tail_to_searches: bool = False, defer_wars: bool = False, block_rows_up_to: int = 0,
-          coarse_first: bool = False, tiles: auction_tiles.ColumnTiles | None = None, v_start=None) -> AuctionResult:
+          coarse_first: float = 0.0, tiles: auction_tiles.ColumnTiles | None = None, v_start=None) -> AuctionResult:
     """Run the phases down to ``final_eps`` on the current device and stream; ``source`` is the
     cost source's five arguments. The first ε is :func:`first_eps_of`'s (``least_first_eps``:
     integer costs' 1, so that tied candidates do not start at the last ε). ``progress(phase,
@@ -225,9 +225,9 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     ``stalled_tail``: only a round that leaves no fewer rows so than the round before ends the
     phase (while the rounds get rows through, the phase goes on). ``defer_wars``: a price war's
     rows bid no more, left to the searches (:func:`round_ends_phase`). A round of at most
-    ``block_rows_up_to`` rows bids a block a row (0: a warp a row). ``coarse_first``: COARSE_FIRST.
-    ``tiles``: the columns' (point sets'), by which full scans skip the columns that cost too much.
-    ``v_start``: the columns' first duals (float64 CuPy; None: 0)."""
+    ``block_rows_up_to`` rows bids a block a row (0: a warp a row). ``coarse_first``: the coarse
+    first phase's ε over the plain one (0: none). ``tiles``: the columns' (point sets'), by which
+    full scans skip the columns that cost too much. ``v_start``: first column duals (CuPy; None: 0)."""
     import cupy
 
     gpu = current_gpu()
@@ -293,7 +293,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
         rounds = released_in_phase = left_free = parked_so_far = deferred_in_phase = 0
         parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
-        open_phase = coarse_first and index == 0 and not last_phase  # COARSE_FIRST's phase
+        open_phase = coarse_first and index == 0 and not last_phase  # the coarse first phase
         chain = COARSE_CHAIN if open_phase else max_chain
         while True:  # rounds until the release pass finds every row within eps over all columns
             now = time.perf_counter()  # the seconds left of the timeout and of the budget (None: no limit)

@@ -9,7 +9,7 @@ import numpy as np
 def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = None, max_bids: int = 10**6,
                  least_first_eps: float = 0.0, max_chain: int = 0, tail_rows: int = 0,
                  last_tail_to_searches: bool = False, floor: bool = True, stalled_tail: bool = False,
-                 defer_wars: bool = False, coarse_first: bool = False, v_start: np.ndarray | None = None):
+                 defer_wars: bool = False, coarse_first: float = 0.0, v_start: np.ndarray | None = None):
     """kernels/auction.cu (lapcli.cuda.auction, cuda-sap's square point problems) on a dense n × n
     float matrix, its bids one at a time (a warp's eviction chain run to its end; the kernel runs
     thousands at once, in an order no one fixes): the same candidates (each lane's AUCTION_NEAR
@@ -62,7 +62,7 @@ def auction_twin(cost: np.ndarray, final_eps: float, scaling: float | None = Non
         rounds = bids = left_free = full_scans = proved = deferred_in_phase = 0
         parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
-        open_phase = coarse_first and index == 0 and not last_phase  # COARSE_FIRST's phase
+        open_phase = coarse_first and index == 0 and not last_phase  # the coarse first phase
         chain_limit = auction.COARSE_CHAIN if open_phase else max_chain
         row_bids = np.zeros(n, dtype=np.int64)
         fresh = np.ones(n, dtype=bool)

@@ -127,6 +127,11 @@ def points_chain_limit(n: int) -> int:
 # without the warm start 10.0 and 8.0 s at 131,072 and past 45 s at 262,144; uniform 262,144
 # 4.9-6.2 s against 5.6 plain and 7.3 coarse without the start. Larger squares were not measured.
 COARSE_FIRST_UP_TO = 65_536
+# Above COARSE_FIRST_UP_TO points the coarse phase's ε grows in proportion to n (coarse_factor): the
+# median candidate spread of 2-D points falls as 1/n, while a region's surplus must move as far.
+# H200, warm start, one process: 262,144 clustered points at 64 (seeds 2, 3, 4) 13.5-15.0,
+# 16.0-16.6, 12.0 s against 18.1-19.5, 17.1-17.5, 13.9 at 16; uniform (two sets) 6.2, 6.4 against
+# 6.3, 5.9; 131,072 clustered at 32 (two sets) 6.5, 5.3 against 6.4, 5.0.
 # A square whose last rows the searches can take (tail_threads) gives the auction the dense
 # squares' budget (sap_start.auction_budget); past it the auction's duals as they are, and every
 # pair within 2ε of its row's minimum (ε the last phase's, whatever phase it stopped in:
@@ -173,13 +178,19 @@ def tail_threads(m: int, dim: int) -> int | None:
     return threads if m <= sap_rounds.max_columns(gpu.max_shared, gpu.sms, threads, record=dim + 2) else None
 
 
-def coarse_and_warm(points, can_solve_sample: bool) -> tuple[bool, bool]:
-    """(coarse first phase, warm start) for the square point auction on ``points``: the warm
-    start where sap_warm.warms and a matrix solve is handed in for the sample; the coarse phase up
-    to COARSE_FIRST_UP_TO points, and above that only with the warm start (where both were
-    measured)."""
+def coarse_factor(n: int) -> float:
+    """The coarse first phase's ε over the plain first ε on n points: auction.COARSE_FIRST up to
+    COARSE_FIRST_UP_TO points, in proportion to n above."""
+    return auction.COARSE_FIRST * max(1.0, n / COARSE_FIRST_UP_TO)
+
+
+def coarse_and_warm(points, can_solve_sample: bool) -> tuple[float, bool]:
+    """(coarse first phase's factor, 0: none; warm start) for the square point auction on
+    ``points``: the warm start where sap_warm.warms and a matrix solve is handed in for the sample;
+    the coarse phase (coarse_factor) up to COARSE_FIRST_UP_TO points, and above that only with the
+    warm start (where both were measured)."""
     warm = can_solve_sample and sap_warm.warms(points)
-    return points.k <= COARSE_FIRST_UP_TO or warm, warm
+    return coarse_factor(points.k) if points.k <= COARSE_FIRST_UP_TO or warm else 0.0, warm
 
 
 def _points_auction(problem, points, tiles, details: dict, timeout, progress, solve_matrix):
