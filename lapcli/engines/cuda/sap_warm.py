@@ -41,8 +41,7 @@ from ...cuda import auction_tiles
 SAMPLE_EVERY, SAMPLE_MOST = 16, 8192
 # Squares of WARM_FROM to WARM_UP_TO points start warm (a sample of 2,048 points or more; H200,
 # 32,768 clustered points 0.60-0.67 s against 0.63-0.72 from v = 0, uniform 0.40-0.43 against
-# 0.34-0.52; 131,072 and 262,144: sap_points.COARSE_FIRST_UP_TO's note). Larger squares were not
-# measured with it.
+# 0.34-0.52; 131,072, 262,144 and 1,048,576: sap_points.COARSE_FIRST_UP_TO's note).
 WARM_FROM, WARM_UP_TO = 32_768, 262_144
 
 
