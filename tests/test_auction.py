@@ -481,27 +481,32 @@ def test_the_warm_start_s_sample_is_every_16th_point_and_at_most_sample_most():
         assert -(-n // sap_warm.stride(n)) <= most < -(-n // (sap_warm.stride(n) - 1))
 
 
-def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start():
+def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start(monkeypatch):
     """sap_points.coarse_and_warm: the coarse first phase up to COARSE_FIRST_UP_TO points whatever
     the start, at auction.COARSE_FIRST times the first ε; above it only where the warm start runs
     (sap_warm.warms, to WARM_UP_TO points, and a sample solve handed in), its factor in proportion
-    to n (64 at 262,144 points); past that neither."""
+    to n on 2-D sqeuclidean points (64 at 262,144; sap_points.COARSE_GROWS_FROM, not
+    COARSE_FIRST_UP_TO, sets where it grows); past that neither."""
     from types import SimpleNamespace
 
     from lapcli.engines.cuda import sap_points, sap_warm
 
-    def points(n, metric="sqeuclidean"):
-        return SimpleNamespace(k=n, m=n, metric=metric, rows=np.zeros((1, 2)))
+    def points(n, metric="sqeuclidean", dim=2):
+        return SimpleNamespace(k=n, m=n, metric=metric, rows=np.zeros((1, dim)))
 
     small, large = sap_points.COARSE_FIRST_UP_TO, sap_warm.WARM_UP_TO
-    coarse = auction.COARSE_FIRST
+    coarse, grows = auction.COARSE_FIRST, sap_points.COARSE_GROWS_FROM
     assert sap_points.coarse_and_warm(points(1024), True) == (coarse, False)
     assert sap_points.coarse_and_warm(points(small), True) == (coarse, True)
     assert sap_points.coarse_and_warm(points(small, "cosine"), True) == (coarse, False)
-    assert sap_points.coarse_and_warm(points(small + 1), True) == (pytest.approx(coarse * (small + 1) / small), True)
-    assert sap_points.coarse_and_warm(points(large), True) == (coarse * large / small, True)
+    assert sap_points.coarse_and_warm(points(small + 1), True) == (pytest.approx(coarse * (small + 1) / grows), True)
+    assert sap_points.coarse_and_warm(points(large), True) == (coarse * large / grows, True)
     for no_start in ((points(small + 1, "cosine"), True), (points(large), False), (points(large + 1), True)):
         assert sap_points.coarse_and_warm(*no_start) == (0.0, False)
+    for unmeasured in (points(large, "cityblock"), points(large, "euclidean"), points(large, dim=3)):
+        assert sap_points.coarse_and_warm(unmeasured, True) == (coarse, True)  # the factor grows on 2-D sqeuclidean
+    monkeypatch.setattr(sap_points, "COARSE_FIRST_UP_TO", 0)  # benchmarks/point_sets.py --coarse-up-to 0
+    assert sap_points.coarse_and_warm(points(large), True) == (coarse * large / grows, True)
     spread = 1e-3  # the auction's first ε takes the factor as it is (0: none)
-    assert auction.first_eps_of(spread, 0.0, coarse * large / small) == spread * auction.FIRST_EPS_OF_SPREAD * 64
+    assert auction.first_eps_of(spread, 0.0, coarse * large / grows) == spread * auction.FIRST_EPS_OF_SPREAD * 64
     assert auction.first_eps_of(spread, 0.0, 0.0) == spread * auction.FIRST_EPS_OF_SPREAD

@@ -126,13 +126,15 @@ def points_chain_limit(n: int) -> int:
 # 3, 4) 13.3-18.9 s, where the plain first phase ran past 45 s (seeds 2, 3) and the coarse one
 # without the warm start 10.0 and 8.0 s at 131,072 and past 45 s at 262,144; uniform 262,144
 # 4.9-6.2 s against 5.6 plain and 7.3 coarse without the start. At 1,048,576 uniform points both
-# took 53.9 s against 51.1 plain (H200; clustered ones, either way, past 240 s: docs/points.md).
+# took 53.9 s against 51.1 plain (H200; clustered ones, either way, past 200 s: docs/points.md).
 COARSE_FIRST_UP_TO = 65_536
-# Above COARSE_FIRST_UP_TO points the coarse phase's ε grows in proportion to n (coarse_factor): the
-# median candidate spread of 2-D points falls as 1/n, while a region's surplus must move as far.
-# H200, warm start, one process: 262,144 clustered points at 64 (seeds 2, 3, 4) 13.5-15.0,
-# 16.0-16.6, 12.0 s against 18.1-19.5, 17.1-17.5, 13.9 at 16; uniform (two sets) 6.2, 6.4 against
-# 6.3, 5.9; 131,072 clustered at 32 (two sets) 6.5, 5.3 against 6.4, 5.0.
+# Above COARSE_GROWS_FROM points the coarse phase's ε grows in proportion to n on 2-D sqeuclidean
+# points (coarse_factor): their median candidate spread falls as 1/n, while a region's surplus must
+# move as far. H200, warm start, one process: 262,144 clustered points at 64 (seeds 2, 3, 4)
+# 13.5-15.0, 15.9-16.6, 12.0 s against 18.1-19.5, 17.1-17.5, 13.9 at 16; uniform (two sets) 6.2,
+# 6.4 against 6.3, 5.9; 131,072 clustered at 32 (two sets) 6.5, 5.3 against 6.4, 5.0. Other
+# metrics and dimensions (whose spread falls as n^(-1/d) or n^(-2/d)) were not measured: 16.
+COARSE_GROWS_FROM = 65_536
 # A square whose last rows the searches can take (tail_threads) gives the auction the dense
 # squares' budget (sap_start.auction_budget); past it the auction's duals as they are, and every
 # pair within 2ε of its row's minimum (ε the last phase's, whatever phase it stopped in:
@@ -179,10 +181,12 @@ def tail_threads(m: int, dim: int) -> int | None:
     return threads if m <= sap_rounds.max_columns(gpu.max_shared, gpu.sms, threads, record=dim + 2) else None
 
 
-def coarse_factor(n: int) -> float:
-    """The coarse first phase's ε over the plain first ε on n points: auction.COARSE_FIRST up to
-    COARSE_FIRST_UP_TO points, in proportion to n above."""
-    return auction.COARSE_FIRST * max(1.0, n / COARSE_FIRST_UP_TO)
+def coarse_factor(points) -> float:
+    """The coarse first phase's ε over the plain first ε for the square ``points``:
+    auction.COARSE_FIRST, in proportion to n above COARSE_GROWS_FROM points on 2-D sqeuclidean
+    points (where it was measured)."""
+    grows = points.metric == "sqeuclidean" and points.rows.shape[1] == 2
+    return auction.COARSE_FIRST * (max(1.0, points.k / COARSE_GROWS_FROM) if grows else 1.0)
 
 
 def coarse_and_warm(points, can_solve_sample: bool) -> tuple[float, bool]:
@@ -191,7 +195,7 @@ def coarse_and_warm(points, can_solve_sample: bool) -> tuple[float, bool]:
     the coarse phase (coarse_factor) up to COARSE_FIRST_UP_TO points, and above that only with the
     warm start (where both were measured)."""
     warm = can_solve_sample and sap_warm.warms(points)
-    return coarse_factor(points.k) if points.k <= COARSE_FIRST_UP_TO or warm else 0.0, warm
+    return coarse_factor(points) if points.k <= COARSE_FIRST_UP_TO or warm else 0.0, warm
 
 
 def _points_auction(problem, points, tiles, details: dict, timeout, progress, solve_matrix):
