@@ -15,6 +15,14 @@ from lapcli.twins.auction import near_columns
 from lapcli.work import float_eps
 
 
+def fake_points(k, m=None, metric="sqeuclidean", dim=2):
+    """What the warm start's and the coarse phase's rules read of a DevicePoints: its sizes,
+    metric and dimension."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(k=k, m=k if m is None else m, metric=metric, rows=np.zeros((1, dim)))
+
+
 def test_the_schedule_falls_by_the_scaling_to_the_final_eps():
     phases = auction.schedule(1.0, 1e-6, scaling=10.0)
     assert phases[0] == 1.0 and phases[-1] == 1e-6
@@ -453,14 +461,10 @@ def test_the_warm_start_takes_squares_from_warm_from_with_morton_codes():
     """sap_warm.warms: squares of WARM_FROM to WARM_UP_TO points whose columns have Morton codes
     (2-D to MAX_DIM-D, not cosine: auction_tiles.tiled); rectangles, smaller and larger squares and
     the others start from v = 0."""
-    from types import SimpleNamespace
-
     from lapcli.cuda.auction_tiles import MAX_DIM
     from lapcli.engines.cuda import sap_warm
 
-    def points(k, m, metric="sqeuclidean", dim=2):
-        return SimpleNamespace(k=k, m=m, metric=metric, rows=np.zeros((1, dim)))
-
+    points = fake_points
     n = sap_warm.WARM_FROM
     assert sap_warm.warms(points(n, n)) and sap_warm.warms(points(2 * n, 2 * n, "cityblock", MAX_DIM))
     assert not sap_warm.warms(points(n - 1, n - 1)) and not sap_warm.warms(points(n, n + 1))
@@ -487,12 +491,10 @@ def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start(monke
     (sap_warm.warms, to WARM_UP_TO points, and a sample solve handed in), its factor in proportion
     to n on 2-D sqeuclidean points (64 at 262,144; sap_points.COARSE_GROWS_FROM, not
     COARSE_FIRST_UP_TO, sets where it grows); past that neither."""
-    from types import SimpleNamespace
-
     from lapcli.engines.cuda import sap_points, sap_warm
 
     def points(n, metric="sqeuclidean", dim=2):
-        return SimpleNamespace(k=n, m=n, metric=metric, rows=np.zeros((1, dim)))
+        return fake_points(n, metric=metric, dim=dim)
 
     small, large = sap_points.COARSE_FIRST_UP_TO, sap_warm.WARM_UP_TO
     coarse, grows = auction.COARSE_FIRST, sap_points.COARSE_GROWS_FROM

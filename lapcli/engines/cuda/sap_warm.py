@@ -17,8 +17,8 @@ all columns); the start only decides how far its prices must move. H200, 65,536 
 calls (docs/points.md): clustered seeds 0, 2 and 5 1.05-1.60 s against 1.36-2.26 from v = 0,
 seed 3 1.55-1.79 against 1.64-1.89; uniform sets, euclidean and cityblock within their spread.
 At 131,072 and 262,144 points it is what lets the coarse phase end: clustered sets took 3.8-6.0
-and 13.3-18.9 s with it, and ran past 45 s without it at 262,144 (as from v = 0 without the
-coarse phase).
+and 11.7-16.6 s with it (the coarse factor of sap_points.coarse_factor), and ran past 45 s
+without it at 262,144 (as from v = 0 without the coarse phase).
 The coarse first phase stays: without it the sample's errors (a region's surplus is known to
 16 points) became wars at the fine first ε, and 600-1,100 rows went to the searches
 (10-19 s). An auction's duals only fall, so a column the start gives too low a dual waits until its
