@@ -305,7 +305,8 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                 complete, budget_spent = False, True
                 break
             words.fill(0)
-            launches += release.run(eps)
+            tile_args = tiles.refreshed(columns, stream) if tiles else NO_TILES  # for the pass and the bids
+            launches += release.run(eps, tile_args) + bool(tiles)
             released = int(words[0].get())
             if not released:
                 break
@@ -321,10 +322,9 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
             launch_bids.launch(blocks, threads, (*source, n, columns.data.ptr, candidates.data.ptr,
                                                  row_bids.data.ptr, free_rows.data.ptr, released, words[1:].data.ptr,
                                                  eps, limit_ns, chain, counters.data.ptr, status.data.ptr,
-                                                 fresh.data.ptr, floors.data.ptr,
-                                                 *(tiles.refreshed(columns, stream) if tiles else NO_TILES)),
+                                                 fresh.data.ptr, floors.data.ptr, *tile_args),
                               stream=stream)
-            launches += 1 + bool(tiles)
+            launches += 1
             counts = counted.get()
             if counts[6]:  # the bids stopped at the nearer of the two limits
                 if spare is None or (left is not None and left <= spare):

@@ -9,7 +9,11 @@ longer within 2ε of its row's best over all n columns, is listed for the round'
   against it (in chunks of columns, so that a few rows still fill the GPU), and a warp a row merges
   the chunks and applies the rule. A warp a row read each column's coordinates and dual once for
   every row: in a phase of few free rows a round lists a few thousand rows that bid, and the pass
-  was most of the round. Its device memory: the check list (4 bytes a row) and the chunks' bests,
+  was most of the round. Where the columns are in tiles (lapcli.cuda.auction_tiles), a row reads
+  only the tiles whose bound is at or below its own pair's reduced cost (no other can release it),
+  and a block stages only the columns one of its rows reads: in a price war over 1,048,576
+  clustered points the pass had read every column for ~10^5 rows a round, 95 % of the kernel time
+  (H200; docs/points.md). Its device memory: the check list (4 bytes a row) and the chunks' bests,
   12 bytes an entry, max(n, min(64·n, 2²²)) entries (48 MB from 65,536 rows up).
 """
 
@@ -17,13 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .auction_tiles import NO_TILES
+
 FILE = "auction_release.cu"
 THREADS = 256  # a block of the tiled scan: a row a thread; the other two kernels' blocks too
 MAX_CHUNKS = 64  # column chunks a tiled scan splits the columns into, at most
 MIN_CHUNK = 1024  # columns of a chunk, at least
 SOURCE_ARGUMENTS = "ppqdd"  # the cost source's five arguments (kernels/costs.cuh)
 LIST_SIGNATURE = "ipppppp"
-SCAN_SIGNATURE = SOURCE_ARGUMENTS + "ipppqpp"
+SCAN_SIGNATURE = SOURCE_ARGUMENTS + "ippppqppppi"  # and the tiles (lapcli.cuda.auction_tiles)
 FINISH_SIGNATURE = SOURCE_ARGUMENTS + "ippppdppppppqipp"
 
 
@@ -67,8 +73,11 @@ class ReleasePass:
             self.chunk_best = cupy.empty(self.capacity, dtype=np.float64)
             self.chunk_best_j = cupy.empty(self.capacity, dtype=np.int32)
 
-    def run(self, eps: float) -> int:
-        """Queue one release pass at tolerance ``eps``; the kernel launches it took."""
+    def run(self, eps: float, tiles: tuple = NO_TILES) -> int:
+        """Queue one release pass at tolerance ``eps``; the kernel launches it took. ``tiles``: the
+        tile arguments of lapcli.cuda.auction_tiles.ColumnTiles.refreshed, taken after the last
+        bids, by which the tiled form reads only the tiles that could release a row; NO_TILES:
+        every column."""
         if not self.tiled:
             self.kernel_set["auction_release"].launch(self.row_blocks, THREADS, (
                 *self.source, self.n, *self.addresses, eps, *self.lists), stream=self.stream)
@@ -82,8 +91,8 @@ class ReleasePass:
             (self.n, col_of_row, fresh, free_rows, free_count, checks, check_count), stream=self.stream)
         best, best_j = self.chunk_best.data.ptr, self.chunk_best_j.data.ptr
         self.kernel_set["auction_release_scan"].launch(
-            self.scan_blocks, THREADS, (*self.source, self.n, columns, checks, check_count, self.capacity,
-                                        best, best_j), stream=self.stream)
+            self.scan_blocks, THREADS, (*self.source, self.n, columns, col_of_row, checks, check_count, self.capacity,
+                                        best, best_j, *tiles), stream=self.stream)
         self.kernel_set["auction_release_finish"].launch(
             self.finish_blocks, THREADS, (*self.source, self.n, *self.addresses, eps, *self.lists, checks, check_count,
                                           self.capacity, self.scan_blocks, best, best_j), stream=self.stream)

@@ -1,9 +1,10 @@
 """The point auction's tiles of columns (kernels/auction_tiles.cu, and auction.cu's AuctionTiles):
 the columns put in a spatial order, cut into tiles of TILE consecutive ones, each tile's box of
-coordinates and, at the start of each round of bids, its largest dual. A full scan then bounds
-each tile from below (the metric from the row's point to the box, less the tile's largest dual)
-and reads only the tiles that may hold a column below its threshold: the rest of the row's
-columns are known to cost more without a cost computed.
+coordinates and, at the start of each round (before its release pass), its largest dual. A full
+scan then bounds each tile from below (the metric from the row's point to the box, less the
+tile's largest dual) and reads only the tiles that may hold a column below its threshold: the
+rest of the row's columns are known to cost more without a cost computed. The release pass
+(lapcli.cuda.auction_release) reads a row's tiles by the same bound.
 
 Why: on clustered points a region's surplus of rows wages a price war in which each row's
 candidates rise past its floor again and again, and each time the row scans every column (1.1 M
@@ -55,7 +56,7 @@ def kernels() -> tuple[tuple[str, str, str], ...]:
 class ColumnTiles:
     """An auction's tiles on the device: ``order`` (the problem's column of each work column, CuPy
     int64), ``boxes`` (count, 2d) float64, fixed, and ``v``, their largest duals, which
-    :meth:`refreshed` sets at the start of each round of bids."""
+    :meth:`refreshed` sets at the start of each round."""
 
     order: Any
     boxes: Any
@@ -69,7 +70,7 @@ class ColumnTiles:
 
     def refreshed(self, state, stream) -> tuple:
         """Queue the tiles' largest duals of ``state`` (the auction's (m, 2) AuctionColumn words)
-        on ``stream`` (one launch) and return the bid kernels' tile arguments."""
+        on ``stream`` (one launch) and return the tile arguments of the release pass and the bids."""
         self.duals.launch(_warp_blocks(self.count), THREADS, (state.data.ptr, self.m, self.v.data.ptr, self.count),
                           stream=stream)
         return self.boxes.data.ptr, self.v.data.ptr, self.count
