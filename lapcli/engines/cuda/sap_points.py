@@ -125,8 +125,9 @@ def points_chain_limit(n: int) -> int:
 # H200, three calls: clustered 131,072 points (seeds 0, 2, 3, 4) 3.8-6.0 s and 262,144 (seeds 2,
 # 3, 4) 13.3-18.9 s (coarse factor 16; 11.7-16.6 at 64, below), where the plain first phase ran
 # past 45 s (seeds 2, 3) and the coarse one without the warm start 10.0 and 8.0 s at 131,072 and
-# past 45 s at 262,144; uniform 262,144 4.9-6.2 s against 5.6 plain and 7.3 coarse without it. At 1,048,576 uniform points both
-# took 53.9 s against 51.1 plain (H200; clustered ones, either way, past 200 s: docs/points.md).
+# past 45 s at 262,144; uniform 262,144 4.9-6.2 s against 5.6 plain and 7.3 coarse without it. At
+# 1,048,576 uniform points both took 53.9 s against 51.1 plain (H200, before the release pass read
+# by tiles; clustered ones, either way, past 200 s: docs/points.md).
 COARSE_FIRST_UP_TO = 65_536
 # Above COARSE_GROWS_FROM points the coarse phase's ε grows in proportion to n on 2-D sqeuclidean
 # points (coarse_factor): their median candidate spread falls as 1/n, while a region's surplus must
