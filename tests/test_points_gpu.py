@@ -667,3 +667,24 @@ def test_no_matrix_is_allocated(rng):
     assert solution.report.certified and len(solution.row_ind) == 2000
     assert pool.total_bytes() - held < 16 * 2**20  # the pool keeps what the solve allocated: its peak
     assert len(np.unique(solution.col_ind)) == 2000
+
+
+def test_the_searches_after_the_auction_say_how_far_they_got_past_the_time_limit(rng):
+    """Past its time limit (checked between searches) the searches that finish a point auction
+    raise one line saying how many of the rows the auction left were searched and where the
+    auction stopped: here every row free, a limit of 1 ns, so one search."""
+    import cupy
+
+    from lapcli.cuda import auction
+    from lapcli.cuda import points as points_on_device
+    from lapcli.engines.cuda import sap_points
+
+    n = 3000
+    points = points_on_device.upload(prepare_points(rng.random((n, 2)), rng.random((n, 2))), "auction")
+    found = auction.AuctionResult(cupy.full(n, -1, dtype=cupy.int32), cupy.zeros(n), 1e-3, complete=False,
+                                  budget_spent=True)
+    expected = (f"the exact searches ran past the time limit: 1 of the {n:,} rows the auction left were searched "
+                "(the auction at eps 0.001, its time budget stopped it)")
+    with pytest.raises(SolverError) as raised:
+        sap_points._searched_tail(points, found, sap_points.tail_threads(n, 2), 1e-9, 1e-9, {})
+    assert str(raised.value) == expected

@@ -263,11 +263,26 @@ def _searched_tail(points, found, threads: int, final_eps: float, timeout, detai
     records[:, dim + 1] = minima + v[held]
     result = device_points.search_lowered(points, records, v, cupy.where(kept, col, -1).astype(cupy.int32), threads,
                                           FIRST_DELTA_OF_EPS * found.eps, timeout=timeout)
-    stats = result.checked_stats()  # waits for the searches
+    try:
+        stats = result.checked_stats()  # waits for the searches
+    except SolverError:
+        stats = dict(zip(result.names, result.stats.get().tolist()))
+        if stats["status"] != sap_cluster.STATUSES["SAP_TIMEOUT"]:
+            raise
+        raise SolverError(searches_timed_out(stats["searches"], points.k - int(kept.sum()), found)) from None
     details.update({"search_layout": f"{current_gpu().sms} blocks x {threads}", "search_rounds": stats["rounds"],
                     "rows_scanned": stats["rows"], "tail_searches": stats["searches"],
                     "compile_ms": round(details.get("compile_ms", 0.0) + result.compile_ms, 3)})
     return result.col_of_row, result.v, (stats["searches"], result.events[1].ms_since(begin))
+
+
+def searches_timed_out(searched: int, left: int, found) -> str:
+    """The time limit's error where the searches after the point auction ``found``
+    (lapcli.cuda.auction.AuctionResult) ran past it: how many of the ``left`` rows the auction left
+    were searched, and where the auction had stopped."""
+    stopped = "its time budget stopped it" if found.budget_spent else "after its last phase"
+    return (f"the exact searches ran past the time limit: {searched:,} of the {left:,} rows the auction left "
+            f"were searched (the auction at eps {found.eps:.3g}, {stopped})")
 
 
 def _points_searches(points, details: dict, timeout):
