@@ -1,5 +1,6 @@
 """The point auction's tiles of columns on the CPU: the spatial order and the tiles' boxes, which
-the GPU's full scans bound each tile by, in their NumPy twin (lapcli.twins.tiles)."""
+the GPU's full scans bound each tile by, and the tiles a release pass reads, in their NumPy twin
+(lapcli.twins.tiles)."""
 
 import numpy as np
 import pytest
@@ -77,3 +78,49 @@ def test_points_of_few_coordinates_get_tiles_and_the_kernels_agree():
     assert auction_tiles.tiled("sqeuclidean", 2) and auction_tiles.tiled("chebyshev", auction_tiles.MAX_DIM)
     assert not auction_tiles.tiled("cosine", 2) and not auction_tiles.tiled("cityblock", auction_tiles.MAX_DIM + 1)
     assert f"-DAUCTION_TILES_MAX_DIM={auction_tiles.MAX_DIM}" in auction.kernel_defines()
+
+
+@pytest.mark.parametrize("metric, dim, grid", [("sqeuclidean", 2, False), ("sqeuclidean", 2, True),
+                                               ("cityblock", 3, True), ("euclidean", 4, False),
+                                               ("minkowski", 2, False), ("cosine", 2, False)])
+def test_the_release_pass_reads_every_tile_that_could_release_a_row_and_few_others(rng, metric, dim, grid):
+    """tiles_read_in_release on a late round's state (the optimal duals, the columns of neighbours
+    along Morton's curve swapped, columns in tiles): over the tiles it reads, the release rule
+    releases the same rows as over every column, with the same best column (the lowest on ties);
+    on 2-D sqeuclidean points a row reads few tiles."""
+    import lapcli
+    from lapcli.points import distance_matrix
+    from lapcli.twins.tiles import tiles_read_in_release
+
+    n, p = 1500, 3.0 if metric == "minkowski" else 2.0
+    points = rng.integers(-4, 5, size=(2, n, dim)) if grid else rng.random((2, n, dim))
+    rows, columns = (side.astype(np.float64) for side in points)
+    if metric == "cosine":
+        rows, columns = (side / np.linalg.norm(side, axis=1)[:, None] for side in (rows + 1.0, columns + 1.0))
+    columns = columns[spatial_order(columns)]
+    cost = distance_matrix(rows, columns, metric, p)
+    solution = lapcli.solve(cost, certify=True)
+    v = solution.duals[1] - solution.duals[1].min() + 1.0  # any normalisation, above 0
+    col_of_row = solution.col_ind[np.argsort(solution.row_ind)]
+    for first, second in spatial_order(rows)[:n - n % 2].reshape(-1, 2)[rng.random(n // 2) < 0.6]:
+        col_of_row[[first, second]] = col_of_row[[second, first]]
+    reduced = cost - v[None, :]
+    own = reduced[np.arange(n), col_of_row]
+    best = reduced.min(axis=1)
+    eps = float(np.median((own - best)[own > best])) / 2
+    boxes, tile_v = tile_boxes(columns), np.maximum.reduceat(v, np.arange(0, n, TILE))
+    released, read = 0, []
+    for i in range(n):
+        tiles = tiles_read_in_release(rows[i], boxes, tile_v, own[i], metric, p)
+        in_read = np.repeat(tiles, TILE)[:n]
+        read.append(tiles.mean())
+        seen = np.where(in_read, reduced[i], np.inf)
+        assert (own[i] > seen.min() + 2 * eps) == (own[i] > best[i] + 2 * eps), i
+        if own[i] > best[i] + 2 * eps:
+            released += 1
+            assert seen.argmin() == reduced[i].argmin(), i
+    assert 0 < released < n
+    if metric == "cosine":
+        assert min(read) == 1.0
+    elif metric == "sqeuclidean" and not grid:
+        assert np.mean(read) < 0.15

@@ -72,7 +72,7 @@ __global__ void auction_release_list(int n, const int* __restrict__ col_of_row, 
 // tile is above it, so a released row's best column (and the lowest of its ties) lies in a tile
 // read, and a row with no column below `own` is kept either way. The tiles' largest duals were
 // taken at the start of this round: nothing has bid since, so each bound is at or below its
-// tile's reduced costs.
+// tile's reduced costs. Its NumPy twin: lapcli.twins.tiles.tiles_read_in_release.
 template <typename Source>
 __device__ __forceinline__ unsigned auction_release_needs(const Source& source, const AuctionTiles& tiles,
                                                           int first_tile, int group, double own) {

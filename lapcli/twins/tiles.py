@@ -1,12 +1,14 @@
 """The NumPy twin of kernels/auction_tiles.cu: the order in which the point auction puts its
-columns (Morton's), and the boxes of its tiles of TILE consecutive columns. The CPU tests hold the
-rule here; the GPU tests compare the kernels' order and boxes with it."""
+columns (Morton's), the boxes of its tiles of TILE consecutive columns, and which tiles a row's
+release pass reads (kernels/auction_release.cu). The CPU tests hold the rules here; the GPU tests
+compare the kernels' order and boxes with them."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..cuda.auction_tiles import MORTON_BITS, TILE
+from ..points import costs
 
 
 def spatial_order(points: np.ndarray) -> np.ndarray:
@@ -39,3 +41,21 @@ def tile_boxes(points: np.ndarray) -> np.ndarray:
     padded = np.concatenate([points, np.repeat(points[-1:], tiles * TILE - m, axis=0)])  # changes no box
     grouped = padded.reshape(tiles, TILE, d)
     return np.concatenate([grouped.min(axis=1), grouped.max(axis=1)], axis=1)
+
+
+def tiles_read_in_release(point: np.ndarray, boxes: np.ndarray, tile_v: np.ndarray, own: float, metric: str,
+                          p: float = 2.0) -> np.ndarray:
+    """Which tiles (bool, one a tile) the release pass reads for a row at ``point`` (d,) whose own
+    pair's reduced cost is ``own``: those whose bound, the metric from the point to the tile's box
+    (0 inside it) less the tile's largest dual ``tile_v``, is at or below ``own`` (a NaN bound is
+    read). The rule releases a row only for a column more than 2ε below ``own``, so the tiles left
+    out cannot release it, and a released row's best column lies in a tile read. Cosine has no
+    bound (every tile read)."""
+    if metric == "cosine":
+        return np.ones(len(boxes), dtype=bool)
+    d = boxes.shape[1] // 2
+    gap = np.maximum(np.maximum(boxes[:, :d] - point, point - boxes[:, d:]), 0.0)
+    bound = costs(gap, np.zeros_like(gap), metric, p)
+    if metric == "minkowski":  # pow may be off by an ulp or two (kernels/costs.cuh's box_bound)
+        bound = bound - bound * 2.0**-40
+    return ~(bound - tile_v > own)
