@@ -515,15 +515,15 @@ def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start(monke
 
 
 def test_the_searches_time_limit_error_says_how_far_they_got_and_where_the_auction_stopped():
-    """sap_points.searches_timed_out: one line with the rows searched of those the auction left,
-    the auction's last eps, and whether its budget stopped it."""
+    """sap_points.searches_timed_out: one line with the rows searched of those handed to the
+    searches, the auction's last eps, and whether its budget stopped it."""
     from types import SimpleNamespace
 
     from lapcli.engines.cuda.sap_points import searches_timed_out
 
     budget = searches_timed_out(12, 231_004, SimpleNamespace(eps=5.74e-4, budget_spent=True))
-    assert budget == ("the exact searches ran past the time limit: 12 of the 231,004 rows the auction left were "
+    assert budget == ("the exact searches ran past the time limit: 12 of the 231,004 rows handed to them were "
                       "searched (the auction at eps 0.000574, its time budget stopped it)")
     last = searches_timed_out(0, 7, SimpleNamespace(eps=7.14e-11, budget_spent=False))
-    assert last.endswith("0 of the 7 rows the auction left were searched (the auction at eps 7.14e-11, after its "
+    assert last.endswith("0 of the 7 rows handed to them were searched (the auction at eps 7.14e-11, after its "
                          "last phase)") and "\n" not in last

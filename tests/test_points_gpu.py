@@ -671,8 +671,9 @@ def test_no_matrix_is_allocated(rng):
 
 def test_the_searches_after_the_auction_say_how_far_they_got_past_the_time_limit(rng):
     """Past its time limit (checked between searches) the searches that finish a point auction
-    raise one line saying how many of the rows the auction left were searched and where the
-    auction stopped: here every row free, a limit of 1 ns, so one search."""
+    raise one line saying how many of the rows handed to them were searched (the free rows and
+    those whose pair the hand-over did not keep, not the kept ones) and where the auction stopped:
+    a limit of 1 ns, so one search."""
     import cupy
 
     from lapcli.cuda import auction
@@ -680,11 +681,24 @@ def test_the_searches_after_the_auction_say_how_far_they_got_past_the_time_limit
     from lapcli.engines.cuda import sap_points
 
     n = 3000
-    points = points_on_device.upload(prepare_points(rng.random((n, 2)), rng.random((n, 2))), "auction")
-    found = auction.AuctionResult(cupy.full(n, -1, dtype=cupy.int32), cupy.zeros(n), 1e-3, complete=False,
-                                  budget_spent=True)
-    expected = (f"the exact searches ran past the time limit: 1 of the {n:,} rows the auction left were searched "
-                "(the auction at eps 0.001, its time budget stopped it)")
+    a, b = rng.random((n, 2)), rng.random((n, 2))
+    cost = distance_matrix(a, b, "sqeuclidean")
+    col_of_row, taken = np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=bool)
+    for i in range(n):  # a row takes its least column where that is free: kept (v = 0, gap 0)
+        j = int(cost[i].argmin())
+        if not taken[j]:
+            col_of_row[i], taken[j] = j, True
+    kept = int((col_of_row >= 0).sum())
+    others = np.flatnonzero(col_of_row < 0)
+    held_off = others[: len(others) // 2]  # these hold a column above their least: not kept
+    col_of_row[held_off] = np.flatnonzero(~taken)[: len(held_off)]
+    held = col_of_row >= 0
+    gap = cost[np.flatnonzero(held), col_of_row[held]] - cost[held].min(axis=1)
+    handed = n - int((gap <= 2e-9).sum())  # the hand-over's rule at final eps 1e-9 (v = 0)
+    points = points_on_device.upload(prepare_points(a, b), "auction")
+    found = auction.AuctionResult(cupy.asarray(col_of_row), cupy.zeros(n), 1e-3, complete=False, budget_spent=True)
+    expected = (f"the exact searches ran past the time limit: 1 of the {handed:,} rows handed to them were "
+                "searched (the auction at eps 0.001, its time budget stopped it)")
     with pytest.raises(SolverError) as raised:
         sap_points._searched_tail(points, found, sap_points.tail_threads(n, 2), 1e-9, 1e-9, {})
-    assert str(raised.value) == expected
+    assert str(raised.value) == expected and n - kept - len(held_off) < handed <= n - kept

@@ -87,9 +87,10 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 
 # The point auction's eviction chains end after points_chain_limit(n) bids, the row left to bid
 # again in the next round (lapcli.cuda.auction.solve's max_chain): one warp follows a chain alone,
-# each bid (~2 µs) waiting on the last. But each round's release pass scans every row that bid
+# each bid (~2 µs) waiting on the last. But each round's release pass scanned every row that bid
 # over all n columns, so a limit pays only where a chain would outlast a pass over all n² costs
-# (~1.5 ps a cost on an H100): about n²/2²⁰ bids. H100, 65,536 uniform points, a limit of 4096:
+# (~1.5 ps a cost on an H100): about n²/2²⁰ bids. (The measurements below predate the release pass
+# by tiles, which reads only a row's near tiles; the limit was not measured again.) H100, 65,536 uniform points, a limit of 4096:
 # euclidean 6.7–9.2 s against past 15 s without (a chain of 405,000 bids), sqeuclidean 2.6–2.8 s
 # against 3.2; 256 and 32 were slower. At 1,048,576 points a limit of n/16 made the first phase
 # 24 s against 5 s without (docs/points.md).
@@ -276,12 +277,13 @@ def _searched_tail(points, found, threads: int, final_eps: float, timeout, detai
     return result.col_of_row, result.v, (stats["searches"], result.events[1].ms_since(begin))
 
 
-def searches_timed_out(searched: int, left: int, found) -> str:
+def searches_timed_out(searched: int, handed: int, found) -> str:
     """The time limit's error where the searches after the point auction ``found``
-    (lapcli.cuda.auction.AuctionResult) ran past it: how many of the ``left`` rows the auction left
-    were searched, and where the auction had stopped."""
+    (lapcli.cuda.auction.AuctionResult) ran past it: how many of the ``handed`` rows the hand-over
+    gave them (free, or holding a pair it did not keep) were searched, and where the auction had
+    stopped."""
     stopped = "its time budget stopped it" if found.budget_spent else "after its last phase"
-    return (f"the exact searches ran past the time limit: {searched:,} of the {left:,} rows the auction left "
+    return (f"the exact searches ran past the time limit: {searched:,} of the {handed:,} rows handed to them "
             f"were searched (the auction at eps {found.eps:.3g}, {stopped})")
 
 
