@@ -91,8 +91,8 @@ __global__ void auction_tiles_gather(const double* __restrict__ columns, const l
     }
 }
 
-// Each tile's largest dual, at the start of a round's bids: duals only fall during the bids, so it
-// bounds the tile's duals the whole round (AuctionTiles). A warp a tile.
+// Each tile's largest dual, at the start of a round (before its release pass): duals only fall
+// during the bids, so it bounds the tile's duals the whole round (AuctionTiles). A warp a tile.
 __global__ void auction_tile_duals(const AuctionColumn* __restrict__ columns, int n, double* __restrict__ tile_v,
                                    int tiles) {
     const int lane = threadIdx.x & 31;
