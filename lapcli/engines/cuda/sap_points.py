@@ -89,11 +89,11 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 # again in the next round (lapcli.cuda.auction.solve's max_chain): one warp follows a chain alone,
 # each bid (~2 µs) waiting on the last. But each round's release pass scanned every row that bid
 # over all n columns, so a limit pays only where a chain would outlast a pass over all n² costs
-# (~1.5 ps a cost on an H100): about n²/2²⁰ bids. (The measurements below predate the release pass
-# by tiles, which reads only a row's near tiles; the limit was not measured again.) H100, 65,536 uniform points, a limit of 4096:
+# (~1.5 ps a cost on an H100): about n²/2²⁰ bids. H100, 65,536 uniform points, a limit of 4096:
 # euclidean 6.7–9.2 s against past 15 s without (a chain of 405,000 bids), sqeuclidean 2.6–2.8 s
 # against 3.2; 256 and 32 were slower. At 1,048,576 points a limit of n/16 made the first phase
-# 24 s against 5 s without (docs/points.md).
+# 24 s against 5 s without (docs/points.md). These predate the release pass by tiles, which reads
+# only a row's near tiles; the limit was not measured again.
 MIN_CHAIN = 4096
 
 
