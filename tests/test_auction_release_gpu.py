@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import lapcli
-
 from lapcli.points import distance_matrix, prepare_points
 
 pytestmark = pytest.mark.gpu
@@ -227,4 +226,3 @@ def test_a_release_pass_that_skips_tiles_lists_what_one_reading_every_column_doe
     read = np.mean([tiles_read_in_release(rows[i], boxes, tile_v, own[k], metric).mean()
                     for k, i in enumerate(checked)])
     assert read == 1.0 if metric == "cosine" else read < 0.6
-

@@ -13,8 +13,9 @@ longer within 2ε of its row's best over all n columns, is listed for the round'
   only the tiles whose bound is at or below its own pair's reduced cost (no other can release it),
   and a block stages a group of 256 columns only where one of its rows reads a tile of it: in a
   price war over 1,048,576 clustered points the pass had read every column for ~10^5 rows a
-  round, 95 % of the kernel time (H200; docs/points.md). Its device memory: the check list (4 bytes a row) and the chunks' bests,
-  12 bytes an entry, max(n, min(64·n, 2²²)) entries (48 MB from 65,536 rows up).
+  round, 95 % of the kernel time (H200; docs/points.md). Its device memory: the check list (4
+  bytes a row) and the chunks' bests, 12 bytes an entry, max(n, min(64·n, 2²²)) entries (48 MB
+  from 65,536 rows up).
 """
 
 from __future__ import annotations
