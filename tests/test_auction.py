@@ -527,3 +527,28 @@ def test_the_searches_time_limit_error_says_how_far_they_got_and_where_the_aucti
     last = searches_timed_out(0, 7, SimpleNamespace(eps=7.14e-11, budget_spent=False))
     assert last.endswith("0 of the 7 rows handed to them were searched (the auction at eps 7.14e-11, after its "
                          "last phase)") and "\n" not in last
+
+
+def test_a_search_s_time_limit_takes_its_caller_s_message_and_other_statuses_keep_theirs():
+    """lapcli.cuda.sap_cluster.ClusterResult.checked_stats: on SAP_TIMEOUT the caller's
+    ``timed_out(stats)`` is the error (sap_points' searches say how far they got), without it the
+    kernel's own message; another status keeps its message whatever the caller gives; SAP_OK
+    returns the stats by name."""
+    from types import SimpleNamespace
+
+    from lapcli.cuda import sap_cluster, sap_rounds
+    from lapcli.errors import SolverError
+
+    def result(status):
+        stats = SimpleNamespace(get=lambda: np.array([status, 3, 40, 900, 12345]))
+        return sap_cluster.ClusterResult(None, None, stats, (), 0.0, sap_rounds.STATS)
+
+    timeout, no_column = sap_cluster.STATUSES["SAP_TIMEOUT"], sap_cluster.STATUSES["SAP_NO_COLUMN"]
+    with pytest.raises(SolverError, match=r"^3 searches, 40 rounds$"):
+        result(timeout).checked_stats(timed_out=lambda stats: f"{stats['searches']} searches, {stats['rounds']} rounds")
+    with pytest.raises(SolverError, match=r"^the shortest-path kernel ran past its time limit$"):
+        result(timeout).checked_stats()
+    with pytest.raises(SolverError, match="no feasible assignment"):
+        result(no_column).checked_stats(timed_out=lambda stats: "not this")
+    assert result(0).checked_stats(timed_out=lambda stats: "not this") == dict(
+        status=0, searches=3, rounds=40, rows=900, ns=12345)

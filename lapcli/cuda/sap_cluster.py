@@ -115,12 +115,15 @@ class ClusterResult:
     compile_ms: float
     names: tuple[str, ...] = STATS  # the stats' names in the kernel's order (kernels/sap_rounds.cu has its own)
 
-    def checked_stats(self) -> dict[str, int]:
+    def checked_stats(self, timed_out=None) -> dict[str, int]:
         """The stats by name (``names``), after the launch: one copy back, which waits for it;
-        raises SolverError on a status other than SAP_OK."""
+        raises SolverError on a status other than SAP_OK, its message ``timed_out(stats)`` on
+        SAP_TIMEOUT where the caller can say more (how far its searches got)."""
         from ..errors import SolverError
 
         stats = dict(zip(self.names, self.stats.get().tolist()))
+        if stats["status"] == STATUSES["SAP_TIMEOUT"] and timed_out is not None:
+            raise SolverError(timed_out(stats))
         if stats["status"] != 0:
             raise SolverError(STATUS_MESSAGES.get(stats["status"],
                                                   f"the shortest-path kernel ended with status {stats['status']}"))

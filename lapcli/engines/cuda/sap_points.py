@@ -264,13 +264,8 @@ def _searched_tail(points, found, threads: int, final_eps: float, timeout, detai
     records[:, dim + 1] = minima + v[held]
     result = device_points.search_lowered(points, records, v, cupy.where(kept, col, -1).astype(cupy.int32), threads,
                                           FIRST_DELTA_OF_EPS * found.eps, timeout=timeout)
-    try:
-        stats = result.checked_stats()  # waits for the searches
-    except SolverError:
-        stats = dict(zip(result.names, result.stats.get().tolist()))
-        if stats["status"] != sap_cluster.STATUSES["SAP_TIMEOUT"]:
-            raise
-        raise SolverError(searches_timed_out(stats["searches"], points.k - int(kept.sum()), found)) from None
+    stats = result.checked_stats(  # waits for the searches
+        timed_out=lambda stats: searches_timed_out(stats["searches"], points.k - int(kept.sum()), found))
     details.update({"search_layout": f"{current_gpu().sms} blocks x {threads}", "search_rounds": stats["rounds"],
                     "rows_scanned": stats["rows"], "tail_searches": stats["searches"],
                     "compile_ms": round(details.get("compile_ms", 0.0) + result.compile_ms, 3)})
