@@ -29,3 +29,36 @@ def assert_matches_scipy(solution, cost, maximize=False):
         tol = objective_tolerance(cost)
         assert abs(float(got) - float(expected)) <= tol, (got, expected, tol)
         assert abs(solution.objective - float(expected)) <= tol
+
+
+def late_round_state(rng, rows, columns, metric, p=2.0):
+    """A late round of the point auction on ``rows`` × ``columns`` (float64, the columns in
+    Morton's order): the optimal column duals (lapcli.solve, certified), shifted above 0 (a shift
+    changes no rule's outcome; the engines normalise duals apart, and a bound that left out a
+    tile's dual would then skip tiles it must read), and the optimal assignment with the columns of
+    a row and the next along Morton's curve swapped for 60 % of the pairs, so that those rows hold
+    a column a little above their best: (reduced costs c − v, v, col_of_row)."""
+    import lapcli
+    from lapcli.points import distance_matrix
+    from lapcli.twins.tiles import spatial_order
+
+    n = len(rows)
+    cost = distance_matrix(rows, columns, metric, p)
+    solution = lapcli.solve(cost, certify=True)
+    v = solution.duals[1] - solution.duals[1].min() + 1.0
+    col_of_row = np.empty(n, dtype=np.int32)
+    col_of_row[solution.row_ind] = solution.col_ind
+    for first, second in spatial_order(rows)[:n - n % 2].reshape(-1, 2)[rng.random(n // 2) < 0.6]:
+        col_of_row[[first, second]] = col_of_row[[second, first]]
+    return cost - v[None, :], v, col_of_row
+
+
+def eps_between_gaps(gaps) -> float:
+    """An ε whose 2ε lies halfway between two of the distinct positive ``gaps`` (a row's pair above
+    its best), the middle two where there are several: some rows are released and some kept, and
+    no gap ties 2ε (integer points give few distinct gaps)."""
+    distinct = np.unique(gaps[gaps > 0])
+    if len(distinct) == 1:
+        return distinct[0] / 4
+    middle = max(1, len(distinct) // 2)
+    return (distinct[middle - 1] + distinct[middle]) / 4

@@ -6,8 +6,9 @@ and still lists the same (pytest -m gpu)."""
 import numpy as np
 import pytest
 
-import lapcli
 from lapcli.points import distance_matrix, prepare_points
+
+from .helpers import eps_between_gaps, late_round_state
 
 pytestmark = pytest.mark.gpu
 
@@ -26,17 +27,6 @@ def auction_state(rng, n: int, fresh_share: float):
     fresh = (rng.random(n) < fresh_share).astype(np.uint8)
     fresh[(~held) & (rng.random(n) < 0.3)] = DEFERRED
     return v, owner, col_of_row, fresh
-
-
-def eps_between_gaps(gaps) -> float:
-    """An eps whose 2 eps lies halfway between two of the distinct positive ``gaps`` (a row's
-    pair above its best), the middle two where there are several: some rows are released and
-    some kept, and no gap ties 2 eps (integer points give few distinct gaps)."""
-    distinct = np.unique(gaps[gaps > 0])
-    if len(distinct) == 1:
-        return distinct[0] / 4
-    middle = max(1, len(distinct) // 2)
-    return (distinct[middle - 1] + distinct[middle]) / 4
 
 
 def near_candidates(device, n: int):
@@ -182,7 +172,7 @@ def test_a_release_pass_that_skips_tiles_lists_what_one_reading_every_column_doe
     form. Cosine has no bounds (every tile read)."""
     from lapcli.cuda import auction_tiles
     from lapcli.cuda import points as device_points
-    from lapcli.twins.tiles import spatial_order, tiles_read_in_release
+    from lapcli.twins.tiles import tiles_read_in_release
 
     points = rng.integers(-4, 5, size=(2, n, dim)) if grid else rng.random((2, n, dim))
     a, b = (side.astype(np.float64) + (1.0 if metric == "cosine" else 0.0) for side in points)
@@ -191,24 +181,15 @@ def test_a_release_pass_that_skips_tiles_lists_what_one_reading_every_column_doe
     tiles = auction_tiles.put_in_tiles(device)  # device.columns now in Morton order
     candidates, _ = near_candidates(device, n)
     rows, columns = device.rows.get(), device.columns.get()
-    reduced = distance_matrix(rows, columns, problem.metric)
-    solution = lapcli.solve(reduced, certify=True)  # the optimum's duals
-    # a shift of the duals changes no rule's outcome; above 0 (the engines normalise them apart),
-    # a bound that left out its tile's dual would skip tiles that hold a row's best
-    v = solution.duals[1] - solution.duals[1].min() + 1.0
-    col_of_row = np.empty(n, dtype=np.int32)
-    col_of_row[solution.row_ind] = solution.col_ind
-    near = spatial_order(rows)  # a row and the next along Morton's curve swap columns
-    for first, second in near[:n - n % 2].reshape(-1, 2)[rng.random(n // 2) < 0.6]:
-        col_of_row[[first, second]] = col_of_row[[second, first]]
+    reduced, v, col_of_row = late_round_state(rng, rows, columns, problem.metric)
     col_of_row[rng.random(n) < 0.05] = -1
     owner = np.full(n, -1, dtype=np.int64)
     held = col_of_row >= 0
     owner[col_of_row[held]] = np.flatnonzero(held)
     fresh = (rng.random(n) < 0.7).astype(np.uint8)
-    reduced -= v[None, :]
     checked = np.flatnonzero(held & (fresh == 1))
-    eps = eps_between_gaps(reduced[checked, col_of_row[checked]] - reduced[checked].min(axis=1))
+    own, best = reduced[checked, col_of_row[checked]], reduced[checked].min(axis=1)
+    eps = eps_between_gaps(own - best)
     state = (v, owner, col_of_row, fresh)
 
     warp_form = {key: kernel for key, kernel in device.kernels.items() if key != "auction_release_scan"}
@@ -217,8 +198,7 @@ def test_a_release_pass_that_skips_tiles_lists_what_one_reading_every_column_doe
     by_warp = release_once(device, warp_form, n, eps, state, candidates)
     for got, want, also in zip(by_tiles, every_column, by_warp):
         assert np.array_equal(got, want) and np.array_equal(got, also)
-    own = reduced[checked, col_of_row[checked]]
-    out = own > reduced[checked].min(axis=1) + 2 * eps
+    out = own > best + 2 * eps
     assert 0 < out.sum() < len(checked)
     tile_v = tiles.v.get()
     assert np.array_equal(tile_v, np.maximum.reduceat(v, np.arange(0, n, 32)))  # as the pass took them

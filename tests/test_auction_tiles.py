@@ -8,6 +8,8 @@ import pytest
 from lapcli.cuda.auction_tiles import TILE
 from lapcli.twins.tiles import spatial_order, tile_boxes
 
+from .helpers import eps_between_gaps, late_round_state
+
 
 def box_extents(points) -> np.ndarray:
     """Each tile's box sides (tiles, d)."""
@@ -88,8 +90,6 @@ def test_the_release_pass_reads_every_tile_that_could_release_a_row_and_few_othe
     along Morton's curve swapped, columns in tiles): over the tiles it reads, the release rule
     releases the same rows as over every column, with the same best column (the lowest on ties);
     on 2-D sqeuclidean points a row reads few tiles (5-6 of the 47 on average over twelve seeds)."""
-    import lapcli
-    from lapcli.points import distance_matrix
     from lapcli.twins.tiles import tiles_read_in_release
 
     n, p = 1500, 3.0 if metric == "minkowski" else 2.0
@@ -98,18 +98,10 @@ def test_the_release_pass_reads_every_tile_that_could_release_a_row_and_few_othe
     if metric == "cosine":
         rows, columns = (side / np.linalg.norm(side, axis=1)[:, None] for side in (rows + 1.0, columns + 1.0))
     columns = columns[spatial_order(columns)]
-    cost = distance_matrix(rows, columns, metric, p)
-    solution = lapcli.solve(cost, certify=True)
-    v = solution.duals[1] - solution.duals[1].min() + 1.0  # any normalisation, above 0
-    col_of_row = solution.col_ind[np.argsort(solution.row_ind)]
-    for first, second in spatial_order(rows)[:n - n % 2].reshape(-1, 2)[rng.random(n // 2) < 0.6]:
-        col_of_row[[first, second]] = col_of_row[[second, first]]
-    reduced = cost - v[None, :]
+    reduced, v, col_of_row = late_round_state(rng, rows, columns, metric, p)
     own = reduced[np.arange(n), col_of_row]
     best = reduced.min(axis=1)
-    distinct = np.unique((own - best)[own > best])  # 2 eps halfway between two distinct gaps: none ties it
-    middle = max(1, len(distinct) // 2)
-    eps = distinct[0] / 4 if len(distinct) == 1 else (distinct[middle - 1] + distinct[middle]) / 4
+    eps = eps_between_gaps(own - best)
     boxes, tile_v = tile_boxes(columns), np.maximum.reduceat(v, np.arange(0, n, TILE))
     released, read = 0, []
     for i in range(n):
