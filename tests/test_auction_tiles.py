@@ -82,6 +82,35 @@ def test_points_of_few_coordinates_get_tiles_and_the_kernels_agree():
     assert f"-DAUCTION_TILES_MAX_DIM={auction_tiles.MAX_DIM}" in auction.kernel_defines()
 
 
+class OnDevice:
+    """A host array as put_in_tiles' and put_rows_in_order's orders are read back (``.get()``)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def get(self):
+        return self.array
+
+
+@pytest.mark.parametrize("rows_ordered", [True, False])
+def test_an_answer_in_the_work_order_maps_back_to_the_problems_rows_and_columns(rng, rows_ordered):
+    """ColumnTiles.in_problem_order: work row i is the problem's row row_order[i] and work column j
+    its column order[j]; an assignment and its duals in the work order come back as the problem's
+    (rows as they came where no row order is given)."""
+    from lapcli.cuda.auction_tiles import ColumnTiles
+
+    n = 500
+    problem_cols, u, v = rng.permutation(n), rng.random(n), rng.random(n)
+    column_order = rng.permutation(n)
+    row_order = rng.permutation(n) if rows_ordered else np.arange(n)
+    work_column = np.argsort(column_order)  # the work column of each problem column
+    tiles = ColumnTiles(OnDevice(column_order), np.zeros((n // TILE, 4)), None, n, None)
+    back = tiles.in_problem_order(work_column[problem_cols[row_order]], u[row_order], v[column_order],
+                                  OnDevice(row_order) if rows_ordered else None)
+    for got, want in zip(back, (problem_cols, u, v)):
+        assert np.array_equal(got, want)
+
+
 @pytest.mark.parametrize("metric, dim, grid", [("sqeuclidean", 2, False), ("sqeuclidean", 2, True),
                                                ("cityblock", 3, True), ("euclidean", 4, False),
                                                ("minkowski", 2, False), ("cosine", 2, False)])

@@ -50,6 +50,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         # the auction's columns in tiles of nearby points (lapcli.cuda.auction_tiles); the answer maps back
         tiled = by_auction and auction_tiles.tiled(problem.metric, problem.dim)
         tiles = auction_tiles.put_in_tiles(points) if tiled else None
+        row_order = auction_tiles.put_rows_in_order(points) if tiled else None
         details = {
             "costs": f"{problem.metric} from {problem.dim}-D coordinates (computed where read, no matrix)",
             "compile_ms": round(points.compile_ms, 3),
@@ -70,13 +71,13 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         minima, _ = device_points.row_min(points, v)
         host = (host_cols, u.get(), v.get())
         if tiles is not None:  # back to the problem's columns
-            host = tiles.in_problem_order(*host)
+            host = tiles.in_problem_order(*host, row_order)
         certificate = judged((minima - u).min(), cupy.abs(pair - u - v[cols]).max(), v, cols, m,
                              problem.tolerance(), "cuda-sap", checking, "device")
         certified.record(stream)
         certified.synchronize()
         details.update({"h2d_ms": round(copied_in.ms_since(start), 3), "kernel_ms": round(solved.ms_since(copied_in), 3),
-                        "launches": launches + 3 + 3 * (tiles is not None)})  # the certificate's, the tiles
+                        "launches": launches + 3 + 5 * (tiles is not None)})  # the certificate's, the tiles and rows' order
         if k < m:
             details["rectangular"] = f"{k}x{m}"
         rows, cols_caller = problem.assignment_from_work(host[0])
