@@ -25,7 +25,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     wherever a kernel reads one (lapcli.cuda.points): no k × m matrix exists, device memory is
     O((k + m)·d) plus O(m) of state. A square problem of AUCTION_FROM points or more, minimised,
     is solved by the ε-scaling auction (lapcli.cuda.auction) down to an ε below the certificate's
-    tolerance, or for sap_start.auction_budget(n) seconds, the searches taking what it leaves; the
+    tolerance, or for points_budget(n) seconds, the searches taking what it leaves; the
     others by the shortest augmenting paths over one thread-block cluster. One more streamed pass
     over all k·m costs is the certificate. ``progress(phase, phases_left)`` follows the auction
     round by round (lapcli.cuda.auction.solve). ``solve_matrix(problem, timeout=)``, engine
@@ -138,13 +138,13 @@ COARSE_FIRST_UP_TO = 65_536
 # 6.4 against 6.3, 5.9; 131,072 clustered at 32 (two sets) 6.5, 5.3 against 6.4, 5.0. Other
 # metrics and dimensions (whose spread falls as n^(-1/d) or n^(-2/d)) were not measured: 16.
 COARSE_GROWS_FROM = 65_536
-# A square whose last rows the searches can take (tail_threads) gives the auction the dense
-# squares' budget (sap_start.auction_budget); past it the auction's duals as they are, and every
-# pair within 2ε of its row's minimum (ε the last phase's, whatever phase it stopped in:
-# _searched_tail), start the searches. Costs nearly tied over many columns are the auction's worst
-# case: rows bid the same columns' prices up ε at a time. H200 (docs/points.md, "Where it is
-# slow"): 16,384 points on 16 distinct places 6.7 s against 29.7 without the budget, 1,500 of them
-# 0.6 s against 1.8; no uniform or clustered set of 65,536 points reaches it (1.3-2.3 s against 6.6).
+# A square whose last rows the searches can take (tail_threads) gives the auction a budget
+# (points_budget); past it the auction's duals as they are, and every pair within 2ε of its row's
+# minimum (ε the last phase's, whatever phase it stopped in: _searched_tail), start the searches.
+# Costs nearly tied over many columns are the auction's worst case: rows bid the same columns'
+# prices up ε at a time. H200 (docs/points.md, "Where it is slow"): 16,384 points on 16 distinct
+# places 6.7 s against 29.7 without the budget, 1,500 of them 0.6 s against 1.8; no uniform or
+# clustered set of 65,536 points reaches it (1.3-2.3 s against 6.6).
 # A block has TAIL_THREADS threads, TAIL_WIDE_THREADS for points of more than TAIL_WIDE_DIM
 # coordinates: a column's point is held in registers while a round's rows are scanned against it,
 # and at 512 threads (128 registers a thread) minkowski's 11 coordinates spill.
@@ -154,6 +154,22 @@ TAIL_ROWS = 256
 # A round of the searches first takes the pending columns within this many times the last ε of
 # the least one (the kernel then halves or doubles it to take about ROUND_ROWS a round).
 FIRST_DELTA_OF_EPS = 4.0
+
+
+# The budget is the dense squares' (sap_start.auction_budget, 10^-4 s a point) up to
+# BUDGET_GROWS_FROM points, and grows as n^1.5 above, as the uniform time does (n^1.45-1.6, H200,
+# 65,536 to 1,048,576 points): a budget stop in any phase but the last hands the searches nearly
+# every row, more than they search in minutes at that size. H200, 1,048,576 clustered points (seed
+# 2): the linear budget's 105 s stopped the auction as its fourth phase ended, the hand-over gave
+# 917,189 rows to the searches, and they searched 98,793 in the next 95 s; with this budget's
+# 419 s it ended its seven phases in 172 s and the searches took 1,302 rows (88 s).
+BUDGET_GROWS_FROM = 65_536
+
+
+def points_budget(n: int) -> float:
+    """The seconds the point auction on n points bids before the searches take what it leaves:
+    sap_start.auction_budget(n) up to BUDGET_GROWS_FROM points, then growing as n^1.5."""
+    return auction_budget(n) * max(1.0, n / BUDGET_GROWS_FROM) ** 0.5
 
 
 def load_programs(metric: str, dim: int) -> float:
@@ -208,7 +224,7 @@ def _points_auction(problem, points, tiles, details: dict, timeout, progress, so
     began = time.perf_counter()
     final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
     threads = tail_threads(points.m, points.rows.shape[1])
-    budget = auction_budget(points.k) if threads is not None else None
+    budget = points_budget(points.k) if threads is not None else None
     coarse_first, warm = coarse_and_warm(points, solve_matrix is not None)  # warm: tiled columns
     steps, v_start, left = [], None, timeout
     if warm:
