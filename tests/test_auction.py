@@ -489,7 +489,7 @@ def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start(monke
     """sap_points.coarse_and_warm: the coarse first phase up to COARSE_FIRST_UP_TO points whatever
     the start, at auction.COARSE_FIRST times the first ε; above it only where the warm start runs
     (sap_warm.warms, to WARM_UP_TO points, and a sample solve handed in), its factor in proportion
-    to n on 2-D sqeuclidean points (64 at 262,144; sap_points.COARSE_GROWS_FROM, not
+    to n on 2-D sqeuclidean points (256 at 1,048,576; sap_points.COARSE_GROWS_FROM, not
     COARSE_FIRST_UP_TO, sets where it grows); past that neither."""
     from lapcli.engines.cuda import sap_points, sap_warm
 
@@ -510,7 +510,7 @@ def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start(monke
     monkeypatch.setattr(sap_points, "COARSE_FIRST_UP_TO", 0)  # benchmarks/point_sets.py --coarse-up-to 0
     assert sap_points.coarse_and_warm(points(large), True) == (coarse * large / grows, True)
     spread = 1e-3  # the auction's first ε takes the factor as it is (0: none)
-    assert auction.first_eps_of(spread, 0.0, coarse * large / grows) == spread * auction.FIRST_EPS_OF_SPREAD * 64
+    assert auction.first_eps_of(spread, 0.0, coarse * large / grows) == spread * auction.FIRST_EPS_OF_SPREAD * 256
     assert auction.first_eps_of(spread, 0.0, 0.0) == spread * auction.FIRST_EPS_OF_SPREAD
 
 

@@ -123,13 +123,16 @@ def points_chain_limit(n: int) -> int:
 # clustered points, seeds 0-4: 1.39, 1.35, 12.7, 18.7, 9.8 s against 6.6-6.9, 5.4-6.3, 18.8, 21.9,
 # 18.2 s plain (32,768, seed 2: 4.4 against 11.2; uniform and cityblock as plain; docs/points.md).
 # Bid to the end, the coarse phase ran past 40-60 s on seeds 2-6.
-# Above it the coarse phase runs where the warm start does (sap_warm.warms, to 262,144 points):
+# Above it the coarse phase runs where the warm start does (sap_warm.warms, to 1,048,576 points):
 # H200, three calls: clustered 131,072 points (seeds 0, 2, 3, 4) 3.8-6.0 s and 262,144 (seeds 2,
 # 3, 4) 13.3-18.9 s (coarse factor 16; 11.7-16.6 at 64, below), where the plain first phase ran
 # past 45 s (seeds 2, 3) and the coarse one without the warm start 10.0 and 8.0 s at 131,072 and
-# past 45 s at 262,144; uniform 262,144 4.9-6.2 s against 5.6 plain and 7.3 coarse without it. At
-# 1,048,576 uniform points both took 53.9 s against 51.1 plain (H200, before the release pass read
-# by tiles; clustered ones, either way, past 200 s: docs/points.md).
+# past 45 s at 262,144; uniform 262,144 4.9-6.2 s against 5.6 plain and 7.3 coarse without it.
+# 1,048,576 clustered points (H200, rows in Morton order, points_budget) were solved only so: seeds
+# 2 and 4 in 261 and 128 s, their coarse phases (factor 256) ending after 75 and 48 s, where at
+# factor 16 it had not ended after 200 s, and the plain first phase (an earlier code) bid 796 M
+# times in one round without ending in 240 s. Uniform ones pay for it: 84.0 s against 39.5 plain
+# in one process (41.3 at factor 16 in another; docs/points.md).
 COARSE_FIRST_UP_TO = 65_536
 # Above COARSE_GROWS_FROM points the coarse phase's ε grows in proportion to n on 2-D sqeuclidean
 # points (coarse_factor): their median candidate spread falls as 1/n, while a region's surplus must
@@ -161,8 +164,8 @@ FIRST_DELTA_OF_EPS = 4.0
 # 65,536 to 1,048,576 points): a budget stop in any phase but the last hands the searches nearly
 # every row, more than they search in minutes at that size. H200, 1,048,576 clustered points (seed
 # 2): the linear budget's 105 s stopped the auction as its fourth phase ended, the hand-over gave
-# 917,189 rows to the searches, and they searched 98,793 in the next 95 s; with this budget's
-# 419 s it ended its seven phases in 172 s and the searches took 1,302 rows (88 s).
+# 917,189 rows to the searches, and they searched 98,793 in the 93 s left of a 200 s limit; with
+# this budget's 419 s it ended its seven phases in 172 s and the searches took 1,302 rows (88 s).
 BUDGET_GROWS_FROM = 65_536
 
 
