@@ -514,6 +514,19 @@ def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start(monke
     assert auction.first_eps_of(spread, 0.0, 0.0) == spread * auction.FIRST_EPS_OF_SPREAD
 
 
+def test_the_point_auctions_budget_is_the_dense_squares_then_grows_as_n_to_the_1_5():
+    """sap_points.points_budget: sap_start.auction_budget up to BUDGET_GROWS_FROM points (1e-4 s a
+    point, at least 0.5 s), then n^1.5: 419 s at 1,048,576 points, where the dense squares' 105 s
+    stopped a clustered set's auction in its fourth phase (docs/points.md)."""
+    from lapcli.engines.cuda import sap_points, sap_start
+
+    grows = sap_points.BUDGET_GROWS_FROM
+    for n in (1500, 16_384, grows):
+        assert sap_points.points_budget(n) == sap_start.auction_budget(n)
+    assert sap_points.points_budget(4 * grows) == pytest.approx(2 * sap_start.auction_budget(4 * grows))
+    assert sap_points.points_budget(1 << 20) == pytest.approx(419.43, abs=0.01)
+
+
 def test_the_searches_time_limit_error_says_how_far_they_got_and_where_the_auction_stopped():
     """sap_points.searches_timed_out: one line with the rows searched of those handed to the
     searches, the auction's last eps, and whether its budget stopped it."""
