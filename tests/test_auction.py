@@ -334,7 +334,7 @@ def test_a_float_tail_handed_over_within_two_eps_leaves_only_its_rows_to_search(
 
 
 def test_an_auction_stopped_in_an_earlier_phase_hands_over_with_the_last_phases_slack(rng):
-    """A budget may stop the point auction in any phase (lapcli.engines.cuda.sap_start.auction_budget):
+    """A budget may stop the point auction in any phase (lapcli.engines.cuda.sap_points.points_budget):
     its pairs are then within 2ε of their row's minimum for that phase's ε, far above the last one.
     Kept within the last phase's 2ε (sap_points._searched_tail's rule), the other rows searched, the
     answer is optimal and every pair within the certificate's tolerance; kept within the stopped

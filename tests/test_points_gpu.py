@@ -540,7 +540,7 @@ def test_the_auction_where_near_columns_do_not_hold_the_answer(rng, kind):
     nearest columns are the same few), all costs tied, repeated points: the release pass brings
     the missing columns in (or the bids scan all columns), and the answer is optimal. Tied rows
     start from their own columns (kernels/auction.cu's auction_candidates); the apart sets' price
-    war outlasts the auction's budget and the searches finish it (sap_start.auction_budget)."""
+    war outlasts the auction's budget and the searches finish it (sap_points.points_budget)."""
     n = 1500
     if kind == "ties":
         a, b = np.zeros((n, 2)), np.zeros((n, 2))

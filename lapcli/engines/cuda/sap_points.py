@@ -56,7 +56,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
             "compile_ms": round(points.compile_ms, 3),
         }
         if tiles is not None:
-            details["tiles"] = f"{tiles.count} of {auction_tiles.TILE} columns in Morton order"
+            details["tiles"] = f"{tiles.count} of {auction_tiles.TILE} columns in Morton order, the rows in theirs"
         if by_auction:
             cols, v, steps, launches = _points_auction(problem, points, tiles, details, timeout, progress,
                                                        solve_matrix)
@@ -76,8 +76,10 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
                              problem.tolerance(), "cuda-sap", checking, "device")
         certified.record(stream)
         certified.synchronize()
-        details.update({"h2d_ms": round(copied_in.ms_since(start), 3), "kernel_ms": round(solved.ms_since(copied_in), 3),
-                        "launches": launches + 3 + 5 * (tiles is not None)})  # the certificate's, the tiles and rows' order
+        details.update({"h2d_ms": round(copied_in.ms_since(start), 3),
+                        "kernel_ms": round(solved.ms_since(copied_in), 3),
+                        # the certificate's three, the tiles' three and the rows' order's two
+                        "launches": launches + 3 + 5 * (tiles is not None)})
         if k < m:
             details["rectangular"] = f"{k}x{m}"
         rows, cols_caller = problem.assignment_from_work(host[0])
