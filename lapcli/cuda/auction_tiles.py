@@ -1,11 +1,10 @@
 """The point auction's tiles of columns (kernels/auction_tiles.cu, and auction.cu's AuctionTiles):
-the columns put in a spatial order (and the rows in theirs: put_rows_in_order), cut
-into tiles of TILE consecutive ones, each tile's box of coordinates and, at the start of each
-round (before its release pass), its largest dual. A full
-scan then bounds each tile from below (the metric from the row's point to the box, less the
-tile's largest dual) and reads only the tiles that may hold a column below its threshold: the
-rest of the row's columns are known to cost more without a cost computed. The release pass
-(lapcli.cuda.auction_release) reads a row's tiles by the same bound.
+the columns put in a spatial order (and the rows in theirs: put_rows_in_order), cut into tiles of
+TILE consecutive ones, each tile's box of coordinates and, at the start of each round (before its
+release pass), its largest dual. A full scan then bounds each tile from below (the metric from the
+row's point to the box, less the tile's largest dual) and reads only the tiles that may hold a
+column below its threshold: the rest of the row's columns are known to cost more without a cost
+computed. The release pass (lapcli.cuda.auction_release) reads a row's tiles by the same bound.
 
 Why: on clustered points a region's surplus of rows wages a price war in which each row's
 candidates rise past its floor again and again, and each time the row scans every column (1.1 M
@@ -122,9 +121,9 @@ def put_rows_in_order(points):
     Why: the auction lists its free rows, and the rows its release pass checks, in index order
     (kernels/auction_release.cu's auction_release_list), and a block of the release scan stages a
     group of columns where any of its 256 listed rows may be released there; rows in a spatial
-    order like the columns' make those rows neighbours, so that the groups one needs its block's others need
-    too, and a warp's bids read the tiles its neighbours' read. H200, one process, two solves a
-    case: 65,536 uniform points 0.55-0.64 s against 0.69-0.70, euclidean 1.13-1.15 against
+    order like the columns' make those rows neighbours, so that the groups one needs its block's
+    others need too, and a warp's bids read the tiles its neighbours' read. H200, one process, two
+    solves a case: 65,536 uniform points 0.55-0.64 s against 0.69-0.70, euclidean 1.13-1.15 against
     1.33-1.35, cityblock 1.30-1.47 against 1.53-1.55, clustered (seeds 0, 2) 0.87-0.98 and
     1.21-1.35 against 1.04-1.06 and 1.22-1.56; 262,144 points within their spread. 1,048,576
     clustered points' coarse phase made 267 M bids in its first 41 s, against 121 M with the rows
