@@ -17,11 +17,13 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("metric, most, every", [("sqeuclidean", 8192, 16), ("cityblock", 8192, 16),
                                                  ("sqeuclidean", 40, 25)])
 def test_the_sample_and_its_c_transform_are_their_twins(monkeypatch, rng, metric, most, every):
-    """sampled() takes every stride-th point of lapcli.twins.tiles.spatial_order (16th, or more
-    where the sample would exceed SAMPLE_MOST), and c_transform() equals min over the sampled rows
-    of c − u, bit for bit."""
+    """The rows put in order (auction_tiles.put_rows_in_order), every stride-th is every stride-th
+    point of lapcli.twins.tiles.spatial_order (16th, or more where the sample would exceed
+    SAMPLE_MOST): column_duals' sample; and c_transform() equals min over the sampled rows of
+    c − u, bit for bit."""
     import cupy
 
+    from lapcli.cuda import auction_tiles
     from lapcli.cuda import points as device_points
     from lapcli.engines.cuda import sap_warm
     from lapcli.twins.tiles import spatial_order
@@ -30,7 +32,8 @@ def test_the_sample_and_its_c_transform_are_their_twins(monkeypatch, rng, metric
     a, b = rng.random((1000, 2)), rng.random((1000, 2))
     problem = prepare_points(a, b, metric)
     on_device = device_points.upload(problem, "auction")
-    rows = sap_warm.sampled(on_device, on_device.rows_t).get()
+    auction_tiles.put_rows_in_order(on_device)
+    rows = on_device.rows[::sap_warm.stride(len(a))].get()
     assert np.array_equal(rows, a[spatial_order(a)[::every]])
     u = rng.normal(0.0, 0.1, rows.shape[0])
     v = sap_warm.c_transform(on_device, cupy.asarray(rows), cupy.asarray(u)).get()

@@ -60,13 +60,6 @@ def stride(count: int) -> int:
     return max(SAMPLE_EVERY, -(-count // SAMPLE_MOST))
 
 
-def sampled(points, side_t):
-    """Every stride(count)-th point of ``side_t`` ((d, count) CuPy) along Morton's curve (its
-    twin: lapcli.twins.tiles.spatial_order), as a (count', d) array."""
-    order = auction_tiles.morton_order(points.kernels, side_t)
-    return side_t[:, order[::stride(side_t.shape[1])]].T.copy()
-
-
 def c_transform(points, rows, u):
     """v[j] = min over the (count', d) ``rows`` of c(row, column j) − u[row], for every column of
     ``points`` (their work order): lapcli.cuda.points.row_min with the sides swapped, on the
@@ -82,14 +75,16 @@ def c_transform(points, rows, u):
 def column_duals(points, solve_matrix, timeout: float | None = None):
     """The auction's first column duals (their work order), the c-transform of the sample's row
     duals, the sample's cost matrix solved by ``solve_matrix(problem, timeout=)``; and the
-    sample's size. The columns are already in Morton's order (the auction's tiles,
-    auction_tiles.put_in_tiles): their sample is every stride(m)-th as they lie."""
+    sample's size. Both sides are already in Morton's order (auction_tiles.put_in_tiles and
+    put_rows_in_order; their twin: lapcli.twins.tiles.spatial_order): each one's sample is every
+    stride-th point as they lie."""
     import cupy
 
     from ...points import distance_matrix
     from ...problem import prepare
 
-    rows, columns = sampled(points, points.rows_t), points.columns[::stride(points.m)]
+    rows = cupy.ascontiguousarray(points.rows[::stride(points.k)])
+    columns = points.columns[::stride(points.m)]
     sample = solve_matrix(prepare(distance_matrix(rows, columns, points.metric, points.p), check=False),
                           timeout=timeout)
     v = c_transform(points, rows, cupy.asarray(sample.duals[0], dtype=np.float64))
