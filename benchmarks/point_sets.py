@@ -3,7 +3,8 @@ solver="cuda-sap")``), one process, each metric's kernels loaded and a small squ
 its first case (lapcli.bench.points.load_point_programs: no case times a compilation): a line a
 case with the wall seconds, whether the answer was certified, its objective, the auction's full
 scans and floor-proved bids, the rows its searches took (and those a price war deferred to them),
-their rounds, and each phase's milliseconds (the searches' last).
+their rounds, the coarse phase's factor and the warm start's reach (sap_warm.reach), and each
+phase's milliseconds (the searches' last).
 
 A case is N:KIND:SEED:METRIC, KIND uniform or clustered (lap generate --points --kind), the rows
 ``generate_points(N, 2, KIND, seed=2·SEED+1)`` and the columns seed 2·SEED+2 (docs/points.md's sets):
@@ -63,10 +64,12 @@ def main() -> None:
                   "objective": solution.objective, "full_scans": details.get("auction_full_scans"),
                   "proved": details.get("auction_proved_bids"), "searches": details.get("tail_searches"),
                   "deferred": details.get("auction_deferred"), "search_rounds": details.get("search_rounds"),
+                  "coarse_factor": details.get("coarse_factor"), "reach": details.get("warm_start_reach"),
                   "phases_ms": [round(step.ms, 1) for step in solution.report.steps]}
         print(f"{case}: {wall:.2f} s, certified {record['certified']}, objective {solution.objective:.12g}, "
               f"full scans {record['full_scans']}, proved {record['proved']}, searches {record['searches']} "
-              f"(deferred {record['deferred']}, {record['search_rounds']} rounds), phases {record['phases_ms']}",
+              f"(deferred {record['deferred']}, {record['search_rounds']} rounds), coarse factor "
+              f"{record['coarse_factor']} (sample's reach {record['reach']}), phases {record['phases_ms']}",
               flush=True)
         if args.json:
             with open(args.json, "a") as out:

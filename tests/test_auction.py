@@ -486,29 +486,35 @@ def test_the_warm_start_s_sample_is_every_16th_point_and_at_most_sample_most():
 
 
 def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start(monkeypatch):
-    """sap_points.coarse_and_warm: the coarse first phase up to COARSE_FIRST_UP_TO points whatever
-    the start, at auction.COARSE_FIRST times the first ε; above it only where the warm start runs
+    """sap_points.coarse_factor: the coarse first phase up to COARSE_FIRST_UP_TO points whatever
+    the start, at auction.COARSE_FIRST times the first ε; above it only from a warm start
     (sap_warm.warms, to WARM_UP_TO points, and a sample solve handed in), its factor in proportion
-    to n on 2-D sqeuclidean points (256 at 1,048,576; sap_points.COARSE_GROWS_FROM, not
-    COARSE_FIRST_UP_TO, sets where it grows); past that neither."""
+    to n on 2-D sqeuclidean points whose sample moves points far (256 at 1,048,576;
+    sap_points.COARSE_GROWS_FROM, not COARSE_FIRST_UP_TO, sets where it grows); past that neither."""
     from lapcli.engines.cuda import sap_points, sap_warm
 
     def points(n, metric="sqeuclidean", dim=2):
         return fake_points(n, metric=metric, dim=dim)
 
+    far = sap_warm.WarmStart(None, 0, 2 * sap_warm.FAR_REACH)
+    near = sap_warm.WarmStart(None, 0, sap_warm.FAR_REACH)  # (not above it)
     small, large = sap_points.COARSE_FIRST_UP_TO, sap_warm.WARM_UP_TO
     coarse, grows = auction.COARSE_FIRST, sap_points.COARSE_GROWS_FROM
-    assert sap_points.coarse_and_warm(points(1024), True) == (coarse, False)
-    assert sap_points.coarse_and_warm(points(small), True) == (coarse, True)
-    assert sap_points.coarse_and_warm(points(small, "cosine"), True) == (coarse, False)
-    assert sap_points.coarse_and_warm(points(small + 1), True) == (pytest.approx(coarse * (small + 1) / grows), True)
-    assert sap_points.coarse_and_warm(points(large), True) == (coarse * large / grows, True)
-    for no_start in ((points(small + 1, "cosine"), True), (points(large), False), (points(large + 1), True)):
-        assert sap_points.coarse_and_warm(*no_start) == (0.0, False)
+    assert sap_warm.warms(points(small)) and sap_warm.warms(points(large)) and not sap_warm.warms(points(large + 1))
+    assert not sap_warm.warms(points(small, "cosine")) and not sap_warm.warms(points(sap_warm.WARM_FROM - 1))
+    for n in (1024, small):
+        assert sap_points.coarse_factor(points(n), None) == coarse == sap_points.coarse_factor(points(n), far)
+    assert sap_points.coarse_factor(points(small + 1), far) == pytest.approx(coarse * (small + 1) / grows)
+    assert sap_points.coarse_factor(points(large), far) == coarse * large / grows
+    assert sap_points.coarse_factor(points(small + 1), None) == 0.0
+    for start in (near, sap_warm.WarmStart(None, 0, 0.0)):  # a uniform set's sample: no surplus to carry
+        assert sap_points.coarse_factor(points(large), start) == coarse
+    assert sap_points.coarse_factor(points(large), sap_warm.WarmStart(None, 0, np.inf)) == coarse * large / grows
     for unmeasured in (points(large, "cityblock"), points(large, "euclidean"), points(large, dim=3)):
-        assert sap_points.coarse_and_warm(unmeasured, True) == (coarse, True)  # the factor grows on 2-D sqeuclidean
+        assert sap_points.coarse_factor(unmeasured, far) == coarse  # the factor grows on 2-D sqeuclidean
     monkeypatch.setattr(sap_points, "COARSE_FIRST_UP_TO", 0)  # benchmarks/point_sets.py --coarse-up-to 0
-    assert sap_points.coarse_and_warm(points(large), True) == (coarse * large / grows, True)
+    assert sap_points.coarse_factor(points(large), far) == coarse * large / grows
+    assert sap_points.coarse_factor(points(1024), None) == 0.0
     spread = 1e-3  # the auction's first ε takes the factor as it is (0: none)
     assert auction.first_eps_of(spread, 0.0, coarse * large / grows) == spread * auction.FIRST_EPS_OF_SPREAD * 256
     assert auction.first_eps_of(spread, 0.0, 0.0) == spread * auction.FIRST_EPS_OF_SPREAD

@@ -40,14 +40,17 @@ def test_the_sample_and_its_c_transform_are_their_twins(monkeypatch, rng, metric
     assert np.array_equal(v, (distance_matrix(rows, b, metric) - u[:, None]).min(axis=0))
 
 
-@pytest.mark.parametrize("kind, metric", [("clustered", "sqeuclidean"), ("uniform", "cityblock"),
-                                          ("clustered", "euclidean")])
+@pytest.mark.parametrize("kind, metric", [("clustered", "sqeuclidean"), ("uniform", "sqeuclidean"),
+                                          ("uniform", "cityblock"), ("clustered", "euclidean")])
 def test_an_auction_from_sampled_duals_is_exact(monkeypatch, kind, metric):
     """Where the warm start applies (WARM_FROM lowered here), the auction starts from the
     c-transform of the sample's duals, not from 0, and the answer is scipy's objective, certified;
-    below WARM_FROM it starts from 0."""
+    below WARM_FROM it starts from 0. The report gives the sample's reach, its CPU twin's (the
+    same sample, solved by scipy), and the coarse factor it implies (COARSE_GROWS_FROM lowered:
+    it grows only where the sample moves points far, on sqeuclidean)."""
     from lapcli.cuda import auction
-    from lapcli.engines.cuda import sap_warm
+    from lapcli.engines.cuda import sap_points, sap_warm
+    from lapcli.twins.tiles import spatial_order
 
     n = 3000
     a = generate_points(n, 2, kind=kind, seed=5)
@@ -58,11 +61,21 @@ def test_an_auction_from_sampled_duals_is_exact(monkeypatch, kind, metric):
     monkeypatch.setattr(auction, "solve", lambda *args, **kwargs: starts.append(kwargs.get("v_start")) or solve(
         *args, **kwargs))
     monkeypatch.setattr(sap_warm, "WARM_FROM", n)
+    monkeypatch.setattr(sap_points, "COARSE_GROWS_FROM", n // 2)
     solution = lapcli.solve_points(a, b, metric, solver="cuda-sap", timeout=300)
     assert solution.report.certified
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
     sampled = -(-n // sap_warm.stride(n))
-    assert solution.report.details["warm_start"] == f"the duals of {sampled:,} sampled points"
+    details = solution.report.details
+    assert details["warm_start"] == f"the duals of {sampled:,} sampled points"
+    every = sap_warm.stride(n)
+    twin = distance_matrix(a[spatial_order(a)][::every], b[spatial_order(b)][::every], metric)
+    reach = sap_warm.reach(twin, scipy_lsa(twin)[1])
+    assert details["warm_start_reach"] == pytest.approx(reach, abs=0.051)  # (rounded to 0.1)
+    if metric == "sqeuclidean":  # (where the reach decides; 187 and 9.5 on these sets, CPU)
+        assert (reach > sap_warm.FAR_REACH) == (kind == "clustered")
+    grows = kind == "clustered" and metric == "sqeuclidean"
+    assert details["coarse_factor"] == auction.COARSE_FIRST * (2 if grows else 1)
     first = solution.report.steps[0]
     assert first.name.startswith("warm start") and first.count == sampled and first.ms > 0
     assert starts[-1] is not None and float(abs(starts[-1]).max()) > 0
@@ -98,8 +111,8 @@ def test_load_programs_holds_every_program_a_warm_start_runs(monkeypatch):
         asked.append(set())
         on_device = device_points.upload(prepare_points(generate_points(n, 2, kind="clustered", seed=1),
                                                         generate_points(n, 2, kind="clustered", seed=2)), "auction")
-        v, sampled = sap_warm.column_duals(on_device, sap.solve)
-        assert sampled == n // sap_warm.stride(n) and v.shape == (n,)
+        start = sap_warm.column_duals(on_device, sap.solve)
+        assert start.sampled == n // sap_warm.stride(n) and start.v.shape == (n,)
         assert asked[-1] and asked[-1] <= loaded, f"{n} points: {asked[-1] - loaded}"
 
 
@@ -118,5 +131,5 @@ def test_the_sample_is_square_when_its_stride_grows(monkeypatch):
         shapes.append((problem.n_rows, problem.n_cols))
         return sap.solve(problem, timeout=timeout)
 
-    v, sampled = sap_warm.column_duals(on_device, solve)
-    assert sap_warm.stride(n) == 30 and shapes == [(100, 100)] and sampled == 100 and v.shape == (n,)
+    start = sap_warm.column_duals(on_device, solve)
+    assert sap_warm.stride(n) == 30 and shapes == [(100, 100)] and start.sampled == 100 and start.v.shape == (n,)

@@ -6,6 +6,7 @@ square of AUCTION_FROM points or more, minimised, goes to the ε-scaling auction
 
 from __future__ import annotations
 
+import math
 import time
 
 from ...cuda import auction, auction_tiles, sap_cluster, sap_rounds
@@ -205,44 +206,44 @@ def tail_threads(m: int, dim: int) -> int | None:
     return threads if m <= sap_rounds.max_columns(gpu.max_shared, gpu.sms, threads, record=dim + 2) else None
 
 
-def coarse_factor(points) -> float:
-    """The coarse first phase's ε over the plain first ε for the square ``points``:
-    auction.COARSE_FIRST, in proportion to n above COARSE_GROWS_FROM points on 2-D sqeuclidean
-    points (where it was measured)."""
-    grows = points.metric == "sqeuclidean" and points.rows.shape[1] == 2
+def coarse_factor(points, start: sap_warm.WarmStart | None) -> float:
+    """The coarse first phase's ε over the plain first ε for the square point auction on
+    ``points`` (0: no coarse phase): auction.COARSE_FIRST up to COARSE_FIRST_UP_TO points, and
+    above only from a warm ``start`` (where both were measured); in proportion to n above
+    COARSE_GROWS_FROM points on 2-D sqeuclidean points whose start's sample moves points far
+    (sap_warm.WarmStart.moves_far: a region's surplus to carry; uniform sets have none)."""
+    if start is None and points.k > COARSE_FIRST_UP_TO:
+        return 0.0
+    grows = (start is not None and start.moves_far and points.metric == "sqeuclidean"
+             and points.rows.shape[1] == 2)
     return auction.COARSE_FIRST * (max(1.0, points.k / COARSE_GROWS_FROM) if grows else 1.0)
 
 
-def coarse_and_warm(points, can_solve_sample: bool) -> tuple[float, bool]:
-    """(coarse first phase's factor, 0: none; warm start) for the square point auction on
-    ``points``: the warm start where sap_warm.warms and a matrix solve is handed in for the sample;
-    the coarse phase (coarse_factor) up to COARSE_FIRST_UP_TO points, and above that only with the
-    warm start (where both were measured)."""
-    warm = can_solve_sample and sap_warm.warms(points)
-    return coarse_factor(points) if points.k <= COARSE_FIRST_UP_TO or warm else 0.0, warm
-
-
 def _points_auction(problem, points, tiles, details: dict, timeout, progress, solve_matrix):
-    """The square point problem by the ε-scaling auction (its first phase and start:
-    coarse_and_warm), its last phase's tail by the searches in rounds (where the blocks hold the
+    """The square point problem by the ε-scaling auction (its start: sap_warm; its first phase:
+    coarse_factor), its last phase's tail by the searches in rounds (where the blocks hold the
     columns): (col_of_row, v, steps, launches)."""
     began = time.perf_counter()
     final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
     threads = tail_threads(points.m, points.rows.shape[1])
     budget = points_budget(points.k) if threads is not None else None
-    coarse_first, warm = coarse_and_warm(points, solve_matrix is not None)  # warm: tiled columns
-    steps, v_start, left = [], None, timeout
-    if warm:
-        v_start, sampled = sap_warm.column_duals(points, solve_matrix, timeout)
+    steps, start, left = [], None, timeout
+    if solve_matrix is not None and sap_warm.warms(points):  # (tiled columns)
+        start = sap_warm.column_duals(points, solve_matrix, timeout)
         warm_ms = 1e3 * (time.perf_counter() - began)
-        details.update(warm_start=f"the duals of {sampled:,} sampled points", warm_start_ms=round(warm_ms, 3))
-        steps.append(StepStat(1, f"warm start: {details['warm_start']}", sampled, warm_ms))
+        details.update(warm_start=f"the duals of {start.sampled:,} sampled points", warm_start_ms=round(warm_ms, 3))
+        if math.isfinite(start.reach):  # (inf: the sample's median least cost is 0, duplicated points)
+            details["warm_start_reach"] = round(start.reach, 1)
+        steps.append(StepStat(1, f"warm start: {details['warm_start']}", start.sampled, warm_ms))
         left = None if not timeout else max(timeout - warm_ms / 1e3, 1e-3)
+    coarse_first = coarse_factor(points, start)
+    if coarse_first:
+        details["coarse_factor"] = round(coarse_first, 3)
     found = auction.solve(points.kernels, points.source(), points.k, final_eps, timeout=left, budget=budget,
                           progress=progress, max_chain=points_chain_limit(points.k),
                           tail_rows=TAIL_ROWS if threads else 0, last_tail_to_searches=threads is not None,
                           stalled_tail=True, defer_wars=True, block_rows_up_to=auction.BLOCK_ROWS_UP_TO,
-                          coarse_first=coarse_first, tiles=tiles, v_start=v_start)
+                          coarse_first=coarse_first, tiles=tiles, v_start=None if start is None else start.v)
     details.update(found.details())
     if budget is not None:
         details["auction_budget_s"] = round(budget, 3)

@@ -45,6 +45,29 @@ SAMPLE_EVERY, SAMPLE_MOST = 16, 8192
 # 0.34-0.52; 131,072, 262,144 and 1,048,576: sap_points.COARSE_FIRST_UP_TO's note; no larger
 # square was measured).
 WARM_FROM, WARM_UP_TO = 32_768, 1_048_576
+# A sample's optimum "moves points far" where the FAR_QUANTILE of its matched costs exceeds FAR_REACH
+# times its median row minimum: a region's surplus travels to another region, many times its
+# nearest-neighbour distance (squared), and the coarse phase's ε must grow with n to carry it
+# (sap_points.coarse_factor). Between two uniform sets the optimal matching's displacement grows
+# only as sqrt(log n) of the nearest neighbour's (Ajtai, Komlós and Tusnády, "On optimal
+# matchings", 1984). The CPU's twin of the sample (scipy's solve, 2-D sqeuclidean, 16,384 to
+# 1,048,576 points, seven seeds a size): uniform sets 8.8-12.7, clustered ones 73-1,064.
+FAR_QUANTILE, FAR_REACH = 99.0, 32.0
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmStart:
+    """column_duals' answer: the columns' first duals ``v`` (their work order), the sample's
+    points a side, and its ``reach`` (:func:`reach`)."""
+
+    v: object
+    sampled: int
+    reach: float
+
+    @property
+    def moves_far(self) -> bool:
+        """Whether the sample's optimum moves points far (FAR_REACH)."""
+        return self.reach > FAR_REACH
 
 
 def warms(points) -> bool:
@@ -72,12 +95,22 @@ def c_transform(points, rows, u):
     return device_points.row_min(with_rows, u, swapped=True)[0]
 
 
-def column_duals(points, solve_matrix, timeout: float | None = None):
+def reach(costs, col_of_row) -> float:
+    """How far an optimal assignment ``col_of_row`` of the square ``costs`` (NumPy or CuPy) moves
+    its points: the FAR_QUANTILE of its matched costs over the median of its rows' least costs
+    (inf where that median is 0 and a matched cost is not; 0 where both are)."""
+    xp = np if isinstance(costs, np.ndarray) else __import__("cupy")
+    matched = costs[xp.arange(costs.shape[0]), xp.asarray(col_of_row)]
+    far, near = float(xp.percentile(matched, FAR_QUANTILE)), float(xp.median(costs.min(axis=1)))
+    return far / near if near > 0 else (np.inf if far > 0 else 0.0)
+
+
+def column_duals(points, solve_matrix, timeout: float | None = None) -> WarmStart:
     """The auction's first column duals (their work order), the c-transform of the sample's row
-    duals, the sample's cost matrix solved by ``solve_matrix(problem, timeout=)``; and the
-    sample's size. Both sides are already in Morton's order (auction_tiles.put_in_tiles and
-    put_rows_in_order; their twin: lapcli.twins.tiles.spatial_order): each one's sample is every
-    stride-th point as they lie."""
+    duals, the sample's cost matrix solved by ``solve_matrix(problem, timeout=)``; with the
+    sample's size and reach. Both sides are already in Morton's order (auction_tiles.put_in_tiles
+    and put_rows_in_order; their twin: lapcli.twins.tiles.spatial_order): each one's sample is
+    every stride-th point as they lie."""
     import cupy
 
     from ...points import distance_matrix
@@ -85,10 +118,10 @@ def column_duals(points, solve_matrix, timeout: float | None = None):
 
     rows = cupy.ascontiguousarray(points.rows[::stride(points.k)])
     columns = points.columns[::stride(points.m)]
-    sample = solve_matrix(prepare(distance_matrix(rows, columns, points.metric, points.p), check=False),
-                          timeout=timeout)
+    costs = distance_matrix(rows, columns, points.metric, points.p)
+    sample = solve_matrix(prepare(costs, check=False), timeout=timeout)
     v = c_transform(points, rows, cupy.asarray(sample.duals[0], dtype=np.float64))
-    return v, int(rows.shape[0])
+    return WarmStart(v, int(rows.shape[0]), reach(costs, sample.cols[np.argsort(sample.rows)]))
 
 
 def load_programs() -> float:
