@@ -134,8 +134,8 @@ def points_chain_limit(n: int) -> int:
 # 1,048,576 clustered points (H200, rows in Morton order, points_budget) were solved only so: seeds
 # 2 and 4 in 261 and 128 s, their coarse phases (factor 256) ending after 75 and 48 s, where at
 # factor 16 it had not ended after 200 s, and the plain first phase (an earlier code) bid 796 M
-# times in one round without ending in 240 s. Uniform ones pay for it: 84.0 s against 39.5 plain
-# in one process (41.3 at factor 16 in another; docs/points.md).
+# times in one round without ending in 240 s. Uniform ones paid for that factor (84.0 s against
+# 39.5 plain in one process) until the sample's reach kept theirs at 16 (below): 44.5 s.
 COARSE_FIRST_UP_TO = 65_536
 # Above COARSE_GROWS_FROM points the coarse phase's ε grows in proportion to n on 2-D sqeuclidean
 # points (coarse_factor): their median candidate spread falls as 1/n, while a region's surplus must
@@ -143,6 +143,9 @@ COARSE_FIRST_UP_TO = 65_536
 # 13.5-15.0, 15.9-16.6, 12.0 s against 18.1-19.5, 17.1-17.5, 13.9 at 16; uniform (two sets) 6.2,
 # 6.4 against 6.3, 5.9; 131,072 clustered at 32 (two sets) 6.5, 5.3 against 6.4, 5.0. Other
 # metrics and dimensions (whose spread falls as n^(-1/d) or n^(-2/d)) were not measured: 16.
+# It grows only where the warm start's sample moves points far (sap_warm.WarmStart.moves_far):
+# uniform sets have no surplus to carry, and at 1,048,576 points the factor 256 cost them 84.0 s
+# against 44.5 at 16 (H200, two leases; their sample's reach 9.1, clustered sets' 73-113 there).
 COARSE_GROWS_FROM = 65_536
 # A square whose last rows the searches can take (tail_threads) gives the auction a budget
 # (points_budget); past it the auction's duals as they are, and every pair within 2ε of its row's
