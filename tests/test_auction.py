@@ -520,6 +520,19 @@ def test_the_coarse_phase_runs_above_65536_points_only_with_the_warm_start(monke
     assert auction.first_eps_of(spread, 0.0, 0.0) == spread * auction.FIRST_EPS_OF_SPREAD
 
 
+def test_the_point_auctions_chains_end_after_n_over_16_bids_at_least_4096():
+    """sap_points.points_chain_limit: MIN_CHAIN bids up to 65,536 points, n / 16 above (16,384 at
+    262,144 and 65,536 at 1,048,576 points, where n²/2²⁰ made uniform sets take twice as long on
+    an H200; docs/points.md)."""
+    from lapcli.engines.cuda import sap_points
+
+    for n in (1024, 8192, 65_536):
+        assert sap_points.points_chain_limit(n) == sap_points.MIN_CHAIN == 4096
+    limits = [sap_points.points_chain_limit(n) for n in (65_537, 131_072, 262_144, 1 << 20)]
+    assert limits == [4096, 8192, 16_384, 65_536]
+    assert sap_points.points_chain_limit(3_000_017) == 3_000_017 // 16
+
+
 def test_the_point_auctions_budget_is_the_dense_squares_then_grows_as_n_to_the_1_5():
     """sap_points.points_budget: sap_start.auction_budget up to BUDGET_GROWS_FROM points (1e-4 s a
     point, at least 0.5 s), then n^1.5: 419 s at 1,048,576 points, where the dense squares' 105 s

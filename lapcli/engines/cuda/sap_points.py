@@ -91,21 +91,22 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 
 # The point auction's eviction chains end after points_chain_limit(n) bids, the row left to bid
 # again in the next round (lapcli.cuda.auction.solve's max_chain): one warp follows a chain alone,
-# each bid (~2 µs) waiting on the last. But each round's release pass scanned every row that bid
-# over all n columns, so a limit pays only where a chain would outlast a pass over all n² costs
-# (~1.5 ps a cost on an H100): about n²/2²⁰ bids. H100, 65,536 uniform points, a limit of 4096:
-# euclidean 6.7–9.2 s against past 15 s without (a chain of 405,000 bids), sqeuclidean 2.6–2.8 s
-# against 3.2; 256 and 32 were slower. At 1,048,576 points a limit of n/16 made the first phase
-# 24 s against 5 s without (docs/points.md). These predate the release pass by tiles, which reads
-# only a row's near tiles; the limit was not measured again.
-MIN_CHAIN = 4096
+# each bid (~2 µs) waiting on the last, so a round lasts as long as its longest chain, and a
+# limit trades that for more rounds, each with a release pass. H100, 65,536 uniform points, a
+# limit of 4096: euclidean 6.7–9.2 s against past 15 s without (a chain of 405,000 bids),
+# sqeuclidean 2.6–2.8 s against 3.2; 256 and 32 were slower. Above, the limit grows as n/16: the
+# release pass reads only a row's near tiles (auction_tiles), and longer chains cost more than the
+# rounds they save. H200, one call, one solve a set (docs/points.md): 262,144 points at 16,384
+# uniform 3.3 s against 6.5 at n²/2²⁰ = 65,536 (the rule before), clustered (seeds 2, 4) 8.9 and
+# 8.1 s against 9.8 and 8.4; 1,048,576 uniform points at 65,536 21.3 s against 23.5 at 16,384 and
+# 42.5 at 2²⁰, clustered (seed 4) 88.4 s against 128.0 at 2²⁰ (another lease).
+MIN_CHAIN, CHAIN_OF_N = 4096, 16
 
 
 def points_chain_limit(n: int) -> int:
     """The bids a point auction's eviction chain may make on n points before its row waits for
-    the next round: as many as take the time of one release pass over all n² costs, at least
-    MIN_CHAIN."""
-    return max(MIN_CHAIN, (n * n) >> 20)
+    the next round: n / CHAIN_OF_N, at least MIN_CHAIN."""
+    return max(MIN_CHAIN, n // CHAIN_OF_N)
 
 
 # A square's auction ends a phase where a round's chain limit leaves at most TAIL_ROWS rows free,
