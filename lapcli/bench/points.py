@@ -74,27 +74,27 @@ def point_runners() -> dict[str, Callable]:
     }
 
 
-WARM_SOLVE_N = 2048  # load_point_programs' square: the auction's, with tiles, as on a large cell
-
-
 def load_point_programs(name: str, metric: str) -> None:
     """Load what runner ``name`` runs on a large 2-D cell of ``metric`` (``auto`` and ``cuda-sap``:
     engine cuda-sap's auction and searches on the coordinates), where that engine can run here, and
-    solve a WARM_SOLVE_N square of ``metric`` with it: CuPy compiles its own kernels (the tiles'
-    sort, fills, reductions) at their first call, 0.75 s of a 65,536-point solve on an H200 that
-    sap_points.load_programs does not load."""
+    solve a square of ``metric`` with it as large as the auction's warm start needs
+    (sap_warm.WARM_FROM): CuPy compiles its own kernels (the tiles' sort, fills, reductions, the
+    warm start's sample matrix and reach) at their first call, which sap_points.load_programs
+    does not load: 0.75 s of a 65,536-point solve on an H200, and with a 2,048-point square here
+    the first 262,144-point solve on a fresh H200 spent 13.5 s in its warm start (0.1-0.3 s after)."""
     if name not in ("auto", "cuda-sap"):
         return
     from ..engines import registry
 
     if registry.get("cuda-sap").available()[0]:
-        from ..engines.cuda import sap_points
+        from ..engines.cuda import sap_points, sap_warm
         from ..generate import generate_points
         from ..pipeline_points import solve_points
 
         sap_points.load_programs(metric, 2)
-        solve_points(generate_points(WARM_SOLVE_N, 2, seed=1), generate_points(WARM_SOLVE_N, 2, seed=2), metric,
-                     solver="cuda-sap", timeout=CALL_LIMIT_S)
+        n = sap_warm.WARM_FROM
+        solve_points(generate_points(n, 2, seed=1), generate_points(n, 2, seed=2), metric, solver="cuda-sap",
+                     timeout=CALL_LIMIT_S)
 
 
 def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, seed: int,
