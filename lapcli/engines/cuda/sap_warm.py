@@ -21,7 +21,8 @@ and 11.7-16.6 s with it (the coarse factor of sap_points.coarse_factor), and ran
 without it at 262,144 (as from v = 0 without the coarse phase); at 1,048,576 points, clustered
 sets took 128 and 261 s with it. Its sample's solve also tells whether a region's surplus must
 travel (reach, FAR_REACH): where none must, as between uniform sets, the coarse factor stays at
-its least (1,048,576 uniform points 44.5 s, against 84.0 at the factor clustered sets need).
+its least (1,048,576 uniform points 44.5 s, against 84.0 at the factor clustered sets need,
+both with the chain limit of 2^20 bids then).
 The coarse first phase stays: without it the sample's errors (a region's surplus is known to
 16 points) became wars at the fine first ε, and 600-1,100 rows went to the searches
 (10-19 s). An auction's duals only fall, so a column the start gives too low a dual waits until its
