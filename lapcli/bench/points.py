@@ -80,8 +80,7 @@ def load_point_programs(name: str, metric: str) -> None:
     solve a square of ``metric`` with it as large as the auction's warm start needs
     (sap_warm.WARM_FROM): CuPy compiles its own kernels (the tiles' sort, fills, reductions, the
     warm start's sample matrix and reach) at their first call, which sap_points.load_programs
-    does not load: 0.75 s of a 65,536-point solve on an H200, and with a 2,048-point square here
-    the first 262,144-point solve on a fresh H200 spent 13.5 s in its warm start (0.1-0.3 s after)."""
+    does not load (on a fresh H200, 13.5 s of the first warm start's 0.1-0.3 s; docs/points.md)."""
     if name not in ("auto", "cuda-sap"):
         return
     from ..engines import registry

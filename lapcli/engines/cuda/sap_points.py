@@ -6,7 +6,6 @@ square of AUCTION_FROM points or more, minimised, goes to the ε-scaling auction
 
 from __future__ import annotations
 
-import math
 import time
 
 from ...cuda import auction, auction_tiles, sap_cluster, sap_rounds
@@ -99,7 +98,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 # rounds they save. H200, one call, one solve a set (docs/points.md): 262,144 points at 16,384
 # uniform 3.3 s against 6.5 at n²/2²⁰ = 65,536 (the rule before), clustered (seeds 2, 4) 8.9 and
 # 8.1 s against 9.8 and 8.4; 1,048,576 uniform points at 65,536 21.3 s against 23.5 at 16,384 and
-# 42.5 at 2²⁰, clustered (seed 4) 88.4 s against 128.0 at 2²⁰ (another lease).
+# 42.5 at 2²⁰, clustered (seed 4) 88.4 s against 128.0 at 2²⁰ (another run).
 MIN_CHAIN, CHAIN_OF_N = 4096, 16
 
 
@@ -132,11 +131,12 @@ def points_chain_limit(n: int) -> int:
 # 3, 4) 13.3-18.9 s (coarse factor 16; 11.7-16.6 at 64, below), where the plain first phase ran
 # past 45 s (seeds 2, 3) and the coarse one without the warm start 10.0 and 8.0 s at 131,072 and
 # past 45 s at 262,144; uniform 262,144 4.9-6.2 s against 5.6 plain and 7.3 coarse without it.
-# 1,048,576 clustered points (H200, rows in Morton order, points_budget) were solved only so: seeds
-# 2 and 4 in 261 and 128 s, their coarse phases (factor 256) ending after 75 and 48 s, where at
+# 1,048,576 clustered points (H200, rows in Morton order, points_budget) are solved only so: seeds
+# 2 and 4 in 134.5 and 88.4 s, their coarse phases (factor 256) ending after 72 and 52 s, where at
 # factor 16 it had not ended after 200 s, and the plain first phase (an earlier code) bid 796 M
 # times in one round without ending in 240 s. Uniform ones paid for that factor (84.0 s against
-# 39.5 plain in one process) until the sample's reach kept theirs at 16 (below): 44.5 s.
+# 39.5 plain in one process, chains of 2^20 bids then) until the sample's reach kept theirs at 16
+# (below; 44.5 s with those chains, 21.3 s now).
 COARSE_FIRST_UP_TO = 65_536
 # Above COARSE_GROWS_FROM points the coarse phase's ε grows in proportion to n on 2-D sqeuclidean
 # points (coarse_factor): their median candidate spread falls as 1/n, while a region's surplus must
@@ -146,7 +146,8 @@ COARSE_FIRST_UP_TO = 65_536
 # metrics and dimensions (whose spread falls as n^(-1/d) or n^(-2/d)) were not measured: 16.
 # It grows only where the warm start's sample moves points far (sap_warm.WarmStart.moves_far):
 # uniform sets have no surplus to carry, and at 1,048,576 points the factor 256 cost them 84.0 s
-# against 44.5 at 16 (H200, two leases; their sample's reach 9.1, clustered sets' 73-113 there).
+# against 44.5 at 16 (H200, two runs, chains of 2^20 bids; their sample's reach 9.1, clustered
+# sets' 73-113 there).
 COARSE_GROWS_FROM = 65_536
 # A square whose last rows the searches can take (tail_threads) gives the auction a budget
 # (points_budget); past it the auction's duals as they are, and every pair within 2ε of its row's
@@ -235,9 +236,9 @@ def _points_auction(problem, points, tiles, details: dict, timeout, progress, so
     if solve_matrix is not None and sap_warm.warms(points):  # (tiled columns)
         start = sap_warm.column_duals(points, solve_matrix, timeout)
         warm_ms = 1e3 * (time.perf_counter() - began)
-        details.update(warm_start=f"the duals of {start.sampled:,} sampled points", warm_start_ms=round(warm_ms, 3))
-        if math.isfinite(start.reach):  # (inf: the sample's median least cost is 0, duplicated points)
-            details["warm_start_reach"] = round(start.reach, 1)
+        # (a reach of inf: the sample's median least cost is 0, duplicated points; it counts as far)
+        details.update(warm_start=f"the duals of {start.sampled:,} sampled points", warm_start_ms=round(warm_ms, 3),
+                       warm_start_reach=round(start.reach, 1))
         steps.append(StepStat(1, f"warm start: {details['warm_start']}", start.sampled, warm_ms))
         left = None if not timeout else max(timeout - warm_ms / 1e3, 1e-3)
     coarse_first = coarse_factor(points, start)

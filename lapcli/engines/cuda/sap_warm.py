@@ -19,7 +19,7 @@ seed 3 1.55-1.79 against 1.64-1.89; uniform sets, euclidean and cityblock within
 At 131,072 and 262,144 points it is what lets the coarse phase end: clustered sets took 3.8-6.0
 and 11.7-16.6 s with it (the coarse factor of sap_points.coarse_factor), and ran past 45 s
 without it at 262,144 (as from v = 0 without the coarse phase); at 1,048,576 points, clustered
-sets took 128 and 261 s with it. Its sample's solve also tells whether a region's surplus must
+sets take 88 and 135 s with it. Its sample's solve also tells whether a region's surplus must
 travel (reach, FAR_REACH): where none must, as between uniform sets, the coarse factor stays at
 its least (1,048,576 uniform points 44.5 s, against 84.0 at the factor clustered sets need,
 both with the chain limit of 2^20 bids then).
@@ -123,8 +123,10 @@ def column_duals(points, solve_matrix, timeout: float | None = None) -> WarmStar
     columns = points.columns[::stride(points.m)]
     costs = distance_matrix(rows, columns, points.metric, points.p)
     sample = solve_matrix(prepare(costs, check=False), timeout=timeout)
+    sample_reach = reach(costs, sample.cols[np.argsort(sample.rows)])
+    del costs  # (up to 0.5 GB) before the c-transform's pass
     v = c_transform(points, rows, cupy.asarray(sample.duals[0], dtype=np.float64))
-    return WarmStart(v, int(rows.shape[0]), reach(costs, sample.cols[np.argsort(sample.rows)]))
+    return WarmStart(v, int(rows.shape[0]), sample_reach)
 
 
 def load_programs() -> float:
