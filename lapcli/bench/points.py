@@ -80,7 +80,8 @@ def load_point_programs(name: str, metric: str) -> None:
     solve a square of ``metric`` with it as large as the auction's warm start needs
     (sap_warm.WARM_FROM): CuPy compiles its own kernels (the tiles' sort, fills, reductions, the
     warm start's sample matrix and reach) at their first call, which sap_points.load_programs
-    does not load (on a fresh H200, 13.5 s of the first warm start's 0.1-0.3 s; docs/points.md)."""
+    does not load (on a fresh H200 the first warm start took 13.5 s, later ones 0.1-0.3 s;
+    docs/points.md)."""
     if name not in ("auto", "cuda-sap"):
         return
     from ..engines import registry
