@@ -62,3 +62,16 @@ def eps_between_gaps(gaps) -> float:
         return distinct[0] / 4
     middle = max(1, len(distinct) // 2)
     return (distinct[middle - 1] + distinct[middle]) / 4
+
+
+def twin_sample_reach(a, b, metric="sqeuclidean"):
+    """The point auction's warm-start sample of the square sets ``a`` and ``b`` as its CPU twin
+    builds it (every sap_warm.stride-th point of each along lapcli.twins.tiles.spatial_order), its
+    costs solved by scipy: sap_warm.reach of that optimum."""
+    from lapcli.engines.cuda import sap_warm
+    from lapcli.points import distance_matrix
+    from lapcli.twins.tiles import spatial_order
+
+    every = sap_warm.stride(len(a))
+    costs = distance_matrix(a[spatial_order(a)][::every], b[spatial_order(b)][::every], metric)
+    return sap_warm.reach(costs, scipy_lsa(costs)[1])

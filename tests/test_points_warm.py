@@ -3,23 +3,18 @@
 
 import numpy as np
 import pytest
-from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from lapcli.engines.cuda import sap_warm
 from lapcli.generate import generate_points
-from lapcli.points import distance_matrix
-from lapcli.twins.tiles import spatial_order
+from .helpers import twin_sample_reach
 
 
 def sample_reach(kind: str, seed: int, n: int = 16_384) -> float:
     """The reach of the warm start's sample of two sets of ``n`` 2-D points (rows seed 2·seed+1,
     columns 2·seed+2, as docs/points.md's sets): every stride-th point of each along Morton's
     curve (its twin), the sample's squared distances solved by scipy."""
-    a = generate_points(n, 2, kind=kind, seed=2 * seed + 1)
-    b = generate_points(n, 2, kind=kind, seed=2 * seed + 2)
-    every = sap_warm.stride(n)
-    costs = distance_matrix(a[spatial_order(a)][::every], b[spatial_order(b)][::every], "sqeuclidean")
-    return sap_warm.reach(costs, scipy_lsa(costs)[1])
+    return twin_sample_reach(generate_points(n, 2, kind=kind, seed=2 * seed + 1),
+                             generate_points(n, 2, kind=kind, seed=2 * seed + 2))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -10,6 +10,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 import lapcli
 from lapcli.generate import generate_points
 from lapcli.points import distance_matrix, prepare_points
+from .helpers import twin_sample_reach
 
 pytestmark = pytest.mark.gpu
 
@@ -50,7 +51,6 @@ def test_an_auction_from_sampled_duals_is_exact(monkeypatch, kind, metric):
     it grows only where the sample moves points far, on sqeuclidean)."""
     from lapcli.cuda import auction
     from lapcli.engines.cuda import sap_points, sap_warm
-    from lapcli.twins.tiles import spatial_order
 
     n = 3000
     a = generate_points(n, 2, kind=kind, seed=5)
@@ -68,9 +68,7 @@ def test_an_auction_from_sampled_duals_is_exact(monkeypatch, kind, metric):
     sampled = -(-n // sap_warm.stride(n))
     details = solution.report.details
     assert details["warm_start"] == f"the duals of {sampled:,} sampled points"
-    every = sap_warm.stride(n)
-    twin = distance_matrix(a[spatial_order(a)][::every], b[spatial_order(b)][::every], metric)
-    reach = sap_warm.reach(twin, scipy_lsa(twin)[1])
+    reach = twin_sample_reach(a, b, metric)
     assert details["warm_start_reach"] == pytest.approx(reach, abs=0.051)  # (rounded to 0.1)
     if metric == "sqeuclidean":  # (where the reach decides; 187 and 9.5 on these sets, CPU)
         assert (reach > sap_warm.FAR_REACH) == (kind == "clustered")
