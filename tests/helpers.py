@@ -66,12 +66,17 @@ def eps_between_gaps(gaps) -> float:
 
 def twin_sample_reach(a, b, metric="sqeuclidean"):
     """The point auction's warm-start sample of the square sets ``a`` and ``b`` as its CPU twin
-    builds it (every sap_warm.stride-th point of each along lapcli.twins.tiles.spatial_order), its
-    costs solved by scipy: sap_warm.reach of that optimum."""
+    builds it (``b`` moved into ``a``'s frame where the engine moves it: lapcli.points_frame; then
+    every sap_warm.stride-th point of each along lapcli.twins.tiles.spatial_order), its costs
+    solved by scipy: sap_warm.reach of that optimum."""
     from lapcli.engines.cuda import sap_warm
-    from lapcli.points import distance_matrix
+    from lapcli.points import distance_matrix, prepare_points
+    from lapcli.points_frame import onto_rows
     from lapcli.twins.tiles import spatial_order
 
+    frame = onto_rows(prepare_points(a, b, metric))
+    if frame is not None:
+        b = frame.moved.b
     every = sap_warm.stride(len(a))
     costs = distance_matrix(a[spatial_order(a)][::every], b[spatial_order(b)][::every], metric)
     return sap_warm.reach(costs, scipy_lsa(costs)[1])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from ... import points_frame
 from ...cuda import auction, auction_tiles, sap_cluster, sap_rounds
 from ...cuda.hungarian import check_result, device_name
 from ...cuda.runtime import Event, current_gpu, current_stream
@@ -25,12 +26,12 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     wherever a kernel reads one (lapcli.cuda.points): no k × m matrix exists, device memory is
     O((k + m)·d) plus O(m) of state. A square problem of AUCTION_FROM points or more, minimised,
     is solved by the ε-scaling auction (lapcli.cuda.auction) down to an ε below the certificate's
-    tolerance, or for points_budget(n) seconds, the searches taking what it leaves; the
-    others by the shortest augmenting paths over one thread-block cluster. One more streamed pass
-    over all k·m costs is the certificate. ``progress(phase, phases_left)`` follows the auction
-    round by round (lapcli.cuda.auction.solve). ``solve_matrix(problem, timeout=)``, engine
-    cuda-sap's square solve, solves the sample of the auction's warm start (sap_warm; None: no
-    warm start)."""
+    tolerance, or for points_budget(n) seconds, the searches taking what it leaves (sqeuclidean
+    sets first moved into one frame: lapcli.points_frame); the others by the shortest augmenting
+    paths over one thread-block cluster. One more streamed pass over all k·m true costs is the
+    certificate. ``progress(phase, phases_left)`` follows the auction round by round
+    (lapcli.cuda.auction.solve). ``solve_matrix(problem, timeout=)``, engine cuda-sap's square
+    solve, solves the sample of the auction's warm start (sap_warm; None: no warm start)."""
     import cupy
 
     from ...certificate import judged
@@ -45,7 +46,9 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         current_gpu()
         start, copied_in, solved, certified = (Event() for _ in range(4))
         start.record(stream)
-        points = device_points.upload(problem, "auction" if by_auction else "search")
+        # the auction's square sqeuclidean sets in one frame (lapcli.points_frame: the same answers)
+        frame = points_frame.onto_rows(problem) if by_auction else None
+        points = device_points.upload(frame.moved if frame else problem, "auction" if by_auction else "search")
         copied_in.record(stream)
         # the auction's columns in tiles of nearby points (lapcli.cuda.auction_tiles); the answer maps back
         tiled = by_auction and auction_tiles.tiled(problem.metric, problem.dim)
@@ -57,8 +60,11 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         }
         if tiles is not None:
             details["tiles"] = f"{tiles.count} of {auction_tiles.TILE} columns in Morton order, the rows in theirs"
+        if frame is not None:
+            details["frame"] = f"the columns moved onto the rows' mean and radius (scaled by {1 / frame.ratio:.6g})"
         if by_auction:
-            cols, v, steps, launches = _points_auction(problem, points, tiles, details, timeout, progress,
+            tolerance = frame.tolerance() if frame else problem.tolerance()
+            cols, v, steps, launches = _points_auction(points, tiles, tolerance, details, timeout, progress,
                                                        solve_matrix)
         else:
             cols, v, steps, launches = _points_searches(points, details, timeout)
@@ -66,6 +72,8 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         checking = time.perf_counter()
         host_cols = cols.get()
         check_result(0, host_cols)  # a permutation, before any pass reads a pair through it
+        if frame is not None:  # the certificate reads the true costs
+            v = _true_column_duals(frame, points, v, tiles)
         pair = device_points.pair_costs(points, cols)
         u = pair - v[cols]
         minima, _ = device_points.row_min(points, v)
@@ -224,12 +232,26 @@ def coarse_factor(points, start: sap_warm.WarmStart | None) -> float:
     return auction.COARSE_FIRST * (max(1.0, points.k / COARSE_GROWS_FROM) if grows else 1.0)
 
 
-def _points_auction(problem, points, tiles, details: dict, timeout, progress, solve_matrix):
+def _true_column_duals(frame, points, v, tiles):
+    """The original problem's column duals from the moved one's ``v`` (points_frame.Frame), in the
+    work's column order, with ``points``' columns put back to the original ones (that order too)
+    for the certificate's passes."""
+    import cupy
+
+    moved_columns = points.columns
+    columns = cupy.asarray(frame.original.columns, dtype=cupy.float64)
+    if tiles is not None:
+        columns = columns[tiles.order]
+    points.columns, points.columns_t = cupy.ascontiguousarray(columns), cupy.ascontiguousarray(columns.T)
+    return frame.column_duals(v, points.columns, moved_columns)
+
+
+def _points_auction(points, tiles, tolerance: float, details: dict, timeout, progress, solve_matrix):
     """The square point problem by the ε-scaling auction (its start: sap_warm; its first phase:
-    coarse_factor), its last phase's tail by the searches in rounds (where the blocks hold the
-    columns): (col_of_row, v, steps, launches)."""
+    coarse_factor) down to an ε below ``tolerance`` (the certificate's zero), its last phase's tail
+    by the searches in rounds (where the blocks hold the columns): (col_of_row, v, steps, launches)."""
     began = time.perf_counter()
-    final_eps = problem.tolerance() * AUCTION_EPS_OF_TOLERANCE
+    final_eps = tolerance * AUCTION_EPS_OF_TOLERANCE
     threads = tail_threads(points.m, points.rows.shape[1])
     budget = points_budget(points.k) if threads is not None else None
     steps, start, left = [], None, timeout

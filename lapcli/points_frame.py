@@ -1,0 +1,72 @@
+"""The same assignment in a better frame: two point sets of equal size under squared Euclidean
+costs, the columns' set moved and scaled onto the rows' (same mean, same root-mean-square radius).
+
+Why: c(i, j) = |a_i − b_j|² = |a_i|² + |b_j|² − 2 a_i·b_j, and a permutation's total of the row
+terms and of the column terms is the same for every permutation, so only the products a_i·b_j
+choose it; moving b by a vector or scaling it by a positive factor changes each product by a row
+term, a column term and that factor, and the optimal permutations stay the same (this is why the
+optimal transport map between equal masses under this cost does not depend on where the two sets
+lie: Brenier, "Polar factorization and monotone rearrangement of vector-valued functions", 1991).
+The point auction (lapcli.engines.cuda.sap_points) does not see that: its candidates, tiles and
+first ε assume a row's partner lies near it, and two uniform sets of 65,536 points, one moved by
+(0.5, 0.5) or by (1, 1) with a permutation of the other plus noise, or scaled by 2, ran past 40 s
+where the sets in place take 0.5 s (H200, docs/points.md). In the frame they are the sets in place.
+
+Exactly: with r = σ_b / σ_a (σ a set's root-mean-square distance to its mean) and the moved columns
+b'_j = ā + (b_j − b̄) / r, c(i, j) = r·c'(i, j) + R_i + C_j, where, measured from ā,
+C_j = |b_j − ā|² − r·|b'_j − ā|². Duals (u', v') proving an assignment optimal for c' give
+v_j = r·v'_j + C_j for c (u follows from the assigned pairs), which the certificate then checks on
+the true costs: the frame's rounding is inside its tolerance or the certificate says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .points import PointProblem
+from .problem import array_module
+
+
+@dataclass
+class Frame:
+    """A square sqeuclidean PointProblem (``original``) and its columns moved onto its rows'
+    frame (``moved``): the same optimal assignments, costs scaled by ``ratio`` (r = σ_b / σ_a)
+    up to a row and a column term."""
+
+    original: PointProblem
+    moved: PointProblem
+    ratio: float
+
+    def tolerance(self) -> float:
+        """The moved problem's zero of a reduced cost, at most the original's over r: duals within
+        it, mapped back (column_duals), are within the original's."""
+        return min(self.moved.tolerance(), self.original.tolerance() / self.ratio)
+
+    def column_duals(self, v_moved, columns, moved_columns):
+        """The original problem's column duals from the moved one's (same array library, any
+        common order of the columns: ``columns`` and ``moved_columns`` are the (m, d) coordinates of
+        b and b' in that order)."""
+        centre = array_module(columns).asarray(self.original.rows.mean(axis=0))
+        far = ((columns - centre) ** 2).sum(axis=1)
+        moved_far = ((moved_columns - centre) ** 2).sum(axis=1)
+        return self.ratio * v_moved + (far - self.ratio * moved_far)
+
+
+def onto_rows(problem: PointProblem) -> Frame | None:
+    """The frame of a square, minimised sqeuclidean ``problem`` whose two sets both spread
+    (σ > 0), its columns moved onto its rows' mean and radius; None for any other problem (its
+    optimal assignments depend on where the sets lie, or every assignment is optimal)."""
+    if problem.metric != "sqeuclidean" or problem.maximize or problem.n_rows != problem.n_cols:
+        return None
+    if problem.is_empty:
+        return None
+    rows, columns = problem.rows, problem.columns
+    row_mean, column_mean = rows.mean(axis=0), columns.mean(axis=0)
+    row_radius = float(((rows - row_mean) ** 2).sum(axis=1).mean()) ** 0.5
+    column_radius = float(((columns - column_mean) ** 2).sum(axis=1).mean()) ** 0.5
+    ratio = column_radius / row_radius if row_radius > 0 else 0.0
+    if not 0.0 < ratio < float("inf"):
+        return None
+    # a square's work rows are a and its columns b (PointProblem.transposed: only a tall one swaps)
+    return Frame(problem, dataclasses.replace(problem, b=row_mean + (columns - column_mean) / ratio), ratio)
