@@ -1,5 +1,5 @@
 """The same assignment in a better frame: two point sets of equal size under squared Euclidean
-costs, the columns' set moved and scaled onto the rows' (same mean, same root-mean-square radius).
+costs, both centred on the rows' mean and the columns scaled to the rows' root-mean-square radius.
 
 Why: c(i, j) = |a_i − b_j|² = |a_i|² + |b_j|² − 2 a_i·b_j, and a permutation's total of the row
 terms and of the column terms is the same for every permutation, so only the products a_i·b_j
@@ -12,17 +12,21 @@ first ε assume a row's partner lies near it, and two uniform sets of 65,536 poi
 (0.5, 0.5) or by (1, 1) with a permutation of the other plus noise, or scaled by 2, ran past 40 s
 where the sets in place take 0.5 s (H200, docs/points.md). In the frame they are the sets in place.
 
-Exactly: with r = σ_b / σ_a (σ a set's root-mean-square distance to its mean) and the moved columns
-b'_j = ā + (b_j − b̄) / r, c(i, j) = r·c'(i, j) + R_i + C_j, where, measured from ā,
-C_j = |b_j − ā|² − r·|b'_j − ā|². Duals (u', v') proving an assignment optimal for c' give
+Exactly: with ā the rows' mean, r = σ_b / σ_a (σ a set's root-mean-square distance to its mean),
+the moved rows a'_i = a_i − ā and columns b'_j = (b_j − b̄) / r, c(i, j) = r·c'(i, j) + R_i + C_j
+with C_j = |b_j − ā|² − r·|b'_j|². Duals (u', v') proving an assignment optimal for c' give
 v_j = r·v'_j + C_j for c (u follows from the assigned pairs), which the certificate then checks on
-the true costs: the frame's rounding is inside its tolerance or the certificate says so.
+the true costs. Both sets are centred, not only b moved onto a, so that every coordinate the
+solve reads is a difference from a mean, exact to the spread's ulp: sets lying 10⁶ from the origin
+with a spread of 1 would otherwise carry a rounding of 10⁶'s ulp into every cost, past the
+certificate's tolerance.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from .points import PointProblem
 from .problem import array_module
@@ -30,13 +34,15 @@ from .problem import array_module
 
 @dataclass
 class Frame:
-    """A square sqeuclidean PointProblem (``original``) and its columns moved onto its rows'
-    frame (``moved``): the same optimal assignments, costs scaled by ``ratio`` (r = σ_b / σ_a)
-    up to a row and a column term."""
+    """A square sqeuclidean PointProblem (``original``) and the same sets in the rows' frame
+    (``moved``: both centred on ``centre``, the rows' mean, the columns scaled by 1 / ``ratio``):
+    the same optimal assignments, costs scaled by ``ratio`` (r = σ_b / σ_a) up to a row and a
+    column term."""
 
     original: PointProblem
     moved: PointProblem
     ratio: float
+    centre: Any
 
     def tolerance(self) -> float:
         """The moved problem's zero of a reduced cost, at most the original's over r: duals within
@@ -46,17 +52,17 @@ class Frame:
     def column_duals(self, v_moved, columns, moved_columns):
         """The original problem's column duals from the moved one's (same array library, any
         common order of the columns: ``columns`` and ``moved_columns`` are the (m, d) coordinates of
-        b and b' in that order)."""
-        centre = array_module(columns).asarray(self.original.rows.mean(axis=0))
-        far = ((columns - centre) ** 2).sum(axis=1)
-        moved_far = ((moved_columns - centre) ** 2).sum(axis=1)
+        b and b' in that order): r·v' + |b − ā|² − r·|b'|²."""
+        centre = array_module(columns).asarray(self.centre)
+        far, moved_far = ((columns - centre) ** 2).sum(axis=1), (moved_columns ** 2).sum(axis=1)
         return self.ratio * v_moved + (far - self.ratio * moved_far)
 
 
 def onto_rows(problem: PointProblem) -> Frame | None:
     """The frame of a square, minimised sqeuclidean ``problem`` whose two sets both spread
-    (σ > 0), its columns moved onto its rows' mean and radius; None for any other problem (its
-    optimal assignments depend on where the sets lie, or every assignment is optimal)."""
+    (σ > 0): both centred on the rows' mean, the columns scaled to the rows' radius; None for any
+    other problem (its optimal assignments depend on where the sets lie, or every assignment is
+    optimal)."""
     if problem.metric != "sqeuclidean" or problem.maximize or problem.n_rows != problem.n_cols:
         return None
     if problem.is_empty:
@@ -69,4 +75,5 @@ def onto_rows(problem: PointProblem) -> Frame | None:
     if not 0.0 < ratio < float("inf"):
         return None
     # a square's work rows are a and its columns b (PointProblem.transposed: only a tall one swaps)
-    return Frame(problem, dataclasses.replace(problem, b=row_mean + (columns - column_mean) / ratio), ratio)
+    moved = dataclasses.replace(problem, a=rows - row_mean, b=(columns - column_mean) / ratio)
+    return Frame(problem, moved, ratio, row_mean)

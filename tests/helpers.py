@@ -66,7 +66,7 @@ def eps_between_gaps(gaps) -> float:
 
 def twin_sample_reach(a, b, metric="sqeuclidean"):
     """The point auction's warm-start sample of the square sets ``a`` and ``b`` as its CPU twin
-    builds it (``b`` moved into ``a``'s frame where the engine moves it: lapcli.points_frame; then
+    builds it (both sets in the rows' frame where the engine moves them: lapcli.points_frame; then
     every sap_warm.stride-th point of each along lapcli.twins.tiles.spatial_order), its costs
     solved by scipy: sap_warm.reach of that optimum."""
     from lapcli.engines.cuda import sap_warm
@@ -76,7 +76,7 @@ def twin_sample_reach(a, b, metric="sqeuclidean"):
 
     frame = onto_rows(prepare_points(a, b, metric))
     if frame is not None:
-        b = frame.moved.b
+        a, b = frame.moved.a, frame.moved.b
     every = sap_warm.stride(len(a))
     costs = distance_matrix(a[spatial_order(a)][::every], b[spatial_order(b)][::every], metric)
     return sap_warm.reach(costs, scipy_lsa(costs)[1])

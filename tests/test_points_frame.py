@@ -1,6 +1,8 @@
 """Squared distances between two sets of equal size in one frame (lapcli.points_frame), on the CPU:
 the moved problem's optimal assignments are the original's, and its duals, mapped back, prove
-that on the original costs."""
+that on the original costs, wherever the sets lie (far from the origin too)."""
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -10,50 +12,91 @@ import lapcli
 from lapcli.points import distance_matrix, prepare_points
 from lapcli.points_frame import onto_rows
 
-# (shift, scale) of the columns' set against the rows' U[0, 1)^d
-PLACES = [(0.0, 1.0), (0.5, 1.0), (3.0, 1.0), (-40.0, 0.05), (0.25, 2.0), (1e3, 7.0)]
+# (where both sets lie, the columns' shift from the rows, their scale) against the rows' U[0, 1)^d
+PLACES = [(0.0, 0.0, 1.0), (0.0, 0.5, 1.0), (0.0, 3.0, 1.0), (0.0, -40.0, 0.05), (0.0, 0.25, 2.0),
+          (0.0, 1e3, 7.0), (1e4, 0.5, 1.0), (1e6, 0.5, 1.0), (-1e6, 2.0, 1e-3), (5e6, 0.0, 1e3)]
 
 
-def sets(rng, n, dim, shift, scale):
-    return rng.random((n, dim)), shift + scale * rng.random((n, dim))
+def sets(rng, n, dim, origin, shift, scale):
+    return origin + rng.random((n, dim)), origin + shift + scale * rng.random((n, dim))
 
 
-@pytest.mark.parametrize("shift, scale", PLACES)
-@pytest.mark.parametrize("dim", [1, 2, 3])
-def test_the_moved_duals_prove_the_original_optimum(rng, dim, shift, scale):
-    """The moved problem solved (scipy, its duals recovered by lapcli), its column duals mapped
-    back (the row duals follow from the assigned pairs): every reduced cost of the original is
-    ≥ −tolerance, and the assignment's total is scipy's optimum of the original."""
-    a, b = sets(rng, 60, dim, shift, scale)
+def min_reduced_cost(cost, rows, cols, v):
+    """The least c − u − v over all pairs, u from the assigned pairs (u = c − v there)."""
+    u = cost[rows, cols] - v[cols]
+    return (cost - u[:, None] - v[None, :]).min()
+
+
+def solved_in_frame(rng, dim, place, n=60):
+    a, b = sets(rng, n, dim, *place)
     problem = prepare_points(a, b, "sqeuclidean")
     frame = onto_rows(problem)
     moved = distance_matrix(frame.moved.a, frame.moved.b, "sqeuclidean")
-    solved = lapcli.solve(moved, solver="scipy", certify=True)
+    return problem, frame, lapcli.solve(moved, solver="scipy", certify=True)
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_the_moved_duals_prove_the_original_optimum(rng, dim, place):
+    """The moved problem solved (scipy, its duals recovered by lapcli), its column duals mapped
+    back (the row duals follow from the assigned pairs): every reduced cost of the original is
+    ≥ −tolerance, 10⁶ from the origin too, and the assignment's total is scipy's optimum of the
+    original."""
+    problem, frame, solved = solved_in_frame(rng, dim, place)
     v = frame.column_duals(solved.duals[1], problem.b, frame.moved.b)
-    cost = distance_matrix(a, b, "sqeuclidean")
-    rows, cols = solved.row_ind, solved.col_ind
-    u = cost[rows, cols] - v[cols]
-    slack = cost - u[:, None] - v[None, :]
-    tolerance = problem.tolerance()
-    assert slack.min() >= -tolerance
-    assert cost[rows, cols].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    cost = distance_matrix(problem.a, problem.b, "sqeuclidean")
+    assert min_reduced_cost(cost, solved.row_ind, solved.col_ind, v) >= -problem.tolerance()
+    assert cost[solved.row_ind, solved.col_ind].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
 
 
-def test_the_frame_is_the_rows_mean_and_radius(rng):
-    """The moved columns have the rows' mean and root-mean-square radius; the rows stay as given;
-    the ratio is the columns' radius over the rows'."""
-    a, b = sets(rng, 500, 2, 5.0, 3.0)
+@pytest.mark.parametrize("place", [PLACES[1], PLACES[4], PLACES[7], PLACES[8]])
+def test_duals_within_the_frame_s_tolerance_stay_within_the_original_s(rng, place):
+    """Column duals raised by up to half the frame's tolerance (reduced costs then ≥ −that, as an
+    auction's last ε leaves them), mapped back: within the original problem's tolerance."""
+    problem, frame, solved = solved_in_frame(rng, 2, place)
+    loose = solved.duals[1] + rng.uniform(0.0, frame.tolerance() / 2, size=len(solved.duals[1]))
+    v = frame.column_duals(loose, problem.b, frame.moved.b)
+    cost = distance_matrix(problem.a, problem.b, "sqeuclidean")
+    assert min_reduced_cost(cost, solved.row_ind, solved.col_ind, v) >= -problem.tolerance()
+
+
+def test_the_frame_centres_both_sets_and_scales_the_columns(rng):
+    """Both moved sets have mean 0 (the rows' mean taken from both), the rows their radius, the
+    columns the rows' radius; the ratio is the columns' radius over the rows'."""
+    a, b = sets(rng, 500, 2, 1e3, 5.0, 3.0)
     frame = onto_rows(prepare_points(a, b, "sqeuclidean"))
-    moved = frame.moved.b
-    assert frame.moved.a is frame.original.a
-    np.testing.assert_allclose(moved.mean(axis=0), a.mean(axis=0), atol=1e-12)
 
     def radius(points):
         return np.sqrt(((points - points.mean(axis=0)) ** 2).sum(axis=1).mean())
 
-    assert radius(moved) == pytest.approx(radius(a), rel=1e-12)
+    np.testing.assert_allclose(frame.moved.a, a - a.mean(axis=0))
+    np.testing.assert_allclose(frame.moved.b.mean(axis=0), 0.0, atol=1e-12)
+    assert radius(frame.moved.b) == pytest.approx(radius(a), rel=1e-12)
     assert frame.ratio == pytest.approx(radius(b) / radius(a), rel=1e-12)
-    assert frame.tolerance() <= frame.original.tolerance() / frame.ratio
+    np.testing.assert_array_equal(frame.centre, a.mean(axis=0))
+
+
+def test_the_engine_puts_the_true_sets_back_in_its_orders(rng):
+    """sap_points.true_points on NumPy arrays: the work's points, solved in the frame with the
+    columns in tile order and the rows in their own order, get the original coordinates back in
+    those orders, and the duals it returns prove the optimum on them (the certificate's passes
+    read exactly these)."""
+    from lapcli.cuda.points import DevicePoints
+    from lapcli.engines.cuda.sap_points import true_points
+
+    problem, frame, solved = solved_in_frame(rng, 2, (1e6, 0.5, 1.0), n=80)
+    row_order, column_order = rng.permutation(80), rng.permutation(80)
+    rows, columns = frame.moved.a[row_order], frame.moved.b[column_order]
+    points = DevicePoints(rows, columns, rows.T.copy(), columns.T.copy(), "sqeuclidean", 2.0, 1.0, {}, 0.0)
+    where = np.empty(80, dtype=np.int64)
+    where[column_order] = np.arange(80)  # work column of each problem column
+    v_work = solved.duals[1][column_order]
+    cols_work = where[solved.col_ind[row_order]]
+    v = true_points(frame, points, v_work, SimpleNamespace(order=column_order), row_order)
+    np.testing.assert_array_equal(points.rows, problem.a[row_order])
+    np.testing.assert_array_equal(points.columns_t, problem.b[column_order].T)
+    cost = distance_matrix(points.rows, points.columns, "sqeuclidean")
+    assert min_reduced_cost(cost, np.arange(80), cols_work, v) >= -problem.tolerance()
 
 
 @pytest.mark.parametrize("case", ["euclidean", "maximize", "rectangular", "one place", "empty"])
@@ -61,7 +104,7 @@ def test_no_frame_where_the_answer_depends_on_where_the_sets_lie(rng, case):
     """Other metrics, maximised or rectangular problems have no such frame (their optimal
     assignments change as a set moves or scales), and sets whose points all lie at one place
     need none (every assignment is optimal)."""
-    a, b = sets(rng, 30, 2, 1.0, 1.0)
+    a, b = sets(rng, 30, 2, 0.0, 1.0, 1.0)
     options = {"metric": "sqeuclidean"}
     if case == "euclidean":
         options["metric"] = "euclidean"

@@ -13,6 +13,7 @@ from ...cuda import auction, auction_tiles, sap_cluster, sap_rounds
 from ...cuda.hungarian import check_result, device_name
 from ...cuda.runtime import Event, current_gpu, current_stream
 from ...errors import SolverError
+from ...problem import array_module
 from ...steps import SAP_STEP_NAMES, StepStat
 from ..base import EngineResult
 from . import sap_warm
@@ -61,7 +62,8 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         if tiles is not None:
             details["tiles"] = f"{tiles.count} of {auction_tiles.TILE} columns in Morton order, the rows in theirs"
         if frame is not None:
-            details["frame"] = f"the columns moved onto the rows' mean and radius (scaled by {1 / frame.ratio:.6g})"
+            details["frame"] = (f"both sets centred on the rows' mean, the columns scaled to the rows' radius "
+                                f"(by {1 / frame.ratio:.6g})")
         if by_auction:
             tolerance = frame.tolerance() if frame else problem.tolerance()
             cols, v, steps, launches = _points_auction(points, tiles, tolerance, details, timeout, progress,
@@ -73,7 +75,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         host_cols = cols.get()
         check_result(0, host_cols)  # a permutation, before any pass reads a pair through it
         if frame is not None:  # the certificate reads the true costs
-            v = _true_column_duals(frame, points, v, tiles)
+            v = true_points(frame, points, v, tiles, row_order)
         pair = device_points.pair_costs(points, cols)
         u = pair - v[cols]
         minima, _ = device_points.row_min(points, v)
@@ -232,17 +234,21 @@ def coarse_factor(points, start: sap_warm.WarmStart | None) -> float:
     return auction.COARSE_FIRST * (max(1.0, points.k / COARSE_GROWS_FROM) if grows else 1.0)
 
 
-def _true_column_duals(frame, points, v, tiles):
-    """The original problem's column duals from the moved one's ``v`` (points_frame.Frame), in the
-    work's column order, with ``points``' columns put back to the original ones (that order too)
-    for the certificate's passes."""
-    import cupy
-
+def true_points(frame, points, v, tiles=None, row_order=None):
+    """Put the original sets back into ``points`` (lapcli.cuda.points.DevicePoints, solved in
+    ``frame``, lapcli.points_frame.Frame), in the work's orders (the columns' ``tiles.order``, the
+    rows' ``row_order``; None: as given), for the certificate's passes; returns the original
+    problem's column duals from the moved one's ``v`` (work order). NumPy or CuPy, as ``points``."""
+    xp = array_module(points.columns)
     moved_columns = points.columns
-    columns = cupy.asarray(frame.original.columns, dtype=cupy.float64)
+    rows = xp.asarray(frame.original.rows, dtype=xp.float64)
+    columns = xp.asarray(frame.original.columns, dtype=xp.float64)
+    if row_order is not None:
+        rows = rows[row_order]
     if tiles is not None:
         columns = columns[tiles.order]
-    points.columns, points.columns_t = cupy.ascontiguousarray(columns), cupy.ascontiguousarray(columns.T)
+    points.rows, points.rows_t = xp.ascontiguousarray(rows), xp.ascontiguousarray(rows.T)
+    points.columns, points.columns_t = xp.ascontiguousarray(columns), xp.ascontiguousarray(columns.T)
     return frame.column_duals(v, points.columns, moved_columns)
 
 
@@ -296,7 +302,9 @@ def _searched_tail(points, found, threads: int, final_eps: float, timeout, detai
     coarser phase: its ε is never below it), that pair lowered to the minimum (LoweredPoints) so
     that the searches start from tight rows and are exact on the lowered costs; their duals are
     then feasible for the true costs, and a kept pair ends at most 2·final_eps from tight (the
-    certificate, on the true costs, allows 8·final_eps). The other rows are searched from.
+    certificate allows 8·final_eps; in the rows' frame, lapcli.points_frame, these costs and ε are
+    the frame's, and r·8·final_eps is at most the true costs' tolerance). The other rows are
+    searched from.
     (col_of_row, v, (searches, ms))."""
     import cupy
 
