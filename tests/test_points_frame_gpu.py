@@ -7,7 +7,8 @@ import pytest
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
-from lapcli.points import distance_matrix
+from lapcli.arrays import host
+from lapcli.points import distance_matrix, prepare_points
 
 pytestmark = pytest.mark.gpu
 
@@ -45,6 +46,12 @@ def test_sets_elsewhere_are_solved_in_the_rows_frame(rng, place, library):
     cost = distance_matrix(a, b, "sqeuclidean")
     assert solution.report.certified
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    # the duals are the true costs' (the certificate read the caller's coordinates, not the frame's)
+    u, v = (np.asarray(host(dual)) for dual in solution.duals)
+    tolerance = prepare_points(a, b).tolerance()
+    rows, cols = host(solution.row_ind), host(solution.col_ind)
+    assert (cost - u[:, None] - v[None, :]).min() >= -tolerance
+    assert np.abs(cost[rows, cols] - u[rows] - v[cols]).max() <= tolerance
 
 
 def test_a_moved_noisy_copy_of_65536_points_is_matched_back(rng):

@@ -45,10 +45,10 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         check_clusters(0 if by_auction else m, "on point sets")
         stream = current_stream()
         current_gpu()
-        start, copied_in, solved, certified = (Event() for _ in range(4))
-        start.record(stream)
         # the auction's square sqeuclidean sets in one frame (lapcli.points_frame: the same answers)
         frame = points_frame.onto_rows(problem) if by_auction else None
+        start, copied_in, solved, certified = (Event() for _ in range(4))
+        start.record(stream)
         points = device_points.upload(frame.moved if frame else problem, "auction" if by_auction else "search")
         copied_in.record(stream)
         # the auction's columns in tiles of nearby points (lapcli.cuda.auction_tiles); the answer maps back
@@ -238,7 +238,9 @@ def true_points(frame, points, v, tiles=None, row_order=None):
     """Put the original sets back into ``points`` (lapcli.cuda.points.DevicePoints, solved in
     ``frame``, lapcli.points_frame.Frame), in the work's orders (the columns' ``tiles.order``, the
     rows' ``row_order``; None: as given), for the certificate's passes; returns the original
-    problem's column duals from the moved one's ``v`` (work order). NumPy or CuPy, as ``points``."""
+    problem's column duals from the moved one's ``v`` (work order). NumPy or CuPy, as ``points``
+    (host coordinates are copied to the device a second time here: O(n·d), in the certificate's
+    time)."""
     xp = array_module(points.columns)
     moved_columns = points.columns
     rows = xp.asarray(frame.original.rows, dtype=xp.float64)
