@@ -1,5 +1,6 @@
 """Point sets placed as users bring them, solved by the point auction (``lapcli.solve_points(a, b,
-metric, solver="cuda-sap")``) after a warm-up solve of 40,000 points of each metric and dimension:
+metric, solver="cuda-sap")``, or ``--solver``'s route) after a warm-up solve of each metric and
+dimension (40,000 points, or the case's n if fewer):
 a JSON line a case with the seconds, whether the answer was certified, its objective, the bids, the
 rows the searches took, the warm start's reach, the coarse factor, and each step's milliseconds.
 
@@ -9,10 +10,11 @@ A case is N:D:METRIC:PLACE; the rows are U[0, 1)^D (seed 7), and PLACE the colum
 deviation S, moved by 1):
 
     python benchmarks/points_placed.py 65536:2:sqeuclidean:moved0.5 65536:2:sqeuclidean:copy0.001 \\
-        65536:3:euclidean:uniform [--limit 40] [--no-frame]
+        65536:3:euclidean:uniform [--limit 40] [--no-frame] [--solver auto]
 
 ``--no-frame`` solves sqeuclidean squares where the sets lie (lapcli.points_frame off), the engine
-before it. Needs a GPU.
+before it; ``--solver`` another route (``auto``: 2,049 to 16,384 points as their matrix built on
+the GPU, lapcli.engines.auto.points_route). Needs a GPU.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def main() -> None:
     parser.add_argument("cases", nargs="+", help="N:D:METRIC:PLACE")
     parser.add_argument("--limit", type=float, default=40.0, help="seconds a solve (its timeout)")
     parser.add_argument("--no-frame", action="store_true", help="solve sqeuclidean squares where the sets lie")
+    parser.add_argument("--solver", default="cuda-sap", help="the route (default cuda-sap: the point auction)")
     args = parser.parse_args()
 
     import lapcli
@@ -59,13 +62,13 @@ def main() -> None:
         n, dim, metric, place = case.split(":")
         n, dim = int(n), int(dim)
         if (metric, dim) not in warmed:  # the programs compiled and CuPy's kernels loaded before any timed case
-            warm = np.random.default_rng(5).random((40_000, dim))
-            lapcli.solve_points(warm, warm[::-1].copy(), metric, solver="cuda-sap")
+            warm = np.random.default_rng(5).random((min(40_000, n), dim))
+            lapcli.solve_points(warm, warm[::-1].copy(), metric, solver=args.solver)
             warmed.add((metric, dim))
         a, b = placed(n, dim, place)
         began = time.perf_counter()
         try:
-            solution = lapcli.solve_points(a, b, metric, solver="cuda-sap", timeout=args.limit)
+            solution = lapcli.solve_points(a, b, metric, solver=args.solver, timeout=args.limit)
         except SolverError as error:
             print(json.dumps({"case": case, "error": str(error)[:200], "s": round(time.perf_counter() - began, 2)}),
                   flush=True)
@@ -75,7 +78,7 @@ def main() -> None:
                           "certified": solution.report.certified, "objective": solution.objective,
                           "bids": details.get("auction_bids"), "searches": details.get("tail_searches"),
                           "reach": details.get("warm_start_reach"), "coarse_factor": details.get("coarse_factor"),
-                          "frame": details.get("frame"),
+                          "solver": solution.report.solver, "frame": details.get("frame"),
                           "steps_ms": [round(step.ms) for step in solution.report.steps]}), flush=True)
 
 

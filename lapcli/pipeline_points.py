@@ -11,7 +11,8 @@ import numpy as np
 
 from .arrays import host
 from .engines import registry
-from .pipeline import check_device, check_timeout, loaded_engine, matrix_report, set_up_apart, solve_problem
+from .pipeline import (check_device, check_timeout, loaded_engine, matrix_report, set_up_apart, solve_ms,
+                       solve_problem)
 from .problem import prepare
 from .results import Solution
 
@@ -55,6 +56,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
         The objective equals ``solve(cdist(a, b, metric))``'s; tied pairs may differ.
     """
     from . import points as point_sets
+    from . import points_frame as point_frames
     from .engines.auto import points_route
 
     start = time.perf_counter()
@@ -75,15 +77,23 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
             name, reason = "cuda-sap", f"{reason}, but the GPU had no room for it: costs from the coordinates"
             engine = registry.get(name)
     if engine is None or not engine.capabilities.points:
+        # a host matrix of sqeuclidean squares is the frame's (lapcli.points_frame): the same optimal
+        # assignments, and scipy solves and lapcli recovers the duals of sets placed apart as of sets in place
+        frame = point_frames.onto_rows(problem) if matrix is None and problem.xp is np else None
         if matrix is None:
-            matrix = problem.dense()
+            matrix = (frame.moved if frame else problem).dense()
         solution = solve_problem(prepare(matrix, maximize=maximize, check=False), solver=name, timeout=timeout,
                                  device=device, start=start, certify=certify)
+        on_gpu = not isinstance(matrix, np.ndarray)
+        if frame is not None:
+            matrix = None  # freed before the true costs' matrix is built
+            _in_true_costs(solution, problem, frame)
+            solution.report.total_ms = solve_ms(start, solution.report.details)  # the true costs' pass too
         if from_host:  # the caller's host arrays get host answers
             solution.row_ind, solution.col_ind = host(solution.row_ind), host(solution.col_ind)
             if solution.duals is not None:
                 solution.duals = (host(solution.duals[0]), host(solution.duals[1]))
-        where = "" if isinstance(matrix, np.ndarray) else " built on the GPU"
+        where = " built on the GPU" if on_gpu else ""
         solution.report.details["costs"] = f"{problem.metric} as a {problem.n_rows} × {problem.n_cols} cdist matrix{where}"
         if name == "auto":
             solution.report.reason = f"{reason}; {solution.report.reason}"
@@ -94,6 +104,32 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     set_up_apart(result.details, import_ms)
     report = matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
     return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report, duals=result.duals)
+
+
+def _in_true_costs(solution: Solution, problem, frame) -> None:
+    """``solution``, of the cdist matrix of ``frame``'s moved sets (lapcli.points_frame.Frame), made
+    the original problem's: its objective from the true costs, and, where it was certified, its
+    column duals mapped back (the row duals from the assigned pairs) and certified on the true
+    matrix, to the problem's tolerance or the frame's in true units (r times the moved
+    certificate's), whichever is larger."""
+    from .certificate import certify
+
+    report = solution.report
+    rows, cols = host(solution.row_ind), host(solution.col_ind)
+    solution.objective = report.objective = problem.objective(rows, cols)
+    report.details["frame"] = frame.describe()
+    if solution.duals is None:
+        return
+    v = frame.column_duals(np.asarray(solution.duals[1], dtype=np.float64), problem.b, frame.moved.b)
+    cost = problem.dense()
+    col_of_row = np.empty(problem.n_rows, dtype=np.int64)
+    col_of_row[rows] = cols  # (a square: every row holds a column)
+    u = cost[np.arange(problem.n_rows), col_of_row] - v[col_of_row]
+    tolerance = max(problem.tolerance(), frame.ratio * float(report.certificate["tolerance"]))
+    certificate = certify(cost, col_of_row, u, v, tolerance, report.solver).to_dict()
+    if "duals_recovered_ms" in report.certificate:
+        certificate["duals_recovered_ms"] = report.certificate["duals_recovered_ms"]
+    solution.duals, report.certificate = (u, v), certificate
 
 
 def _device_matrix(problem, device):

@@ -44,6 +44,10 @@ class Frame:
     ratio: float
     centre: Any
 
+    def describe(self) -> str:
+        """The frame as a report's ``details["frame"]`` states it."""
+        return f"both sets centred on the rows' mean, the columns scaled to the rows' radius (by {1 / self.ratio:.6g})"
+
     def tolerance(self) -> float:
         """The moved problem's zero of a reduced cost, at most the original's over r: duals within
         it, mapped back (column_duals), are within the original's."""

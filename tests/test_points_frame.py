@@ -117,3 +117,39 @@ def test_no_frame_where_the_answer_depends_on_where_the_sets_lie(rng, case):
     else:
         a, b = a[:0], b[:0]
     assert onto_rows(prepare_points(a, b, **options)) is None
+
+
+@pytest.mark.parametrize("solver", ["auto", "scipy", "numpy"])
+@pytest.mark.parametrize("place", [PLACES[2], PLACES[4], PLACES[7]])
+def test_the_host_matrix_route_solves_in_the_frame_and_certifies_the_true_costs(rng, solver, place):
+    """solve_points through a matrix engine on the host: the cdist matrix is the frame's, and the
+    answer carries the true costs' objective (scipy's optimum), duals feasible and tight on the
+    true costs within the certificate's tolerance, and the frame in its report."""
+    a, b = sets(rng, 300, 2, *place)
+    solution = lapcli.solve_points(a, b, solver=solver, certify=True)
+    cost = distance_matrix(a, b, "sqeuclidean")
+    assert solution.report.certified and "centred on the rows' mean" in solution.report.details["frame"]
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    assert solution.report.objective == solution.objective
+    u, v = solution.duals
+    tolerance = solution.report.certificate["tolerance"]
+    assert tolerance == prepare_points(a, b).tolerance()  # the point problem's (the frame's is smaller here)
+    assert (cost - u[:, None] - v[None, :]).min() >= -tolerance
+    rows, cols = solution.row_ind, solution.col_ind
+    assert np.abs(cost[rows, cols] - u - v[cols]).max() <= tolerance
+
+
+def test_uncertified_answers_in_the_frame_still_report_the_true_objective(rng):
+    """certify=False: no duals, and the objective is the true costs' (not the frame matrix's)."""
+    a, b = sets(rng, 200, 2, 0.0, 3.0, 1.0)
+    solution = lapcli.solve_points(a, b, solver="scipy", certify=False)
+    cost = distance_matrix(a, b, "sqeuclidean")
+    assert solution.duals is None and not solution.report.certified
+    assert solution.objective == pytest.approx(cost[solution.row_ind, solution.col_ind].sum(), rel=1e-14)
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+
+
+def test_other_metrics_solve_their_own_matrix(rng):
+    a, b = sets(rng, 200, 2, 0.0, 3.0, 1.0)
+    solution = lapcli.solve_points(a, b, "euclidean", solver="scipy", certify=True)
+    assert "frame" not in solution.report.details and solution.report.certified

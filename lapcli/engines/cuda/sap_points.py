@@ -62,8 +62,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         if tiles is not None:
             details["tiles"] = f"{tiles.count} of {auction_tiles.TILE} columns in Morton order, the rows in theirs"
         if frame is not None:
-            details["frame"] = (f"both sets centred on the rows' mean, the columns scaled to the rows' radius "
-                                f"(by {1 / frame.ratio:.6g})")
+            details["frame"] = frame.describe()
         if by_auction:
             tolerance = frame.tolerance() if frame else problem.tolerance()
             cols, v, steps, launches = _points_auction(points, tiles, tolerance, details, timeout, progress,
