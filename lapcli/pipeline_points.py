@@ -120,7 +120,7 @@ def _in_true_costs(solution: Solution, problem, frame) -> None:
     report.details["frame"] = frame.describe()
     if solution.duals is None:
         return
-    v = frame.column_duals(np.asarray(solution.duals[1], dtype=np.float64), problem.b, frame.moved.b)
+    v = frame.column_duals(np.asarray(host(solution.duals[1]), dtype=np.float64), problem.b, frame.moved.b)
     cost = problem.dense()
     col_of_row = np.empty(problem.n_rows, dtype=np.int64)
     col_of_row[rows] = cols  # (a square: every row holds a column)
