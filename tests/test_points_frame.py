@@ -149,7 +149,15 @@ def test_uncertified_answers_in_the_frame_still_report_the_true_objective(rng):
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
 
 
-def test_other_metrics_solve_their_own_matrix(rng):
+@pytest.mark.parametrize("case", ["euclidean", "maximize", "rectangular"])
+def test_other_problems_solve_their_own_matrix(rng, case):
+    """Other metrics, maximised and rectangular problems go through the matrix of the sets where
+    they lie: no frame in the report, and the answer scipy's on that matrix."""
     a, b = sets(rng, 200, 2, 0.0, 3.0, 1.0)
-    solution = lapcli.solve_points(a, b, "euclidean", solver="scipy", certify=True)
+    metric, maximize = ("euclidean" if case == "euclidean" else "sqeuclidean"), case == "maximize"
+    if case == "rectangular":
+        b = np.vstack([b, b[:40] + 0.5])
+    solution = lapcli.solve_points(a, b, metric, solver="scipy", maximize=maximize, certify=True)
+    cost = distance_matrix(a, b, metric)
     assert "frame" not in solution.report.details and solution.report.certified
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=maximize)].sum(), rel=1e-12)
