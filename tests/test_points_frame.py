@@ -137,6 +137,8 @@ def test_the_host_matrix_route_solves_in_the_frame_and_certifies_the_true_costs(
     assert (cost - u[:, None] - v[None, :]).min() >= -tolerance
     rows, cols = solution.row_ind, solution.col_ind
     assert np.abs(cost[rows, cols] - u - v[cols]).max() <= tolerance
+    # scipy and lapx give no duals: their recovery (on the frame's matrix) stays in the certificate's record
+    assert ("duals_recovered_ms" in solution.report.certificate) == (solution.report.solver in ("scipy", "lapx"))
 
 
 def test_uncertified_answers_in_the_frame_still_report_the_true_objective(rng):
