@@ -67,9 +67,7 @@ def onto_rows(problem: PointProblem) -> Frame | None:
     (σ > 0): both centred on the rows' mean, the columns scaled to the rows' radius; None for any
     other problem (its optimal assignments depend on where the sets lie, or every assignment is
     optimal)."""
-    if problem.metric != "sqeuclidean" or problem.maximize or problem.n_rows != problem.n_cols:
-        return None
-    if problem.is_empty:
+    if problem.metric != "sqeuclidean" or problem.maximize or problem.n_rows != problem.n_cols or problem.is_empty:
         return None
     rows, columns = problem.rows, problem.columns
     row_mean, column_mean = rows.mean(axis=0), columns.mean(axis=0)
