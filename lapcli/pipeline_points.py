@@ -13,7 +13,7 @@ from .arrays import host
 from .engines import registry
 from .pipeline import (check_device, check_timeout, loaded_engine, matrix_report, set_up_apart, solve_ms,
                        solve_problem)
-from .problem import prepare
+from .problem import array_module, prepare
 from .results import Solution
 
 
@@ -71,23 +71,24 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     engine = registry.get(name) if name != "auto" else None
     matrix = None
     from_host = device_matrix and problem.xp is np
+    # a matrix of sqeuclidean squares is the frame's (lapcli.points_frame): the same optimal assignments,
+    # and the matrix engines solve sets placed apart as fast as sets in place (docs/points.md)
+    frame = point_frames.onto_rows(problem) if engine is None or not engine.capabilities.points else None
+    sets = frame.moved if frame else problem
     if from_host:  # host coordinates, their matrix built on the GPU
-        matrix = _device_matrix(problem, device)
+        matrix = _device_matrix(sets, device)
         if matrix is None:  # the room went to another allocation meanwhile: the costs from the coordinates
             name, reason = "cuda-sap", f"{reason}, but the GPU had no room for it: costs from the coordinates"
-            engine = registry.get(name)
+            engine, frame = registry.get(name), None
     if engine is None or not engine.capabilities.points:
-        # a host matrix of sqeuclidean squares is the frame's (lapcli.points_frame): the same optimal
-        # assignments, and scipy solves and lapcli recovers the duals of sets placed apart as of sets in place
-        frame = point_frames.onto_rows(problem) if matrix is None and problem.xp is np else None
         if matrix is None:
-            matrix = (frame.moved if frame else problem).dense()
+            matrix = sets.dense()
+        on_gpu = not isinstance(matrix, np.ndarray)
         solution = solve_problem(prepare(matrix, maximize=maximize, check=False), solver=name, timeout=timeout,
                                  device=device, start=start, certify=certify)
-        on_gpu = not isinstance(matrix, np.ndarray)
         if frame is not None:
             matrix = None  # freed before the true costs' matrix is built
-            _in_true_costs(solution, problem, frame)
+            _in_true_costs(solution, problem, frame, on_gpu, device)
             solution.report.total_ms = solve_ms(start, solution.report.details)  # the true costs' pass too
         if from_host:  # the caller's host arrays get host answers
             solution.row_ind, solution.col_ind = host(solution.row_ind), host(solution.col_ind)
@@ -106,12 +107,12 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report, duals=result.duals)
 
 
-def _in_true_costs(solution: Solution, problem, frame) -> None:
+def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> None:
     """``solution``, of the cdist matrix of ``frame``'s moved sets (lapcli.points_frame.Frame), made
     the original problem's: its objective from the true costs, and, where it was certified, its
     column duals mapped back (the row duals from the assigned pairs) and certified on the true
-    matrix, to the problem's tolerance or the frame's in true units (r times the moved
-    certificate's), whichever is larger."""
+    matrix (built where the moved one was: ``on_gpu``), to the problem's tolerance or the frame's
+    in true units (r times the moved certificate's), whichever is larger."""
     from .certificate import certify
 
     report = solution.report
@@ -120,11 +121,19 @@ def _in_true_costs(solution: Solution, problem, frame) -> None:
     report.details["frame"] = frame.describe()
     if solution.duals is None:
         return
-    v = frame.column_duals(np.asarray(host(solution.duals[1]), dtype=np.float64), problem.b, frame.moved.b)
-    cost = problem.dense()
-    col_of_row = np.empty(problem.n_rows, dtype=np.int64)
-    col_of_row[rows] = cols  # (a square: every row holds a column)
-    u = cost[np.arange(problem.n_rows), col_of_row] - v[col_of_row]
+    if on_gpu:
+        import cupy
+
+        with cupy.cuda.Device(device):
+            cost = problem.dense(on_device=True)
+    else:
+        cost = problem.dense()
+    xp = array_module(cost)
+    columns, moved_columns = (xp.asarray(sets.b) for sets in (problem, frame.moved))
+    v = frame.column_duals(xp.asarray(solution.duals[1], dtype=xp.float64), columns, moved_columns)
+    col_of_row = xp.empty(problem.n_rows, dtype=xp.int64)
+    col_of_row[xp.asarray(rows)] = xp.asarray(cols)  # (a square: every row holds a column)
+    u = cost[xp.arange(problem.n_rows), col_of_row] - v[col_of_row]
     tolerance = max(problem.tolerance(), frame.ratio * float(report.certificate["tolerance"]))
     certificate = certify(cost, col_of_row, u, v, tolerance, report.solver).to_dict()
     if "duals_recovered_ms" in report.certificate:

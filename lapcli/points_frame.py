@@ -10,7 +10,9 @@ lie: Brenier, "Polar factorization and monotone rearrangement of vector-valued f
 The point auction (lapcli.engines.cuda.sap_points) does not see that: its candidates, tiles and
 first ε assume a row's partner lies near it, and two uniform sets of 65,536 points, one moved by
 (0.5, 0.5) or by (1, 1) with a permutation of the other plus noise, or scaled by 2, ran past 40 s
-where the sets in place take 0.5 s (H200, docs/points.md). In the frame they are the sets in place.
+where the sets in place take 0.5 s (H200, docs/points.md). The matrix engines slow down as well
+(scipy 15-20x, the auction on a matrix built on the GPU 200-300x at 4,096 points), and no reduction of
+the matrix undoes it: the products themselves differ. In the frame they are the sets in place.
 
 Exactly: with ā the rows' mean, r = σ_b / σ_a (σ a set's root-mean-square distance to its mean),
 the moved rows a'_i = a_i − ā and columns b'_j = (b_j − b̄) / r, c(i, j) = r·c'(i, j) + R_i + C_j

@@ -141,6 +141,31 @@ def test_the_host_matrix_route_solves_in_the_frame_and_certifies_the_true_costs(
     assert ("duals_recovered_ms" in solution.report.certificate) == (solution.report.solver in ("scipy", "lapx"))
 
 
+def test_the_matrix_built_on_the_gpu_is_the_frame_s(rng, monkeypatch):
+    """auto's route that builds the cdist matrix on the GPU (lapcli.engines.auto.points_route),
+    emulated with a host matrix: it is given the frame's sets, not the caller's, and the answer
+    is certified on the true costs with their objective."""
+    import lapcli.engines.auto
+    import lapcli.pipeline_points
+
+    given = []
+
+    def built(sets, device):
+        given.append(sets)
+        return distance_matrix(sets.a, sets.b, "sqeuclidean")
+
+    monkeypatch.setattr(lapcli.engines.auto, "points_route", lambda problem, solver: ("auto", "auto: test", True))
+    monkeypatch.setattr(lapcli.pipeline_points, "_device_matrix", built)
+    a, b = sets(rng, 300, 2, 1e4, 3.0, 2.0)
+    solution = lapcli.solve_points(a, b, certify=True)
+    cost = distance_matrix(a, b, "sqeuclidean")
+    assert len(given) == 1 and np.allclose(given[0].a.mean(axis=0), 0.0) and np.allclose(given[0].b.mean(axis=0), 0.0)
+    assert solution.report.certified and "centred on the rows' mean" in solution.report.details["frame"]
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    u, v = solution.duals
+    assert (cost - u[:, None] - v[None, :]).min() >= -solution.report.certificate["tolerance"]
+
+
 def test_uncertified_answers_in_the_frame_still_report_the_true_objective(rng):
     """certify=False: no duals, and the objective is the true costs' (not the frame matrix's)."""
     a, b = sets(rng, 200, 2, 0.0, 3.0, 1.0)
