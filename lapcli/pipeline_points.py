@@ -100,7 +100,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
             solution.report.reason = f"{reason}; {solution.report.reason}"
         return solution
     module, import_ms = loaded_engine(engine)
-    result = module.run_points(problem, timeout=timeout, device=device, progress=progress)
+    result = module.run_points(problem, timeout=timeout, device=device, progress=progress, certify=certify)
     objective = problem.objective(result.rows, result.cols)
     set_up_apart(result.details, import_ms)
     report = matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)

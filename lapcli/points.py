@@ -76,6 +76,12 @@ class PointProblem:
         return self.n_rows == 0 or self.n_cols == 0
 
     @property
+    def on_a_line(self) -> bool:
+        """1-D sets of equal size, nonempty: every metric's costs between them, both sorted, are a
+        Monge array, and the sorted pairs are optimal (engine ``sorted``)."""
+        return self.dim == 1 and self.n_rows == self.n_cols and not self.is_empty
+
+    @property
     def sign(self) -> float:
         """The work minimises sign · c: −1 when maximising."""
         return -1.0 if self.maximize else 1.0

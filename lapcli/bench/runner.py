@@ -27,7 +27,9 @@ from .suites import BenchSettings, ObjectiveMismatch, SolveTiming
 # ----------------------------------------------------------------------------- solver runners
 def bench_solvers() -> tuple[str, ...]:
     """Every engine of the registry, ``auto`` (what users get), and the built peers."""
-    return registry.solver_choices(batch=False) + BUILT_PEERS  # single problems; the batch suite has its own
+    matrices = tuple(name for name in registry.solver_choices(batch=False)
+                     if name == "auto" or registry.get(name).capabilities.matrix)
+    return matrices + BUILT_PEERS  # single problems; the batch suite has its own
 
 
 class RunOutcome(NamedTuple):

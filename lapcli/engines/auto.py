@@ -122,6 +122,8 @@ def choose(problem, solver: str = "auto") -> tuple[str, str]:
 
 def requested(problem, name: str) -> tuple[str, str]:
     engine = registry.get(name)
+    if not engine.capabilities.matrix:
+        raise LapInputError(f"solver {name!r} matches point sets (solve_points, lap solve --points), not a matrix")
     if engine.capabilities.batch and not problem.is_stack:
         raise LapInputError(f"solver {name!r} solves stacks of problems: use solve_batch or a 3-D input")
     if problem.is_stack and not engine.capabilities.batch:
@@ -186,6 +188,8 @@ def points_route(problem, solver: str = "auto") -> tuple[str, str, bool]:
             raise LapInputError(f"solver {solver!r} solves stacks; two point sets are one problem")
         how = "costs computed from the coordinates" if engine.capabilities.points else "costs as a cdist matrix"
         return solver, f"requested ({how})", False
+    if problem.on_a_line:  # any size, with or without a GPU: a sort and one certificate pass
+        return "sorted", "auto: 1-D sets of equal size, matched in sorted order (their costs are Monge)", False
     columns = max(problem.n_rows, problem.n_cols)
     if points_matrix_on_device(problem):
         return "auto", (f"auto: {columns} × {columns} points, their cdist matrix built on the GPU (up to "

@@ -36,8 +36,9 @@ class Capabilities:
     # a batch engine raises EntriesNeedChecking): no host pass over the input before the upload
     checks_entries: bool = False
     # solves two point sets from their coordinates (``run_points(point_problem, *, timeout, device,
-    # progress)``, lapcli.points), never storing the matrix; other engines get the cdist matrix
+    # progress, certify)``, lapcli.points), never storing the matrix; other engines get the cdist matrix
     points: bool = False
+    matrix: bool = True  # solves a cost matrix (False: point sets only)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,12 @@ register(Engine(
     Capabilities(device="cuda", steps=True, rectangular=True, timeout=True, duals=True, checks_entries=True,
                  max_columns=55296, points=True),
     search_kernel_status,
+))
+register(Engine(
+    "sorted", "two 1-D point sets of equal size matched in sorted order (their costs are Monge), certified",
+    "lapcli.engines.cpu.sorted_points",
+    Capabilities(device="cpu", steps=True, timeout=True, duals=True, points=True, matrix=False),
+    always,
 ))
 register(Engine(
     "numpy", "the six Hungarian steps in NumPy: the kernel's readable specification",

@@ -86,9 +86,12 @@ def run(problem, *, timeout: float | None = None, device: int | None = None) -> 
     return solve(problem, timeout=timeout, device=device)
 
 
-def run_points(problem, *, timeout: float | None = None, device: int | None = None, progress=None) -> EngineResult:
+def run_points(problem, *, timeout: float | None = None, device: int | None = None, progress=None,
+               certify: bool | None = None) -> EngineResult:
     """The engine's entry for two point sets (lapcli.engines.cuda.sap_points.run_points), whose
-    auction's warm start solves its sample's matrix here (:func:`solve`)."""
+    auction's warm start solves its sample's matrix here (:func:`solve`). Its certificate, one
+    streamed pass on the device, always runs (``certify`` is for engines whose pass costs more
+    than their solve)."""
     return sap_points.run_points(problem, timeout=timeout, device=device, progress=progress, solve_matrix=solve)
 
 
