@@ -77,9 +77,19 @@ class PointProblem:
 
     @property
     def on_a_line(self) -> bool:
-        """1-D sets of equal size, nonempty: every metric's costs between them, both sorted, are a
-        Monge array, and the sorted pairs are optimal (engine ``sorted``)."""
-        return self.dim == 1 and self.n_rows == self.n_cols and not self.is_empty
+        """1-D sets of equal size, nonempty, whose computed costs are a convex function of x − y:
+        between both sets sorted they are then a Monge array, and the sorted pairs are optimal
+        (engine ``sorted``). Every metric's are, unless a power of a difference underflows (cdist's
+        (|d|^p)^(1/p) reads 0 for d ≠ 0 below 2^(−1022/p): p = 50 already at 10⁻⁶): the smallest
+        nonzero difference is at least the spacing of the smallest nonzero coordinate."""
+        if self.dim != 1 or self.n_rows != self.n_cols or self.is_empty:
+            return False
+        power = {"sqeuclidean": 2.0, "euclidean": 2.0, "minkowski": self.p}.get(self.metric)
+        if power is None:  # |x − y|, its maximum over one coordinate, or cosine's 1 − (±1)(±1)
+            return True
+        magnitudes = np.abs(np.concatenate([self.host(self.a)[:, 0], self.host(self.b)[:, 0]]))
+        nonzero = magnitudes[magnitudes > 0]
+        return not nonzero.size or power * math.log2(float(np.spacing(nonzero.min()))) > -1000.0
 
     @property
     def sign(self) -> float:

@@ -119,12 +119,53 @@ def test_the_host_certificate_honours_the_time_limit(rng, monkeypatch):
         lapcli.solve_points(a, b, certify=True, timeout=1e-6)
 
 
-@pytest.mark.parametrize("fault", ["columns unsorted", "duals shifted"])
-def test_the_certificate_reads_every_pair(rng, monkeypatch, fault):
+@pytest.mark.parametrize("case", ["minkowski p = 50", "minkowski p = 200", "euclidean near 1e-160"])
+def test_costs_whose_powers_underflow_go_elsewhere(rng, case):
+    """cdist's (|d|^p)^(1/p) reads 0 for tiny d ≠ 0 (p = 50 below ~10⁻⁶), and such costs are not
+    convex in d: the sorted pairs are not optimal (here 5.2e-6 against scipy's 5.0e-6, and on 300
+    uniform points at p = 200), so auto leaves them to the matrix route and gets scipy's optimum."""
+    if case == "euclidean near 1e-160":
+        a, b = rng.random((40, 1)) * 1e-160, rng.random((40, 1)) * 1e-160
+        metric, p = "euclidean", None
+    elif case == "minkowski p = 50":
+        a, b, metric, p = np.array([[0.0], [1e-6]]), np.array([[1.2e-6], [5e-6]]), "minkowski", 50.0
+    else:
+        a, b, metric, p = rng.random((300, 1)), rng.random((300, 1)), "minkowski", 200.0
+    assert not prepare_points(a, b, metric, p=p).on_a_line
+    solution = lapcli.solve_points(a, b, metric, p=p)
+    cost = scipy_cdist(a, b, metric, p)
+    assert solution.report.solver != "sorted"
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-9)
+
+
+def test_ordinary_powers_stay_on_the_line(rng):
+    a, b = rng.random((300, 1)), rng.random((300, 1))
+    assert all(prepare_points(a, b, metric, p=p).on_a_line for metric, p in CASES)
+    assert not prepare_points(rng.random((300, 2)), rng.random((300, 2))).on_a_line
+
+
+def test_the_host_pass_reads_every_chunk(rng, monkeypatch):
+    """The host pass in chunks of a few rows finds the least reduced cost wherever it lies (planted
+    in a middle chunk), as the whole matrix read at once does, maximising too."""
+    monkeypatch.setattr(sorted_points, "HOST_CHUNK_PAIRS", 5 * 90)  # 5 rows a chunk
+    for maximize in (False, True):
+        a, b = line_sets(rng, 90, "uniform")
+        problem = prepare_points(a, b, maximize=maximize)
+        u, v = rng.normal(size=90), rng.normal(size=90)
+        u[47] += 100.0  # row 47's reduced costs the least, in the 10th of 18 chunks
+        x, y = np.asarray(problem.rows), np.asarray(problem.columns)
+        whole = (problem.sign * distance_matrix(x, y, "sqeuclidean") - u[:, None] - v[None, :]).min()
+        assert sorted_points._host_least_slack(problem, x, y, u, v, None, 0.0) == pytest.approx(whole, rel=1e-14)
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("fault", ["columns unsorted", "duals shifted", "row duals lowered"])
+def test_the_certificate_reads_every_pair(rng, monkeypatch, fault, maximize):
     """A wrong answer or wrong duals fail the host pass (a SolverError naming the engine), so the
-    certificate guards the Monge argument rather than trusting it."""
+    certificate guards the Monge argument rather than trusting it: every reduced cost feasible and
+    the pairs' tight, minimised and maximised."""
     a, b = line_sets(rng, 200, "uniform")
-    problem = prepare_points(a, b)
+    problem = prepare_points(a, b, maximize=maximize)
     if fault == "columns unsorted":
         real_argsort = np.argsort
         calls = []
@@ -135,8 +176,14 @@ def test_the_certificate_reads_every_pair(rng, monkeypatch, fault):
             return order[::-1].copy() if len(calls) == 2 else order  # the columns' order reversed
 
         monkeypatch.setattr(sorted_points.np, "argsort", argsort)
-    else:
+    elif fault == "duals shifted":
         real_cumsum = np.cumsum
         monkeypatch.setattr(sorted_points.np, "cumsum", lambda x: real_cumsum(x) + np.arange(len(x)) * 1e-3)
+    else:  # the proved duals with every row's lowered by 1: all reduced costs ≥ 1, feasible, not tight
+        proved = sorted_points.run_points(problem, certify=True)
+        u, v = (problem.sign * dual for dual in proved.duals)  # the work's, which minimises sign · c
+        with pytest.raises(SolverError, match="sorted engine's answer failed its optimality certificate"):
+            sorted_points._certified(problem, proved.cols, u - 1.0, v, None, 0.0, None, True, {})
+        return
     with pytest.raises(SolverError, match="sorted engine's answer failed its optimality certificate"):
         sorted_points.run_points(problem, certify=True)

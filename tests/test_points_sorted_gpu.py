@@ -13,13 +13,13 @@ from lapcli.points import distance_matrix, prepare_points
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock", "euclidean"])
+@pytest.mark.parametrize("metric", ["sqeuclidean", "cityblock"])
 @pytest.mark.parametrize("maximize", [False, True])
 @pytest.mark.parametrize("library", ["numpy", "cupy"])
 def test_sorted_answers_are_certified_on_the_device(rng, metric, maximize, library):
-    """2,500 points (6.25 M pairs, above the host pass's HOST_PASS_UP_TO): scipy's optimum, the
+    """2,100 points (4.41 M pairs, above the host pass's HOST_PASS_UP_TO): scipy's optimum, the
     certificate's pass on the device."""
-    a, b = rng.normal(size=(2500, 1)), rng.random((2500, 1)) * 4 - 1
+    a, b = rng.normal(size=(2100, 1)), rng.random((2100, 1)) * 4 - 1
     if library == "cupy":
         import cupy
 
@@ -43,7 +43,7 @@ def test_the_device_pass_reads_what_the_host_pass_reads(rng, metric):
     problem = prepare_points(a, b, metric)
     u, v = rng.normal(size=2000), rng.normal(size=2000)
     x, y = (np.asarray(host(side), dtype=np.float64) for side in (problem.rows, problem.columns))
-    on_device = sorted_points._device_least_slack(problem, u, v, None)
+    on_device, _compile_ms = sorted_points._device_least_slack(problem, u, v, None)
     on_host = sorted_points._host_least_slack(problem, x, y, u, v, None, 0.0)
     assert on_device == pytest.approx(on_host, rel=1e-12, abs=1e-12)
 

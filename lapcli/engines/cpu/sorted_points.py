@@ -63,18 +63,18 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     col_of_row, u, v = np.empty(n, dtype=np.int64), np.empty(n), np.empty(n)
     col_of_row[row_order], u[row_order], v[column_order] = column_order, u_sorted, v_sorted
     duals_ms = (time.perf_counter() - began) * 1e3 - sorted_ms
-    certificate = _certified(problem, col_of_row, u, v, timeout, began, device, certify)
+    details = {"costs": f"{problem.metric} between 1-D points, matched in sorted order (Monge)"}
+    certificate = _certified(problem, col_of_row, u, v, timeout, began, device, certify, details)
     row_ind, col_ind = problem.assignment_from_work(col_of_row)
     steps = [StepStat(1, "sort both sets", 2, sorted_ms), StepStat(2, "duals along the sorted pairs", n, duals_ms)]
-    details = {"costs": f"{problem.metric} between 1-D points, matched in sorted order (Monge)"}
     duals = problem.duals_from_work(u, v) if certificate.get("checked") else None  # only proved duals leave
     return EngineResult(rows=row_ind, cols=col_ind, device="cpu", dtype="float64", steps=steps, details=details,
                         duals=duals, certificate=certificate)
 
 
-def _certified(problem, col_of_row, u, v, timeout, began, device, certify) -> dict:
+def _certified(problem, col_of_row, u, v, timeout, began, device, certify, details: dict) -> dict:
     """The certificate of the work's duals (every reduced cost read; lapcli.certificate), or why
-    there is none."""
+    there is none; the device pass's compile time goes to ``details``."""
     from ...certificate import judged, not_certified
     from ...cuda.probe import search_kernel_status
 
@@ -90,15 +90,16 @@ def _certified(problem, col_of_row, u, v, timeout, began, device, certify) -> di
     y = np.asarray(host(problem.columns), dtype=np.float64)
     assigned = problem.sign * costs(x, y[col_of_row], problem.metric, problem.p) - u - v[col_of_row]
     if on_device:
-        least, where = _device_least_slack(problem, u, v, device), "device"
+        (least, details["compile_ms"]), where = _device_least_slack(problem, u, v, device), "device"
     else:
         least, where = _host_least_slack(problem, x, y, u, v, timeout, began), "host"
     return judged(least, np.abs(assigned).max(), v, col_of_row, problem.n_cols, problem.tolerance(), "sorted",
                   start, where).to_dict()
 
 
-def _device_least_slack(problem, u, v, device) -> float:
-    """min over all pairs of c − u − v by the point kernels' streamed row pass (no matrix)."""
+def _device_least_slack(problem, u, v, device) -> tuple[float, float]:
+    """(min over all pairs of c − u − v, ms compiling the pass's program) by the point kernels'
+    streamed row pass (no matrix)."""
     import cupy
 
     from ...cuda import points as device_points
@@ -106,7 +107,7 @@ def _device_least_slack(problem, u, v, device) -> float:
     with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
         points = device_points.upload(problem, "search")
         minima, _ = device_points.row_min(points, cupy.asarray(v))
-        return float((minima - cupy.asarray(u)).min())
+        return float((minima - cupy.asarray(u)).min()), round(points.compile_ms, 3)
 
 
 def _host_least_slack(problem, x, y, u, v, timeout, began) -> float:
