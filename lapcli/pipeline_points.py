@@ -4,6 +4,7 @@ matrix."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -88,9 +89,12 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
                                  device=device, start=start, certify=certify)
         if frame is not None:
             matrix = None  # freed before the true costs' matrix is built
-            _in_true_costs(solution, problem, frame, on_gpu, device)
+            # the true costs' matrix built and read where the moved one's certificate ran: a host
+            # matrix solved on the GPU is certified there too, not in a second host pass
+            solved_on_gpu = on_gpu or solution.report.certificate.get("where") == "device"
+            _in_true_costs(solution, problem, frame, solved_on_gpu, device)
             solution.report.total_ms = solve_ms(start, solution.report.details)  # the true costs' pass too
-        if from_host:  # the caller's host arrays get host answers
+        if problem.xp is np:  # the caller's host arrays get host answers
             solution.row_ind, solution.col_ind = host(solution.row_ind), host(solution.col_ind)
             if solution.duals is not None:
                 solution.duals = (host(solution.duals[0]), host(solution.duals[1]))
@@ -111,8 +115,8 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> 
     """``solution``, of the cdist matrix of ``frame``'s moved sets (lapcli.points_frame.Frame), made
     the original problem's: its objective from the true costs, and, where it was certified, its
     column duals mapped back (the row duals from the assigned pairs) and certified on the true
-    matrix (built where the moved one was: ``on_gpu``), to the problem's tolerance or the frame's
-    in true units (r times the moved certificate's), whichever is larger."""
+    matrix (built on the GPU where ``on_gpu``, else on the host), to the problem's tolerance or the
+    frame's in true units (r times the moved certificate's), whichever is larger."""
     from .certificate import certify
 
     report = solution.report
@@ -121,24 +125,26 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> 
     report.details["frame"] = frame.describe()
     if solution.duals is None:
         return
-    if on_gpu:
-        import cupy
-
-        with cupy.cuda.Device(device):
-            cost = problem.dense(on_device=True)
-    else:
-        cost = problem.dense()
-    xp = array_module(cost)
-    columns, moved_columns = (xp.asarray(sets.b) for sets in (problem, frame.moved))
-    v = frame.column_duals(xp.asarray(solution.duals[1], dtype=xp.float64), columns, moved_columns)
-    col_of_row = xp.empty(problem.n_rows, dtype=xp.int64)
-    col_of_row[xp.asarray(rows)] = xp.asarray(cols)  # (a square: every row holds a column)
-    u = cost[xp.arange(problem.n_rows), col_of_row] - v[col_of_row]
-    tolerance = max(problem.tolerance(), frame.ratio * float(report.certificate["tolerance"]))
-    certificate = certify(cost, col_of_row, u, v, tolerance, report.solver).to_dict()
+    with _on_gpu(device) if on_gpu else contextlib.nullcontext():  # every array of the pass on one device
+        cost = problem.dense(on_device=on_gpu)
+        xp = array_module(cost)
+        columns, moved_columns = (xp.asarray(sets.b) for sets in (problem, frame.moved))
+        v = frame.column_duals(xp.asarray(solution.duals[1], dtype=xp.float64), columns, moved_columns)
+        col_of_row = xp.empty(problem.n_rows, dtype=xp.int64)
+        col_of_row[xp.asarray(rows)] = xp.asarray(cols)  # (a square: every row holds a column)
+        u = cost[xp.arange(problem.n_rows), col_of_row] - v[col_of_row]
+        tolerance = max(problem.tolerance(), frame.ratio * float(report.certificate["tolerance"]))
+        certificate = certify(cost, col_of_row, u, v, tolerance, report.solver).to_dict()
     if "duals_recovered_ms" in report.certificate:
         certificate["duals_recovered_ms"] = report.certificate["duals_recovered_ms"]
     solution.duals, report.certificate = (u, v), certificate
+
+
+def _on_gpu(device):
+    """The context of GPU ``device`` (None: the current one)."""
+    import cupy
+
+    return cupy.cuda.Device(device)
 
 
 def _device_matrix(problem, device):
@@ -147,7 +153,7 @@ def _device_matrix(problem, device):
     import cupy
 
     try:
-        with cupy.cuda.Device(device):  # None: the current one
+        with _on_gpu(device):
             return problem.dense(on_device=True)
     except cupy.cuda.memory.OutOfMemoryError:
         return None

@@ -31,20 +31,24 @@ def placed(rng, n, place):
 
 @pytest.mark.parametrize("place", ["moved", "scaled", "far mixture", "copy", "far from the origin"])
 @pytest.mark.parametrize("library", ["numpy", "cupy"])
-def test_sets_elsewhere_are_solved_in_the_rows_frame(rng, place, library):
-    """1,500 points (the auction's size; scipy on 4,096 such points takes a minute): the report
-    names the frame, the answer is certified on the true costs, and its objective is scipy's on
-    the dense matrix; from NumPy and CuPy coordinates alike."""
+@pytest.mark.parametrize("solver", ["cuda-sap", "auto"])
+def test_sets_elsewhere_are_solved_in_the_rows_frame(rng, place, library, solver):
+    """1,500 points (the auction's size; scipy on 4,096 such points takes a minute), by the point
+    auction and by auto (the frame's cdist matrix solved on the GPU, the true costs' certificate
+    there too): the report names the frame, the answer is certified on the true costs, and its
+    objective is scipy's on the dense matrix; from NumPy and CuPy coordinates alike."""
     a, b = placed(rng, 1500, place)
     if library == "cupy":
         import cupy
 
-        solution = lapcli.solve_points(cupy.asarray(a), cupy.asarray(b), solver="cuda-sap", timeout=60)
+        solution = lapcli.solve_points(cupy.asarray(a), cupy.asarray(b), solver=solver, timeout=60)
     else:
-        solution = lapcli.solve_points(a, b, solver="cuda-sap", timeout=60)
+        solution = lapcli.solve_points(a, b, solver=solver, timeout=60)
     assert "centred on the rows' mean" in solution.report.details["frame"]
     cost = distance_matrix(a, b, "sqeuclidean")
-    assert solution.report.certified
+    assert solution.report.certified and solution.report.certificate["where"] == "device"
+    if library == "numpy":  # host coordinates, host answers
+        assert all(isinstance(x, np.ndarray) for x in (solution.row_ind, solution.col_ind, *solution.duals))
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
     # the duals are the true costs' (the certificate read the caller's coordinates, not the frame's)
     u, v = (np.asarray(host(dual)) for dual in solution.duals)
