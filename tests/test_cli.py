@@ -733,3 +733,11 @@ def test_quiet_one_shot_solve_imports_neither_rich_nor_cupy(tmp_path, rng):
     imported = json.loads(result.stdout.strip().splitlines()[-1])
     assert "rich" not in imported and "cupy" not in imported, imported
     assert np.load(tmp_path / "a.npy").shape == (50,)
+
+
+def test_the_cli_reference_is_the_cli_s_own_help():
+    """docs/cli.md's --help blocks are what the CLI prints now (benchmarks/cli_docs.py rewrites them)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "cli_docs.py"), "--check"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

@@ -176,8 +176,9 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
               help="Print the JSON report on stdout (several INPUTs: one compact line each, in order).")
 @click.option("--duals", "duals_path", help="Write the duals u (rows), v (columns): .npz or .json. Not for stacks.")
 @click.option("--certify", is_flag=True,
-              help="Prove scipy's, lapx's or scipy-batch's answers with recovered duals even where that costs "
-                   "more than the solve (by default only where it costs less; other engines always certify).")
+              help="Prove scipy's, lapx's or scipy-batch's answers with recovered duals, and sorted's without a "
+                   "GPU, even where that costs more than the solve (by default only where it costs less; other "
+                   "engines always certify).")
 @click.option("--cost-limit", type=FiniteFloatRange(),
               help="As lapjv: a row whose pair would cost more stays unassigned (-1). Not for stacks.")
 @click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
