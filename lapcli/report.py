@@ -4,6 +4,7 @@ the step schema in steps.py; this module only draws them. A stack's report gets 
 from __future__ import annotations
 
 from .results import SolveReport
+from .steps import STEP_NAMES
 
 
 def render_summary(report: SolveReport, console) -> None:
@@ -32,7 +33,8 @@ def render_summary(report: SolveReport, console) -> None:
     if not report.steps:
         console.print("[dim]this solver does not run the six Hungarian steps: no step table[/]")
         return
-    table = Table(title="Hungarian steps", title_justify="left")
+    hungarian = all(STEP_NAMES.get(s.step) == s.name for s in report.steps)  # else the engine's own phases
+    table = Table(title="Hungarian steps" if hungarian else f"{report.solver}'s steps", title_justify="left")
     table.add_column("step", justify="right")
     table.add_column("name")
     table.add_column("count", justify="right")

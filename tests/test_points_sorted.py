@@ -90,6 +90,7 @@ def test_the_cli_matches_1d_point_files(rng, tmp_path):
     np.save(tmp_path / "b.npy", b)
     done = run_cli(["solve", "--points", tmp_path / "a.npy", tmp_path / "b.npy", "-o", tmp_path / "pairs.csv"])
     assert done.returncode == 0, done.stderr
+    assert "sorted's steps" in done.stderr and "Hungarian" not in done.stderr  # its own phases' table
     pairs = np.loadtxt(tmp_path / "pairs.csv", delimiter=",", skiprows=1, dtype=np.int64)
     cost = distance_matrix(a, b, "sqeuclidean")
     assert cost[pairs[:, 0], pairs[:, 1]].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
