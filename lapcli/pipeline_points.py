@@ -83,7 +83,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
             engine, frame = registry.get(name), None
     if engine is None or not engine.capabilities.points:
         if matrix is None:
-            matrix = sets.dense()
+            matrix = _host_matrix(sets)
         on_gpu = not isinstance(matrix, np.ndarray)
         solution = solve_problem(prepare(matrix, maximize=maximize, check=False), solver=name, timeout=timeout,
                                  device=device, start=start, certify=certify)
@@ -138,6 +138,17 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> 
     if "duals_recovered_ms" in report.certificate:
         certificate["duals_recovered_ms"] = report.certificate["duals_recovered_ms"]
     solution.duals, report.certificate = (u, v), certificate
+
+
+def _host_matrix(sets):
+    """The sets' cdist matrix where their coordinates are, or a MemoryError saying what it needed."""
+    try:
+        return sets.dense()
+    except MemoryError:
+        gigabytes = sets.n_rows * sets.n_cols * 8 / 1e9
+        raise MemoryError(f"the {sets.n_rows:,} × {sets.n_cols:,} cdist matrix of the two sets needs {gigabytes:.3g} GB; "
+                          "costs are computed from the coordinates alone on a GPU (engine cuda-sap), "
+                          "and 1-D sets of equal size are sorted") from None
 
 
 def _on_gpu(device):

@@ -489,3 +489,28 @@ def test_the_auctions_tail_is_searched_where_the_blocks_hold_its_columns(monkeyp
     assert most == 1757184 == sap_rounds.max_columns(232448, 132, 256, record=18)
     assert [sap_points.tail_threads(m, 2) for m in (1024, 65536, 1048576, most, most + 1)] == [512] * 4 + [None]
     assert sap_points.tail_threads(65536, 10) == 512 and sap_points.tail_threads(65536, 11) == 256
+
+
+def test_a_matrix_too_large_for_the_host_says_what_it_needed(rng, tmp_path, monkeypatch):
+    """Without a GPU two point sets are solved as their cdist matrix: where it does not fit, the
+    error says how large it is and what would solve them (API: MemoryError; CLI: exit code 1, one
+    line, no output file)."""
+    from click.testing import CliRunner
+
+    from lapcli.cli.main import cli
+    from lapcli.points import PointProblem
+
+    def no_room(self, on_device=False):
+        raise MemoryError
+
+    monkeypatch.setattr(PointProblem, "dense", no_room)
+    a, b = rng.random((300, 2)), rng.random((300, 2))
+    with pytest.raises(MemoryError, match="300 × 300 cdist matrix of the two sets needs 0.00072 GB"):
+        lapcli.solve_points(a, b, solver="scipy")
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    result = CliRunner().invoke(cli, ["solve", "--points", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
+                                      "--solver", "scipy", "-o", str(tmp_path / "pairs.csv")])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1].startswith("Error: out of host memory: the 300 × 300")
+    assert not (tmp_path / "pairs.csv").exists()

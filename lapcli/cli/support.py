@@ -88,8 +88,8 @@ def run_library_call(function, *args, **kwargs):
         raise InputError(str(error)) from None  # it cannot serve, as for `lap bench`
     except SolverError as error:
         raise FailedError(str(error)) from None
-    except MemoryError:
-        raise FailedError("out of host memory") from None
+    except MemoryError as error:  # what did not fit, where lapcli or NumPy says
+        raise FailedError(f"out of host memory: {error}" if str(error) else "out of host memory") from None
     except click.ClickException:
         raise
     except Exception as error:  # noqa: BLE001 - a bug, reported as one
