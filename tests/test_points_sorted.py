@@ -9,6 +9,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
 from lapcli.bench.runner import bench_solvers
+from lapcli import points_certificate
 from lapcli.engines.cpu import sorted_points
 from lapcli.errors import LapInputError, SolverError
 from lapcli.points import distance_matrix, prepare_points
@@ -114,9 +115,9 @@ def test_the_host_certificate_s_budget(rng, monkeypatch):
 
 
 def test_the_host_certificate_honours_the_time_limit(rng, monkeypatch):
-    monkeypatch.setattr(sorted_points, "HOST_PASS_UP_TO", 1 << 40)  # the host's pass even beside a GPU
+    monkeypatch.setattr(points_certificate, "HOST_PASS_UP_TO", 1 << 40)  # the host's pass even beside a GPU
     a, b = line_sets(rng, 3000, "uniform")
-    with pytest.raises(SolverError, match="ran past the time limit: 0 of 3,000 rows read"):
+    with pytest.raises(SolverError, match="certificate's pass ran past the time limit: 0 of 3,000 rows read"):
         lapcli.solve_points(a, b, certify=True, timeout=1e-6)
 
 
@@ -148,7 +149,7 @@ def test_ordinary_powers_stay_on_the_line(rng):
 def test_the_host_pass_reads_every_chunk(rng, monkeypatch):
     """The host pass in chunks of a few rows finds the least reduced cost wherever it lies (planted
     in a middle chunk), as the whole matrix read at once does, maximising too."""
-    monkeypatch.setattr(sorted_points, "HOST_CHUNK_PAIRS", 5 * 90)  # 5 rows a chunk
+    monkeypatch.setattr(points_certificate, "HOST_CHUNK_PAIRS", 5 * 90)  # 5 rows a chunk
     for maximize in (False, True):
         a, b = line_sets(rng, 90, "uniform")
         problem = prepare_points(a, b, maximize=maximize)
@@ -156,7 +157,7 @@ def test_the_host_pass_reads_every_chunk(rng, monkeypatch):
         u[47] += 100.0  # row 47's reduced costs the least, in the 10th of 18 chunks
         x, y = np.asarray(problem.rows), np.asarray(problem.columns)
         whole = (problem.sign * distance_matrix(x, y, "sqeuclidean") - u[:, None] - v[None, :]).min()
-        assert sorted_points._host_least_slack(problem, x, y, u, v, None, 0.0) == pytest.approx(whole, rel=1e-14)
+        assert points_certificate._host_least_slack(problem, x, y, u, v, None, 0.0) == pytest.approx(whole, rel=1e-14)
 
 
 @pytest.mark.parametrize("maximize", [False, True])

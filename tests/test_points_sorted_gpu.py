@@ -7,7 +7,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
 from lapcli.arrays import host
-from lapcli.engines.cpu import sorted_points
+from lapcli import points_certificate
 from lapcli.points import distance_matrix, prepare_points
 
 pytestmark = pytest.mark.gpu
@@ -43,8 +43,8 @@ def test_the_device_pass_reads_what_the_host_pass_reads(rng, metric):
     problem = prepare_points(a, b, metric)
     u, v = rng.normal(size=2000), rng.normal(size=2000)
     x, y = (np.asarray(host(side), dtype=np.float64) for side in (problem.rows, problem.columns))
-    on_device, _compile_ms = sorted_points._device_least_slack(problem, u, v, None)
-    on_host = sorted_points._host_least_slack(problem, x, y, u, v, None, 0.0)
+    on_device, _compile_ms = points_certificate._device_least_slack(problem, u, v, None)
+    on_host = points_certificate._host_least_slack(problem, x, y, u, v, None, 0.0)
     assert on_device == pytest.approx(on_host, rel=1e-12, abs=1e-12)
 
 

@@ -12,8 +12,8 @@ auction, built for 2-D sets whose partners lie a few spacings apart, takes 8.4 s
 The duals follow the sorted pairs: v_0 = 0 and v_{k+1} = v_k + c(k+1, k+1) − c(k+1, k), u_k =
 c(k, k) − v_k, which makes the pairs (k, k) and (k+1, k) tight and (k, k+1) feasible by the Monge
 inequality; the Monge inequalities of all other pairs then make every reduced cost ≥ 0. That
-argument holds for exact costs; the certificate reads all n² computed ones, on the GPU where the
-point kernels run (lapcli.cuda.points.row_min, one streamed pass), else on the host in row chunks.
+argument holds for exact costs; the certificate reads all n² computed ones
+(lapcli.points_certificate).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import time
 import numpy as np
 
 from ...arrays import host
-from ...errors import LapInputError, SolverError
-from ...points import HOST_CHUNK_PAIRS, costs
+from ...errors import LapInputError
+from ...points import costs
 from ...steps import StepStat
 from ..base import EngineResult
 
@@ -36,15 +36,12 @@ def run(problem, *, timeout: float | None = None, device: int | None = None) -> 
 
 # The host pass's pairs by default (certify=None): ~1.5 s on a 2-core machine (65,536² pairs: 23 s).
 HOST_CERTIFY_PAIRS = 1 << 28
-# Up to here the host reads the pairs even where a GPU could (~20 ms): the device pass's program may
-# still need compiling, seconds for a problem that takes microseconds.
-HOST_PASS_UP_TO = 1 << 22
 
 
 def run_points(problem, *, timeout: float | None = None, device: int | None = None, progress=None,
                certify: bool | None = None) -> EngineResult:
-    """The sorted pairs of a square 1-D ``problem`` and their duals, certified on all n² costs: on
-    the GPU above HOST_PASS_UP_TO of them, on the host below, and there by default up to
+    """The sorted pairs of a square 1-D ``problem`` and their duals, certified on all n² costs
+    (lapcli.points_certificate: on the GPU above 2²² of them), on the host by default up to
     HOST_CERTIFY_PAIRS of them (certify=True: any number; False: none)."""
     if not problem.on_a_line:  # a rectangle leaves columns free, which sorting does not choose
         raise LapInputError(f"solver 'sorted' matches two 1-D point sets of equal size; these are "
@@ -73,54 +70,16 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 
 
 def _certified(problem, col_of_row, u, v, timeout, began, device, certify, details: dict) -> dict:
-    """The certificate of the work's duals (every reduced cost read; lapcli.certificate), or why
-    there is none; the device pass's compile time goes to ``details``."""
-    from ...certificate import judged, not_certified
-    from ...cuda.probe import search_kernel_status
+    """The certificate of the work's duals (every reduced cost read: lapcli.points_certificate), or
+    why there is none."""
+    from ...certificate import not_certified
+    from ...points_certificate import certify_points, on_device
 
     if certify is False:
         return not_certified("certify=False")
     pairs = problem.n_rows * problem.n_cols
-    on_device = pairs > HOST_PASS_UP_TO and search_kernel_status()[0]
-    if not on_device and certify is None and pairs > HOST_CERTIFY_PAIRS:
+    if certify is None and pairs > HOST_CERTIFY_PAIRS and not on_device(problem):
         return not_certified(f"the host pass over {pairs:,} costs would take far longer than the sort (no GPU "
                              "here to stream it): certify=True runs it")
-    start = time.perf_counter()
-    x = np.asarray(host(problem.rows), dtype=np.float64)
-    y = np.asarray(host(problem.columns), dtype=np.float64)
-    assigned = problem.sign * costs(x, y[col_of_row], problem.metric, problem.p) - u - v[col_of_row]
-    if on_device:
-        (least, details["compile_ms"]), where = _device_least_slack(problem, u, v, device), "device"
-    else:
-        least, where = _host_least_slack(problem, x, y, u, v, timeout, began), "host"
-    return judged(least, np.abs(assigned).max(), v, col_of_row, problem.n_cols, problem.tolerance(), "sorted",
-                  start, where).to_dict()
-
-
-def _device_least_slack(problem, u, v, device) -> tuple[float, float]:
-    """(min over all pairs of c − u − v, ms compiling the pass's program) by the point kernels'
-    streamed row pass (no matrix)."""
-    import cupy
-
-    from ...cuda import points as device_points
-
-    with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
-        points = device_points.upload(problem, "search")
-        minima, _ = device_points.row_min(points, cupy.asarray(v))
-        return float((minima - cupy.asarray(u)).min()), round(points.compile_ms, 3)
-
-
-def _host_least_slack(problem, x, y, u, v, timeout, began) -> float:
-    """min over all pairs of c − u − v on the host, a chunk of rows at a time (~32 MB each)."""
-    n, m = len(x), len(y)
-    step = max(1, HOST_CHUNK_PAIRS // max(m, 1))
-    least = np.inf
-    for first in range(0, n, step):
-        if timeout is not None and time.perf_counter() - began > timeout:
-            raise SolverError(f"the sorted engine's certificate ran past the time limit: {first:,} of {n:,} "
-                              "rows read")
-        block = problem.sign * costs(x[first:first + step, None, :], y[None, :, :], problem.metric, problem.p)
-        block -= u[first:first + step, None]
-        block -= v[None, :]
-        least = min(least, float(block.min()))
-    return least
+    return certify_points(problem, col_of_row, u, v, problem.tolerance(), "sorted", timeout=timeout, began=began,
+                          device=device, details=details).to_dict()
