@@ -13,8 +13,10 @@ deviation S, moved by 1):
         65536:3:euclidean:uniform [--limit 40] [--no-frame] [--solver auto]
 
 ``--no-frame`` solves sqeuclidean squares where the sets lie (lapcli.points_frame off), the engine
-before it; ``--solver`` another route (``auto``: 2,049 to 16,384 points as their matrix built on
-the GPU, lapcli.engines.auto.points_route). Needs a GPU.
+before it; ``--maximize`` the largest total (``--no-mirror``: a maximised sqeuclidean square not
+solved as its mirror's minimum; the warm-up solve is always minimised); ``--solver`` another
+route (``auto``: 2,049 to 16,384 points as their matrix built on the GPU,
+lapcli.engines.auto.points_route). Needs a GPU.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=40.0, help="seconds a solve (its timeout)")
     parser.add_argument("--no-frame", action="store_true", help="solve sqeuclidean squares where the sets lie")
     parser.add_argument("--solver", default="cuda-sap", help="the route (default cuda-sap: the point auction)")
+    parser.add_argument("--maximize", action="store_true", help="the largest total instead of the smallest")
+    parser.add_argument("--no-mirror", action="store_true", help="maximised sqeuclidean squares not mirrored")
     args = parser.parse_args()
 
     import lapcli
@@ -57,6 +61,8 @@ def main() -> None:
 
     if args.no_frame:
         points_frame.onto_rows = lambda problem: None
+    if args.no_mirror:
+        points_frame.mirrored = lambda problem: None
     warmed = set()
     for case in args.cases:
         n, dim, metric, place = case.split(":")
@@ -68,7 +74,8 @@ def main() -> None:
         a, b = placed(n, dim, place)
         began = time.perf_counter()
         try:
-            solution = lapcli.solve_points(a, b, metric, solver=args.solver, timeout=args.limit)
+            solution = lapcli.solve_points(a, b, metric, solver=args.solver, timeout=args.limit,
+                                           maximize=args.maximize)
         except SolverError as error:
             print(json.dumps({"case": case, "error": str(error)[:200], "s": round(time.perf_counter() - began, 2)}),
                   flush=True)
@@ -79,6 +86,7 @@ def main() -> None:
                           "bids": details.get("auction_bids"), "searches": details.get("tail_searches"),
                           "reach": details.get("warm_start_reach"), "coarse_factor": details.get("coarse_factor"),
                           "solver": solution.report.solver, "frame": details.get("frame"),
+                          "mirror": "mirror" in details,
                           "steps_ms": [round(step.ms) for step in solution.report.steps]}), flush=True)
 
 

@@ -64,6 +64,11 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     check_device(device)
     timeout = check_timeout(timeout)
     problem = point_sets.prepare_points(a, b, metric, p=p, maximize=maximize, names=names)
+    mirror = point_frames.mirrored(problem)
+    if mirror is not None:  # a maximised sqeuclidean square solved as a minimised one (lapcli.points_frame)
+        least = solve_points(mirror.minimised.a, mirror.minimised.b, metric, solver=solver, timeout=timeout,
+                             device=device, certify=certify, names=names, progress=progress)
+        return _the_maximum(least, problem, mirror, start, device)
     name, reason, device_matrix = points_route(problem, solver)
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
@@ -99,7 +104,8 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
             if solution.duals is not None:
                 solution.duals = (host(solution.duals[0]), host(solution.duals[1]))
         where = " built on the GPU" if on_gpu else ""
-        solution.report.details["costs"] = f"{problem.metric} as a {problem.n_rows} × {problem.n_cols} cdist matrix{where}"
+        size = f"{problem.n_rows} × {problem.n_cols}"
+        solution.report.details["costs"] = f"{problem.metric} as a {size} cdist matrix{where}"
         if name == "auto":
             solution.report.reason = f"{reason}; {solution.report.reason}"
         return solution
@@ -140,13 +146,42 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> 
     solution.duals, report.certificate = (u, v), certificate
 
 
+def _the_maximum(solution: Solution, problem, mirror, start: float, device) -> Solution:
+    """``solution``, of ``mirror``'s minimised sets, made the maximised original's: its objective
+    from the true costs and, where it was certified, its duals mapped (Mirror.duals) and certified on
+    the true costs (lapcli.points_certificate), to the problem's tolerance or the minimised
+    certificate's, whichever is larger."""
+    from .points_certificate import certify_points
+
+    report = solution.report
+    rows, cols = host(solution.row_ind), host(solution.col_ind)
+    report.maximize = True
+    solution.objective = report.objective = problem.objective(rows, cols)
+    report.details["mirror"] = mirror.describe()
+    if solution.duals is not None and report.certified:
+        u, v = mirror.duals(*solution.duals)
+        col_of_row = np.empty(problem.n_rows, dtype=np.int64)
+        col_of_row[rows] = cols  # (a square: every row holds a column)
+        tolerance = max(problem.tolerance(), float(report.certificate["tolerance"]))
+        # the work minimises −c: its duals are −u, −v
+        certificate = certify_points(problem, col_of_row, -u, -v, tolerance, report.solver, device=device,
+                                     details=report.details).to_dict()
+        if "duals_recovered_ms" in report.certificate:
+            certificate["duals_recovered_ms"] = report.certificate["duals_recovered_ms"]
+        report.certificate = certificate
+        solution.duals = (problem.xp.asarray(u), problem.xp.asarray(v))
+    report.total_ms = solve_ms(start, report.details)
+    return solution
+
+
 def _host_matrix(sets):
     """The sets' cdist matrix where their coordinates are, or a MemoryError saying what it needed."""
     try:
         return sets.dense()
     except MemoryError:
         gigabytes = sets.n_rows * sets.n_cols * 8 / 1e9
-        raise MemoryError(f"the {sets.n_rows:,} × {sets.n_cols:,} cdist matrix of the two sets needs {gigabytes:.3g} GB; "
+        raise MemoryError(f"the {sets.n_rows:,} × {sets.n_cols:,} cdist matrix of the two sets needs "
+                          f"{gigabytes:.3g} GB; "
                           "costs are computed from the coordinates alone on a GPU (engine cuda-sap), "
                           "and 1-D sets of equal size are sorted") from None
 

@@ -30,6 +30,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from .arrays import host
 from .points import PointProblem
 from .problem import array_module
 
@@ -81,3 +84,42 @@ def onto_rows(problem: PointProblem) -> Frame | None:
     # a square's work rows are a and its columns b (PointProblem.transposed: only a tall one swaps)
     moved = dataclasses.replace(problem, a=rows - row_mean, b=(columns - column_mean) / ratio)
     return Frame(problem, moved, ratio, row_mean)
+
+
+@dataclass
+class Mirror:
+    """A maximised square sqeuclidean PointProblem (``original``) as a minimised one
+    (``minimised``): the rows a − m and the columns m − b, m the midpoint of the two sets' means
+    (``centre``). With a'' = a − m and b'' = b − m, Σ|a''_i − b''_σ(i)|² and Σ|a''_i + b''_σ(i)|² add
+    up to the same 2·Σ|a''|² + 2·Σ|b''|² for every permutation σ, so the largest of the first is the
+    smallest of the second: a minimised square, which the auction and the rows' frame solve, where a
+    maximised one is a price war for the auction and left to the searches (8,192 points 33 s on an
+    H100, docs/points.md). Moving both sets by m first keeps the dual mapping's numbers, |a''|² and
+    |b''|², of the costs' size wherever the sets lie."""
+
+    original: PointProblem
+    minimised: PointProblem
+    centre: Any
+
+    def describe(self) -> str:
+        """The mirror as a report's ``details["mirror"]`` states it."""
+        return ("maximised as the least squared distances to the columns mirrored through the midpoint "
+                "of the two sets' means (the same optimal assignments)")
+
+    def duals(self, u_minimised, v_minimised):
+        """The original's duals (c − u − v ≤ 0 everywhere, 0 on the assignment; host float64) from
+        the minimised problem's (c'' − u'' − v'' ≥ 0): u = 2|a''|² − u'', v = 2|b''|² − v''."""
+        rows, columns = (host(side) for side in (self.minimised.a, self.minimised.b))  # a − m, m − b
+        u = 2.0 * (rows ** 2).sum(axis=1) - np.asarray(host(u_minimised), dtype=np.float64)
+        v = 2.0 * (columns ** 2).sum(axis=1) - np.asarray(host(v_minimised), dtype=np.float64)
+        return u, v
+
+
+def mirrored(problem: PointProblem) -> Mirror | None:
+    """The Mirror of a maximised square sqeuclidean ``problem``; None for any other."""
+    if problem.metric != "sqeuclidean" or not problem.maximize or problem.n_rows != problem.n_cols \
+            or problem.is_empty:
+        return None
+    centre = (problem.a.mean(axis=0) + problem.b.mean(axis=0)) / 2
+    minimised = dataclasses.replace(problem, a=problem.a - centre, b=centre - problem.b, maximize=False)
+    return Mirror(problem, minimised, centre)

@@ -10,7 +10,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
 from lapcli.points import distance_matrix, prepare_points
-from lapcli.points_frame import onto_rows
+from lapcli.points_frame import mirrored, onto_rows
 
 # (where both sets lie, the columns' shift from the rows, their scale) against the rows' U[0, 1)^d
 PLACES = [(0.0, 0.0, 1.0), (0.0, 0.5, 1.0), (0.0, 3.0, 1.0), (0.0, -40.0, 0.05), (0.0, 0.25, 2.0),
@@ -176,15 +176,78 @@ def test_uncertified_answers_in_the_frame_still_report_the_true_objective(rng):
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
 
 
-@pytest.mark.parametrize("case", ["euclidean", "maximize", "rectangular"])
+@pytest.mark.parametrize("case", ["euclidean", "maximised euclidean", "rectangular", "maximised rectangle"])
 def test_other_problems_solve_their_own_matrix(rng, case):
-    """Other metrics, maximised and rectangular problems go through the matrix of the sets where
-    they lie: no frame in the report, and the answer scipy's on that matrix."""
+    """Other metrics and rectangular problems go through the matrix of the sets where they lie,
+    minimised or maximised: no frame in the report, and the answer scipy's on that matrix
+    (maximised sqeuclidean squares are mirrored: below)."""
     a, b = sets(rng, 200, 2, 0.0, 3.0, 1.0)
-    metric, maximize = ("euclidean" if case == "euclidean" else "sqeuclidean"), case == "maximize"
-    if case == "rectangular":
+    metric, maximize = ("euclidean" if "euclidean" in case else "sqeuclidean"), "maximised" in case
+    if "rectang" in case:
         b = np.vstack([b, b[:40] + 0.5])
     solution = lapcli.solve_points(a, b, metric, solver="scipy", maximize=maximize, certify=True)
     cost = distance_matrix(a, b, metric)
     assert "frame" not in solution.report.details and solution.report.certified
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=maximize)].sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["auto", "scipy", "numpy"])
+@pytest.mark.parametrize("place", [PLACES[0], PLACES[2], PLACES[5], PLACES[7], PLACES[9]])
+def test_a_maximised_square_is_solved_mirrored_and_certified_on_the_true_costs(rng, solver, place):
+    """maximize=True under sqeuclidean: the minimised problem of the columns mirrored
+    (lapcli.points_frame.Mirror) is solved, and the answer carries the true costs' maximum
+    (scipy's), duals with c − u − v ≤ tolerance everywhere and 0 on the pairs, and the mirror in
+    its report; 10⁶ and 5·10⁶ from the origin too."""
+    a, b = sets(rng, 250, 2, *place)
+    solution = lapcli.solve_points(a, b, solver=solver, maximize=True, certify=True)
+    cost = distance_matrix(a, b, "sqeuclidean")
+    report = solution.report
+    assert report.certified and report.maximize and "mirrored" in report.details["mirror"]
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=True)].sum(), rel=1e-12)
+    assert report.objective == solution.objective
+    u, v = solution.duals
+    tolerance = report.certificate["tolerance"]
+    # the mirrored sets' costs are of the true costs' size (both moved to the midpoint of the means)
+    assert tolerance <= 4 * prepare_points(a, b, maximize=True).tolerance()
+    assert (cost - u[:, None] - v[None, :]).max() <= tolerance
+    assert np.abs(cost[solution.row_ind, solution.col_ind] - u - v[solution.col_ind]).max() <= tolerance
+
+
+def test_the_mirror_s_duals_prove_the_maximum(rng):
+    """Mirror.duals of the minimised problem's proved duals (scipy's, recovered by lapcli) are
+    within the original problem's tolerance of proving its maximum, and the mirrored sets are
+    centred on the midpoint of the two means."""
+    a, b = sets(rng, 80, 3, 1e4, 2.0, 3.0)
+    problem = prepare_points(a, b, maximize=True)
+    mirror = mirrored(problem)
+    assert np.allclose(mirror.centre, (a.mean(axis=0) + b.mean(axis=0)) / 2)
+    assert np.allclose(mirror.minimised.b, mirror.centre - b) and not mirror.minimised.maximize
+    least = lapcli.solve(distance_matrix(mirror.minimised.a, mirror.minimised.b, "sqeuclidean"), solver="scipy",
+                         certify=True)
+    u, v = mirror.duals(*least.duals)
+    cost = distance_matrix(a, b, "sqeuclidean")
+    assert (cost - u[:, None] - v[None, :]).max() <= problem.tolerance()
+    assert cost[least.row_ind, least.col_ind].sum() == pytest.approx(cost[scipy_lsa(cost, maximize=True)].sum(),
+                                                                      rel=1e-12)
+
+
+def test_an_uncertified_maximum_reports_the_true_objective(rng):
+    a, b = sets(rng, 200, 2, 0.0, 3.0, 1.0)
+    solution = lapcli.solve_points(a, b, solver="scipy", maximize=True, certify=False)
+    cost = distance_matrix(a, b, "sqeuclidean")
+    assert solution.duals is None and not solution.report.certified and solution.report.maximize
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=True)].sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("case", ["euclidean", "minimised", "rectangular"])
+def test_no_mirror_for_other_problems(rng, case):
+    a, b = sets(rng, 120, 2, 0.0, 1.0, 1.0)
+    metric = "euclidean" if case == "euclidean" else "sqeuclidean"
+    if case == "rectangular":
+        b = np.vstack([b, b[:30] + 0.5])
+    maximize = case != "minimised"
+    assert mirrored(prepare_points(a, b, metric, maximize=maximize)) is None
+    solution = lapcli.solve_points(a, b, metric, solver="scipy", maximize=maximize, certify=True)
+    cost = distance_matrix(a, b, metric)
+    assert "mirror" not in solution.report.details and solution.report.maximize == maximize
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=maximize)].sum(), rel=1e-12)
