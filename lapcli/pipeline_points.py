@@ -68,7 +68,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     if mirror is not None:  # a maximised sqeuclidean square solved as a minimised one (lapcli.points_frame)
         least = solve_points(mirror.minimised.a, mirror.minimised.b, metric, solver=solver, timeout=timeout,
                              device=device, certify=certify, names=names, progress=progress)
-        return _the_maximum(least, problem, mirror, start, device)
+        return _the_maximum(least, problem, mirror, start, timeout, device)
     name, reason, device_matrix = points_route(problem, solver)
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
@@ -146,7 +146,7 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> 
     solution.duals, report.certificate = (u, v), certificate
 
 
-def _the_maximum(solution: Solution, problem, mirror, start: float, device) -> Solution:
+def _the_maximum(solution: Solution, problem, mirror, start: float, timeout, device) -> Solution:
     """``solution``, of ``mirror``'s minimised sets, made the maximised original's: its objective
     from the true costs and, where it was certified, its duals mapped (Mirror.duals) and certified on
     the true costs (lapcli.points_certificate), to the problem's tolerance or the minimised
@@ -158,18 +158,21 @@ def _the_maximum(solution: Solution, problem, mirror, start: float, device) -> S
     report.maximize = True
     solution.objective = report.objective = problem.objective(rows, cols)
     report.details["mirror"] = mirror.describe()
+    if "frame" in report.details:  # the minimised problem's
+        report.details["frame"] = f"the mirrored sets: {report.details['frame']}"
     if solution.duals is not None and report.certified:
         u, v = mirror.duals(*solution.duals)
         col_of_row = np.empty(problem.n_rows, dtype=np.int64)
         col_of_row[rows] = cols  # (a square: every row holds a column)
         tolerance = max(problem.tolerance(), float(report.certificate["tolerance"]))
         # the work minimises −c: its duals are −u, −v
-        certificate = certify_points(problem, col_of_row, -u, -v, tolerance, report.solver, device=device,
-                                     details=report.details).to_dict()
+        certificate = certify_points(problem, col_of_row, -u, -v, tolerance, report.solver, timeout=timeout,
+                                     began=start, device=device, details=report.details).to_dict()
         if "duals_recovered_ms" in report.certificate:
             certificate["duals_recovered_ms"] = report.certificate["duals_recovered_ms"]
         report.certificate = certificate
-        solution.duals = (problem.xp.asarray(u), problem.xp.asarray(v))
+        xp = array_module(solution.row_ind)  # the duals where the route left the assignment
+        solution.duals = (xp.asarray(u), xp.asarray(v))
     report.total_ms = solve_ms(start, report.details)
     return solution
 

@@ -27,6 +27,7 @@ certificate's tolerance.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,10 +117,15 @@ class Mirror:
 
 
 def mirrored(problem: PointProblem) -> Mirror | None:
-    """The Mirror of a maximised square sqeuclidean ``problem``; None for any other."""
+    """The Mirror of a maximised square sqeuclidean ``problem`` off a line (1-D sets are sorted
+    either way: engine ``sorted``); None for any other, and where the mirrored sets' costs would
+    overflow float64 (coordinates near its largest)."""
     if problem.metric != "sqeuclidean" or not problem.maximize or problem.n_rows != problem.n_cols \
-            or problem.is_empty:
+            or problem.is_empty or problem.on_a_line:
         return None
-    centre = (problem.a.mean(axis=0) + problem.b.mean(axis=0)) / 2
-    minimised = dataclasses.replace(problem, a=problem.a - centre, b=centre - problem.b, maximize=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        centre = problem.a.mean(axis=0) / 2 + problem.b.mean(axis=0) / 2
+        minimised = dataclasses.replace(problem, a=problem.a - centre, b=centre - problem.b, maximize=False)
+        if not math.isfinite(minimised.largest_cost()):
+            return None
     return Mirror(problem, minimised, centre)

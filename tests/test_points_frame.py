@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
+from lapcli.errors import SolverError
 from lapcli.points import distance_matrix, prepare_points
 from lapcli.points_frame import mirrored, onto_rows
 
@@ -251,3 +252,35 @@ def test_no_mirror_for_other_problems(rng, case):
     cost = distance_matrix(a, b, metric)
     assert "mirror" not in solution.report.details and solution.report.maximize == maximize
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=maximize)].sum(), rel=1e-12)
+
+
+def test_the_mirror_s_certificate_keeps_the_time_limit(rng):
+    """The pass over the true costs after the minimised solve counts against the same time limit
+    (scipy, which has none of its own, solves; the pass then stops at its first chunk)."""
+    a, b = sets(rng, 300, 2, 0.0, 3.0, 1.0)
+    with pytest.raises(SolverError, match="certificate's pass ran past the time limit: 0 of 300 rows read"):
+        lapcli.solve_points(a, b, solver="scipy", maximize=True, certify=True, timeout=1e-6)
+
+
+def test_the_mirror_s_report_names_whose_frame_it_is(rng):
+    a, b = sets(rng, 200, 2, 0.0, 3.0, 1.0)
+    details = lapcli.solve_points(a, b, maximize=True).report.details
+    assert details["frame"].startswith("the mirrored sets: both sets centred")
+
+
+@pytest.mark.parametrize("case", ["on a line", "near float64's largest"])
+def test_no_mirror_where_sorting_serves_or_the_mirror_would_overflow(rng, case):
+    """1-D sets are sorted maximised as they are (one certificate pass, not two); coordinates near
+    float64's largest would overflow the mirror's means or costs: solved as they are."""
+    if case == "on a line":
+        a, b = rng.random((300, 1)), rng.random((300, 1)) + 2.0
+    else:
+        a = b = np.full((3, 2), 1.7e308)
+    problem = prepare_points(a, b, maximize=True)
+    assert mirrored(problem) is None
+    solution = lapcli.solve_points(a, b, maximize=True, certify=True)
+    cost = distance_matrix(a, b, "sqeuclidean")
+    assert solution.report.certified and "mirror" not in solution.report.details
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=True)].sum(), rel=1e-12)
+    if case == "on a line":
+        assert solution.report.solver == "sorted"

@@ -122,6 +122,9 @@ def test_a_maximised_square_is_mirrored_and_certified_on_the_device(rng, solver,
     assert report.certified and report.certificate["where"] == "device"
     cost = distance_matrix(a, b, "sqeuclidean")
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=True)].sum(), rel=1e-12)
+    # the duals in the library the route returned the assignment in
+    assert all(type(dual).__module__.split(".")[0] == type(solution.row_ind).__module__.split(".")[0]
+               for dual in solution.duals)
     u, v = (np.asarray(host(dual)) for dual in solution.duals)
     assert (cost - u[:, None] - v[None, :]).max() <= report.certificate["tolerance"]
 
