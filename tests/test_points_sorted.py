@@ -134,6 +134,8 @@ def test_costs_whose_powers_underflow_go_elsewhere(rng, case):
     else:
         a, b, metric, p = rng.random((300, 1)), rng.random((300, 1)), "minkowski", 200.0
     assert not prepare_points(a, b, metric, p=p).on_a_line
+    with pytest.raises(LapInputError, match="powers of their differences underflow"):
+        lapcli.solve_points(a, b, metric, p=p, solver="sorted")
     solution = lapcli.solve_points(a, b, metric, p=p)
     cost = scipy_cdist(a, b, metric, p)
     assert solution.report.solver != "sorted"

@@ -44,8 +44,11 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     (lapcli.points_certificate: on the GPU above 2²² of them), on the host by default up to
     HOST_CERTIFY_PAIRS of them (certify=True: any number; False: none)."""
     if not problem.on_a_line:  # a rectangle leaves columns free, which sorting does not choose
-        raise LapInputError(f"solver 'sorted' matches two 1-D point sets of equal size; these are "
-                            f"{problem.n_rows} and {problem.n_cols} points of {problem.dim} dimensions")
+        shape = problem.dim == 1 and problem.n_rows == problem.n_cols
+        why = (f"powers of their differences underflow under {problem.metric}, so the sorted pairs need not be "
+               "optimal (auto solves them another way)" if shape else
+               f"these are {problem.n_rows} and {problem.n_cols} points of {problem.dim} dimensions")
+        raise LapInputError(f"solver 'sorted' matches two 1-D point sets of equal size; {why}")
     began = time.perf_counter()
     rows, columns = (np.asarray(host(side), dtype=np.float64)[:, 0] for side in (problem.rows, problem.columns))
     row_order = np.argsort(rows, kind="stable")
