@@ -14,6 +14,7 @@ the points are parallel a cost here may be an ulp below 0).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ class PointProblem:
     def is_empty(self) -> bool:
         return self.n_rows == 0 or self.n_cols == 0
 
-    @property
+    @functools.cached_property  # read by the mirror, auto's route and engine sorted: one host pass
     def on_a_line(self) -> bool:
         """1-D sets of equal size, nonempty, whose computed costs are a convex function of x − y:
         between both sets sorted they are then a Monge array, and the sorted pairs are optimal
