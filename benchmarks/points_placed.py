@@ -6,6 +6,7 @@ rows the searches took, the warm start's reach, the coarse factor, and each step
 
 A case is N:D:METRIC:PLACE; the rows are U[0, 1)^D (seed 7), and PLACE the columns:
 ``uniform`` (another such set), ``moved<T>`` (another, moved by T in every coordinate),
+``along<T>`` (another, moved by T in the first coordinate only),
 ``scaled<F>`` (another, scaled by F), ``copy<S>`` (a permutation of the rows, noise of standard
 deviation S, moved by 1):
 
@@ -37,12 +38,14 @@ def placed(n: int, dim: int, place: str, seed: int = 7):
         return a, other.random((n, dim))
     if place.startswith("moved"):
         return a, other.random((n, dim)) + float(place[len("moved"):])
+    if place.startswith("along"):
+        return a, other.random((n, dim)) + np.eye(dim)[0] * float(place[len("along"):])
     if place.startswith("scaled"):
         return a, other.random((n, dim)) * float(place[len("scaled"):])
     if place.startswith("copy"):
         noise = float(place[len("copy"):])
         return a, a[rng.permutation(n)] + noise * rng.standard_normal((n, dim)) + 1.0
-    raise SystemExit(f"unknown place {place!r}: uniform, moved<T>, scaled<F> or copy<S>")
+    raise SystemExit(f"unknown place {place!r}: uniform, moved<T>, along<T>, scaled<F> or copy<S>")
 
 
 def main() -> None:

@@ -64,11 +64,20 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     check_device(device)
     timeout = check_timeout(timeout)
     problem = point_sets.prepare_points(a, b, metric, p=p, maximize=maximize, names=names)
+    separation = point_frames.separated(problem)
+    if separation is not None:  # cityblock sets apart in some coordinates solved without them (lapcli.points_frame)
+        reduced = separation.reduced
+        # (minkowski with p = 1 is cityblock by now: the reduced sets' metric, not the caller's name)
+        within = solve_points(reduced.a, reduced.b, reduced.metric, maximize=maximize, solver=solver,
+                              timeout=timeout, device=device, certify=certify, names=names, progress=progress)
+        return _mapped_back(within, problem, separation, "separated", start, timeout, device)
     mirror = point_frames.mirrored(problem)
     if mirror is not None:  # a maximised sqeuclidean square solved as a minimised one (lapcli.points_frame)
-        least = solve_points(mirror.minimised.a, mirror.minimised.b, metric, solver=solver, timeout=timeout,
+        least = solve_points(mirror.minimised.a, mirror.minimised.b, problem.metric, solver=solver, timeout=timeout,
                              device=device, certify=certify, names=names, progress=progress)
-        return _the_maximum(least, problem, mirror, start, timeout, device)
+        if "frame" in least.report.details:  # the minimised problem's
+            least.report.details["frame"] = f"the mirrored sets: {least.report.details['frame']}"
+        return _mapped_back(least, problem, mirror, "mirror", start, timeout, device)
     name, reason, device_matrix = points_route(problem, solver)
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
@@ -146,28 +155,31 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> 
     solution.duals, report.certificate = (u, v), certificate
 
 
-def _the_maximum(solution: Solution, problem, mirror, start: float, timeout, device) -> Solution:
-    """``solution``, of ``mirror``'s minimised sets, made the maximised original's: its objective
-    from the true costs and, where it was certified, its duals mapped (Mirror.duals) and certified on
-    the true costs (lapcli.points_certificate), to the problem's tolerance or the minimised
-    certificate's, whichever is larger."""
+def _mapped_back(solution: Solution, problem, easier, key: str, start: float, timeout, device) -> Solution:
+    """``solution``, of the square ``easier`` problem that lapcli.points_frame made of ``problem``
+    (a Mirror's minimised sets, a Separation's reduced ones), made the original's: its objective
+    from the true costs, ``details[key]`` saying how, and, where it was certified, its duals mapped
+    (``easier.duals``) and certified on the true costs (lapcli.points_certificate), to the
+    problem's tolerance or the easier one's certificate's, whichever is larger (else no duals)."""
     from .points_certificate import certify_points
 
     report = solution.report
     rows, cols = host(solution.row_ind), host(solution.col_ind)
-    report.maximize = True
+    report.maximize = problem.maximize
     solution.objective = report.objective = problem.objective(rows, cols)
-    report.details["mirror"] = mirror.describe()
-    if "frame" in report.details:  # the minimised problem's
-        report.details["frame"] = f"the mirrored sets: {report.details['frame']}"
-    if solution.duals is not None and report.certified:
-        u, v = mirror.duals(*solution.duals)
+    report.details[key] = easier.describe()
+    report.reason = f"{report.details[key]}; {report.reason}"  # the route the easier problem took, after why
+    if solution.duals is None or not report.certified:
+        solution.duals = None  # only proved duals leave, and the easier problem's are not the original's
+    else:
+        u, v = easier.duals(*solution.duals)
         col_of_row = np.empty(problem.n_rows, dtype=np.int64)
         col_of_row[rows] = cols  # (a square: every row holds a column)
         tolerance = max(problem.tolerance(), float(report.certificate["tolerance"]))
-        # the work minimises −c: its duals are −u, −v
-        certificate = certify_points(problem, col_of_row, -u, -v, tolerance, report.solver, timeout=timeout,
-                                     began=start, device=device, details=report.details).to_dict()
+        # the work minimises sign·c: its duals are sign·u, sign·v
+        certificate = certify_points(problem, col_of_row, problem.sign * u, problem.sign * v, tolerance,
+                                     report.solver, timeout=timeout, began=start, device=device,
+                                     details=report.details).to_dict()
         if "duals_recovered_ms" in report.certificate:
             certificate["duals_recovered_ms"] = report.certificate["duals_recovered_ms"]
         report.certificate = certificate
