@@ -3,9 +3,9 @@ Euclidean costs, both centred on the rows' mean and the columns scaled to the ro
 radius (Frame); their largest total as a least one (Mirror); cityblock sets that lie apart in some
 coordinates solved without them (Separation).
 
-Why the frame: c(i, j) = |a_i − b_j|² = |a_i|² + |b_j|² − 2 a_i·b_j, and a permutation's total of the row
-terms and of the column terms is the same for every permutation, so only the products a_i·b_j
-choose it; moving b by a vector or scaling it by a positive factor changes each product by a row
+Why the frame: c(i, j) = |a_i − b_j|² = |a_i|² + |b_j|² − 2 a_i·b_j, and a permutation's total
+of the row terms and of the column terms is the same for every permutation, so only the products
+a_i·b_j choose it; moving b by a vector or scaling it by a positive factor changes each product by a row
 term, a column term and that factor, and the optimal permutations stay the same (this is why the
 optimal transport map between equal masses under this cost does not depend on where the two sets
 lie: Brenier, "Polar factorization and monotone rearrangement of vector-valued functions", 1991).
