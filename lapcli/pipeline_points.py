@@ -197,7 +197,7 @@ def _host_matrix(sets):
         gigabytes = sets.n_rows * sets.n_cols * 8 / 1e9
         raise MemoryError(f"the {sets.n_rows:,} × {sets.n_cols:,} cdist matrix of the two sets needs {gigabytes:.3g} "
                           "GB; costs are computed from the coordinates alone on a GPU (engine cuda-sap), and 1-D "
-                          "sets of equal size are sorted") from None
+                          "sets are matched in sorted order") from None
 
 
 def _on_gpu(device):

@@ -76,14 +76,19 @@ class PointProblem:
     def is_empty(self) -> bool:
         return self.n_rows == 0 or self.n_cols == 0
 
-    @functools.cached_property  # read by the mirror, auto's route and engine sorted: one host pass
+    @property
     def on_a_line(self) -> bool:
-        """1-D sets of equal size, nonempty, whose computed costs are a convex function of x − y:
-        between both sets sorted they are then a Monge array, and the sorted pairs are optimal
-        (engine ``sorted``). Every metric's are, unless a power of a difference underflows (cdist's
-        (|d|^p)^(1/p) reads 0 for d ≠ 0 below 2^(−1022/p): p = 50 already at 10⁻⁶): the smallest
-        nonzero difference is at least the spacing of the smallest nonzero coordinate."""
-        if self.dim != 1 or self.n_rows != self.n_cols or self.is_empty:
+        """Sets :attr:`along_a_line` of equal size: the sorted pairs are optimal (engine ``sorted``)."""
+        return self.n_rows == self.n_cols and self.along_a_line
+
+    @functools.cached_property  # read by the mirror, auto's route and engine sorted: one host pass
+    def along_a_line(self) -> bool:
+        """1-D sets, nonempty, whose computed costs are a convex function of x − y: between both
+        sets sorted they are then a Monge array, whose optimum does not cross (engine ``sorted``).
+        Every metric's are, unless a power of a difference underflows (cdist's (|d|^p)^(1/p) reads
+        0 for d ≠ 0 below 2^(−1022/p): p = 50 already at 10⁻⁶): the smallest nonzero difference is
+        at least the spacing of the smallest nonzero coordinate."""
+        if self.dim != 1 or self.is_empty:
             return False
         power = {"sqeuclidean": 2.0, "euclidean": 2.0, "minkowski": self.p}.get(self.metric)
         if power is None:  # |x − y|, its maximum over one coordinate, or cosine's 1 − (±1)(±1)

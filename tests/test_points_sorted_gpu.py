@@ -67,3 +67,15 @@ def test_the_point_auction_agrees_on_a_line(rng):
     by_auction = lapcli.solve_points(a, b, solver="cuda-sap", timeout=60)
     assert by_sort.report.solver == "sorted" and by_auction.report.certified
     assert by_sort.objective == pytest.approx(by_auction.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_rectangles_are_certified_on_the_device(rng, maximize):
+    """2,100 × 3,000 points (6.3 M pairs): the band programme's pairs, scipy's optimum, the
+    certificate's pass on the device."""
+    a, b = rng.normal(size=(2100, 1)), rng.random((3000, 1)) * 4 - 1
+    solution = lapcli.solve_points(a, b, "cityblock", maximize=maximize)
+    cost = distance_matrix(a, b, "cityblock")
+    assert solution.report.solver == "sorted" and solution.report.certified
+    assert solution.report.certificate["where"] == "device"
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=maximize)].sum(), rel=1e-12)

@@ -162,6 +162,23 @@ POINTS_IMPLICIT_FROM = 2049
 POINTS_DEVICE_MATRIX_UP_TO = 16_384
 
 
+# 1-D rectangles go to engine ``sorted``'s band programme (lapcli.engines.cpu.sorted_band) up to
+# this many cells, k·(m − k + 1), never more than the k × m matrix: 10⁸ take 0.63 s on the 2-core
+# development machine (10,000 × 20,000 points), where 3,000 × 4,500 took 0.29 s certified against
+# the cdist matrix and scipy's 0.95 s. Its bits take cells / 8 bytes (2³³ cells: 1 GB, ~55 s).
+# With a GPU (H200, docs/points.md) the cluster searches took 1.22 s on 16,384 × 24,576 points
+# against the band's 1.44 s; above their 55,296 columns only the k × m matrix remains
+# (65,536 × 98,304: 51 GB; the band 17.0 s).
+BAND_UP_TO = 1 << 33
+
+
+def _band_fits(problem) -> bool:
+    """Whether a 1-D rectangle's band programme has at most BAND_UP_TO cells."""
+    from .cpu.sorted_band import band_cells
+
+    return band_cells(*sorted((problem.n_rows, problem.n_cols))) <= BAND_UP_TO
+
+
 def points_matrix_on_device(problem) -> bool:
     """Whether ``auto`` solves two point sets as their cdist matrix built on the GPU: a minimised
     square of POINTS_IMPLICIT_FROM to POINTS_DEVICE_MATRIX_UP_TO points, where the point kernels
@@ -190,6 +207,9 @@ def points_route(problem, solver: str = "auto") -> tuple[str, str, bool]:
         return solver, f"requested ({how})", False
     if problem.on_a_line:  # any size, with or without a GPU: a sort and one certificate pass
         return "sorted", "auto: 1-D sets of equal size, matched in sorted order (their costs are Monge)", False
+    if problem.along_a_line and _band_fits(problem):
+        return "sorted", ("auto: 1-D sets, the smaller matched in order to part of the larger (their costs are "
+                          "Monge: a programme over the band of columns each point may take)"), False
     columns = max(problem.n_rows, problem.n_cols)
     if points_matrix_on_device(problem):
         return "auto", (f"auto: {columns} × {columns} points, their cdist matrix built on the GPU (up to "

@@ -132,9 +132,9 @@ register(Engine(
     search_kernel_status,
 ))
 register(Engine(
-    "sorted", "two 1-D point sets of equal size matched in sorted order (their costs are Monge), certified",
+    "sorted", "two 1-D point sets matched in sorted order (their costs are Monge), certified",
     "lapcli.engines.cpu.sorted_points",
-    Capabilities(device="cpu", steps=True, timeout=True, duals=True, points=True, matrix=False),
+    Capabilities(device="cpu", steps=True, rectangular=True, timeout=True, duals=True, points=True, matrix=False),
     always,
 ))
 register(Engine(

@@ -1,4 +1,5 @@
-"""Engine ``sorted``: two 1-D point sets of equal size matched in sorted order, with duals that prove it.
+"""Engine ``sorted``: two 1-D point sets matched in sorted order, with duals that prove it (sets of
+different sizes: lapcli.engines.cpu.sorted_band).
 
 Why: on a line every metric here is a convex function of x − y (|x − y|, its square, its p-th
 root of |x − y|^p; cosine a product of two monotone signs), so the costs between both sets taken in
@@ -40,33 +41,44 @@ HOST_CERTIFY_PAIRS = 1 << 28
 
 def run_points(problem, *, timeout: float | None = None, device: int | None = None, progress=None,
                certify: bool | None = None) -> EngineResult:
-    """The sorted pairs of a square 1-D ``problem`` and their duals, certified on all n² costs
+    """The optimal pairs of a 1-D ``problem`` and their duals: sorted pairs for a square, the band
+    programme for a rectangle (lapcli.engines.cpu.sorted_band); certified on all k·m costs
     (lapcli.points_certificate: on the GPU above 2²² of them), on the host by default up to
     HOST_CERTIFY_PAIRS of them (certify=True: any number; False: none)."""
-    if not problem.on_a_line:  # a rectangle leaves columns free, which sorting does not choose
-        shape = problem.dim == 1 and problem.n_rows == problem.n_cols
+    from .sorted_band import band_cells, band_pairs, chain_duals
+
+    if not problem.along_a_line:
         why = (f"powers of their differences underflow under {problem.metric}, so the sorted pairs need not be "
-               "optimal (auto solves them another way)" if shape else
+               "optimal (auto solves them another way)" if problem.dim == 1 else
                f"these are {problem.n_rows} and {problem.n_cols} points of {problem.dim} dimensions")
-        raise LapInputError(f"solver 'sorted' matches two 1-D point sets of equal size; {why}")
+        raise LapInputError(f"solver 'sorted' matches two 1-D point sets; {why}")
     began = time.perf_counter()
     rows, columns = (np.asarray(host(side), dtype=np.float64)[:, 0] for side in (problem.rows, problem.columns))
     row_order = np.argsort(rows, kind="stable")
     column_order = np.argsort(-columns if problem.maximize else columns, kind="stable")
     sorted_ms = (time.perf_counter() - began) * 1e3
     x, y = rows[row_order, None], columns[column_order, None]
-    paired = problem.sign * costs(x, y, problem.metric, problem.p)  # the work's c(k, k)
-    below = problem.sign * costs(x[1:], y[:-1], problem.metric, problem.p)  # c(k + 1, k)
-    v_sorted = np.concatenate(([0.0], np.cumsum(paired[1:] - below)))
-    u_sorted = paired - v_sorted
-    n = problem.n_rows
-    col_of_row, u, v = np.empty(n, dtype=np.int64), np.empty(n), np.empty(n)
-    col_of_row[row_order], u[row_order], v[column_order] = column_order, u_sorted, v_sorted
-    duals_ms = (time.perf_counter() - began) * 1e3 - sorted_ms
+    k, m = len(x), len(y)
+    if k == m:  # the k-th row with the k-th column
+        paired = problem.sign * costs(x, y, problem.metric, problem.p)  # the work's c(k, k)
+        below = problem.sign * costs(x[1:], y[:-1], problem.metric, problem.p)  # c(k + 1, k)
+        v_sorted = np.concatenate(([0.0], np.cumsum(paired[1:] - below)))
+        u_sorted, taken = paired - v_sorted, np.arange(k)
+        steps = [StepStat(1, "sort both sets", 2, sorted_ms)]
+    else:  # the non-crossing pairs the band programme finds
+        taken = band_pairs(x, y, problem.metric, problem.p, problem.sign, timeout, began)
+        band_ms = (time.perf_counter() - began) * 1e3 - sorted_ms
+        u_sorted, v_sorted = chain_duals(x, y, taken, problem.metric, problem.p, problem.sign)
+        steps = [StepStat(1, "sort both sets", 2, sorted_ms),
+                 StepStat(2, "pairs in order over the band", band_cells(k, m), band_ms)]
+    col_of_row, u, v = np.empty(k, dtype=np.int64), np.empty(k), np.empty(m)
+    col_of_row[row_order], u[row_order], v[column_order] = column_order[taken], u_sorted, v_sorted
+    duals_ms = (time.perf_counter() - began) * 1e3 - sum(step.ms for step in steps)
+    steps.append(StepStat(len(steps) + 1, "duals along the sorted pairs" if k == m else "duals along chains of pairs",
+                          k, duals_ms))
     details = {"costs": f"{problem.metric} between 1-D points, matched in sorted order (Monge)"}
     certificate = _certified(problem, col_of_row, u, v, timeout, began, device, certify, details)
     row_ind, col_ind = problem.assignment_from_work(col_of_row)
-    steps = [StepStat(1, "sort both sets", 2, sorted_ms), StepStat(2, "duals along the sorted pairs", n, duals_ms)]
     duals = problem.duals_from_work(u, v) if certificate.get("checked") else None  # only proved duals leave
     return EngineResult(rows=row_ind, cols=col_ind, device="cpu", dtype="float64", steps=steps, details=details,
                         duals=duals, certificate=certificate)
