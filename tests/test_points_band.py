@@ -69,7 +69,7 @@ def test_the_band_s_pairs_are_the_least_non_crossing_ones(rng):
 
 def test_the_chains_give_the_duals_of_the_free_and_taken_columns(rng):
     """chain_duals on a rectangle: free columns 0, taken ones ≤ 0, every reduced cost ≥ 0 (to a
-    rounding), the pairs tight; and a chain that only looks left is not enough."""
+    rounding), the pairs tight."""
     x, y = np.sort(rng.normal(size=(60, 1)), axis=0), np.sort(rng.normal(size=(100, 1)), axis=0)
     pairs = sorted_band.band_pairs(x, y, "cityblock", 2.0, 1.0)
     u, v = sorted_band.chain_duals(x, y, pairs, "cityblock", 2.0, 1.0)
@@ -79,21 +79,40 @@ def test_the_chains_give_the_duals_of_the_free_and_taken_columns(rng):
     assert np.all(v[np.setdiff1d(np.arange(100), pairs)] == 0) and v.max() <= 1e-12
 
 
-def test_auto_keeps_rectangles_past_the_band_s_budget_off_it(rng, monkeypatch):
-    a, b = rng.random((30, 1)), rng.random((50, 1))
+@pytest.mark.parametrize("n, m", [(30, 50), (300, 301)])
+def test_auto_keeps_rectangles_past_the_band_s_budget_off_it(rng, monkeypatch, n, m):
+    """The budget counts the band's cells and each row's own cost: a thin band of many rows is dear
+    too (300 × 301: 600 cells, 300 rows)."""
+    a, b = rng.random((n, 1)), rng.random((m, 1))
     assert prepare_points(a, b).along_a_line and not prepare_points(a, b).on_a_line
-    monkeypatch.setattr(auto, "BAND_UP_TO", sorted_band.band_cells(30, 50) - 1)
+    assert sorted_band.band_work(n, m) == sorted_band.band_cells(n, m) + sorted_band.ROW_CELLS * n
+    monkeypatch.setattr(auto, "BAND_UP_TO", sorted_band.band_work(n, m) - 1)  # (300 × 301: 600 cells, 307,800 with its rows)
     solution = lapcli.solve_points(a, b)
     cost = cdist(a, b, "sqeuclidean")
     assert solution.report.solver != "sorted"
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
 
 
-def test_the_band_honours_the_time_limit(rng, monkeypatch):
-    monkeypatch.setattr(sorted_band, "ROWS_A_CHECK", 1)
+def test_the_band_honours_the_time_limit(rng):
     a, b = rng.random((400, 1)), rng.random((900, 1))
-    with pytest.raises(SolverError, match="sorted band ran past the time limit: .* of 400 rows matched"):
+    with pytest.raises(SolverError, match="sorted band ran past the time limit: 0 of 400 rows matched"):
         lapcli.solve_points(a, b, timeout=1e-6)
+
+
+@pytest.mark.parametrize("width, every", [(1 << 20, 3), (1 << 23, 1), (1, 4092)])
+def test_the_band_looks_at_the_clock_by_cells_not_rows(rng, monkeypatch, width, every):
+    """A clock one second further at each look: a limit of 2.5 s stops the programme at the third
+    look, every ``every`` rows (CELLS_A_CHECK cells, a row's own cost counted), on wide bands too;
+    the read-back looks as well (its first look the fifth)."""
+    clock = iter(range(1, 10**6))
+    monkeypatch.setattr(sorted_band, "perf_counter", lambda: next(clock))
+    k = 3 * every + 1
+    x, y = np.zeros((k, 1)), np.zeros((k + width - 1, 1))
+    with pytest.raises(SolverError, match=f"past the time limit: {2 * every:,} of {k:,} rows matched"):
+        sorted_band.band_pairs(x, y, "cityblock", 2.0, 1.0, timeout=2.5, began=0.0)
+    clock = iter(range(1, 10**6))
+    with pytest.raises(SolverError, match=f"past the time limit: 0 of {k:,} pairs read back"):
+        sorted_band.band_pairs(x, y, "cityblock", 2.0, 1.0, timeout=4.5, began=0.0)  # 4 looks forward
 
 
 def test_the_report_names_the_band(rng):

@@ -163,7 +163,8 @@ POINTS_DEVICE_MATRIX_UP_TO = 16_384
 
 
 # 1-D rectangles go to engine ``sorted``'s band programme (lapcli.engines.cpu.sorted_band) up to
-# this many cells, k·(m − k + 1), never more than the k × m matrix: 10⁸ take 0.63 s on the 2-core
+# this many cells, k·(m − k + 1) and a row's own cost (sorted_band.band_work), never more than
+# the k × m matrix's reads and k's Python steps: 10⁸ take 0.63 s on the 2-core
 # development machine (10,000 × 20,000 points), where 3,000 × 4,500 took 0.29 s certified against
 # the cdist matrix and scipy's 0.95 s. Its bits take cells / 8 bytes (2³³ cells: 1 GB, ~55 s).
 # With a GPU (H200, docs/points.md) the cluster searches took 1.22 s on 16,384 × 24,576 points
@@ -173,10 +174,10 @@ BAND_UP_TO = 1 << 33
 
 
 def _band_fits(problem) -> bool:
-    """Whether a 1-D rectangle's band programme has at most BAND_UP_TO cells."""
-    from .cpu.sorted_band import band_cells
+    """Whether a 1-D rectangle's band programme costs at most BAND_UP_TO cells (its rows counted)."""
+    from .cpu.sorted_band import band_work
 
-    return band_cells(*sorted((problem.n_rows, problem.n_cols))) <= BAND_UP_TO
+    return band_work(*sorted((problem.n_rows, problem.n_cols))) <= BAND_UP_TO
 
 
 def points_matrix_on_device(problem) -> bool:
