@@ -57,15 +57,15 @@ def band_pairs(x: np.ndarray, y: np.ndarray, metric: str, p: float, sign: float,
     width = m - k + 1
     every = max(1, CELLS_A_CHECK // (width + ROW_CELLS))  # rows between two looks at the clock
 
-    def check(r: int, what: str) -> None:
-        if timeout is not None and r % every == 0 and perf_counter() - began > timeout:
-            raise SolverError(f"the sorted band ran past the time limit: {what}")
+    def late(r: int) -> bool:
+        return timeout is not None and r % every == 0 and perf_counter() - began > timeout
 
     least = np.zeros(width)  # F_{r−1}(t), t = 0 … m − k
     took = np.empty((k, (width + 7) // 8), dtype=np.uint8)  # row r's bit t: p_r = r + t where F_r(t) was set
     bits = np.empty(width, dtype=bool)
     for r in range(k):
-        check(r, f"{r:,} of {k:,} rows matched")
+        if late(r):
+            raise SolverError(f"the sorted band ran past the time limit: {r:,} of {k:,} rows matched")
         taking = least + sign * costs(x[r], y[r:r + width], metric, p)  # F_{r−1}(t) + w(r, r + t)
         least = np.minimum.accumulate(taking)
         bits[0] = True
@@ -74,7 +74,8 @@ def band_pairs(x: np.ndarray, y: np.ndarray, metric: str, p: float, sign: float,
     cols = np.empty(k, dtype=np.int64)
     t = width - 1
     for r in range(k - 1, -1, -1):  # back along the bits: row r took r + t, rows above end at t's bound
-        check(r, f"{k - 1 - r:,} of {k:,} pairs read back")
+        if late(r):
+            raise SolverError(f"the sorted band ran past the time limit: {k - 1 - r:,} of {k:,} pairs read back")
         row = np.unpackbits(took[r], count=width)
         t = int(np.flatnonzero(row[:t + 1])[-1])
         cols[r] = r + t
