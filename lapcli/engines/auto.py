@@ -163,10 +163,10 @@ POINTS_DEVICE_MATRIX_UP_TO = 16_384
 
 
 # 1-D rectangles go to engine ``sorted``'s band programme (lapcli.engines.cpu.sorted_band) up to
-# this many cells, k·(m − k + 1) and a row's own cost (sorted_band.band_work), never more than
-# the k × m matrix's reads and k's Python steps: 10⁸ take 0.63 s on the 2-core
-# development machine (10,000 × 20,000 points), where 3,000 × 4,500 took 0.29 s certified against
-# the cdist matrix and scipy's 0.95 s. Its bits take cells / 8 bytes (2³³ cells: 1 GB, ~55 s).
+# this much work in cells: k·(m − k + 1) costs read (never more than the k × m matrix holds) and
+# each row's own steps (sorted_band.band_work). 10⁸ cells take 0.63 s on the 2-core development
+# machine (10,000 × 20,000 points), where 3,000 × 4,500 took 0.29 s certified against the cdist
+# matrix and scipy's 0.95 s. Its bits take cells / 8 bytes (2³³ cells: 1 GB, ~55 s).
 # With a GPU (H200, docs/points.md) the cluster searches took 1.22 s on 16,384 × 24,576 points
 # against the band's 1.44 s; above their 55,296 columns only the k × m matrix remains
 # (65,536 × 98,304: 51 GB; the band 17.0 s).
