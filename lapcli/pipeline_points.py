@@ -64,20 +64,14 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     check_device(device)
     timeout = check_timeout(timeout)
     problem = point_sets.prepare_points(a, b, metric, p=p, maximize=maximize, names=names)
-    separation = point_frames.separated(problem)
-    if separation is not None:  # cityblock sets apart in some coordinates solved without them (lapcli.points_frame)
-        reduced = separation.reduced
-        # (minkowski with p = 1 is cityblock by now: the reduced sets' metric, not the caller's name)
-        within = solve_points(reduced.a, reduced.b, reduced.metric, maximize=maximize, solver=solver,
-                              timeout=timeout, device=device, certify=certify, names=names, progress=progress)
-        return _mapped_back(within, problem, separation, "separated", start, timeout, device)
-    mirror = point_frames.mirrored(problem)
-    if mirror is not None:  # a maximised sqeuclidean square solved as a minimised one (lapcli.points_frame)
-        least = solve_points(mirror.minimised.a, mirror.minimised.b, problem.metric, solver=solver, timeout=timeout,
-                             device=device, certify=certify, names=names, progress=progress)
-        if "frame" in least.report.details:  # the minimised problem's
-            least.report.details["frame"] = f"the mirrored sets: {least.report.details['frame']}"
-        return _mapped_back(least, problem, mirror, "mirror", start, timeout, device)
+    # cityblock sets apart in some coordinates solved without them, a maximised sqeuclidean square as
+    # a minimised one (lapcli.points_frame): the same optimal assignments from an easier problem
+    easier = point_frames.separated(problem) or point_frames.mirrored(problem)
+    if easier is not None:
+        sets = easier.easier  # (minkowski with p = 1 is cityblock by now: its metric, not the caller's name)
+        solution = solve_points(sets.a, sets.b, sets.metric, maximize=sets.maximize, solver=solver, timeout=timeout,
+                                device=device, certify=certify, names=names, progress=progress)
+        return _mapped_back(solution, problem, easier, start, timeout, device)
     name, reason, device_matrix = points_route(problem, solver)
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
@@ -155,10 +149,11 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> 
     solution.duals, report.certificate = (u, v), certificate
 
 
-def _mapped_back(solution: Solution, problem, easier, key: str, start: float, timeout, device) -> Solution:
-    """``solution``, of the square ``easier`` problem that lapcli.points_frame made of ``problem``
-    (a Mirror's minimised sets, a Separation's reduced ones), made the original's: its objective
-    from the true costs, ``details[key]`` saying how, and, where it was certified, its duals mapped
+def _mapped_back(solution: Solution, problem, easier, start: float, timeout, device) -> Solution:
+    """``solution``, of the square ``easier.easier`` problem that lapcli.points_frame made of
+    ``problem`` (a Mirror's minimised sets, a Separation's reduced ones), made the original's: its
+    objective from the true costs, ``details[easier.key]`` saying how (a frame the easier solve used
+    named as the easier sets'), and, where it was certified, its duals mapped
     (``easier.duals``) and certified on the true costs (lapcli.points_certificate), to the
     problem's tolerance or the easier one's certificate's, whichever is larger (else no duals)."""
     from .points_certificate import certify_points
@@ -167,8 +162,10 @@ def _mapped_back(solution: Solution, problem, easier, key: str, start: float, ti
     rows, cols = host(solution.row_ind), host(solution.col_ind)
     report.maximize = problem.maximize
     solution.objective = report.objective = problem.objective(rows, cols)
-    report.details[key] = easier.describe()
-    report.reason = f"{report.details[key]}; {report.reason}"  # the route the easier problem took, after why
+    if "frame" in report.details:  # the easier problem's
+        report.details["frame"] = f"{easier.whose}: {report.details['frame']}"
+    report.details[easier.key] = easier.describe()
+    report.reason = f"{report.details[easier.key]}; {report.reason}"  # the route the easier problem took, after why
     if solution.duals is None or not report.certified:
         solution.duals = None  # only proved duals leave, and the easier problem's are not the original's
     else:

@@ -103,6 +103,13 @@ class Mirror:
     original: PointProblem
     minimised: PointProblem
     centre: Any
+    key = "mirror"  # its report's details entry
+    whose = "the mirrored sets"
+
+    @property
+    def easier(self) -> PointProblem:
+        """The problem solve_points solves in the original's place."""
+        return self.minimised
 
     def describe(self) -> str:
         """The mirror as a report's ``details["mirror"]`` states it."""
@@ -151,6 +158,13 @@ class Separation:
     dropped: tuple[int, ...]
     signs: tuple[float, ...]  # a dropped coordinate's s_k
     middles: tuple[float, ...]  # and a value between the two sets there
+    key = "separated"  # its report's details entry
+    whose = "the reduced sets"
+
+    @property
+    def easier(self) -> PointProblem:
+        """The problem solve_points solves in the original's place."""
+        return self.reduced
 
     def describe(self) -> str:
         """The separation as a report's ``details["separated"]`` states it."""

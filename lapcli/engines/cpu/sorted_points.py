@@ -28,6 +28,7 @@ from ...errors import LapInputError
 from ...points import costs
 from ...steps import StepStat
 from ..base import EngineResult
+from .sorted_band import band_cells, band_pairs, chain_duals
 
 
 def run(problem, *, timeout: float | None = None, device: int | None = None) -> EngineResult:
@@ -45,8 +46,6 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     programme for a rectangle (lapcli.engines.cpu.sorted_band); certified on all k·m costs
     (lapcli.points_certificate: on the GPU above 2²² of them), on the host by default up to
     HOST_CERTIFY_PAIRS of them (certify=True: any number; False: none)."""
-    from .sorted_band import band_cells, band_pairs, chain_duals
-
     if not problem.along_a_line:
         why = (f"powers of their differences underflow under {problem.metric}, so the sorted pairs need not be "
                "optimal (auto solves them another way)" if problem.dim == 1 else
