@@ -24,6 +24,7 @@ import numpy as np
 
 from .arrays import Origin, as_array, host
 from .errors import LapInputError
+from .problem import float_sum
 
 METRICS = ("sqeuclidean", "euclidean", "cityblock", "chebyshev", "minkowski", "cosine")
 MAX_DIM = 32  # coordinates a point may have (kernels/costs.cuh keeps a row's point in registers)
@@ -153,11 +154,12 @@ class PointProblem:
         return np.asarray(row_duals, dtype=np.float64), np.asarray(col_duals, dtype=np.float64)
 
     def objective(self, rows: np.ndarray, cols: np.ndarray) -> float:
-        """Σ c(a_row, b_col) of the caller's pairs, correctly rounded (fsum) from the NumPy costs."""
+        """Σ c(a_row, b_col) of the caller's pairs, correctly rounded (fsum) from the NumPy costs: as
+        a dense solve's, infinite where the total passes float64's range (costs near 1.8e308)."""
         if not len(rows):
             return 0.0
         a, b = self.host(self.a), self.host(self.b)
-        return math.fsum(costs(a[rows], b[cols], self.metric, self.p).tolist())
+        return float_sum(costs(a[rows], b[cols], self.metric, self.p).tolist())
 
 
 def costs(x, y, metric: str, p: float = 2.0):

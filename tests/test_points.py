@@ -185,6 +185,24 @@ def test_costs_near_the_float_range_keep_a_finite_tolerance():
         assert solution.objective == cdist(a, b, "sqeuclidean")[rows, cols].sum()
 
 
+@pytest.mark.filterwarnings("error")  # the band's sums past the range warned on stderr
+@pytest.mark.parametrize("shape", ["square 1-D", "rectangle 1-D", "square 2-D", "rectangle 2-D"])
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("solver", ["auto", "numpy", "scipy"])
+def test_a_total_past_the_float_range_is_infinite_as_a_matrix_s(shape, maximize, solver):
+    """Costs near 1.8e308 whose optimal total passes float64's range: objective inf, as solve() of
+    the matrix gives, certified; fsum's OverflowError once escaped as a traceback (the 1-D routes)."""
+    dims = 1 if "1-D" in shape else 2
+    a = np.zeros((2, dims))
+    a[1, 0] = 1.0
+    b = np.zeros((3 if "rectangle" in shape else 2, dims))
+    b[:2, 0] = [1.7e308, 1.6e308]
+    solution = lapcli.solve_points(a, b, "cityblock", maximize=maximize, solver=solver)
+    dense = lapcli.solve(cdist(a, b, "cityblock"), maximize=maximize, solver="scipy")
+    assert solution.report.certified and solution.objective == dense.objective
+    assert math.isinf(solution.objective) == (maximize or "square" in shape)
+
+
 def test_without_a_points_engine_auto_solves_the_matrix(rng, monkeypatch):
     """auto's rule: above 2048 points a side with clusters, the implicit engine; otherwise the
     matrix, through the matrix rules (named 'auto' until they choose)."""

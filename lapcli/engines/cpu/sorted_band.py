@@ -66,7 +66,8 @@ def band_pairs(x: np.ndarray, y: np.ndarray, metric: str, p: float, sign: float,
     for r in range(k):
         if late(r):
             raise SolverError(f"the sorted band ran past the time limit: {r:,} of {k:,} rows matched")
-        taking = least + sign * costs(x[r], y[r:r + width], metric, p)  # F_{r−1}(t) + w(r, r + t)
+        with np.errstate(over="ignore"):  # a sum past float64's range: every total through it passes too
+            taking = least + sign * costs(x[r], y[r:r + width], metric, p)  # F_{r−1}(t) + w(r, r + t)
         least = np.minimum.accumulate(taking)
         bits[0] = True
         np.less(taking[1:], least[:-1], out=bits[1:])  # strictly: on ties the leftmost column stays
