@@ -12,6 +12,7 @@ import numpy as np
 
 from .arrays import host
 from .engines import registry
+from .errors import LapInputError
 from .pipeline import (check_device, check_timeout, loaded_engine, matrix_report, set_up_apart, solve_ms,
                        solve_problem)
 from .problem import array_module, prepare
@@ -69,8 +70,11 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     easier = point_frames.separated(problem) or point_frames.mirrored(problem)
     if easier is not None:
         sets = easier.easier  # (minkowski with p = 1 is cityblock by now: its metric, not the caller's name)
-        solution = solve_points(sets.a, sets.b, sets.metric, maximize=sets.maximize, solver=solver, timeout=timeout,
-                                device=device, certify=certify, names=names, progress=progress)
+        try:
+            solution = solve_points(sets.a, sets.b, sets.metric, maximize=sets.maximize, solver=solver,
+                                    timeout=timeout, device=device, certify=certify, names=names, progress=progress)
+        except LapInputError as refusal:  # a requested solver's, of the easier sets: say how they came
+            raise type(refusal)(f"{refusal} ({easier.describe()})") from None
         return _mapped_back(solution, problem, easier, start, timeout, device)
     name, reason, device_matrix = points_route(problem, solver)
     if problem.is_empty:

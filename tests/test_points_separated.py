@@ -143,3 +143,13 @@ def test_an_uncertified_reduced_answer_leaves_no_duals(rng, monkeypatch):
     a, b = placed(rng, 40, 3, (3.0, 0.2, 0.1), 0.0)
     solution = solve_points(a, b, "cityblock", solver="numpy")
     assert "separated" in solution.report.details and solution.duals is None
+
+
+def test_a_requested_solver_s_refusal_says_how_the_sets_were_reduced(rng):
+    """``sorted`` asked for on 3-D sets apart in x refuses the 2-D reduced sets: the message says
+    why it counts 2 dimensions where the caller gave 3."""
+    a, b = placed(rng, 40, 3, (3.0, 0.2, 0.1), 0.0)
+    with pytest.raises(lapcli.LapInputError) as refused:
+        lapcli.solve_points(a, b, "cityblock", solver="sorted")
+    assert "points of 2 dimensions" in str(refused.value) and "lie apart in coordinate 0" in str(refused.value)
+    assert "\n" not in str(refused.value)
