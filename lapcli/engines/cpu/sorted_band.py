@@ -95,14 +95,21 @@ def chain_duals(x: np.ndarray, y: np.ndarray, cols: np.ndarray, metric: str, p: 
 
     rows = np.arange(k)
     own = w(rows, cols)
-    free = np.setdiff1d(np.arange(m), cols)
+    taken = np.zeros(m, dtype=bool)
+    taken[cols] = True
+    free = np.flatnonzero(~taken)
     gap = np.searchsorted(cols, free)  # a free column lies between cols[gap − 1] and cols[gap]
+
+    def cheapest(row_of):  # each row's least w(row, free) − own[row] over the free columns given it
+        least, given = np.full(k, np.inf), (row_of >= 0) & (row_of < k)
+        row_of, columns = row_of[given], free[given]
+        if len(row_of):  # row_of ascends with the free columns: each row's are one run
+            starts = np.flatnonzero(np.r_[True, row_of[1:] != row_of[:-1]])
+            least[row_of[starts]] = np.minimum.reduceat(w(row_of, columns) - own[row_of], starts)
+        return least
+
     # the cheapest free column of row q's gaps: left of p_q (after p_{q−1}) and right of it
-    to_left, to_right = np.full(k, np.inf), np.full(k, np.inf)
-    has_row = gap < k
-    np.minimum.at(to_left, gap[has_row], w(gap[has_row], free[has_row]) - own[gap[has_row]])
-    has_row = gap >= 1
-    np.minimum.at(to_right, gap[has_row] - 1, w(gap[has_row] - 1, free[has_row]) - own[gap[has_row] - 1])
+    to_left, to_right = cheapest(gap), cheapest(gap - 1)
     # row r taking the column of the row below (A_r) or above (B_r), then that row freeing its own
     below, above = np.zeros(k), np.zeros(k)
     below[1:] = w(rows[1:], cols[:-1]) - own[1:]
