@@ -193,12 +193,15 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     its time on the sums).
     """
     start = time.perf_counter()
+    check_device(device)
     timeout = check_timeout(timeout)
     options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device, certify=certify,
                    objectives=objectives)
     if sizes is not None:
         return solve_members(ragged.from_padded(costs, sizes), start=start, **options)
-    if isinstance(costs, (list, tuple)) and costs:
+    if isinstance(costs, (list, tuple)):
+        if not costs or any(np.ndim(matrix) != 2 for matrix in costs):  # named as a list's, not its stack's
+            ragged.from_list(costs)
         one_shape = _one_shape(costs)
         stack = stacked(costs) if one_shape else None
         if stack is None:  # shapes, or values with no exact common type: member by member

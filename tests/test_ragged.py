@@ -360,6 +360,11 @@ def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
         lapcli.match(np.zeros((2, 3, 6)), [2, 3])
     with pytest.raises(LapInputError, match="every problem of a list must be a matrix"):
         lapcli.solve_batch([np.zeros((2, 2)), np.zeros(3)])
+    # named as the caller's list, not as the stack made of it ("got a 1-D array", "a 2-D array")
+    with pytest.raises(LapInputError, match="an empty list of problems"):
+        lapcli.batch_linear_assignment([])
+    with pytest.raises(LapInputError, match="every problem of a list must be a matrix"):
+        lapcli.batch_linear_assignment([np.zeros(3), np.zeros(3)])
     # sizes of the wrong kind name what is wrong (a dict once met CuPy's .get, 2^64 − 1 wrapped to −1)
     for sizes, message in (([1.5, 4.5], "must be integers"), ({"a": 1}, "2 integers"), ([[3], [3]], "shape"),
                            (np.array([2**64 - 1, 7], dtype=np.uint64), "sides of arrays"), ([7, -1], "negative")):
