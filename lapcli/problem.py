@@ -230,6 +230,13 @@ class Problem:
             dtype = np.float64
         u = np.asarray(u).astype(dtype)
         v = np.asarray(v).astype(dtype)
+        if self.n_rows != self.n_cols and v.size:
+            # a square padded with zero rows (no column offsets then): a padding row's pair is tight and
+            # its others feasible, so every free column holds the largest v. Moved to 0 (u + s, v − s:
+            # the same reduced costs), v ≤ 0 with 0 on the free columns: the rectangular form of the
+            # proof (docs/reliability.md). An engine that solves k × m natively has that largest v at 0.
+            shift = v.max()
+            u, v = u + shift, v - shift
         if work.row_offset is not None:
             u = u + work.row_offset.astype(dtype)
         if work.col_offset is not None:

@@ -116,6 +116,13 @@ def test_duals_prove_optimality_in_the_callers_coordinates(rng, shape, maximize,
     assert np.abs(slack[solution.row_ind, solution.col_ind]).max() <= tolerance
     if kind == "int":
         assert u.dtype == np.int64 and v.dtype == np.int64
+    # the larger side's duals in the rectangular form: on the free points' side of 0, 0 where free
+    # (a padded square's free columns once kept the padding's dual, a proof only of the square)
+    if shape[0] != shape[1]:
+        larger, taken = (v, solution.col_ind) if shape[1] > shape[0] else (u, solution.row_ind)
+        free = np.setdiff1d(np.arange(len(larger)), taken)
+        assert (sign * larger <= tolerance).all() and np.abs(larger[free]).max(initial=0) <= tolerance
+    assert float(u.sum() + v.sum()) == pytest.approx(float(solution.objective), abs=len(u) * tolerance)
 
 
 def test_certify_rejects_infeasible_duals_and_loose_pairs():
