@@ -161,6 +161,21 @@ def test_bad_input_is_one_line(a, b, kwargs, message):
     assert "\n" not in str(raised.value)
 
 
+@pytest.mark.parametrize("solver", ["cuda", "cuda-sap", "lapx"])
+def test_a_solver_that_cannot_run_here_is_refused_for_empty_sets_too(solver):
+    """Empty sets once returned at once under any name (report.solver "cuda" on a machine without
+    CUDA); they are refused as a matrix is, where the engine cannot run."""
+    from lapcli.engines import registry
+    from lapcli.errors import SolverUnavailable
+
+    a, b = np.zeros((0, 2)), np.ones((3, 2))
+    if registry.get(solver).available()[0]:
+        assert lapcli.solve_points(a, b, solver=solver).report.solver == solver
+    else:
+        with pytest.raises(SolverUnavailable, match="cannot run here"):
+            lapcli.solve_points(a, b, solver=solver)
+
+
 @pytest.mark.parametrize("scale", [1e155, 1e-200])
 def test_cosine_takes_any_scale_of_coordinates(rng, scale):
     """cosine does not depend on a point's length: 1e155 coordinates once squared to inf (every
@@ -216,7 +231,14 @@ def test_without_a_points_engine_auto_solves_the_matrix(rng, monkeypatch):
     name, reason = auto.choose_points(problem)
     assert name == "auto" and "no GPU" in reason
     assert auto.choose_points(problem, "scipy") == ("scipy", "requested (costs as a cdist matrix)")
-    assert auto.choose_points(problem, "cuda-sap")[1] == "requested (costs computed from the coordinates)"
+    from lapcli.engines import registry
+    from lapcli.errors import SolverUnavailable
+
+    if registry.get("cuda-sap").available()[0]:
+        assert auto.choose_points(problem, "cuda-sap")[1] == "requested (costs computed from the coordinates)"
+    else:  # a requested engine that cannot run here is refused at once, as for a matrix
+        with pytest.raises(SolverUnavailable, match="cannot run here"):
+            auto.choose_points(problem, "cuda-sap")
 
 
 def test_auto_sends_squares_to_the_auction_without_the_clusters_column_limit(rng, monkeypatch):

@@ -204,6 +204,9 @@ def points_route(problem, solver: str = "auto") -> tuple[str, str, bool]:
         engine = registry.get(solver)
         if engine.capabilities.batch:
             raise LapInputError(f"solver {solver!r} solves stacks; two point sets are one problem")
+        available, why = engine.available()  # as for a matrix, empty sets too
+        if not available:
+            raise SolverUnavailable(f"solver {solver!r} cannot run here: {why}")
         how = "costs computed from the coordinates" if engine.capabilities.points else "costs as a cdist matrix"
         return solver, f"requested ({how})", False
     if problem.on_a_line:  # any size, with or without a GPU: a sort and one certificate pass
