@@ -195,6 +195,19 @@ def test_every_bench_option_is_checked_before_work(tmp_path, option, value, frag
     assert not (tmp_path / "b.json").exists()
 
 
+@pytest.mark.parametrize("sizes", ["4000000", "8,4000000"])
+def test_a_size_no_machine_can_draw_is_refused_before_work(tmp_path, sizes):
+    """A cell too large to draw (one block past this machine's memory) once ended in a traceback
+    from inside the runner, after the smaller cells ran; it is refused as ``lap generate`` refuses
+    it, one line and exit 2, nothing written."""
+    result = CliRunner().invoke(cli, ["bench", "--sizes", sizes, "--solvers", "scipy", "--repeat", "1",
+                                      "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "4000000×4000000" in lines[0] and "one block needs" in lines[0], result.stderr
+    assert result.stdout == "" and not (tmp_path / "b.json").exists()
+
+
 def test_the_peers_are_timed_as_direct_library_calls(monkeypatch, rng):
     """scipy and lapx run as their users call them, not through lapcli.solve (whose checks and
     objective would be charged to the peer); their objectives are still exact."""

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..engines import registry
-from ..generate import generate, uniform_high
+from ..generate import check_options, generate, uniform_high
 from ..problem import objective_tolerance
 from .suites import BenchSettings, ObjectiveMismatch, SolveTiming
 
@@ -139,10 +139,25 @@ def bench_matrix(settings: BenchSettings, n: int, range_factor: float, dtype: st
     float kind is refused (ValueError), never truncated to zeros."""
     kind = kind or settings.kind
     cell_seed = settings.seed * 1_000_003 + n * 7919 + round(range_factor * 1000)
-    kind_dtype = dtype
+    return generate(n, range_factor=range_factor, seed=cell_seed, kind=kind, dtype=drawn_dtype(n, range_factor, dtype,
+                                                                                                kind))
+
+
+def drawn_dtype(n: int, range_factor: float, dtype: str, kind: str) -> str:
+    """The dtype a cell's matrix is drawn in: ``dtype``, or int64 where uniform integers pass it."""
     if kind == "uniform" and np.dtype(dtype).kind == "i" and uniform_high(n, range_factor) > np.iinfo(dtype).max:
-        kind_dtype = "int64"
-    return generate(n, range_factor=range_factor, seed=cell_seed, kind=kind, dtype=kind_dtype)
+        return "int64"
+    return dtype
+
+
+def check_cells(groups) -> None:
+    """Every matrix the suite's groups (resolved: a kind and dtypes each) will draw can be drawn
+    here, as ``lap generate`` checks its one (a block too large for memory is bad input), before
+    any work: LapInputError naming the first that cannot."""
+    for group in groups:
+        for n, range_factor in group.cells:
+            for dtype in group.dtypes:
+                check_options(n, n, range_factor, group.kind, drawn_dtype(n, range_factor, dtype, group.kind))
 
 
 def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = None,

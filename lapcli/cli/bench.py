@@ -7,7 +7,7 @@ import math
 import click
 
 from ..bench.outputs import environment, write_csv, write_json, write_plot
-from ..bench.runner import bench_solvers, run_bench, solver_available
+from ..bench.runner import bench_solvers, check_cells, run_bench, solver_available
 from ..bench.suites import (
     SUITES,
     BenchSettings,
@@ -144,6 +144,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
             raise InputError(f"--kind {kind} makes fractional values; --dtypes {dtype} would truncate them "
                              "(choose float32 or float64)")
     groups = tuple(group.resolve(kind, dtypes) for group in groups)
+    run_library_call(check_cells, groups)
     if solvers == ("auto",):
         solvers = tuple(s for s in bench_solvers() if s != "auto" and solver_available(s)[0] and s != "numpy")
         if not any(s.startswith("cuda") for s in solvers):
@@ -185,13 +186,16 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
             solve(np.eye(4, dtype=np.int32), solver=s)
     env = environment()
     total = settings.cell_count * len(solvers)
-    failure = None
     with Progress(console=None if quiet else console, transient=True, disable=quiet) as bar:
         task = bar.add_task("benchmarking", total=total)
-        try:
-            results = run_bench(settings, on_progress=progress_reporter(bar, task, console))
-        except ObjectiveMismatch as mismatch:
-            results, failure = mismatch.results, str(mismatch)
+
+        def bench_or_mismatch():  # a mismatch is reported with the table; other errors as run_library_call says
+            try:
+                return run_bench(settings, on_progress=progress_reporter(bar, task, console)), None
+            except ObjectiveMismatch as mismatch:
+                return mismatch.results, str(mismatch)
+
+        results, failure = run_library_call(bench_or_mismatch)
 
     from rich.markup import escape
     from rich.table import Table
