@@ -616,6 +616,36 @@ def test_an_output_the_disk_cannot_hold_is_one_line_exit_1_and_leaves_no_file(tm
         assert os.listdir(tmp_path) == ["m.npy"]
 
 
+@pytest.mark.parametrize("args", [
+    ["solve", "m.npy", "-o", "a.npy", "--duals", "d.json"],
+    ["solve", "m.npy", "-o", "a.npy", "--duals", "d.json", "--report", "r.json"],
+    ["solve", "s.npy", "-o", "a.npy", "--report", "r.json"],
+    ["solve", "--points", "m.npy", "p.npy", "-o", "a.npy", "--report", "r.json"],
+])
+def test_a_later_output_the_disk_cannot_hold_takes_the_earlier_ones_with_it(tmp_path, monkeypatch, args):
+    """The assignment written, then its duals or report refused by the disk: the assignment stayed,
+    and the summary had said the solve succeeded. Now no file is left and stderr is the one line."""
+    import errno
+
+    import lapcli.io.write
+
+    written = lapcli.io.write.os.fsync
+    last = args[-1]
+
+    def full_at_the_last(fd):  # the run's last file is the one the disk cannot hold
+        if os.readlink(f"/proc/self/fd/{fd}").split("/")[-1].startswith(f".{last}"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written(fd)
+
+    np.save(tmp_path / "m.npy", np.eye(3))
+    np.save(tmp_path / "p.npy", np.ones((3, 3)))
+    np.save(tmp_path / "s.npy", np.ones((2, 3, 3)))
+    monkeypatch.setattr(lapcli.io.write.os, "fsync", full_at_the_last)
+    result = invoke(*[tmp_path / a if "." in a else a for a in args])
+    assert_one_line_error(result, 1, f"cannot write {tmp_path / last}: {os.strerror(errno.ENOSPC)}")
+    assert sorted(os.listdir(tmp_path)) == ["m.npy", "p.npy", "s.npy"]
+
+
 def catches(pid: int, sig: int) -> bool:
     """Whether process ``pid`` has a handler for ``sig`` (Linux: /proc's SigCgt mask; elsewhere
     assumed)."""

@@ -46,6 +46,7 @@ from .support import (
     FiniteFloatRange,
     InputError,
     OneLineGroup,
+    Outputs,
     announce_input,
     check_distinct_outputs,
     check_rank_options,
@@ -244,6 +245,9 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         on_dask.solve_on_dask(solve_inputs, input_specs, read_options, dict(solver=solver, maximize=maximize, dtype=dtype,
                       timeout=timeout, cost_limit=cost_limit), scheduler, several, console, report_path, json_stdout)
         return
+    from ..report import render_batch_summary, render_summary
+
+    outputs = Outputs()
     for spec in input_specs:
         cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
         rank = 3 if isinstance(cost, list) else cost.ndim  # a list: matrices of an NPZ or an HDF5 group
@@ -252,34 +256,32 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device,
                        certify=True if certify else None)
         if rank == 3:
-            report = solve_stack(cost, options, output, console)
+            report = solve_stack(cost, options, output, outputs)
         else:
-            report = solve_matrix(cost, options, cost_limit, output,
-                                  duals_path, console)
-        emit_report(spec, report, source.notes, several, report_path, json_stdout)
+            report = solve_matrix(cost, options, cost_limit, output, duals_path, outputs)
+        emit_report(spec, report, source.notes, several, report_path, json_stdout, outputs)
+        (render_batch_summary if rank == 3 else render_summary)(report, console)  # once its files are written
 
 
-def solve_matrix(cost, options, cost_limit, output, duals_path, console):
-    """One 2-D problem: solve, write the assignment and duals, print the summary; the report."""
+def solve_matrix(cost, options, cost_limit, output, duals_path, outputs):
+    """One 2-D problem: solve, write the assignment and duals; the report."""
     from ..pipeline import solve
 
     certify = True if duals_path is not None else options.get("certify")  # --duals: recover them if need be
     solution = run_library_call(solve, cost, cost_limit=cost_limit, **{**options, "certify": certify})
-    write_solution(solution, output, duals_path, console)
+    write_solution(solution, output, duals_path, outputs)
     return solution.report
 
 
-def solve_stack(cost, options, output, console):
+def solve_stack(cost, options, output, outputs):
     """A (B, n, m) stack, or a list of matrices of several shapes, through solve_batch: write
-    col_ind, print one summary line; the report."""
+    col_ind; the report."""
     from ..pipeline import solve_batch
-    from ..report import render_batch_summary
 
     solution = run_library_call(solve_batch, cost, **options)
     if output is not None:
         names = cost.names if isinstance(cost, Batch) else None  # an NPZ's or a group's: answers go under them
-        run_library_call(write_bytes, output, run_library_call(stack_assignment_bytes, output, solution.col_ind, names))
-    render_batch_summary(solution.report, console)
+        outputs.write(output, run_library_call(stack_assignment_bytes, output, solution.col_ind, names))
     return solution.report
 
 

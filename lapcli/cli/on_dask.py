@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..io.read import read_matrix_with_info
-from .support import announce_input, check_rank_options, emit_report, run_library_call
+from .support import Outputs, announce_input, check_rank_options, emit_report, run_library_call
 
 
 def dask_by_default() -> bool:
@@ -42,7 +42,7 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
                                        progress=lambda done, total: bar.update(task, completed=done))
     else:
         results = run_library_call(solve_inputs, items, **call)
-    code = 0
+    code, outputs = 0, Outputs()
     for spec, result in zip(input_specs, results):
         if not isinstance(result, Solved):
             click.echo(f"Error: {spec}: {result.message}", err=True)
@@ -52,6 +52,6 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
         announce_input(spec, notes, several, console)
         report = result.solution.report
         (render_summary if report.batch is None else render_batch_summary)(report, console)
-        emit_report(spec, report, notes, several, report_path, json_stdout)
+        emit_report(spec, report, notes, several, report_path, json_stdout, outputs)
     if code:
         raise click.exceptions.Exit(code)

@@ -13,6 +13,7 @@ from ..io.read import input_rank, read_matrix_with_info
 from ..io.write import check_output_path, write_matrix_blocks
 from .support import (
     InputError,
+    Outputs,
     announce_input,
     check_distinct_outputs,
     emit_report,
@@ -78,8 +79,12 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
         solution = run_library_call(solve_points, sets[0], sets[1], metric, p=minkowski_p, maximize=maximize,
                                     solver=solver, timeout=timeout, device=device, certify=certify,
                                     names=tuple(point_specs), progress=progress)
-    write_solution(solution, output, duals_path, console)
-    emit_report(" ".join(point_specs), solution.report, notes, False, report_path, json_stdout)
+    from ..report import render_summary
+
+    outputs = Outputs()
+    write_solution(solution, output, duals_path, outputs)
+    emit_report(" ".join(point_specs), solution.report, notes, False, report_path, json_stdout, outputs)
+    render_summary(solution.report, console)  # once every file is written
 
 
 

@@ -3,6 +3,7 @@ and the stderr console for people."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 
@@ -134,15 +135,36 @@ def announce_input(spec, notes, several, console) -> None:
         console.print(note, markup=False, emoji=False, soft_wrap=True)
 
 
-def emit_report(spec, report, notes, several, report_path, json_stdout) -> None:
+class Outputs:
+    """The files one command writes, each whole (lapcli.io.write.write_bytes). Where one cannot be
+    written (a full disk, a quota), the regular files written before it are removed, so that a
+    failed run leaves none of its outputs (a device or a pipe is written in place and kept)."""
+
+    def __init__(self):
+        self.written: list[str] = []
+
+    def write(self, path: str, data: bytes) -> None:
+        try:
+            run_library_call(write_bytes, path, data)
+        except click.ClickException:
+            for earlier in self.written:
+                with contextlib.suppress(OSError):
+                    os.unlink(earlier)
+            self.written.clear()
+            raise
+        if path != "-" and os.path.isfile(path):
+            self.written.append(path)
+
+
+def emit_report(spec, report, notes, several, report_path, json_stdout, outputs: Outputs) -> None:
     """The JSON report of one input: to --report and/or stdout (one compact line each when several)."""
     report.notes.extend(notes)
     payload = {"input": spec} | report.to_dict()
     report_json = json_text(payload, indent=None if several else 2) + "\n"
     if report_path is not None:
-        run_library_call(write_bytes, report_path, report_json.encode())
+        outputs.write(report_path, report_json.encode())
     if json_stdout:
-        run_library_call(write_bytes, "-", report_json.encode())
+        outputs.write("-", report_json.encode())
 
 
 def check_distinct_outputs(*outputs: tuple[str, str | None], inputs=()) -> None:
@@ -182,11 +204,11 @@ def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cos
         raise InputError(f"{name} is {rank}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
 
 
-def write_solution(solution, output, duals_path, console) -> None:
-    """One solved problem's files and summary: the assignment to ``output``, the duals to
-    ``duals_path`` (FailedError when the engine gave none), the summary on stderr."""
+def write_solution(solution, output, duals_path, outputs: Outputs) -> None:
+    """One solved problem's files: the assignment to ``output``, the duals to ``duals_path``
+    (FailedError when the engine gave none). The caller prints the summary once every file of the
+    run is written."""
     from ..io.write import assignment_bytes, duals_bytes
-    from ..report import render_summary
 
     report = solution.report
     if duals_path is not None and solution.duals is None:
@@ -194,7 +216,6 @@ def write_solution(solution, output, duals_path, console) -> None:
     # both files' bytes before either is written: a refusal leaves no file behind
     duals = run_library_call(duals_bytes, duals_path, *solution.duals) if duals_path is not None else None
     if output is not None:
-        run_library_call(write_bytes, output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
+        outputs.write(output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
     if duals is not None:
-        run_library_call(write_bytes, duals_path, duals)
-    render_summary(report, console)
+        outputs.write(duals_path, duals)
