@@ -130,4 +130,13 @@ if not short:  # memcheck only (racecheck's time: a 300-point auction's bids and
                         solver="cuda-sap")
     sap_warm.WARM_FROM = warm_from
     auction.AUCTION_FROM = 1024
+part("the band programme of 1-D rectangles: a block, and a grid of three; two launches each")
+from lapcli.engines.cpu import sorted_points
+from lapcli.cuda import sorted_band as device_band
+device_from, sorted_points.DEVICE_BAND_FROM = sorted_points.DEVICE_BAND_FROM, 0
+cells_a_launch, device_band.CELLS_A_LAUNCH = device_band.CELLS_A_LAUNCH, 1 << 21  # 30 rows a launch
+for maximize in (False, True):
+    lapcli.solve_points(rng.random((40, 1)), rng.random((70, 1)), "cityblock", maximize=maximize)
+    lapcli.solve_points(rng.random((60, 1)), rng.random((2200, 1)), maximize=maximize)
+sorted_points.DEVICE_BAND_FROM, device_band.CELLS_A_LAUNCH = device_from, cells_a_launch
 part("sanitized solves done")

@@ -411,3 +411,17 @@ def test_nvrtc_includes_the_cccl_folder_that_holds_every_header_cooperative_grou
                         real(path) and str(path).startswith(str(tmp_path)))  # this machine's toolkit unseen
     found = compiler.cuda_include_dirs()
     assert found == [str(root), str(root / "cccl")]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("metric", ["sqeuclidean", "euclidean", "cityblock", "chebyshev", "minkowski", "cosine"])
+def test_the_band_kernels_compile_without_spilling(tmp_path, metric):
+    """kernels/sorted_band.cu on each metric's one-coordinate Points source (lapcli.cuda.sorted_band)
+    builds for sm_90 with no spills (two blocks of 1,024 threads a multiprocessor, one for
+    minkowski); without its defines it refuses."""
+    from lapcli.cuda import sorted_band
+
+    source = compile_program(sorted_band.program(metric), tmp_path, "band", 2)
+    bare = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(tmp_path / "bare.cubin"),
+                           str(source)], capture_output=True, text=True, check=False)
+    assert bare.returncode != 0 and "kernel_defines" in bare.stderr

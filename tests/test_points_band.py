@@ -118,7 +118,7 @@ def test_the_band_looks_at_the_clock_by_cells_not_rows(rng, monkeypatch, width, 
 def test_the_report_names_the_band(rng):
     report = lapcli.solve_points(rng.random((70, 1)), rng.random((50, 1))).report
     assert "in order to part of the larger" in report.reason
-    assert [step.name for step in report.steps] == ["sort both sets", "pairs in order over the band",
+    assert [step.name for step in report.steps] == ["sort both sets", "pairs in order over the band (host)",
                                                     "duals along chains of pairs"]
     assert report.steps[1].count == sorted_band.band_cells(50, 70)
 
@@ -134,3 +134,16 @@ def test_the_cli_matches_a_1d_rectangle(rng, tmp_path):
     pairs = np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.int64)
     cost = cdist(a, b, "cityblock")
     assert cost[pairs[:, 0], pairs[:, 1]].sum() == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+
+
+def test_the_band_stays_on_the_host_when_small_or_without_cuda(monkeypatch):
+    """The GPU's programme (lapcli.cuda.sorted_band) from DEVICE_BAND_FROM cells, and only where
+    CUDA runs: this machine's answer, and a small band's anywhere."""
+    from lapcli.cuda import probe
+    from lapcli.engines.cpu import sorted_points
+
+    assert not sorted_points.band_on_device(50, 70)
+    k = 4096
+    assert sorted_band.band_cells(k, 2 * k) >= sorted_points.DEVICE_BAND_FROM
+    monkeypatch.setattr(probe, "cuda_status", lambda: (False, "no CUDA device"))
+    assert not sorted_points.band_on_device(k, 2 * k)

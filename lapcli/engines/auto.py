@@ -162,22 +162,25 @@ POINTS_IMPLICIT_FROM = 2049
 POINTS_DEVICE_MATRIX_UP_TO = 16_384
 
 
-# 1-D rectangles go to engine ``sorted``'s band programme (lapcli.engines.cpu.sorted_band) up to
-# this much work in cells: k·(m − k + 1) costs read (never more than the k × m matrix holds) and
-# each row's own steps (sorted_band.band_work). 10⁸ cells take 0.63 s on the 2-core development
-# machine (10,000 × 20,000 points), where 3,000 × 4,500 took 0.29 s certified against the cdist
-# matrix and scipy's 0.95 s. Its bits take cells / 8 bytes (2³³ cells: 1 GB, ~55 s).
-# With a GPU (H200, docs/points.md) the cluster searches took 1.22 s on 16,384 × 24,576 points
-# against the band's 1.44 s; above their 55,296 columns only the k × m matrix remains
-# (65,536 × 98,304: 51 GB; the band 17.0 s).
+# 1-D rectangles go to engine ``sorted``'s band programme wherever the GPU holds its bits
+# (sorted_points.band_on_device: H200, 16,384 × 24,576 points 0.067 s against the cluster
+# searches' 0.204 s; 65,536 × 98,304 0.29 s, above their 55,296 columns, where only the 51 GB
+# k × m matrix remains; docs/points.md), else on the host up to this much work in cells:
+# k·(m − k + 1) costs read (never more than the k × m matrix holds) and each row's own steps
+# (sorted_band.band_work). 10⁸ cells take 0.63 s on the 2-core development machine
+# (10,000 × 20,000 points), where 3,000 × 4,500 took 0.29 s certified against the cdist matrix and
+# scipy's 0.95 s. Its bits take cells / 8 bytes (2³³ cells: 1 GB, ~55 s on one H200 host core).
 BAND_UP_TO = 1 << 33
 
 
 def _band_fits(problem) -> bool:
-    """Whether a 1-D rectangle's band programme costs at most BAND_UP_TO cells (its rows counted)."""
+    """Whether a 1-D rectangle's band programme costs at most BAND_UP_TO cells (its rows counted)
+    or runs on the GPU, which holds its bits (lapcli.engines.cpu.sorted_points.band_on_device)."""
     from .cpu.sorted_band import band_work
+    from .cpu.sorted_points import band_on_device
 
-    return band_work(*sorted((problem.n_rows, problem.n_cols))) <= BAND_UP_TO
+    k, m = sorted((problem.n_rows, problem.n_cols))
+    return band_work(k, m) <= BAND_UP_TO or band_on_device(k, m)
 
 
 def points_matrix_on_device(problem) -> bool:

@@ -38,6 +38,9 @@ def run(problem, *, timeout: float | None = None, device: int | None = None) -> 
 
 # The host pass's pairs by default (certify=None): ~1.5 s on a 2-core machine (65,536² pairs: 23 s).
 HOST_CERTIFY_PAIRS = 1 << 28
+# The band programme on the GPU from this many cells (lapcli.cuda.sorted_band): below, the host's
+# ~25 ms are less than a launch's start.
+DEVICE_BAND_FROM = 1 << 22
 
 
 def run_points(problem, *, timeout: float | None = None, device: int | None = None, progress=None,
@@ -57,30 +60,63 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     column_order = np.argsort(-columns if problem.maximize else columns, kind="stable")
     sorted_ms = (time.perf_counter() - began) * 1e3
     x, y = rows[row_order, None], columns[column_order, None]
+    details = {"costs": f"{problem.metric} between 1-D points, matched in sorted order (Monge)"}
     k, m = len(x), len(y)
     if k == m:  # the k-th row with the k-th column
         paired = problem.sign * costs(x, y, problem.metric, problem.p)  # the work's c(k, k)
         below = problem.sign * costs(x[1:], y[:-1], problem.metric, problem.p)  # c(k + 1, k)
         v_sorted = np.concatenate(([0.0], np.cumsum(paired[1:] - below)))
         u_sorted, taken = paired - v_sorted, np.arange(k)
+        gpu = None
         steps = [StepStat(1, "sort both sets", 2, sorted_ms)]
-    else:  # the non-crossing pairs the band programme finds
-        taken = band_pairs(x, y, problem.metric, problem.p, problem.sign, timeout, began)
+    else:  # the non-crossing pairs the band programme finds, on the GPU where one holds it
+        taken, gpu = _band(x, y, problem, timeout, began, device, details)
         band_ms = (time.perf_counter() - began) * 1e3 - sorted_ms
         u_sorted, v_sorted = chain_duals(x, y, taken, problem.metric, problem.p, problem.sign)
         steps = [StepStat(1, "sort both sets", 2, sorted_ms),
-                 StepStat(2, "pairs in order over the band", band_cells(k, m), band_ms)]
+                 StepStat(2, f"pairs in order over the band ({'GPU' if gpu else 'host'})", band_cells(k, m), band_ms)]
     col_of_row, u, v = np.empty(k, dtype=np.int64), np.empty(k), np.empty(m)
     col_of_row[row_order], u[row_order], v[column_order] = column_order[taken], u_sorted, v_sorted
     duals_ms = (time.perf_counter() - began) * 1e3 - sum(step.ms for step in steps)
     steps.append(StepStat(len(steps) + 1, "duals along the sorted pairs" if k == m else "duals along chains of pairs",
                           k, duals_ms))
-    details = {"costs": f"{problem.metric} between 1-D points, matched in sorted order (Monge)"}
     certificate = _certified(problem, col_of_row, u, v, timeout, began, device, certify, details)
     row_ind, col_ind = problem.assignment_from_work(col_of_row)
     duals = problem.duals_from_work(u, v) if certificate.get("checked") else None  # only proved duals leave
-    return EngineResult(rows=row_ind, cols=col_ind, device="cpu", dtype="float64", steps=steps, details=details,
+    return EngineResult(rows=row_ind, cols=col_ind, device=gpu or "cpu", dtype="float64", steps=steps, details=details,
                         duals=duals, certificate=certificate)
+
+
+def band_on_device(k: int, m: int) -> bool:
+    """Whether the band programme of k rows and m > k columns runs on the GPU: from
+    DEVICE_BAND_FROM cells, where a CUDA device is here with room for its bits."""
+    from ...cuda.probe import cuda_status
+
+    if band_cells(k, m) < DEVICE_BAND_FROM or not cuda_status()[0]:
+        return False
+    from ...cuda.probe import free_device_bytes
+    from ...cuda.sorted_band import device_bytes
+
+    return device_bytes(k, m) <= free_device_bytes() // 2
+
+
+def _band(x, y, problem, timeout, began, device, details: dict) -> tuple[np.ndarray, str | None]:
+    """(the band programme's columns, the GPU's name or None for the host): on the GPU
+    (lapcli.cuda.sorted_band) where band_on_device, its compile time into ``details``."""
+    k, m = len(x), len(y)
+    if not band_on_device(k, m):
+        return band_pairs(x, y, problem.metric, problem.p, problem.sign, timeout, began), None
+    import cupy
+
+    from ...cuda.hungarian import device_name
+    from ...cuda.sorted_band import band_pairs as device_band_pairs
+
+    with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
+        taken, compile_ms = device_band_pairs(x, y, problem.metric, problem.p, problem.sign, timeout, began)
+        gpu = device_name()
+    if compile_ms:
+        details["compile_ms"] = round(compile_ms, 3)
+    return taken, gpu
 
 
 def _certified(problem, col_of_row, u, v, timeout, began, device, certify, details: dict) -> dict:
