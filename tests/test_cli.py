@@ -385,6 +385,7 @@ def error_cases(tmp_path):
         f["soft"] = h5py.SoftLink("/nowhere")
         f["external"] = h5py.ExternalLink("missing.h5", "/x")
     (tmp_path / "comments.csv").write_text("a,b\n# nothing but a comment\n")
+    (tmp_path / "text.npy").write_text("not an npy file\n")  # once "holds Python objects" (np.load's pickle)
     np.save(tmp_path / "ok.npy", np.eye(3))
     return {
         "missing": (["nothere.npy"], "no such file"),
@@ -399,6 +400,8 @@ def error_cases(tmp_path):
         "h5 none": (["none.h5"], "no 2-D dataset (matrix) or 3-D dataset (stack of matrices)"),
         "h5 several": (["two.h5"], "/a, /b"),
         "h5 missing": (["two.h5", "--dataset", "zzz"], "no dataset 'zzz'"),
+        "h5 two names": (["two.h5:/a", "--dataset", "b"], "names the dataset /a and --dataset names b"),
+        "not NPY": (["text.npy"], "it is not an NPY file"),
         "h5 rank": (["rank.h5", "--dataset", "costs"], "4-D"),
         "h5 dtype": (["text.h5", "--dataset", "costs"], "holds numbers"),
         "h5 broken link": (["links.h5:/soft"], "cannot read links.h5:/soft as HDF5"),

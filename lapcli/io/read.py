@@ -67,6 +67,8 @@ def check_input_spec(spec: str, dataset: str | None = None) -> tuple[Path, str |
         )
     if path.stat().st_size == 0:
         raise LapInputError(f"{path} is empty")
+    if dataset is not None and inner is not None and dataset.strip("/") != inner.strip("/"):
+        raise LapInputError(f"{spec} names the dataset {inner} and --dataset names {dataset}; give one")
     return path, dataset or inner
 
 
@@ -233,6 +235,10 @@ def _npz_member(path: Path, archive, name: str) -> np.ndarray:
 def read_npy(path: Path):
     """Memory-map an NPY file; a header that promises more bytes than the file holds is refused
     here, before anything is allocated."""
+    with open(path, "rb") as handle:  # np.load takes anything else for a pickle
+        if handle.read(len(NPY_MAGIC)) != NPY_MAGIC:
+            raise LapInputError(f"cannot read {path} as NPY: it is not an NPY file (no NPY header; what np.save "
+                                "writes)")
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as error:
