@@ -625,9 +625,10 @@ def test_an_output_the_disk_cannot_hold_is_one_line_exit_1_and_leaves_no_file(tm
     ["solve", "s.npy", "-o", "a.npy", "--report", "r.json"],
     ["solve", "--points", "m.npy", "p.npy", "-o", "a.npy", "--report", "r.json"],
 ])
-def test_a_later_output_the_disk_cannot_hold_takes_the_earlier_ones_with_it(tmp_path, monkeypatch, args):
+def test_a_later_output_the_disk_cannot_hold_leaves_every_output_as_it_was(tmp_path, monkeypatch, args):
     """The assignment written, then its duals or report refused by the disk: the assignment stayed,
-    and the summary had said the solve succeeded. Now no file is left and stderr is the one line."""
+    and the summary had said the solve succeeded. Now no file is written, the file that was at -o
+    before is left as it was, and stderr is the one line."""
     import errno
 
     import lapcli.io.write
@@ -643,10 +644,12 @@ def test_a_later_output_the_disk_cannot_hold_takes_the_earlier_ones_with_it(tmp_
     np.save(tmp_path / "m.npy", np.eye(3))
     np.save(tmp_path / "p.npy", np.ones((3, 3)))
     np.save(tmp_path / "s.npy", np.ones((2, 3, 3)))
+    (tmp_path / "a.npy").write_bytes(b"an earlier answer")
     monkeypatch.setattr(lapcli.io.write.os, "fsync", full_at_the_last)
     result = invoke(*[tmp_path / a if "." in a else a for a in args])
     assert_one_line_error(result, 1, f"cannot write {tmp_path / last}: {os.strerror(errno.ENOSPC)}")
-    assert sorted(os.listdir(tmp_path)) == ["m.npy", "p.npy", "s.npy"]
+    assert sorted(os.listdir(tmp_path)) == ["a.npy", "m.npy", "p.npy", "s.npy"]
+    assert (tmp_path / "a.npy").read_bytes() == b"an earlier answer"
 
 
 def catches(pid: int, sig: int) -> bool:

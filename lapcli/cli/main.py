@@ -260,6 +260,7 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         else:
             report = solve_matrix(cost, options, cost_limit, output, duals_path, outputs)
         emit_report(spec, report, source.notes, several, report_path, json_stdout, outputs)
+        outputs.write()
         (render_batch_summary if rank == 3 else render_summary)(report, console)  # once its files are written
 
 
@@ -281,7 +282,7 @@ def solve_stack(cost, options, output, outputs):
     solution = run_library_call(solve_batch, cost, **options)
     if output is not None:
         names = cost.names if isinstance(cost, Batch) else None  # an NPZ's or a group's: answers go under them
-        outputs.write(output, run_library_call(stack_assignment_bytes, output, solution.col_ind, names))
+        outputs.add(output, run_library_call(stack_assignment_bytes, output, solution.col_ind, names))
     return solution.report
 
 

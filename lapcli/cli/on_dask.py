@@ -53,5 +53,6 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
         report = result.solution.report
         (render_summary if report.batch is None else render_batch_summary)(report, console)
         emit_report(spec, report, notes, several, report_path, json_stdout, outputs)
+        outputs.write()
     if code:
         raise click.exceptions.Exit(code)

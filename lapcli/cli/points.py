@@ -84,6 +84,7 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     outputs = Outputs()
     write_solution(solution, output, duals_path, outputs)
     emit_report(" ".join(point_specs), solution.report, notes, False, report_path, json_stdout, outputs)
+    outputs.write()
     render_summary(solution.report, console)  # once every file is written
 
 

@@ -3,7 +3,6 @@ and the stderr console for people."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 
@@ -19,7 +18,7 @@ from ..errors import (
     SolverUnavailable,
 )
 from ..io.formats import split_hdf5_path
-from ..io.write import json_text, same_output, write_bytes
+from ..io.write import json_text, same_output, write_together
 
 
 class InputError(click.ClickException):
@@ -136,24 +135,20 @@ def announce_input(spec, notes, several, console) -> None:
 
 
 class Outputs:
-    """The files one command writes, each whole (lapcli.io.write.write_bytes). Where one cannot be
-    written (a full disk, a quota), the regular files written before it are removed, so that a
-    failed run leaves none of its outputs (a device or a pipe is written in place and kept)."""
+    """The files of one answer (the assignment, the duals, the report, the JSON on stdout), gathered
+    as they are made and written together (lapcli.io.write.write_together) once all are known:
+    where one cannot be written (a full disk, a quota) none is, and no file there before is
+    replaced."""
 
     def __init__(self):
-        self.written: list[str] = []
+        self.pending: list[tuple[str, bytes]] = []
 
-    def write(self, path: str, data: bytes) -> None:
-        try:
-            run_library_call(write_bytes, path, data)
-        except click.ClickException:
-            for earlier in self.written:
-                with contextlib.suppress(OSError):
-                    os.unlink(earlier)
-            self.written.clear()
-            raise
-        if path != "-" and os.path.isfile(path):
-            self.written.append(path)
+    def add(self, path: str, data: bytes) -> None:
+        self.pending.append((path, data))
+
+    def write(self) -> None:
+        pending, self.pending = self.pending, []
+        run_library_call(write_together, pending)
 
 
 def emit_report(spec, report, notes, several, report_path, json_stdout, outputs: Outputs) -> None:
@@ -162,9 +157,9 @@ def emit_report(spec, report, notes, several, report_path, json_stdout, outputs:
     payload = {"input": spec} | report.to_dict()
     report_json = json_text(payload, indent=None if several else 2) + "\n"
     if report_path is not None:
-        outputs.write(report_path, report_json.encode())
+        outputs.add(report_path, report_json.encode())
     if json_stdout:
-        outputs.write("-", report_json.encode())
+        outputs.add("-", report_json.encode())
 
 
 def check_distinct_outputs(*outputs: tuple[str, str | None], inputs=()) -> None:
@@ -205,9 +200,9 @@ def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cos
 
 
 def write_solution(solution, output, duals_path, outputs: Outputs) -> None:
-    """One solved problem's files: the assignment to ``output``, the duals to ``duals_path``
-    (FailedError when the engine gave none). The caller prints the summary once every file of the
-    run is written."""
+    """One solved problem's files, added to ``outputs``: the assignment to ``output``, the duals to
+    ``duals_path`` (FailedError when the engine gave none). The caller writes them with the report
+    and then prints the summary."""
     from ..io.write import assignment_bytes, duals_bytes
 
     report = solution.report
@@ -216,6 +211,6 @@ def write_solution(solution, output, duals_path, outputs: Outputs) -> None:
     # both files' bytes before either is written: a refusal leaves no file behind
     duals = run_library_call(duals_bytes, duals_path, *solution.duals) if duals_path is not None else None
     if output is not None:
-        outputs.write(output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
+        outputs.add(output, assignment_bytes(output, solution.row_ind, solution.col_ind, report.n_rows))
     if duals is not None:
-        outputs.write(duals_path, duals)
+        outputs.add(duals_path, duals)

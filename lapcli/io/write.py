@@ -117,6 +117,44 @@ def atomic_output(path: str, mode: str = "wb"):
         raise
 
 
+def write_together(outputs: list[tuple[str, bytes]]) -> None:
+    """Write several outputs as one: every regular file staged first (written and fsync'ed under a
+    temporary name beside it, as :func:`atomic_output` does), and only then each renamed into place,
+    so that a full disk or a quota leaves none of them and replaces no file that was there before;
+    devices, pipes and ``-`` (stdout) are written last, in place."""
+    staged, in_place = [], []
+    try:
+        for path, data in outputs:
+            if path == "-" or is_device(path):
+                in_place.append((path, data))
+                continue
+            target = Path(path)
+            try:
+                fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part",
+                                                 dir=target.parent if str(target.parent) else Path("."))
+            except OSError as error:
+                raise LapInputError(f"cannot write {target}: {error.strerror}") from None
+            staged.append((temp_name, target))
+            with reporting_write_errors(target):
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.chmod(temp_name, 0o666 & ~current_umask())
+        for temp_name, target in staged:
+            with reporting_write_errors(target):
+                os.replace(temp_name, target)
+    except BaseException:
+        for temp_name, _ in staged:
+            try:
+                os.unlink(temp_name)
+            except FileNotFoundError:  # renamed into place already
+                pass
+        raise
+    for path, data in in_place:
+        write_bytes(path, data)
+
+
 def current_umask() -> int:
     """The process umask. Linux shows it in /proc/self/status, so it is read without changing it;
     elsewhere it is set and restored at once, to 0o077 meanwhile, so that a file another thread
