@@ -137,13 +137,16 @@ def test_the_cli_matches_a_1d_rectangle(rng, tmp_path):
 
 
 def test_the_band_stays_on_the_host_when_small_or_without_cuda(monkeypatch):
-    """The GPU's programme (lapcli.cuda.sorted_band) from DEVICE_BAND_FROM cells, and only where
-    CUDA runs: this machine's answer, and a small band's anywhere."""
+    """The GPU's programme (lapcli.cuda.sorted_band) from DEVICE_BAND_FROM cells, below 2^30
+    columns, and only where CUDA runs."""
     from lapcli.cuda import probe
     from lapcli.engines.cpu import sorted_points
 
     assert not sorted_points.band_on_device(50, 70)
     k = 4096
     assert sorted_band.band_cells(k, 2 * k) >= sorted_points.DEVICE_BAND_FROM
-    monkeypatch.setattr(probe, "cuda_status", lambda: (False, "no CUDA device"))
+    monkeypatch.setattr(probe, "search_kernel_status", lambda: (False, "no CUDA device"))
     assert not sorted_points.band_on_device(k, 2 * k)
+    # the kernel's int indices: 2^31 columns wrapped negative, and a warp's segment end near them
+    monkeypatch.setattr(probe, "search_kernel_status", lambda: (True, "a CUDA device"))
+    assert not sorted_points.band_on_device(1, sorted_points.DEVICE_BAND_COLUMNS)

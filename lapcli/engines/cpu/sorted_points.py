@@ -41,6 +41,9 @@ HOST_CERTIFY_PAIRS = 1 << 28
 # The band programme on the GPU from this many cells (lapcli.cuda.sorted_band): below, the host's
 # ~25 ms are less than a launch's start.
 DEVICE_BAND_FROM = 1 << 22
+# kernels/sorted_band.cu indexes a row's band in int, a warp's segment past its end included: the
+# host takes 2^30 columns or more.
+DEVICE_BAND_COLUMNS = 1 << 30
 
 
 def run_points(problem, *, timeout: float | None = None, device: int | None = None, progress=None,
@@ -89,10 +92,12 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
 
 def band_on_device(k: int, m: int) -> bool:
     """Whether the band programme of k rows and m > k columns runs on the GPU: from
-    DEVICE_BAND_FROM cells, where a CUDA device is here with room for its bits."""
-    from ...cuda.probe import cuda_status
+    DEVICE_BAND_FROM cells, below DEVICE_BAND_COLUMNS columns, where a CUDA device is here with
+    room for its bits, of compute capability 8.0 or newer as the other point kernels (its grid
+    barrier needs 6.0)."""
+    from ...cuda.probe import search_kernel_status
 
-    if band_cells(k, m) < DEVICE_BAND_FROM or not cuda_status()[0]:
+    if not DEVICE_BAND_FROM <= band_cells(k, m) or m >= DEVICE_BAND_COLUMNS or not search_kernel_status()[0]:
         return False
     from ...cuda.probe import free_device_bytes
     from ...cuda.sorted_band import device_bytes
