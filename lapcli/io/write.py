@@ -96,18 +96,12 @@ def atomic_output(path: str, mode: str = "wb"):
         with reporting_write_errors(target), handle:
             yield handle
         return
-    folder = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
-    except OSError as error:
-        raise LapInputError(f"cannot write {target}: {error.strerror}") from None
+    fd, temp_name = _temporary_beside(target)
     try:
         with reporting_write_errors(target):
             with os.fdopen(fd, mode) as handle:
                 yield handle
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temp_name, 0o666 & ~current_umask())
+                _made_durable(handle, temp_name)
             os.replace(temp_name, target)
     except BaseException:
         try:
@@ -115,6 +109,23 @@ def atomic_output(path: str, mode: str = "wb"):
         except FileNotFoundError:
             pass
         raise
+
+
+def _temporary_beside(target: Path) -> tuple[int, str]:
+    """(fd, name) of a new temporary file in ``target``'s folder (LapInputError if none can be made)."""
+    try:
+        return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part",
+                                dir=target.parent if str(target.parent) else Path("."))
+    except OSError as error:
+        raise LapInputError(f"cannot write {target}: {error.strerror}") from None
+
+
+def _made_durable(handle, temp_name: str) -> None:
+    """Flush and fsync a temporary file before its rename, and give it the mode the umask gives any
+    new file (``mkstemp`` makes it 0600)."""
+    handle.flush()
+    os.fsync(handle.fileno())
+    os.chmod(temp_name, 0o666 & ~current_umask())
 
 
 def write_together(outputs: list[tuple[str, bytes]]) -> None:
@@ -129,18 +140,11 @@ def write_together(outputs: list[tuple[str, bytes]]) -> None:
                 in_place.append((path, data))
                 continue
             target = Path(path)
-            try:
-                fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part",
-                                                 dir=target.parent if str(target.parent) else Path("."))
-            except OSError as error:
-                raise LapInputError(f"cannot write {target}: {error.strerror}") from None
+            fd, temp_name = _temporary_beside(target)
             staged.append((temp_name, target))
-            with reporting_write_errors(target):
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.chmod(temp_name, 0o666 & ~current_umask())
+            with reporting_write_errors(target), os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                _made_durable(handle, temp_name)
         for temp_name, target in staged:
             with reporting_write_errors(target):
                 os.replace(temp_name, target)
