@@ -394,7 +394,7 @@ def error_cases(tmp_path):
         "ragged": (["ragged.csv"], "ragged rows"),
         "non-numeric": (["words.csv"], "words.csv line 2, column 2: 'abc' is not a number"),
         "4-D": (["cube.npy"], "4-D: expected a matrix (2-D) or a stack of matrices (3-D)"),
-        "strings": (["strings.npy"], "Cannot cast"),
+        "strings": (["strings.npy"], "strings.npy has dtype <U1; lapcli reads numbers"),  # once NumPy's cast words
         "objects": (["objects.npy"], "Python objects"),
         "nan": (["nan.npy"], "invalid numeric entries"),
         "h5 none": (["none.h5"], "no 2-D dataset (matrix) or 3-D dataset (stack of matrices)"),

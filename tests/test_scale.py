@@ -145,14 +145,17 @@ def test_cli_dask_and_scheduler_give_the_same_json_lines_as_in_process(client, t
 def test_cli_a_failed_input_is_one_error_line_and_the_others_still_print(client, tmp_path, rng):
     np.save(tmp_path / "a.npy", rng.integers(0, 40, (5, 5)))
     np.save(tmp_path / "inf.npy", np.array([[np.inf, np.inf], [1.0, 2.0]]))
-    np.save(tmp_path / "text.npy", np.array([["a", "b"], ["c", "d"]]))
+    np.save(tmp_path / "nan.npy", np.array([[np.nan, 1.0], [1.0, 0.0]]))  # found by the worker's solve
+    np.save(tmp_path / "text.npy", np.array([["a", "b"], ["c", "d"]]))  # found by the header, before any work
     address = client.scheduler.address
     infeasible = invoke("solve", tmp_path / "a.npy", tmp_path / "inf.npy", "--json", "--scheduler", address)
     assert infeasible.exit_code == 1
     assert len(infeasible.stdout.splitlines()) == 1 and f"Error: {tmp_path / 'inf.npy'}: cost matrix is infeasible" in infeasible.stderr
-    bad = invoke("solve", tmp_path / "inf.npy", tmp_path / "text.npy", tmp_path / "a.npy", "--json", "--scheduler", address)
+    bad = invoke("solve", tmp_path / "inf.npy", tmp_path / "nan.npy", tmp_path / "a.npy", "--json", "--scheduler", address)
     assert bad.exit_code == 2  # bad input outranks an infeasible one
     assert [json.loads(line)["input"] for line in bad.stdout.splitlines()] == [str(tmp_path / "a.npy")]
+    early = invoke("solve", tmp_path / "text.npy", tmp_path / "a.npy", "--json", "--scheduler", address)
+    assert early.exit_code == 2 and early.stdout == "" and "text.npy has dtype <U1" in early.stderr
 
 
 def block_dask_imports(monkeypatch):

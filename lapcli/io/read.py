@@ -229,6 +229,14 @@ def _npz_member(path: Path, archive, name: str) -> np.ndarray:
     array = archive[name]
     if not isinstance(array, np.ndarray):
         raise LapInputError(f"cannot read {path} as NPZ: {name!r} is not a NumPy array (an .npy member)")
+    return _numbers(array, f"{path}:{name}")
+
+
+def _numbers(array: np.ndarray, where: str) -> np.ndarray:
+    """``array`` where it holds numbers (bool, integers or reals); else bad input naming ``where``,
+    as an HDF5 dataset's dtype is checked (NumPy's own words named neither the file nor the type)."""
+    if array.dtype.kind not in "biuf":
+        raise LapInputError(f"{where} has dtype {array.dtype}; lapcli reads numbers (bool, integers, reals)")
     return array
 
 
@@ -250,7 +258,7 @@ def read_npy(path: Path):
         raise LapInputError(f"cannot read {path} as NPY: {message}") from None
     except (OSError, EOFError) as error:
         raise LapInputError(f"cannot read {path} as NPY: {first_line(error)}") from None
-    return array
+    return _numbers(array, str(path))
 
 def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
     """The matrix (2-D) or stack of matrices (3-D) in ``dataset``, or, without ``dataset``, in the
