@@ -510,6 +510,12 @@ def test_an_npz_or_hdf5_file_on_stdin_is_named_not_parsed_as_text(tmp_path):
         assert_one_line_error(result, 2, f"stdin holds an {kind}")
 
 
+def test_an_npy_of_strings_on_stdin_is_named_by_its_dtype(tmp_path):
+    np.save(tmp_path / "s.npy", np.array([["a", "b"], ["c", "d"]]))
+    result = CliRunner().invoke(cli, ["solve", "-"], input=(tmp_path / "s.npy").read_bytes())
+    assert_one_line_error(result, 2, "stdin has dtype <U1; lapcli reads numbers")
+
+
 def test_json_and_stdout_assignment_conflict_is_one_line():
     assert_one_line_error(invoke("solve", "x.npy", "--json", "-o", "-"), 2, "both write to stdout")
 

@@ -180,9 +180,10 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
     if data.startswith(NPY_MAGIC):
         _refuse_text_options("stdin", "NPY", {"header": header, "index_col": index_col})
         try:
-            return np.load(io.BytesIO(data), allow_pickle=False), MatrixSource("stdin")
+            array = np.load(io.BytesIO(data), allow_pickle=False)
         except (ValueError, OSError, EOFError) as error:
             raise LapInputError(f"stdin is not a readable NPY stream: {first_line(error)}") from None
+        return _numbers(array, "stdin"), MatrixSource("stdin")
     for magic, kind in ((b"PK\x03\x04", "an NPZ (zip) archive"), (b"\x89HDF\r\n\x1a\n", "an HDF5 file")):
         if data.startswith(magic):  # binary: parsed as text it would fail with its bytes in the message
             raise LapInputError(f"stdin holds {kind}; stdin takes NPY or text: give the file's name instead")
