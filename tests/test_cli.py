@@ -516,6 +516,14 @@ def test_an_npy_of_strings_on_stdin_is_named_by_its_dtype(tmp_path):
     assert_one_line_error(result, 2, "stdin has dtype <U1; lapcli reads numbers")
 
 
+def test_a_bare_lap_prints_its_help_not_an_error():
+    """No command: the usage and the commands on stderr, exit 2, with no "Error:" in front of the
+    help (it once came as one 14-line error)."""
+    result = CliRunner().invoke(cli, [], prog_name="lap")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("Usage: lap") and "Commands:" in result.stderr and "Error" not in result.stderr
+
+
 def test_json_and_stdout_assignment_conflict_is_one_line():
     assert_one_line_error(invoke("solve", "x.npy", "--json", "-o", "-"), 2, "both write to stdout")
 

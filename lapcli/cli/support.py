@@ -99,13 +99,21 @@ def run_library_call(function, *args, **kwargs):
                           "report it (LAPCLI_TRACEBACK=1 shows the traceback)") from None
 
 
+# Click 8.2 and later raise it for a bare ``lap`` (no command); 8.1 prints the help itself
+NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 class OneLineUsage:
-    """Report Click's parse errors (bad option values, missing arguments) as one line, exit 2."""
+    """Report Click's parse errors (bad option values, missing arguments) as one line, exit 2; a
+    bare ``lap`` gets its help on stderr, exit 2 (Click's code), without an "Error:" line."""
 
     def make_context(self, info_name, args, parent=None, **extra):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as error:
+            if isinstance(error, NO_ARGS_IS_HELP):
+                click.echo(error.ctx.get_help(), err=True)
+                raise click.exceptions.Exit(2) from None
             path = f"{parent.command_path} {info_name}" if parent else (info_name or "lap")
             raise InputError(f"{error.format_message()} (see '{path} --help')") from None
 
