@@ -245,8 +245,6 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         on_dask.solve_on_dask(solve_inputs, input_specs, read_options, dict(solver=solver, maximize=maximize, dtype=dtype,
                       timeout=timeout, cost_limit=cost_limit), scheduler, several, console, report_path, json_stdout)
         return
-    from ..report import render_batch_summary, render_summary
-
     outputs = Outputs()
     for spec in input_specs:
         cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
@@ -259,9 +257,7 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
             report = solve_stack(cost, options, output, outputs)
         else:
             report = solve_matrix(cost, options, cost_limit, output, duals_path, outputs)
-        emit_report(spec, report, source.notes, several, report_path, json_stdout, outputs)
-        outputs.write()
-        (render_batch_summary if rank == 3 else render_summary)(report, console)  # once its files are written
+        emit_report(spec, report, source.notes, several, report_path, json_stdout, outputs, console)
 
 
 def solve_matrix(cost, options, cost_limit, output, duals_path, outputs):

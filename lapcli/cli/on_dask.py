@@ -20,7 +20,6 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
     """Each input one Dask task (stdin is read here); the output as the in-process path gives it, in
     input order. A failed input prints its one-line error and sets the exit code (2: bad input, 1:
     infeasible or solver failure); the others still give their output."""
-    from ..report import render_batch_summary, render_summary
     from ..scale import Solved
 
     items, local_notes = [], {}
@@ -50,9 +49,6 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
             continue
         notes = local_notes.get(result.index, []) + result.source_notes
         announce_input(spec, notes, several, console)
-        report = result.solution.report
-        (render_summary if report.batch is None else render_batch_summary)(report, console)
-        emit_report(spec, report, notes, several, report_path, json_stdout, outputs)
-        outputs.write()
+        emit_report(spec, result.solution.report, notes, several, report_path, json_stdout, outputs, console)
     if code:
         raise click.exceptions.Exit(code)

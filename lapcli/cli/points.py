@@ -79,13 +79,9 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
         solution = run_library_call(solve_points, sets[0], sets[1], metric, p=minkowski_p, maximize=maximize,
                                     solver=solver, timeout=timeout, device=device, certify=certify,
                                     names=tuple(point_specs), progress=progress)
-    from ..report import render_summary
-
     outputs = Outputs()
     write_solution(solution, output, duals_path, outputs)
-    emit_report(" ".join(point_specs), solution.report, notes, False, report_path, json_stdout, outputs)
-    outputs.write()
-    render_summary(solution.report, console)  # once every file is written
+    emit_report(" ".join(point_specs), solution.report, notes, False, report_path, json_stdout, outputs, console)
 
 
 

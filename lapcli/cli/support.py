@@ -159,8 +159,12 @@ class Outputs:
         run_library_call(write_together, pending)
 
 
-def emit_report(spec, report, notes, several, report_path, json_stdout, outputs: Outputs) -> None:
-    """The JSON report of one input: to --report and/or stdout (one compact line each when several)."""
+def emit_report(spec, report, notes, several, report_path, json_stdout, outputs: Outputs, console) -> None:
+    """One input's answer delivered: its JSON report to --report and/or stdout (one compact line
+    each when several) written with the files already in ``outputs``, then its summary on stderr,
+    once every file is written."""
+    from ..report import render_batch_summary, render_summary
+
     report.notes.extend(notes)
     payload = {"input": spec} | report.to_dict()
     report_json = json_text(payload, indent=None if several else 2) + "\n"
@@ -168,6 +172,8 @@ def emit_report(spec, report, notes, several, report_path, json_stdout, outputs:
         outputs.add(report_path, report_json.encode())
     if json_stdout:
         outputs.add("-", report_json.encode())
+    outputs.write()
+    (render_summary if report.batch is None else render_batch_summary)(report, console)
 
 
 def check_distinct_outputs(*outputs: tuple[str, str | None], inputs=()) -> None:
