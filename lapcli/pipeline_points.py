@@ -76,7 +76,8 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
         except LapInputError as refusal:  # a requested solver's, of the easier sets: say how they came
             raise type(refusal)(f"{refusal} ({easier.describe()})") from None
         return _mapped_back(solution, problem, easier, start, timeout, device)
-    name, reason, device_matrix = points_route(problem, solver)
+    with _on_gpu(device) if device is not None else contextlib.nullcontext():  # its memory, its capability
+        name, reason, device_matrix = points_route(problem, solver)
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
         report = matrix_report(problem, name, reason, start, 0, "none", "float64", None)

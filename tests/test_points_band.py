@@ -150,3 +150,33 @@ def test_the_band_stays_on_the_host_when_small_or_without_cuda(monkeypatch):
     # the kernel's int indices: 2^31 columns wrapped negative, and a warp's segment end near them
     monkeypatch.setattr(probe, "search_kernel_status", lambda: (True, "a CUDA device"))
     assert not sorted_points.band_on_device(1, sorted_points.DEVICE_BAND_COLUMNS)
+
+
+def test_a_named_device_is_the_one_asked_for_room(rng, monkeypatch):
+    """``device=`` is where the band would run, so its memory and capability decide it (and the
+    route before it): both are asked inside that device's context."""
+    import contextlib
+
+    from lapcli import pipeline_points
+    from lapcli.engines.cpu import sorted_points
+
+    current = [None]
+
+    @contextlib.contextmanager
+    def on(device):
+        current[0] = device
+        yield
+        current[0] = None
+
+    asked = []
+    monkeypatch.setattr(pipeline_points, "check_device", lambda device: None)
+    monkeypatch.setattr(pipeline_points, "_on_gpu", on)
+    monkeypatch.setattr(sorted_points, "_on_device", on)
+    routed, placed = auto.points_route, sorted_points.band_on_device
+    monkeypatch.setattr(auto, "points_route", lambda *args: asked.append(("route", current[0])) or routed(*args))
+    monkeypatch.setattr(sorted_points, "band_on_device", lambda k, m: asked.append(("band", current[0])) or placed(k, m))
+    x, y = rng.random((30, 1)), rng.random((45, 1))
+    solution = lapcli.solve_points(x, y, device=1)
+    assert asked == [("route", 1), ("band", 1)]
+    cost = cdist(x, y, "sqeuclidean")
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)

@@ -19,6 +19,7 @@ argument holds for exact costs; the certificate reads all n² computed ones
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -109,19 +110,26 @@ def _band(x, y, problem, timeout, began, device, details: dict) -> tuple[np.ndar
     """(the band programme's columns, the GPU's name or None for the host): on the GPU
     (lapcli.cuda.sorted_band) where band_on_device, its compile time into ``details``."""
     k, m = len(x), len(y)
-    if not band_on_device(k, m):
-        return band_pairs(x, y, problem.metric, problem.p, problem.sign, timeout, began), None
-    import cupy
+    with _on_device(device):  # the room and capability of the GPU it would run on
+        if not band_on_device(k, m):
+            return band_pairs(x, y, problem.metric, problem.p, problem.sign, timeout, began), None
+        from ...cuda.hungarian import device_name
+        from ...cuda.sorted_band import band_pairs as device_band_pairs
 
-    from ...cuda.hungarian import device_name
-    from ...cuda.sorted_band import band_pairs as device_band_pairs
-
-    with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
         taken, compile_ms = device_band_pairs(x, y, problem.metric, problem.p, problem.sign, timeout, began)
         gpu = device_name()
     if compile_ms:
         details["compile_ms"] = round(compile_ms, 3)
     return taken, gpu
+
+
+def _on_device(device):
+    """GPU ``device``'s context, where one is named (the pipeline checked it exists)."""
+    if device is None:
+        return contextlib.nullcontext()
+    import cupy
+
+    return cupy.cuda.Device(device)
 
 
 def _certified(problem, col_of_row, u, v, timeout, began, device, certify, details: dict) -> dict:
