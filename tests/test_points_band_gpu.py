@@ -31,6 +31,7 @@ def test_the_device_takes_the_host_s_pairs(rng, metric, p, maximize, kind, shape
     costs, ties to the leftmost column), minkowski's pow within an ulp: the same total."""
     monkeypatch.setattr(device_band, "CELLS_A_LAUNCH", 1 << 18)  # several launches a problem
     monkeypatch.setattr(device_band, "WORDS_A_WARP", 1)  # a block for every 1,024 columns of the band
+    monkeypatch.setattr(device_band, "BACK_ROWS_A_LAUNCH", 7)  # the read-back in slices, each from the row after
     k, m = shape
     problem = prepare_points(*sets(rng, k, m, kind), metric, p=p, maximize=maximize)
     x = np.sort(np.asarray(problem.rows, dtype=np.float64)[:, 0])[:, None]
@@ -77,3 +78,14 @@ def test_the_device_band_honours_the_time_limit(rng, monkeypatch):
         device_band.band_pairs(x, y, "sqeuclidean", 2.0, 1.0, timeout=0.0, began=0.0)
     with pytest.raises(SolverError, match="time limit"):
         lapcli.solve_points(rng.random((3000, 1)), rng.random((4500, 1)), timeout=1e-4)
+
+
+def test_the_device_read_back_honours_the_time_limit(rng, monkeypatch):
+    """The clock is read between the read-back's slices too: the rows in one launch, then late."""
+    import itertools
+
+    monkeypatch.setattr(device_band, "BACK_ROWS_A_LAUNCH", 64)
+    monkeypatch.setattr(device_band, "perf_counter", itertools.chain([0.0], itertools.repeat(10.0)).__next__)
+    x, y = np.sort(rng.random((500, 1)), axis=0), np.sort(rng.random((900, 1)), axis=0)
+    with pytest.raises(SolverError, match="the sorted band ran past the time limit: 0 of 500 pairs read back"):
+        device_band.band_pairs(x, y, "sqeuclidean", 2.0, 1.0, timeout=1.0, began=0.0)

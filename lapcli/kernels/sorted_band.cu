@@ -18,14 +18,15 @@
 
 #define BAND_FULL_MASK 0xffffffffu
 
-// Rows r0 .. r1 - 1 of the programme in one cooperative grid of BAND_THREADS-thread blocks; least
+// Rows r0 .. r1 - 1 of the programme in one cooperative grid of up to BAND_THREADS-thread blocks; least
 // holds F_{r0-1} on entry (zeros for r0 = 0) and F_{r1-1} on exit; took[r * words + t / 32] bit
 // t % 32 as above. The grid's warps own consecutive segments of t (segment a multiple of 32), their
 // lanes 32 consecutive t at a time, so that every load and store is coalesced and each bit word is
 // one warp's ballot. A row: taking(t) and each segment's minimum; each block's minimum, by warp 0's
-// exclusive scan of its warps'; one grid barrier; the minimum of the earlier blocks' (two slots a
-// block, by the row's parity: a slot is written again two barriers later, after every block read
-// it); then each warp's prefix minimum over its segment from its carry, F_r(begin - 1).
+// exclusive scan of its warps'; one grid barrier (a block's, where one block holds the band); the
+// minimum of the earlier blocks' (two slots a block, by the row's parity: a slot is written again
+// two barriers later, after every block read it); then each warp's prefix minimum over its segment
+// from its carry, F_r(begin - 1).
 template <typename Source>
 __global__ void __launch_bounds__(BAND_THREADS, BAND_MIN_BLOCKS)
 band_rows(const void* first, const void* second, long long stride, double p, double sign, int r0, int r1, int width,
@@ -63,7 +64,10 @@ band_rows(const void* first, const void* second, long long stride, double p, dou
             if (lane < warps) carries[lane] = lane == 0 ? inf : earlier;
             if (lane == 31) minima[blockIdx.x] = total;
         }
-        grid.sync();
+        if (gridDim.x == 1)  // a thin band: one block holds the row, and a block's barrier is enough
+            __syncthreads();
+        else
+            grid.sync();
         if (warp == 0) {
             double earlier = inf;
             for (int b = lane; b < (int)blockIdx.x; b += 32) earlier = fmin(earlier, minima[b]);
@@ -93,12 +97,13 @@ band_rows(const void* first, const void* second, long long stride, double p, dou
     }
 }
 
-// The pairs, from the last row up (one thread): row r takes r + t for the highest set bit t at or
-// below the bound the row after it left (width - 1 for the last row). Bit 0 is always set.
-__global__ void band_back(const unsigned int* __restrict__ took, int k, int width, long long words,
+// The pairs of rows r1 - 1 down to r0 (one thread; launched from the last slice up): row r takes
+// r + t for the highest set bit t at or below the bound the row after it left (width - 1 for the
+// last row, else what row r1 took). Bit 0 is always set.
+__global__ void band_back(const unsigned int* __restrict__ took, int k, int r0, int r1, int width, long long words,
                           long long* __restrict__ cols) {
-    int t = width - 1;
-    for (int r = k - 1; r >= 0; --r) {
+    int t = r1 == k ? width - 1 : (int)(cols[r1] - r1);
+    for (int r = r1 - 1; r >= r0; --r) {
         const unsigned int* bits = took + (long long)r * words;
         int w = t >> 5;
         const int top = t & 31;
