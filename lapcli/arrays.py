@@ -92,7 +92,13 @@ def as_array(x: Any) -> tuple[Any, Origin]:
         return tensor.numpy(), _TORCH_CPU
     if is_cupy(x):
         return x, _CUPY
-    return np.asarray(x), _NUMPY
+    return native_order(np.asarray(x)), _NUMPY
+
+
+def native_order(array: np.ndarray) -> np.ndarray:
+    """A NumPy array in this machine's byte order: a big-endian '>u4' is not np.uint32 to the
+    dtype checks that keep costs exact (it would be cast as a narrower signed type and wrap)."""
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 def host_tensor_values(x: Any) -> Any:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, host, host_tensor_values
+from .arrays import Origin, as_array, host, host_tensor_values, native_order
 from .errors import InfeasibleError, LapInputError, LapTypeError
 from .work import WORK_DTYPES, Work, WorkMatrix, build_work, float_eps, square_matrix
 
@@ -362,6 +362,7 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
         cost = host_tensor_values(cost)
         xp = array_module(cost)
         arr, origin = xp.asarray(cost), None
+        arr = native_order(arr) if xp is np else arr
         if arr.ndim != 2:
             raise LapInputError(f"expected a matrix (2-D array), got a {arr.ndim} array")
     check_cost_dtype(arr.dtype)
