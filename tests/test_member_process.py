@@ -300,3 +300,13 @@ def test_the_worker_program_writes_each_rows_column(rng):
     assert member_worker.solve_share(buffer, rows, cols, False, False, "<i8", exact_side=5) == ([], False, True)
     assert (col_of_row == 7).all()  # nothing solved
     del values, col_of_row, integers
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_the_worker_solves_float_members_far_from_zero_on_their_spread(rng, worker_process, even_to_the_worker,
+                                                                         maximize):
+    """The worker's share reduced as the caller's is (member_values.scipy_form): 1e6 + U(0, 1e-7)
+    members as given came back off the optimum, and certify=True raised."""
+    matrices = [1e6 + rng.random((int(r), int(c))) * 1e-7 for r, c in rng.integers(20, 31, (300, 2))]
+    solution = cpu_batch(matrices, maximize=maximize, certify=True)
+    assert solution.report.details.get("worker_process") is True and solution.report.certified

@@ -692,3 +692,23 @@ def test_a_stack_too_wide_for_exact_int64_duals_is_refused_as_too_wide(rng):
         ragged.pack(ragged.from_list([wide[0], unsigned]), False)
     solution = lapcli.solve_batch([wide[0], unsigned], solver="scipy-batch")
     assert solution.objectives[1] == 2 * (2**63 + 5)
+
+
+@pytest.mark.parametrize("count", [3, 300])  # 300: shared with the worker process or the helper thread
+@pytest.mark.parametrize("maximize", [False, True])
+def test_float_members_far_from_zero_are_solved_on_their_spread(rng, cpu_engines, count, maximize):
+    """1e6 + U(0, 1e-7) members: scipy given them as they are came back up to 0.8 of the spread off
+    (certify=True raised the failed certificate, a small member's default answer was silently
+    worse); each member reduced first, as a matrix's work is, is the matrix's optimum."""
+    from lapcli.problem import objective_tolerance
+
+    shapes = [(90, 100), (100, 90), (100, 100)] if count == 3 else [(24, 30), (30, 24), (27, 27)]
+    members = [1e6 + rng.random(shapes[b % 3]) * 1e-7 for b in range(count)]
+    solution = lapcli.solve_batch(members, maximize=maximize, certify=True)
+    assert solution.report.certified
+    for cost, objective in zip(members[:12], solution.objectives[:12]):
+        best = lapcli.solve(cost, maximize=maximize).objective  # the matrix's reduced work
+        assert abs(objective - best) <= objective_tolerance(cost)
+    for cost in (np.full((2, 3), np.inf), np.array([[0.0, np.nan], [1.0, 2.0]])):  # scipy's words kept
+        with pytest.raises((InfeasibleError, ValueError), match="infeasible|invalid"):
+            lapcli.solve_batch([members[0], cost], maximize=maximize)

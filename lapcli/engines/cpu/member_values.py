@@ -153,3 +153,20 @@ def joined(matrices: list, dtype: np.dtype) -> np.ndarray:
 
 
 _FLOAT_BUFFER = threading.local()  # _end_to_end's buffer: a thread's own, kept between calls
+
+
+
+def scipy_form(cost: np.ndarray, maximize: bool) -> np.ndarray:
+    """A member as scipy is given it: a float64 one reduced as the work stack reduces a float64
+    problem (lapcli.work), each row's least cost subtracted (its largest to maximise), each
+    column's where the member is tall, so that scipy compares the costs' spread, not their
+    magnitude (1e6 + U(0, 1e-7) as given came back up to 0.8 of the spread off, where the
+    matrix's reduced work is solved within its tolerance); the same optimal pairs, since every
+    row (of a tall member every column) is assigned once. Other dtypes as they are. A row whose
+    least cost is not finite gives NaN, which scipy refuses: the caller then asks scipy about the
+    member as given, for its own words (infeasible, or invalid entries); callers silence NumPy's
+    warning of it (np.errstate once around their loop, not a member at a time)."""
+    if cost.dtype != FLOAT64 or not cost.size:
+        return cost
+    axis = 1 if cost.shape[0] <= cost.shape[1] else 0
+    return cost - (cost.max(axis=axis, keepdims=True) if maximize else cost.min(axis=axis, keepdims=True))
