@@ -159,7 +159,12 @@ def stacked(matrices):
         import torch
 
         floats = {bool(m.is_floating_point()) for m in matrices}
-        return torch.stack(list(matrices)) if len(floats) == 1 else None
+        if len(floats) != 1:
+            return None
+        try:
+            return torch.stack(list(matrices))
+        except RuntimeError:  # "Promotion for uint16, uint32, uint64 types is not supported": each as it is
+            return None
     if len(libraries & {"torch", "cupy"}) and libraries != {"cupy"}:
         raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
     if libraries != {"cupy"} and not all(isinstance(m, np.ndarray) for m in matrices):

@@ -712,3 +712,19 @@ def test_float_members_far_from_zero_are_solved_on_their_spread(rng, cpu_engines
     for cost in (np.full((2, 3), np.inf), np.array([[0.0, np.nan], [1.0, 2.0]])):  # scipy's words kept
         with pytest.raises((InfeasibleError, ValueError), match="infeasible|invalid"):
             lapcli.solve_batch([members[0], cost], maximize=maximize)
+
+
+def test_a_torch_list_of_dtypes_torch_cannot_promote_is_solved_member_by_member(rng):
+    """torch.stack has no promotion for uint16, uint32 or uint64 beside other integers (its
+    RuntimeError escaped): such a list of one shape is solved as a ragged one, each member exactly."""
+    torch = pytest.importorskip("torch")
+    values = rng.integers(0, 2**31 - 1, (3, 4, 4))
+    for unsigned in (torch.uint16, torch.uint32, torch.uint64):
+        members = [torch.from_numpy(values[0] % 60000).to(unsigned), torch.from_numpy(values[1]).to(torch.int32),
+                   torch.from_numpy(values[2]).to(torch.int64)]
+        columns = lapcli.batch_linear_assignment(members)
+        objectives = lapcli.solve_batch(members).objectives
+        for member, cols, objective in zip(members, columns, objectives):
+            cost = member.to(torch.int64).numpy()
+            rows, best = scipy_lsa(cost)
+            assert int(objective) == int(cost[rows, best].sum()) == int(cost[np.arange(4), np.asarray(cols)].sum())
