@@ -1,15 +1,14 @@
 """One problem model for a matrix and a stack: validate the costs the way scipy does, check their
 entries and feasibility once, build the work the engines solve (lapcli.work), and map answers back.
 
-Everything a user may feed ``scipy.optimize.linear_sum_assignment`` is accepted: lists, NumPy or
-CuPy arrays (and torch tensors, through lapcli.arrays), rectangular shapes, bool/int/uint/float
-dtypes, ``maximize``, and forbidden entries (``+inf`` when minimising, ``-inf`` when maximising).
-A (B, n, m) stack holds B such problems; a matrix is the stack of one (``Problem.stack``), so the
-entry checks, the feasibility check and the work stack are the same code for both.
+Everything a user may feed ``scipy.optimize.linear_sum_assignment`` is accepted: lists, NumPy or CuPy arrays (and torch
+tensors, through lapcli.arrays), rectangular shapes, bool/int/uint/float dtypes, ``maximize``, and forbidden entries
+(``+inf`` when minimising, ``-inf`` when maximising). A (B, n, m) stack holds B such problems; a matrix is the stack of
+one (``Problem.stack``), so the entry checks, the feasibility check and the work stack are the same code for both.
 
-Preparing is O(1): shapes and dtypes only. The entries (NaN, infinities) are checked on first need
-(``has_forbidden``), where the input lives, or by an engine on its own copy (``check_entries_on``):
-a GPU engine checks them on the device instead of a host pass before the upload.
+Preparing is O(1): shapes and dtypes only. The entries (NaN, infinities) are checked on first need (``has_forbidden``),
+where the input lives, or by an engine on its own copy (``check_entries_on``): a GPU engine checks them on the device
+instead of a host pass before the upload.
 """
 
 from __future__ import annotations
@@ -97,6 +96,7 @@ class Problem:
     # forbidden but never makes a member infeasible: lapcli.ragged.pack); None: all that hold a forbidden entry
     maybe_infeasible: np.ndarray | None = None
     _works: dict = field(default_factory=dict, repr=False)
+    caps: dict = field(default_factory=dict, repr=False)  # square work or not → its reduced costs' cap (cost_cap)
     shape: tuple[int, int, int] = field(init=False, repr=False)  # (B, n, m); a matrix: (1, n, m)
 
     def __post_init__(self) -> None:
@@ -173,13 +173,17 @@ class Problem:
                 source = self.stack if xp is self.xp else _to_module(self.stack, xp)
             elif source.ndim == 2:
                 source = source[None]
+            given = dict(maximize=self.maximize, requested=self.requested_dtype, square=square)
             if unchecked and self.forbidden is None:
-                return build_work(source, xp, maximize=self.maximize, forbidden=None,
-                                  requested=self.requested_dtype, square=square)
+                return build_work(source, xp, forbidden=None, cap=self.caps.get(square), **given)
             self.check_entries_on(source, xp)
-            self._works[key] = build_work(source, xp, maximize=self.maximize, forbidden=self.forbidden,
-                                          requested=self.requested_dtype, square=square)
+            self._works[key] = build_work(source, xp, forbidden=self.forbidden, cap=self.caps.get(square), **given)
         return self._works[key]
+
+    def cap_work(self, square: bool, cap: float) -> None:
+        """The work built again with its reduced float costs capped at ``cap`` (lapcli.cost_cap)."""
+        self.caps[square] = cap
+        self._works.clear()
 
     def work_on(self, xp=None, source=None) -> WorkMatrix:
         """The square k×k work matrix of a single problem (the Hungarian engines' adapter)."""

@@ -93,13 +93,15 @@ def _magnitude(values, unreduced: bool) -> float:
     return float(abs(values).max()) if unreduced else float(values.max())
 
 
-def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, square: bool) -> Work:
+def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, square: bool,
+               cap: float | None = None) -> Work:
     """The work stack of ``stack`` (B, n, m): transposed, negated, in its working dtype, reduced
     and sentinel-filled as the module docstring says. ``forbidden`` (B,) bool: which problems hold
     forbidden entries (checked and proved feasible by the caller), or None when nobody has checked
     the entries (an engine that detects non-finite values itself: they are then left as they are);
     ``square``: the problem will be padded to a square (the Hungarian engines), so a square float64
-    problem's columns are reduced too."""
+    problem's columns are reduced too. ``cap``: reduced float64 costs above it lowered to it, for a
+    problem whose found assignment proves no optimum takes them (lapcli.cost_cap)."""
     arr = stack.transpose(0, 2, 1) if stack.shape[1] > stack.shape[2] else stack
     any_forbidden = bool(forbidden.any()) if forbidden is not None else False
     if (not maximize and not any_forbidden and arr.dtype in _PLAIN and requested in (None, _PLAIN[arr.dtype])
@@ -119,7 +121,7 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
     target = requested or ("float32" if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 else "float64")
     if arr.dtype.kind in "biu":
         _check_exact_in_float(arr, target)
-    work = _float_work(arr, xp, maximize, any_forbidden, target, square, forbidden is not None)
+    work = _float_work(arr, xp, maximize, any_forbidden, target, square, forbidden is not None, cap)
     work.sign = sign
     if arr.dtype.kind == "f" and np.dtype(target).itemsize < arr.dtype.itemsize and arr.size:
         with np.errstate(over="ignore"):
@@ -294,7 +296,8 @@ def _check_exact_in_float(arr, target: str) -> None:
                             "use --dtype int64 or float64")
 
 
-def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, square: bool, checked: bool) -> Work:
+def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, square: bool, checked: bool,
+                cap: float | None = None) -> Work:
     """Float work: negated when maximising (exact), cast to ``target`` (float16 widens), float64
     rows reduced (and columns when ``square`` and r == c, without forbidden entries), forbidden
     entries set to each problem's sentinel. The sentinel exceeds what any assignment of finite
@@ -322,6 +325,8 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
         # reduced costs are >= 0 and the entries finite: an overflow shows as +inf in the maximum
         if checked and reduced.size and not bool(xp.isfinite(reduced.max())):
             raise LapInputError(SPREAD_OVERFLOWS)
+        if cap is not None:
+            xp.minimum(reduced, cap, out=reduced)
         return Work(xp.ascontiguousarray(reduced), row_offset=row_min, col_offset=col_min)
     if values.dtype.itemsize < arr.dtype.itemsize and not bool((xp.isfinite(values) == finite).all()):
         raise LapInputError(f"costs overflow {target}; use --dtype float64")
@@ -341,6 +346,8 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
     row_min = xp.where(xp.isfinite(row_min), row_min, 0).astype(values.dtype)
     values = values - row_min[:, :, None]
     spread = xp.where(finite, values, 0).max(axis=(1, 2))
+    if cap is not None:  # the forbidden entries' sentinel follows the capped spread
+        values, spread = xp.minimum(values, cap), xp.minimum(spread, cap)
     sentinel = (k + 2) * xp.where(spread > 0, spread, 1.0)
     if not bool(xp.isfinite(sentinel).all()):
         raise LapInputError("finite costs span too wide a range to mark forbidden entries")

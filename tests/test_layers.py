@@ -38,6 +38,7 @@ PREFIX_RANKS = {
     "lapcli.generate": 1, "lapcli.io": 1,
     "lapcli.cuda": 2, "lapcli.ragged": 2,  # the members' layout; packs through lapcli.cuda.ragged_pack
     "lapcli.certificate": 2, "lapcli.duals": 2, "lapcli.points_certificate": 2,  # the certificate's device pass launches through lapcli.cuda.runtime
+    "lapcli.cost_cap": 2,  # judges a certificate again (lapcli.certificate.judged)
     "lapcli.engines.base": 3, "lapcli.engines.cpu": 3, "lapcli.engines.cuda": 3, "lapcli.twins": 3,
     "lapcli.engines.registry": 4, "lapcli.engines.auto": 4,
     "lapcli.results": 5, "lapcli.report": 5, "lapcli.cost_limit": 5,
