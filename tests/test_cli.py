@@ -46,6 +46,27 @@ def test_generate_is_reproducible_with_a_seed(tmp_path):
     assert not np.array_equal(np.load(tmp_path / "c.npy")[:, :30], a)
 
 
+@pytest.mark.parametrize("shape", [("--n", 2), ("--n", 2, "--m", 1), ("--n", 3), ("--n", 10, "--m", 2, "--range", 0.2)])
+def test_a_generated_csv_reads_back_whatever_its_first_row(tmp_path, shape):
+    """A first row 0,1,…,m−1 (--n 2: 1 seed in 4; --m 1: every other seed) was refused by lap solve
+    as possibly pandas' column labels; generate now marks it as data (io.formats.DATA_FOLLOWS)."""
+    from lapcli.generate import generate
+
+    n, m = int(shape[1]), int(shape[3]) if "--m" in shape else int(shape[1])
+    range_factor = float(shape[-1]) if "--range" in shape else 1.0
+    ambiguous = 0
+    for seed in range(1, 25) if n != 3 else range(30, 40):  # 3 × 3: seed 35's first row is 0,1,2
+        assert invoke("generate", *shape, "--seed", seed, "-o", tmp_path / "g.csv", "-q").exit_code == 0
+        cost = generate(n, m, range_factor=range_factor, seed=seed)
+        ambiguous += np.array_equal(cost[0], np.arange(m))
+        assert np.array_equal(np.loadtxt(tmp_path / "g.csv", delimiter=",", ndmin=2), cost)  # numpy skips the mark
+        for source in (tmp_path / "g.csv", "-"):
+            result = invoke("solve", source, "--json", "-q", input=(tmp_path / "g.csv").read_bytes())
+            assert result.exit_code == 0, result.output
+            assert json.loads(result.stdout)["objective"] == scipy_objective(cost)
+    assert ambiguous  # the case the mark is for came up
+
+
 def test_generate_without_seed_prints_the_seed_that_reproduces_it(tmp_path):
     result = invoke("generate", "--n", 20, "-o", tmp_path / "a.npy")
     seed = int(result.stderr.split("seed")[1].split()[0])
@@ -289,6 +310,20 @@ def test_pandas_column_labels_as_first_line_are_ambiguous_not_data(tmp_path, rng
     report = json.loads(result.stdout)
     assert (report["n_rows"], report["n_cols"]) == (4, 3)
     assert report["objective"] == scipy_objective(cost)
+
+
+@pytest.mark.parametrize("text", ["# costs, seed 1\n4 1 3\n2 0 5\n3 2 2\n",  # np.savetxt(header=...): a comma
+                                  "# costs seed 1\n4 1 3\n2 0 5\n3 2 2\n",  # digits beside text
+                                  "4 1 3\n2 0 5 # x, y\n3 2 2\n",  # an inline comment
+                                  "# made by hand\n\n# costs:\n4,1,3\n2,0,5  # row 2\n3,2,2\n"])
+def test_comments_are_neither_a_header_nor_the_delimiter(tmp_path, text):
+    """'#' starts a comment for the parser (np.loadtxt): its commas and numbers once chose the
+    delimiter and made a "header" that mixed numbers and text, and the file was refused."""
+    (tmp_path / "c.txt").write_text(text)
+    result = invoke("solve", tmp_path / "c.txt", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    cost = np.array([[4, 1, 3], [2, 0, 5], [3, 2, 2]])
+    assert json.loads(result.stdout)["objective"] == scipy_objective(cost) and result.stderr == ""
 
 
 def test_no_header_on_a_text_header_names_line_and_column(tmp_path):
@@ -602,6 +637,38 @@ def test_a_closed_stdout_exits_1_without_a_word(tmp_path, command):
     finally:
         os.close(write_end)
     assert (code, err) == (1, "")
+
+
+@pytest.mark.parametrize("command", STDOUT_COMMANDS)
+def test_a_stdout_closed_before_the_start_exits_1_without_a_word(tmp_path, command):
+    """Descriptor 1 closed (``>&-``): Python leaves sys.stdout None, and each command failed on it
+    (a traceback, or "internal error")."""
+    np.save(tmp_path / "m.npy", np.arange(16).reshape(4, 4))
+    np.save(tmp_path / "s.npy", np.arange(48).reshape(3, 4, 4))
+    process = subprocess.run(LAP + STDOUT_COMMANDS[command], cwd=tmp_path, stderr=subprocess.PIPE, timeout=120,
+                             preexec_fn=lambda: os.close(1))
+    assert (process.returncode, process.stderr.decode()) == (1, "")
+
+
+def test_a_stdin_closed_before_the_start_is_bad_input(tmp_path):
+    process = subprocess.run(LAP + ["solve", "-"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             timeout=120, preexec_fn=lambda: os.close(0))
+    assert process.returncode == 2 and process.stdout == b""
+    assert process.stderr.decode() == "Error: stdin is closed: nothing to read from '-'\n"
+
+
+@pytest.mark.parametrize("args", [["solve", "m.npy", "--report", "-", "--json"], ["solve", "m.npy", "--duals", "-", "--json"],
+                                  ["solve", "--points", "a.npy", "b.npy", "--report", "-", "--json"],
+                                  ["bench", "--sizes", "8", "--solvers", "scipy", "--json", "-", "--csv", "-"]])
+def test_two_documents_on_stdout_are_refused_before_any_work(tmp_path, monkeypatch, args):
+    """--json prints the report on stdout: another output there made two documents, one after the other."""
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "m.npy", np.arange(16).reshape(4, 4))
+    np.save(tmp_path / "a.npy", np.arange(8.0).reshape(4, 2))
+    np.save(tmp_path / "b.npy", np.arange(8.0).reshape(4, 2) + 0.5)
+    result = invoke(*args)
+    assert_one_line_error(result, 2, "both write to stdout")
+    assert result.stdout == ""
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

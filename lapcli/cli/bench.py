@@ -24,6 +24,7 @@ from .support import (
     FiniteFloatRange,
     InputError,
     OneLineCommand,
+    check_distinct_outputs,
     run_library_call,
     stderr_console,
 )
@@ -164,6 +165,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     for path, suffixes in ((json_path, (".json",)), (csv_path, (".csv",)), (plot_path, (".png",))):
         if path:
             run_library_call(check_output_path, path, suffixes, "output")
+    check_distinct_outputs(("--json", json_path), ("--csv", csv_path), ("--plot", plot_path))
     if plot_path:
         try:
             import matplotlib  # noqa: F401

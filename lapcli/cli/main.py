@@ -42,6 +42,8 @@ from ..problem import WORK_DTYPES
 from . import on_dask
 from .bench import bench_command
 from .support import (
+    ClosedStdin,
+    ClosedStdout,
     FailedError,
     FiniteFloatRange,
     InputError,
@@ -226,7 +228,8 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         run_library_call(check_output_path, report_path, (".json",), "report")
     if duals_path is not None:
         run_library_call(check_output_path, duals_path, DUALS_SUFFIXES, "duals")
-    check_distinct_outputs(("-o", output), ("--report", report_path), ("--duals", duals_path), inputs=input_specs)
+    check_distinct_outputs(("-o", output), ("--report", report_path), ("--duals", duals_path), inputs=input_specs,
+                           json_stdout=json_stdout)
     from ..pipeline import check_device
 
     run_library_call(check_device, device)
@@ -317,6 +320,10 @@ def main(argv: list[str] | None = None) -> None:
         previous = signal.signal(signal.SIGTERM, raise_terminated)
     except ValueError:  # not the main thread: leave signals alone
         previous = None
+    if sys.stdout is None:  # descriptor 1 closed before we started: writing there is a broken pipe
+        sys.stdout = ClosedStdout()
+    if sys.stdin is None:
+        sys.stdin = ClosedStdin()
     try:
         code = cli.main(args=argv, prog_name="lap", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):

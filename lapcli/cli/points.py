@@ -55,7 +55,8 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
             run_library_call(check_output_path, path, suffixes, what)
     if output == "-" and json_stdout:
         raise InputError("-o - and --json both write to stdout; send one of them to a file")
-    check_distinct_outputs(("-o", output), ("--report", report_path), ("--duals", duals_path), inputs=point_specs)
+    check_distinct_outputs(("-o", output), ("--report", report_path), ("--duals", duals_path), inputs=point_specs,
+                           json_stdout=json_stdout)
     if point_specs.count("-") > 1:
         raise InputError("stdin ('-') is named more than once; it can be read only once")
     run_library_call(check_device, device)

@@ -21,6 +21,41 @@ from ..io.formats import split_hdf5_path
 from ..io.write import json_text, same_output, write_together
 
 
+class ClosedStdout:
+    """What ``sys.stdout`` becomes where file descriptor 1 was closed before lapcli started (Python
+    leaves None): any write is a broken pipe, which main() turns into exit 1 without a word, as for
+    a reader that went away (``| head``)."""
+
+    encoding = "utf-8"
+
+    @property
+    def buffer(self):
+        return self
+
+    def write(self, data):
+        raise BrokenPipeError(32, "stdout is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+class ClosedStdin:
+    """What ``sys.stdin`` becomes where file descriptor 0 was closed: reading it is bad input."""
+
+    @property
+    def buffer(self):
+        return self
+
+    def read(self, size: int = -1):
+        raise LapInputError("stdin is closed: nothing to read from '-'")
+
+    def isatty(self) -> bool:
+        return False
+
+
 class InputError(click.ClickException):
     """Bad input or options: exit code 2."""
 
@@ -176,12 +211,13 @@ def emit_report(spec, report, notes, several, report_path, json_stdout, outputs:
     (render_summary if report.batch is None else render_batch_summary)(report, console)
 
 
-def check_distinct_outputs(*outputs: tuple[str, str | None], inputs=()) -> None:
-    """Refuse two options naming one output (``-o r.json --report r.json``), or an output naming
-    an input (``lap solve m.npy -o m.npy``), before any work: the file written last would silently
-    replace the other, or the costs. ``outputs``: (flag, path or None); ``inputs``: the input specs
-    (``FILE.h5:/path`` names FILE.h5; ``-`` is stdin)."""
-    given = [(flag, path) for flag, path in outputs if path is not None]
+def check_distinct_outputs(*outputs: tuple[str, str | None], inputs=(), json_stdout: bool = False) -> None:
+    """Refuse two options naming one output (``-o r.json --report r.json``; two on stdout, ``--json``
+    among them: two documents one after the other), or an output naming an input (``lap solve m.npy
+    -o m.npy``), before any work: the file written last would silently replace the other, or the
+    costs. ``outputs``: (flag, path or None); ``inputs``: the input specs (``FILE.h5:/path`` names
+    FILE.h5; ``-`` is stdin); ``json_stdout``: --json prints the report on stdout."""
+    given = [(flag, path) for flag, path in (*outputs, ("--json", "-" if json_stdout else None)) if path is not None]
     for index, (flag, path) in enumerate(given):
         for other, other_path in given[index + 1:]:
             if same_output(path, other_path):

@@ -7,6 +7,9 @@ NPY_MAGIC = b"\x93NUMPY"
 MATRIX_SUFFIXES = (".npy", ".npz", ".csv", ".tsv", ".txt", ".h5", ".hdf5")
 ASSIGNMENT_SUFFIXES = (".csv", ".npy", ".json", ".npz")
 DUALS_SUFFIXES = (".npz", ".json")
+# The comment lapcli writes above a CSV matrix whose first row is 0,1,…,m−1: that row is data, not the
+# column labels pandas writes by default (lapcli.io.text refuses such a line as ambiguous otherwise).
+DATA_FOLLOWS = "# lapcli: the next line is data, not column labels"
 HDF5_SUFFIXES = (".h5", ".hdf5")
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import LapInputError
+from .formats import DATA_FOLLOWS
 
 
 @dataclass
@@ -43,13 +44,16 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     """
     text = data.decode("utf-8-sig", errors="replace")  # -sig: a BOM is not part of the first field
     lines = text.splitlines()
-    first_index = next((i for i, line in enumerate(lines) if line.strip()), None)
+    # '#' starts a comment, as for the parser (np.loadtxt): comment lines are neither header nor data,
+    # and a comment's commas say nothing of the delimiter (np.savetxt's header='costs, seed 1')
+    content = [line.split("#", 1)[0] for line in lines]
+    first_index = next((i for i, line in enumerate(content) if line.strip()), None)
     if first_index is None:
         raise LapInputError(f"{name} holds no numbers")
-    first = lines[first_index]
-    second_index = next((i for i in range(first_index + 1, len(lines)) if lines[i].strip()), None)
-    if delimiter is None:  # from the first two lines: a header or comment alone may hold no delimiter
-        sample = first + "\n" + ("" if second_index is None else lines[second_index])
+    first = content[first_index]
+    second_index = next((i for i in range(first_index + 1, len(lines)) if content[i].strip()), None)
+    if delimiter is None:  # from the first two lines: a header alone may hold no delimiter
+        sample = first + "\n" + ("" if second_index is None else content[second_index])
         delimiter = ("," if "," in sample else ("\t" if "\t" in sample else None))
         if all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
             delimiter = ";"
@@ -59,13 +63,14 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
                                     "decimal points: convert the file (e.g. sed 's/,/./g')")
     fields = _split_fields(first, delimiter)
     line_number = first_index + 1
-    second_width = None if second_index is None else len(_split_fields(lines[second_index], delimiter))
+    second_width = None if second_index is None else len(_split_fields(content[second_index], delimiter))
     empty_first_label = len(fields) > 1 and not fields[0].strip() and any(f.strip() for f in fields[1:])
     if empty_first_label and not index_col and header is not False:
         raise LapInputError(_index_column_hint(name, "empty first header field"))
     guessed = header is None
-    if guessed:
-        header = _first_line_is_header(fields, name, line_number, index_col, second_width)
+    if guessed:  # after lapcli's own marker (lapcli.io.write) the first line is data, whatever it reads
+        marked = any(line.strip() == DATA_FOLLOWS for line in lines[:first_index])
+        header = False if marked else _first_line_is_header(fields, name, line_number, index_col, second_width)
     source = MatrixSource(name, dropped_index_column=index_col)
     start = first_index
     if header:
@@ -73,8 +78,8 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
         source.skipped_header = first
         if guessed:  # no option asked for it: say so
             source.notes.append(f"skipped header line of {name}: {_shorten(first.strip())}")
-        # pandas with sep=" " writes no empty first field to see; a comment is not a header to count
-        if delimiter is None and not index_col and second_width == len(fields) + 1 and not first.lstrip().startswith("#"):
+        # pandas with sep=" " writes no empty first field to see
+        if delimiter is None and not index_col and second_width == len(fields) + 1:
             raise LapInputError(_index_column_hint(
                 name, f"line {line_number} has {_columns(len(fields))}, line {second_index + 1} has {second_width}"))
     body = lines[start:]

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import LapInputError, LapOutputError
-from .formats import HDF5_SUFFIXES
+from .formats import DATA_FOLLOWS, HDF5_SUFFIXES
 
 
 def is_device(path: str) -> bool:
@@ -219,6 +219,8 @@ def write_matrix_blocks(path: str, shape: tuple[int, ...], dtype, blocks,
             _write_npy(handle, shape, dtype, rows)
         else:
             for start, block in rows:
+                if start == 0 and len(block) and dtype.kind in "iub" and np.array_equal(block[0], np.arange(shape[-1])):
+                    handle.write(f"{DATA_FOLLOWS}\n".encode())  # else read back as pandas' column labels
                 np.savetxt(handle, block, delimiter=",", fmt=_text_format(dtype))
 
 
