@@ -182,8 +182,10 @@ def judged(min_slack, max_assigned, v, col, m: int, tolerance: float, engine: st
     column conditions. Raises SolverError naming what failed."""
     xp = np if isinstance(v, np.ndarray) else __import__("cupy")
     k = len(col)
+    # an assignment: each row one column of the m, no column twice (the duals prove nothing of another)
+    one_each = k == 0 or bool((col.min() >= 0) & (col.max() < m)) and bool((xp.bincount(col, minlength=m) <= 1).all())
     free_ok = True
-    if m > k:  # rectangular: free columns keep v = 0, taken ones v ≤ 0
+    if m > k and one_each:  # rectangular: free columns keep v = 0, taken ones v ≤ 0
         taken = xp.zeros(m, dtype=bool)
         taken[col] = True
         free_ok = bool((v <= tolerance).all()) and bool((xp.abs(v[~taken]) <= tolerance).all())
@@ -191,8 +193,8 @@ def judged(min_slack, max_assigned, v, col, m: int, tolerance: float, engine: st
     ms = (time.perf_counter() - start) * 1e3
     certificate = Certificate(True, min_slack, max_assigned, tolerance, ms, where)
     # negated comparisons: a NaN slack (NaN duals) fails too
-    if not min_slack >= -tolerance or not max_assigned <= tolerance or not free_ok:
-        what = []
+    if not min_slack >= -tolerance or not max_assigned <= tolerance or not free_ok or not one_each:
+        what = [] if one_each else ["the rows do not take distinct columns of the matrix"]
         if not min_slack >= -tolerance:
             what.append(f"a reduced cost is {min_slack} < −{tolerance} (duals infeasible)")
         if not max_assigned <= tolerance:

@@ -390,3 +390,13 @@ def test_certify_rejects_an_integer_reduced_cost_of_minus_one():
         certify(work.values, col, u, v, work.eps, "test")
     col, u, v = edge_duals(work.values.astype(np.int64), 0)  # the same duals at the edge: a tie, proved
     assert certify(work.values, col, u, v, work.eps, "test").min_slack == 0
+
+
+def test_a_column_taken_twice_is_no_assignment_whatever_the_duals():
+    """Duals feasible and tight on both pairs prove nothing when two rows share a column: refused."""
+    with pytest.raises(SolverError, match="do not take distinct columns"):
+        certify(np.array([[0, 5], [0, 5]]), np.array([0, 0]), np.array([0, 0]), np.array([0, 5]), 0.0, "x")
+    with pytest.raises(SolverError, match="do not take distinct columns"):  # rectangular too
+        certify(np.array([[0.0, 5.0, 7.0], [0.0, 5.0, 7.0]]), np.array([0, 0]), np.zeros(2), np.zeros(3), 1e-9, "x")
+    assert certify(np.array([[0, 5], [5, 0]]), np.array([0, 1]), np.zeros(2, np.int64), np.zeros(2, np.int64),
+                   0.0, "x").certified
