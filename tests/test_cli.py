@@ -874,3 +874,22 @@ def test_the_cli_reference_is_the_cli_s_own_help():
     done = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "cli_docs.py"), "--check"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_an_upper_case_hdf5_or_npz_name_takes_a_dataset_too(tmp_path):
+    """FILE.H5:/x was looked for as a file of that whole name ("no such file")."""
+    import h5py
+
+    cost = np.array([[4, 1], [2, 0]])
+    with h5py.File(tmp_path / "M.H5", "w") as h5:
+        h5.create_dataset("g/x", data=cost)
+    with open(tmp_path / "S.NPZ", "wb") as handle:  # np.savez would add ".npz" to the name
+        np.savez(handle, first=cost)
+    for spec in (f"{tmp_path / 'M.H5'}:/g/x", f"{tmp_path / 'S.NPZ'}:first"):
+        result = invoke("solve", spec, "--json", "-q")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["objective"] == scipy_objective(cost)
+
+
+def test_an_unbounded_number_option_says_finite_in_the_help():
+    assert "[finite]" in invoke("solve", "--help").stdout and "None]" not in invoke("solve", "--help").stdout

@@ -78,6 +78,10 @@ class FiniteFloatRange(click.FloatRange):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return super().convert(number, param, ctx)
 
+    def _describe_range(self) -> str:
+        """Click's help writes an unbounded range as ``x<=None``: say what it is instead."""
+        return "finite" if self.min is None and self.max is None else super()._describe_range()
+
 
 LOG_WIDTH = 200  # columns when the stream is a file or pipe: Rich would wrap tables at 80
 

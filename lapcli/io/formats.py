@@ -16,9 +16,10 @@ HDF5_SUFFIXES = (".h5", ".hdf5")
 def split_hdf5_path(spec: str) -> tuple[str, str | None]:
     """``FILE.h5:/group/data`` -> (``FILE.h5``, ``/group/data``), ``FILE.npz:name`` -> (``FILE.npz``,
     ``name``); other paths unchanged."""
+    lowered = spec.lower()  # FILE.H5:/x as FILE.h5:/x: the suffixes are matched in any case elsewhere too
     for suffix in (*HDF5_SUFFIXES, ".npz"):
-        marker = suffix + ":"
-        if marker in spec:
-            head, _, tail = spec.partition(marker)
-            return head + suffix, tail or None
+        at = lowered.find(suffix + ":")
+        if at >= 0:
+            end = at + len(suffix)
+            return spec[:end], spec[end + 1:] or None
     return spec, None
