@@ -472,11 +472,12 @@ def test_the_searches_finish_an_auction_from_its_last_duals(rng, metric):
 
 def test_a_maximised_square_goes_to_the_searches(rng):
     """The largest total distance: every row's nearest columns by cost are the same far points, a
-    price war for the auction; the cluster searches solve it, certified."""
+    price war for the auction; the cluster searches solve it, certified. (Euclidean: a maximised
+    sqeuclidean square is solved as its mirror's minimum, lapcli.points_frame, by the auction.)"""
     n = 1500
     a, b = rng.random((n, 2)), rng.random((n, 2))
-    solution = lapcli.solve_points(a, b, solver="cuda-sap", maximize=True, timeout=60)
-    cost = distance_matrix(a, b, "sqeuclidean")
+    solution = lapcli.solve_points(a, b, "euclidean", solver="cuda-sap", maximize=True, timeout=60)
+    cost = distance_matrix(a, b, "euclidean")
     assert solution.report.details["start"] == "column reduction" and solution.report.certified
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=True)].sum(), rel=1e-12)
 
