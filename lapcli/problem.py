@@ -295,8 +295,8 @@ def int64_if_it_fits(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 def exact_sum(values: np.ndarray) -> np.ndarray:
     """Row sums of a (B, n) host array: int64 where that cannot overflow, else Python ints (an
-    object array); float32 in float64 (exact at these sizes); float64 by fsum (a pairwise sum of
-    1e6 + U(0, 1e-7) costs errs by more than the tolerance the fuzzer holds us to)."""
+    object array); float32 in float64 (exact within 2^29 of magnitude, else within the tolerance's rounding);
+    float64 by fsum (a pairwise sum of 1e6 + U(0, 1e-7) costs errs past the tolerance the fuzzer holds us to)."""
     if values.dtype.kind in "biu":
         widest = max(abs(int(values.min())), abs(int(values.max()))) if values.size else 0  # no np.abs: −2^63
         if values.dtype.itemsize < 8 or widest < 2**63 // max(values.shape[1], 1):
