@@ -39,11 +39,13 @@ CAP_FLOOR = 2.0**-30
 
 
 class CapRetry(Exception):
-    """The answer does not hold at the capped tolerance: solve again on work capped at ``cap``."""
+    """The answer does not hold at the capped tolerance: solve again on work capped at ``cap``.
+    ``first``: that answer (an EngineResult, certified at the looser tolerance), for a caller that
+    cannot solve again, or whose second solve ran out of time."""
 
-    def __init__(self, square: bool, cap: float):
+    def __init__(self, square: bool, cap: float, first=None):
         super().__init__(f"reduced costs capped at {cap!r}")
-        self.square, self.cap = square, cap
+        self.square, self.cap, self.first = square, cap, first
 
 
 def cap_for(work, col_of_row, gain: float = CAP_GAIN) -> float | None:
@@ -78,3 +80,20 @@ def tightened(work, col_of_row, v, certificate, engine: str, square: bool, retry
         if not retry or cap_for(work, col_of_row, RETRY_GAIN) is None:
             return certificate
         raise CapRetry(square, cap) from None
+
+
+def solved_capped(problem, run, retry: CapRetry, timeout: float | None, start: float, device):
+    """``run(problem, timeout=, device=)`` once more on work capped at ``retry.cap`` (its details say
+    so: ``costs_capped_at``), in the time ``timeout`` leaves after ``start``; past it, the first answer,
+    proved at its looser tolerance."""
+    problem.cap_work(retry.square, retry.cap)
+    left = None if timeout is None else max(timeout - (time.perf_counter() - start), 1e-6)
+    try:
+        result = run(problem, timeout=left, device=device)
+    except SolverError as error:
+        if "time limit" not in str(error):
+            raise
+        retry.first.details["costs_capped_at"] = f"not solved again: {error}"
+        return retry.first
+    result.details["costs_capped_at"] = retry.cap
+    return result

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import __version__, ragged
 from .certificate import not_certified
-from .cost_cap import CapRetry
+from .cost_cap import CapRetry, solved_capped
 from .cost_limit import CostLimit
 from .cuda import probe
 from .duals import certified_duals, certified_members, certified_stack, default_budget
@@ -128,11 +128,8 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
     module, import_ms = loaded_engine(engine)
     try:
         result = module.run(problem, timeout=timeout, device=device)
-    except CapRetry as retry:  # large costs no optimum takes inflated its tolerance: once more, capped (cost_cap)
-        problem.cap_work(retry.square, retry.cap)
-        left = None if timeout is None else max(timeout - (time.perf_counter() - start), 1e-6)
-        result = module.run(problem, timeout=left, device=device)
-        result.details["costs_capped_at"] = retry.cap
+    except CapRetry as retry:  # large costs no optimum takes inflated its tolerance: once more, capped
+        result = solved_capped(problem, module.run, retry, timeout, start, device)
     if result.certificate is None and certify is not False and len(result.rows):
         budget = None if certify else default_budget(name)  # by default: no dearer than the solve
         result.duals, result.certificate = certified_duals(problem, result.rows, result.cols, name, budget)

@@ -31,19 +31,24 @@ def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: st
     ``row_min_slack``: the certificate's read pass, already run on the device (see certify).
     ``host_copies``: (col_of_row, u, v) already copied to the host, when those are on the device."""
     from ..certificate import certify
-    from ..cost_cap import tightened
+    from ..cost_cap import CapRetry, tightened
 
     certificate = certify(work.values, col_of_row, u, v, work.eps, engine, row_min_slack)
-    # big finite costs no optimum takes inflate eps: judged at the capped one, or solved again (CapRetry)
-    certificate = tightened(work, col_of_row, v, certificate, engine, square=len(work.values) == work.values.shape[1],
-                            retry=not problem.caps)
     host = lambda a: a.get() if hasattr(a, "get") else np.asarray(a)  # noqa: E731 - CuPy or NumPy
     col_of_row, u, v = host_copies if host_copies is not None else (host(col_of_row), host(u), host(v))
     rows, cols = problem.assignment_from_work(col_of_row)
-    return EngineResult(
+    result = EngineResult(
         rows=rows, cols=cols, device=device, dtype=work.dtype, steps=steps or [], details=details or {},
         duals=problem.duals_from_work(u, v, work), certificate=certificate.to_dict(),
     )
+    try:  # big finite costs no optimum takes inflate eps: judged at the capped one, or solved again
+        certificate = tightened(work, col_of_row, v, certificate, engine, square=len(work.values) == work.values.shape[1],
+                                retry=not problem.caps)
+    except CapRetry as retry:
+        retry.first = result  # proved at the looser tolerance: for a caller that cannot solve again
+        raise
+    result.certificate = certificate.to_dict()
+    return result
 
 
 def float64_costs(values: np.ndarray, maximize: bool, engine: str) -> tuple[np.ndarray, bool]:

@@ -35,6 +35,7 @@ import dataclasses
 
 import numpy as np
 
+from ...cost_cap import CapRetry
 from ...cuda import auction_tiles
 
 # Every SAMPLE_EVERY-th point of each set along Morton's curve makes the sample (H200, 65,536
@@ -125,7 +126,10 @@ def column_duals(points, solve_matrix, timeout: float | None = None) -> WarmStar
     rows = cupy.ascontiguousarray(points.rows[::stride(points.k)])
     columns = points.columns[::stride(points.m)]
     costs = distance_matrix(rows, columns, points.metric, points.p)
-    sample = solve_matrix(prepare(costs, check=False), timeout=timeout)
+    try:
+        sample = solve_matrix(prepare(costs, check=False), timeout=timeout)
+    except CapRetry as retry:  # a start needs no tighter proof than the one its answer has (lapcli.cost_cap)
+        sample = retry.first
     sample_reach = reach(costs, sample.cols[np.argsort(sample.rows)])
     del costs  # (up to 0.5 GB) before the c-transform's pass
     v = c_transform(points, rows, cupy.asarray(sample.duals[0], dtype=np.float64))
