@@ -46,18 +46,19 @@ def test_generate_is_reproducible_with_a_seed(tmp_path):
     assert not np.array_equal(np.load(tmp_path / "c.npy")[:, :30], a)
 
 
-@pytest.mark.parametrize("shape", [("--n", 2), ("--n", 2, "--m", 1), ("--n", 3), ("--n", 10, "--m", 2, "--range", 0.2)])
+@pytest.mark.parametrize("shape", [("--n", 2), ("--n", 2, "--m", 1), ("--n", 3), ("--n", 10, "--m", 2, "--range", 0.2),
+                                   ("--n", 2, "--dtype", "float64")])
 def test_a_generated_csv_reads_back_whatever_its_first_row(tmp_path, shape):
     """A first row 0,1,…,m−1 (--n 2: 1 seed in 4; --m 1: every other seed) was refused by lap solve
     as possibly pandas' column labels; generate now marks it as data (io.formats.DATA_FOLLOWS)."""
     from lapcli.generate import generate
 
-    n, m = int(shape[1]), int(shape[3]) if "--m" in shape else int(shape[1])
+    n, m = int(shape[1]), int(shape[3]) if "--m" in shape else int(shape[1])  # floats too: %.17g writes 0,1
     range_factor = float(shape[-1]) if "--range" in shape else 1.0
     ambiguous = 0
     for seed in range(1, 25) if n != 3 else range(30, 40):  # 3 × 3: seed 35's first row is 0,1,2
         assert invoke("generate", *shape, "--seed", seed, "-o", tmp_path / "g.csv", "-q").exit_code == 0
-        cost = generate(n, m, range_factor=range_factor, seed=seed)
+        cost = generate(n, m, range_factor=range_factor, seed=seed, dtype="float64" if "float64" in shape else None)
         ambiguous += np.array_equal(cost[0], np.arange(m))
         assert np.array_equal(np.loadtxt(tmp_path / "g.csv", delimiter=",", ndmin=2), cost)  # numpy skips the mark
         for source in (tmp_path / "g.csv", "-"):
@@ -639,13 +640,14 @@ def test_a_closed_stdout_exits_1_without_a_word(tmp_path, command):
     assert (code, err) == (1, "")
 
 
-@pytest.mark.parametrize("command", STDOUT_COMMANDS)
+@pytest.mark.parametrize("command", [*STDOUT_COMMANDS, "info (a table)"])
 def test_a_stdout_closed_before_the_start_exits_1_without_a_word(tmp_path, command):
     """Descriptor 1 closed (``>&-``): Python leaves sys.stdout None, and each command failed on it
     (a traceback, or "internal error")."""
     np.save(tmp_path / "m.npy", np.arange(16).reshape(4, 4))
     np.save(tmp_path / "s.npy", np.arange(48).reshape(3, 4, 4))
-    process = subprocess.run(LAP + STDOUT_COMMANDS[command], cwd=tmp_path, stderr=subprocess.PIPE, timeout=120,
+    args = STDOUT_COMMANDS.get(command, ["info"])  # the table: Rich's own broken-pipe handling
+    process = subprocess.run(LAP + args, cwd=tmp_path, stderr=subprocess.PIPE, timeout=120,
                              preexec_fn=lambda: os.close(1))
     assert (process.returncode, process.stderr.decode()) == (1, "")
 
@@ -893,3 +895,11 @@ def test_an_upper_case_hdf5_or_npz_name_takes_a_dataset_too(tmp_path):
 
 def test_an_unbounded_number_option_says_finite_in_the_help():
     assert "[finite]" in invoke("solve", "--help").stdout and "None]" not in invoke("solve", "--help").stdout
+
+
+def test_a_dataset_is_split_off_whatever_the_name_holds():
+    from lapcli.io.formats import split_hdf5_path
+
+    assert split_hdf5_path("İstanbul.h5:/costs") == ("İstanbul.h5", "/costs")  # 'İ' lowers to two characters
+    assert split_hdf5_path("M.HDF5:/g/x") == ("M.HDF5", "/g/x") and split_hdf5_path("a.npz:m") == ("a.npz", "m")
+    assert split_hdf5_path("d.h5:/x/b.h5:/y") == ("d.h5", "/x/b.h5:/y") and split_hdf5_path("a.h5") == ("a.h5", None)

@@ -38,6 +38,9 @@ class ClosedStdout:
     def flush(self) -> None:
         pass
 
+    def fileno(self) -> int:  # Rich, on a broken pipe, points descriptor 1 at /dev/null and exits 1
+        return 1
+
     def isatty(self) -> bool:
         return False
 

@@ -3,6 +3,8 @@ that name one array inside a file: ``FILE.h5:/group/data`` and ``FILE.npz:name``
 
 from __future__ import annotations
 
+import re
+
 NPY_MAGIC = b"\x93NUMPY"
 MATRIX_SUFFIXES = (".npy", ".npz", ".csv", ".tsv", ".txt", ".h5", ".hdf5")
 ASSIGNMENT_SUFFIXES = (".csv", ".npy", ".json", ".npz")
@@ -16,10 +18,8 @@ HDF5_SUFFIXES = (".h5", ".hdf5")
 def split_hdf5_path(spec: str) -> tuple[str, str | None]:
     """``FILE.h5:/group/data`` -> (``FILE.h5``, ``/group/data``), ``FILE.npz:name`` -> (``FILE.npz``,
     ``name``); other paths unchanged."""
-    lowered = spec.lower()  # FILE.H5:/x as FILE.h5:/x: the suffixes are matched in any case elsewhere too
-    for suffix in (*HDF5_SUFFIXES, ".npz"):
-        at = lowered.find(suffix + ":")
-        if at >= 0:
-            end = at + len(suffix)
-            return spec[:end], spec[end + 1:] or None
+    for suffix in (*HDF5_SUFFIXES, ".npz"):  # in any case, as the readers take FILE.H5 (not by lower():
+        found = re.search(re.escape(suffix) + ":", spec, re.IGNORECASE)  # 'İ' lowers to two characters)
+        if found:
+            return spec[:found.end() - 1], spec[found.end():] or None
     return spec, None

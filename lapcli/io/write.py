@@ -219,7 +219,7 @@ def write_matrix_blocks(path: str, shape: tuple[int, ...], dtype, blocks,
             _write_npy(handle, shape, dtype, rows)
         else:
             for start, block in rows:
-                if start == 0 and len(block) and dtype.kind in "iub" and np.array_equal(block[0], np.arange(shape[-1])):
+                if start == 0 and len(block) and np.array_equal(block[0], np.arange(shape[-1])):  # %.17g: 0,1 too
                     handle.write(f"{DATA_FOLLOWS}\n".encode())  # else read back as pandas' column labels
                 np.savetxt(handle, block, delimiter=",", fmt=_text_format(dtype))
 
