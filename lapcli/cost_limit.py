@@ -17,7 +17,8 @@ min(n, m)·S any matching of fewer pairs gains by an augmenting path (at most mi
 cost ≤ S in place of one fewer pair, less L), so every optimum has min(n, m) pairs and the least
 cost among those, whatever L is. Costs near the ends of int64 or uint64 then stay exact, or are
 refused when even their spread is too wide; a non-integral L, or float costs, make a float64
-problem, solved within the float tolerance like any other.
+problem, solved within the float tolerance like any other, L lowered to t + (min(n, m) + 1)·S
+where it is above (the same answers, and a tolerance that follows the costs, not L).
 """
 
 from __future__ import annotations
@@ -41,10 +42,23 @@ def augmented_matrix(cost: np.ndarray, cost_limit: int | float) -> np.ndarray:
     n, m = cost.shape
     if cost.dtype.kind in "biu" and (isinstance(cost_limit, int) or float(cost_limit).is_integer()):
         return _integer_augmented(cost, int(cost_limit))
-    extended = np.full((n + m, n + m), cost_limit / 2.0, dtype=np.float64)
+    extended = np.full((n + m, n + m), min(cost_limit, _float_ceiling(cost)) / 2.0, dtype=np.float64)
     extended[:n, :m] = cost
     extended[n:, m:] = 0
     return extended
+
+
+def _float_ceiling(cost: np.ndarray) -> float:
+    """A limit above which every float limit has the same answers: the least finite cost t plus
+    (min(n, m) + 1) times their spread S, a little more (the integer clamp's argument, above). A
+    limit far above it made the augmented problem's float tolerance follow L: 3 × 15 U[0, 1) costs
+    under cost_limit=1e20 came back 0.318 against the optimum's 0.201, within a tolerance of 8e5."""
+    finite = cost[np.isfinite(cost)].astype(np.float64)
+    if not finite.size:
+        return math.inf
+    least, spread = float(finite.min()), float(finite.max() - finite.min())
+    margin = max(abs(least) * 2.0**-40, sys.float_info.min)
+    return least + (min(cost.shape) + 1) * spread * (1 + 2.0**-20) + margin
 
 
 def _integer_augmented(cost: np.ndarray, limit: int) -> np.ndarray:
