@@ -122,19 +122,36 @@ def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, bu
     else:
         col_of_row[rows] = cols
     began = time.perf_counter()
+    row_offset = None if work.row_offset is None else np.asarray(work.row_offset[0])
+    adapter = WorkMatrix(values, work.eps(0), row_offset, None)
+    eps = _capped_eps(adapter, col_of_row)
     try:
-        u, v = recover(values, col_of_row, budget_passes, work.eps(0))
+        try:
+            u, v = recover(values, col_of_row, budget_passes, eps)
+        except ValueError:  # not within the capped tolerance: the problem's own decides (a large cost no optimum takes)
+            if eps == work.eps(0):
+                raise
+            eps = work.eps(0)
+            u, v = recover(values, col_of_row, budget_passes, eps)
     except TooCostly:
         return None, (f"recovering {engine}'s duals would cost more than {budget_passes:g} passes over the "
                       "matrix, about its solve; certify=True forces it")
     except ValueError as error:
         raise SolverError(f"the {engine} engine's answer failed its optimality certificate: {error}") from None
     recovered_ms = (time.perf_counter() - began) * 1e3
-    certificate = certify(values, col_of_row, u, v, work.eps(0), engine).to_dict()
+    certificate = certify(values, col_of_row, u, v, eps, engine).to_dict()
     certificate["duals_recovered_ms"] = round(recovered_ms, 3)
-    row_offset = None if work.row_offset is None else np.asarray(work.row_offset[0])
-    adapter = WorkMatrix(values, work.eps(0), row_offset, None)
     return problem.duals_from_work(u, v, adapter), certificate
+
+
+def _capped_eps(work, col_of_row: np.ndarray) -> float:
+    """The float tolerance capped by the answer's reduced total where large costs no optimum takes
+    inflate it (lapcli.cost_cap), else the work's own: the duals are recovered and proved there."""
+    from .cost_cap import cap_for
+    from .work import float_eps
+
+    cap = cap_for(work, col_of_row)
+    return work.eps if cap is None else float_eps(work.values.shape[1], cap)
 
 
 # Below this many entries per problem, recovering a problem's duals and checking them costs more

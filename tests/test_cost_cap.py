@@ -115,3 +115,18 @@ def test_a_second_solve_past_the_time_limit_returns_the_first_answer(rng, monkey
     solution = lapcli.solve(cost, solver="numpy")
     assert solution.report.certified and solution.report.details["costs_capped_at"].startswith("not solved again")
     assert solution.report.certificate["tolerance"] > 1e-3  # the inflated one (~0.27): said, not hidden
+
+
+@pytest.mark.parametrize("solver", ["scipy", "lapx"])
+def test_recovered_duals_are_proved_at_the_capped_tolerance(rng, solver):
+    """Engines without duals (scipy, lapx) find the optimum beside placeholders; their recovered duals
+    are now proved at eps(C) too, not at the one the placeholders inflate (0.053 on 60 × 60)."""
+    if solver == "lapx":
+        pytest.importorskip("lap")
+    cost = placeholders(rng, 60, 60, 1e12)
+    rows, cols = scipy_lsa(cost)
+    solution = lapcli.solve(cost, solver=solver)
+    assert solution.report.certified and solution.report.certificate["tolerance"] < 1e-9
+    assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-13)
+    u, v = solution.duals
+    assert (cost - u[:, None] - v[None, :]).min() >= -1e-9
