@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .errors import LapInputError, LapTypeError
+from .errors import InfeasibleError, LapInputError, LapTypeError, SolverUnavailable
 
 NEEDS_DASK = "scale-out needs Dask: pip install 'lapcli[dask]'"
 CONNECT_TIMEOUT_S = 10  # a scheduler address that answers nothing fails this soon
@@ -84,7 +84,8 @@ def _one_line(error: BaseException) -> str:
 
 
 def _failed(index: int, error: BaseException) -> Failed:
-    bad_input = isinstance(error, (LapInputError, LapTypeError))  # lapcli's own input errors only
+    # lapcli's own input errors only, and a solver this machine cannot run (an option, as run_library_call has it)
+    bad_input = isinstance(error, (LapInputError, LapTypeError, SolverUnavailable))
     return Failed(index, type(error).__name__, _one_line(error), bad_input)
 
 
@@ -102,7 +103,8 @@ def solve_input(index: int, item, options: dict, read_options: dict) -> Solved |
         else:
             cost = item
         read = time.perf_counter()
-        ndim = 3 if isinstance(cost, list) else np.ndim(cost)  # a list: an NPZ's or HDF5 group's matrices
+        # a list of matrices (an NPZ's or HDF5 group's, or the caller's) is a batch; a nested list of numbers a matrix
+        ndim = 3 if isinstance(cost, list) and (not cost or np.ndim(cost[0]) == 2) else np.ndim(cost)
         options = dict(options)
         cost_limit = options.pop("cost_limit", None)
         if ndim == 2:
@@ -154,11 +156,12 @@ def _client(client, scheduler, n_inputs: int):
 def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None, solver: str = "auto",
                  maximize: bool = False, dtype: str | None = None, timeout: float | None = None,
                  cost_limit: float | None = None, read_options: dict | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> list[Solved | Failed]:
+                 progress: Callable[[int, int], None] | None = None,
+                 certify: bool | None = None) -> list[Solved | Failed]:
     """:func:`solve_many`, keeping each input's reader notes apart (``Solved``): what the CLI prints."""
     distributed = _require_dask()
     inputs = list(inputs)
-    options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout)
+    options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, certify=certify)
     if cost_limit is not None:
         options["cost_limit"] = cost_limit
     read_options = dict(read_options or {})
@@ -200,7 +203,7 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
 def solve_many(inputs: Sequence, *, client=None, scheduler: str | None = None, solver: str = "auto",
                maximize: bool = False, dtype: str | None = None, timeout: float | None = None,
                cost_limit: float | None = None, read_options: dict | None = None,
-               progress: Callable[[int, int], None] | None = None) -> list:
+               progress: Callable[[int, int], None] | None = None, certify: bool | None = None) -> list:
     """Solve every input on the workers of a Dask cluster; the results in input order.
 
     Parameters
@@ -214,7 +217,7 @@ def solve_many(inputs: Sequence, *, client=None, scheduler: str | None = None, s
         local cluster is started and closed here: dask-cuda's ``LocalCUDACluster`` (one worker per
         GPU) when more than one GPU is visible and dask-cuda imports, else a ``LocalCluster`` of
         min(CPUs, inputs) single-threaded processes.
-    solver, maximize, dtype, timeout, cost_limit
+    solver, maximize, dtype, timeout, cost_limit, certify
         As ``lapcli.solve`` (``cost_limit``: 2-D inputs only).
     read_options : dict, optional
         ``dataset``, ``header``, ``index_col`` for ``read_matrix``.
@@ -230,7 +233,7 @@ def solve_many(inputs: Sequence, *, client=None, scheduler: str | None = None, s
     """
     results = solve_inputs(inputs, client=client, scheduler=scheduler, solver=solver, maximize=maximize,
                            dtype=dtype, timeout=timeout, cost_limit=cost_limit, read_options=read_options,
-                           progress=progress)
+                           progress=progress, certify=certify)
     out = []
     for result in results:
         if isinstance(result, Solved):
@@ -242,10 +245,19 @@ def solve_many(inputs: Sequence, *, client=None, scheduler: str | None = None, s
 
 
 # ----------------------------------------------------------------------------- dask arrays
-def _solve_block(block, solver: str, maximize: bool):
+def _solve_block(block, solver: str, maximize: bool, total: int, block_info=None):
+    """One block's columns; an error names the block's problems among the array's ``total``
+    (solve_batch counts them within the block)."""
     from .pipeline import solve_batch
 
-    return solve_batch(block, solver=solver, maximize=maximize).col_ind
+    try:
+        return solve_batch(block, solver=solver, maximize=maximize).col_ind
+    except (InfeasibleError, LapInputError, LapTypeError) as error:
+        if block_info is None:
+            raise
+        first, stop = block_info[0]["array-location"][0]
+        where = f"in the block of problems {first} … {stop - 1} of the dask array's {total}"
+        raise type(error)(f"{error} ({where})") from None
 
 
 def solve_dask_array(costs, *, maximize: bool = False, solver: str = "auto"):
@@ -266,5 +278,5 @@ def solve_dask_array(costs, *, maximize: bool = False, solver: str = "auto"):
         costs = costs.rechunk({1: -1, 2: -1})  # a problem must live in one block
     n = costs.shape[1]
     meta = np.empty((0, 0), dtype=np.int64)
-    return costs.map_blocks(_solve_block, solver, maximize, drop_axis=2, chunks=(costs.chunks[0], (n,)),
+    return costs.map_blocks(_solve_block, solver, maximize, costs.shape[0], drop_axis=2, chunks=(costs.chunks[0], (n,)),
                             dtype=np.int64, meta=meta)

@@ -183,6 +183,8 @@ def test_integer_dtype_with_a_float_kind_is_exit_2_before_any_work(tmp_path):
     ("--dtypes", ",", "at least one value"),
     ("--ranges", "nan", "finite"),
     ("--ranges", "1,inf", "finite"),
+    ("--solvers", "scipy,scipy", "'scipy' is named more than once"),  # the table showed one run twice
+    ("--sizes", "4,4", "4 is named more than once"),
     ("--timeout", "nan", "not a finite number"),
     ("--timeout", "inf", "not a finite number"),
 ])

@@ -213,3 +213,37 @@ def test_local_cuda_cluster_spreads_stacks_over_every_gpu_in_input_order(rng):
         assert result.report.solver == "cuda-batch" and result.report.certified
         np.testing.assert_allclose(result.objectives, lapcli.solve_batch(stack).objectives, rtol=1e-6)
     assert len({value.split(",")[0] for value in devices.values()}) == scale.visible_gpus()
+
+
+def test_a_nested_list_matrix_is_one_problem_as_solve_takes_it(client):
+    """A list was taken for a list of matrices (an NPZ's): [[4, 1], [2, 0]] was refused as not 2-D."""
+    matrix, stack = [[4, 1], [2, 0]], [np.array([[4, 1], [2, 0]]), np.array([[1, 9], [9, 1]])]
+    one, several = solve_many([matrix, stack], client=client)
+    assert one.objective == lapcli.solve(matrix).objective == 3
+    assert several.objectives.tolist() == [3, 2]
+
+
+def test_certify_reaches_the_workers(client, tmp_path, rng):
+    """--certify with --dask or --scheduler was dropped: stacks came back uncertified."""
+    np.save(tmp_path / "s.npy", rng.random((3, 5, 5)))
+    result = invoke("solve", tmp_path / "s.npy", "--certify", "--json", "--scheduler", client.scheduler.address)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["certified"] is True
+    assert solve_many([rng.random((3, 5, 5))], client=client, certify=True)[0].report.certified
+
+
+def test_a_solver_this_machine_lacks_is_bad_input_on_the_workers_too(client, rng, monkeypatch):
+    """In process it is exit 2 (an option this machine cannot serve); on the workers it was 1."""
+    failed = scale._failed(0, lapcli.SolverUnavailable("solver 'cuda' cannot run here: no CUDA"))
+    assert failed.bad_input
+
+
+def test_a_dask_array_s_failing_problem_is_placed_in_the_whole_array(client, rng):
+    import dask.array as da
+
+    from lapcli.errors import InfeasibleError
+
+    stack = rng.random((6, 3, 3))
+    stack[4] = np.inf
+    with pytest.raises(InfeasibleError, match="in the block of problems 4 … 5 of the dask array's 6"):
+        client.compute(solve_dask_array(da.from_array(stack, chunks=(2, 3, 3)))).result()

@@ -31,8 +31,8 @@ from .support import (
 
 
 def csv_list(kind, check=None):
-    """A comma-separated option: at least one value, each converted by ``kind`` and accepted by
-    ``check`` (which returns why a value is wrong, or None)."""
+    """A comma-separated option: at least one value, none twice, each converted by ``kind`` and
+    accepted by ``check`` (which returns why a value is wrong, or None)."""
 
     def parse(ctx, param, value):
         if value is None:
@@ -43,6 +43,9 @@ def csv_list(kind, check=None):
             raise click.BadParameter(f"expected a comma-separated list, got {value!r}") from None
         if not items:
             raise click.BadParameter(f"expected at least one value, got {value!r}")
+        repeated = [item for item in dict.fromkeys(items) if items.count(item) > 1]
+        if repeated:  # the tables look results up by value: a repeat showed one run's numbers twice
+            raise click.BadParameter(f"{repeated[0]!r} is named more than once")
         for item in items:
             problem = check(item) if check else None
             if problem:

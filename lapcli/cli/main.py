@@ -246,7 +246,8 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         from ..scale import solve_inputs
 
         on_dask.solve_on_dask(solve_inputs, input_specs, read_options, dict(solver=solver, maximize=maximize, dtype=dtype,
-                      timeout=timeout, cost_limit=cost_limit), scheduler, several, console, report_path, json_stdout)
+                      timeout=timeout, cost_limit=cost_limit, certify=True if certify else None), scheduler, several,
+                      console, report_path, json_stdout)
         return
     outputs = Outputs()
     for spec in input_specs:
