@@ -155,7 +155,6 @@ def joined(matrices: list, dtype: np.dtype) -> np.ndarray:
 _FLOAT_BUFFER = threading.local()  # _end_to_end's buffer: a thread's own, kept between calls
 
 
-
 def scipy_form(cost: np.ndarray, maximize: bool) -> np.ndarray:
     """A member as scipy is given it: a float64 one reduced as the work stack reduces a float64
     problem (lapcli.work), each row's least cost subtracted (its largest to maximise), each
