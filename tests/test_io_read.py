@@ -66,3 +66,21 @@ def test_a_csv_value_beyond_float64_is_refused_and_a_written_inf_is_forbidden(tm
     matrix = read_matrix(str(tmp_path / "inf.csv"))
     assert np.isinf(matrix).sum() == 3 and matrix[0, 0] == 1
 
+
+
+def test_a_dataset_behind_an_external_link_is_read_from_the_file_that_holds_it(tmp_path, monkeypatch):
+    """The memory map took the linked dataset's offset in the file named, not the one holding it:
+    a larger linking file gave its own bytes (objective 0.0, certified), a smaller one an mmap error."""
+    cost = np.array([[9.0, 1.0], [1.0, 9.0]])
+    with h5py.File(tmp_path / "t.h5", "w") as h5:
+        h5["costs"] = cost
+    with h5py.File(tmp_path / "large.h5", "w") as h5:
+        h5["filler"] = np.zeros(4096)
+        h5["costs"] = h5py.ExternalLink("t.h5", "/costs")
+    with h5py.File(tmp_path / "small.h5", "w") as h5:
+        h5["costs"] = h5py.ExternalLink("t.h5", "/costs")
+    monkeypatch.chdir(tmp_path.parent)  # the link resolves beside the linking file, not in the working folder
+    for name in ("large.h5", "small.h5"):
+        read = read_matrix(f"{tmp_path / name}:/costs")
+        assert np.array_equal(read, cost)
+        assert lapcli.solve(read).objective == 2.0

@@ -327,8 +327,13 @@ def _memory_map(path: Path, node):
     """A contiguous, unfiltered HDF5 dataset lies in the file as one C-order block, as an NPY
     body does: map it read-only instead of reading it, so a GPU solve pages it straight into the
     pinned upload ring, as it does an NPY file. Anything else (chunks, compression, storage not
-    yet allocated): None."""
+    yet allocated) and a dataset another file holds (an external link: its offset is in that
+    file, and mapping ``path`` there read other bytes): None."""
     offset = node.id.get_offset()
     if node.chunks is not None or node.compression is not None or offset is None or node.size == 0:
         return None
-    return np.memmap(path, dtype=node.dtype, mode="r", offset=offset, shape=node.shape)
+    try:
+        in_path = os.path.samefile(node.file.filename, path)
+    except OSError:
+        in_path = False
+    return np.memmap(path, dtype=node.dtype, mode="r", offset=offset, shape=node.shape) if in_path else None
