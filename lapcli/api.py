@@ -57,16 +57,27 @@ def linear_sum_assignment(cost_matrix, maximize=False):
     """
     cost_matrix = host_tensor_values(cost_matrix)  # read as solve reads it, with or without a GPU
     xp = array_module(cost_matrix)
-    if xp is np and not cuda_status()[0]:
+    if xp is np and (not cuda_status()[0] or not _numbers(cost_matrix)):
         # no GPU: auto runs scipy; call it directly, as the assignment is all this function returns
         # (the report, objective and certificate would be pure overhead: a 1 × 1000 problem takes
-        # scipy 9 µs)
+        # scipy 9 µs). Costs NumPy holds as objects or text (ints past 2^64, Decimal, '1', None):
+        # scipy converts them, or refuses them in its own words, as the drop-in must
         return _scipy_lsa(cost_matrix, maximize)
     problem = prepare(cost_matrix, maximize=maximize, check=False)  # once: O(1), no pass over the costs
     if xp is np and choose(problem)[0] == "scipy":
         return _scipy_lsa(problem.original, maximize)
     solution = solve_problem(problem, certify=False)  # the pair is all it returns
     return xp.asarray(solution.row_ind), xp.asarray(solution.col_ind)
+
+
+def _numbers(cost_matrix) -> bool:
+    """Whether NumPy holds ``cost_matrix`` as numbers lapcli's engines take (bool, integers, floats
+    up to 64 bits); a ragged list is not."""
+    try:
+        dtype = cost_matrix.dtype if isinstance(cost_matrix, np.ndarray) else np.asarray(cost_matrix).dtype
+    except (ValueError, TypeError):
+        return False
+    return dtype.kind in "biuf" and dtype.itemsize <= 8
 
 
 def _scipy_lsa(cost_matrix, maximize: bool):

@@ -1,5 +1,7 @@
 """scipy.optimize.linear_sum_assignment's documented behaviour is the spec (issue: drop-in API)."""
 
+import re
+
 import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment as scipy_lsa
@@ -339,3 +341,23 @@ def test_auto_solves_long_rectangles_as_they_are_on_the_gpu(rng, monkeypatch):
     assert chosen(1000, 2500) == "cuda"  # more columns than a cluster holds on this GPU
     monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (False, "compute capability 8.0"))
     assert [chosen(1000, 2500), chosen(20, 3000)] == ["cuda", "scipy"]
+
+
+@pytest.mark.parametrize("cost", [[[2**64, 1], [1, 2**64]], [["1", "2"], ["3", "0"]], [[1, None]], [["a", "b"], ["c", "d"]],
+                                  [[1, 2], [3]]], ids=["past-int64", "text-numbers", "none", "text", "ragged"])
+def test_the_drop_in_takes_and_refuses_what_scipy_does_with_a_gpu_too(monkeypatch, cost):
+    """Where CUDA runs, lists NumPy holds as objects or text went to lapcli's pipeline, which refused
+    them all with its TypeError; scipy converts some and refuses the others in its own words."""
+    from decimal import Decimal
+
+    from lapcli import api
+
+    monkeypatch.setattr(api, "cuda_status", lambda: (True, "a CUDA device, pretended"))
+    for given in (cost, [[Decimal(1), 2], [3, 4]]):
+        try:
+            expected = [a.tolist() for a in scipy_lsa(given)]
+        except (ValueError, TypeError) as error:
+            with pytest.raises(type(error), match=re.escape(str(error)[:40])):
+                lapcli.linear_sum_assignment(given)
+        else:
+            assert [a.tolist() for a in lapcli.linear_sum_assignment(given)] == expected
