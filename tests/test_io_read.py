@@ -84,3 +84,13 @@ def test_a_dataset_behind_an_external_link_is_read_from_the_file_that_holds_it(t
         read = read_matrix(f"{tmp_path / name}:/costs")
         assert np.array_equal(read, cost)
         assert lapcli.solve(read).objective == 2.0
+
+
+def test_a_file_of_external_links_alone_says_how_to_name_one(tmp_path):
+    """The scan for a matrix does not follow external links; the error said only "holds no 2-D dataset"."""
+    with h5py.File(tmp_path / "t.h5", "w") as h5:
+        h5["costs"] = np.eye(2)
+    with h5py.File(tmp_path / "links.h5", "w") as h5:
+        h5["g/costs"] = h5py.ExternalLink("t.h5", "/costs")
+    with pytest.raises(lapcli.LapInputError, match=r"external links are not searched: name one, as .*:/g/costs"):
+        read_matrix(str(tmp_path / "links.h5"))

@@ -278,6 +278,16 @@ def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
             raise LapInputError(f"cannot read {where} as HDF5: {first_line(error)}") from None
 
 
+def _external_links_hint(handle, path: Path) -> str:
+    """Where the file links to datasets in other files (which the scan does not follow): how to name one."""
+    import h5py
+
+    links: list[str] = []
+    if hasattr(handle, "visititems_links"):  # h5py 3.11 and newer
+        handle.visititems_links(lambda name, link: links.append(name) if isinstance(link, h5py.ExternalLink) else None)
+    return f"; its external links are not searched: name one, as {path}:/{links[0]}" if links else ""
+
+
 def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
     """read_hdf5 on the open file ``handle``."""
     import h5py
@@ -294,7 +304,8 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
 
         handle.visititems(visit)
         if not candidates:
-            raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)")
+            raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)"
+                                + _external_links_hint(handle, path))
         parents = {name.rpartition("/")[0] for name in candidates}
         if len(candidates) > 1 and len(parents) == 1 and "" not in parents:
             # one group holds them all (what `lap generate --ragged -o FILE.h5` writes): that batch
