@@ -124,23 +124,22 @@ def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, bu
     began = time.perf_counter()
     row_offset = None if work.row_offset is None else np.asarray(work.row_offset[0])
     adapter = WorkMatrix(values, work.eps(0), row_offset, None)
-    eps = _capped_eps(adapter, col_of_row)
-    try:
+    capped = _capped_eps(adapter, col_of_row)
+    # recovered and proved at the capped tolerance where large costs no optimum takes inflate the work's
+    # (lapcli.cost_cap); where the duals do not hold there, at the work's own, which decides
+    for eps in dict.fromkeys((capped, work.eps(0))):
         try:
             u, v = recover(values, col_of_row, budget_passes, eps)
-        except ValueError:  # not within the capped tolerance: the problem's own decides (a large cost no optimum takes)
+            certificate = certify(values, col_of_row, u, v, eps, engine).to_dict()
+            break
+        except TooCostly:
+            return None, (f"recovering {engine}'s duals would cost more than {budget_passes:g} passes over the "
+                          "matrix, about its solve; certify=True forces it")
+        except (ValueError, SolverError) as error:
             if eps == work.eps(0):
-                raise
-            eps = work.eps(0)
-            u, v = recover(values, col_of_row, budget_passes, eps)
-    except TooCostly:
-        return None, (f"recovering {engine}'s duals would cost more than {budget_passes:g} passes over the "
-                      "matrix, about its solve; certify=True forces it")
-    except ValueError as error:
-        raise SolverError(f"the {engine} engine's answer failed its optimality certificate: {error}") from None
-    recovered_ms = (time.perf_counter() - began) * 1e3
-    certificate = certify(values, col_of_row, u, v, eps, engine).to_dict()
-    certificate["duals_recovered_ms"] = round(recovered_ms, 3)
+                raise SolverError(f"the {engine} engine's answer failed its optimality certificate: {error}"
+                                  if isinstance(error, ValueError) else str(error)) from None
+    certificate["duals_recovered_ms"] = round((time.perf_counter() - began) * 1e3, 3)
     return problem.duals_from_work(u, v, adapter), certificate
 
 
