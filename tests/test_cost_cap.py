@@ -144,3 +144,23 @@ def test_recovered_duals_that_miss_the_capped_tolerance_are_proved_at_the_work_s
             solution = lapcli.solve(cost, solver=solver)
             assert solution.report.certified
             assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12)
+
+
+def test_a_recovery_too_costly_at_the_capped_tolerance_tries_the_work_s(rng, monkeypatch):
+    """A tighter tolerance may take the recovery more passes: past its budget there, the work's own
+    tolerance is tried before the answer is left uncertified."""
+    from lapcli import duals
+
+    cost = placeholders(rng, 60, 60, 1e12)
+    recover, tried = duals.recover, []
+
+    def costly_when_tight(values, col_of_row, budget, tolerance):
+        tried.append(tolerance)
+        if tolerance < 1e-6:
+            raise duals.TooCostly()
+        return recover(values, col_of_row, budget, tolerance)
+
+    monkeypatch.setattr(duals, "recover", costly_when_tight)
+    solution = lapcli.solve(cost, solver="scipy")
+    assert len(tried) == 2 and tried[0] < 1e-6 < tried[1]
+    assert solution.report.certified and solution.report.certificate["tolerance"] == tried[1]
