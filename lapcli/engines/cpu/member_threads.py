@@ -20,11 +20,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...errors import LapInputError
 from ...work import SPREAD_OVERFLOWS, float64_exact_dtype
-from .member_values import check_float_spread, integers_exact, scipy_form
+from .member_values import check_float_spread, integers_exact, scipy_answers
 
 # _worker_split's estimates, µs (2-core CI machine): a member's solve, the worker's extra a member
 # and its late start (with the tall members given to the worker, 900 beat 300 and 600 on 1000 members
@@ -183,26 +182,10 @@ def _worker_split(index: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tupl
 def solved_here(indices: list, matrices: list, maximize: bool, then=None) -> list:
     """scipy's answer to each member, in order; where one raises, every member again, each error
     kept as its answer (errors are named, not hot). ``then``: called after."""
-    with np.errstate(invalid="ignore", over="ignore"):  # scipy_form: inf − inf is NaN, scipy refuses it; an
-        # overflowing spread is refused after (check_float_spread)
-        try:
-            solved = [scipy_lsa(scipy_form(matrices[b], maximize), maximize) for b in indices]
-        except ValueError:
-            solved = [_answer(matrices[b], maximize) for b in indices]
+    solved = scipy_answers([matrices[b] for b in indices], maximize)
     if then is not None:
         then()
     return solved
-
-
-def _answer(matrix, maximize: bool):
-    try:
-        return scipy_lsa(scipy_form(matrix, maximize), maximize)
-    except ValueError:
-        pass
-    try:  # as given, for scipy's own words: NaN or the wrong infinity, or no finite matching
-        return scipy_lsa(matrix, maximize)
-    except ValueError as error:
-        return error
 
 
 def _store(answers: list, indices: list, solved: list) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment  # at import: the worker process loads it before its first request
 
 from ...errors import LapInputError
 from ...work import SPREAD_OVERFLOWS, float64_exact_dtype, float64_exact_magnitude
@@ -163,9 +164,31 @@ def scipy_form(cost: np.ndarray, maximize: bool) -> np.ndarray:
     matrix's reduced work is solved within its tolerance); the same optimal pairs, since every
     row (of a tall member every column) is assigned once. Other dtypes as they are. A row whose
     least cost is not finite gives NaN, which scipy refuses: the caller then asks scipy about the
-    member as given, for its own words (infeasible, or invalid entries); callers silence NumPy's
-    warning of it (np.errstate once around their loop, not a member at a time)."""
+    member as given, for its own words (infeasible, or invalid entries): :func:`scipy_answers`."""
     if cost.dtype != FLOAT64 or not cost.size:
         return cost
     axis = 1 if cost.shape[0] <= cost.shape[1] else 0
     return cost - (cost.max(axis=axis, keepdims=True) if maximize else cost.min(axis=axis, keepdims=True))
+
+
+def scipy_answers(matrices, maximize: bool) -> list:
+    """scipy's (rows, cols) for each member, in order, each given as :func:`scipy_form` makes it;
+    where one raises, every member again, each error kept as its answer (the ValueError of the
+    member as given: errors are named, not hot). NumPy's warnings of the NaN scipy_form makes of
+    inf − inf, or of an overflowing spread (refused after, check_float_spread), are silenced once."""
+
+    def answer(matrix):
+        try:
+            return linear_sum_assignment(scipy_form(matrix, maximize), maximize)
+        except ValueError:
+            pass
+        try:  # as given, for scipy's own words: NaN or the wrong infinity, or no finite matching
+            return linear_sum_assignment(matrix, maximize)
+        except ValueError as error:
+            return error
+
+    with np.errstate(invalid="ignore", over="ignore"):
+        try:
+            return [linear_sum_assignment(scipy_form(matrix, maximize), maximize) for matrix in matrices]
+        except ValueError:
+            return [answer(matrix) for matrix in matrices]

@@ -24,11 +24,10 @@ import signal
 import sys
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ...work import float64_exact_magnitude
 from .member_answers import scatter_columns
-from .member_values import scipy_form, spread_overflows
+from .member_values import scipy_answers, spread_overflows
 
 READY = b"lapcli member worker\n"
 
@@ -69,28 +68,12 @@ def solve_share(buffer, rows: np.ndarray, cols: np.ndarray, maximize: bool, chec
     refused = bool(check_spread) and flat.dtype.kind == "f" and spread_overflows(flat, rows, cols)
     matrices = [flat[start:start + r * c].reshape(r, c)
                 for start, r, c in zip(value_starts.tolist(), rows.tolist(), cols.tolist())]
-    with np.errstate(invalid="ignore", over="ignore"):  # scipy_form: inf − inf is NaN, scipy refuses it; an
-        # overflowing spread is refused after (check_float_spread)
-        try:
-            found = [linear_sum_assignment(scipy_form(matrix, maximize), maximize) for matrix in matrices]
-        except ValueError:  # NaN, the wrong infinity, or no finite matching: each member again, errors kept
-            found = [_answer(matrix, maximize) for matrix in matrices]
+    found = scipy_answers(matrices, maximize)
     errors = [(k, str(answer)) for k, answer in enumerate(found) if type(answer) is not tuple]
     solved = [k for k, answer in enumerate(found) if type(answer) is tuple]
     col_of_row.fill(-1)
     scatter_columns(col_of_row, [found[k] for k in solved], row_starts[solved])  # member k's row r: row_starts[k] + r
     return errors, refused, False
-
-
-def _answer(matrix, maximize: bool):
-    try:
-        return linear_sum_assignment(scipy_form(matrix, maximize), maximize)
-    except ValueError:
-        pass
-    try:  # as given, for scipy's own words (lapcli.engines.cpu.member_values.scipy_form)
-        return linear_sum_assignment(matrix, maximize)
-    except ValueError as error:
-        return error
 
 
 def main(shared: int) -> None:
