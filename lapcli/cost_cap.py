@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from .errors import SolverError
+from .problem import array_module
 from .work import float_eps
 
 # Judge an answer again where capping tightens the tolerance at least this many times, and solve again
@@ -48,36 +51,39 @@ class CapRetry(Exception):
         self.square, self.cap, self.first = square, cap, first
 
 
-def cap_for(work, col_of_row, gain: float = CAP_GAIN) -> float | None:
+def cap_for(work, col_of_row) -> float | None:
     """C for a float work matrix (k × m, NumPy or CuPy) and the column of each of its rows, or None where
-    capping would not tighten the tolerance ``gain`` times (integers, float32, small spreads)."""
+    capping would not tighten the tolerance CAP_GAIN times (integers, float32, small spreads)."""
     values = work.values
     if work.exact or values.dtype.itemsize != 8 or work.row_offset is None or not values.size or work.eps <= 0:
         return None
     k, m = values.shape
-    xp = __import__("cupy") if type(values).__module__.startswith("cupy") else __import__("numpy")
+    xp = array_module(values)
     total = float(values[xp.arange(k), xp.asarray(col_of_row)].sum())  # padded rows are zeros
-    spread = work.eps / float_eps(m, 1.0)  # S, back from eps = m·S·2⁻⁵⁰
-    cap = 2 * total if total > 0 else spread * CAP_FLOOR
-    return cap if spread > gain * cap and cap == cap else None
+    cap = 2 * total if total > 0 else _spread(work) * CAP_FLOOR
+    return cap if _spread(work) > CAP_GAIN * cap and cap == cap else None
 
 
-def tightened(work, col_of_row, v, certificate, engine: str, square: bool, retry: bool = True):
+def _spread(work) -> float:
+    """S, the largest reduced cost, back from the work's eps = m·S·2⁻⁵⁰."""
+    return work.eps / float_eps(work.values.shape[1], 1.0)
+
+
+def tightened(work, col_of_row: np.ndarray, v: np.ndarray, certificate, engine: str, square: bool,
+              retry: bool = True):
     """``certificate`` (lapcli.certificate.Certificate) judged again at the capped tolerance, where capping
     would tighten it CAP_GAIN times: the tighter certificate where the answer holds there, else CapRetry where
     capping tightens it RETRY_GAIN times (and ``retry``: not once capped already), else the certificate as it was."""
     from .certificate import judged
 
-    cap = cap_for(work, col_of_row)
+    cap, m = cap_for(work, col_of_row), work.values.shape[1]
     if cap is None:
         return certificate
-    k, m = work.values.shape
-    xp = __import__("numpy") if isinstance(v, __import__("numpy").ndarray) else __import__("cupy")
-    try:
-        return judged(certificate.min_slack, certificate.max_assigned_slack, v, xp.asarray(col_of_row), m,
+    try:  # the slacks already read, judged at eps(C) (host duals and columns: certified_result's copies)
+        return judged(certificate.min_slack, certificate.max_assigned_slack, v, col_of_row, m,
                       float_eps(m, cap), engine, time.perf_counter() - certificate.ms / 1e3, certificate.where)
     except SolverError:
-        if not retry or cap_for(work, col_of_row, RETRY_GAIN) is None:
+        if not retry or _spread(work) <= RETRY_GAIN * cap:
             return certificate
         raise CapRetry(square, cap) from None
 
