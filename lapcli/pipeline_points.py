@@ -4,13 +4,13 @@ matrix."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
 import numpy as np
 
 from .arrays import host
+from .cuda.probe import device_context
 from .engines import registry
 from .errors import LapInputError
 from .pipeline import (check_device, check_timeout, loaded_engine, matrix_report, set_up_apart, solve_ms,
@@ -76,7 +76,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
         except LapInputError as refusal:  # a requested solver's, of the easier sets: say how they came
             raise type(refusal)(f"{refusal} ({easier.describe()})") from None
         return _mapped_back(solution, problem, easier, start, timeout, device)
-    with _on_gpu(device) if device is not None else contextlib.nullcontext():  # its memory, its capability
+    with device_context(device):  # the route asks the named device for its memory and capability
         name, reason, device_matrix = points_route(problem, solver)
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
@@ -139,7 +139,7 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> 
     report.details["frame"] = frame.describe()
     if solution.duals is None:
         return
-    with _on_gpu(device) if on_gpu else contextlib.nullcontext():  # every array of the pass on one device
+    with device_context(device if on_gpu else None):  # every array of the pass on one device
         cost = problem.dense(on_device=on_gpu)
         xp = array_module(cost)
         columns, moved_columns = (xp.asarray(sets.b) for sets in (problem, frame.moved))
@@ -202,20 +202,13 @@ def _host_matrix(sets):
                           "sets are matched in sorted order") from None
 
 
-def _on_gpu(device):
-    """The context of GPU ``device`` (None: the current one)."""
-    import cupy
-
-    return cupy.cuda.Device(device)
-
-
 def _device_matrix(problem, device):
     """The problem's cdist matrix built on ``device`` (default: the current GPU), or None where it
     does not fit there."""
     import cupy
 
     try:
-        with _on_gpu(device):
+        with device_context(device):
             return problem.dense(on_device=True)
     except cupy.cuda.memory.OutOfMemoryError:
         return None

@@ -170,8 +170,8 @@ def test_a_named_device_is_the_one_asked_for_room(rng, monkeypatch):
 
     asked = []
     monkeypatch.setattr(pipeline_points, "check_device", lambda device: None)
-    monkeypatch.setattr(pipeline_points, "_on_gpu", on)
-    monkeypatch.setattr(sorted_points, "_on_device", on)
+    monkeypatch.setattr(pipeline_points, "device_context", on)
+    monkeypatch.setattr(sorted_points, "device_context", on)
     routed, placed = auto.points_route, sorted_points.band_on_device
     monkeypatch.setattr(auto, "points_route", lambda *args: asked.append(("route", current[0])) or routed(*args))
     monkeypatch.setattr(sorted_points, "band_on_device", lambda k, m: asked.append(("band", current[0])) or placed(k, m))

@@ -4,6 +4,7 @@ probes read these. No CuPy import where the driver can answer (cuda.bindings, ~2
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 from functools import lru_cache
 
@@ -84,6 +85,16 @@ def _new_enough(required: tuple[int, int], needs: str, family: str) -> tuple[tup
         return None, (f"the device has compute capability {arch[0]}.{arch[1]}; {needs} "
                       f"{required[0]}.{required[1]} or newer ({family})")
     return arch, None
+
+
+def device_context(device: int | None):
+    """GPU ``device``'s context (CuPy's), where one is named; else nothing changes (the current device,
+    and no CuPy import where none is named)."""
+    if device is None:
+        return contextlib.nullcontext()
+    import cupy
+
+    return cupy.cuda.Device(device)
 
 
 def free_device_bytes() -> int:

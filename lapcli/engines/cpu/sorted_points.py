@@ -19,12 +19,12 @@ argument holds for exact costs; the certificate reads all n² computed ones
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import numpy as np
 
 from ...arrays import host
+from ...cuda.probe import device_context
 from ...errors import LapInputError
 from ...points import costs
 from ...steps import StepStat
@@ -110,7 +110,7 @@ def _band(x, y, problem, timeout, began, device, details: dict) -> tuple[np.ndar
     """(the band programme's columns, the GPU's name or None for the host): on the GPU
     (lapcli.cuda.sorted_band) where band_on_device, its compile time into ``details``."""
     k, m = len(x), len(y)
-    with _on_device(device):  # the room and capability of the GPU it would run on
+    with device_context(device):  # the room and capability of the GPU it would run on
         if not band_on_device(k, m):
             return band_pairs(x, y, problem.metric, problem.p, problem.sign, timeout, began), None
         from ...cuda.hungarian import device_name
@@ -121,15 +121,6 @@ def _band(x, y, problem, timeout, began, device, details: dict) -> tuple[np.ndar
     if compile_ms:
         details["compile_ms"] = round(compile_ms, 3)
     return taken, gpu
-
-
-def _on_device(device):
-    """GPU ``device``'s context, where one is named (the pipeline checked it exists)."""
-    if device is None:
-        return contextlib.nullcontext()
-    import cupy
-
-    return cupy.cuda.Device(device)
 
 
 def _certified(problem, col_of_row, u, v, timeout, began, device, certify, details: dict) -> dict:
