@@ -444,6 +444,8 @@ def error_cases(tmp_path):
         "h5 external link": (["links.h5", "--dataset", "external"], "cannot read links.h5:external as HDF5"),
         "comments only": (["comments.csv"], "comments.csv holds no numbers"),
         "directory": ([".", ], "is a directory"),
+        "dataset of an NPY": (["ok.npy", "--dataset", "costs"], "--dataset costs names a dataset, but ok.npy is not"),
+        "dataset of a CSV": (["comments.csv", "--dataset", "x"], "but comments.csv is not HDF5 or NPZ"),
         "bad dtype option": (["ok.npy", "--dtype", "int8"], "int8"),
         "bad solver option": (["ok.npy", "--solver", "magic"], "magic"),
         "bad output extension": (["ok.npy", "-o", "a.xyz"], "unknown assignment extension"),
@@ -459,6 +461,11 @@ def test_every_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeyp
         result = invoke("solve", *args, "-o", "out.csv", "--report", "rep.json") if "-o" not in args else invoke("solve", *args)
         assert_one_line_error(result, 2, fragment)
         assert set(os.listdir(tmp_path)) == before, name
+
+
+def test_a_dataset_named_for_stdin_is_refused_not_ignored():
+    result = invoke("solve", "-", "--dataset", "costs", input=b"1,2\n3,4\n")
+    assert_one_line_error(result, 2, "--dataset costs names a dataset, but stdin is not HDF5 or NPZ")
 
 
 def test_infeasible_is_exit_1(tmp_path):

@@ -167,7 +167,7 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
               help="Engine ('lap info' lists them and says which can run here); a stack takes auto or a batch engine.")
 @click.option("--maximize", is_flag=True, help="Maximise the total instead of minimising it.")
 @click.option("--dtype", type=click.Choice(WORK_DTYPES), help="Working dtype of the Hungarian solvers.")
-@click.option("--dataset", help="HDF5 dataset (or write INPUT as FILE.h5:/path).")
+@click.option("--dataset", help="HDF5 dataset or NPZ array (or write INPUT as FILE.h5:/path); other input refuses it.")
 @click.option("--header/--no-header", default=None,
               help="Text input: the first line is (not) a header. Default: a first line without numbers is one.")
 @click.option("--index-col", is_flag=True, help="Text input: drop the first column (pandas' to_csv() index).")

@@ -36,6 +36,8 @@ def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, 
     to text input only (see :func:`read_text_with_info`)."""
     text_options = {"header": header, "index_col": index_col}
     if spec == "-":
+        if dataset is not None:
+            refuse_dataset("stdin", dataset)
         stream = stdin if stdin is not None else sys.stdin.buffer
         return read_stdin_with_info(stream.read(), **text_options)
     path, dataset = check_input_spec(spec, dataset)
@@ -69,7 +71,15 @@ def check_input_spec(spec: str, dataset: str | None = None) -> tuple[Path, str |
         raise LapInputError(f"{path} is empty")
     if dataset is not None and inner is not None and dataset.strip("/") != inner.strip("/"):
         raise LapInputError(f"{spec} names the dataset {inner} and --dataset names {dataset}; give one")
+    if dataset is not None and suffix not in (*HDF5_SUFFIXES, ".npz"):
+        refuse_dataset(str(path), dataset)
     return path, dataset or inner
+
+
+def refuse_dataset(name: str, dataset: str) -> None:
+    """A dataset named for input that has none (NPY, text, stdin): refused, not ignored, as the
+    caller meant some other matrix than the one that would be read."""
+    raise LapInputError(f"--dataset {dataset} names a dataset, but {name} is not HDF5 or NPZ")
 
 
 def _is_pandas_table(node) -> bool:
