@@ -263,6 +263,14 @@ def test_a_ragged_npz_and_an_hdf5_group_are_solved_as_one_batch(tmp_path, rng):
     assert json.loads(result.output)["objectives"] == loop_answers(grouped)
 
 
+def test_an_npy_output_for_a_ragged_batch_is_refused_before_the_solve(tmp_path, monkeypatch):
+    import lapcli.pipeline
+
+    np.savez(tmp_path / "r.npz", np.ones((2, 3)), np.ones((3, 3)))
+    monkeypatch.setattr(lapcli.pipeline, "solve_batch", lambda *args, **kwargs: pytest.fail("solved first"))
+    assert_one_line_error(invoke("solve", tmp_path / "r.npz", "-o", tmp_path / "c.npy"), 2, "several shapes")
+
+
 def test_ragged_generation_needs_a_batch_and_a_file(tmp_path):
     assert_one_line_error(invoke("generate", "--n", 5, "--ragged", "-o", tmp_path / "a.npz"), 2, "--batch")
     assert_one_line_error(invoke("generate", "--n", 5, "--batch", 3, "--ragged", "-o", tmp_path / "a.npy"), 2, ".npz")

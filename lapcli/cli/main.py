@@ -32,6 +32,7 @@ from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
 from ..io.read import Batch, input_rank, read_matrix_with_info
 from ..io.write import (
     check_output_path,
+    check_stack_output,
     reporting_write_errors,
     stack_assignment_bytes,
     write_bytes,
@@ -279,6 +280,8 @@ def solve_stack(cost, options, output, outputs):
     col_ind; the report."""
     from ..pipeline import solve_batch
 
+    if output is not None and isinstance(cost, list):  # refused before the solve, not after it
+        run_library_call(check_stack_output, output, len({matrix.shape for matrix in cost}) > 1)
     solution = run_library_call(solve_batch, cost, **options)
     if output is not None:
         names = cost.names if isinstance(cost, Batch) else None  # an NPZ's or a group's: answers go under them

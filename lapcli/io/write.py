@@ -293,6 +293,14 @@ def assignment_bytes(path: str, rows: np.ndarray, cols: np.ndarray, n_rows: int)
     return ("\n".join(lines) + "\n").encode()
 
 
+def check_stack_output(path: str, several_shapes: bool) -> None:
+    """Refuses an NPY file for the answers of a batch of several shapes (one array per problem),
+    which one NPY array cannot hold; called before the solve as well as at the write."""
+    if several_shapes and path != "-" and Path(path).suffix.lower() == ".npy":
+        raise LapInputError(f"{path}: a batch of problems of several shapes does not fit one NPY array; "
+                            "write .npz, .csv or .json")
+
+
 def stack_assignment_bytes(path: str, col_ind, names=None) -> bytes:
     """Serialise the assignments of a batch, ``col_ind`` (B, n) or, for a ragged batch, a list of
     one array per problem, −1 for an unassigned row: NPY the (B, n) int64 array (not for a ragged
@@ -301,9 +309,7 @@ def stack_assignment_bytes(path: str, col_ind, names=None) -> bytes:
     suffix = ".csv" if path == "-" else Path(path).suffix.lower()
     problems = [np.asarray(c, dtype=np.int64) for c in col_ind]
     if suffix == ".npy":
-        if isinstance(col_ind, list):
-            raise LapInputError(f"{path}: a batch of problems of several shapes does not fit one NPY array; "
-                                "write .npz, .csv or .json")
+        check_stack_output(path, several_shapes=isinstance(col_ind, list))
         buffer = io.BytesIO()
         np.save(buffer, np.asarray(col_ind, dtype=np.int64))
         return buffer.getvalue()
