@@ -666,6 +666,16 @@ def test_a_stdin_closed_before_the_start_is_bad_input(tmp_path):
     assert process.stderr.decode() == "Error: stdin is closed: nothing to read from '-'\n"
 
 
+@pytest.mark.parametrize("args, code, stdout", [(["solve", "missing.npy"], 2, b""), (["solve", "--bogus"], 2, b""),
+                                                (["solve", "m.npy", "-o", "-"], 0, b"row,col\n0,0\n1,1\n")])
+def test_a_stderr_closed_before_the_start_keeps_messages_off_stdout(tmp_path, args, code, stdout):
+    """Descriptor 2 closed (``2>&-``): Click printed its errors on stdout, among the data."""
+    np.save(tmp_path / "m.npy", np.array([[0, 5], [5, 0]]))
+    process = subprocess.run(LAP + args, cwd=tmp_path, stdout=subprocess.PIPE, timeout=120,
+                             preexec_fn=lambda: os.close(2))
+    assert (process.returncode, process.stdout) == (code, stdout)
+
+
 @pytest.mark.parametrize("args", [["solve", "m.npy", "--report", "-", "--json"], ["solve", "m.npy", "--duals", "-", "--json"],
                                   ["solve", "--points", "a.npy", "b.npy", "--report", "-", "--json"],
                                   ["bench", "--sizes", "8", "--solvers", "scipy", "--json", "-", "--csv", "-"]])

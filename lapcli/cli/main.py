@@ -10,6 +10,7 @@ one line, never a traceback.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 
@@ -328,6 +329,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout = ClosedStdout()
     if sys.stdin is None:
         sys.stdin = ClosedStdin()
+    if sys.stderr is None:  # descriptor 2 closed: messages are dropped (Click would print its errors on stdout)
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - it is the process's stderr until exit
     try:
         code = cli.main(args=argv, prog_name="lap", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
