@@ -263,6 +263,18 @@ def test_a_ragged_npz_and_an_hdf5_group_are_solved_as_one_batch(tmp_path, rng):
     assert json.loads(result.output)["objectives"] == loop_answers(grouped)
 
 
+@pytest.mark.parametrize("name", ["one.npz", "one.h5"])
+def test_a_generated_batch_of_one_is_read_as_a_batch(tmp_path, name):
+    """A batch of one (array or dataset "0", as lapcli names a batch's members) answers as a batch,
+    as it does with two members; one array np.savez names arr_0 stays a matrix."""
+    assert invoke("generate", "--batch", 1, "--n", 4, "--ragged", "--seed", 3, "-o", tmp_path / name, "-q").exit_code == 0
+    result = invoke("solve", tmp_path / name, "-o", "-", "--report", tmp_path / "r.json", "-q")
+    assert result.exit_code == 0 and result.output.startswith("problem,row,col\n")
+    assert json.loads((tmp_path / "r.json").read_text())["batch"] == 1
+    np.savez(tmp_path / "matrix.npz", np.array([[0, 5], [5, 0]]))
+    assert invoke("solve", tmp_path / "matrix.npz", "-o", "-", "-q").output == "row,col\n0,0\n1,1\n"
+
+
 def test_an_npy_output_for_a_ragged_batch_is_refused_before_the_solve(tmp_path, monkeypatch):
     import lapcli.pipeline
 

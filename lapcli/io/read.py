@@ -203,7 +203,8 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
 def read_npz(path: Path, name: str | None):
     """One array of an NPZ file (NumPy's archive of several): the one it holds, or ``name``
     (``FILE.npz:name``, or --dataset); or, when every array it holds is a matrix and none is
-    named, all of them as a :class:`Batch`: a ragged batch. A file that is no zip
+    named, all of them as a :class:`Batch`: a ragged batch (one array named "0" is a batch of one,
+    as ``lap generate --ragged`` and the batch outputs name their arrays). A file that is no zip
     archive, one cut short or damaged, and a member that is not an NPY array are bad input."""
     try:
         with open(path, "rb") as handle:
@@ -211,7 +212,7 @@ def read_npz(path: Path, name: str | None):
                 raise LapInputError(f"cannot read {path} as NPZ: it is not a zip archive (what np.savez writes)")
         with np.load(path, allow_pickle=False) as archive:
             names = list(archive.files)
-            if name is None and len(names) > 1:
+            if name is None and (len(names) > 1 or names == ["0"]):  # "0": a batch of one, as lapcli writes it
                 order = batch_order(names)
                 arrays = [_npz_member(path, archive, n) for n in order]
                 if all(a.ndim == 2 for a in arrays):
@@ -317,8 +318,8 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
             raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)"
                                 + _external_links_hint(handle, path))
         parents = {name.rpartition("/")[0] for name in candidates}
-        if len(candidates) > 1 and len(parents) == 1 and "" not in parents:
-            # one group holds them all (what `lap generate --ragged -o FILE.h5` writes): that batch
+        if len(parents) == 1 and "" not in parents and (len(candidates) > 1 or candidates[0].endswith("/0")):
+            # one group holds them all (what `lap generate --ragged -o FILE.h5` writes, "0" alone for one): that batch
             candidates = [parents.pop()]
         if len(candidates) > 1:
             raise LapInputError(
