@@ -19,6 +19,10 @@ whose tolerance is eps(C). H200, 5 % of U[0, 1) costs at 1e12: cuda came back 12
 2,048 and 4,096 (cuda-sap, auto's choice, 3.6 and 3.0), certified within 1.8 and 3.6; capped, each is the optimum,
 certified within 1e-12 to 5e-11, in 0.016-0.085 s against 0.005-0.059 s for the wrong answers
 (docs/bench/cost-cap-h200.txt).
+
+float32 work is unreduced (lapcli.work) and its tolerance follows max |c|; slacks computed from it round at that
+magnitude, so it is not judged at eps(C) but solved again on float64 work, reduced exactly and capped (unless
+float32 was asked for: the report then says why not).
 """
 
 from __future__ import annotations
@@ -53,15 +57,28 @@ class CapRetry(Exception):
 
 def cap_for(work, col_of_row) -> float | None:
     """C for a float work matrix (k × m, NumPy or CuPy) and the column of each of its rows, or None where
-    capping would not tighten the tolerance CAP_GAIN times (integers, float32, small spreads)."""
+    capping would not tighten the tolerance CAP_GAIN times (integers, small spreads). float32 work is
+    unreduced, its tolerance following max |c|: its reduced total is taken from its row minima in float64."""
     values = work.values
-    if work.exact or values.dtype.itemsize != 8 or work.row_offset is None or not values.size or work.eps <= 0:
+    if work.exact or values.dtype.kind != "f" or not values.size or work.eps <= 0:
+        return None
+    unreduced = values.dtype.itemsize == 4
+    if not unreduced and work.row_offset is None:
         return None
     k, m = values.shape
     xp = array_module(values)
-    total = float(values[xp.arange(k), xp.asarray(col_of_row)].sum())  # padded rows are zeros
+    picked = values[xp.arange(k), xp.asarray(col_of_row)]  # padded rows are zeros
+    if unreduced:
+        picked = picked.astype(np.float64) - values.min(axis=1).astype(np.float64)
+    total = float(picked.sum())
     cap = 2 * total if total > 0 else _spread(work) * CAP_FLOOR
     return cap if _spread(work) > CAP_GAIN * cap and cap == cap else None
+
+
+def judged_at_cap(work) -> bool:
+    """Whether slacks computed from ``work`` resolve the capped tolerance: reduced float64 work does; float32
+    work holds its costs unreduced, whose slacks round at max |c|, so its answers are solved again instead."""
+    return work.values.dtype.itemsize == 8
 
 
 def _spread(work) -> float:
@@ -79,13 +96,15 @@ def tightened(work, col_of_row: np.ndarray, v: np.ndarray, certificate, engine: 
     cap, m = cap_for(work, col_of_row), work.values.shape[1]
     if cap is None:
         return certificate
-    try:  # the slacks already read, judged at eps(C) (host duals and columns: certified_result's copies)
-        return judged(certificate.min_slack, certificate.max_assigned_slack, v, col_of_row, m,
-                      float_eps(m, cap), engine, time.perf_counter() - certificate.ms / 1e3, certificate.where)
-    except SolverError:
-        if not retry or _spread(work) <= RETRY_GAIN * cap:
-            return certificate
-        raise CapRetry(square, cap) from None
+    if judged_at_cap(work):
+        try:  # the slacks already read, judged at eps(C) (host duals and columns: certified_result's copies)
+            return judged(certificate.min_slack, certificate.max_assigned_slack, v, col_of_row, m,
+                          float_eps(m, cap), engine, time.perf_counter() - certificate.ms / 1e3, certificate.where)
+        except SolverError:
+            pass
+    if not retry or _spread(work) <= RETRY_GAIN * cap:
+        return certificate
+    raise CapRetry(square, cap)
 
 
 def solved_capped(problem, run, retry: CapRetry, timeout: float | None, start: float, device):

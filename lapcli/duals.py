@@ -147,10 +147,10 @@ def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, bu
 def _capped_eps(work, col_of_row: np.ndarray) -> float:
     """The float tolerance capped by the answer's reduced total where large costs no optimum takes
     inflate it (lapcli.cost_cap), else the work's own: the duals are recovered and proved there."""
-    from .cost_cap import cap_for
+    from .cost_cap import cap_for, judged_at_cap
     from .work import float_eps
 
-    cap = cap_for(work, col_of_row)
+    cap = cap_for(work, col_of_row) if judged_at_cap(work) else None
     return work.eps if cap is None else float_eps(work.values.shape[1], cap)
 
 

@@ -105,7 +105,7 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
     arr = stack.transpose(0, 2, 1) if stack.shape[1] > stack.shape[2] else stack
     any_forbidden = bool(forbidden.any()) if forbidden is not None else False
     if (not maximize and not any_forbidden and arr.dtype in _PLAIN and requested in (None, _PLAIN[arr.dtype])
-            and arr.flags.c_contiguous):
+            and arr.flags.c_contiguous and cap is None):
         return Work(arr)  # already its own work stack: no copy (a small batch's whole call is ~0.1 ms)
     if arr.dtype.kind == "f" and requested is not None and requested.startswith("int"):
         arr = floats_as_integers(arr, xp, requested, any_forbidden)
@@ -118,7 +118,8 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
         raise TooWideError(f"integer costs span too wide a range for exact int64 duals at n={arr.shape[2]}, "
                            "even reduced (spread · 4(n+1) ≥ 2^62); lapcli does not round integers: "
                            "narrow their range, or convert them to float64 yourself")
-    target = requested or ("float32" if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 else "float64")
+    # capped (lapcli.cost_cap): float32 costs reduced in float64, exactly, as reducing in float32 would round them
+    target = requested or ("float32" if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 and cap is None else "float64")
     if arr.dtype.kind in "biu":
         _check_exact_in_float(arr, target)
     work = _float_work(arr, xp, maximize, any_forbidden, target, square, forbidden is not None, cap)

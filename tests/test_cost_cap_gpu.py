@@ -38,3 +38,19 @@ def test_a_heavy_tail_is_judged_again_not_solved_again(rng, solver):
     solution = lapcli.solve(cost, solver=solver)
     assert solution.report.certified and "costs_capped_at" not in solution.report.details
     assert float(solution.objective) == pytest.approx(cost[rows, cols].sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["cuda", "cuda-sap", "auto"])
+@pytest.mark.parametrize("shape", [(700, 700), (500, 640), (3000, 3000)])
+@pytest.mark.parametrize("on_device", [False, True])
+def test_float32_costs_beside_placeholders_are_solved_again_in_float64(rng, solver, shape, on_device):
+    """float32 work follows max |c|: solved again on float64 work, capped, for the optimum."""
+    import cupy
+    import numpy as np
+
+    cost = placeholders(rng, *shape, 1e12, forbid=0.01).astype(np.float32)
+    rows, cols = scipy_lsa(cost.astype(np.float64))
+    best = cost.astype(np.float64)[rows, cols].sum()
+    solution = lapcli.solve(cupy.asarray(cost) if on_device else cost, solver=solver)
+    assert solution.report.certified and solution.report.certificate["tolerance"] < 1e-8
+    assert float(solution.objective) == pytest.approx(best, rel=1e-6, abs=1e-6)

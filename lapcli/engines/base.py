@@ -45,8 +45,12 @@ def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: st
         certificate = tightened(work, col_of_row, v, certificate, engine, square=len(work.values) == work.values.shape[1],
                                 retry=not problem.caps)
     except CapRetry as retry:
-        retry.first = result  # proved at the looser tolerance: for a caller that cannot solve again
-        raise
+        if work.values.dtype.itemsize == 8 or problem.requested_dtype is None:
+            retry.first = result  # proved at the looser tolerance: for a caller that cannot solve again
+            raise
+        result.details["costs_capped_at"] = (  # float32 asked for, whose tolerance follows max |c|: said so
+            f"not solved again: float32 work, asked for, is proved within {certificate.tolerance:.3g}, a tolerance "
+            f"that follows its largest cost; float64 work would be solved again with costs capped at {retry.cap:.6g}")
     result.certificate = certificate.to_dict()
     return result
 
