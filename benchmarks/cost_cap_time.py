@@ -3,9 +3,10 @@ costs with eps (lapcli.cost_cap): a JSON line a case and solver with the wall se
 ``lapcli.solve`` (host arrays, the median of 5 after a warm-up), the objective less scipy's optimum
 (n ≤ 4,096), the certificate's tolerance and the cap where the engine solved again. Cases, seed 3:
 U[0, 1), Exp(1), and U[0, 1) with 5 % of the entries 1e12 (an assignment kept free of them), at
-n = 2,048, 4,096 and 8,192. Whichever lapcli is first on the path is timed:
+n = 2,048, 4,096 and 8,192, float64 or (DTYPE float32) rounded to float32. Whichever lapcli is first
+on the path is timed:
 
-    python benchmarks/cost_cap_time.py LABEL
+    python benchmarks/cost_cap_time.py LABEL [DTYPE]
 
 Needs a GPU.
 """
@@ -37,11 +38,12 @@ def main() -> None:
     import lapcli
 
     label = sys.argv[1] if len(sys.argv) > 1 else ""
+    dtype = np.dtype(sys.argv[2] if len(sys.argv) > 2 else "float64")
     for name, cost in cases(np.random.default_rng(3)).items():
-        best = None
+        cost, best = cost.astype(dtype), None
         if cost.shape[0] <= 4096:
-            rows, cols = scipy_lsa(cost)
-            best = float(cost[rows, cols].sum())
+            rows, cols = scipy_lsa(cost.astype(np.float64))
+            best = float(cost.astype(np.float64)[rows, cols].sum())
         for solver in ("cuda", "cuda-sap", "auto"):
             lapcli.solve(cost, solver=solver)
             times, solution = [], None
@@ -49,7 +51,7 @@ def main() -> None:
                 began = time.perf_counter()
                 solution = lapcli.solve(cost, solver=solver)
                 times.append(time.perf_counter() - began)
-            print(json.dumps({"tree": label, "case": name, "solver": solver, "engine": solution.report.solver,
+            print(json.dumps({"tree": label, "case": f"{name} {dtype}", "solver": solver, "engine": solution.report.solver,
                               "s": round(float(np.median(times)), 4),
                               "off": None if best is None else solution.objective - best,
                               "tolerance": solution.report.certificate.get("tolerance"),
