@@ -215,8 +215,12 @@ def check_metric(metric: str, p: float | None) -> tuple[str, float]:
     p = 2.0 if p is None else p
     if not isinstance(p, numbers.Real) or isinstance(p, bool) or not p >= 1:
         raise LapInputError(f"minkowski needs p >= 1 (a norm), not {p!r}")
-    named = {1.0: "cityblock", 2.0: "euclidean", math.inf: "chebyshev"}.get(float(p))
-    return (named, 2.0) if named else ("minkowski", float(p))
+    try:
+        p = float(p)
+    except OverflowError:  # an int past float64's range
+        raise LapInputError("minkowski's p is past float64's range; p = inf is chebyshev") from None
+    named = {1.0: "cityblock", 2.0: "euclidean", math.inf: "chebyshev"}.get(p)
+    return (named, 2.0) if named else ("minkowski", p)
 
 
 def _checked_points(points: Any, name: str):

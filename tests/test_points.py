@@ -148,6 +148,7 @@ def test_an_empty_set_gives_an_empty_answer(shape):
     (np.zeros((2, 2)), np.ones((2, 2)), {"metric": "cosine"}, "origin"),
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "hamming"}, "unknown metric"),
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": 0.5}, "p >= 1"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": 10**400}, "past float64's range"),
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "euclidean", "p": 3}, "takes none"),
     (np.ones((2, 2)), np.ones((2, 2)), {"solver": "cuda-batch"}, "solves stacks"),
     # a pair whose distance overflows float64 read as forbidden, silently
