@@ -88,9 +88,13 @@ class PointProblem:
         sets sorted they are then a Monge array, whose optimum does not cross (engine ``sorted``).
         Every metric's are, unless a power of a difference underflows (cdist's (|d|^p)^(1/p) reads
         0 for d ≠ 0 below 2^(−1022/p): p = 50 already at 10⁻⁶): the smallest nonzero difference is
-        at least the spacing of the smallest nonzero coordinate."""
+        at least the spacing of the smallest nonzero coordinate. Nor where a total of k costs can pass
+        float64's range: the band programme and the chained duals cannot rank infinite sums."""
         if self.dim != 1 or self.is_empty:
             return False
+        with np.errstate(over="ignore"):
+            if not math.isfinite(self.largest_cost() * (min(self.n_rows, self.n_cols) + 1)):
+                return False
         power = {"sqeuclidean": 2.0, "euclidean": 2.0, "minkowski": self.p}.get(self.metric)
         if power is None:  # |x − y|, its maximum over one coordinate, or cosine's 1 − (±1)(±1)
             return True

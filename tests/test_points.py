@@ -219,6 +219,19 @@ def test_a_total_past_the_float_range_is_infinite_as_a_matrix_s(shape, maximize,
     assert math.isinf(solution.objective) == (maximize or "square" in shape)
 
 
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("m", [2, 3])
+def test_sets_on_a_line_whose_totals_overflow_are_not_sorted(maximize, m):
+    """±8e307 on a line: the band programme ranked infinite sums as equal and picked pairs whose chained
+    duals failed the certificate ("a bug, please report it"); such sets take the matrix route."""
+    a, b = np.array([[-8e307], [8e307]]), np.array([[-8e307], [8e307], [0.0]])[:m]
+    solution = lapcli.solve_points(a, b, "cityblock", maximize=maximize)
+    rows, cols = scipy_lsa(cdist(a, b, "cityblock"), maximize=maximize)
+    assert solution.objective == cdist(a, b, "cityblock")[rows, cols].sum() and solution.report.solver != "sorted"
+    with pytest.raises(LapInputError, match="pass float64's range"):
+        lapcli.solve_points(a, b, "cityblock", maximize=maximize, solver="sorted")
+
+
 def test_without_a_points_engine_auto_solves_the_matrix(rng, monkeypatch):
     """auto's rule: above 2048 points a side with clusters, the implicit engine; otherwise the
     matrix, through the matrix rules (named 'auto' until they choose)."""
