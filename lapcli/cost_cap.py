@@ -68,9 +68,11 @@ def cap_for(work, col_of_row) -> float | None:
     k, m = values.shape
     xp = array_module(values)
     picked = values[xp.arange(k), xp.asarray(col_of_row)]  # padded rows are zeros
-    if unreduced:
+    if unreduced:  # row by row, then summed: the costs' magnitude cancels before the sum
         picked = picked.astype(np.float64) - values.min(axis=1).astype(np.float64)
     total = float(picked.sum())
+    if unreduced and total == 0:  # every row at its minimum: optimal as it is, whatever the tolerance
+        return None
     cap = 2 * total if total > 0 else _spread(work) * CAP_FLOOR
     return cap if _spread(work) > CAP_GAIN * cap and cap == cap else None
 

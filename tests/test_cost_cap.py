@@ -60,6 +60,19 @@ def test_float32_costs_beside_placeholders_are_solved_again_in_float64(rng, shap
     assert asked.report.details["costs_capped_at"].startswith("not solved again: float32 work, asked for")
 
 
+def test_float32_answers_at_every_row_minimum_are_not_solved_again(rng, monkeypatch):
+    """A float32 answer whose reduced total is 0 is optimal as it stands: one solve, not two."""
+    from lapcli.engines.cpu import numpy as numpy_engine
+
+    cost = np.full((200, 200), 1e12, dtype=np.float32)
+    cost[np.arange(200), rng.permutation(200)] = rng.random(200).astype(np.float32)
+    runs, solve = [], numpy_engine.solve
+    monkeypatch.setattr(numpy_engine, "solve", lambda problem, **kw: runs.append(1) or solve(problem, **kw))
+    solution = lapcli.solve(cost, solver="numpy")
+    assert len(runs) == 1 and "costs_capped_at" not in solution.report.details
+    assert solution.objective == pytest.approx(float(np.sort(cost, axis=1)[:, 0].astype(np.float64).sum()))
+
+
 def test_capped_work_keeps_the_optimum_and_its_duals_prove_the_true_costs(rng):
     """The capped work's optimum is the true one, its duals feasible for the true costs (a capped cost is
     below its true one) and tight on the pairs, which no cap touched."""
