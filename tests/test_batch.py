@@ -271,6 +271,24 @@ def test_without_a_gpu_small_batches_are_a_plain_scipy_loop(rng, monkeypatch, no
     assert isinstance(one_shape, np.ndarray) and one_shape.shape == (5, 3)
 
 
+@pytest.mark.parametrize("maximize", [False, True])
+def test_without_a_gpu_the_loop_answers_as_the_pipeline_on_large_offsets(rng, no_gpu, maximize):
+    """1e6 + multiples of 2^-33: scipy on the costs as given took pairs 2^-33 off the optimum, so a
+    batch's answers changed where its size crossed into the pipeline, which reduces float64 rows
+    first; the loop reduces them as the pipeline does (stacks, lists, tall members)."""
+    def exact_total(matrix, cols):  # the offsets' multiples of 2^-33 the pairs take, summed as integers
+        rows = np.flatnonzero(cols >= 0)
+        return int(((matrix[rows, cols[rows]] - 1e6) * 2.0**33).round().sum())
+
+    for shape in ((40, 6, 6), (40, 5, 7), (40, 7, 5)):
+        stack = 1e6 + rng.integers(0, 8, shape) * 2.0**-33
+        piped = lapcli.solve_batch(stack, maximize=maximize).col_ind
+        for cols in (batch_linear_assignment(stack, maximize=maximize),
+                     np.stack(batch_linear_assignment(list(stack) + [stack[0][:1]], maximize=maximize)[:-1])):
+            for matrix, got, best in zip(stack, cols, piped):
+                assert exact_total(matrix, got) == exact_total(matrix, best)
+
+
 def test_without_a_gpu_a_long_list_of_small_members_stays_in_the_loop(rng, monkeypatch, no_gpu):
     """A ragged list goes to the pipeline's second process or thread only where its members are
     large enough to pay for the split (64 entries on average, 150K in all), whatever their count:

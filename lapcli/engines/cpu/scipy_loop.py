@@ -8,7 +8,9 @@ entries a stack, and a ragged list's members beside its worker process from 256 
 small stacks and lists the pipeline's preparation and bookkeeping are the time: ~35 µs a call
 against 5 µs for a loop over two 16 × 16 problems, 2–13× a plain scipy loop (2-core CI machine);
 and a list of small members gains less from the worker than the split costs (_list_shared).
-``columns`` is that loop, on the caller's arrays, in the pipeline's result layout. It declines
+``columns`` is that loop, on the caller's arrays (float64 ones reduced by row as the pipeline
+reduces them, member_values.scipy_form: +4 µs on two 16 × 16 problems), in the pipeline's result
+layout. It declines
 (None) whatever the pipeline must see: other inputs, integers float64 cannot sum exactly, floats
 that are not finite or near float64's overflow, stacks large enough for the threads, lists past
 _list_shared's crossover, and any problem scipy refuses.
@@ -21,7 +23,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...work import float64_exact
 from .member_answers import fill_scattered
-from .member_values import float64_copies, joined, values_end_to_end
+from .member_values import FLOAT64, float64_copies, joined, scipy_form, values_end_to_end
 from .member_threads import MEMBERS_SHARED_FROM, sharing_pays
 from .scipy_batch import CPUS, SERIAL_BELOW, THREADS_FROM
 
@@ -78,6 +80,9 @@ def _stack_columns(stack: np.ndarray, maximize: bool) -> np.ndarray | None:
         return None
     if not (float64_exact(stack) if stack.dtype.kind != "f" else _moderate(stack)):
         return None
+    if stack.dtype == np.float64:  # reduced as scipy_form reduces a member: scipy compares the spread
+        axis = 2 if n <= m else 1
+        stack = stack - (stack.max(axis=axis, keepdims=True) if maximize else stack.min(axis=axis, keepdims=True))
     try:
         if n <= m:  # every row assigned, in order: scipy's columns are the row's
             return np.array([scipy_lsa(matrix, maximize)[1] for matrix in stack], dtype=np.int64).reshape(batch, n)
@@ -99,14 +104,15 @@ def _list_columns(matrices, maximize: bool):
     floats = (matrices if kind == "f" else []) if one_kind else [c for c in matrices if c.dtype.kind == "f"]
     if floats and not _moderate_floats(floats, dtypes if one_kind else {c.dtype for c in floats}):
         return None
-    solved_as = matrices
+    # float64 members reduced as the pipeline's members are (scipy_form): scipy compares their spread
+    solved_as = [scipy_form(c, maximize) for c in matrices] if floats and FLOAT64 in dtypes else matrices
     integers = ([] if kind == "f" else list(range(len(matrices)))) if one_kind else \
         [b for b, c in enumerate(matrices) if c.dtype.kind in "iu"]
     if integers:  # the member loop's float64 forms: converted and checked exact in one pass, or None
         copies = float64_copies([matrices[b] for b in integers])
         if copies is None:
             return None
-        solved_as = list(matrices)
+        solved_as = list(solved_as)
         for b, values in zip(integers, copies):
             solved_as[b] = values
     # scipy's columns are the answer where every row is assigned (rows <= cols, in order); the
