@@ -33,6 +33,7 @@ from .errors import LapInputError, TooWideError
 from .problem import Problem, prepare
 from .arrays import padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
+from .work import requested_dtype
 
 
 def check_device(device: int | None) -> None:
@@ -199,6 +200,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     start = time.perf_counter()
     check_device(device)
     timeout = check_timeout(timeout)
+    dtype = requested_dtype(dtype)  # a name from here on: the ragged packing reads it before prepare
     options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device, certify=certify,
                    objectives=objectives)
     if sizes is not None:

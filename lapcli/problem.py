@@ -22,7 +22,7 @@ import numpy as np
 
 from .arrays import Origin, as_array, host, host_tensor_values, native_order
 from .errors import InfeasibleError, LapInputError, LapTypeError
-from .work import WORK_DTYPES, Work, WorkMatrix, build_work, float_eps, square_matrix
+from .work import Work, WorkMatrix, build_work, float_eps, requested_dtype, square_matrix
 
 _ROUNDING = 2.0**-52
 
@@ -355,8 +355,7 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
     """Validate ``cost`` (scipy's checks and messages) and wrap it in a Problem: a matrix, or with
     ``stack`` a (B, n, m) stack (NumPy, CuPy or torch). With ``check=False`` the entries are checked
     later: by the first use of ``has_forbidden`` or by an engine on its own copy."""
-    if dtype is not None and dtype not in WORK_DTYPES:
-        raise LapInputError(f"unknown working dtype {dtype!r}; choose one of {', '.join(WORK_DTYPES)}")
+    dtype = requested_dtype(dtype)
     if stack:
         arr, origin = as_array(cost)
         xp = np if isinstance(arr, np.ndarray) else sys.modules["cupy"]  # as_array gave a CuPy array

@@ -18,9 +18,8 @@ CPU engines exercise the same code as the GPU ones:
 * **forbidden** entries (+inf minimising, −inf maximising) become a per-problem finite sentinel
   larger than any finite assignment can cost, once the pipeline has proved each problem feasible.
 
-The float tolerance (one definition: engines, certificate, bench, fuzzer, tests): a reduced cost
-counts as zero when it is at most ``eps = k · S · 2^-50``, S the magnitude the problem's reduced
-costs span (``Work.scale``); see lapcli/certificate.py for what the certificate then proves.
+The float tolerance (one definition: engines, certificate, bench, fuzzer, tests): a reduced cost is zero when at
+most ``eps = k · S · 2^-50``, S the span of the reduced costs (``Work.scale``); lapcli/certificate.py says more.
 """
 
 from __future__ import annotations
@@ -36,8 +35,7 @@ from .errors import LapInputError, TooWideError
 
 WORK_DTYPES = ("int32", "int64", "float32", "float64")
 
-# Duals and slacks of integer problems live in int64. They stay within a small multiple of
-# (k + 1) · max|cost|, so integer costs are solved exactly while that bound is below 2^62.
+# Integer duals and slacks live in int64, within a small multiple of (k + 1) · max|cost|: exact below 2^62.
 INT64_SAFE = 2**62
 _FLOAT_EPS_FACTOR = 2.0**-50  # eps = k · S · 2^-50
 _PLAIN = {np.dtype(np.int32): "int32", np.dtype(np.float32): "float32"}  # solved as given
@@ -47,6 +45,14 @@ _PLAIN = {np.dtype(np.int32): "int32", np.dtype(np.float32): "float32"}  # solve
 def dtype_name(dtype) -> str:
     """``dtype.name``, cached: NumPy computes it in Python on every access (~2 us)."""
     return np.dtype(dtype).name
+
+
+def requested_dtype(dtype) -> str | None:
+    """A requested working dtype's name (a string, NumPy dtype or type), or None; anything else is bad input."""
+    name = dtype if dtype is None or isinstance(dtype, str) else getattr(dtype, "name", getattr(dtype, "__name__", ""))
+    if name is not None and name not in WORK_DTYPES:
+        raise LapInputError(f"unknown working dtype {dtype!r}; choose one of {', '.join(WORK_DTYPES)}")
+    return name
 
 
 def float_eps(k: int, spread: float) -> float:
@@ -118,8 +124,8 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
         raise TooWideError(f"integer costs span too wide a range for exact int64 duals at n={arr.shape[2]}, "
                            "even reduced (spread · 4(n+1) ≥ 2^62); lapcli does not round integers: "
                            "narrow their range, or convert them to float64 yourself")
-    # capped (lapcli.cost_cap): float32 costs reduced in float64, exactly, as reducing in float32 would round them
-    target = requested or ("float32" if arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 and cap is None else "float64")
+    narrow = arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 and cap is None  # capped: reduced in float64, exactly
+    target = requested or ("float32" if narrow else "float64")
     if arr.dtype.kind in "biu":
         _check_exact_in_float(arr, target)
     work = _float_work(arr, xp, maximize, any_forbidden, target, square, forbidden is not None, cap)

@@ -127,6 +127,21 @@ def test_working_dtype_is_checked(rng):
     assert_matches_scipy(solution, cost)
 
 
+@pytest.mark.parametrize("given, name", [(np.dtype("int64"), "int64"), (np.float32, "float32"), (">f8", None)])
+def test_a_working_dtype_given_as_numpy_s_is_taken_by_its_name(rng, given, name):
+    """np.dtype("int64") compared equal to "int64" and passed the check, then failed as a string
+    (AttributeError); a ragged list cast with it before any check. Other spellings are refused."""
+    cost = rng.integers(0, 50, (6, 6))
+    for call in (lambda: lapcli.solve(cost, dtype=given), lambda: lapcli.solve_batch(cost[None], dtype=given),
+                 lambda: lapcli.solve_batch([cost, cost[:4]], dtype=given)):
+        if name is None:
+            with pytest.raises(ValueError, match="unknown working dtype"):
+                call()
+        else:
+            solution = call()
+            assert solution.report.dtype == name
+
+
 def test_huge_integers_are_solved_exactly_reduced_or_refused_never_rounded():
     wide = np.array([[2**62, 0], [0, 2**62]], dtype=np.int64)  # a spread int64 duals cannot hold: refused
     with pytest.raises(ValueError, match="does not round integers"):
