@@ -251,7 +251,9 @@ class Problem:
             row_duals, col_duals = u[: self.n_rows], v
         if self.maximize:
             row_duals, col_duals = -row_duals, -col_duals
-        return (row_duals, col_duals) if dtype is not object else int64_if_it_fits(row_duals, col_duals)
+        if dtype is object:
+            return int64_if_it_fits(row_duals, col_duals, shift=self.n_rows == self.n_cols)
+        return row_duals, col_duals
 
     def values_at(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """A single problem's original costs at the given positions, as a host array."""
@@ -278,16 +280,15 @@ class Problem:
         return exact_sum(host(xp.where(assigned, values, zero)))
 
 
-def int64_if_it_fits(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact integer duals (object arrays of Python ints) as int64, shifted by the constant t
-    nearest 0 that puts u + t and v − t both within int64 (cost − u − v is unchanged); as they are
-    where none does."""
+def int64_if_it_fits(u: np.ndarray, v: np.ndarray, shift: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Exact integer duals (object arrays of Python ints) as int64, shifted by the constant t nearest 0 that puts
+    u + t and v − t within int64 (c − u − v unchanged; not with ``shift=False``: a rectangle's free v are 0)."""
     if not u.size or not v.size:
         return u.astype(np.int64), v.astype(np.int64)
     low, high = -(2**63), 2**63 - 1
     least = max(low - min(u), max(v) - high)
     most = min(high - max(u), min(v) - low)
-    if least > most:
+    if least > most or (not shift and not least <= 0 <= most):
         return u, v
     shift = min(max(0, least), most)
     return (u + shift).astype(np.int64), (v - shift).astype(np.int64)

@@ -58,6 +58,11 @@ def assert_exact_duals(cost, solution, maximize):
     assert u.dtype == v.dtype and u.dtype in (np.int64, object)
     if max(abs(c) for row in cost.tolist() for c in row) < 2**62:
         assert u.dtype == np.int64
+    n, m = cost.shape
+    if n != m:  # the rectangular form: the longer side's duals ≤ 0 (≥ 0 maximising), 0 where unmatched
+        longer, matched = (v, solution.col_ind) if n < m else (u, solution.row_ind)
+        assert all(sign * int(x) <= 0 for x in longer)
+        assert all(int(longer[j]) == 0 for j in set(range(max(n, m))) - set(matched.tolist()))
 
 @pytest.mark.parametrize("dtype, low, spread", WIDE)
 @pytest.mark.parametrize("solver", ["scipy", "lapx"])
