@@ -33,7 +33,7 @@ from .errors import LapInputError, TooWideError
 from .problem import Problem, prepare
 from .arrays import padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
-from .work import requested_dtype
+from .work_dtypes import requested_dtype
 
 
 def check_device(device: int | None) -> None:

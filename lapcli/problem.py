@@ -7,8 +7,7 @@ tensors, through lapcli.arrays), rectangular shapes, bool/int/uint/float dtypes,
 one (``Problem.stack``), so the entry checks, the feasibility check and the work stack are the same code for both.
 
 Preparing is O(1): shapes and dtypes only. The entries (NaN, infinities) are checked on first need (``has_forbidden``),
-where the input lives, or by an engine on its own copy (``check_entries_on``): a GPU engine checks them on the device
-instead of a host pass before the upload.
+where the input lives, or by an engine on its own copy (``check_entries_on``): on the device, not before the upload.
 """
 
 from __future__ import annotations
@@ -22,7 +21,8 @@ import numpy as np
 
 from .arrays import Origin, as_array, host, host_tensor_values, native_order
 from .errors import InfeasibleError, LapInputError, LapTypeError
-from .work import Work, WorkMatrix, build_work, float_eps, requested_dtype, square_matrix
+from .work import Work, WorkMatrix, build_work, float_eps, square_matrix
+from .work_dtypes import requested_dtype
 
 _ROUNDING = 2.0**-52
 

@@ -26,7 +26,7 @@ import numpy as np
 from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, torch_stream_if_other
 from .errors import LapInputError, TooWideError
 from .problem import check_cost_dtype, own_forbidden
-from .work import floats_as_integers
+from .work_dtypes import WORK_DTYPES, floats_as_integers
 
 TOO_WIDE = "integer costs too wide to pad a ragged batch exactly; solve a list of equal shapes, or use floats"
 
@@ -89,9 +89,6 @@ class Members:
 
 def _cupy():
     return __import__("cupy")
-
-
-WORK_DTYPES = ("float32", "float64", "int32", "int64")
 
 
 def _in_place(matrices, library: str) -> Members | None:

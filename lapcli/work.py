@@ -32,8 +32,8 @@ import numpy as np
 
 from .arrays import host
 from .errors import LapInputError, TooWideError
+from .work_dtypes import check_exact_in_float, check_integral_arithmetic, floats_as_integers
 
-WORK_DTYPES = ("int32", "int64", "float32", "float64")
 
 # Integer duals and slacks live in int64, within a small multiple of (k + 1) · max|cost|: exact below 2^62.
 INT64_SAFE = 2**62
@@ -45,14 +45,6 @@ _PLAIN = {np.dtype(np.int32): "int32", np.dtype(np.float32): "float32"}  # solve
 def dtype_name(dtype) -> str:
     """``dtype.name``, cached: NumPy computes it in Python on every access (~2 us)."""
     return np.dtype(dtype).name
-
-
-def requested_dtype(dtype) -> str | None:
-    """A requested working dtype's name (a string, NumPy dtype or type), or None; anything else is bad input."""
-    name = dtype if dtype is None or isinstance(dtype, str) else getattr(dtype, "name", getattr(dtype, "__name__", ""))
-    if name is not None and name not in WORK_DTYPES:
-        raise LapInputError(f"unknown working dtype {dtype!r}; choose one of {', '.join(WORK_DTYPES)}")
-    return name
 
 
 def float_eps(k: int, spread: float) -> float:
@@ -75,6 +67,7 @@ class Work:
     col_offset: Any = None
     scale: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    integral: bool = False  # integers solved as floats, asked for: exact arithmetic, distinct totals 1 apart
 
     @property
     def dtype(self) -> str:
@@ -89,7 +82,8 @@ class Work:
         if self.exact:
             return 0.0
         scale = self.scale[b] if self.scale is not None else _magnitude(self.values[b], self.row_offset is None)
-        return float_eps(self.values.shape[2], float(scale))
+        eps = float_eps(self.values.shape[2], float(scale))
+        return min(eps, 0.25) if self.integral else eps  # below half the gap between two integer totals
 
 
 def _magnitude(values, unreduced: bool) -> float:
@@ -127,9 +121,11 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
     narrow = arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 and cap is None  # capped: reduced in float64, exactly
     target = requested or ("float32" if narrow else "float64")
     if arr.dtype.kind in "biu":
-        _check_exact_in_float(arr, target)
+        check_exact_in_float(arr, target)
     work = _float_work(arr, xp, maximize, any_forbidden, target, square, forbidden is not None, cap)
     work.sign = sign
+    if arr.dtype.kind in "biu" and work.values.size:
+        check_integral_arithmetic(work, xp)
     if arr.dtype.kind == "f" and np.dtype(target).itemsize < arr.dtype.itemsize and arr.size:
         with np.errstate(over="ignore"):
             rounded = bool((arr.astype(target).astype(arr.dtype) != arr).any())
@@ -277,30 +273,6 @@ def _negate_exactly(arr):
         if arr.dtype == np.int64 and int(arr.min()) == -(2**63):
             return None
     return -arr.astype(np.int64)
-
-
-def floats_as_integers(arr, xp, requested: str, any_forbidden: bool):
-    """Float costs solved as integers (``dtype="int64"``): only when every value is an integer."""
-    if any_forbidden:
-        raise LapInputError(f"forbidden (infinite) entries need a float working dtype, not {requested}")
-    if arr.size and not bool((arr == xp.floor(arr)).all()):
-        raise LapInputError(f"costs are not integers, so they cannot be solved as {requested}")
-    if arr.size and float(xp.abs(arr).max()) >= 2.0**63:
-        raise LapInputError(f"costs do not fit {requested}; use --dtype float64")
-    return arr.astype(np.int64)
-
-
-def _check_exact_in_float(arr, target: str) -> None:
-    """Integers solved as floats (``dtype="float32"``): refuse values the float cannot hold."""
-    if arr.size == 0:
-        return
-    digits = np.finfo(target).nmant + 1
-    if arr.dtype.kind == "b" or arr.dtype.itemsize * 8 - (arr.dtype.kind == "i") <= digits:
-        return  # every value of the integer dtype is exact in the float: no scan
-    limit = 2 ** (digits - 1)  # the reductions form differences of two costs: they must be exact too
-    if max(abs(int(arr.min())), abs(int(arr.max()))) > limit:
-        raise LapInputError(f"integer costs beyond ±{limit} are not exact in {target} once reduced; "
-                            "use --dtype int64 or float64")
 
 
 def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, square: bool, checked: bool,

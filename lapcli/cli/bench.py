@@ -18,7 +18,7 @@ from ..bench.suites import (
 )
 from ..bench.table import baseline_title, results_table_columns, results_table_rows
 from ..generate import FLOAT_KINDS, KINDS
-from ..work import WORK_DTYPES
+from ..work_dtypes import WORK_DTYPES
 from .support import (
     FailedError,
     FiniteFloatRange,

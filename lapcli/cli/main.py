@@ -40,7 +40,7 @@ from ..io.write import (
     write_matrix_blocks,
 )
 from ..points import METRICS
-from ..work import WORK_DTYPES
+from ..work_dtypes import WORK_DTYPES
 from . import on_dask
 from .bench import bench_command
 from .support import (
