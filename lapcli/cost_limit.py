@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import LapInputError
-from .problem import array_module, check_entries, exact_sum, prepare
+from .problem import array_module, check_entries, prepare
+from .sums import exact_sum
 from .results import Solution
 from .work import INT64_SAFE
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from .arrays import Origin, as_array, host
 from .errors import LapInputError
-from .problem import float_sum
+from .sums import float_sum
 
 METRICS = ("sqeuclidean", "euclidean", "cityblock", "chebyshev", "minkowski", "cosine")
 MAX_DIM = 32  # coordinates a point may have (kernels/costs.cuh keeps a row's point in registers)

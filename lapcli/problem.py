@@ -12,7 +12,6 @@ where the input lives, or by an engine on its own copy (``check_entries_on``): o
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 from .arrays import Origin, as_array, host, host_tensor_values, native_order
 from .errors import InfeasibleError, LapInputError, LapTypeError
 from .work import Work, WorkMatrix, build_work, float_eps, square_matrix
+from .sums import exact_sum
 from .work_dtypes import requested_dtype
 
 _ROUNDING = 2.0**-52
@@ -292,41 +292,6 @@ def int64_if_it_fits(u: np.ndarray, v: np.ndarray, shift: bool = True) -> tuple[
         return u, v
     shift = min(max(0, least), most)
     return (u + shift).astype(np.int64), (v - shift).astype(np.int64)
-
-
-def exact_sum(values: np.ndarray) -> np.ndarray:
-    """Row sums of a (B, n) host array: int64 where that cannot overflow, else Python ints (an
-    object array); float32 in float64 (exact within 2^29 of magnitude, else within the tolerance's rounding);
-    float64 by fsum (a pairwise sum of 1e6 + U(0, 1e-7) costs errs past the tolerance the fuzzer holds us to)."""
-    if values.dtype.kind in "biu":
-        widest = max(abs(int(values.min())), abs(int(values.max()))) if values.size else 0  # no np.abs: −2^63
-        if values.dtype.itemsize < 8 or widest < 2**63 // max(values.shape[1], 1):
-            return values.astype(np.int64).sum(axis=1)
-        return np.array([sum(int(x) for x in row) for row in values.tolist()] or [], dtype=object)
-    if values.dtype.itemsize <= 4:
-        return values.astype(np.float64).sum(axis=1)
-    return np.array([float_sum(row) for row in values.tolist()])
-
-
-def float_sum(values: list[float]) -> float:
-    """math.fsum (correctly rounded), which raises OverflowError where a partial sum passes
-    float64's range even though the total may not (1e308 + 1.5e308 − 1e308): then the sum of the
-    values scaled down by a power of two at least their count, scaled back (an infinity where the
-    total itself passes the range)."""
-    try:
-        return math.fsum(values)
-    except OverflowError:
-        scale = 2.0 ** max(1, math.ceil(math.log2(len(values))))
-        return math.fsum(x / scale for x in values) * scale
-
-
-def exact_total(values: np.ndarray) -> int | float:
-    """:func:`exact_sum` of one 1-D host array, as a Python number (its floats without the (1, n)
-    round trip: the CPU's ragged loop sums one member at a time)."""
-    if values.dtype.kind == "f":
-        return float_sum(values.tolist()) if values.dtype.itemsize == 8 else float(values.sum(dtype=np.float64))
-    total = exact_sum(values[None])[0]
-    return total.item() if isinstance(total, np.generic) else total
 
 
 def _to_module(array, xp):

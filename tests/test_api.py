@@ -142,6 +142,15 @@ def test_a_working_dtype_given_as_numpy_s_is_taken_by_its_name(rng, given, name)
             assert solution.report.dtype == name
 
 
+def test_a_float32_objective_is_the_correctly_rounded_sum_of_its_costs():
+    """1e30 + 1 − 1e30 in float32 costs: the float64 running sum gave 0; the objective is 1, on every
+    path that sums chosen costs (a matrix, a stack, a ragged list)."""
+    cost = np.array([[1e30, np.inf, np.inf], [np.inf, 1, np.inf], [np.inf, np.inf, -1e30]], dtype=np.float32)
+    assert lapcli.solve(cost).objective == 1.0
+    assert lapcli.solve_batch(cost[None]).objectives.tolist() == [1.0]
+    assert lapcli.solve_batch([cost, cost[1:, 1:]]).objectives.tolist() == [1.0, float(np.float32(-1e30)) + 1.0]
+
+
 def test_huge_integers_are_solved_exactly_reduced_or_refused_never_rounded():
     wide = np.array([[2**62, 0], [0, 2**62]], dtype=np.int64)  # a spread int64 duals cannot hold: refused
     with pytest.raises(ValueError, match="does not round integers"):

@@ -149,7 +149,8 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     if dtype is not None:
         return None
     from ...errors import InfeasibleError
-    from ...problem import exact_total, float_sum, invalid_entries, members_text
+    from ...problem import invalid_entries, members_text
+    from ...sums import exact_total, float_sum
 
     batch = len(members)
     sums = [0] * batch

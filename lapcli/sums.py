@@ -1,0 +1,48 @@
+"""The sum of an assignment's costs, the objective's one definition: exact for integers (int64, or
+Python ints past it), correctly rounded for floats (math.fsum; float32 summed in float64 where that
+is exact), so that objectives compare exactly with scipy's on the same pairs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def exact_sum(values: np.ndarray) -> np.ndarray:
+    """Row sums of a (B, n) host array: int64 where that cannot overflow, else Python ints (an
+    object array); float32 in float64 where that is exact, else as float64 by fsum (a pairwise sum of 1e6 + U(0, 1e-7)
+    costs errs past the tolerance the fuzzer holds us to; 1e30 + 1 − 1e30 in float32 summed to 0)."""
+    if values.dtype.kind in "biu":
+        widest = max(abs(int(values.min())), abs(int(values.max()))) if values.size else 0  # no np.abs: −2^63
+        if values.dtype.itemsize < 8 or widest < 2**63 // max(values.shape[1], 1):
+            return values.astype(np.int64).sum(axis=1)
+        return np.array([sum(int(x) for x in row) for row in values.tolist()] or [], dtype=object)
+    if values.dtype.itemsize <= 4:  # float64 sums of 24-bit values are exact within 2^29 of magnitude (÷ n)
+        wide = values.astype(np.float64)
+        magnitudes = np.abs(wide[wide != 0])
+        if not magnitudes.size or magnitudes.max() <= magnitudes.min() * 2.0**29 / max(values.shape[1], 1):
+            return wide.sum(axis=1)
+        values = wide
+    return np.array([float_sum(row) for row in values.tolist()])
+
+
+def float_sum(values: list[float]) -> float:
+    """math.fsum (correctly rounded), which raises OverflowError where a partial sum passes
+    float64's range even though the total may not (1e308 + 1.5e308 − 1e308): then the sum of the
+    values scaled down by a power of two at least their count, scaled back (an infinity where the
+    total itself passes the range)."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        scale = 2.0 ** max(1, math.ceil(math.log2(len(values))))
+        return math.fsum(x / scale for x in values) * scale
+
+
+def exact_total(values: np.ndarray) -> int | float:
+    """:func:`exact_sum` of one 1-D host array, as a Python number (its floats without the (1, n)
+    round trip: the CPU's ragged loop sums one member at a time)."""
+    if values.dtype.kind == "f" and values.dtype.itemsize == 8:
+        return float_sum(values.tolist())
+    total = exact_sum(values[None])[0]
+    return total.item() if isinstance(total, np.generic) else total
