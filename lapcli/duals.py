@@ -56,7 +56,13 @@ def recover(cost: np.ndarray, col_of_row: np.ndarray, budget_passes: float | Non
     ``tolerance``: the certificate's zero of a float work matrix (lapcli.work.float_eps). A column
     falls only by more than half of it: float costs of exactly tied assignments (1-D points'
     |x − y|, where many pairings cost the same) leave cycles of a few ulps below zero, which
-    would fall for ever; the duals then meet each constraint within half the tolerance."""
+    would fall for ever; the duals then meet each constraint within half the tolerance. Float
+    distances past float64's range (costs near 1.8e308) become +inf: no column falls through them."""
+    with np.errstate(over="ignore"):
+        return _recovered(cost, col_of_row, budget_passes, tolerance)
+
+
+def _recovered(cost: np.ndarray, col_of_row: np.ndarray, budget_passes: float | None, tolerance: float):
     exact = cost.dtype.kind in "biu"
     dual = np.int64 if exact else np.float64
     c = cost.astype(dual, copy=False)

@@ -19,11 +19,12 @@ def exact_sum(values: np.ndarray) -> np.ndarray:
             return values.astype(np.int64).sum(axis=1)
         return np.array([sum(int(x) for x in row) for row in values.tolist()] or [], dtype=object)
     if values.dtype.itemsize <= 4:  # float64 sums of 24-bit values are exact within 2^29 of magnitude (÷ n)
-        wide = values.astype(np.float64)
-        magnitudes = np.abs(wide[wide != 0])
-        if not magnitudes.size or magnitudes.max() <= magnitudes.min() * 2.0**29 / max(values.shape[1], 1):
-            return wide.sum(axis=1)
-        values = wide
+        magnitudes = np.abs(values)  # no masked copy: a batch's objectives are summed on every call
+        largest = float(magnitudes.max(initial=0.0))
+        smallest = float(np.min(magnitudes, where=magnitudes > 0, initial=np.inf))
+        values = values.astype(np.float64)
+        if largest <= smallest * 2.0**29 / max(values.shape[1], 1):
+            return values.sum(axis=1)
     return np.array([float_sum(row) for row in values.tolist()])
 
 
