@@ -94,3 +94,26 @@ def test_a_file_of_external_links_alone_says_how_to_name_one(tmp_path):
         h5["g/costs"] = h5py.ExternalLink("t.h5", "/costs")
     with pytest.raises(lapcli.LapInputError, match=r"external links are not searched: name one, as .*:/g/costs"):
         read_matrix(str(tmp_path / "links.h5"))
+
+
+@pytest.mark.parametrize("comment", [" # ns", "\n# a comment line"])
+def test_integers_past_int64_beside_a_comment_stay_exact_or_are_refused(tmp_path, comment):
+    """A comment sent text integers past int64 to the float64 parse, which rounded 2^63 + 2 to 2^63:
+    a wrong answer, certified. They are uint64 as without it; past 64 bits, or negative past int64,
+    refused."""
+    (tmp_path / "u.csv").write_text(f"9223372036854775810,9223372036854775808{comment}\n"
+                                    "9223372036854775808,9223372036854775810\n")
+    matrix = read_matrix(str(tmp_path / "u.csv"))
+    assert matrix.dtype == np.uint64 and int(matrix[0, 0]) == 2**63 + 2
+    (tmp_path / "n.csv").write_text(f"-9223372036854775809,0{comment}\n0,-9223372036854775809\n")
+    with pytest.raises(lapcli.LapInputError, match="beyond 64 bits"):
+        read_matrix(str(tmp_path / "n.csv"))
+
+
+@pytest.mark.parametrize("name, text", [("s.csv", "1,2\n3,4\n  \n"), ("t.tsv", "1\t2\n  # note\n3\t4\n\t\n"),
+                                        ("c.csv", "1;2\r\n3;4\r\n \r\n")])
+def test_lines_of_spaces_are_blank_lines(tmp_path, name, text):
+    """With a delimiter, np.loadtxt read a line of spaces (an editor's last line) as one empty field:
+    'the number of columns changed from 2 to 1'."""
+    (tmp_path / name).write_text(text, newline="")
+    assert read_matrix(str(tmp_path / name)).tolist() == [[1, 2], [3, 4]]

@@ -89,6 +89,9 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     check_host_memory(8 * len(fields) * len(body) + len(data), f"parsing {name}")
     if index_col:
         body = _drop_index_column(body, start, delimiter, name)
+    # comments and blank lines off before any parse: a line of spaces is one empty field to np.loadtxt
+    # with a delimiter, and a comment once sent integers past int64 to the float64 parse (rounded)
+    body = [content for content in (line.split("#", 1)[0] for line in body) if content.strip()]
     options = {"delimiter": delimiter, "ndmin": 2}
     if delimiter is not None:
         options["quotechar"] = '"'
