@@ -118,6 +118,13 @@ def test_cost_limit_on_the_command_line(tmp_path):
     assert np.load(tmp_path / "x.npy").tolist() == [0, -1]
     bad = invoke("solve", tmp_path / "m.npy", "--cost-limit", "nan", "--quiet")
     assert bad.exit_code == 2 and "finite" in bad.stderr
+    # an integral limit past 2^53 stays exact beside integer costs (as a float it rounded down to 2^54)
+    np.save(tmp_path / "w.npy", np.full((2, 2), 2**54 + 1))
+    for limit, expected in ((2**54 + 2, [0, 1]), (2**54, [-1, -1])):
+        result = invoke("solve", tmp_path / "w.npy", "--cost-limit", limit, "-o", tmp_path / "w.npy.x.npy", "-q")
+        assert result.exit_code == 0 and np.load(tmp_path / "w.npy.x.npy").tolist() == expected
+    library = lapcli.solve(np.full((2, 2), 2**54 + 1), cost_limit=2**54)
+    assert np.load(tmp_path / "w.npy.x.npy").tolist() == library.x.tolist()
 
 
 def test_device_without_a_gpu_is_a_one_line_error(tmp_path):

@@ -46,6 +46,7 @@ from .bench import bench_command
 from .support import (
     ClosedStdin,
     ClosedStdout,
+    ExactNumber,
     FailedError,
     FiniteFloatRange,
     InputError,
@@ -184,7 +185,7 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
               help="Prove scipy's, lapx's or scipy-batch's answers with recovered duals, and sorted's without a "
                    "GPU, even where that costs more than the solve (by default only where it costs less; other "
                    "engines always certify).")
-@click.option("--cost-limit", type=FiniteFloatRange(),
+@click.option("--cost-limit", type=ExactNumber(),
               help="As lapjv: a row whose pair would cost more stays unassigned (-1). Not for stacks.")
 @click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
 @click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds before the CUDA solver gives up.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import click
 
@@ -84,6 +85,16 @@ class FiniteFloatRange(click.FloatRange):
     def _describe_range(self) -> str:
         """Click's help writes an unbounded range as ``x<=None``: say what it is instead."""
         return "finite" if self.min is None and self.max is None else super()._describe_range()
+
+
+class ExactNumber(FiniteFloatRange):
+    """A finite number, kept an int where written as one: an integral limit beside integer costs
+    past 2^53 (the float would round it) stays exact, as the library takes it."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
+            return int(value)
+        return super().convert(value, param, ctx)
 
 
 LOG_WIDTH = 200  # columns when the stream is a file or pipe: Rich would wrap tables at 80
