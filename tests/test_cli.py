@@ -690,6 +690,19 @@ def test_two_documents_on_stdout_are_refused_before_any_work(tmp_path, monkeypat
     assert result.stdout == ""
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/stdout"), reason="needs /dev/stdout")
+@pytest.mark.parametrize("flag", ["-o", "--duals", "--report"])
+def test_a_path_to_stdout_beside_json_is_two_documents_too(tmp_path, flag):
+    """-o /dev/stdout --json: /dev/stdout is where descriptor 1 goes (here a pipe), so the answer and
+    the report went there one after the other, exit 0; /dev/null still takes any number of outputs."""
+    np.save(tmp_path / "m.npy", np.arange(16).reshape(4, 4))
+    run = lambda target: subprocess.run(LAP + ["solve", "m.npy", flag, target, "--json", "-q"], cwd=tmp_path,  # noqa: E731
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    refused = run("/dev/stdout")
+    assert (refused.returncode, refused.stdout) == (2, b"") and b"both write to /dev/stdout" in refused.stderr
+    assert run("/dev/null").returncode == 0
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("command", [*STDOUT_COMMANDS, "info (a table)", "solve -o /dev/full", "bench --json /dev/full"])
 def test_a_full_disk_under_stdout_or_an_output_is_one_line_exit_1(tmp_path, command):

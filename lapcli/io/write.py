@@ -53,9 +53,11 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
 
 def same_output(first: str, second: str) -> bool:
     """Whether two outputs name one file, so that the second written would replace the first: one
-    path (through links or not), or stdout (``-``) twice. A device (``/dev/null``) takes both."""
+    path (through links or not), or stdout twice (``-``, or a path to what descriptor 1 is:
+    ``/dev/stdout``, its pipe or file: two documents one after the other). /dev/null takes both."""
     if "-" in (first, second):
-        return first == second
+        other = second if first == "-" else first
+        return first == second or (os.path.realpath(other) != os.devnull and _is_stdout(other))
     if is_device(first) or is_device(second):
         return False
     if os.path.realpath(first) == os.path.realpath(second):
@@ -63,6 +65,13 @@ def same_output(first: str, second: str) -> bool:
     try:
         return os.path.samefile(first, second)  # hard links to one file
     except OSError:  # one of them does not exist yet: two paths, two files
+        return False
+
+
+def _is_stdout(path: str) -> bool:
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(1))
+    except OSError:  # no such file yet, or descriptor 1 closed
         return False
 
 
