@@ -40,8 +40,8 @@ def check_exact_in_float(arr, target: str) -> None:
         return  # every value of the integer dtype is exact in the float: no scan
     limit = 2 ** (digits - 1)  # the reductions form differences of two costs: they must be exact too
     if max(abs(int(arr.min())), abs(int(arr.max()))) > limit:
-        raise LapInputError(f"integer costs beyond ±{limit} are not exact in {target} once reduced; "
-                            "use --dtype int64 or float64")
+        advice = "use --dtype int64 or float64" if target == "float32" else "leave the dtype to lapcli (exact int64)"
+        raise LapInputError(f"integer costs beyond ±{limit} are not exact in {target} once reduced; {advice}")
 
 
 def check_integral_arithmetic(work, xp) -> None:

@@ -690,6 +690,15 @@ def test_two_documents_on_stdout_are_refused_before_any_work(tmp_path, monkeypat
     assert result.stdout == ""
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["--help"], ["solve", "-h"], ["--version"]])
+def test_help_and_version_on_a_full_disk_are_one_line_exit_1(tmp_path, args):
+    """Click writes them in its eager callbacks, outside lapcli's write checks: once a traceback."""
+    with open("/dev/full", "w") as full:
+        process = subprocess.run(LAP + args, cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, timeout=120)
+    assert (process.returncode, process.stderr.decode()) == (1, "Error: cannot write stdout: No space left on device\n")
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/stdout"), reason="needs /dev/stdout")
 @pytest.mark.parametrize("flag", ["-o", "--duals", "--report"])
 def test_a_path_to_stdout_beside_json_is_two_documents_too(tmp_path, flag):

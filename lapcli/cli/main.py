@@ -9,6 +9,7 @@ one line, never a traceback.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -348,6 +349,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(FailedError.exit_code)
     except BrokenPipeError:  # the reader of our stdout went away (e.g. `| head`)
         sys.exit(1)
+    except OSError as error:  # Click's own --help and --version text, on a full disk: one line too
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            raise
+        FailedError(f"cannot write stdout: {error.strerror}").show()
+        sys.exit(FailedError.exit_code)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
