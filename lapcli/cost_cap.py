@@ -20,13 +20,15 @@ whose tolerance is eps(C). H200, 5 % of U[0, 1) costs at 1e12: cuda came back 12
 certified within 1e-12 to 5e-11, in 0.016-0.085 s against 0.005-0.059 s for the wrong answers
 (docs/bench/cost-cap-h200.txt).
 
-float32 work is unreduced (lapcli.work) and its tolerance follows max |c|; slacks computed from it round at that
-magnitude, so it is not judged at eps(C) but solved again on float64 work, reduced exactly and capped (unless
-float32 was asked for: the report then says why not).
+After a solve T is bounded from the answer's host duals (total_bound), with no pass over the matrix. float32 work
+is unreduced (lapcli.work) and its tolerance follows max |c|; slacks computed from it round at that magnitude, so it
+is not judged at eps(C) but solved again on float64 work, reduced exactly and capped, where its tolerance can reach
+the spacing float32 gives the costs that matter (unless float32 was asked for: the report then says why not).
 """
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -55,26 +57,47 @@ class CapRetry(Exception):
         self.square, self.cap, self.first = square, cap, first
 
 
-def cap_for(work, col_of_row) -> float | None:
+def cap_for(work, col_of_row, proof=None) -> float | None:
     """C for a float work matrix (k × m, NumPy or CuPy) and the column of each of its rows, or None where
     capping would not tighten the tolerance CAP_GAIN times (integers, small spreads). float32 work is
-    unreduced, its tolerance following max |c|: its reduced total is taken from its row minima in float64."""
+    unreduced, its tolerance following max |c|: its reduced total is taken from its row minima in float64.
+    ``proof``: (u, v, certificate) of the answer, host arrays: T is then bounded from them (total_bound), with
+    no pass over the matrix (on the GPU that pass and its copies took 0.3-0.4 ms of a 10 ms solve at 1,024)."""
     values = work.values
     if work.exact or values.dtype.kind != "f" or not values.size or work.eps <= 0:
         return None
     unreduced = values.dtype.itemsize == 4
     if not unreduced and work.row_offset is None:
         return None
-    k, m = values.shape
-    xp = array_module(values)
-    picked = values[xp.arange(k), xp.asarray(col_of_row)]  # padded rows are zeros
-    if unreduced:  # row by row, then summed: the costs' magnitude cancels before the sum
-        picked = picked.astype(np.float64) - values.min(axis=1).astype(np.float64)
-    total = float(picked.sum())
-    if unreduced and total == 0:  # every row at its minimum: optimal as it is, whatever the tolerance
+    if proof is not None:
+        total = total_bound(col_of_row, *proof, unreduced)
+    else:
+        k = values.shape[0]
+        xp = array_module(values)
+        picked = values[xp.arange(k), xp.asarray(col_of_row)]  # padded rows are zeros
+        if unreduced:  # row by row, then summed: the costs' magnitude cancels before the sum
+            picked = picked.astype(np.float64) - values.min(axis=1).astype(np.float64)
+        total = float(picked.sum())
+    if unreduced and total <= 0:  # every row at its minimum: optimal as it is, whatever the tolerance
         return None
     cap = 2 * total if total > 0 else _spread(work) * CAP_FLOOR
     return cap if _spread(work) > CAP_GAIN * cap and cap == cap else None
+
+
+def total_bound(col_of_row, u, v, certificate, unreduced: bool) -> float:
+    """An upper bound of T from the answer's duals and slacks (a larger C keeps the optima as well): an assigned
+    cost is u_i + v_j within the largest assigned slack; a reduced row's least cost is 0, an unreduced one's at
+    least u_i + min v + the least slack. Plus the float64 rounding of these sums, 2^-50 of the duals a row."""
+    u, v = np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    on_pairs, k = v[np.asarray(col_of_row)], len(u)
+    if not k:
+        return 0.0
+    rounding = 2.0**-50 * (float(np.abs(u).max()) + float(np.abs(v).max()))
+    if unreduced:
+        above = math.fsum(on_pairs.tolist()) - k * float(v.min()) - k * certificate.min_slack
+    else:
+        above = math.fsum((u + on_pairs).tolist())
+    return above + k * (max(certificate.max_assigned_slack, 0.0) + rounding)
 
 
 def judged_at_cap(work) -> bool:
@@ -88,14 +111,14 @@ def _spread(work) -> float:
     return work.eps / float_eps(work.values.shape[1], 1.0)
 
 
-def tightened(work, col_of_row: np.ndarray, v: np.ndarray, certificate, engine: str, square: bool,
+def tightened(work, col_of_row: np.ndarray, u: np.ndarray, v: np.ndarray, certificate, engine: str, square: bool,
               retry: bool = True):
     """``certificate`` (lapcli.certificate.Certificate) judged again at the capped tolerance, where capping
     would tighten it CAP_GAIN times: the tighter certificate where the answer holds there, else CapRetry where
     capping tightens it RETRY_GAIN times (and ``retry``: not once capped already), else the certificate as it was."""
     from .certificate import judged
 
-    cap, m = cap_for(work, col_of_row), work.values.shape[1]
+    cap, m = cap_for(work, col_of_row, (u, v, certificate)), work.values.shape[1]
     if cap is None:
         return certificate
     if judged_at_cap(work):
@@ -106,7 +129,30 @@ def tightened(work, col_of_row: np.ndarray, v: np.ndarray, certificate, engine: 
             pass
     if not retry or _spread(work) <= RETRY_GAIN * cap:
         return certificate
+    if not judged_at_cap(work):
+        cap = _float32_cap(work, col_of_row)
+        if cap is None:
+            return certificate
     raise CapRetry(square, cap)
+
+
+def _float32_cap(work, col_of_row) -> float | None:
+    """C for unreduced float32 work from its row minima (one pass over the matrix), or None where the answer is
+    exact as it is: every row at its least cost, or the tolerance below the spacing of the costs that matter. Those
+    lie within C of their row's least, where float32 spaces them at least ulp(their least magnitude); every total
+    over them is a multiple of the smallest such ulp, which the engine's error 2·k·eps then cannot reach (1e6 +
+    U(0, 1) costs: spacing 2^-4 against eps 1e-7 would be solved twice for the same pairs)."""
+    values = work.values
+    k, m = values.shape
+    xp = array_module(values)
+    least = values.min(axis=1).astype(np.float64)
+    total = float((values[xp.arange(k), xp.asarray(col_of_row)].astype(np.float64) - least).sum())
+    if total <= 0:
+        return None
+    cap = 2 * total
+    nearest = float(xp.maximum(xp.maximum(least, -(least + cap)), 0.0).min())  # of [least, least + C] to 0
+    spacing = 2.0 ** max(math.floor(math.log2(nearest)) - 23, -149) if nearest > 0 else 2.0**-149
+    return cap if 2 * k * work.eps >= spacing else None
 
 
 def solved_capped(problem, run, retry: CapRetry, timeout: float | None, start: float, device):

@@ -73,6 +73,20 @@ def test_float32_answers_at_every_row_minimum_are_not_solved_again(rng, monkeypa
     assert solution.objective == pytest.approx(float(np.sort(cost, axis=1)[:, 0].astype(np.float64).sum()))
 
 
+def test_float32_costs_far_from_zero_are_not_solved_again(rng, monkeypatch):
+    """1e6 + U(0, 1) in float32: max |c| is 2^20 times their spread, but float32 spaces them 2^-4 apart,
+    far above the tolerance (1e-7): the answer is exact, and one solve gives it."""
+    from lapcli.engines.cpu import numpy as numpy_engine
+
+    cost = (1e6 + rng.random((200, 200))).astype(np.float32)
+    cost[:, 0] = 1e6 - 1  # every row's least in one column: the answer is not at every row's least
+    runs, solve = [], numpy_engine.solve
+    monkeypatch.setattr(numpy_engine, "solve", lambda problem, **kw: runs.append(1) or solve(problem, **kw))
+    solution = lapcli.solve(cost, solver="numpy")
+    rows, cols = scipy_lsa(cost.astype(np.float64))
+    assert len(runs) == 1 and solution.objective == cost.astype(np.float64)[rows, cols].sum()
+
+
 def test_capped_work_keeps_the_optimum_and_its_duals_prove_the_true_costs(rng):
     """The capped work's optimum is the true one, its duals feasible for the true costs (a capped cost is
     below its true one) and tight on the pairs, which no cap touched."""

@@ -42,8 +42,8 @@ def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: st
         duals=problem.duals_from_work(u, v, work), certificate=certificate.to_dict(),
     )
     try:  # big finite costs no optimum takes inflate eps: judged at the capped one, or solved again
-        certificate = tightened(work, col_of_row, v, certificate, engine, square=len(work.values) == work.values.shape[1],
-                                retry=not problem.caps)
+        certificate = tightened(work, col_of_row, u, v, certificate, engine,
+                                square=len(work.values) == work.values.shape[1], retry=not problem.caps)
     except CapRetry as retry:
         if work.values.dtype.itemsize == 8 or problem.requested_dtype is None:
             retry.first = result  # proved at the looser tolerance: for a caller that cannot solve again
