@@ -485,6 +485,16 @@ def test_bad_generate_options_are_exit_2(tmp_path):
     assert not (tmp_path / "a.npy").exists()
 
 
+@pytest.mark.parametrize("args, fragment", [(["--kind", "float", "--range", "5"], "--kind float does not take one"),
+                                            (["--kind", "geometric-int", "--range", "5"], "does not take one"),
+                                            (["--d", "3"], "--d is the dimension of point sets")])
+def test_generate_options_that_would_change_nothing_are_refused(tmp_path, args, fragment):
+    """--range beside a kind without one, and --d without --points, were ignored: the file was not
+    what was asked for."""
+    assert_one_line_error(invoke("generate", "--n", 3, *args, "-o", tmp_path / "a.npy"), 2, fragment)
+    assert not (tmp_path / "a.npy").exists()
+
+
 def test_duals_naming_the_input_are_refused_and_the_input_kept(tmp_path):
     np.savez(tmp_path / "m.npz", np.eye(3))
     result = invoke("solve", tmp_path / "m.npz", "--duals", tmp_path / "m.npz", "-q")

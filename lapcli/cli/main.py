@@ -25,6 +25,7 @@ from ..generate import (
     GENERATED_DTYPES,
     KINDS,
     POINT_KINDS,
+    RANGELESS_KINDS,
     check_options,
     generate_blocks,
     generate_stack_blocks,
@@ -98,16 +99,21 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
     if any(part in ("", ".", "..") for part in parts):  # HDF5's root, or a path h5py cannot create
         raise InputError(f"--dataset must name a dataset or group (names between slashes), got {dataset!r}")
     dataset = "/".join(parts)
+    given = click.get_current_context().get_parameter_source
+    given_range = given("range_factor") != ParameterSource.DEFAULT
     if points:
         from .points import generate_point_set
 
-        given_range = click.get_current_context().get_parameter_source("range_factor") != ParameterSource.DEFAULT
         for flag, value in (("--range", given_range or None), ("--ragged", ragged or None)):
             if value is not None:  # a point set has no range and no shapes: said, not ignored
                 raise InputError(f"{flag} does not go with --points")
         return generate_point_set(console, n, m, batch, dim, kind, seed, dtype, output, dataset)
     if kind not in KINDS:
         raise InputError(f"--kind {kind} makes point sets: add --points")
+    if given("dim") != ParameterSource.DEFAULT:
+        raise InputError("--d is the dimension of point sets: add --points")
+    if given_range and kind in RANGELESS_KINDS:  # said, not ignored
+        raise InputError(f"--range sets the range of uniform integers; --kind {kind} does not take one")
     if ragged:
         return generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind, output, dataset)
     if output == "-":
