@@ -12,6 +12,7 @@ call.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +72,17 @@ def host(array) -> np.ndarray:
 
 
 def is_torch(x: Any) -> bool:
-    return type(x).__module__.startswith("torch")
+    """A torch tensor, subclasses too (nn.Parameter, MONAI's MetaTensor, a user's own): by the module
+    that made its type, else by isinstance where torch is imported (no tensor exists without it)."""
+    if type(x).__module__.startswith("torch"):
+        return True
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def library_of(x: Any) -> str:
+    """The array library ``x`` belongs to ("torch", "cupy", "numpy", "builtins", ...)."""
+    return "torch" if is_torch(x) else type(x).__module__.split(".")[0]
 
 
 def is_cupy(x: Any) -> bool:
@@ -154,7 +165,7 @@ def stacked(matrices):
     their values share no exact type (common_dtype; and integers beside floats, which torch would
     stack as the float type: 2^25 + 1 rounds in float32, 70000 is inf in float16): then they are
     solved as a ragged list, each member in its own dtype."""
-    libraries = {type(m).__module__.split(".")[0] for m in matrices}
+    libraries = {library_of(m) for m in matrices}
     if libraries == {"torch"}:
         import torch
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, torch_stream_if_other
+from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, library_of, torch_stream_if_other
 from .errors import LapInputError, TooWideError
 from .problem import check_cost_dtype, own_forbidden
 from .work_dtypes import WORK_DTYPES, floats_as_integers
@@ -158,7 +158,7 @@ def from_list(matrices) -> Members:
     if set(map(type, matrices)) == {np.ndarray}:  # the common host list: no conversion per matrix
         values, origin = list(matrices), Origin("numpy", False)
     else:
-        libraries = {type(m).__module__.split(".")[0] for m in matrices}
+        libraries = {library_of(m) for m in matrices}
         if len(libraries) > 1:
             raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
         in_place = _in_place(matrices, next(iter(libraries)))

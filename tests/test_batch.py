@@ -99,6 +99,25 @@ def test_torch_tensors_come_back_as_tensors(rng):
     np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
+def test_tensor_subclasses_are_torch_tensors(rng):
+    """A subclass made outside torch (MONAI's MetaTensor, a user's own) was taken for a NumPy-like
+    array: NumPy answers, and a tensor that requires grad failed in numpy()."""
+    torch = pytest.importorskip("torch", reason="needs torch (an optional peer: pip install torch)")
+
+    class Tagged(torch.Tensor):
+        pass
+
+    plain = torch.tensor(rng.random((4, 3, 5)))
+    tagged = plain.clone().requires_grad_().as_subclass(Tagged)
+    cols = batch_linear_assignment(tagged)
+    assert isinstance(cols, torch.Tensor) and cols.dtype == torch.int64
+    assert torch.equal(cols, batch_linear_assignment(plain))
+    listed = solve_batch([tagged[0], plain[1, :2]]).col_ind
+    assert all(isinstance(c, torch.Tensor) for c in listed)
+    rows, columns = lapcli.linear_sum_assignment(tagged[0])
+    assert np.array_equal(columns, scipy_lsa(plain[0].numpy())[1])
+
+
 def test_numpy_in_numpy_out(rng):
     cols = batch_linear_assignment(rng.integers(0, 9, (3, 4, 4)))
     assert isinstance(cols, np.ndarray) and cols.dtype == np.int64

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
+from ...arrays import is_torch
 from ...work import float64_exact
 from .member_answers import fill_scattered
 from .member_values import FLOAT64, float64_copies, joined, scipy_form, values_end_to_end
@@ -45,7 +46,7 @@ def columns(costs, maximize: bool):
     share a shape, as the pipeline stacks them); None where the pipeline takes the batch."""
     if isinstance(costs, np.ndarray):
         return _stack_columns(costs, maximize) if costs.ndim == 3 else None
-    if type(costs).__module__.startswith("torch"):
+    if is_torch(costs):
         if costs.ndim != 3 or costs.device.type != "cpu" or costs.requires_grad:
             return None
         try:
