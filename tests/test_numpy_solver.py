@@ -75,16 +75,24 @@ def test_step6_refuses_a_non_positive_delta():
         step6_shift_duals(cost, u, v, no_cover, no_cover, empty, empty, 0.0)
 
 
-def test_step2_rows_take_their_smallest_free_column_and_columns_their_smallest_row():
+def test_step2_rows_take_their_first_free_column_from_their_own_and_columns_their_smallest_row():
     # the kernel's rule (step2_pick / step2_star), independent of the zero list's order
     zeros = [(2, 1), (0, 3), (0, 1), (1, 1), (1, 0), (3, 3)]
     for order in (zeros, zeros[::-1]):
         rows, cols = (np.array(a) for a in zip(*order))
         star_col, star_row = np.full(4, -1), np.full(4, -1)
         passes = step2_star_zeros(rows, cols, star_col, star_row)
-        # pass 1: rows pick 1, 0, 1, 3 -> column 1 stars row 0 (not 2), 0 stars 1, 3 stars 3;
-        # pass 2: row 2's only zero is in a starred column; pass 3 is not needed
-        assert star_col.tolist() == [1, 0, -1, 3] and passes == 2
+        # pass 1: rows pick (j - i) mod 4 least: 1 (of 3, 1), 1 (of 1, 0), 1, 3 -> column 1 stars
+        # row 0, 3 stars 3; pass 2: row 1 takes column 0, row 2's only zero is starred; pass 3 finds none
+        assert star_col.tolist() == [1, 0, -1, 3] and passes == 3
+
+
+def test_step2_stars_a_matrix_of_zeros_in_one_pass():
+    """Row i takes column i: with the smallest column every row picked column 0 and a pass starred
+    one row (1,023 passes at n = 1,024, the papers' R = 0.001, whose costs are all 0)."""
+    rows, cols = (a.ravel() for a in np.indices((64, 64)))
+    star_col, star_row = np.full(64, -1), np.full(64, -1)
+    assert step2_star_zeros(rows, cols, star_col, star_row) == 2 and star_col.tolist() == list(range(64))
 
 
 def test_step5_green_of_a_column_is_its_largest_visiting_row():

@@ -3,8 +3,8 @@
 This is the readable specification of ``kernels/hungarian.cu``: the same steps, the same data
 structures and names, the same per-step accounting, and the same choices. Where the kernel runs a
 step in parallel over zeros, rows or columns, this module runs the same step as one array
-operation; where threads could race, both follow one rule (a row takes its smallest available
-column, a column its smallest claiming row, a column's green is its largest visiting row, a step-4
+operation; where threads could race, both follow one rule (in step 2 row i takes its first free
+zero from column i on, in step 4 its smallest available column; a column its smallest claiming row, a column's green is its largest visiting row, a step-4
 round sees the covers as they were when it began), so the twin and the kernel take the same steps
 and their step counts are equal (asserted by the GPU tests).
 
@@ -72,17 +72,19 @@ def step1_reduce(cost: np.ndarray, eps: float):
 
 
 def step2_star_zeros(zero_rows, zero_cols, column_of_star_at_row, row_of_star_at_column) -> int:
-    """Star a maximal set of independent zeros, several per pass: each row without a star picks its
-    smallest free column, each picked column stars its smallest picking row (the kernel's
-    step2_pick / step2_star). Returns the number of passes, the last one finding nothing."""
+    """Star a maximal set of independent zeros, several per pass: each row i without a star picks
+    its free column j with (j − i) mod k least (the first from its own index on: rows that share
+    zeros pick apart), each picked column stars its smallest picking row (the kernel's step2_pick /
+    step2_star). Returns the number of passes, the last one finding nothing."""
+    k = len(row_of_star_at_column)
     passes = 0
     while True:
         passes += 1
         free = (column_of_star_at_row[zero_rows] < 0) & (row_of_star_at_column[zero_cols] < 0)
         if not free.any():
             return passes
-        rows, cols = smallest_per_key(zero_rows[free], zero_cols[free])
-        cols, rows = smallest_per_key(cols, rows)
+        rows, offsets = smallest_per_key(zero_rows[free], (zero_cols[free] - zero_rows[free]) % k)
+        cols, rows = smallest_per_key((offsets + rows) % k, rows)
         column_of_star_at_row[rows] = cols
         row_of_star_at_column[cols] = rows
 
