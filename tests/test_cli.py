@@ -720,6 +720,9 @@ def test_a_path_to_stdout_beside_json_is_two_documents_too(tmp_path, flag):
     refused = run("/dev/stdout")
     assert (refused.returncode, refused.stdout) == (2, b"") and b"both write to /dev/stdout" in refused.stderr
     assert run("/dev/null").returncode == 0
+    merged = subprocess.run(LAP + ["solve", "m.npy", flag, "/dev/stderr", "--json", "-q"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    assert merged.returncode == 0  # stderr named for what it is, though 2>&1 merged it with stdout
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

@@ -275,6 +275,17 @@ def test_a_generated_batch_of_one_is_read_as_a_batch(tmp_path, name):
     assert invoke("solve", tmp_path / "matrix.npz", "-o", "-", "-q").output == "row,col\n0,0\n1,1\n"
 
 
+def test_a_lone_dataset_named_0_that_lapcli_did_not_mark_stays_what_it_is(tmp_path):
+    """A matrix or a stack written under a group at ".../0" (--dataset run/0) is not a batch of one:
+    only a group lapcli marks as a batch is (a review found both refused as "a group")."""
+    assert invoke("generate", "--n", 3, "--seed", 1, "-o", tmp_path / "m.h5", "--dataset", "run/0", "-q").exit_code == 0
+    assert invoke("solve", tmp_path / "m.h5", "--solver", "numpy", "-o", "-", "-q").output.startswith("row,col\n")
+    assert invoke("generate", "--n", 3, "--batch", 2, "--seed", 1, "-o", tmp_path / "s.h5", "--dataset", "run/0",
+                  "-q").exit_code == 0
+    stacked = invoke("solve", tmp_path / "s.h5", "--report", tmp_path / "r.json", "-q")
+    assert stacked.exit_code == 0 and json.loads((tmp_path / "r.json").read_text())["batch"] == 2
+
+
 def test_an_npy_output_for_a_ragged_batch_is_refused_before_the_solve(tmp_path, monkeypatch):
     import lapcli.pipeline
 

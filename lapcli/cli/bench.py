@@ -103,7 +103,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     """Benchmark lapcli's solvers and peers on the same matrices (or stacks: --suite batch)."""
     from rich.progress import Progress
 
-    from ..io.write import check_output_path
+    from ..io.targets import check_output_path
 
     console = stderr_console(quiet)
     if suite == "points":
@@ -262,7 +262,7 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
         run_batch_bench,
         write_batch_json,
     )
-    from ..io.write import check_output_path
+    from ..io.targets import check_output_path
 
     if suite == "matcher":
         from ..bench import matcher as bench_matcher
@@ -335,7 +335,8 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
 
     from ..bench import points as bench_points
     from ..bench.batch import batch_environment
-    from ..io.write import check_output_path, write_bytes
+    from ..io.targets import check_output_path
+    from ..io.write import write_bytes
 
     runners = bench_points.point_runners()
     chosen = tuple(runners) if solvers == ("auto",) else solvers

@@ -33,8 +33,8 @@ from ..generate import (
 )
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
 from ..io.read import Batch, input_rank, read_matrix_with_info
+from ..io.targets import check_output_path
 from ..io.write import (
-    check_output_path,
     check_stack_output,
     reporting_write_errors,
     stack_assignment_bytes,

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from ..generate import new_seed
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
 from ..io.read import input_rank, read_matrix_with_info
-from ..io.write import check_output_path, write_matrix_blocks
+from ..io.targets import check_output_path
+from ..io.write import write_matrix_blocks
 from .support import (
     InputError,
     Outputs,

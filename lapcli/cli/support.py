@@ -19,7 +19,8 @@ from ..errors import (
     SolverUnavailable,
 )
 from ..io.formats import split_hdf5_path
-from ..io.write import json_text, same_output, write_together
+from ..io.targets import same_output
+from ..io.write import json_text, write_together
 
 
 class ClosedStdout:

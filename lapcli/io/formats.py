@@ -13,6 +13,8 @@ DUALS_SUFFIXES = (".npz", ".json")
 # column labels pandas writes by default (lapcli.io.text refuses such a line as ambiguous otherwise).
 DATA_FOLLOWS = "# lapcli: the next line is data, not column labels"
 HDF5_SUFFIXES = (".h5", ".hdf5")
+# The attribute (name, value) of an HDF5 group that lapcli wrote as a batch of problems (io.write.members_bytes)
+BATCH_MARK = ("lapcli", "batch")
 
 
 def split_hdf5_path(spec: str) -> tuple[str, str | None]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import LapInputError
-from .formats import HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, split_hdf5_path
+from .formats import BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, split_hdf5_path
 from .text import MatrixSource, first_line, read_text_with_info
 
 
@@ -213,6 +213,7 @@ def read_npz(path: Path, name: str | None):
         with np.load(path, allow_pickle=False) as archive:
             names = list(archive.files)
             if name is None and (len(names) > 1 or names == ["0"]):  # "0": a batch of one, as lapcli writes it
+                # (a 2-D "0" alone; NPZ has no attributes to mark it, unlike an HDF5 group)
                 order = batch_order(names)
                 arrays = [_npz_member(path, archive, n) for n in order]
                 if all(a.ndim == 2 for a in arrays):
@@ -318,8 +319,8 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
             raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)"
                                 + _external_links_hint(handle, path))
         parents = {name.rpartition("/")[0] for name in candidates}
-        if len(parents) == 1 and "" not in parents and (len(candidates) > 1 or candidates[0].endswith("/0")):
-            # one group holds them all (what `lap generate --ragged -o FILE.h5` writes, "0" alone for one): that batch
+        if len(parents) == 1 and "" not in parents and (len(candidates) > 1 or _marked_batch(handle, candidates[0])):
+            # one group holds them all (what `lap generate --ragged -o FILE.h5` writes; one alone where it says so)
             candidates = [parents.pop()]
         if len(candidates) > 1:
             raise LapInputError(
@@ -343,6 +344,12 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
         return node.ndim
     mapped = _memory_map(path, node)
     return mapped if mapped is not None else node[()]  # chunked, filtered or unwritten: read whole
+
+
+def _marked_batch(handle, name: str) -> bool:
+    """Whether the lone matrix ``name`` is a batch of one: its group carries the mark lapcli's batch outputs
+    write (io.formats.BATCH_MARK), as a lone dataset named 0 may be anybody's matrix."""
+    return handle[name].parent.attrs.get(BATCH_MARK[0]) == BATCH_MARK[1] and handle[name].ndim == 2
 
 
 def _memory_map(path: Path, node):

@@ -11,7 +11,6 @@ import io
 import json
 import math
 import os
-import stat
 import sys
 import tempfile
 import zipfile
@@ -21,58 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import LapInputError, LapOutputError
-from .formats import DATA_FOLLOWS, HDF5_SUFFIXES
-
-
-def is_device(path: str) -> bool:
-    """An existing character device or pipe (``/dev/null``, ``/dev/stdout``, a FIFO): written in
-    place, as CSV/JSON like stdout, not through a temporary file and a rename."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
-
-
-def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
-    """Fail before any work when an output could not be written."""
-    if path == "-" or is_device(path):
-        return
-    target = Path(path)
-    suffix = target.suffix.lower()
-    if suffix not in suffixes:
-        raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise LapInputError(f"cannot write {target}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise LapInputError(f"cannot write {target}: folder {folder} is not writable")
-    if target.is_dir():
-        raise LapInputError(f"cannot write {target}: it is a directory")
-
-
-def same_output(first: str, second: str) -> bool:
-    """Whether two outputs name one file, so that the second written would replace the first: one
-    path (through links or not), or stdout twice (``-``, or a path to what descriptor 1 is:
-    ``/dev/stdout``, its pipe or file: two documents one after the other). /dev/null takes both."""
-    if "-" in (first, second):
-        other = second if first == "-" else first
-        return first == second or (os.path.realpath(other) != os.devnull and _is_stdout(other))
-    if is_device(first) or is_device(second):
-        return False
-    if os.path.realpath(first) == os.path.realpath(second):
-        return True
-    try:
-        return os.path.samefile(first, second)  # hard links to one file
-    except OSError:  # one of them does not exist yet: two paths, two files
-        return False
-
-
-def _is_stdout(path: str) -> bool:
-    try:
-        return os.path.samestat(os.stat(path), os.fstat(1))
-    except OSError:  # no such file yet, or descriptor 1 closed
-        return False
+from .formats import BATCH_MARK, DATA_FOLLOWS, HDF5_SUFFIXES
+from .targets import is_device
 
 
 @contextmanager
@@ -354,6 +303,7 @@ def members_bytes(path: str, arrays: list[np.ndarray], dataset: str = "costs") -
     buffer = io.BytesIO()
     with h5py.File(buffer, "w") as handle:
         group = handle.create_group(dataset)
+        group.attrs[BATCH_MARK[0]] = BATCH_MARK[1]  # read as a batch even where it holds one matrix
         for b, array in enumerate(arrays):
             group.create_dataset(str(b), data=array)
     return buffer.getvalue()

@@ -1,0 +1,70 @@
+"""Where an output goes, checked before any work: a file whose folder can take it, or a device or
+pipe written in place; and whether two outputs are one (the same file, or stdout under two names),
+so that the second written would not silently replace the first."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ..errors import LapInputError
+
+
+def is_device(path: str) -> bool:
+    """An existing character device or pipe (``/dev/null``, ``/dev/stdout``, a FIFO): written in
+    place, as CSV/JSON like stdout, not through a temporary file and a rename."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
+    """Fail before any work when an output could not be written."""
+    if path == "-" or is_device(path):
+        return
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in suffixes:
+        raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise LapInputError(f"cannot write {target}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise LapInputError(f"cannot write {target}: folder {folder} is not writable")
+    if target.is_dir():
+        raise LapInputError(f"cannot write {target}: it is a directory")
+
+
+def same_output(first: str, second: str) -> bool:
+    """Whether two outputs name one file, so that the second written would replace the first: one
+    path (through links or not), or stdout twice (``-``, or a path to what descriptor 1 is:
+    ``/dev/stdout``, its pipe or file: two documents one after the other). /dev/null takes both."""
+    if "-" in (first, second):
+        other = second if first == "-" else first
+        return first == second or (os.path.realpath(other) != os.devnull and _is_stdout(other))
+    if is_device(first) or is_device(second):
+        return False
+    if os.path.realpath(first) == os.path.realpath(second):
+        return True
+    try:
+        return os.path.samefile(first, second)  # hard links to one file
+    except OSError:  # one of them does not exist yet: two paths, two files
+        return False
+
+
+def _is_stdout(path: str) -> bool:
+    """``path`` names descriptor 1: by its name, or as the pipe or file it is, stderr's names aside. A
+    terminal is not told by its file (stderr shares it: ``-o /dev/tty --json`` writes where it says)."""
+    named = os.path.abspath(path)
+    if named in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):
+        return True
+    if named in ("/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"):  # asked for by name, merged with 2>&1 or not
+        return False
+    try:
+        mode = os.stat(path).st_mode
+        return not stat.S_ISCHR(mode) and os.path.samestat(os.stat(path), os.fstat(1))
+    except OSError:  # no such file yet, or descriptor 1 closed
+        return False
