@@ -151,7 +151,13 @@ def _float32_cap(work, col_of_row) -> float | None:
     if total <= 0:
         return None
     cap = 2 * total
-    nearest = float(xp.maximum(xp.maximum(least, -(least + cap)), 0.0).min())  # of [least, least + C] to 0
+    # [least, least + C]'s distance to 0, over the rows whose costs differ: a constant row (the square's
+    # zero padding under a rectangle) adds the same to every total
+    distance = xp.maximum(xp.maximum(least, -(least + cap)), 0.0)
+    varied = values.max(axis=1).astype(np.float64) > least
+    nearest = float(xp.where(varied, distance, xp.inf).min())
+    if nearest == math.inf:
+        return None
     spacing = 2.0 ** max(math.floor(math.log2(nearest)) - 23, -149) if nearest > 0 else 2.0**-149
     return cap if 2 * k * work.eps >= spacing else None
 
