@@ -12,6 +12,7 @@ Dask is optional (``pip install 'lapcli[dask]'``): importing this module never i
 from __future__ import annotations
 
 import os
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .errors import InfeasibleError, LapInputError, LapTypeError, SolverUnavailable
+from .io.formats import split_hdf5_path
 
 NEEDS_DASK = "scale-out needs Dask: pip install 'lapcli[dask]'"
 CONNECT_TIMEOUT_S = 10  # a scheduler address that answers nothing fails this soon
@@ -130,11 +132,7 @@ def _client(client, scheduler, n_inputs: int):
         yield client
         return
     if scheduler is not None:
-        try:
-            own = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError, ValueError) as error:
-            raise LapInputError(f"cannot reach the Dask scheduler at {scheduler}: {_one_line(error)}") from None
-        with own:
+        with _connected(distributed, scheduler) as own:
             yield own
         return
     cluster = None
@@ -151,6 +149,40 @@ def _client(client, scheduler, n_inputs: int):
                                            dashboard_address=":0")
     with cluster, distributed.Client(cluster) as own:
         yield own
+
+
+def _connected(distributed, scheduler: str):
+    """A client of ``scheduler``, or LapInputError. Client's timeout bounds the connection alone: a
+    service that takes it and never answers held the call for ever, and one that answers something
+    else (an HTTP server) failed as "out of host memory"; the handshake runs in a thread, given twice
+    CONNECT_TIMEOUT_S, and whatever it raises is one line."""
+    found: dict = {}
+
+    def connect() -> None:
+        try:
+            found["client"] = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+        except BaseException as error:  # noqa: BLE001 - reported below, in the caller's thread
+            found["error"] = error
+
+    thread = threading.Thread(target=connect, name="lapcli-dask-connect", daemon=True)
+    thread.start()
+    thread.join(2 * CONNECT_TIMEOUT_S)
+    if "client" in found:
+        return found["client"]
+    error = found.get("error")
+    why = (f"no answer in {2 * CONNECT_TIMEOUT_S} s" if error is None else  # a length read off another protocol:
+           "what it answers is not Dask's protocol" if isinstance(error, MemoryError) else _one_line(error))
+    raise LapInputError(f"cannot reach the Dask scheduler at {scheduler}: {why}")
+
+
+def _absolute_spec(item) -> str:
+    """A file spec as the caller's absolute path (``FILE.h5:/path`` keeps its tail): a worker reads it
+    in its own folder, where a relative name is another file or none."""
+    text = os.fspath(item)
+    path, inner = split_hdf5_path(text)
+    if text == "-" or os.path.isabs(path):
+        return text  # as given: stdin, or already the same file for every worker
+    return os.path.abspath(path) + ("" if inner is None else ":" + inner)
 
 
 def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None, solver: str = "auto",
@@ -175,7 +207,9 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
         done = 0
         for index, item in enumerate(inputs):
             try:
-                if not isinstance(item, (str, os.PathLike)):
+                if isinstance(item, (str, os.PathLike)):
+                    item = _absolute_spec(item)
+                else:
                     item = active.scatter(item, hash=False)  # the data travels once, not inside the graph
             except Exception as error:  # this input cannot reach a worker: it alone fails
                 results[index] = _failed(index, error)

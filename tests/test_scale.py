@@ -3,6 +3,9 @@
 import builtins
 import gc
 import json
+import socket
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -94,7 +97,7 @@ class PathThatExplodesOnArrival(str):
         return _explode, ()
 
 
-@pytest.mark.parametrize("bad", [ExplodesOnArrival(), PathThatExplodesOnArrival("m.npy")],
+@pytest.mark.parametrize("bad", [ExplodesOnArrival(), PathThatExplodesOnArrival("/nowhere/m.npy")],
                          ids=["scatter-fails", "task-fails"])
 def test_an_input_that_cannot_reach_or_run_on_a_worker_fails_alone(client, rng, bad):
     good = rng.integers(0, 9, (5, 5))
@@ -187,6 +190,45 @@ def test_cli_with_a_bad_scheduler_address_is_one_line_exit_2(tmp_path, rng):
     np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
     bad_address = invoke("solve", tmp_path / "a.npy", "--scheduler", "nonsense::")
     assert_one_line_error(bad_address, 2, "cannot reach the Dask scheduler at nonsense::")
+
+
+@pytest.mark.parametrize("reply, words", [(None, "no answer in"),
+                                          (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "not Dask's protocol")])
+def test_a_scheduler_that_answers_nothing_or_another_protocol_is_one_line_exit_2(monkeypatch, tmp_path, rng, reply,
+                                                                                   words):
+    """Client's timeout bounds the connection only: a service that took it and never answered held
+    lap solve for ever; an HTTP server's reply failed as "out of host memory", exit 1."""
+    import_distributed()
+    monkeypatch.setattr(scale, "CONNECT_TIMEOUT_S", 0.5)
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        connection, _ = server.accept()
+        if reply is not None:
+            connection.recv(100)
+            connection.sendall(reply)
+        time.sleep(5)  # holds the connection, as such a service does
+        connection.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
+    result = invoke("solve", tmp_path / "a.npy", "--scheduler", f"tcp://127.0.0.1:{server.getsockname()[1]}")
+    assert_one_line_error(result, 2, words)
+
+
+def test_file_specs_reach_the_workers_as_the_caller_s_paths(client, tmp_path, rng, monkeypatch):
+    """A worker reads a spec in its own folder (here the one the cluster started in): a relative name
+    was another file or none there; with a scheduler's workers elsewhere, a wrong answer, exit 0."""
+    import h5py
+
+    cost = rng.integers(0, 50, (6, 6))
+    np.save(tmp_path / "a.npy", cost)
+    with h5py.File(tmp_path / "b.h5", "w") as handle:
+        handle["group/costs"] = cost.T
+    monkeypatch.chdir(tmp_path)
+    solved = solve_many(["a.npy", "b.h5:/group/costs"], client=client)
+    assert [s.objective for s in solved] == [in_process(str(tmp_path / "a.npy")).objective,
+                                             lapcli.solve(cost.T).objective]
 
 
 def test_cli_without_dask_is_one_line_exit_2(monkeypatch, tmp_path, rng):
