@@ -75,6 +75,34 @@ def test_mismatch_through_the_cli_exits_1(monkeypatch):
     assert result.exit_code == 1 and "objectives disagree" in result.stderr
 
 
+def test_the_solver_the_others_agree_with_is_the_reference():
+    """Each solver was measured against the first: a wrong first solver marked every right one
+    "mismatch" (their times gone from the table) and kept its own. The majority decides now."""
+    runners = default_runners()
+    runners["scipy"] = lambda cost, timeout: (-1, [])
+    settings = BenchSettings(cells=((8, 1),), solvers=("scipy", "numpy", "lapx-free"), repeat=1, warmup=0)
+    runners["lapx-free"] = runners["numpy"]
+    with pytest.raises(ObjectiveMismatch, match="numpy found .* scipy found -1") as raised:
+        run_bench(settings, runners=runners)
+    assert {r.solver: r.status for r in raised.value.results} == {"scipy": "mismatch", "numpy": "ok", "lapx-free": "ok"}
+
+
+def test_a_failed_solve_through_the_cli_exits_1(monkeypatch):
+    """A solver that raises was a cell marked "error" and exit 0; lap solve's contract is exit 1."""
+    import lapcli.bench.runner as bench
+
+    original = bench.default_runners
+
+    def failing_runners():
+        runners = original()
+        runners["numpy"] = lambda cost, timeout: (_ for _ in ()).throw(RuntimeError("broken on purpose"))
+        return runners
+
+    monkeypatch.setattr(bench, "default_runners", failing_runners)
+    result = CliRunner().invoke(cli, ["bench", "--sizes", "8", "--ranges", "1", "--solvers", "scipy,numpy", "--repeat", "1"])
+    assert result.exit_code == 1 and "1 solve(s) failed: numpy n=8" in result.stderr and "broken on purpose" in result.stderr
+
+
 def test_slow_solver_is_skipped_for_larger_sizes():
     runners = default_runners()
     runners["numpy"] = lambda cost, timeout: (_ for _ in ()).throw(__import__("lapcli").SolverError("exceeded its time limit"))

@@ -193,17 +193,25 @@ def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = Non
                     if on_progress:
                         on_progress(f"n={n} R={range_factor}{label} {dtype} {solver}: {timing.status}{done}")
                 solved = [t for t in cell if t.timed]  # past the limit too: it may be a baseline
-                for other in solved[1:]:
-                    if not objectives_agree(solved[0].objective, other.objective, cost):
+                reference = agreed(solved, cost)
+                for other in solved:
+                    if other is not reference and not objectives_agree(reference.objective, other.objective, cost):
                         other.status = "mismatch"
                         mismatches.append(
-                            f"n={n} R={range_factor}{label} {dtype}: {solved[0].solver} found {solved[0].objective}, "
+                            f"n={n} R={range_factor}{label} {dtype}: {reference.solver} found {reference.objective}, "
                             f"{other.solver} found {other.objective}"
                         )
                 results.extend(cell)
     if mismatches:
         raise ObjectiveMismatch("; ".join(mismatches), results)
     return results
+
+
+def agreed(solved: list[SolveTiming], cost) -> SolveTiming | None:
+    """The solve whose objective most others agree with (the first of equals): the one a mismatch is
+    measured against, so that a wrong first solver does not mark every right one "mismatch"."""
+    votes = [sum(objectives_agree(t.objective, other.objective, cost) for other in solved) for t in solved]
+    return solved[votes.index(max(votes))] if solved else None
 
 
 def solve_summary(timing: SolveTiming, wall_s: float) -> str:

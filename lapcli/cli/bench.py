@@ -228,6 +228,9 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         write_plot(plot_path, results, env)
     if failure:
         raise FailedError(f"objectives disagree: {failure}")
+    failed = [f"{t.solver} n={t.n} R={t.range_factor} {t.dtype}: {t.message}" for t in results if t.status == "error"]
+    if failed:  # recorded in the table and the files above; a solver failure is exit 1, as lap solve's
+        raise FailedError(f"{len(failed)} solve(s) failed: {failed[0]}" + (" (and more)" if len(failed) > 1 else ""))
 
 
 def progress_reporter(bar, task, console):
@@ -323,6 +326,9 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
         write_batch_json(json_path, settings, results, env, skipped)
     if failure:
         raise FailedError(f"objectives disagree: {failure}")
+    failed = [f"{t.solver} n={t.n} R={t.range_factor} {t.dtype}: {t.message}" for t in results if t.status == "error"]
+    if failed:  # recorded in the table and the files above; a solver failure is exit 1, as lap solve's
+        raise FailedError(f"{len(failed)} solve(s) failed: {failed[0]}" + (" (and more)" if len(failed) > 1 else ""))
 
 
 def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet, timeout=None) -> None:
