@@ -511,6 +511,27 @@ def test_lap_bench_points_runs_scipy_and_records(tmp_path):
     assert [r["status"] for r in json.loads((tmp_path / "timed.json").read_text())["results"]] == ["timeout"]
 
 
+def test_lap_bench_points_takes_by_default_only_the_runners_that_run_here(monkeypatch):
+    """Without a GPU the default ran cuda-sap and dense too, each cell "error", and exited 1; a
+    runner named that cannot run here is bad input (exit 2), as the main sweep's solvers are."""
+    from click.testing import CliRunner
+
+    from lapcli.bench import points as bench_points
+    from lapcli.cli.main import cli
+    from lapcli.engines import registry
+
+    here, why_not = bench_points.runners_here(bench_points.point_runners())
+    gpu = registry.get("cuda-sap").available()[0]
+    assert {"auto", "scipy"} <= set(here) and ("cuda-sap" in here) == ("dense" in here) == gpu == (why_not is None)
+    monkeypatch.setattr(bench_points, "runners_here", lambda runners: (("scipy",), "no GPU (test)"))
+    monkeypatch.setattr(bench_points, "POINT_CELLS", ((64, "uniform", "sqeuclidean"),))
+    done = CliRunner().invoke(cli, ["bench", "--suite", "points", "--sizes", "64", "--repeat", "1", "--warmup", "0"])
+    assert done.exit_code == 0, done.output
+    assert "scipy" in done.stdout + done.stderr and "cuda-sap" not in done.stdout + done.stderr
+    named = CliRunner().invoke(cli, ["bench", "--suite", "points", "--sizes", "64", "--solvers", "cuda-sap"])
+    assert named.exit_code == 2 and "cannot run here: no GPU (test)" in named.stderr
+
+
 def test_cli_points_duals_are_recovered_even_past_the_default_budget(tmp_path, monkeypatch):
     """--duals asks for them: the matrix route's engine (scipy) must have them recovered whatever
     the default budget, as `lap solve M --duals` does for a matrix."""

@@ -74,6 +74,18 @@ def point_runners() -> dict[str, Callable]:
     }
 
 
+# The points runners that need engine cuda-sap (the GPU): the others run anywhere.
+GPU_RUNNERS = ("cuda-sap", "dense")
+
+
+def runners_here(runners: dict) -> tuple[tuple[str, ...], str | None]:
+    """(the runners that can run on this machine, why the GPU ones cannot, or None where they can)."""
+    from ..engines import registry
+
+    ok, why = registry.get("cuda-sap").available()
+    return tuple(name for name in runners if ok or name not in GPU_RUNNERS), (None if ok else why)
+
+
 def load_point_programs(name: str, metric: str) -> None:
     """Load what runner ``name`` runs on a large 2-D cell of ``metric`` (``auto`` and ``cuda-sap``:
     engine cuda-sap's auction and searches on the coordinates), where that engine can run here, and

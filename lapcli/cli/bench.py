@@ -345,10 +345,13 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
     from ..io.write import write_bytes
 
     runners = bench_points.point_runners()
-    chosen = tuple(runners) if solvers == ("auto",) else solvers
+    here, why_not = bench_points.runners_here(runners)
+    chosen = here if solvers == ("auto",) else solvers  # by default what runs here; named ones must
     for name in chosen:
         if name not in runners:
             raise InputError(f"unknown points runner {name!r}; choose from {', '.join(runners)}")
+        if name not in here:
+            raise InputError(f"points runner {name!r} cannot run here: {why_not}")
     cells = bench_points.POINT_CELLS
     if sizes:
         missing = sorted(set(sizes) - {n for n, _, _ in cells})
