@@ -71,16 +71,23 @@ def cap_for(work, col_of_row, proof=None) -> float | None:
         return None
     total = total_bound(col_of_row, *proof, unreduced) if proof is not None else None
     if total is None:  # no proof, or reduced work whose bound is loose (assigned slacks near eps): the pass
-        k = values.shape[0]
-        xp = array_module(values)
-        picked = values[xp.arange(k), xp.asarray(col_of_row)]  # padded rows are zeros
-        if unreduced:  # row by row, then summed: the costs' magnitude cancels before the sum
-            picked = picked.astype(np.float64) - values.min(axis=1).astype(np.float64)
-        total = float(picked.sum())
+        total = summed_total(values, col_of_row, unreduced)[0]
     if unreduced and total <= 0:  # every row at its minimum: optimal as it is, whatever the tolerance
         return None
     cap = 2 * total if total > 0 else _spread(work) * CAP_FLOOR
     return cap if _spread(work) > CAP_GAIN * cap and cap == cap else None
+
+
+def summed_total(values, col_of_row, unreduced: bool):
+    """(T summed from the matrix in one pass, each row's least cost or None): the assigned costs (padded rows
+    are zeros), less each row's least where the work is unreduced, row by row so that the costs' magnitude
+    cancels before the sum."""
+    xp = array_module(values)
+    picked = values[xp.arange(values.shape[0]), xp.asarray(col_of_row)]
+    if not unreduced:
+        return float(picked.sum()), None
+    least = values.min(axis=1).astype(np.float64)
+    return float((picked.astype(np.float64) - least).sum()), least
 
 
 def total_bound(col_of_row, u, v, certificate, unreduced: bool) -> float | None:
@@ -144,10 +151,8 @@ def _float32_cap(work, col_of_row) -> float | None:
     over them is a multiple of the smallest such ulp, which the engine's error 2·k·eps then cannot reach (1e6 +
     U(0, 1) costs: spacing 2^-4 against eps 1e-7 would be solved twice for the same pairs)."""
     values = work.values
-    k, m = values.shape
     xp = array_module(values)
-    least = values.min(axis=1).astype(np.float64)
-    total = float((values[xp.arange(k), xp.asarray(col_of_row)].astype(np.float64) - least).sum())
+    total, least = summed_total(values, col_of_row, unreduced=True)
     if total <= 0:
         return None
     cap = 2 * total
@@ -159,7 +164,7 @@ def _float32_cap(work, col_of_row) -> float | None:
     if nearest == math.inf:
         return None
     spacing = 2.0 ** max(math.floor(math.log2(nearest)) - 23, -149) if nearest > 0 else 2.0**-149
-    return cap if 2 * k * work.eps >= spacing else None
+    return cap if 2 * values.shape[0] * work.eps >= spacing else None
 
 
 def solved_capped(problem, run, retry: CapRetry, timeout: float | None, start: float, device):
