@@ -9,11 +9,15 @@ import sys
 
 
 def main() -> None:
-    from .cli import gpu_start
+    try:
+        from .cli import gpu_start
 
-    gpu_start.start_early(sys.argv[1:])
-    from .cli.main import main as cli_main
-
+        gpu_start.start_early(sys.argv[1:])
+        from .cli.main import main as cli_main  # imports NumPy, Click, Rich: ~0.1 s a Ctrl-C may land in
+    except KeyboardInterrupt:  # before cli_main's own handler: the same line and code, no traceback
+        if sys.stderr is not None:
+            sys.stderr.write("lap: interrupted\n")
+        sys.exit(130)
     try:
         cli_main()
     finally:

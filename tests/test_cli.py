@@ -831,6 +831,35 @@ def test_ctrl_c_and_sigterm_exit_with_one_line_and_no_partial_file(tmp_path, com
     assert set(os.listdir(tmp_path)) == before
 
 
+@pytest.mark.parametrize("where", ["start_early", "import"])
+def test_ctrl_c_before_the_command_line_runs_is_one_line_and_exit_130(monkeypatch, capsys, where):
+    from lapcli import entry
+    from lapcli.cli import gpu_start
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    if where == "start_early":
+        monkeypatch.setattr(gpu_start, "start_early", interrupted)
+    else:  # the command line's module imported at the moment of the Ctrl-C
+        monkeypatch.setattr(gpu_start, "start_early", lambda argv: None)
+        monkeypatch.setattr("builtins.__import__", _interrupting_import(__import__, "main"))
+    with pytest.raises(SystemExit) as exit_:
+        entry.main()
+    assert exit_.value.code == 130
+    assert capsys.readouterr().err == "lap: interrupted\n"
+
+
+def _interrupting_import(real, module):
+    """``__import__`` that raises KeyboardInterrupt for ``from .cli.main import ...`` (the module
+    named ``module`` relative to lapcli.cli), as a Ctrl-C landing in that import would."""
+    def importer(name, globals=None, locals=None, fromlist=(), level=0):
+        if name == f"cli.{module}" and level == 1:
+            raise KeyboardInterrupt
+        return real(name, globals, locals, fromlist, level)
+    return importer
+
+
 SIGTERM_MID_WRITE = """
 import os, signal, sys
 import lapcli.cli.main
