@@ -91,7 +91,8 @@ def batch_linear_assignment(costs, maximize: bool = False, sizes=None):
     torch-linear-assignment's function, on NumPy, CuPy or torch input (result of the same kind).
     ``sizes`` = (rows, cols), B integers each: problem b is ``costs[b, :rows[b], :cols[b]]``, the
     rest of the stack is not read. A list of matrices of any shapes gives a list of results (one
-    (B, n) result where they share a shape, as their stack would).
+    (B, n) result where they share a shape, as their stack would). ``maximize``: the largest total
+    of each problem instead of the least.
 
     Without a GPU ``auto`` runs scipy, and as in ``linear_sum_assignment`` the columns are all
     this returns: they are not certified (``solve_batch`` certifies), and a batch the pipeline's
@@ -142,6 +143,9 @@ def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
     against every target of the batch (``C.view(B, Q, -1)``), ``sizes`` the k_i targets of each
     image; image i solves ``cost[i, :, s_i : s_i + k_i]`` (s_i = k_0 + … + k_{i−1}), all images in
     one launch on the GPU.
+
+    ``maximize``: the largest total instead of the least (DETR's costs are minimised); ``solver``:
+    ``"auto"`` or a batch engine of ``lap info`` (``cuda-batch``, ``scipy-batch``).
 
     Returns what DETR's matcher returns: per image a pair (query indices, target indices) of int64
     arrays sorted by query, on the input's library and device (torch tensors for torch input)."""

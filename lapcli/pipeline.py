@@ -76,8 +76,8 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     maximize : bool
         Maximise the total instead of minimising it.
     dtype : {"int32", "int64", "float32", "float64"}, optional
-        Working dtype of the engines (default: int32 for integers that fit, float32 for float32
-        input, float64 otherwise).
+        Working dtype of the engines (default: int32 for integers that fit, float32 for float16 and
+        float32 input, float64 otherwise).
     timeout : float, optional
         Seconds after which a CUDA engine gives up (SolverError).
     device : int, optional

@@ -54,8 +54,9 @@ class Solution:
     ``x`` and ``y`` are lapjv's views of the same assignment: the column of each row and the row of
     each column, −1 where none. ``duals`` is (u, v) in the caller's rows and columns: for a
     minimisation cost[i, j] − u[i] − v[j] ≥ 0 everywhere and = 0 on assigned pairs (≤ 0 and = 0
-    when maximising), up to the tolerance in the report's ``certificate``; None for engines without
-    duals (scipy).
+    when maximising), up to the tolerance in the report's ``certificate``. Engines without duals of their own
+    (scipy, lapx) have them recovered from the assignment (lapcli.duals); None where that was not
+    done (``certify=False``, or a recovery that would cost more than the solve: the report says why).
     """
 
     row_ind: np.ndarray
@@ -101,9 +102,10 @@ class MembersAnswer:
 
 @dataclass
 class BatchSolution:
-    """``col_ind`` (B, n) in the caller's library and device (−1: an unassigned row), ``objectives``
-    (B,) exact for integer costs, and one ``report``."""
+    """``col_ind`` (B, n) in the caller's library and device (−1: an unassigned row), or a list of B
+    arrays for a list of matrices of different shapes; ``objectives`` (B,) exact for integer costs,
+    None when ``solve_batch(..., objectives=False)``; and one ``report``."""
 
     col_ind: Any
-    objectives: np.ndarray
+    objectives: np.ndarray | None
     report: SolveReport

@@ -2,8 +2,9 @@
 the caller named or ``auto``'s pick from the measured crossovers, with the reason it reports.
 
 Without a GPU, scipy: it solves k × m natively and beat the NumPy twin on every input measured on
-the 2-core CI machine (1.4–27× square, up to 10^5× on k × m; docs/dispatch.md). The twin runs
-only when named. With a GPU, scipy below the measured crossover and a GPU engine above it; a
+the 2-core CI machine (1.4–27× square, up to 10^5× on k × m; docs/dispatch.md); lapx instead, where
+it is installed, for squares in its measured lead (``lapx_is_faster``), and the exact NumPy engine
+for integers too wide for float64 (``choose_for_matrix``). The twin runs otherwise only when named. With a GPU, scipy below the measured crossover and a GPU engine above it; a
 strongly rectangular k × m problem (the kernel would pad it to m × m) goes to scipy, or to
 ``cuda-sap`` on the rectangle as it is where its long side is above 2048 and its short one at
 least 256 (below).
