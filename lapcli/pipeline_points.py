@@ -33,7 +33,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
         finite. n ≠ m works: the smaller set is matched whole.
     metric : {"sqeuclidean", "euclidean", "cityblock", "chebyshev", "minkowski", "cosine"}
     p : float, optional
-        minkowski's exponent (≥ 1; default 2).
+        minkowski's exponent (> 0, as cdist's; default 2).
     solver : str
         ``"auto"``, an engine that computes the costs from the coordinates (``cuda-sap``: the
         matrix is never stored, memory O((n + m)·d)), or any matrix engine, which solves the cdist

@@ -89,8 +89,10 @@ class PointProblem:
         Every metric's are, unless a power of a difference underflows (cdist's (|d|^p)^(1/p) reads
         0 for d ≠ 0 below 2^(−1022/p): p = 50 already at 10⁻⁶): the smallest nonzero difference is
         at least the spacing of the smallest nonzero coordinate. Nor where a total of k costs can pass
-        float64's range: the band programme and the chained duals cannot rank infinite sums."""
-        if self.dim != 1 or self.is_empty:
+        float64's range: the band programme and the chained duals cannot rank infinite sums. Nor
+        minkowski below p = 1, whose outer pow(·, 1/p) scales pow's rounding by 1/p, beyond what the
+        certificate's tolerance allows a pairing taken from the order rather than from the costs."""
+        if self.dim != 1 or self.is_empty or (self.metric == "minkowski" and self.p < 1):
             return False
         with np.errstate(over="ignore"):
             if not math.isfinite(self.largest_cost() * (min(self.n_rows, self.n_cols) + 1)):
@@ -134,9 +136,14 @@ class PointProblem:
         return []
 
     def tolerance(self) -> float:
-        """The certificate's zero of a reduced cost (lapcli.work.float_eps over the largest cost)."""
+        """The certificate's zero of a reduced cost (lapcli.work.float_eps over the largest cost).
+        minkowski below p = 1: the kernels' pow and NumPy's differ by an ulp or two, which the outer
+        pow(·, 1/p) scales by 1/p, and the host's certificate reads the costs the device's duals
+        came from so: the tolerance grows by 1/p, over at least d + 4 columns."""
         from .work import float_eps
 
+        if self.metric == "minkowski" and self.p < 1:
+            return float_eps(max(self.n_rows, self.n_cols, self.dim + 4), self.largest_cost()) / self.p
         return float_eps(max(self.n_rows, self.n_cols), self.largest_cost())
 
     def assignment_from_work(self, col_of_row) -> tuple[np.ndarray, np.ndarray]:
@@ -195,6 +202,13 @@ def costs(x, y, metric: str, p: float = 2.0):
     return 1.0 - total if metric == "cosine" else total
 
 
+def minkowski_margin(p: float) -> float:
+    """The share of itself a minkowski lower bound is lowered by (kernels/costs.cuh's box_bound):
+    each pow may be off by an ulp or two, and the outer pow(total, 1/p) scales the total's error
+    by 1/p where p < 1."""
+    return 2.0**-40 * max(1.0, 1.0 / p)
+
+
 def distance_matrix(a, b, metric: str, p: float = 2.0):
     """The n × m costs of two point sets (NumPy or CuPy, in row chunks of :func:`costs`): the
     same numbers as the kernels compute, so that both routes solve the same problem."""
@@ -217,8 +231,8 @@ def check_metric(metric: str, p: float | None) -> tuple[str, float]:
             raise LapInputError(f"p is minkowski's exponent; metric {metric!r} takes none")
         return metric, 2.0
     p = 2.0 if p is None else p
-    if not isinstance(p, numbers.Real) or isinstance(p, bool) or not p >= 1:
-        raise LapInputError(f"minkowski needs p >= 1 (a norm), not {p!r}")
+    if not isinstance(p, numbers.Real) or isinstance(p, bool) or not p > 0:
+        raise LapInputError(f"minkowski needs p > 0, not {p!r}")
     try:
         p = float(p)
     except OverflowError:  # an int past float64's range

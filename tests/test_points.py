@@ -97,6 +97,33 @@ def test_minkowski_norms_with_their_own_names_use_them(rng, p, named):
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
 
 
+@pytest.mark.parametrize("p", [0.3, 0.5, 0.9])
+@pytest.mark.parametrize("shape", [(30, 1, 30), (40, 2, 40), (25, 3, 35), (35, 2, 20)])
+def test_minkowski_below_1_is_cdists_and_certified(rng, p, shape):
+    """p in (0, 1), which cdist computes (not a norm): the dense solve's objective, duals proved on
+    cdist's own matrix, in 1-D too (not sorted's: see along_a_line)."""
+    n, d, m = shape
+    a, b = rng.random((n, d)), rng.random((m, d))
+    assert not prepare_points(a, b, "minkowski", p=p).along_a_line
+    cost = cdist(a, b, "minkowski", p=p)
+    for maximize in (False, True):
+        solution = lapcli.solve_points(a, b, "minkowski", p=p, maximize=maximize)
+        assert solution.report.certified
+        assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=maximize)].sum(), rel=1e-12)
+        assert_certified_duals(solution, a, b, "minkowski", p, maximize=maximize)
+
+
+def test_minkowski_below_1_widens_the_tolerance_by_1_over_p(rng):
+    """The device's pow and NumPy's differ by an ulp or two, scaled by 1/p in the outer pow: a
+    certificate read on the host from device duals must allow that (kernels/costs.cuh)."""
+    from lapcli.work import float_eps
+
+    a, b = rng.random((3, 16)), rng.random((5, 16))
+    for p in (0.25, 0.5):
+        problem = prepare_points(a, b, "minkowski", p=p)
+        assert problem.tolerance() == pytest.approx(float_eps(20, problem.largest_cost()) / p)
+
+
 def test_orientation_maps_work_answers_and_duals_back(rng):
     """A tall problem (n > m) is solved with b as the work's rows: solving the work matrix by hand
     and mapping back must give the caller's pairs and duals that certify on the caller's matrix."""
@@ -147,7 +174,8 @@ def test_an_empty_set_gives_an_empty_answer(shape):
     (np.array([["x", "y"]]), np.zeros((1, 2)), {}, "give numbers"),
     (np.zeros((2, 2)), np.ones((2, 2)), {"metric": "cosine"}, "origin"),
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "hamming"}, "unknown metric"),
-    (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": 0.5}, "p >= 1"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": 0.0}, "p > 0"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": -1}, "p > 0"),
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": 10**400}, "past float64's range"),
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "euclidean", "p": 3}, "takes none"),
     (np.ones((2, 2)), np.ones((2, 2)), {"solver": "cuda-batch"}, "solves stacks"),
@@ -376,6 +404,11 @@ def test_cli_generates_and_solves_points(tmp_path):
     assert done.returncode == 0, done.stderr
     cost = cdist(x, y, "chebyshev")
     assert json.loads(done.stdout)["objective"] == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    # and p below 1, as cdist computes it
+    done = run_cli(["solve", "--points", str(a), str(b), "--metric", "minkowski", "--p", "0.5", "--json", "-q"])
+    assert done.returncode == 0, done.stderr
+    cost = cdist(x, y, "minkowski", p=0.5)
+    assert json.loads(done.stdout)["objective"] == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -391,7 +424,8 @@ def test_cli_generates_and_solves_points(tmp_path):
     (["generate", "--points", "--n", "5", "--d", "33", "-o", "x.npy"], "d from 1 to 32"),  # what solve takes
     (["generate", "--points", "--n", "5", "--range", "3", "-o", "x.npy"], "--range does not go with --points"),
     (["generate", "--points", "--n", "5", "--ragged", "-o", "x.npy"], "--ragged does not go with --points"),
-    (["solve", "--points", "A", "B", "--metric", "minkowski", "--p", "nan"], "p >= 1"),
+    (["solve", "--points", "A", "B", "--metric", "minkowski", "--p", "nan"], "p > 0"),
+    (["solve", "--points", "A", "B", "--metric", "minkowski", "--p", "0"], "--p"),
 ])
 def test_cli_point_option_errors_are_one_line_exit_2(tmp_path, args, message):
     done = run_cli(args, cwd=tmp_path)

@@ -94,7 +94,9 @@ struct Points {
     // metric of the row point's gaps to the box (0 inside it), computed by metric_of's operations.
     // Rounding to nearest is monotone, so |x - y| rounded is at least the gap rounded and each
     // sum, product, fmax and sqrt keeps the order: the bound is at or below the cost at() computes.
-    // pow may be off by an ulp or two either way: minkowski's bound is lowered by 2^-40 of itself.
+    // pow may be off by an ulp or two either way, and the outer pow(total, 1/p) scales the error of
+    // the total by 1/p: minkowski's bound is lowered by 2^-40 · max(1, 1/p) of itself
+    // (lapcli/points.py, minkowski_margin).
     // Cosine (BOXES false) and maximised costs (sign -1) have none here: -inf, every column scanned.
     __device__ __forceinline__ double box_bound(const double* box) const {
         if (METRIC == METRIC_COSINE || !(sign > 0.0)) return -__longlong_as_double(0x7ff0000000000000LL);
@@ -105,7 +107,7 @@ struct Points {
             zero[c] = 0.0;
         }
         const double bound = metric_of(gap, zero);  // gap - 0 is the gap exactly
-        return sign * (METRIC == METRIC_MINKOWSKI ? bound - bound * 0x1p-40 : bound);
+        return sign * (METRIC == METRIC_MINKOWSKI ? bound - bound * (0x1p-40 * fmax(1.0, 1.0 / p)) : bound);
     }
 
     // In the coordinates' order, each product and sum rounded on its own (no fused multiply-add):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cuda.auction_tiles import MORTON_BITS, TILE
-from ..points import costs
+from ..points import costs, minkowski_margin
 
 
 def spatial_order(points: np.ndarray) -> np.ndarray:
@@ -56,6 +56,6 @@ def tiles_read_in_release(point: np.ndarray, boxes: np.ndarray, tile_v: np.ndarr
     d = boxes.shape[1] // 2
     gap = np.maximum(np.maximum(boxes[:, :d] - point, point - boxes[:, d:]), 0.0)
     bound = costs(gap, np.zeros_like(gap), metric, p)
-    if metric == "minkowski":  # pow may be off by an ulp or two (kernels/costs.cuh's box_bound)
-        bound = bound - bound * 2.0**-40
+    if metric == "minkowski":  # pow may be off by an ulp or two, 1/p more below 1 (the kernels' box_bound)
+        bound = bound - bound * minkowski_margin(p)
     return ~(bound - tile_v > own)

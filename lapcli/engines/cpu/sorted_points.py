@@ -54,9 +54,10 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     (lapcli.points_certificate: on the GPU above 2²² of them), on the host by default up to
     HOST_CERTIFY_PAIRS of them (certify=True: any number; False: none)."""
     if not problem.along_a_line:
-        why = (f"powers of their differences underflow under {problem.metric}, or a total of their costs can "
-               "pass float64's range, so the sorted pairs need not be optimal (auto solves them another way)"
-               if problem.dim == 1 else
+        why = ("minkowski below p = 1 rounds each cost up to 1/p times pow's error" if problem.metric == "minkowski"
+               and problem.p < 1 else f"powers of their differences underflow under {problem.metric}, or a total of "
+               "their costs can pass float64's range")
+        why = (f"{why}, so the sorted pairs need not be optimal (auto solves them another way)" if problem.dim == 1 else
                f"these are {problem.n_rows} and {problem.n_cols} points of {problem.dim} dimensions")
         raise LapInputError(f"solver 'sorted' matches two 1-D point sets; {why}")
     began = time.perf_counter()
