@@ -16,8 +16,8 @@ thousands of dual updates (H100, docs/benchmarks.md); so do integers up to n = 1
 is wide (R ≥ 30, estimated ≥ 25) and up to 2048 whose range is wider (R ≥ 100, estimated ≥ 60:
 integer squared distances there 3.1× faster); other integers go to ``cuda``. Above 2048 columns
 ``cuda-sap`` starts from the ε-scaling auction and searches over a thread-block cluster (Hopper):
-minimised floats and minimised integers of estimated R ≥ 60 go to it (1.3–4.9× ``cuda`` from
-4096 to 16384 on every such cell measured), the others to ``cuda``: integers of low range, whose
+minimised floats and minimised integers of estimated R ≥ 60 up to 4096, ≥ 10 up to 8192 and ≥ 3
+above go to it (1.3–4.9× ``cuda`` from 4096 to 16384 on every such cell measured), the others to ``cuda``: integers of low range, whose
 many zeros the classical kernel uses best, integers too wide for the auction's float64, and
 maximised costs (maximised distances make the auction's prices climb far: never measured faster).
 k × m problems with the long side above 2048, at least twice the short one and the short one at
@@ -37,8 +37,9 @@ from . import registry
 class Crossovers:
     """Smallest square side k at which the CUDA kernel beat scipy (H100, docs/dispatch.md)."""
 
-    cuda_low_range: int = 256  # integers in [0, R·k) with R below high_range_at(k)
-    cuda_high_range: int = 384  # R ≥ 10, and floats (H100 at 384: cuda 2.0× scipy at R = 100 and 1000, cuda-sap 1.5–1.8× on floats)
+    cuda_low_range: int = 256  # integers in [0, R·k) with R below low_range_below
+    low_range_below: float = 3.0  # n = 256: cuda 1.13–1.52× scipy at R ≤ 2, 0.73–0.92× at R = 4–16
+    cuda_high_range: int = 384  # every range, and floats (H100 at 384: cuda 2.0× scipy at R = 100 and 1000, cuda-sap 1.5–1.8× on floats)
     sap_floats_up_to: int = 2048  # floats from cuda_high_range up to here: cuda-sap (its one-block search)
     sap_ints_up_to: int = 1024  # integers with R ≥ sap_ints_range from cuda_high_range up to here: cuda-sap
     sap_ints_range: float = 25.0  # R = 30 and up (the estimate of R = 30 is ~29.95); H100, n = 1024, R = 100:
@@ -47,9 +48,6 @@ class Crossovers:
     sap_wide_ints_range: float = 60.0  # H100, n = 2048, wall ms cuda / cuda-sap: R = 30 17.9 / 21.5,
     # R = 100 21.8 / 14.9, R = 1000 24.4 / 18.2, integer squared distances (R ≈ 490) 130 / 42
     wide_ratio: int = 4  # max(n, m) > wide_ratio · min(n, m): scipy (native k × m)
-    high_range: float = 10.0  # R = (max − min) / k at and above which the range counts as high
-    small_side: int = 384  # below this side the kernel wins only at lower ranges:
-    small_high_range: float = 3.0  # n = 256: cuda 1.13–1.52× scipy at R ≤ 2, 0.73–0.92× at R = 4–16
     # Without a GPU, lapx (when installed) on square matrices: 2-core CI machine, best of 5, lapx 0.11
     # against scipy 1.17: integers 1.3–1.9× scipy at n = 64, 2.0–5.1× at 128, 3.9–5.7× at 2048;
     # U[0, 1) floats 1.6× at 64, 2.4–2.8× at 128–512, 1.1× at 1024, 0.73× at 2048; below 64 scipy
@@ -72,9 +70,6 @@ class Crossovers:
     # 2000 × 8000 integers R = 100 cuda (padded) 1,548 / cuda-sap 16.5; 1000 × 20000 scipy 434 /
     # cuda-sap 11.3 (float64 distances 498 / 15.9); 4000 × 4500 integers cuda 21.0 / cuda-sap 51.4.
     rectangular_ratio: int = 2
-
-    def high_range_at(self, k: int) -> float:
-        return self.small_high_range if k < self.small_side else self.high_range
 
     def large_ints_range_at(self, k: int) -> float:
         """The R from which cuda-sap beats cuda on a square k × k integer matrix above
@@ -364,8 +359,8 @@ def fastest_for_matrix(problem) -> tuple[str, str]:
                 return "cuda-sap", (f"auto: n={size} ≤ {up_to} with R≈{range_factor:.3g} ≥ {wide:g}: "
                                     "the auction and shortest paths are fastest there")
         return "cuda", f"auto: n={size} ≥ {CROSSOVERS.cuda_high_range}: the CUDA kernel is faster there"
-    range_factor = estimated_range(problem)  # only between the two crossovers does the range decide
-    if range_factor is not None and range_factor < CROSSOVERS.high_range_at(size):
+    range_factor = estimated_range(problem)  # between the two crossovers: low ranges only
+    if range_factor is not None and range_factor < CROSSOVERS.low_range_below:
         return "cuda", f"auto: n={size} ≥ {CROSSOVERS.cuda_low_range} with R≈{range_factor:.3g}: the CUDA kernel is faster there"
     kind = "floats" if range_factor is None else f"R≈{range_factor:.3g}"
     return "scipy", f"auto: n={size} < {CROSSOVERS.cuda_high_range} ({kind}): scipy is faster there on the GPU machine"
