@@ -737,6 +737,28 @@ def test_a_full_disk_under_stdout_or_an_output_is_one_line_exit_1(tmp_path, comm
     assert (code, err) == (1, f"Error: cannot write {name}: No space left on device\n")
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [["-o", "old.csv", "--json", "-q"], ["-o", "old.csv", "--report", "/dev/full"],
+                                  ["-o", "new.csv", "--duals", "d.json", "--json", "-q"]])
+def test_a_stdout_or_device_that_cannot_be_written_leaves_the_files_as_they_were(tmp_path, args):
+    """The files are renamed into place only once stdout and devices took their part: a failed
+    command replaces no file and leaves none."""
+    (tmp_path / "old.csv").write_text("OLD\n")
+    with open("/dev/full", "wb") as full:
+        code, err = run_lap_into(full.fileno(), ["solve", "m.npy", *args], tmp_path)
+    assert code == 1 and err.startswith("Error: cannot write") and err.count("\n") == 1
+    assert (tmp_path / "old.csv").read_text() == "OLD\n"
+    assert sorted(os.listdir(tmp_path)) == ["m.npy", "old.csv", "s.npy"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_bench_writes_all_of_its_files_or_none(tmp_path):
+    code, err = run_lap_into(None, ["bench", "--solvers", "scipy", "--sizes", "8", "--repeat", "1", "--warmup", "0",
+                                    "-q", "--json", "b.json", "--csv", "/dev/full"], tmp_path)
+    assert (code, err) == (1, "Error: cannot write /dev/full: No space left on device\n")
+    assert sorted(os.listdir(tmp_path)) == ["m.npy", "s.npy"]
+
+
 def test_an_output_the_disk_cannot_hold_is_one_line_exit_1_and_leaves_no_file(tmp_path, monkeypatch):
     import errno
 

@@ -51,10 +51,8 @@ def environment() -> dict[str, Any]:
     return env
 
 
-def write_json(path: str, settings: BenchSettings, results: list[SolveTiming], env: dict) -> None:
+def json_bytes(settings: BenchSettings, results: list[SolveTiming], env: dict) -> bytes:
     import json
-
-    from ..io.write import write_bytes
 
     payload = {
         "environment": env,
@@ -62,14 +60,12 @@ def write_json(path: str, settings: BenchSettings, results: list[SolveTiming], e
         "timing": "host array to host assignment (H2D + solve + D2H), warm, per repeat",
         "results": [asdict(r) | {"median_ms": r.median_ms} for r in results],
     }
-    write_bytes(path, (json.dumps(payload, indent=1) + "\n").encode())
+    return (json.dumps(payload, indent=1) + "\n").encode()
 
 
-def write_csv(path: str, results: list[SolveTiming], env: dict) -> None:
+def csv_bytes(results: list[SolveTiming], env: dict) -> bytes:
     import csv
     import io
-
-    from ..io.write import write_bytes
 
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -78,18 +74,18 @@ def write_csv(path: str, results: list[SolveTiming], env: dict) -> None:
         for i, ms in enumerate(r.times_ms or [None]):
             writer.writerow([r.n, r.range_factor, r.dtype, r.solver, r.status, i, ms, r.objective, env.get("device"),
                              r.kind, r.engine])
-    write_bytes(path, buffer.getvalue().encode())
+    return buffer.getvalue().encode()
 
 
-def write_plot(path: str, results: list[SolveTiming], env: dict) -> None:
+def plot_bytes(results: list[SolveTiming], env: dict) -> bytes:
     """Time against n, one panel per range (per kind and range when the kinds differ; one panel
     per float kind, whose R does not matter), log scales (needs matplotlib: lapcli[plot])."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import io
 
-    from ..io.write import atomic_output
+    import matplotlib.pyplot as plt
 
     kinds = results_kinds(results)
     panels = sorted({(kinds.index(r.kind), r.range_factor) for r in results})
@@ -124,6 +120,7 @@ def write_plot(path: str, results: list[SolveTiming], env: dict) -> None:
     axes.flat[0].legend()
     fig.suptitle(f"lapcli bench on {env.get('device', '?')} ({env.get('date', '')[:10]})")
     fig.tight_layout()
-    with atomic_output(path) as handle:
-        fig.savefig(handle, format="png", dpi=110)
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=110)
     plt.close(fig)
+    return image.getvalue()

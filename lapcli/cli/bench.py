@@ -6,7 +6,7 @@ import math
 
 import click
 
-from ..bench.outputs import environment, write_csv, write_json, write_plot
+from ..bench.outputs import csv_bytes, environment, json_bytes, plot_bytes
 from ..bench.runner import bench_solvers, check_cells, run_bench, solver_available
 from ..bench.suites import (
     SUITES,
@@ -220,12 +220,11 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         notes.append("auto: the engine it chose follows its time")
     if notes:
         console.print(f"[dim]{escape('; '.join(notes))}[/]")
-    if json_path:
-        write_json(json_path, settings, results, env)
-    if csv_path:
-        write_csv(csv_path, results, env)
-    if plot_path:
-        write_plot(plot_path, results, env)
+    from ..io.write import write_together
+
+    write_together([(path, data()) for path, data in (  # all or none of the files
+        (json_path, lambda: json_bytes(settings, results, env)), (csv_path, lambda: csv_bytes(results, env)),
+        (plot_path, lambda: plot_bytes(results, env))) if path])
     if failure:
         raise FailedError(f"objectives disagree: {failure}")
     failed = [f"{t.solver} n={t.n} R={t.range_factor} {t.dtype}: {t.message}" for t in results if t.status == "error"]

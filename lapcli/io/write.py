@@ -88,9 +88,11 @@ def _made_durable(handle, temp_name: str) -> None:
 
 def write_together(outputs: list[tuple[str, bytes]]) -> None:
     """Write several outputs as one: every regular file staged first (written and fsync'ed under a
-    temporary name beside it, as :func:`atomic_output` does), and only then each renamed into place,
-    so that a full disk or a quota leaves none of them and replaces no file that was there before;
-    devices, pipes and ``-`` (stdout) are written last, in place."""
+    temporary name beside it, as :func:`atomic_output` does), then devices, pipes and ``-`` (stdout)
+    written in place, and only then each staged file renamed into place, so that a full disk, a
+    quota or a stdout that cannot be written leaves none of the files and replaces none that was
+    there before. (A rename failing after that, rare in one folder, leaves stdout written and the
+    files renamed before it: exit 1 all the same.)"""
     staged, in_place = [], []
     try:
         for path, data in outputs:
@@ -103,6 +105,8 @@ def write_together(outputs: list[tuple[str, bytes]]) -> None:
             with reporting_write_errors(target), os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 _made_durable(handle, temp_name)
+        for path, data in in_place:
+            write_bytes(path, data)
         for temp_name, target in staged:
             with reporting_write_errors(target):
                 os.replace(temp_name, target)
@@ -113,8 +117,6 @@ def write_together(outputs: list[tuple[str, bytes]]) -> None:
             except FileNotFoundError:  # renamed into place already
                 pass
         raise
-    for path, data in in_place:
-        write_bytes(path, data)
 
 
 def current_umask() -> int:
