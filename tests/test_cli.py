@@ -75,6 +75,24 @@ def test_generate_without_seed_prints_the_seed_that_reproduces_it(tmp_path):
     assert np.array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
 
 
+@pytest.mark.parametrize("args", [["--n", 20], ["--points", "--n", 20, "--d", 3]])
+def test_generate_to_stdout_without_seed_prints_the_seed_on_stderr(args):
+    drawn = subprocess.run(LAP + ["generate", *map(str, args)], capture_output=True, timeout=120)
+    assert drawn.returncode == 0 and drawn.stderr.decode().startswith("seed ")
+    seed = drawn.stderr.decode().split()[1]
+    again = subprocess.run(LAP + ["generate", *map(str, args), "--seed", seed], capture_output=True, timeout=120)
+    assert again.stdout == drawn.stdout and again.stderr == b""
+
+
+@pytest.mark.parametrize("name, args", [("[/x].npy", []), ("[red]y.npy", []), ("[/r].npz", ["--batch", 2, "--ragged"]),
+                                        ("[/p].npy", ["--points"])])
+def test_an_output_path_with_brackets_is_printed_as_it_is(tmp_path, name, args):
+    (tmp_path / "[").mkdir()
+    result = invoke("generate", "--n", 4, "--seed", 1, *args, "-o", tmp_path / name)
+    assert result.exit_code == 0 and f"wrote {tmp_path / name} (" in result.stderr
+    assert (tmp_path / name).exists()
+
+
 @pytest.mark.parametrize("range_factor, high", [(0.001, 1), (0.5, 100), (10, 2000), (1000, 200000)])
 def test_uniform_values_follow_the_papers_range(tmp_path, range_factor, high):
     invoke("generate", "--n", 200, "--range", range_factor, "--seed", 1, "-o", tmp_path / "m.npy")

@@ -147,7 +147,9 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
     else:
         stream()
     if output is not None:
-        console.print(f"wrote {output} ({'×'.join(map(str, shape))} {dtype})")
+        from rich.markup import escape  # a path may hold "[...]": printed as it is
+
+        console.print(f"wrote {escape(output)} ({'×'.join(map(str, shape))} {dtype})")
 
 
 def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind, output, dataset) -> None:
@@ -161,7 +163,9 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
     seed = new_seed() if seed is None else seed
     arrays = run_library_call(generate_ragged, batch, n, m, range_factor=range_factor, seed=seed, kind=kind, dtype=dtype)
     run_library_call(write_bytes, output, members_bytes(output, arrays, dataset))
-    console.print(f"wrote {output} ({batch} problems up to {n}×{m or n} {arrays[0].dtype}, seed {seed})")
+    from rich.markup import escape
+
+    console.print(f"wrote {escape(output)} ({batch} problems up to {n}×{m or n} {arrays[0].dtype}, seed {seed})")
 
 
 # ----------------------------------------------------------------------------- solve

@@ -124,9 +124,14 @@ def generate_point_set(console, n, m, batch, dim, kind, seed, dtype, output, dat
         raise InputError("stdout is a terminal; give -o FILE (.npy, .csv, .h5)")
     if output not in (None, "-"):
         run_library_call(check_output_path, output, (".npy", ".csv", ".h5", ".hdf5"), "point set")
-    seed = new_seed() if seed is None else seed
+    drawn = seed is None
+    seed = new_seed() if drawn else seed
     coordinates = run_library_call(generate_points, n, dim, kind=kind, seed=seed, dtype=dtype or "float64")
     run_library_call(write_matrix_blocks, output or "-", coordinates.shape, coordinates.dtype.name,
                      iter([coordinates]), dataset)
     if output not in (None, "-"):
-        console.print(f"wrote {output} ({n} {kind} points × {dim} {coordinates.dtype}, seed {seed})")
+        from rich.markup import escape  # a path may hold "[...]": printed as it is
+
+        console.print(f"wrote {escape(output)} ({n} {kind} points × {dim} {coordinates.dtype}, seed {seed})")
+    elif drawn:  # to stdout: the seed that reproduces it, as a matrix's
+        console.print(f"seed {seed}")
