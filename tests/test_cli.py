@@ -381,6 +381,14 @@ def test_non_numeric_value_names_its_line_in_the_file(tmp_path):
     assert_one_line_error(result, 2, "m.csv line 5, column 2: 'x' is not a number")
 
 
+@pytest.mark.parametrize("value", ["1_000", "\uff14", "\u0664"])  # Python's float() reads them, np.loadtxt does not
+def test_a_value_only_python_reads_as_a_number_is_named_at_its_line(tmp_path, value):
+    result = solve_text(tmp_path, f"# c\n\n1,2\n3,{value}\n")
+    assert_one_line_error(result, 2, f"m.csv line 4, column 2: {value!r} is not a number")
+    result = solve_text(tmp_path, f"{value},{value}\n3,4\n5,6\n")  # on the first line: numbers, not a header
+    assert_one_line_error(result, 2, f"m.csv line 1, column 1: {value!r} is not a number")
+
+
 def test_pandas_index_column_is_refused_without_index_col_and_dropped_with_it(tmp_path, rng):
     cost = rng.integers(0, 20, (3, 3))
     text = csv_text(cost, header=",0,1,2", index=True)  # pandas' default to_csv()

@@ -150,6 +150,14 @@ def _split_fields(line: str, delimiter: str | None) -> list[str]:
 
 
 def _is_number(text: str) -> bool:
+    """Whether np.loadtxt reads ``text`` as a number: Python's float() also takes digit-group
+    underscores and non-ASCII digits ('1_000', '４'), which np.loadtxt refuses."""
+    return "_" not in text and text.isascii() and _reads_as_float(text)
+
+
+def _reads_as_float(text: str) -> bool:
+    """Whether Python's float() reads ``text``: such a field is a number someone wrote, not a
+    header's label, even where np.loadtxt does not read it ('1_000')."""
     try:
         float(text)
         return True
@@ -175,11 +183,11 @@ def _first_line_is_header(fields: list[str], name: str, line_number: int, index_
         return True  # pandas' header: an empty index name (or none at all with sep=" "), then the labels
     offset = 1 if index_col else 0
     labels = fields[offset:]
-    numeric = [_is_number(label) for label in labels]
+    numeric = [_reads_as_float(label) for label in labels]
     if not any(numeric):
         return True
-    if not all(numeric):
-        bad = numeric.index(False)
+    if not all(numeric) or not all(map(_is_number, labels)):  # a word beside numbers, or a number NumPy cannot read
+        bad = next(i for i, label in enumerate(labels) if not _is_number(label))
         raise LapInputError(
             f"{name} line {line_number}, column {bad + offset + 1}: {labels[bad].strip()!r} is not a number "
             f"(use --header if line {line_number} is a header)"
