@@ -132,6 +132,9 @@ def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | N
     high = uniform_high(n, range_factor)
     if kind == "uniform" and np.dtype(dtype).kind == "i" and high - 1 > np.iinfo(dtype).max:
         raise LapInputError(f"values up to {high - 1} do not fit {dtype}")
+    if kind == "uniform" and np.dtype(dtype).kind == "f" and high - 1 > 2 ** (np.finfo(dtype).nmant + 1):
+        raise LapInputError(f"integers up to {high - 1} are not exact in {dtype} (past 2^{np.finfo(dtype).nmant + 1}); "
+                            "use an integer dtype or float64")
     return dtype
 
 

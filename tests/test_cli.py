@@ -124,6 +124,21 @@ def test_generate_writes_csv_and_hdf5(tmp_path, suffix):
     assert json.loads(result.stdout)["n_rows"] == 12
 
 
+@pytest.mark.parametrize("n, exact", [(20000, False), (16384, True)])  # values below 2·10^7, 1.6384·10^7
+def test_generate_refuses_uniform_integers_a_float_dtype_would_round(tmp_path, n, exact):
+    path = tmp_path / "f.npy"
+    result = invoke("generate", "--n", n, "--m", 1, "--range", 1000, "--dtype", "float32", "--seed", 1, "-o", path)
+    if exact:  # below 2^24: every integer is a float32
+        assert result.exit_code == 0 and np.load(path).max() > 2**23
+    else:
+        assert_one_line_error(result, 2, "not exact in float32 (past 2^24)")
+        assert not path.exists()
+    from lapcli.generate import generate
+
+    with pytest.raises(LapInputError, match="not exact in float64"):  # the library's call, past 2^53
+        generate(2**20, 1, range_factor=2.0**33 + 1, dtype="float64")
+
+
 def test_generate_to_a_terminal_is_a_usage_error(monkeypatch):
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
     from lapcli.cli.main import main
