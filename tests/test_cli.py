@@ -792,6 +792,13 @@ def test_a_stdout_or_device_that_cannot_be_written_leaves_the_files_as_they_were
     assert sorted(os.listdir(tmp_path)) == ["m.npy", "old.csv", "s.npy"]
 
 
+def test_bench_plot_without_matplotlib_is_bad_input_before_any_solve(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # its import raises ImportError
+    result = invoke("bench", "--solvers", "scipy", "--sizes", "8", "--repeat", "1", "--plot", tmp_path / "p.png")
+    assert_one_line_error(result, 2, "--plot needs matplotlib")
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_bench_writes_all_of_its_files_or_none(tmp_path):
     code, err = run_lap_into(None, ["bench", "--solvers", "scipy", "--sizes", "8", "--repeat", "1", "--warmup", "0",

@@ -173,7 +173,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise FailedError("--plot needs matplotlib: pip install 'lapcli[plot]'") from None
+            raise InputError("--plot needs matplotlib: pip install 'lapcli[plot]'") from None
 
     settings = BenchSettings(cells=(), solvers=tuple(solvers), kind=None, groups=groups, repeat=repeat,
                              warmup=warmup, seed=seed, timeout=timeout, baseline=baseline, suite=suite)
