@@ -6,7 +6,18 @@ For min Σ c[i, σ(i)] over permutations σ, duals u (rows) and v (columns) with
     c[i, σ(i)] − u[i] − v[σ(i)] ≤ tol   for every i        (complementary slackness)
 
 prove σ optimal up to 2·k·tol: for any permutation π, Σ c[i, π(i)] ≥ Σ u + Σ v − k·tol ≥
-Σ c[i, σ(i)] − 2·k·tol. For integer costs tol = 0 and the proof is exact. The check is one read
+Σ c[i, σ(i)] − 2·k·tol. For integer costs tol = 0 and the proof is exact.
+
+The check reads the work matrix (lapcli.work), whose float64 costs are c less their row's least
+(and column's, for a square), each difference rounded: by at most 2⁻⁵³ of the row-reduced cost r,
+and of the work cost w for the column reduction. What the proof says of the caller's costs,
+``objective_within``, adds that: over an assignment the roundings sum to 2⁻⁵³·(R + W), and a
+better assignment π would have R(π) ≤ R(σ) too, so the answer's objective exceeds the optimum by
+at most 2·max(k, m)·tol + 2⁻⁵¹·R(σ), R(σ) the answer's total above its rows' least costs. Without
+a column reduction R = W ≤ k·S, below tol (tol = m·S·2⁻⁵⁰): ``(2·max(k, m) + 1)·tol`` holds it.
+With one, W can be far below R ([[2, −1e20], [1e20, 1000]] reduces to zeros: the answer 1002 is
+within 2⁻⁵¹·1e20 of the optimum 0, not within tol): R(σ) is bounded from the duals and the column
+offsets (:func:`column_reduction_rounding`). The check is one read
 pass over the matrix, on the device that solved it (CuPy) or on the host (NumPy, in row chunks).
 Rectangular work matrices (batch engines solve k × m, k ≤ m, natively) also need v[j] ≤ tol for
 every column and v[j] ≥ −tol for the columns no row took, the dual constraints of the columns
@@ -37,6 +48,7 @@ class Certificate:
     tolerance: float
     ms: float
     where: str  # "device" or "host"
+    objective_within: float = 0.0  # the answer's objective exceeds the optimum by at most this (module docstring)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +56,7 @@ class Certificate:
             "min_slack": _plain(self.min_slack),
             "max_assigned_slack": _plain(self.max_assigned_slack),
             "tolerance": self.tolerance,
+            "objective_within": float(self.objective_within),
             "ms": round(self.ms, 3),
             "where": self.where,
         }
@@ -191,7 +204,8 @@ def judged(min_slack, max_assigned, v, col, m: int, tolerance: float, engine: st
         free_ok = bool((v <= tolerance).all()) and bool((xp.abs(v[times_taken == 0]) <= tolerance).all())
     min_slack, max_assigned = (_plain(x.item() if hasattr(x, "item") else x) for x in (min_slack, max_assigned))
     ms = (time.perf_counter() - start) * 1e3
-    certificate = Certificate(True, min_slack, max_assigned, tolerance, ms, where)
+    certificate = Certificate(True, min_slack, max_assigned, tolerance, ms, where,
+                              objective_within=proved_within(tolerance, k, m))
     # negated comparisons: a NaN slack (NaN duals) fails too
     if not min_slack >= -tolerance or not max_assigned <= tolerance or not free_ok or not one_each:
         what = [] if one_each else ["the rows do not take distinct columns of the matrix"]
@@ -204,6 +218,32 @@ def judged(min_slack, max_assigned, v, col, m: int, tolerance: float, engine: st
         raise SolverError(f"the {engine} engine's answer failed its optimality certificate: "
                           f"{'; '.join(what)} (a bug, please report it)")
     return certificate
+
+
+def proved_within(tolerance: float, k: int, m: int) -> float:
+    """How far an answer certified at ``tolerance`` on k × m work (k ≤ m) may exceed the optimum,
+    without a column reduction (the module docstring): (2·max(k, m) + 1)·tolerance."""
+    return (2 * max(k, m) + 1) * float(tolerance)
+
+
+def column_reduction_rounding(work, col_of_row, u, v, max_assigned_slack: float) -> float:
+    """What the rounding of a square float64 work matrix's reduction adds to ``objective_within``:
+    2⁻⁵⁰·R(σ) (2⁻⁵¹ proved; the rest covers this sum's own rounding), R(σ) bounded by the work
+    duals (host) as Σ u + Σ v[σ] + k·max assigned slack + Σ column offsets[σ]. 0 without a column
+    reduction (``work.col_offset`` None: :func:`proved_within` holds it) or for integers."""
+    if work.col_offset is None or work.values.dtype.kind != "f":
+        return 0.0
+    from .sums import float_sum
+
+    col = np.asarray(col_of_row)
+    terms = 2.0**-50 * np.concatenate([np.asarray(u, dtype=np.float64), np.asarray(v, dtype=np.float64)[col],
+                                       np.asarray(work.col_offset, dtype=np.float64)[col]])  # scaled first: R may pass the range
+    with np.errstate(over="ignore"):
+        total = float(terms.sum())
+    if not np.isfinite(total):  # partial sums past float64's range (costs near ±1e308)
+        total = float_sum(terms.tolist())
+    slack = 2.0**-50 * len(col) * max(float(max_assigned_slack), 0.0)
+    return max(total + slack, 0.0) + len(terms) * 5e-324  # what the scaling may have flushed to zero
 
 
 def _device_min_slack(cost, u, v, dual_dtype):

@@ -212,6 +212,7 @@ def _per_problem(proofs: list[dict], began: float, problems: int) -> dict:
             "min_slack": min((float(p["min_slack"]) for p in proofs), default=0.0),
             "max_assigned_slack": max((float(p["max_assigned_slack"]) for p in proofs), default=0.0),
             "tolerance": max((float(p["tolerance"]) for p in proofs), default=0.0),
+            "objective_within": max((float(p["objective_within"]) for p in proofs), default=0.0),
             "ms": round((time.perf_counter() - began) * 1e3, 3), "where": "host", "problems": problems}
 
 

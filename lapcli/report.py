@@ -23,7 +23,9 @@ def render_summary(report: SolveReport, console) -> None:
         console.print(f"[dim]{escape(report.reason)}[/]")
     certificate = report.certificate
     if report.certified:
-        console.print(f"[green]certified optimal[/] [dim](duals: min reduced cost {certificate['min_slack']:.6g}, "
+        within = certificate.get("objective_within")
+        within = f"objective within {within:.3g} of the optimum; " if within else ""  # integers: exact
+        console.print(f"[green]certified optimal[/] [dim]({within}duals: min reduced cost {certificate['min_slack']:.6g}, "
                       f"tolerance {certificate['tolerance']:.3g}, checked on the {certificate['where']} in "
                       f"{certificate['ms']:.3f} ms)[/]")
     elif certificate.get("why"):

@@ -2,7 +2,9 @@
 complementary slackness, the duals come back in the caller's coordinates, and the float tolerance
 follows the spread of the costs, not their magnitude."""
 
+import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -419,3 +421,75 @@ def test_a_column_taken_twice_is_no_assignment_whatever_the_duals():
         certify(np.array([[0.0, 5.0, 7.0], [0.0, 5.0, 7.0]]), np.array([0, 0]), np.zeros(2), np.zeros(3), 1e-9, "x")
     assert certify(np.array([[0, 5], [5, 0]]), np.array([0, 1]), np.zeros(2, np.int64), np.zeros(2, np.int64),
                    0.0, "x").certified
+
+
+def exact_optimum(cost: np.ndarray, maximize: bool) -> Fraction:
+    """The optimum of a small square float matrix in exact arithmetic (every permutation)."""
+    totals = (sum((Fraction(float(cost[i, j])) for i, j in enumerate(p)), Fraction(0))
+              for p in itertools.permutations(range(len(cost))))
+    return max(totals) if maximize else min(totals)
+
+
+@pytest.mark.parametrize("solver", ["numpy", "scipy", "auto"])
+def test_the_reduction_rounding_is_inside_objective_within(solver):
+    """[[2, −1e20], [1e20, 1000]]: the row reduction rounds 2 + 1e20 and 1e20 − 1000 to one value,
+    the column reduction leaves zeros, and the engines' tolerance (~1e-323 on those zeros) says
+    nothing of what was rounded away: numpy's answer 1002 is 1002 above the optimum 0.
+    ``objective_within`` covers it (2⁻⁵¹ of 1e20 is 44,409)."""
+    cost = np.array([[2.0, -1e20], [1e20, 1000.0]])
+    solution = lapcli.solve(cost, solver=solver)
+    within = solution.report.certificate["objective_within"]
+    assert solution.report.certified
+    assert Fraction(solution.objective) - exact_optimum(cost, False) <= Fraction(within)
+    assert within < 1e6  # and says how far: 2^-50·1e20 is 88,818
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_every_answer_is_within_its_objective_within_of_the_exact_optimum(rng, maximize):
+    """Small squares of mixed magnitudes (±1e20, ±1e6 with fractions, small integers: the
+    reductions round), every CPU engine with a certificate: the exact optimum (every permutation,
+    in fractions) is within the certificate's ``objective_within`` of the answer."""
+    scales = np.array([1e20, 1e6, 1.0, 1e-3])
+    for _ in range(60):
+        n = int(rng.integers(2, 6))
+        cost = (rng.choice(scales, (n, n)) * rng.choice([-1, 1], (n, n)) * rng.integers(1, 4, (n, n))
+                + rng.integers(0, 5, (n, n)) * rng.choice([1.0, 0.5, 0.1], (n, n)))
+        optimum = exact_optimum(cost, maximize)
+        for solver in ("numpy", "scipy", "auto"):
+            solution = lapcli.solve(cost, solver=solver, maximize=maximize)
+            total = sum((Fraction(float(cost[r, c])) for r, c in zip(solution.row_ind, solution.col_ind)), Fraction(0))
+            gap = optimum - total if maximize else total - optimum
+            assert gap <= Fraction(solution.report.certificate["objective_within"]), (solver, cost.tolist())
+
+
+def test_objective_within_is_reported_for_integers_stacks_and_point_sets(rng):
+    assert lapcli.solve(rng.integers(0, 9, (6, 6))).report.certificate["objective_within"] == 0
+    stack = lapcli.solve_batch(rng.random((3, 100, 100)), certify=True)
+    assert 0 < stack.report.certificate["objective_within"] < 1e-9
+    points = lapcli.solve_points(rng.random((30, 2)), rng.random((40, 2)))
+    assert 0 < points.report.certificate["objective_within"] < 1e-9
+
+
+def test_the_answer_a_cap_retry_keeps_carries_the_rounding_too(monkeypatch):
+    """A CapRetry keeps the first answer for a caller whose capped solve runs out of time: its
+    certificate's objective_within covers the reduction's rounding as the final one does."""
+    from lapcli import cost_cap
+    from lapcli.engines.cpu import numpy as numpy_engine
+
+    def retry(work, *args, **options):
+        raise cost_cap.CapRetry(True, 1.0)
+
+    monkeypatch.setattr(cost_cap, "tightened", retry)
+    cost = np.array([[2.0, -1e20], [1e20, 1000.0]])
+    with pytest.raises(cost_cap.CapRetry) as raised:
+        numpy_engine.run(prepare(cost))
+    first = raised.value.first
+    assert first.certificate["objective_within"] >= math.fsum(cost[first.rows, first.cols].tolist())  # the optimum is 0
+
+
+def test_objective_within_stays_finite_where_the_row_reduced_total_passes_the_range():
+    """Every row −1e308, 0.7e308, 0.7e308: the answer's total above its rows' least costs is
+    3.4e308, past float64's range, though 2⁻⁵⁰ of it is not."""
+    solution = lapcli.solve(np.array([[-1e308, 0.7e308, 0.7e308]] * 3), solver="numpy")
+    within = solution.report.certificate["objective_within"]
+    assert solution.objective == pytest.approx(0.4e308) and 2.0**-51 * 1.7e308 * 2 <= within < 1e300

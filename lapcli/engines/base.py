@@ -30,20 +30,25 @@ def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: st
     SolverError when the proof fails), then map assignment and duals to the caller's matrix.
     ``row_min_slack``: the certificate's read pass, already run on the device (see certify).
     ``host_copies``: (col_of_row, u, v) already copied to the host, when those are on the device."""
-    from ..certificate import certify
+    from ..certificate import certify, column_reduction_rounding
     from ..cost_cap import CapRetry, tightened
 
     certificate = certify(work.values, col_of_row, u, v, work.eps, engine, row_min_slack)
     host = lambda a: a.get() if hasattr(a, "get") else np.asarray(a)  # noqa: E731 - CuPy or NumPy
     col_of_row, u, v = host_copies if host_copies is not None else (host(col_of_row), host(u), host(v))
+    rounding = column_reduction_rounding(work, col_of_row, u, v, certificate.max_assigned_slack)
+    certificate.objective_within += rounding  # before the answer below is kept by a CapRetry
     rows, cols = problem.assignment_from_work(col_of_row)
     result = EngineResult(
         rows=rows, cols=cols, device=device, dtype=work.dtype, steps=steps or [], details=details or {},
         duals=problem.duals_from_work(u, v, work), certificate=certificate.to_dict(),
     )
     try:  # big finite costs no optimum takes inflate eps: judged at the capped one, or solved again
-        certificate = tightened(work, col_of_row, u, v, certificate, engine,
-                                square=len(work.values) == work.values.shape[1], retry=not problem.caps)
+        judged_again = tightened(work, col_of_row, u, v, certificate, engine,
+                                 square=len(work.values) == work.values.shape[1], retry=not problem.caps)
+        if judged_again is not certificate:  # the same slacks at the capped tolerance
+            judged_again.objective_within += rounding
+            certificate = judged_again
     except CapRetry as retry:
         if work.values.dtype.itemsize == 8 or problem.requested_dtype is None:
             retry.first = result  # proved at the looser tolerance: for a caller that cannot solve again

@@ -18,6 +18,7 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
     ``device_col_ind`` the view of ``run.col_ind`` a device caller made already (one less view).
     A launch that met NaN or an infinity in unchecked entries gives a result that says so
     (``unchecked_nonfinite``) and nothing else."""
+    from ...certificate import proved_within
     from ...errors import SolverError
     from ..base import BatchEngineResult
 
@@ -61,6 +62,8 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
         "min_slack": min_slack,
         "max_assigned_slack": max_assigned,
         "tolerance": tolerance,
+        "objective_within": proved_within(tolerance, c, c),  # rows reduced, not columns; c: the widest member's
+        # columns (a ragged batch's work has no values: its members are read where they lie)
         "ms": None,  # no time of its own: each group checks its problem inside the solve launch (kernel_ms)
         "where": "device",
         "fused": "in the solve launch",
