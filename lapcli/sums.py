@@ -30,14 +30,22 @@ def exact_sum(values: np.ndarray) -> np.ndarray:
 
 def float_sum(values: list[float]) -> float:
     """math.fsum (correctly rounded), which raises OverflowError where a partial sum passes
-    float64's range even though the total may not (1e308 + 1.5e308 − 1e308): then the sum of the
-    values scaled down by a power of two at least their count, scaled back (an infinity where the
-    total itself passes the range)."""
+    float64's range even though the total may not (1e308 + 1.5e308 − 1e308): then the exact sum
+    in integers, each value p/q with q a power of two, rounded once by int division (correctly
+    rounded too; scaling the values down instead lost subnormal terms); an infinity where the total
+    itself passes the range."""
     try:
         return math.fsum(values)
     except OverflowError:
-        scale = 2.0 ** max(1, math.ceil(math.log2(len(values))))
-        return math.fsum(x / scale for x in values) * scale
+        if not all(math.isfinite(x) for x in values):  # an infinity beside sums past the range: fsum's own answer
+            return math.fsum(x for x in values if not math.isfinite(x))
+        ratios = [float(x).as_integer_ratio() for x in values]
+        denominator = max(q for _, q in ratios)  # powers of two: every q divides the largest
+        numerator = sum(p * (denominator // q) for p, q in ratios)
+        try:
+            return numerator / denominator
+        except OverflowError:
+            return math.inf if numerator > 0 else -math.inf
 
 
 def exact_total(values: np.ndarray) -> int | float:

@@ -103,6 +103,11 @@ def test_a_finite_objective_whose_partial_sums_overflow_is_summed(rng):
         assert lapcli.solve(cost, solver=solver).objective == 1e308
     assert lapcli.solve_batch(cost[None]).objectives.tolist() == [1e308]
     assert lapcli.solve_batch([cost, cost[:2]]).objectives.tolist() == [1e308, np.inf]
+    # the exact sum, correctly rounded: a subnormal term beside partial sums past the range counts
+    tiny = np.full((5, 5), np.inf)
+    np.fill_diagonal(tiny, [1.7e308, 1.7e308, -1.7e308, -1.7e308, 5e-324])
+    assert lapcli.solve(tiny).objective == 5e-324 and lapcli.solve_batch(tiny[None]).objectives.tolist() == [5e-324]
+    assert lapcli.solve(-tiny, maximize=True).objective == -5e-324
 
 
 def test_float_spreads_beyond_the_float_range_are_refused_not_misread():
