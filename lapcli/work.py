@@ -122,7 +122,8 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
     target = requested or ("float32" if narrow else "float64")
     if arr.dtype.kind in "biu":
         check_exact_in_float(arr, target)
-    work = _float_work(arr, xp, maximize, any_forbidden, target, square, forbidden is not None, cap)
+    work = _float_work(arr, xp, maximize, any_forbidden, target, square, forbidden is not None, cap,
+                       widen=requested is None)
     work.sign = sign
     if arr.dtype.kind in "biu" and work.values.size:
         check_integral_arithmetic(work, xp)
@@ -276,11 +277,13 @@ def _negate_exactly(arr):
 
 
 def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, square: bool, checked: bool,
-                cap: float | None = None) -> Work:
+                cap: float | None = None, widen: bool = False) -> Work:
     """Float work: negated when maximising (exact), cast to ``target`` (float16 widens), float64
     rows reduced (and columns when ``square`` and r == c, without forbidden entries), forbidden
     entries set to each problem's sentinel. The sentinel exceeds what any assignment of finite
-    reduced costs can cost, so the optimum of a feasible problem never takes one."""
+    reduced costs can cost, so the optimum of a feasible problem never takes one. ``widen``: float32
+    work whose sentinel passes float32's range (FLT_MAX as a large cost beside +inf) is float64 work
+    instead (float32 asked for: refused)."""
     finite = xp.isfinite(arr) if any_forbidden else None  # before a narrowing cast can overflow
     with np.errstate(over="ignore"):  # an overflow of the cast is checked below, and refused
         values = arr.astype(target, copy=False)
@@ -309,6 +312,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
         return Work(xp.ascontiguousarray(reduced), row_offset=row_min, col_offset=col_min)
     if values.dtype.itemsize < arr.dtype.itemsize and not bool((xp.isfinite(values) == finite).all()):
         raise LapInputError(f"costs overflow {target}; use --dtype float64")
+    notes = []
     lo = xp.where(finite, values, xp.inf).min(axis=(1, 2))
     hi = xp.where(finite, values, -xp.inf).max(axis=(1, 2))
     lo, hi = xp.where(xp.isfinite(lo), lo, 0), xp.where(xp.isfinite(hi), hi, 0)
@@ -316,22 +320,27 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
         hi64, lo64 = hi.astype(np.float64), lo.astype(np.float64)
         width = xp.maximum(xp.maximum(hi64 - lo64, abs(hi64) * 2.0**-20), 1e-30)
         sentinel = hi64 + (k + 2) * width
-        if bool((sentinel > float(np.finfo(np.float32).max)).any()):
+        if not bool((sentinel > float(np.finfo(np.float32).max)).any()):
+            sentinel = sentinel.astype(values.dtype)
+            scale = host(xp.maximum(abs(lo), abs(hi))).astype(np.float64)
+            return Work(xp.ascontiguousarray(xp.where(finite, values, sentinel[:, None, None])), scale=scale)
+        if not widen:
             raise LapInputError("float32 costs span too wide a range to mark forbidden entries; use --dtype float64")
-        sentinel = sentinel.astype(values.dtype)
-        scale = host(xp.maximum(abs(lo), abs(hi))).astype(np.float64)
-        return Work(xp.ascontiguousarray(xp.where(finite, values, sentinel[:, None, None])), scale=scale)
+        values = values.astype(np.float64)  # exact: the float64 work below
+        notes.append("float32 costs solved as float64: a sentinel above them for the forbidden entries "
+                     "passes float32's range")
     row_min = xp.where(finite, values, xp.inf).min(axis=2)
     row_min = xp.where(xp.isfinite(row_min), row_min, 0).astype(values.dtype)
     values = values - row_min[:, :, None]
     spread = xp.where(finite, values, 0).max(axis=(1, 2))
     if cap is not None:  # the forbidden entries' sentinel follows the capped spread
         values, spread = xp.minimum(values, cap), xp.minimum(spread, cap)
-    sentinel = (k + 2) * xp.where(spread > 0, spread, 1.0)
+    with np.errstate(over="ignore"):  # an overflow is refused below
+        sentinel = (k + 2) * xp.where(spread > 0, spread, 1.0)
     if not bool(xp.isfinite(sentinel).all()):
         raise LapInputError("finite costs span too wide a range to mark forbidden entries")
     values = xp.where(finite, values, sentinel.astype(values.dtype)[:, None, None])
-    return Work(xp.ascontiguousarray(values), row_offset=row_min, scale=host(spread).astype(np.float64))
+    return Work(xp.ascontiguousarray(values), row_offset=row_min, scale=host(spread).astype(np.float64), notes=notes)
 
 
 @dataclass

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
 
@@ -119,8 +120,14 @@ def test_float_spreads_beyond_the_float_range_are_refused_not_misread():
     solution = lapcli.solve(extreme)  # scipy compares them as they are: solved, not certified
     assert not solution.report.certified and "overflows float64" in solution.report.certificate["why"]
     forbidden = np.array([[0, np.inf, 1], [3e38, 3e38, 3e38], [1, 1, 0]], np.float32)  # sentinel beyond float32
-    with pytest.raises(ValueError, match="use --dtype float64"):
-        lapcli.solve_batch(forbidden[None])
-    assert lapcli.solve_batch(forbidden[None], dtype="float64").objectives[0] == pytest.approx(3e38 + 1, rel=1e-6)
+    with pytest.raises(ValueError, match="use --dtype float64"):  # float32 asked for: refused
+        lapcli.solve_batch(forbidden[None], dtype="float32")
+    for dtype in (None, "float64"):  # else float64 work, as scipy solves them (FLT_MAX beside +inf is common)
+        solved = lapcli.solve_batch(forbidden[None], dtype=dtype)
+        assert solved.objectives[0] == pytest.approx(3e38 + 1, rel=1e-6) and solved.report.dtype == "float64"
+    for solver in ("numpy", "scipy", "auto"):
+        solution = lapcli.solve(forbidden, solver=solver)
+        assert solution.objective == pytest.approx(3e38 + 1, rel=1e-6) and solution.report.certified
+    assert lapcli.batch_linear_assignment(forbidden[None]).tolist() == [list(scipy_lsa(forbidden)[1])]
     with pytest.raises(ValueError, match="costs overflow float32"):  # finite float64, infinite once narrowed
         lapcli.solve_batch(np.array([[[1e300, 0.0], [0.0, 1.0]]]), dtype="float32")
