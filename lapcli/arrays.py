@@ -80,6 +80,15 @@ def is_torch(x: Any) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+def member_ndim(matrix: Any, index: int) -> int:
+    """np.ndim of problem ``index`` of a list, whose rows differing in length (a ragged nested list)
+    are refused by that index, not by NumPy's "inhomogeneous shape"."""
+    try:
+        return np.ndim(matrix)
+    except ValueError:
+        raise LapInputError(f"problem {index} of the list is not a matrix: its rows differ in length") from None
+
+
 def library_of(x: Any) -> str:
     """The array library ``x`` belongs to ("torch", "cupy", "numpy", "builtins", ...)."""
     return "torch" if is_torch(x) else type(x).__module__.split(".")[0]

@@ -31,7 +31,7 @@ from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
 from .errors import LapInputError, TooWideError
 from .problem import Problem, prepare
-from .arrays import padded, split_flat, stacked
+from .arrays import member_ndim, padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 from .work_dtypes import requested_dtype
 
@@ -206,8 +206,8 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     if sizes is not None:
         return solve_members(ragged.from_padded(costs, sizes), start=start, **options)
     if isinstance(costs, (list, tuple)):
-        if not costs or any(np.ndim(matrix) != 2 for matrix in costs):  # named as a list's, not its stack's
-            ragged.from_list(costs)
+        if not costs or any(member_ndim(matrix, index) != 2 for index, matrix in enumerate(costs)):
+            ragged.from_list(costs)  # named as a list's, not its stack's
         one_shape = _one_shape(costs)
         stack = stacked(costs) if one_shape else None
         if stack is None:  # shapes, or values with no exact common type: member by member

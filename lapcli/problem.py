@@ -309,11 +309,29 @@ def array_module(cost: Any):
     return np
 
 
-def check_cost_dtype(dtype) -> None:
+def check_cost_dtype(dtype, values=None) -> None:
     """Refuse costs that are not numbers as scipy does (its TypeError and message): complex, objects,
-    strings, dates; and float128, which no engine holds."""
+    strings, dates; and float128, which no engine holds. ``values``: the array, whose objects or
+    text name the refusal better (integers past 64 bits, None, numbers as text)."""
     if dtype.kind not in "biuf" or dtype.itemsize > 8:
-        raise LapTypeError(f"Cannot cast array data from {dtype!r} to dtype('float64') according to the rule 'safe'")
+        why = _why_not_numbers(values) if values is not None and dtype.kind in "OUS" else None
+        raise LapTypeError(why or f"Cannot cast array data from {dtype!r} to dtype('float64') according to the rule 'safe'")
+
+
+def _why_not_numbers(values) -> str | None:
+    """What a NumPy array of objects or text holds that lapcli's engines do not take, in words."""
+    if values.dtype.kind in "US":
+        return "costs given as text (e.g. '1'): convert them to numbers first"
+    items = values.ravel().tolist()
+    if any(item is None for item in items):
+        return "None among the costs: give a number, or inf for a forbidden pair"
+    if (items and all(isinstance(item, (int, float)) for item in items)
+            and any(isinstance(item, int) and not -2**63 <= item < 2**64 for item in items)):
+        return ("integers past 64 bits: lapcli solves integers exactly, in int64 at most; convert them to "
+                "float64 yourself if rounding them is acceptable")
+    if items and all(isinstance(item, (int, float)) for item in items):
+        return "costs held as Python objects (dtype object): give them as a numeric array"
+    return None
 
 
 def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, check: bool = True,
@@ -334,7 +352,7 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
         arr = native_order(arr) if xp is np else arr
         if arr.ndim != 2:
             raise LapInputError(f"expected a matrix (2-D array), got a {arr.ndim} array")
-    check_cost_dtype(arr.dtype)
+    check_cost_dtype(arr.dtype, arr)
     problem = Problem(original=arr, xp=xp, maximize=bool(maximize), requested_dtype=dtype, origin=origin)
     if check:
         problem.has_forbidden  # noqa: B018 - checks the entries now

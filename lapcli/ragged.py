@@ -158,7 +158,7 @@ def from_list(matrices) -> Members:
     if set(map(type, matrices)) == {np.ndarray}:  # the common host list: no conversion per matrix
         values, origin = list(matrices), Origin("numpy", False)
     else:
-        libraries = {library_of(m) for m in matrices}
+        libraries = {"numpy" if library_of(m) == "builtins" else library_of(m) for m in matrices}  # nested lists: host
         if len(libraries) > 1:
             raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
         in_place = _in_place(matrices, next(iter(libraries)))
@@ -170,6 +170,8 @@ def from_list(matrices) -> Members:
     if set(map(len, shapes)) != {2}:
         raise LapInputError("every problem of a list must be a matrix (2-D)")
     dtypes = {a.dtype for a in values}
+    for a in values if any(d.kind in "OUS" for d in dtypes) else ():  # each named as one matrix's would be
+        check_cost_dtype(a.dtype, a)
     for dtype in dtypes:  # as for one matrix: strings or objects are scipy's TypeError
         check_cost_dtype(dtype)
     rows, cols = np.fromiter(chain.from_iterable(shapes), np.int64, 2 * len(shapes)).reshape(-1, 2).T.copy()

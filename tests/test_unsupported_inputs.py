@@ -131,3 +131,27 @@ def test_float_spreads_beyond_the_float_range_are_refused_not_misread():
     assert lapcli.batch_linear_assignment(forbidden[None]).tolist() == [list(scipy_lsa(forbidden)[1])]
     with pytest.raises(ValueError, match="costs overflow float32"):  # finite float64, infinite once narrowed
         lapcli.solve_batch(np.array([[[1e300, 0.0], [0.0, 1.0]]]), dtype="float32")
+
+
+@pytest.mark.parametrize("cost, message", [([["1", "2"], ["3", "4"]], "costs given as text"),
+                                           ([[1, None], [2, 3]], "None among the costs"),
+                                           ([[2**64, 1], [1, 2**64]], "integers past 64 bits"),
+                                           ([[1.5, 2**70], [2, 3]], "integers past 64 bits"),
+                                           (np.array([[1, 2], [3, 4]], dtype=object), "held as Python objects")])
+def test_costs_numpy_holds_as_objects_or_text_are_refused_in_words(cost, message):
+    """scipy's TypeError (lapcli rounds no integer and reads no text), saying what was found rather
+    than "Cannot cast array data from dtype('O')"; one matrix, a list of one, a ragged list."""
+    for call in (lapcli.solve, lambda c: lapcli.solve_batch([c]), lambda c: lapcli.solve_batch([c, np.zeros((2, 3))])):
+        with pytest.raises(TypeError, match=message):
+            call(cost)
+
+
+def test_a_list_of_nested_lists_beside_arrays_is_one_host_batch():
+    cost = np.array([[4, 1, 3], [2, 0, 5]])  # was "one array library, got builtins, numpy"
+    for other in ([[1, 2], [3, 0]], [[1, 2], [3, 0], [5, 5]]):
+        got = lapcli.batch_linear_assignment([cost, other])
+        assert np.array_equal(got[0], scipy_lsa(cost)[1]) and got[1].tolist() == [0, 1, -1][:len(other)]
+    with pytest.raises(ValueError, match="problem 1 of the list is not a matrix: its rows differ in length"):
+        lapcli.solve_batch([np.zeros((2, 2)), [[1, 2], [3]]])
+    with pytest.raises(ValueError, match="every problem of a list must be a matrix"):
+        lapcli.batch_linear_assignment([np.zeros((2, 2)), 3.0])
