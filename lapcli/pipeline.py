@@ -124,8 +124,9 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
         problem.has_forbidden  # noqa: B018 - entries and feasibility where the input lives
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
-        report = matrix_report(problem, name, reason, start, 0, "none", problem.original.dtype.name, None)
-        return Solution(row_ind=empty, col_ind=empty, objective=0, report=report)
+        zero = problem.objective(empty, empty)  # 0, or 0.0 for float costs, as scipy's sum of none
+        report = matrix_report(problem, name, reason, start, zero, "none", problem.original.dtype.name, None)
+        return Solution(row_ind=empty, col_ind=empty, objective=zero, report=report)
     module, import_ms = loaded_engine(engine)
     try:
         result = module.run(problem, timeout=timeout, device=device)
@@ -134,7 +135,7 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
     if result.certificate is None and certify is not False and len(result.rows):
         budget = None if certify else default_budget(name)  # by default: no dearer than the solve
         result.duals, result.certificate = certified_duals(problem, result.rows, result.cols, name, budget)
-    objective = problem.objective(result.rows, result.cols) if len(result.rows) else 0
+    objective = problem.objective(result.rows, result.cols)
     set_up_apart(result.details, import_ms)
     report = matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
     return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report,

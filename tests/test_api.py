@@ -92,6 +92,9 @@ def test_empty_matrices_give_empty_assignments(shape):
     ref_rows, ref_cols = scipy_lsa(np.zeros(shape))
     assert rows.shape == ref_rows.shape == (0,) and cols.shape == ref_cols.shape == (0,)
     assert lapcli.solve(np.zeros(shape), solver="numpy").objective == 0
+    for dtype, kind in ((np.float64, float), (np.float32, float), (np.int64, int)):  # as scipy's sum of no pairs
+        objective = lapcli.solve(np.zeros(shape, dtype)).objective
+        assert type(objective) is kind and type(lapcli.solve_batch(np.zeros((1, *shape), dtype)).objectives[0].item()) is kind
 
 
 def test_one_by_one_and_lists_of_lists():
