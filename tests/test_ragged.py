@@ -358,6 +358,8 @@ def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
         lapcli.solve_batch(np.zeros((2, 4, 4)), sizes=([5, 1], [1, 1]))
     with pytest.raises(LapInputError, match="sum to 5"):
         lapcli.match(np.zeros((2, 3, 6)), [2, 3])
+    with pytest.raises(LapInputError, match=f"sum to {4 * (2**62 - 1) + 9}"):  # 5 in int64, which wraps round
+        lapcli.match(np.zeros((5, 1, 5), dtype=np.int8), [2**62 - 1] * 4 + [9])
     with pytest.raises(LapInputError, match="every problem of a list must be a matrix"):
         lapcli.solve_batch([np.zeros((2, 2)), np.zeros(3)])
     # named as the caller's list, not as the stack made of it ("got a 1-D array", "a 2-D array")
