@@ -168,6 +168,22 @@ _TORCH_GPU, _TORCH_CPU = Origin("torch", True), Origin("torch", False)
 _CUPY, _NUMPY = Origin("cupy", True), Origin("numpy", False)
 
 
+def one_stack(costs, what: str):
+    """``costs`` as one (B, n, m) array where a call takes only that (``what``: the call's words): a
+    list or tuple of matrices of one shape stacked in their own library (:func:`stacked`: torch in,
+    torch out); of several shapes, refused."""
+    if not isinstance(costs, (list, tuple)) or not costs:
+        return costs
+    try:
+        shapes = {tuple(np.shape(matrix)) for matrix in costs}
+    except ValueError:  # a ragged nested list
+        shapes = {None, ()}
+    if len(shapes) != 1:
+        raise LapInputError(f"{what}: these matrices are of {len(shapes)} shapes")
+    stack = stacked(costs)
+    return costs if stack is None else stack
+
+
 def stacked(matrices):
     """A list of matrices of one shape as one stack of their own library (torch, CuPy), so that the
     answer comes back as theirs; other lists (NumPy arrays, nested lists) as NumPy's; None where

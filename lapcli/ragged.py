@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, library_of, torch_stream_if_other
+from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, library_of, one_stack, torch_stream_if_other
 from .errors import LapInputError, TooWideError
 from .problem import check_cost_dtype, own_forbidden
 from .work_dtypes import WORK_DTYPES, floats_as_integers
@@ -189,7 +189,7 @@ def from_list(matrices) -> Members:
 
 def from_padded(stack, sizes) -> Members:
     """Members from a padded (B, n, m) stack and ``sizes`` = (rows, cols), each B integers."""
-    values, origin = as_array(stack)
+    values, origin = as_array(one_stack(stack, "sizes go with a (B, n, m) stack (a list of any shapes needs none)"))
     if values.ndim != 3:
         raise LapInputError(f"expected a stack of matrices (3-D array) with sizes, got a {values.ndim}-D array")
     batch, n, m = values.shape
@@ -214,7 +214,7 @@ def from_stack(values, origin: Origin) -> Members:
 def from_block(block, targets) -> Members:
     """Members from a matcher's (B, Q, Σk) block and the k_i targets of each image: member i is
     block[i, :, s_i : s_i + k_i]."""
-    values, origin = as_array(block)
+    values, origin = as_array(one_stack(block, "match takes a (B, Q, Σk) block of one shape"))
     if values.ndim != 3:
         raise LapInputError(f"expected a (B, Q, sum of targets) block, got a {values.ndim}-D array")
     batch, queries, total = values.shape

@@ -730,3 +730,24 @@ def test_a_torch_list_of_dtypes_torch_cannot_promote_is_solved_member_by_member(
             cost = member.to(torch.int64).numpy()
             rows, best = scipy_lsa(cost)
             assert int(objective) == int(cost[rows, best].sum()) == int(cost[np.arange(4), np.asarray(cols)].sum())
+
+
+def test_a_list_with_sizes_is_its_stack_and_answers_in_its_library(rng):
+    """sizes (and match's block) take a (B, n, m) stack: a list of one shape is stacked in its own
+    library, so torch members give torch answers (they came back as NumPy, and members with grad
+    or in bfloat16 failed inside NumPy); a list of several shapes is refused in one line."""
+    torch = pytest.importorskip("torch")
+    members = [torch.tensor(rng.random((2, 3))) for _ in range(2)]
+    sizes = ([1, 2], [2, 3])
+    expected = lapcli.batch_linear_assignment(torch.stack(members), sizes=sizes)
+    for form in (members, [m.clone().requires_grad_() for m in members], tuple(members)):
+        got = lapcli.batch_linear_assignment(form, sizes=sizes)
+        assert isinstance(got, torch.Tensor) and torch.equal(got, expected)
+        assert isinstance(lapcli.solve_batch(form, sizes=sizes).col_ind, torch.Tensor)
+    assert isinstance(lapcli.batch_linear_assignment([m.bfloat16() for m in members], sizes=sizes), torch.Tensor)
+    pairs = lapcli.match([torch.tensor(rng.random((3, 4))) for _ in range(2)], [2, 2])
+    assert all(isinstance(index, torch.Tensor) for pair in pairs for index in pair)
+    with pytest.raises(LapInputError, match="of 2 shapes"):
+        lapcli.batch_linear_assignment([members[0], torch.zeros(3, 3)], sizes=sizes)
+    with pytest.raises(LapInputError, match="of 2 shapes"):
+        lapcli.match([np.zeros((3, 4)), np.zeros((3, 5))], [2, 2])
