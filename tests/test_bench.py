@@ -20,6 +20,12 @@ def test_quick_suite_writes_json_and_csv_with_every_repeat(tmp_path):
     payload = json.loads((tmp_path / "b.json").read_text())
     assert payload["settings"]["solvers"] == ["numpy", "scipy"]
     assert {"numpy", "scipy", "device", "date"} <= set(payload["environment"])
+    from importlib import metadata
+
+    try:  # lapx's version under its own name (its module is named lap)
+        assert payload["environment"]["lapx"] == metadata.version("lapx") and "lap" not in payload["environment"]
+    except metadata.PackageNotFoundError:
+        assert "lapx" not in payload["environment"]
     results = payload["results"]
     assert len(results) == 3 * 3 * 2  # sizes × ranges × solvers
     assert all(r["status"] == "ok" and len(r["times_ms"]) == 2 for r in results)

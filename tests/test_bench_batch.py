@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli.bench.batch as bench_batch
+import lapcli.errors
 from lapcli.bench.batch import (
     BatchMismatch,
     BatchRunner,
@@ -155,6 +156,37 @@ def test_batch_suite_scale_shrinks_the_batches_and_a_liar_exits_1(tmp_path, monk
     monkeypatch.setattr(bench_batch, "batch_runners", lying)
     result = CliRunner().invoke(cli, ["bench", "--suite", "batch", "--solvers", "scipy-loop,scipy-batch", "--repeat", "1"])
     assert result.exit_code == 1 and "objectives disagree" in result.stderr
+
+
+def test_a_batch_runner_that_fails_is_one_line_exit_1_and_one_named_that_cannot_run_exit_2(monkeypatch):
+    """A failing runner's cell reads error and the run ends in one line, exit 1 (a traceback once:
+    the line read a single solve's fields); a runner named that cannot run here is exit 2, as a
+    --solver this machine cannot run, not skipped under -q."""
+    monkeypatch.setattr(bench_batch, "BATCH_CELLS", TINY)
+    monkeypatch.setattr(bench_batch, "SUITE_MIN_SECONDS", 0.01)
+    original = bench_batch.batch_runners
+
+    def failing():
+        runners = original()
+        honest = runners["scipy-batch"]
+
+        def broken(stack):
+            raise lapcli.errors.SolverError("the engine stopped")
+
+        runners["scipy-batch"] = BatchRunner("scipy-batch", honest.available, honest.setup, broken, honest.to_host)
+        runners["nowhere"] = BatchRunner("nowhere", lambda: (False, "no such device"), honest.setup, broken,
+                                         honest.to_host)
+        return runners
+
+    monkeypatch.setattr(bench_batch, "batch_runners", failing)
+    result = CliRunner().invoke(cli, ["bench", "--suite", "batch", "--solvers", "scipy-loop,scipy-batch",
+                                      "--repeat", "1", "--warmup", "0"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: ") and "scipy-batch B=" in result.stderr
+    result = CliRunner().invoke(cli, ["bench", "--suite", "batch", "--solvers", "scipy-loop,nowhere", "-q"])
+    assert result.exit_code == 2 and "batch runner 'nowhere' cannot run here: no such device" in result.stderr
+    result = CliRunner().invoke(cli, ["bench", "--suite", "batch", "--repeat", "1", "--warmup", "0", "-q"])
+    assert result.exit_code == 1  # by default what cannot run is skipped; scipy-batch still fails
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -566,6 +566,36 @@ def test_lap_bench_points_takes_by_default_only_the_runners_that_run_here(monkey
     assert named.exit_code == 2 and "cannot run here: no GPU (test)" in named.stderr
 
 
+def test_lap_bench_points_runs_auto_alone_caps_it_without_a_gpu_and_records_its_settings(tmp_path, monkeypatch):
+    """`--solvers auto` is auto alone (it was every runner here); without the GPU searches auto
+    solves the cdist matrix with scipy, so it stops where scipy does (at 65,536 points it raised
+    MemoryError, a traceback); a runner's MemoryError is its cell's error, one line, exit 1."""
+    from click.testing import CliRunner
+
+    from lapcli.bench import points as bench_points
+    from lapcli.cli.main import cli
+    from lapcli.engines import registry
+
+    monkeypatch.setattr(bench_points, "POINT_CELLS", ((64, "uniform", "sqeuclidean"), (65536, "uniform", "sqeuclidean")))
+    record = tmp_path / "p.json"
+    done = CliRunner().invoke(cli, ["bench", "--suite", "points", "--solvers", "auto", "--repeat", "1", "--warmup", "0",
+                                    "--json", str(record), "-q"])
+    assert done.exit_code == 0, done.output
+    payload = json.loads(record.read_text())
+    assert {r["runner"] for r in payload["results"]} == {"auto"}
+    assert payload["settings"]["runners"] == ["auto"] and payload["settings"]["repeat"] == 1
+    statuses = [r["status"] for r in payload["results"]]
+    assert statuses == (["ok", "ok"] if registry.get("cuda-sap").available()[0] else ["ok", "skipped"])
+    runners = bench_points.point_runners()
+
+    def out_of_memory(*args):
+        raise MemoryError("the 64 × 64 cdist matrix needs more memory (test)")
+
+    monkeypatch.setattr(bench_points, "point_runners", lambda: {**runners, "scipy": out_of_memory})
+    done = CliRunner().invoke(cli, ["bench", "--suite", "points", "--sizes", "64", "--solvers", "scipy", "-q"])
+    assert done.exit_code == 1 and done.stderr.count("\n") == 1 and "needs more memory (test)" in done.stderr
+
+
 def test_cli_points_duals_are_recovered_even_past_the_default_budget(tmp_path, monkeypatch):
     """--duals asks for them: the matrix route's engine (scipy) must have them recovered whatever
     the default budget, as `lap solve M --duals` does for a matrix."""

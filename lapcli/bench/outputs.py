@@ -43,11 +43,12 @@ def environment() -> dict[str, Any]:
     except Exception as error:  # no CuPy or no GPU: the suite ran on the CPU
         env["device"] = f"cpu: {env['cpu']} ({env['cpu_count']} cores)"
         env["gpu"] = f"none ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
-    for module in ("lapx", "lap"):
-        try:
-            env[module] = getattr(__import__(module), "__version__", "installed")
-        except ImportError:
-            pass
+    from importlib import metadata
+
+    try:
+        env["lapx"] = metadata.version("lapx")  # its module is named lap
+    except metadata.PackageNotFoundError:
+        pass
     return env
 
 

@@ -86,6 +86,18 @@ def runners_here(runners: dict) -> tuple[tuple[str, ...], str | None]:
     return tuple(name for name in runners if ok or name not in GPU_RUNNERS), (None if ok else why)
 
 
+def runner_limits() -> dict[str, int]:
+    """The largest n each runner runs on this machine: RUNNER_LIMITS, and ``auto`` without the GPU
+    searches solves the cdist matrix with scipy, so it stops where scipy does (at 65,536 points
+    that matrix alone is 34 GB)."""
+    from ..engines import registry
+
+    limits = dict(RUNNER_LIMITS)
+    if not registry.get("cuda-sap").available()[0]:
+        limits["auto"] = RUNNER_LIMITS["scipy"]
+    return limits
+
+
 def load_point_programs(name: str, metric: str) -> None:
     """Load what runner ``name`` runs on a large 2-D cell of ``metric`` (``auto`` and ``cuda-sap``:
     engine cuda-sap's auction and searches on the coordinates), where that engine can run here, and
@@ -119,6 +131,7 @@ def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, 
     from ..generate import generate_points
 
     timeout = timeout or CALL_LIMIT_S
+    limits = runner_limits()
     results = []
     loaded = set()  # (runner, metric) whose kernels load_programs loaded
     for n, kind, metric in cells:
@@ -130,8 +143,8 @@ def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, 
             results.append(timing)
             if on_progress:
                 on_progress(f"{name} n={n} {kind} {metric}")
-            if n > RUNNER_LIMITS.get(name, n):
-                timing.status, timing.message = "skipped", f"above n = {RUNNER_LIMITS[name]}"
+            if n > limits.get(name, n):
+                timing.status, timing.message = "skipped", f"above n = {limits[name]}"
                 continue
             try:
                 if n > WARM_UP_TO and warmup and load_programs and (name, metric) not in loaded:
@@ -143,7 +156,7 @@ def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, 
                     began = time.perf_counter()
                     solution = runners[name](a, b, metric, timeout)
                     timing.times_ms.append((time.perf_counter() - began) * 1e3)
-            except (InfeasibleError, LapInputError, SolverError, SolverUnavailable) as error:
+            except (InfeasibleError, LapInputError, SolverError, SolverUnavailable, MemoryError) as error:
                 timing.status = "timeout" if "time limit" in str(error) else "error"
                 timing.message = str(error)
                 continue

@@ -115,7 +115,8 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         if given:
             flags = ", ".join("--" + name.removesuffix("_path").replace("_", "-") for name in sorted(given))
             raise InputError(f"--suite points has its own cells and outputs; drop {flags}")
-        return points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet, timeout)
+        named = ctx.get_parameter_source("solvers") not in (None, ParameterSource.DEFAULT)
+        return points_suite(console, solvers if named else None, sizes, repeat, warmup, seed, json_path, quiet, timeout)
     if suite in ("batch", "matcher"):
         from click.core import ParameterSource
 
@@ -126,7 +127,9 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         if given:
             flags = ", ".join("--" + name.removesuffix("_path").replace("_", "-") for name in sorted(given))
             raise InputError(f"--suite {suite} has its own cells, kinds and outputs; drop {flags}")
-        return batch_suite(console, solvers, repeat, warmup, seed, scale or 1.0, json_path, quiet, suite)
+        named = ctx.get_parameter_source("solvers") not in (None, ParameterSource.DEFAULT)
+        return batch_suite(console, solvers if named else None, repeat, warmup, seed, scale or 1.0, json_path, quiet,
+                           suite)
     if scale is not None:
         raise InputError("--scale applies to --suite batch only")
     if suite and ranges:

@@ -47,17 +47,19 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
         runners = bench_matcher.matcher_runners()
     else:
         runners = bench_batch.batch_runners()
-    wanted = tuple(runners) if solvers == ("auto",) else solvers
+    wanted = tuple(runners) if solvers in (None, ("auto",)) else solvers  # None: --solvers not given
     for name in wanted:
         if name not in runners:
             raise InputError(f"unknown {suite} runner {name!r}; choose from {', '.join(runners)}")
-    if json_path:
-        run_library_call(check_output_path, json_path, (".json",), "output")
     skipped = {}
     for name in wanted:
         available, why = runners[name].available()
+        if not available and solvers not in (None, ("auto",)):  # named: as a --solver this machine cannot run
+            raise InputError(f"{suite} runner {name!r} cannot run here: {why}")
         if not available:
             skipped[name] = why
+    if json_path:
+        run_library_call(check_output_path, json_path, (".json",), "output")
     chosen = tuple(name for name in wanted if name not in skipped)
     for name, why in skipped.items():
         console.print(f"[dim]skipped {name}: {escape(why)}[/]")
@@ -100,7 +102,7 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
         write_batch_json(json_path, settings, results, env, skipped)
     if failure:
         raise FailedError(f"objectives disagree: {failure}")
-    failed = [f"{t.solver} n={t.n} R={t.range_factor} {t.dtype}: {t.message}" for t in results if t.status == "error"]
+    failed = [f"{t.runner} B={t.batch} n={t.n} {t.kind}: {t.message}" for t in results if t.status == "error"]
     if failed:  # recorded in the table and the files above; a solver failure is exit 1, as lap solve's
         raise FailedError(f"{len(failed)} solve(s) failed: {failed[0]}" + (" (and more)" if len(failed) > 1 else ""))
 
@@ -120,7 +122,7 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
 
     runners = bench_points.point_runners()
     here, why_not = bench_points.runners_here(runners)
-    chosen = here if solvers == ("auto",) else solvers  # by default what runs here; named ones must
+    chosen = here if solvers is None else solvers  # by default what runs here; named ones must (auto alone too)
     for name in chosen:
         if name not in runners:
             raise InputError(f"unknown points runner {name!r}; choose from {', '.join(runners)}")
@@ -153,7 +155,9 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
         table.add_row(*row)
     console.print(table)
     if json_path:
-        record = {"suite": "points", "environment": env, "seed": seed,
+        settings = {"runners": list(chosen), "repeat": repeat, "warmup": warmup, "seed": seed,
+                    "timeout_s": timeout or bench_points.CALL_LIMIT_S, "cells": [list(cell) for cell in cells]}
+        record = {"suite": "points", "environment": env, "seed": seed, "settings": settings,
                   "results": [vars(t) | {"median_ms": t.median_ms} for t in results]}
         run_library_call(write_bytes, json_path, (json_module.dumps(record, indent=2) + "\n").encode())
     failures = [f"{t.runner} n={t.n} {t.kind} {t.metric}: {t.message}" for t in results if t.status in ("mismatch", "error")]
