@@ -93,8 +93,8 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
         table.add_row(*row)
     console.print(table)
     if suite == "matcher":
-        console.print("[dim]k_i targets per image uniform in 1..K; float32 U[0, 1) block on the GPU (torch); "
-                      "the scipy loop includes its copy to the host[/]")
+        console.print("[dim]k_i targets per image uniform in 1..K; a float32 U[0, 1) torch block, on the GPU where "
+                      "torch sees one; the scipy loop includes its copy to the host[/]")
     else:
         console.print("[dim]int: float32 integers uniform in [0, 10n); float: float32 U[0, 1); "
                       "d2d: stack on the GPU, result left there[/]")
