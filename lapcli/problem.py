@@ -325,13 +325,12 @@ def _why_not_numbers(values) -> str | None:
     items = values.ravel().tolist()
     if any(item is None for item in items):
         return "None among the costs: give a number, or inf for a forbidden pair"
-    if (items and all(isinstance(item, (int, float)) for item in items)
-            and any(isinstance(item, int) and not -2**63 <= item < 2**64 for item in items)):
+    if not items or not all(isinstance(item, (int, float)) for item in items):
+        return None
+    if any(isinstance(item, int) and not -2**63 <= item < 2**64 for item in items):
         return ("integers past 64 bits: lapcli solves integers exactly, in int64 at most; convert them to "
                 "float64 yourself if rounding them is acceptable")
-    if items and all(isinstance(item, (int, float)) for item in items):
-        return "costs held as Python objects (dtype object): give them as a numeric array"
-    return None
+    return "costs held as Python objects (dtype object): give them as a numeric array"
 
 
 def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, check: bool = True,

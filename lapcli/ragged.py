@@ -219,8 +219,9 @@ def from_block(block, targets) -> Members:
         raise LapInputError(f"expected a (B, Q, sum of targets) block, got a {values.ndim}-D array")
     batch, queries, total = values.shape
     counts = _sizes(targets, "sizes", batch)
-    if sum(counts.tolist()) != total:  # Python ints: an int64 sum of counts near 2^62 wraps round
-        raise LapInputError(f"the target counts sum to {sum(counts.tolist())}, the block has {total} columns")
+    counted = sum(counts.tolist())  # Python ints: an int64 sum of counts near 2^62 wraps round
+    if counted != total:
+        raise LapInputError(f"the target counts sum to {counted}, the block has {total} columns")
     values = values if values.flags.c_contiguous else values.copy()
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     offsets = np.arange(batch, dtype=np.int64) * queries * total + starts

@@ -107,29 +107,24 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     from ..io.targets import check_output_path
 
     console = stderr_console(quiet)
-    if suite == "points":
+    if suite in ("points", "batch", "matcher"):  # suites of their own cells: options given that do not apply
         from click.core import ParameterSource
 
-        given = {name for name in ("ranges", "dtypes", "kind", "baseline", "csv_path", "plot_path", "scale")
-                 if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)}
-        if given:
-            flags = ", ".join("--" + name.removesuffix("_path").replace("_", "-") for name in sorted(given))
-            raise InputError(f"--suite points has its own cells and outputs; drop {flags}")
-        named = ctx.get_parameter_source("solvers") not in (None, ParameterSource.DEFAULT)
-        return points_suite(console, solvers if named else None, sizes, repeat, warmup, seed, json_path, quiet, timeout)
-    if suite in ("batch", "matcher"):
-        from click.core import ParameterSource
-
-        given = {name for name in ("sizes", "ranges", "dtypes", "kind", "timeout", "baseline", "csv_path", "plot_path")
-                 if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)}
-        if suite == "matcher" and scale is not None:
-            given.add("scale")
-        if given:
-            flags = ", ".join("--" + name.removesuffix("_path").replace("_", "-") for name in sorted(given))
-            raise InputError(f"--suite {suite} has its own cells, kinds and outputs; drop {flags}")
-        named = ctx.get_parameter_source("solvers") not in (None, ParameterSource.DEFAULT)
-        return batch_suite(console, solvers if named else None, repeat, warmup, seed, scale or 1.0, json_path, quiet,
-                           suite)
+        given = {name for name in ctx.params if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)}
+        named_solvers = solvers if "solvers" in given else None  # None: what runs here
+        if suite == "points":
+            foreign = given & {"ranges", "dtypes", "kind", "baseline", "csv_path", "plot_path", "scale"}
+            what = "cells and outputs"
+        else:
+            foreign = given & {"sizes", "ranges", "dtypes", "kind", "timeout", "baseline", "csv_path", "plot_path"}
+            foreign |= {"scale"} if suite == "matcher" and scale is not None else set()
+            what = "cells, kinds and outputs"
+        if foreign:
+            flags = ", ".join("--" + name.removesuffix("_path").replace("_", "-") for name in sorted(foreign))
+            raise InputError(f"--suite {suite} has its own {what}; drop {flags}")
+        if suite == "points":
+            return points_suite(console, named_solvers, sizes, repeat, warmup, seed, json_path, quiet, timeout)
+        return batch_suite(console, named_solvers, repeat, warmup, seed, scale or 1.0, json_path, quiet, suite)
     if scale is not None:
         raise InputError("--scale applies to --suite batch only")
     if suite and ranges:

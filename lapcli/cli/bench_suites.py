@@ -47,14 +47,15 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
         runners = bench_matcher.matcher_runners()
     else:
         runners = bench_batch.batch_runners()
-    wanted = tuple(runners) if solvers in (None, ("auto",)) else solvers  # None: --solvers not given
+    named = solvers not in (None, ("auto",))  # None: --solvers not given
+    wanted = solvers if named else tuple(runners)
     for name in wanted:
         if name not in runners:
             raise InputError(f"unknown {suite} runner {name!r}; choose from {', '.join(runners)}")
     skipped = {}
     for name in wanted:
         available, why = runners[name].available()
-        if not available and solvers not in (None, ("auto",)):  # named: as a --solver this machine cannot run
+        if not available and named:  # as a --solver this machine cannot run
             raise InputError(f"{suite} runner {name!r} cannot run here: {why}")
         if not available:
             skipped[name] = why

@@ -183,11 +183,10 @@ def _first_line_is_header(fields: list[str], name: str, line_number: int, index_
         return True  # pandas' header: an empty index name (or none at all with sep=" "), then the labels
     offset = 1 if index_col else 0
     labels = fields[offset:]
-    numeric = [_reads_as_float(label) for label in labels]
-    if not any(numeric):
+    if not any(map(_reads_as_float, labels)):  # words only ('1_000' is a number, if not NumPy's)
         return True
-    if not all(numeric) or not all(map(_is_number, labels)):  # a word beside numbers, or a number NumPy cannot read
-        bad = next(i for i, label in enumerate(labels) if not _is_number(label))
+    bad = next((i for i, label in enumerate(labels) if not _is_number(label)), None)
+    if bad is not None:  # a word beside numbers, or a number NumPy cannot read
         raise LapInputError(
             f"{name} line {line_number}, column {bad + offset + 1}: {labels[bad].strip()!r} is not a number "
             f"(use --header if line {line_number} is a header)"
