@@ -751,3 +751,18 @@ def test_a_list_with_sizes_is_its_stack_and_answers_in_its_library(rng):
         lapcli.batch_linear_assignment([members[0], torch.zeros(3, 3)], sizes=sizes)
     with pytest.raises(LapInputError, match="of 2 shapes"):
         lapcli.match([np.zeros((3, 4)), np.zeros((3, 5))], [2, 2])
+
+
+def test_big_endian_float_members_are_solved_on_their_spread_as_native_ones():
+    """A '>f8' stack or list (HDF5 or network-order data) took the scipy loop unreduced (its
+    float64 test compares equal to the native type only): of these 1e6 + U(0, 1e-7) members, one
+    came back 1.9e-9 off the optimum (2 % of the spread); they answer as their native copies."""
+    draws = np.random.default_rng(19)
+    members = np.concatenate([1e6 + draws.random((4, 12, 12)) * 1e-7 for _ in range(47)])
+    for maximize in (False, True):
+        native = lapcli.batch_linear_assignment(members, maximize=maximize)
+        swapped = members.astype(">f8")
+        assert np.array_equal(lapcli.batch_linear_assignment(swapped, maximize=maximize), native)
+        for start in range(0, len(members), 20):  # lists the loop takes (short of the shared ones)
+            chunk = list(swapped[start:start + 20])
+            assert np.array_equal(lapcli.batch_linear_assignment(chunk, maximize=maximize), native[start:start + 20])

@@ -70,7 +70,10 @@ def _list_shared(matrices: list) -> bool:
 
 
 def _looped_dtype(dtype: np.dtype) -> bool:
-    return dtype.kind in "iu" or dtype.char in LOOPED_FLOATS
+    """Types the loop solves; other byte orders go to the pipeline, which makes them native (a
+    big-endian float64 is not np.float64 to the reduction below, and scipy then compared the
+    magnitudes of 1e6 + U(0, 1e-7) costs, not their spread)."""
+    return dtype.isnative and (dtype.kind in "iu" or dtype.char in LOOPED_FLOATS)
 
 
 def _stack_columns(stack: np.ndarray, maximize: bool) -> np.ndarray | None:
