@@ -42,12 +42,12 @@ def check_device(device: int | None) -> None:
         return
     available, why = probe.cuda_status()
     if not available:
-        raise LapInputError(f"--device {device}: {why}")
+        raise LapInputError(f"device {device}: {why}")
     import cupy
 
     count = cupy.cuda.runtime.getDeviceCount()
     if not 0 <= device < count:
-        raise LapInputError(f"--device {device}: there {'is' if count == 1 else 'are'} {count} CUDA "
+        raise LapInputError(f"device {device}: there {'is' if count == 1 else 'are'} {count} CUDA "
                             f"device{'s' if count != 1 else ''} (0 … {count - 1})")
 
 

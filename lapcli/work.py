@@ -230,7 +230,7 @@ def _integer_target(lo: int, hi: int, requested: str | None) -> str:
     target = requested or ("int32" if -(2**31) <= lo and hi < 2**31 else "int64")
     info = np.iinfo(target)
     if lo < info.min or hi > info.max:
-        raise LapInputError(f"costs in [{lo}, {hi}] do not fit {target}; use --dtype int64 or float64")
+        raise LapInputError(f"costs in [{lo}, {hi}] do not fit {target}; ask for dtype int64 or float64")
     return target
 
 
@@ -294,7 +294,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
         # the caller checked the entries finite: only a narrowing cast can have made an infinity
         if (checked and values.size and values.dtype.itemsize < arr.dtype.itemsize
                 and not bool(xp.isfinite(values).all())):
-            raise LapInputError(f"costs overflow {target}; use --dtype float64")
+            raise LapInputError(f"costs overflow {target}; ask for dtype float64")
         if values.dtype == np.float32:  # eps follows |c| (see the module docstring)
             return Work(xp.ascontiguousarray(values))
         row_min = values.min(axis=2)
@@ -311,7 +311,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
             xp.minimum(reduced, cap, out=reduced)
         return Work(xp.ascontiguousarray(reduced), row_offset=row_min, col_offset=col_min)
     if values.dtype.itemsize < arr.dtype.itemsize and not bool((xp.isfinite(values) == finite).all()):
-        raise LapInputError(f"costs overflow {target}; use --dtype float64")
+        raise LapInputError(f"costs overflow {target}; ask for dtype float64")
     notes = []
     lo = xp.where(finite, values, xp.inf).min(axis=(1, 2))
     hi = xp.where(finite, values, -xp.inf).max(axis=(1, 2))
@@ -325,7 +325,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
             scale = host(xp.maximum(abs(lo), abs(hi))).astype(np.float64)
             return Work(xp.ascontiguousarray(xp.where(finite, values, sentinel[:, None, None])), scale=scale)
         if not widen:
-            raise LapInputError("float32 costs span too wide a range to mark forbidden entries; use --dtype float64")
+            raise LapInputError("float32 costs span too wide a range to mark forbidden entries; ask for dtype float64")
         values = values.astype(np.float64)  # exact: the float64 work below
         notes.append("float32 costs solved as float64: a sentinel above them for the forbidden entries "
                      "passes float32's range")

@@ -27,7 +27,7 @@ def floats_as_integers(arr, xp, requested: str, any_forbidden: bool):
     if arr.size and not bool((arr == xp.floor(arr)).all()):
         raise LapInputError(f"costs are not integers, so they cannot be solved as {requested}")
     if arr.size and float(xp.abs(arr).max()) >= 2.0**63:
-        raise LapInputError(f"costs do not fit {requested}; use --dtype float64")
+        raise LapInputError(f"costs do not fit {requested}; ask for dtype float64")
     return arr.astype(np.int64)
 
 
@@ -40,7 +40,7 @@ def check_exact_in_float(arr, target: str) -> None:
         return  # every value of the integer dtype is exact in the float: no scan
     limit = 2 ** (digits - 1)  # the reductions form differences of two costs: they must be exact too
     if max(abs(int(arr.min())), abs(int(arr.max()))) > limit:
-        advice = "use --dtype int64 or float64" if target == "float32" else "leave the dtype to lapcli (exact int64)"
+        advice = "ask for dtype int64 or float64" if target == "float32" else "leave the dtype to lapcli (exact int64)"
         raise LapInputError(f"integer costs beyond ±{limit} are not exact in {target} once reduced; {advice}")
 
 

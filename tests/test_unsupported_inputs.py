@@ -120,7 +120,7 @@ def test_float_spreads_beyond_the_float_range_are_refused_not_misread():
     solution = lapcli.solve(extreme)  # scipy compares them as they are: solved, not certified
     assert not solution.report.certified and "overflows float64" in solution.report.certificate["why"]
     forbidden = np.array([[0, np.inf, 1], [3e38, 3e38, 3e38], [1, 1, 0]], np.float32)  # sentinel beyond float32
-    with pytest.raises(ValueError, match="use --dtype float64"):  # float32 asked for: refused
+    with pytest.raises(ValueError, match="ask for dtype float64"):  # float32 asked for: refused
         lapcli.solve_batch(forbidden[None], dtype="float32")
     for dtype in (None, "float64"):  # else float64 work, as scipy solves them (FLT_MAX beside +inf is common)
         solved = lapcli.solve_batch(forbidden[None], dtype=dtype)
