@@ -187,4 +187,9 @@ def test_lapx_probe_reads_the_distribution_not_a_module_named_lapx(monkeypatch):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "version", missing)
-    assert registry.get("lapx").available() == (False, "lapx is not installed (pip install 'lapcli[lapx]')")
+    probe = registry.distribution_probe("lapx", "pip install 'lapcli[lapx]'")  # a fresh one: each reads once
+    assert probe() == (False, "lapx is not installed (pip install 'lapcli[lapx]')")
+    reads = []
+    monkeypatch.setattr(metadata, "version", lambda name: reads.append(name) or "9.9")
+    probe = registry.distribution_probe("lapx", "pip install 'lapcli[lapx]'")
+    assert probe() == probe() == (True, "lapx 9.9 is installed") and reads == ["lapx"]  # once a process
