@@ -698,6 +698,18 @@ def test_a_closed_stdout_exits_1_without_a_word(tmp_path, command):
     assert (code, err) == (1, "")
 
 
+@pytest.mark.parametrize("args", [["solve", "s.npy", "-o", "-"], ["generate", "--n", "400", "--seed", "1", "-q"]])
+def test_a_reader_that_leaves_early_ends_the_run_with_exit_1(tmp_path, args):
+    """`lap solve stack.npy -o - | head`: an answer larger than the pipe (64 KiB) took one write,
+    which returned the bytes the pipe held without an error, and the run ended 0 with its summary
+    printed as if the answer were out."""
+    np.save(tmp_path / "s.npy", np.random.default_rng(1).integers(0, 100, (300, 64, 64)))
+    process = subprocess.Popen(LAP + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.read(100)
+    process.stdout.close()
+    assert (process.wait(timeout=120), process.stderr.read()) == (1, b"")
+
+
 @pytest.mark.parametrize("command", [*STDOUT_COMMANDS, "info (a table)"])
 def test_a_stdout_closed_before_the_start_exits_1_without_a_word(tmp_path, command):
     """Descriptor 1 closed (``>&-``): Python leaves sys.stdout None, and each command failed on it

@@ -214,7 +214,17 @@ def _write_npy(handle, shape: tuple[int, ...], dtype: np.dtype, rows) -> None:
         npy.write_array_header_2_0(handle, header)
     for start, block in rows:
         if block.size:  # memoryview cannot cast an empty view
-            handle.write(memoryview(block).cast("B"))
+            write_all(handle, memoryview(block).cast("B"))
+
+
+def write_all(stream, data) -> None:
+    """Write every byte of ``data``: a buffered stream on a pipe whose reader left returns the
+    bytes the pipe took (64 KiB) and raises nothing; the next write raises BrokenPipeError, so a
+    `lap solve stack.npy -o - | head` no longer ends 0 having written part of its answer."""
+    view = memoryview(data)
+    while view:
+        written = stream.write(view)
+        view = view[len(view) if written is None else written:]  # None: a stream that does not count
 
 
 def _write_hdf5_rows(ds, rows) -> None:
@@ -343,7 +353,7 @@ def write_bytes(path: str, data: bytes, stdout=None) -> None:
     if path == "-":
         stream = stdout if stdout is not None else sys.stdout.buffer
         with reporting_write_errors("stdout"):
-            stream.write(data)
+            write_all(stream, data)
             stream.flush()
         return
     with atomic_output(path) as handle:
