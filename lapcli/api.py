@@ -8,6 +8,7 @@ import numpy as np
 from .arrays import host_tensor_values, split_flat
 from .cuda.probe import cuda_status
 from .engines.auto import choose, choose_ragged
+from .errors import LapInputError
 from .pipeline import solve_batch, solve_problem
 from .problem import array_module, prepare
 
@@ -66,7 +67,14 @@ def linear_sum_assignment(cost_matrix, maximize=False):
     problem = prepare(cost_matrix, maximize=maximize, check=False)  # once: O(1), no pass over the costs
     if xp is np and choose(problem)[0] == "scipy":
         return _scipy_lsa(problem.original, maximize)
-    solution = solve_problem(problem, certify=False)  # the pair is all it returns
+    try:
+        solution = solve_problem(problem, certify=False)  # the pair is all it returns
+    except LapInputError:
+        if xp is not np:
+            raise
+        # what lapcli's routes refuse but scipy takes (integers too wide for exact int64 duals, a row
+        # spread past float64's range): scipy's answer, as without a GPU; bad entries in its words
+        return _scipy_lsa(problem.original, maximize)
     return xp.asarray(solution.row_ind), xp.asarray(solution.col_ind)
 
 

@@ -57,7 +57,8 @@ def _float_ceiling(cost: np.ndarray) -> float:
     finite = cost[np.isfinite(cost)].astype(np.float64)
     if not finite.size:
         return math.inf
-    least, spread = float(finite.min()), float(finite.max() - finite.min())
+    with np.errstate(over="ignore"):  # past float64's range the ceiling is inf: every limit is below it
+        least, spread = float(finite.min()), float(finite.max() - finite.min())
     margin = max(abs(least) * 2.0**-40, sys.float_info.min)
     return least + (min(cost.shape) + 1) * spread * (1 + 2.0**-20) + margin
 

@@ -1,8 +1,11 @@
 """Degenerate and unsupported inputs: a correct empty answer, or one clean error (exit code 2 on the
 command line, no output file), never an "internal error"."""
 
+import itertools
 import subprocess
 import sys
+import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -111,14 +114,58 @@ def test_a_finite_objective_whose_partial_sums_overflow_is_summed(rng):
     assert lapcli.solve(-tiny, maximize=True).objective == -5e-324
 
 
+def test_costs_near_the_float_range_are_solved_and_certified_with_headroom():
+    """Work within 4(k + 1)× of float64's largest value: scipy's path sums overflowed (an answer
+    1.7e308 for the optimum 1.5e308 below, caught by the certificate as "a bug") and so did the
+    duals' recovery (NaN reduced costs); both now work on the costs scaled by a power of two."""
+    cases = [(np.array([[1.7e308, 1e308, 5e307], [5e307, 0.0, -1e308], [1.7e308, 1.7e308, 0.0]]), False),
+             (np.array([[-1e308, 0.0, -1e308], [5e307, 1.7e308, 1.0], [-1e308, 5e307, -1e308]]), True)]
+    for cost, maximize in cases:
+        totals = {sum(Fraction(float(cost[i, p[i]])) for i in range(3)) for p in itertools.permutations(range(3))}
+        best = max(totals) if maximize else min(totals)
+        for solver in ("auto", "scipy", "numpy"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", RuntimeWarning)  # no stray overflow warning either
+                solution = lapcli.solve(cost, solver=solver, maximize=maximize, certify=True)
+            got = sum(Fraction(float(cost[r, c])) for r, c in zip(solution.row_ind, solution.col_ind))
+            assert got == best and solution.report.certified, solver
+            u, v = solution.duals
+            assert np.isfinite(u).all() and np.isfinite(v).all()
+    largest = np.array([[np.finfo(np.float64).max, 0.0], [0.0, np.finfo(np.float64).max]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert lapcli.solve(largest, solver="numpy").objective == 0.0
+        assert lapcli.solve(largest, cost_limit=1e308).objective == 0.0
+
+
+def test_the_drop_in_hands_scipy_what_lapclis_routes_refuse(monkeypatch):
+    """linear_sum_assignment takes what scipy takes: on a GPU machine (simulated) auto's exact
+    routes refuse int64 extremes (int64 duals) and float spreads past float64's range, and the
+    drop-in then returns scipy's own answer, as without a GPU."""
+    from lapcli import api
+
+    monkeypatch.setattr(api, "cuda_status", lambda: (True, "simulated"))
+    for cost in (np.array([[-2**63, 2**63 - 1], [2**63 - 1, -2**63]], dtype=np.int64),
+                 np.array([[-1e308, 1e308], [-1.7e308, 1.7e308]])):
+        with pytest.raises(ValueError):
+            lapcli.solve(cost)
+        rows, cols = lapcli.linear_sum_assignment(cost)
+        assert [rows.tolist(), cols.tolist()] == [a.tolist() for a in scipy_lsa(cost)]
+
+
 def test_float_spreads_beyond_the_float_range_are_refused_not_misread():
     extreme = np.array([[-1e308, 1e308], [-1.7e308, 1.7e308]])  # a row's max − min overflows float64
     with pytest.raises(ValueError, match="overflows float64"):
         lapcli.solve(extreme, solver="numpy")
     with pytest.raises(ValueError, match="overflows float64"):
         lapcli.solve_batch(extreme[None])
-    solution = lapcli.solve(extreme)  # scipy compares them as they are: solved, not certified
-    assert not solution.report.certified and "overflows float64" in solution.report.certificate["why"]
+    # scipy, given such costs as they are, returned [0 1 2] here (−1.2e308) for the optimum [1 0 2]
+    # (−1.7e308), uncertified: every engine of solve refuses them, as the batch forms do
+    misread = np.array([[5e307, -1.7e308, 1.7e308], [1.7e308, 3.0, 5e307], [2.0, 3.0, -1.7e308]])
+    for cost in (extreme, misread):
+        for solver in ("auto", "scipy"):
+            with pytest.raises(ValueError, match="overflows float64"):
+                lapcli.solve(cost, solver=solver, certify=True)
     forbidden = np.array([[0, np.inf, 1], [3e38, 3e38, 3e38], [1, 1, 0]], np.float32)  # sentinel beyond float32
     with pytest.raises(ValueError, match="ask for dtype float64"):  # float32 asked for: refused
         lapcli.solve_batch(forbidden[None], dtype="float32")

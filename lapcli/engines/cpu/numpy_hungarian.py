@@ -148,7 +148,8 @@ def auction_start(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int 
         v[cols] -= bids
         row_of_star_at_column[cols] = rows
         column_of_star_at_row[rows] = cols
-    u = (cost - v[None, :]).min(axis=1)
+    with np.errstate(over="ignore"):  # costs near 1.8e308: an overflow is +inf, never a row's least
+        u = (cost - v[None, :]).min(axis=1)
     return u, v, column_of_star_at_row, row_of_star_at_column, done
 
 

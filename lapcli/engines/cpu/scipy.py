@@ -8,8 +8,12 @@ wide (``auto`` gives those to the exact NumPy engine). Float costs go to scipy a
 (lapcli.work: float64 rows reduced by their minima, exactly for offset costs), so that its
 arithmetic works at the scale of their spread, which the certificate's tolerance follows: an
 offset matrix (1e6 + U(0, 1e-7)) solved as given came back a few ulps of 1e6 off the optimum,
-and its certificate failed. Floats whose spread overflows float64 have no work matrix: scipy
-compares them as they are. The pipeline recovers the duals and certifies the answer.
+and its certificate failed. Work within 4(k + 1)× of float64's largest value goes to scipy scaled
+by a power of two (lapcli.work.headroom_scale): its path sums overflowed there and came back with
+an assignment that was not optimal. Floats whose spread overflows float64 have no work matrix and
+are refused (scipy, given them as they are, returned assignments that were not optimal, uncertified;
+the drop-in ``linear_sum_assignment`` still hands them to scipy, as scipy's own function would).
+The pipeline recovers the duals and certifies the answer.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
-from ...errors import InfeasibleError, LapInputError
+from ...errors import InfeasibleError
+from ...work import headroom_scale
 from ..base import EngineResult, float64_costs
 
 
@@ -25,10 +30,7 @@ def run(problem, *, timeout: float | None = None, device: int | None = None) -> 
     if problem.requested_dtype is not None:
         return _run_on_work(problem)
     if problem.original.dtype.kind not in "biu":
-        try:
-            return _run_on_work(problem)
-        except LapInputError:  # a spread past float64's range has no work: scipy compares the costs as they are
-            pass
+        return _run_on_work(problem)  # a spread past float64's range has no work: refused, as by the batch forms
     original = problem.original
     if problem.xp is not np:
         original = problem.xp.asnumpy(original)
@@ -49,6 +51,9 @@ def _run_on_work(problem) -> EngineResult:
     entries at a sentinel), mapped back."""
     work = problem.work_stack(np)
     values, _ = float64_costs(work.values[0], False, "scipy")
+    if values.dtype.kind == "f" and values.size:  # scipy's path sums must not overflow: scaled (exactly) where they could
+        scale = headroom_scale(values, values.shape[0])
+        values = values if scale == 1.0 else values * scale
     _, work_cols = scipy_lsa(values)  # every work row is assigned, in order (rows ≤ columns)
     rows, cols = problem.assignment_from_work(work_cols)
     return EngineResult(rows=rows, cols=cols, device="cpu", dtype=work.dtype)
