@@ -11,8 +11,6 @@ is ~0.2 ms, so nothing here scans the costs that an engine will read anyway.
 
 from __future__ import annotations
 
-import math
-import numbers
 import sys
 import time
 from dataclasses import replace
@@ -24,40 +22,16 @@ from . import __version__, ragged
 from .certificate import not_certified
 from .cost_cap import CapRetry, solved_capped
 from .cost_limit import CostLimit
-from .cuda import probe
 from .duals import certified_duals, certified_members, certified_stack, default_budget
 from .engines import registry
 from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
-from .errors import LapInputError, TooWideError
+from .errors import TooWideError
+from .options import check_certify, check_device, check_timeout
 from .problem import Problem, prepare
 from .arrays import member_ndim, padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 from .work_dtypes import requested_dtype
-
-
-def check_device(device: int | None) -> None:
-    """Refuse a device ordinal that does not exist here (bad input, before any work)."""
-    if device is None:
-        return
-    available, why = probe.cuda_status()
-    if not available:
-        raise LapInputError(f"device {device}: {why}")
-    import cupy
-
-    count = cupy.cuda.runtime.getDeviceCount()
-    if not 0 <= device < count:
-        raise LapInputError(f"device {device}: there {'is' if count == 1 else 'are'} {count} CUDA "
-                            f"device{'s' if count != 1 else ''} (0 … {count - 1})")
-
-
-def check_timeout(timeout: float | None) -> float | None:
-    """A time limit is a positive number of seconds (or None: no limit); returns it, infinity as
-    None, so that no launcher turns it into nanoseconds."""
-    if timeout is not None and not (isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
-                                    and timeout > 0 and timeout == timeout):
-        raise LapInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    return None if timeout is None or math.isinf(timeout) else timeout
 
 
 def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
@@ -107,7 +81,7 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     """
     start = time.perf_counter()
     check_device(device)
-    timeout = check_timeout(timeout)
+    timeout, certify = check_timeout(timeout), check_certify(certify)
     limit = CostLimit.of(cost, cost_limit, maximize) if cost_limit is not None else None
     problem = prepare(limit.matrix if limit else cost, maximize=maximize, dtype=dtype, check=False)
     solution = solve_problem(problem, solver=solver, timeout=timeout, device=device, start=start, certify=certify)
@@ -200,7 +174,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     """
     start = time.perf_counter()
     check_device(device)
-    timeout = check_timeout(timeout)
+    timeout, certify = check_timeout(timeout), check_certify(certify)
     dtype = requested_dtype(dtype)  # a name from here on: the ragged packing reads it before prepare
     options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device, certify=certify,
                    objectives=objectives)

@@ -13,8 +13,8 @@ from .arrays import host
 from .cuda.probe import device_context
 from .engines import registry
 from .errors import LapInputError
-from .pipeline import (check_device, check_timeout, loaded_engine, matrix_report, set_up_apart, solve_ms,
-                       solve_problem)
+from .options import check_certify, check_device, check_timeout
+from .pipeline import loaded_engine, matrix_report, set_up_apart, solve_ms, solve_problem
 from .problem import array_module, prepare
 from .results import Solution
 
@@ -63,7 +63,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
 
     start = time.perf_counter()
     check_device(device)
-    timeout = check_timeout(timeout)
+    timeout, certify = check_timeout(timeout), check_certify(certify)
     problem = point_sets.prepare_points(a, b, metric, p=p, maximize=maximize, names=names)
     # cityblock sets apart in some coordinates solved without them, a maximised sqeuclidean square as
     # a minimised one (lapcli.points_frame): the same optimal assignments from an easier problem

@@ -312,25 +312,30 @@ def array_module(cost: Any):
 def check_cost_dtype(dtype, values=None) -> None:
     """Refuse costs that are not numbers as scipy does (its TypeError and message): complex, objects,
     strings, dates; and float128, which no engine holds. ``values``: the array, whose objects or
-    text name the refusal better (integers past 64 bits, None, numbers as text)."""
+    text name the refusal better (integers past 64 bits, None, numbers as text: the last two a
+    ValueError, as scipy's)."""
     if dtype.kind not in "biuf" or dtype.itemsize > 8:
-        why = _why_not_numbers(values) if values is not None and dtype.kind in "OUS" else None
-        raise LapTypeError(why or f"Cannot cast array data from {dtype!r} to dtype('float64') according to the rule 'safe'")
+        error, why = _why_not_numbers(values) if values is not None and dtype.kind in "OUS" else (LapTypeError, None)
+        raise error(why or f"Cannot cast array data from {dtype!r} to dtype('float64') according to the rule 'safe'")
 
 
-def _why_not_numbers(values) -> str | None:
-    """What a NumPy array of objects or text holds that lapcli's engines do not take, in words."""
+def _why_not_numbers(values) -> tuple[type, str | None]:
+    """What a NumPy array of objects or text holds that lapcli's engines do not take, in words, and
+    the exception scipy raises for it: ValueError for text and None (it converts them, or fails
+    to), TypeError for other objects (it cannot cast them)."""
     if values.dtype.kind in "US":
-        return "costs given as text (e.g. '1'): convert them to numbers first"
+        return LapInputError, "costs given as text (e.g. '1'): convert them to numbers first"
     items = values.ravel().tolist()
     if any(item is None for item in items):
-        return "None among the costs: give a number, or inf for a forbidden pair"
+        return LapInputError, "None among the costs: give a number, or inf for a forbidden pair"
+    if any(isinstance(item, str) for item in items):
+        return LapInputError, "costs given as text (e.g. '1'): convert them to numbers first"
     if not items or not all(isinstance(item, (int, float)) for item in items):
-        return None
+        return LapTypeError, None
     if any(isinstance(item, int) and not -2**63 <= item < 2**64 for item in items):
-        return ("integers past 64 bits: lapcli solves integers exactly, in int64 at most; convert them to "
-                "float64 yourself if rounding them is acceptable")
-    return "costs held as Python objects (dtype object): give them as a numeric array"
+        return LapTypeError, ("integers past 64 bits: lapcli solves integers exactly, in int64 at most; convert "
+                              "them to float64 yourself if rounding them is acceptable")
+    return LapTypeError, "costs held as Python objects (dtype object): give them as a numeric array"
 
 
 def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, check: bool = True,

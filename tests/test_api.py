@@ -388,3 +388,15 @@ def test_the_drop_in_takes_and_refuses_what_scipy_does_with_a_gpu_too(monkeypatc
                 lapcli.linear_sum_assignment(given)
         else:
             assert [a.tolist() for a in lapcli.linear_sum_assignment(given)] == expected
+
+
+@pytest.mark.parametrize("off", [False, np.False_, 0])
+def test_certify_false_in_any_of_its_forms_certifies_nothing(off):
+    """``certify is not False`` read np.False_ and 0 as True: the duals were recovered and checked."""
+    cost = np.random.default_rng(3).random((6, 6))
+    solution = lapcli.solve(cost, solver="scipy", certify=off)
+    assert not solution.report.certified and solution.duals is None
+    assert lapcli.solve(cost, solver="scipy", certify=np.True_).report.certified
+    assert lapcli.solve_batch(cost[None], solver="scipy-batch", certify=off).report.certified is False
+    with pytest.raises(ValueError, match="certify must be True, False or None, not 'no'"):
+        lapcli.solve(cost, certify="no")

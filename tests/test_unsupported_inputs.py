@@ -82,7 +82,7 @@ def test_a_time_limit_is_a_positive_number(timeout):
 
 def test_an_infinite_time_limit_is_no_limit():
     """Infinity reaches no engine (a launcher's nanoseconds would overflow): it is None, no limit."""
-    from lapcli.pipeline import check_timeout
+    from lapcli.options import check_timeout
 
     assert check_timeout(float("inf")) is None and check_timeout(None) is None and check_timeout(2.5) == 2.5
     cost = np.arange(9.0).reshape(3, 3) % 4
@@ -180,16 +180,21 @@ def test_float_spreads_beyond_the_float_range_are_refused_not_misread():
         lapcli.solve_batch(np.array([[[1e300, 0.0], [0.0, 1.0]]]), dtype="float32")
 
 
-@pytest.mark.parametrize("cost, message", [([["1", "2"], ["3", "4"]], "costs given as text"),
-                                           ([[1, None], [2, 3]], "None among the costs"),
-                                           ([[2**64, 1], [1, 2**64]], "integers past 64 bits"),
-                                           ([[1.5, 2**70], [2, 3]], "integers past 64 bits"),
-                                           (np.array([[1, 2], [3, 4]], dtype=object), "held as Python objects")])
-def test_costs_numpy_holds_as_objects_or_text_are_refused_in_words(cost, message):
-    """scipy's TypeError (lapcli rounds no integer and reads no text), saying what was found rather
-    than "Cannot cast array data from dtype('O')"; one matrix, a list of one, a ragged list."""
+@pytest.mark.parametrize("cost, error, message", [
+    ([["1", "2"], ["3", "4"]], ValueError, "costs given as text"),
+    (np.array([[1, "x"], [3, 4]], dtype=object), ValueError, "costs given as text"),
+    ([[1, None], [2, 3]], ValueError, "None among the costs"),
+    ([[2**64, 1], [1, 2**64]], TypeError, "integers past 64 bits"),
+    ([[1.5, 2**70], [2, 3]], TypeError, "integers past 64 bits"),
+    (np.array([[1, 2], [3, 4]], dtype=object), TypeError, "held as Python objects")])
+def test_costs_numpy_holds_as_objects_or_text_are_refused_in_words(cost, error, message):
+    """scipy's exception (ValueError where it converts text or None, or fails to; TypeError where
+    it cannot cast objects; lapcli rounds no integer and reads no text), saying what was found
+    rather than "Cannot cast array data from dtype('O')"; one matrix, a list of one, a ragged list."""
+    with pytest.raises(error):
+        scipy_lsa(np.asarray(cost) if error is TypeError else [[1, None], [2, 3]])
     for call in (lapcli.solve, lambda c: lapcli.solve_batch([c]), lambda c: lapcli.solve_batch([c, np.zeros((2, 3))])):
-        with pytest.raises(TypeError, match=message):
+        with pytest.raises(error, match=message):
             call(cost)
 
 

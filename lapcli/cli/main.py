@@ -244,7 +244,7 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         run_library_call(check_output_path, duals_path, DUALS_SUFFIXES, "duals")
     check_distinct_outputs(("-o", output), ("--report", report_path), ("--duals", duals_path), inputs=input_specs,
                            json_stdout=json_stdout)
-    from ..pipeline import check_device
+    from ..options import check_device
 
     run_library_call(check_device, device)
     for spec in input_specs:  # cheap: file checks, NPY headers, HDF5 shapes; no matrix is loaded

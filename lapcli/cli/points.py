@@ -44,7 +44,7 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
         if value is not None:
             raise InputError(f"{flag} does not go with --points")
     metric = metric or "sqeuclidean"
-    from ..pipeline import check_device
+    from ..options import check_device
     from ..pipeline_points import solve_points
     from ..points import check_metric
 

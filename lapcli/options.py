@@ -1,0 +1,45 @@
+"""The options every entry takes (``device``, ``timeout``, ``certify``), checked before any work:
+bad values are bad input, in one line (lapcli.errors.LapInputError)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .cuda import probe
+from .errors import LapInputError
+
+
+def check_device(device: int | None) -> None:
+    """Refuse a device ordinal that does not exist here (bad input, before any work)."""
+    if device is None:
+        return
+    available, why = probe.cuda_status()
+    if not available:
+        raise LapInputError(f"device {device}: {why}")
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    if not 0 <= device < count:
+        raise LapInputError(f"device {device}: there {'is' if count == 1 else 'are'} {count} CUDA "
+                            f"device{'s' if count != 1 else ''} (0 … {count - 1})")
+
+
+def check_timeout(timeout: float | None) -> float | None:
+    """A time limit is a positive number of seconds (or None: no limit); returns it, infinity as
+    None, so that no launcher turns it into nanoseconds."""
+    if timeout is not None and not (isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
+                                    and timeout > 0 and timeout == timeout):
+        raise LapInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    return None if timeout is None or math.isinf(timeout) else timeout
+
+
+def check_certify(certify) -> bool | None:
+    """``certify`` as None (by default), True or False; NumPy's booleans and 0 or 1 count as theirs
+    (``certify=np.False_`` recovered and checked the duals, as ``certify is not False`` read it)."""
+    if certify is None or isinstance(certify, (bool, np.bool_)) or (isinstance(certify, numbers.Integral)
+                                                                   and certify in (0, 1)):
+        return None if certify is None else bool(certify)
+    raise LapInputError(f"certify must be True, False or None, not {certify!r}")
