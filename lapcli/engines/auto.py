@@ -150,12 +150,14 @@ def choose_for_stack(problem) -> tuple[str, str]:
 POINTS_IMPLICIT_FROM = 2049
 # Minimised squares from POINTS_IMPLICIT_FROM up to this many points: their cdist matrix built on
 # the GPU and solved by the matrix rules (cuda-sap on a dense float square: its ε-scaling auction,
-# whose last free rows the exact searches take) is faster than the auction on the coordinates, and
-# varies less. H100, uniform 2-D sqeuclidean float64, host arrays in, certified answers out, each set
-# solved twice: 8 sets at 8,192 median 0.098 s, slowest 0.171 (on the coordinates 0.239, 0.452);
-# 3 sets at 16,384 0.234, 0.278 (0.454, 1.201). At 32,768 the dense float solve took 1.8–1.9 s, the
-# coordinates' auction 1.14 (median).
-POINTS_DEVICE_MATRIX_UP_TO = 16_384
+# whose last free rows the exact searches take). H200, 2-D float64, host arrays in, certified
+# answers out, one solve a set, sqeuclidean / cityblock / euclidean, two seeds each
+# (docs/bench/points-route-h200.txt): uniform sets at 8,192 0.12–0.28 s against 0.24–0.43 on the
+# coordinates (4,096: 0.05–0.14 against 0.11–0.39); clustered ones 1.3–4.8 s and one past 12 s
+# against 0.28–0.86 and one past 12 s (4,096: 0.7–6.8 against 0.24–0.46 and one past 12 s). At
+# 16,384 the coordinates won 10 of 12 sets (clustered 0.45–1.41 s against 3.3–8.4 and two past
+# 12 s; uniform sqeuclidean 0.29–0.35 against 0.19–0.30), and no longer go through the matrix.
+POINTS_DEVICE_MATRIX_UP_TO = 8_192
 
 
 # 1-D rectangles go to engine ``sorted``'s band programme wherever the GPU holds its bits
