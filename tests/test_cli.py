@@ -1066,3 +1066,14 @@ def test_a_dataset_is_split_off_whatever_the_name_holds():
     assert split_hdf5_path("İstanbul.h5:/costs") == ("İstanbul.h5", "/costs")  # 'İ' lowers to two characters
     assert split_hdf5_path("M.HDF5:/g/x") == ("M.HDF5", "/g/x") and split_hdf5_path("a.npz:m") == ("a.npz", "m")
     assert split_hdf5_path("d.h5:/x/b.h5:/y") == ("d.h5", "/x/b.h5:/y") and split_hdf5_path("a.h5") == ("a.h5", None)
+
+
+@pytest.mark.parametrize("args", [["--n", "10", "-o", "x.npy"], ["--n", "10", "--points", "-o", "x.csv"],
+                                  ["--n", "4", "--batch", "3", "--ragged", "-o", "x.npz"], ["--n", "10"]])
+def test_generate_refuses_a_dataset_its_output_has_no_place_for(tmp_path, monkeypatch, args):
+    """--dataset was ignored where the output is not HDF5, though solve refuses the same."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke("generate", *args, "--dataset", "foo")
+    assert_one_line_error(result, 2, "--dataset foo names an HDF5 dataset")
+    assert os.listdir(tmp_path) == []
+    assert invoke("generate", "--n", "10", "--dataset", "foo", "-o", "x.h5", "--quiet").exit_code == 0

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+from pathlib import Path
 
 import click
 from click.core import ParameterSource
@@ -31,7 +32,7 @@ from ..generate import (
     generate_stack_blocks,
     new_seed,
 )
-from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
+from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, HDF5_SUFFIXES
 from ..io.read import Batch, input_rank, read_matrix_with_info
 from ..io.targets import check_output_path
 from ..io.write import (
@@ -101,6 +102,8 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
     dataset = "/".join(parts)
     given = click.get_current_context().get_parameter_source
     given_range = given("range_factor") != ParameterSource.DEFAULT
+    if given("dataset") != ParameterSource.DEFAULT and Path(output or "-").suffix.lower() not in HDF5_SUFFIXES:
+        raise InputError(f"--dataset {dataset} names an HDF5 dataset, but {output or 'stdout'} is not .h5/.hdf5")
     if points:
         from .points import generate_point_set
 
