@@ -215,7 +215,7 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
 
     A 3-D INPUT (an NPY array or HDF5 dataset of shape B×n×m) is a stack of B problems, solved in one
     batch; so are an NPZ of several matrices and an HDF5 group of 2-D datasets (--dataset GROUP), whose
-    shapes may differ (one launch on a GPU; -o .npz, .csv or .json). Every INPUT is checked before the first is solved. With --dask or --scheduler each INPUT is
+    shapes may differ (one launch on a GPU; -o .npz, .csv or .json). Every INPUT's file, format and header are checked before the first is solved (its values as it is read). With --dask or --scheduler each INPUT is
     one Dask task: an INPUT that fails is reported on stderr and the others are still solved.
 
     With --points A B (no INPUT) the problem is the matching of two point sets.
