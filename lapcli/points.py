@@ -8,8 +8,8 @@ Engines with ``capabilities.points`` compute the costs where they read them (eng
 kernels/costs.cuh); every other engine solves ``dense()``, the same costs as a matrix, through the
 matrix pipeline, and gets the same answer while that matrix fits in memory. Both compute each
 cost as :func:`costs` does: cdist's values for sqeuclidean, euclidean, cityblock and chebyshev;
-within an ulp or two for minkowski (pow) and cosine (cdist clamps 1 − x·y to [0, 2], so where
-the points are parallel a cost here may be an ulp below 0).
+within an ulp or two for minkowski (pow) and cosine (1 − x·y of the points scaled to unit length,
+clamped to [0, 2] as cdist clamps it: parallel points cost 0, never an ulp below).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def costs(x, y, metric: str, p: float = 2.0):
         return xp.sqrt(total)
     if metric == "minkowski":
         return total ** (1.0 / p)
-    return 1.0 - total if metric == "cosine" else total
+    return xp.clip(1.0 - total, 0.0, 2.0) if metric == "cosine" else total  # cdist's clamp: 0 for parallel points
 
 
 def minkowski_margin(p: float) -> float:
@@ -282,8 +282,8 @@ def prepare_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | No
     with np.errstate(over="ignore"):
         bounded = not (a.size and b.size) or math.isfinite(problem.largest_cost())
     if not bounded:
-        raise LapInputError(f"the coordinates span too wide a range: their {metric} distances can overflow "
-                            "float64; scale them down")
+        raise LapInputError(f"the coordinates span too wide a range: the {metric} distance across their bounding "
+                            "box overflows float64, and lapcli bounds every cost and tolerance by it; scale them down")
     return problem
 
 

@@ -181,8 +181,8 @@ def test_an_empty_set_gives_an_empty_answer(shape):
     (np.ones((2, 2)), np.ones((2, 2)), {"solver": "cuda-batch"}, "solves stacks"),
     # a pair whose distance overflows float64 read as forbidden, silently
     (np.array([[0.0, 0.0], [7.5e153, 9e153]]), np.array([[1.5e154, 0.0], [7.5e153, 9e153]]), {"metric": "euclidean"},
-     "overflow float64"),
-    (np.array([[0.0], [1e103]]), np.array([[1e103], [0.0]]), {"metric": "minkowski", "p": 3}, "overflow float64"),
+     "bounding box overflows float64"),
+    (np.array([[0.0], [1e103]]), np.array([[1e103], [0.0]]), {"metric": "minkowski", "p": 3}, "bounding box overflows float64"),
 ])
 def test_bad_input_is_one_line(a, b, kwargs, message):
     with pytest.raises(LapInputError, match=message) as raised:
@@ -657,3 +657,15 @@ def test_a_matrix_too_large_for_the_host_says_what_it_needed(rng, tmp_path, monk
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1].startswith("Error: out of host memory: the 300 × 300")
     assert not (tmp_path / "pairs.csv").exists()
+
+
+def test_cosine_costs_are_clamped_as_cdists_are():
+    """1 − x·y of parallel unit vectors may round an ulp below 0 (and of opposite ones above 2):
+    cdist clamps it to [0, 2], and so do lapcli.points.costs and kernels/costs.cuh, so that a set
+    matched with itself totals 0.0, as cdist's matrix does, not −2.2e-15."""
+    from lapcli.points import costs
+
+    ones = np.ones((10, 3))
+    assert lapcli.solve_points(ones, ones, "cosine").objective == 0.0 == cdist(ones, ones, "cosine").sum()
+    unit = np.ones(3) / np.sqrt(3)
+    assert costs(unit[None], unit[None], "cosine")[0] == 0.0 and costs(unit[None], -unit[None], "cosine")[0] <= 2.0

@@ -129,7 +129,7 @@ struct Points {
         }
         if constexpr (METRIC == METRIC_EUCLIDEAN) return sqrt(total);
         else if constexpr (METRIC == METRIC_MINKOWSKI) return pow(total, 1.0 / p);
-        else if constexpr (METRIC == METRIC_COSINE) return 1.0 - total;
+        else if constexpr (METRIC == METRIC_COSINE) return fmin(2.0, fmax(0.0, 1.0 - total));  // cdist's clamp
         else return total;
     }
 };
