@@ -100,7 +100,7 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
         empty = np.empty(0, dtype=np.int64)
         zero = problem.objective(empty, empty)  # 0, or 0.0 for float costs, as scipy's sum of none
         report = matrix_report(problem, name, reason, start, zero, "none", problem.original.dtype.name, None)
-        return Solution(row_ind=empty, col_ind=empty, objective=zero, report=report)
+        return Solution(row_ind=empty, col_ind=empty, objective=zero, report=report, duals=empty_duals(problem))
     module, import_ms = loaded_engine(engine)
     try:
         result = module.run(problem, timeout=timeout, device=device)
@@ -114,6 +114,13 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
     report = matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
     return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report,
                     duals=result.duals)
+
+
+def empty_duals(problem) -> tuple:
+    """(u, v) of a problem with no pair, zeros (int64 for integer costs), so that ``--duals`` writes
+    them as for any answer: no constraint binds, and v = 0 on unassigned columns as everywhere."""
+    dtype = np.int64 if problem.original.dtype.kind in "biu" else np.float64
+    return problem.xp.zeros(problem.n_rows, dtype), problem.xp.zeros(problem.n_cols, dtype)
 
 
 def loaded_engine(engine):

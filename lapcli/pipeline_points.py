@@ -81,7 +81,8 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
         report = matrix_report(problem, name, reason, start, 0, "none", "float64", None)
-        return Solution(row_ind=empty, col_ind=empty, objective=0.0, report=report)
+        duals = (problem.xp.zeros(problem.n_rows), problem.xp.zeros(problem.n_cols))  # no pair: nothing binds
+        return Solution(row_ind=empty, col_ind=empty, objective=0.0, report=report, duals=duals)
     engine = registry.get(name) if name != "auto" else None
     matrix = None
     from_host = device_matrix and problem.xp is np

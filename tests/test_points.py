@@ -162,6 +162,10 @@ def test_torch_cpu_tensors_are_taken(rng):
 def test_an_empty_set_gives_an_empty_answer(shape):
     solution = lapcli.solve_points(np.zeros((shape[0], 2)), np.zeros((shape[1], 2)))
     assert solution.row_ind.size == solution.col_ind.size == 0 and solution.objective == 0
+    u, v = solution.duals  # zeros, so that --duals writes them as for any answer (it was exit 1)
+    assert (u.tolist(), v.tolist()) == ([0.0] * shape[0], [0.0] * shape[1])
+    matrix = lapcli.solve(np.zeros(shape, dtype=np.int32))
+    assert [d.tolist() for d in matrix.duals] == [[0] * shape[0], [0] * shape[1]] and matrix.duals[0].dtype == np.int64
 
 
 @pytest.mark.parametrize("a, b, kwargs, message", [
