@@ -64,6 +64,8 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     start = time.perf_counter()
     check_device(device)
     timeout, certify = check_timeout(timeout), check_certify(certify)
+    if solver != "auto":
+        registry.get(solver)  # an unknown name said as it is, before any easier sets are made of these
     problem = point_sets.prepare_points(a, b, metric, p=p, maximize=maximize, names=names)
     # cityblock sets apart in some coordinates solved without them, a maximised sqeuclidean square as
     # a minimised one (lapcli.points_frame): the same optimal assignments from an easier problem

@@ -244,7 +244,12 @@ def check_metric(metric: str, p: float | None) -> tuple[str, float]:
 def _checked_points(points: Any, name: str):
     """A point set as a C-contiguous (count, d) float64 array of its own library; refuses what is
     not one (one line each: bad input)."""
-    array, origin = as_array(points)
+    try:
+        array, origin = as_array(points)
+    except ValueError:  # NumPy's words for a ragged list ("setting an array element with a sequence")
+        if not isinstance(points, (list, tuple)):
+            raise
+        raise LapInputError(f"{name} is not an (n, d) array: its points differ in length") from None
     if array.ndim == 1:
         raise LapInputError(f"{name} is 1-D with {array.shape[0]} values: give points as an (n, d) array "
                             "(a column for d = 1)")

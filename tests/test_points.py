@@ -170,6 +170,8 @@ def test_an_empty_set_gives_an_empty_answer(shape):
 
 @pytest.mark.parametrize("a, b, kwargs, message", [
     (np.zeros(4), np.zeros((4, 1)), {}, "a is 1-D"),
+    ([[1.0, 2.0], [3.0]], [[1.0, 2.0]], {}, "a is not an .n, d. array: its points differ in length"),
+    (np.zeros((3, 2)), np.zeros((3, 2)) + 3, {"metric": "cityblock", "solver": "bogus"}, "unknown solver 'bogus'; [^(]*$"),
     (np.zeros((2, 2, 2)), np.zeros((4, 2)), {}, "3-D"),
     (np.zeros((4, 2)), np.zeros((4, 3)), {}, "must match"),
     (np.array([[0.0, np.nan]]), np.zeros((1, 2)), {}, "NaN or infinite"),
