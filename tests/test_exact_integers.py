@@ -13,7 +13,7 @@ import pytest
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
-from lapcli.errors import LapInputError
+from lapcli.errors import LapInputError, TooWideError
 
 
 def brute_force(cost: np.ndarray, maximize: bool) -> int:
@@ -70,7 +70,7 @@ def assert_exact_duals(cost, solution, maximize):
 @pytest.mark.parametrize("solver", ["scipy", "lapx"])
 def test_the_float64_engines_are_exact_on_wide_integers_or_refuse_them(rng, dtype, low, spread, solver):
     """scipy and lapx compute in float64: they solve the integers exactly reduced, or refuse them
-    (SolverError, "too wide"), never a rounded answer. lapx was given the costs as float64 as they
+    (TooWideError, "too wide"), never a rounded answer. lapx was given the costs as float64 as they
     were: 300 × 300 costs of 2^62 + U[0, 10^6) came back 3,491 above the optimum."""
     if solver == "lapx" and not lapcli.engines.registry.get("lapx").available()[0]:
         pytest.skip("lapx is not installed")
@@ -79,7 +79,7 @@ def test_the_float64_engines_are_exact_on_wide_integers_or_refuse_them(rng, dtyp
             cost = draw(rng, dtype, low, spread, shape)
             try:
                 solution = lapcli.solve(cost, maximize=maximize, solver=solver)
-            except lapcli.SolverError as error:
+            except TooWideError as error:
                 assert "too wide" in str(error)
                 continue
             assert solution.objective == brute_force(cost, maximize), cost.tolist()
@@ -130,7 +130,7 @@ def test_integers_too_wide_even_reduced_go_to_the_exact_engine_or_are_refused():
     solution = lapcli.solve(square)
     assert solution.report.solver == "numpy" and "2^53" in solution.report.reason
     assert solution.objective == brute_force(square, False) and solution.report.certified
-    with pytest.raises(lapcli.SolverError, match="too wide"):
+    with pytest.raises(TooWideError, match="too wide"):  # exit 2 on the command line
         lapcli.solve(square, solver="scipy")
     tall = np.array([[-(2**62), 2**62], [2**62, -(2**62)], [0, 1]], dtype=np.int64)
     with pytest.raises(ValueError, match="does not round integers"):  # exit 2 on the command line
@@ -214,3 +214,14 @@ def test_big_endian_uint64_past_2_to_the_63_is_maximised_exactly():
         member = np.array([[1], [0], [2**64 - 1]], dtype=order + "u8")
         with pytest.raises(LapInputError, match="problem 0 of 2: integer costs span too wide"):
             lapcli.solve_batch([member, np.zeros((2, 2))], maximize=True)
+
+
+def test_scipy_asked_for_integers_float64_cannot_hold_is_bad_input_with_advice_that_works():
+    """It was a SolverError (exit 1, "use --solver numpy"): a refusal of the input by the engine
+    asked for, a ValueError (exit 2), whose advice, solver numpy, solves these exactly."""
+    cost = np.array([[0, 2**57 + 1, 5], [2**57, 3, 2**57 - 1], [7, 2**56, 0]], dtype=np.int64)
+    with pytest.raises(TooWideError, match="solver numpy .or auto. solves integers exactly"):
+        lapcli.solve(cost, solver="scipy")
+    rows, cols = lapcli.solve(cost, solver="numpy").row_ind, lapcli.solve(cost, solver="numpy").col_ind
+    best = min(sum(int(cost[i, p[i]]) for i in range(3)) for p in itertools.permutations(range(3)))
+    assert sum(int(cost[r, c]) for r, c in zip(rows, cols)) == best == lapcli.solve(cost).objective

@@ -62,14 +62,15 @@ def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: st
 
 def float64_costs(values: np.ndarray, maximize: bool, engine: str) -> tuple[np.ndarray, bool]:
     """(costs, maximize) with ``values``' optimal assignments that ``engine``'s float64 arithmetic
-    (scipy's, lapx's) solves exactly (lapcli.work.float64_solvable), or SolverError."""
-    from ..errors import SolverError
+    (scipy's, lapx's) solves exactly (lapcli.work.float64_solvable), or TooWideError: bad input for
+    this engine, which ``auto`` never gives such costs (it was a SolverError, exit 1)."""
+    from ..errors import TooWideError
     from ..work import float64_solvable
 
     solvable = float64_solvable(values, maximize)
     if solvable is None:
-        raise SolverError(f"integer costs too wide for {engine}'s float64 to be exact, even reduced; "
-                          "use --solver numpy (exact int64 duals) or auto")
+        raise TooWideError(f"integer costs too wide for {engine}'s float64 to be exact, even reduced; solver "
+                           "numpy (or auto) solves integers exactly in int64 where their spread allows")
     return solvable
 
 
