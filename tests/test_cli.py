@@ -480,7 +480,7 @@ def error_cases(tmp_path):
         "h5 two names": (["two.h5:/a", "--dataset", "b"], "names the dataset /a and --dataset names b"),
         "not NPY": (["text.npy"], "it is not an NPY file"),
         "h5 rank": (["rank.h5", "--dataset", "costs"], "4-D"),
-        "h5 dtype": (["text.h5", "--dataset", "costs"], "holds numbers"),
+        "h5 dtype": (["text.h5", "--dataset", "costs"], "reads numbers"),
         "h5 broken link": (["links.h5:/soft"], "cannot read links.h5:/soft as HDF5"),
         "h5 external link": (["links.h5", "--dataset", "external"], "cannot read links.h5:external as HDF5"),
         "comments only": (["comments.csv"], "comments.csv holds no numbers"),

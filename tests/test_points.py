@@ -454,6 +454,18 @@ def test_cli_a_point_file_that_is_not_one_2d_array_is_named(tmp_path, name, arra
     assert not (tmp_path / "x.npy").exists()
 
 
+def test_cli_an_hdf5_point_file_of_another_rank_is_not_called_a_cost_matrix(tmp_path):
+    """A 1-D HDF5 dataset given to --points was refused as "a cost matrix must be 2-D"."""
+    import h5py
+
+    with h5py.File(tmp_path / "h.h5", "w") as handle:
+        handle["v"] = np.arange(5.0)
+    np.save(tmp_path / "b.npy", np.zeros((4, 1)))
+    done = run_cli(["solve", "--points", f"{tmp_path / 'h.h5'}:/v", str(tmp_path / "b.npy")])
+    assert done.returncode == 2 and "is 1-D; lapcli reads a 2-D array (a cost matrix, or a point set" in done.stderr
+    assert "must be 2-D" not in done.stderr and done.stderr.count("\n") == 1
+
+
 def test_cli_bad_point_file_names_it_and_writes_nothing(tmp_path):
     a, b = tmp_path / "a.npy", tmp_path / "b.npy"
     np.save(a, np.zeros((4, 2)))

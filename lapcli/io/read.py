@@ -336,10 +336,10 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
     if isinstance(node, h5py.Group):
         return _read_group(path, dataset, node, load)
     if node.ndim not in (2, 3):
-        raise LapInputError(f"{path}:{dataset} is {node.ndim}-D; a cost matrix must be 2-D "
-                            "(or 3-D: a stack of matrices)")
+        raise LapInputError(f"{path}:{dataset} is {node.ndim}-D; lapcli reads a 2-D array (a cost matrix, or "
+                            "a point set one point a row) or a 3-D stack of matrices")
     if node.dtype.kind not in "biuf":
-        raise LapInputError(f"{path}:{dataset} has dtype {node.dtype}; a cost matrix holds numbers")
+        raise LapInputError(f"{path}:{dataset} has dtype {node.dtype}; lapcli reads numbers (costs or coordinates)")
     if not load:
         return node.ndim
     mapped = _memory_map(path, node)

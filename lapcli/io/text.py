@@ -121,7 +121,8 @@ def _check_no_overflow(matrix: np.ndarray, body: list[str], name: str) -> None:
     pair: only an infinity the text writes (inf, -Infinity) is one."""
     infinite = int(np.isinf(matrix).sum())
     if infinite and infinite > sum(len(_INFINITY.findall(line.split("#", 1)[0])) for line in body):
-        raise LapInputError(f"{name} holds a value beyond float64's range (±1.8e308); write inf for a forbidden pair")
+        raise LapInputError(f"{name} holds a value beyond float64's range (±1.8e308); in a cost matrix, write inf for a "
+                            "forbidden pair")
 
 
 _INTEGER = re.compile(r"^\s*[-+]?\d+\s*$")
