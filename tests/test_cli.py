@@ -1077,3 +1077,18 @@ def test_generate_refuses_a_dataset_its_output_has_no_place_for(tmp_path, monkey
     assert_one_line_error(result, 2, "--dataset foo names an HDF5 dataset")
     assert os.listdir(tmp_path) == []
     assert invoke("generate", "--n", "10", "--dataset", "foo", "-o", "x.h5", "--quiet").exit_code == 0
+
+
+def test_generate_writes_to_an_hdf5_path_as_solve_reads_one(tmp_path, monkeypatch):
+    """`-o FILE.h5:/path` (lap solve's form) was an unknown extension '(none)'; the two ways of
+    naming the dataset must agree."""
+    monkeypatch.chdir(tmp_path)
+    assert invoke("generate", "--n", "6", "--seed", "3", "-o", "m.h5:/grp/costs", "--quiet").exit_code == 0
+    assert invoke("generate", "--points", "--n", "6", "--seed", "4", "-o", "p.h5:/pts", "--quiet").exit_code == 0
+    import h5py
+
+    with h5py.File("m.h5") as m, h5py.File("p.h5") as p:
+        assert m["grp/costs"].shape == (6, 6) and p["pts"].shape == (6, 2)
+    assert invoke("solve", "m.h5:/grp/costs", "--quiet").exit_code == 0
+    assert_one_line_error(invoke("generate", "--n", "6", "-o", "x.h5:/a", "--dataset", "b"), 2, "give one")
+    assert not os.path.exists("x.h5")

@@ -32,7 +32,7 @@ from ..generate import (
     generate_stack_blocks,
     new_seed,
 )
-from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, HDF5_SUFFIXES
+from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, HDF5_SUFFIXES, split_hdf5_path
 from ..io.read import Batch, input_rank, read_matrix_with_info
 from ..io.targets import check_output_path
 from ..io.write import (
@@ -89,18 +89,24 @@ def cli():
               help="Write n points of --d coordinates (one row each; a second set needs another --seed) "
                    "for 'lap solve --points'.")
 @click.option("--d", "dim", type=click.IntRange(min=1), default=2, show_default=True, help="With --points: coordinates a point.")
-@click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5) or '-' for NPY on stdout (the default when it is not a terminal).")
+@click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5, FILE.h5:/path as solve reads it) or '-' for NPY on "
+                                     "stdout (the default when it is not a terminal).")
 @click.option("--dataset", default="costs", show_default=True, help="HDF5 dataset name.")
 @click.option("--quiet", "-q", is_flag=True, help="No messages on stderr.")
 def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, points, dim, output, dataset, quiet):
     """Write a reproducible random cost matrix (or, with --batch, a stack of them; with --points, a
     point set)."""
     console = stderr_console(quiet)
+    given = click.get_current_context().get_parameter_source
+    path_text, inner = split_hdf5_path(output) if output else (output, None)
+    if inner is not None and Path(path_text).suffix.lower() in HDF5_SUFFIXES:  # FILE.h5:/path, as solve reads it
+        if given("dataset") != ParameterSource.DEFAULT and dataset.strip("/") != inner.strip("/"):
+            raise InputError(f"{output} names the dataset {inner} and --dataset names {dataset}; give one")
+        output, dataset = path_text, inner
     parts = dataset.strip("/").split("/")
     if any(part in ("", ".", "..") for part in parts):  # HDF5's root, or a path h5py cannot create
         raise InputError(f"--dataset must name a dataset or group (names between slashes), got {dataset!r}")
     dataset = "/".join(parts)
-    given = click.get_current_context().get_parameter_source
     given_range = given("range_factor") != ParameterSource.DEFAULT
     if given("dataset") != ParameterSource.DEFAULT and Path(output or "-").suffix.lower() not in HDF5_SUFFIXES:
         raise InputError(f"--dataset {dataset} names an HDF5 dataset, but {output or 'stdout'} is not .h5/.hdf5")
