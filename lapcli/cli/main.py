@@ -192,8 +192,10 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
 @click.option("--dtype", type=click.Choice(WORK_DTYPES), help="Working dtype of the Hungarian solvers.")
 @click.option("--dataset", help="HDF5 dataset or NPZ array (or write INPUT as FILE.h5:/path); other input refuses it.")
 @click.option("--header/--no-header", default=None,
-              help="Text input: the first line is (not) a header. Default: a first line without numbers is one.")
-@click.option("--index-col", is_flag=True, help="Text input: drop the first column (pandas' to_csv() index).")
+              help="Text input: the first line is (not) a header. Default: a first line without numbers is one. "
+                   "Every text INPUT (both --points files) takes it.")
+@click.option("--index-col", is_flag=True, help="Text input: drop the first column (pandas' to_csv() index); every "
+                                                "text INPUT (both --points files) takes it.")
 @click.option("-o", "--output",
               help="Assignment: .csv (row,col; a stack: problem,row,col), .npy (column of each row, -1 unassigned; "
                    "a stack: B×n), .json; '-' = CSV on stdout. One INPUT only.")
