@@ -54,7 +54,7 @@ def render(facts: dict[str, Any], out) -> None:
     from rich.table import Table
 
     table = Table(title="engines", title_justify="left")
-    for column in ("engine", "here", "device", "batch", "k×m", "steps", "certified", "why / summary"):
+    for column in ("engine", "here", "device", "batch", "k×m", "steps", "own duals", "why / summary"):
         table.add_column(column)
     for engine in facts["engines"]:
         caps = engine["capabilities"]

@@ -41,7 +41,8 @@ def check_exact_in_float(arr, target: str) -> None:
     limit = 2 ** (digits - 1)  # the reductions form differences of two costs: they must be exact too
     if max(abs(int(arr.min())), abs(int(arr.max()))) > limit:
         advice = "ask for dtype int64 or float64" if target == "float32" else "leave the dtype to lapcli (exact int64)"
-        raise LapInputError(f"integer costs beyond ±{limit} are not exact in {target} once reduced; {advice}")
+        raise LapInputError(f"integer costs beyond ±{limit} are not taken as {target} work, where a reduction's "
+                            f"difference of two of them may not be exact; {advice}")
 
 
 def check_integral_arithmetic(work, xp) -> None:

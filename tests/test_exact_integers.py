@@ -110,7 +110,7 @@ def test_integers_solved_as_floats_when_asked_are_exact_or_refused(rng, dtype, s
             try:
                 solution = lapcli.solve(cost, solver=solver, dtype=dtype)
             except ValueError as error:
-                assert "not exact" in str(error) or "not solved exactly" in str(error)
+                assert "not taken as" in str(error) or "not solved exactly" in str(error)
                 refused += 1
                 continue
             expected = brute_force(cost, False) if len(cost) == 3 else int(cost[scipy_lsa(cost)].sum())
@@ -141,7 +141,7 @@ def test_integers_near_a_floats_precision_are_refused_as_that_float(rng):
     """dtype="float64" on integers whose reduction (differences of two costs) leaves float64."""
     cost = np.array([[0, 2**53], [-2, 2**53 - 1]], dtype=np.int64)
     for solver in ("numpy", "scipy"):
-        with pytest.raises(ValueError, match="not exact in float64 once reduced"):
+        with pytest.raises(ValueError, match="not taken as float64 work"):
             lapcli.solve(cost, solver=solver, dtype="float64")
     assert lapcli.solve(cost).objective == 2**53 - 2
 

@@ -61,9 +61,10 @@ class Crossovers:
     # / 160 at 8192; integer ones 595 / 63 at 4096, 2,840 / 192 at 16384; uniform integers R = 1000
     # 274 / 49 at 8192; R = 30 35.7 / 41.1 at 4096, 85.8 / 60.5 at 8192; R = 10 25.9 / 34.8 at
     # 4096, 60.3 / 49.6 at 8192; R = 3 36.9 / 78.9 at 8192, 133 / 96 at 16384; R = 1 76.5 / 138
-    # at 16384.
-    large_ints_ranges: tuple = ((4096, 60.0), (8192, 10.0))  # (up to n, R from); beyond: the last
-    large_ints_range_beyond: float = 3.0
+    # at 16384. Each threshold sits below the least range measured faster (a k-column estimate of
+    # R falls just short of R: R = 10 reads 9.99, so a threshold of 10 sent it to cuda).
+    large_ints_ranges: tuple = ((4096, 60.0), (8192, 9.0))  # (up to n, R from); beyond: the last
+    large_ints_range_beyond: float = 2.5
     # k × m with the long side above sap_floats_up_to, at least rectangular_ratio × the short one
     # and the short one at least cuda_low_range (below, scipy's microseconds): cuda-sap as it is
     # (no padding, no auction, every row searched from v = 0). H100, ms:
