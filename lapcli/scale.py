@@ -11,9 +11,11 @@ Dask is optional (``pip install 'lapcli[dask]'``): importing this module never i
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
+from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -24,6 +26,10 @@ from .errors import InfeasibleError, LapInputError, LapTypeError, SolverUnavaila
 from .io.formats import split_hdf5_path
 
 NEEDS_DASK = "scale-out needs Dask: pip install 'lapcli[dask]'"
+# In-memory inputs above this many bytes are scattered to a worker first; smaller ones travel in
+# their task, which the scheduler runs again elsewhere where a worker dies (a scattered input dies
+# with its worker: every task of it failed, and other inputs on that worker too).
+SCATTER_FROM = 1 << 20
 CONNECT_TIMEOUT_S = 10  # a scheduler address that answers nothing fails this soon
 
 
@@ -81,8 +87,13 @@ def visible_gpus() -> int:
 
 # ----------------------------------------------------------------------------- the worker's side
 def _one_line(error: BaseException) -> str:
+    name = type(error).__name__
+    if name == "KilledWorker":  # Dask's words name its task key and every worker address
+        return "the Dask workers that took it died (each time it was tried)"
+    if name in ("CancelledError", "FutureCancelledError"):
+        return "its Dask task was cancelled (a worker or the scheduler was lost)"
     text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
+    return text[0] if text else name
 
 
 def _failed(index: int, error: BaseException) -> Failed:
@@ -91,40 +102,61 @@ def _failed(index: int, error: BaseException) -> Failed:
     return Failed(index, type(error).__name__, _one_line(error), bad_input)
 
 
-def solve_input(index: int, item, options: dict, read_options: dict) -> Solved | Failed:
-    """One task: read ``item`` if it is a file spec, solve it, and turn any failure into Failed."""
+def solve_input(index: int, item, options: dict, read_options: dict, as_given: str | None = None) -> Solved | Failed:
+    """One task: read ``item`` if it is a file spec, solve it, and turn any failure into Failed.
+    ``as_given``: the spec as the caller wrote it (``item`` is its absolute path, which the worker
+    reads); notes and messages name the file as given, as the in-process path does."""
+    try:
+        return _solved_input(index, item, options, read_options, as_given)
+    except Exception as error:  # one bad member costs none of the others
+        failed = _failed(index, error)
+        failed.message = _as_given(failed.message, item, as_given)
+        return failed
+
+
+def _as_given(text: str, item, as_given: str | None) -> str:
+    if as_given is None or not isinstance(item, str):
+        return text
+    return text.replace(split_hdf5_path(item)[0], split_hdf5_path(as_given)[0])
+
+
+def _solved_input(index: int, item, options: dict, read_options: dict, as_given: str | None) -> Solved:
     from .io.read import read_matrix_with_info
     from .pipeline import solve, solve_batch
 
-    try:
-        notes: list[str] = []
-        start = time.perf_counter()
-        if isinstance(item, (str, os.PathLike)):
-            cost, source = read_matrix_with_info(str(item), **read_options)
-            notes = list(source.notes)
-        else:
-            cost = item
-        read = time.perf_counter()
-        # a list of matrices (an NPZ's or HDF5 group's, or the caller's) is a batch; a nested list of numbers a matrix
-        ndim = 3 if isinstance(cost, list) and (not cost or np.ndim(cost[0]) == 2) else np.ndim(cost)
-        options = dict(options)
-        cost_limit = options.pop("cost_limit", None)
-        if ndim == 2:
-            solution = solve(cost, cost_limit=cost_limit, **options)
-        elif ndim == 3:
-            if cost_limit is not None:
-                raise LapInputError("cost_limit is not supported for stacks: this input is 3-D")
-            solution = solve_batch(cost, **options)
-        else:
-            raise LapInputError(f"input is {ndim}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
-        return Solved(index, solution, notes, (read - start) * 1e3, (time.perf_counter() - read) * 1e3)
-    except Exception as error:  # one bad member costs none of the others
-        return _failed(index, error)
+    notes: list[str] = []
+    start = time.perf_counter()
+    if isinstance(item, (str, os.PathLike)):
+        cost, source = read_matrix_with_info(str(item), **read_options)
+        notes = [_as_given(note, str(item), as_given) for note in source.notes]
+    else:
+        cost = item
+    read = time.perf_counter()
+    # a list of matrices (an NPZ's or HDF5 group's, or the caller's) is a batch; a nested list of numbers a matrix
+    ndim = 3 if isinstance(cost, list) and (not cost or np.ndim(cost[0]) == 2) else np.ndim(cost)
+    options = dict(options)
+    cost_limit = options.pop("cost_limit", None)
+    if ndim == 2:
+        solution = solve(cost, cost_limit=cost_limit, **options)
+    elif ndim == 3:
+        if cost_limit is not None:
+            raise LapInputError("cost_limit is not supported for stacks: this input is 3-D")
+        solution = solve_batch(cost, **options)
+    else:
+        raise LapInputError(f"input is {ndim}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
+    return Solved(index, solution, notes, (read - start) * 1e3, (time.perf_counter() - read) * 1e3)
 
 
 # ----------------------------------------------------------------------------- the client's side
+def _nbytes(item) -> int:
+    """An in-memory input's size (a list of matrices: their sum), for the choice to scatter it."""
+    if isinstance(item, (list, tuple)):
+        return sum(_nbytes(member) for member in item)
+    return int(getattr(item, "nbytes", 0))
+
+
 @contextmanager
-def _client(client, scheduler, n_inputs: int):
+def _client(client, scheduler, n_inputs: int, silence_logs: int = logging.WARNING):
     """The given client, a client of ``scheduler``, or a local cluster started (and closed) here:
     one worker per GPU when several are visible and dask-cuda imports, else CPU processes."""
     distributed = _require_dask()
@@ -146,7 +178,7 @@ def _client(client, scheduler, n_inputs: int):
     if cluster is None:
         workers = max(1, min(os.cpu_count() or 1, n_inputs))
         cluster = distributed.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
-                                           dashboard_address=":0")
+                                           dashboard_address=":0", silence_logs=silence_logs)
     with cluster, distributed.Client(cluster) as own:
         yield own
 
@@ -189,9 +221,14 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
                  maximize: bool = False, dtype: str | None = None, timeout: float | None = None,
                  cost_limit: float | None = None, read_options: dict | None = None,
                  progress: Callable[[int, int], None] | None = None,
-                 certify: bool | None = None) -> list[Solved | Failed]:
-    """:func:`solve_many`, keeping each input's reader notes apart (``Solved``): what the CLI prints."""
+                 certify: bool | None = None, silence_logs: int = logging.WARNING) -> list[Solved | Failed]:
+    """:func:`solve_many`, keeping each input's reader notes apart (``Solved``): what the CLI prints.
+    ``silence_logs``: the least level a local cluster started here logs (the CLI: CRITICAL, its
+    stderr is one line an input)."""
     distributed = _require_dask()
+    if isinstance(inputs, (str, os.PathLike, np.ndarray)) or not isinstance(inputs, Iterable):
+        raise LapInputError(f"inputs must be a list of inputs (matrices, stacks or file specs), not one "
+                            f"{type(inputs).__name__}: a stack is solve_batch's, a file [path]")
     inputs = list(inputs)
     options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, certify=certify)
     if cost_limit is not None:
@@ -200,24 +237,29 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
     total = len(inputs)
     if total == 0:
         return []
-    with _client(client, scheduler, total) as active:
+    with _client(client, scheduler, total, silence_logs) as active:
         results: list = [None] * total
         position = {}  # future key -> input index
         futures = []
         done = 0
         for index, item in enumerate(inputs):
+            as_given = os.fspath(item) if isinstance(item, (str, os.PathLike)) else None
             try:
-                if isinstance(item, (str, os.PathLike)):
+                if as_given is not None:
                     item = _absolute_spec(item)
-                else:
-                    item = active.scatter(item, hash=False)  # the data travels once, not inside the graph
-            except Exception as error:  # this input cannot reach a worker: it alone fails
-                results[index] = _failed(index, error)
+                elif _nbytes(item) > SCATTER_FROM:  # travels once, not inside the graph; a small input
+                    # rides in its task, which the scheduler can run again where a worker dies
+                    item = active.scatter([item], hash=False)[0]  # (a list as one object: a batch)
+                future = active.submit(solve_input, index, item, options, read_options, as_given, pure=False)
+            except Exception as error:  # this input cannot reach a worker (it cannot be pickled): it alone fails
+                while error.__cause__ or error.__context__:  # Dask wraps pickle's words in its own
+                    error = error.__cause__ or error.__context__
+                results[index] = _failed(index, LapInputError(f"input {index} cannot be sent to a worker: "
+                                                              f"{_one_line(error)}"))
                 done += 1
                 if progress is not None:
                     progress(done, total)
                 continue
-            future = active.submit(solve_input, index, item, options, read_options, pure=False)
             position[future.key] = index
             futures.append(future)
         # with_results: the client fetches each result as its task ends, concurrently, instead of

@@ -289,3 +289,42 @@ def test_a_dask_array_s_failing_problem_is_placed_in_the_whole_array(client, rng
     stack[4] = np.inf
     with pytest.raises(InfeasibleError, match="in the block of problems 4 … 5 of the dask array's 6"):
         client.compute(solve_dask_array(da.from_array(stack, chunks=(2, 3, 3)))).result()
+
+
+def test_cli_relative_inputs_are_named_as_given_on_dask_too(client, tmp_path, rng, monkeypatch):
+    """A worker reads the caller's absolute path; notes and errors named that path (the JSON then
+    differed from the in-process run's)."""
+    monkeypatch.chdir(tmp_path)
+    np.savetxt("h.csv", rng.integers(0, 40, (4, 4)), delimiter=",", fmt="%d", header="x,y,z,w", comments="")
+    (tmp_path / "bad.csv").write_text("1,2\n3,x\n")
+    solved, failed = scale.solve_inputs(["h.csv", "bad.csv"], client=client)
+    assert solved.source_notes == ["skipped header line of h.csv: x,y,z,w"]
+    assert failed.bad_input and "bad.csv" in failed.message and str(tmp_path) not in failed.message
+    result = invoke("solve", "h.csv", "--json", "-q", "--scheduler", client.scheduler.address)
+    assert json.loads(result.stdout)["notes"] == json.loads(invoke("solve", "h.csv", "--json", "-q").stdout)["notes"]
+
+
+def test_inputs_that_are_one_input_or_cannot_travel_are_refused_as_bad_input(client, rng):
+    """A str or an array given as ``inputs`` was iterated (each character a file, each row an input);
+    an empty list member failed inside Dask's scatter, an unpicklable one raised out of the call."""
+    good = rng.integers(0, 9, (4, 4))
+    for one in ("a.npy", np.ones((3, 2, 2))):
+        with pytest.raises(LapInputError, match="inputs must be a list of inputs"):
+            solve_many(one, client=client)
+    results = solve_many([good, [], threading.Lock(), good], client=client)
+    assert results[1] == Failed(1, "LapInputError", "an empty list of problems", bad_input=True)
+    assert results[2].bad_input and "input 2 cannot be sent to a worker: cannot pickle" in results[2].message
+    assert results[0].objective == results[3].objective == lapcli.solve(good).objective
+
+
+def test_dask_s_own_failures_read_in_words():
+    """KilledWorker's message names a task key and every worker's address."""
+    KilledWorker = type("KilledWorker", (Exception,), {})
+    assert scale._one_line(KilledWorker("Attempted to run task 'solve_input-642a' on 4 different workers")) == \
+        "the Dask workers that took it died (each time it was tried)"
+
+
+def test_cli_device_with_dask_is_refused_as_such_before_the_device_is_checked(tmp_path, rng):
+    np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
+    result = invoke("solve", tmp_path / "a.npy", tmp_path / "a.npy", "--dask", "--device", "0")
+    assert_one_line_error(result, 2, "--device does not go with Dask")

@@ -257,17 +257,19 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
                            json_stdout=json_stdout)
     from ..options import check_device
 
+    on_dask_here = use_dask or scheduler is not None or (several and device is None and on_dask.dask_by_default())
+    if on_dask_here:  # before the device is checked: with Dask it is refused whatever it names
+        for flag, value in (("-o", output), ("--duals", duals_path), ("--device", device)):
+            if value is not None:
+                raise InputError(f"{flag} does not go with Dask (--dask, --scheduler, or several GPUs): "
+                                 "each worker solves on its own device and prints its report")
     run_library_call(check_device, device)
     for spec in input_specs:  # cheap: file checks, NPY headers, HDF5 shapes; no matrix is loaded
         rank = run_library_call(input_rank, spec, dataset, header=header, index_col=index_col)
         check_rank_options(spec, rank, solver, duals_path, cost_limit)
     console = stderr_console(quiet)
     read_options = dict(dataset=dataset, header=header, index_col=index_col)
-    if use_dask or scheduler is not None or (several and device is None and on_dask.dask_by_default()):
-        for flag, value in (("-o", output), ("--duals", duals_path), ("--device", device)):
-            if value is not None:
-                raise InputError(f"{flag} does not go with Dask (--dask, --scheduler, or several GPUs): "
-                                 "each worker solves on its own device and prints its report")
+    if on_dask_here:
         from ..scale import solve_inputs
 
         on_dask.solve_on_dask(solve_inputs, input_specs, read_options, dict(solver=solver, maximize=maximize, dtype=dtype,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import click
 
 from ..io.read import read_matrix_with_info
@@ -31,7 +33,10 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
             local_notes[index] = source.notes
         else:
             items.append(spec)
-    call = dict(scheduler=scheduler, read_options=read_options, **options)
+    # one line an input on stderr: Dask's own logs (a worker restarted, keys it could not gather) stay
+    # in this process's logger and a local cluster's processes, at CRITICAL
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    call = dict(scheduler=scheduler, read_options=read_options, silence_logs=logging.CRITICAL, **options)
     if console.is_terminal and not console.quiet:
         from rich.progress import Progress
 
