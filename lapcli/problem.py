@@ -309,33 +309,34 @@ def array_module(cost: Any):
     return np
 
 
-def check_cost_dtype(dtype, values=None) -> None:
-    """Refuse costs that are not numbers as scipy does (its TypeError and message): complex, objects,
-    strings, dates; and float128, which no engine holds. ``values``: the array, whose objects or
-    text name the refusal better (integers past 64 bits, None, numbers as text: the last two a
-    ValueError, as scipy's)."""
+def check_cost_dtype(dtype, values=None, from_list: bool = False) -> None:
+    """Refuse costs that are not numbers as scipy does: complex, objects, strings, dates; and
+    float128, which no engine holds. ``values``: the array, whose objects or text name the refusal
+    better (integers past 64 bits, None, numbers as text). The exception is scipy's: TypeError for
+    an array it cannot cast, ValueError where a list (``from_list``) held text or None, which it
+    converts, or fails to."""
     if dtype.kind not in "biuf" or dtype.itemsize > 8:
-        error, why = _why_not_numbers(values) if values is not None and dtype.kind in "OUS" else (LapTypeError, None)
+        why, converted = _why_not_numbers(values) if values is not None and dtype.kind in "OUS" else (None, False)
+        error = LapInputError if from_list and converted else LapTypeError
         raise error(why or f"Cannot cast array data from {dtype!r} to dtype('float64') according to the rule 'safe'")
 
 
-def _why_not_numbers(values) -> tuple[type, str | None]:
+def _why_not_numbers(values) -> tuple[str | None, bool]:
     """What a NumPy array of objects or text holds that lapcli's engines do not take, in words, and
-    the exception scipy raises for it: ValueError for text and None (it converts them, or fails
-    to), TypeError for other objects (it cannot cast them)."""
+    whether scipy would try to convert it (text, None) rather than refuse to cast it."""
     if values.dtype.kind in "US":
-        return LapInputError, "costs given as text (e.g. '1'): convert them to numbers first"
+        return "costs given as text (e.g. '1'): convert them to numbers first", True
     items = values.ravel().tolist()
     if any(item is None for item in items):
-        return LapInputError, "None among the costs: give a number, or inf for a forbidden pair"
+        return "None among the costs: give a number, or inf for a forbidden pair", True
     if any(isinstance(item, str) for item in items):
-        return LapInputError, "costs given as text (e.g. '1'): convert them to numbers first"
+        return "costs given as text (e.g. '1'): convert them to numbers first", True
     if not items or not all(isinstance(item, (int, float)) for item in items):
-        return LapTypeError, None
+        return None, False
     if any(isinstance(item, int) and not -2**63 <= item < 2**64 for item in items):
-        return LapTypeError, ("integers past 64 bits: lapcli solves integers exactly, in int64 at most; convert "
-                              "them to float64 yourself if rounding them is acceptable")
-    return LapTypeError, "costs held as Python objects (dtype object): give them as a numeric array"
+        return ("integers past 64 bits: lapcli solves integers exactly, in int64 at most; convert them to "
+                "float64 yourself if rounding them is acceptable"), False
+    return "costs held as Python objects (dtype object): give them as a numeric array", False
 
 
 def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, check: bool = True,
@@ -344,6 +345,8 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
     ``stack`` a (B, n, m) stack (NumPy, CuPy or torch). With ``check=False`` the entries are checked
     later: by the first use of ``has_forbidden`` or by an engine on its own copy."""
     dtype = requested_dtype(dtype)
+    # scipy's ValueError for text or None is its conversion of a list (an array it cannot cast: TypeError)
+    listed = isinstance(cost, (list, tuple)) and (not stack or all(isinstance(m, (list, tuple)) for m in cost))
     if stack:
         arr, origin = as_array(cost)
         xp = np if isinstance(arr, np.ndarray) else sys.modules["cupy"]  # as_array gave a CuPy array
@@ -356,7 +359,7 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
         arr = native_order(arr) if xp is np else arr
         if arr.ndim != 2:
             raise LapInputError(f"expected a matrix (2-D array), got a {arr.ndim} array")
-    check_cost_dtype(arr.dtype, arr)
+    check_cost_dtype(arr.dtype, arr, from_list=listed)
     problem = Problem(original=arr, xp=xp, maximize=bool(maximize), requested_dtype=dtype, origin=origin)
     if check:
         problem.has_forbidden  # noqa: B018 - checks the entries now

@@ -170,8 +170,8 @@ def from_list(matrices) -> Members:
     if set(map(len, shapes)) != {2}:
         raise LapInputError("every problem of a list must be a matrix (2-D)")
     dtypes = {a.dtype for a in values}
-    for a in values if any(d.kind in "OUS" for d in dtypes) else ():  # each named as one matrix's would be
-        check_cost_dtype(a.dtype, a)
+    for a, m in zip(values, matrices) if any(d.kind in "OUS" for d in dtypes) else ():  # each named as one matrix's
+        check_cost_dtype(a.dtype, a, from_list=isinstance(m, (list, tuple)))
     for dtype in dtypes:  # as for one matrix: strings or objects are scipy's TypeError
         check_cost_dtype(dtype)
     rows, cols = np.fromiter(chain.from_iterable(shapes), np.int64, 2 * len(shapes)).reshape(-1, 2).T.copy()

@@ -74,7 +74,7 @@ def test_an_infeasible_and_a_bad_dtype_member_are_named_and_the_others_solve(cli
     assert isinstance(results[4], lapcli.BatchSolution)
     assert results[1] == Failed(1, "InfeasibleError", "cost matrix is infeasible", bad_input=False)
     assert isinstance(results[3], Failed) and results[3].index == 3 and results[3].bad_input
-    assert results[3].error_type == "LapInputError" and "\n" not in results[3].message  # text: a ValueError, as scipy's
+    assert results[3].error_type == "LapTypeError" and "\n" not in results[3].message
 
 
 def _explode():

@@ -181,21 +181,28 @@ def test_float_spreads_beyond_the_float_range_are_refused_not_misread():
 
 
 @pytest.mark.parametrize("cost, error, message", [
-    ([["1", "2"], ["3", "4"]], ValueError, "costs given as text"),
-    (np.array([[1, "x"], [3, 4]], dtype=object), ValueError, "costs given as text"),
+    ([["1", "2"], ["3", "4"]], ValueError, "costs given as text"),  # scipy converts these; lapcli reads no text
+    ([[1, "x"], [3, 4]], ValueError, "costs given as text"),
+    (np.array([["1", "2"], ["3", "4"]]), TypeError, "costs given as text"),
+    (np.array([[1, "x"], [3, 4]], dtype=object), TypeError, "costs given as text"),
     ([[1, None], [2, 3]], ValueError, "None among the costs"),
+    (np.array([[1, None], [2, 3]]), TypeError, "None among the costs"),
     ([[2**64, 1], [1, 2**64]], TypeError, "integers past 64 bits"),
     ([[1.5, 2**70], [2, 3]], TypeError, "integers past 64 bits"),
     (np.array([[1, 2], [3, 4]], dtype=object), TypeError, "held as Python objects")])
 def test_costs_numpy_holds_as_objects_or_text_are_refused_in_words(cost, error, message):
-    """scipy's exception (ValueError where it converts text or None, or fails to; TypeError where
-    it cannot cast objects; lapcli rounds no integer and reads no text), saying what was found
-    rather than "Cannot cast array data from dtype('O')"; one matrix, a list of one, a ragged list."""
-    with pytest.raises(error):
-        scipy_lsa(np.asarray(cost) if error is TypeError else [[1, None], [2, 3]])
+    """scipy's exception for the same input (a list of text or None: the ValueError of its
+    conversion; an array it cannot cast, or objects: TypeError), saying what was found rather than
+    "Cannot cast array data from dtype('O')" (lapcli rounds no integer and reads no text); one
+    matrix, a list of one, a ragged list."""
+    try:
+        scipy_lsa(cost)
+    except (TypeError, ValueError) as scipy_error:
+        assert isinstance(scipy_error, error)
     for call in (lapcli.solve, lambda c: lapcli.solve_batch([c]), lambda c: lapcli.solve_batch([c, np.zeros((2, 3))])):
-        with pytest.raises(error, match=message):
+        with pytest.raises(error, match=message) as raised:
             call(cost)
+        assert not (error is TypeError and isinstance(raised.value, ValueError))
 
 
 def test_a_list_of_nested_lists_beside_arrays_is_one_host_batch():
