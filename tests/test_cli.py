@@ -710,6 +710,29 @@ def test_a_reader_that_leaves_early_ends_the_run_with_exit_1(tmp_path, args):
     assert (process.wait(timeout=120), process.stderr.read()) == (1, b"")
 
 
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_a_non_blocking_stdout_gets_the_whole_answer(tmp_path, unbuffered):
+    """A pipe set O_NONBLOCK by its reader, read late: a raw stdout (PYTHONUNBUFFERED) returned None
+    for a write that would block, taken as all written (exit 0, 64 KiB of the answer); a buffered
+    one raised BlockingIOError, and its buffer failed again at exit (exit 120)."""
+    import fcntl
+
+    np.save(tmp_path / "s.npy", np.random.default_rng(1).integers(0, 100, (300, 64, 64)))
+    expected = subprocess.run(LAP + ["solve", "s.npy", "-o", "-", "-q"], cwd=tmp_path, capture_output=True).stdout
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETFL, fcntl.fcntl(write_end, fcntl.F_GETFL) | os.O_NONBLOCK)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+    env |= {"PYTHONUNBUFFERED": "1"} if unbuffered else {}
+    process = subprocess.Popen(LAP + ["solve", "s.npy", "-o", "-", "-q"], cwd=tmp_path, stdout=write_end,
+                               stderr=subprocess.PIPE, env=env)
+    os.close(write_end)
+    time.sleep(1.0)  # the pipe (64 KiB) fills, and the writer meets EAGAIN
+    received = b"".join(iter(lambda: os.read(read_end, 1 << 20), b""))
+    os.close(read_end)
+    assert (process.wait(timeout=60), process.stderr.read()) == (0, b"")
+    assert len(expected) > 1 << 16 and received == expected
+
+
 @pytest.mark.parametrize("command", [*STDOUT_COMMANDS, "info (a table)"])
 def test_a_stdout_closed_before_the_start_exits_1_without_a_word(tmp_path, command):
     """Descriptor 1 closed (``>&-``): Python leaves sys.stdout None, and each command failed on it

@@ -11,6 +11,7 @@ import io
 import json
 import math
 import os
+import select
 import sys
 import tempfile
 import zipfile
@@ -165,7 +166,7 @@ def write_matrix_blocks(path: str, shape: tuple[int, ...], dtype, blocks,
         stream = stdout if stdout is not None else sys.stdout.buffer
         with reporting_write_errors("stdout"):
             _write_npy(stream, shape, dtype, rows)
-            stream.flush()
+            flush_all(stream)
         return
     if suffix in HDF5_SUFFIXES:
         import h5py
@@ -220,11 +221,35 @@ def _write_npy(handle, shape: tuple[int, ...], dtype: np.dtype, rows) -> None:
 def write_all(stream, data) -> None:
     """Write every byte of ``data``: a buffered stream on a pipe whose reader left returns the
     bytes the pipe took (64 KiB) and raises nothing; the next write raises BrokenPipeError, so a
-    `lap solve stack.npy -o - | head` no longer ends 0 having written part of its answer."""
+    `lap solve stack.npy -o - | head` no longer ends 0 having written part of its answer. A raw
+    stream (PYTHONUNBUFFERED, ``python -u``) on a non-blocking pipe returns None for a write that
+    would block, having written nothing: it waits until the pipe takes more."""
     view = memoryview(data)
     while view:
-        written = stream.write(view)
-        view = view[len(view) if written is None else written:]  # None: a stream that does not count
+        try:
+            written = stream.write(view)
+        except BlockingIOError as error:  # a buffered stream on a non-blocking pipe: it took this much
+            written = error.characters_written
+            _wait_writable(stream)
+        if written is None:
+            _wait_writable(stream)
+            continue
+        view = view[written:]
+
+
+def flush_all(stream) -> None:
+    """``stream.flush()``, waiting where a non-blocking pipe cannot take the buffer yet (its
+    BlockingIOError left the rest for a flush at exit, which failed again: exit 120)."""
+    while True:
+        try:
+            stream.flush()
+            return
+        except BlockingIOError:
+            _wait_writable(stream)
+
+
+def _wait_writable(stream) -> None:
+    select.select([], [stream.fileno()], [])
 
 
 def _write_hdf5_rows(ds, rows) -> None:
@@ -354,7 +379,7 @@ def write_bytes(path: str, data: bytes, stdout=None) -> None:
         stream = stdout if stdout is not None else sys.stdout.buffer
         with reporting_write_errors("stdout"):
             write_all(stream, data)
-            stream.flush()
+            flush_all(stream)
         return
     with atomic_output(path) as handle:
         handle.write(data)
