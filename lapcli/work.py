@@ -24,7 +24,6 @@ most ``eps = k · S · 2^-50``, S the span of the reduced costs (``Work.scale``)
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -153,18 +152,6 @@ def float64_exact(values, side: int | None = None) -> bool:
     if float64_exact_dtype(dtype, k):
         return True  # no value of the dtype is too wide: no scan
     return float64_exact_magnitude(max(abs(int(values.min())), abs(int(values.max()))), k)
-
-
-def headroom_scale(values, k: int) -> float:
-    """1.0, or the power of two that brings 4(k + 1)·max|values| within float64's range: the sums of
-    up to k differences of two costs that a shortest-path solver (scipy's) or a dual recovery
-    forms then cannot overflow. Scaling by it is exact but for subnormals, far below any
-    tolerance; the optimal assignments are the same."""
-    largest = max(-float(values.min()), float(values.max()))
-    if not math.isfinite(largest) or largest == 0:
-        return 1.0
-    excess = math.frexp(largest)[1] + math.ceil(math.log2(4 * (k + 1))) - 1023
-    return 1.0 if excess <= 0 else math.ldexp(1.0, -excess)
 
 
 SPREAD_OVERFLOWS = ("the costs' spread (a row's max − min) overflows float64, so lapcli cannot reduce them; "

@@ -9,7 +9,7 @@ wide (``auto`` gives those to the exact NumPy engine). Float costs go to scipy a
 arithmetic works at the scale of their spread, which the certificate's tolerance follows: an
 offset matrix (1e6 + U(0, 1e-7)) solved as given came back a few ulps of 1e6 off the optimum,
 and its certificate failed. Work within 4(k + 1)× of float64's largest value goes to scipy scaled
-by a power of two (lapcli.work.headroom_scale): its path sums overflowed there and came back with
+by a power of two (lapcli.headroom.with_headroom): its path sums overflowed there and came back with
 an assignment that was not optimal. Floats whose spread overflows float64 have no work matrix and
 are refused (scipy, given them as they are, returned assignments that were not optimal, uncertified;
 the drop-in ``linear_sum_assignment`` still hands them to scipy, as scipy's own function would).
@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...errors import InfeasibleError
-from ...work import headroom_scale
+from ...headroom import with_headroom
 from ..base import EngineResult, float64_costs
 
 
@@ -51,10 +51,8 @@ def _run_on_work(problem) -> EngineResult:
     entries at a sentinel), mapped back."""
     work = problem.work_stack(np)
     values, _ = float64_costs(work.values[0], False, "scipy")
-    if values.dtype.kind == "f" and values.size:  # scipy's path sums must not overflow: scaled (exactly) where they could
-        scale = headroom_scale(values, values.shape[0])
-        values = values if scale == 1.0 else values * scale
-    _, work_cols = scipy_lsa(values)  # every work row is assigned, in order (rows ≤ columns)
+    # scipy's path sums must not overflow: scaled (exactly) where they could
+    _, work_cols = scipy_lsa(with_headroom(values))  # every work row is assigned, in order (rows ≤ columns)
     rows, cols = problem.assignment_from_work(work_cols)
     return EngineResult(rows=rows, cols=cols, device="cpu", dtype=work.dtype)
 

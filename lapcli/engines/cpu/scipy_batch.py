@@ -22,6 +22,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 from ...arrays import host
 from ...errors import LapInputError
 from ...twins import reference_stack
+from ...headroom import with_headroom
 from ...work import float64_exact, float64_solvable
 from ..base import BatchEngineResult
 from .member_answers import as_pairs, member_columns, padded_columns
@@ -129,7 +130,7 @@ def _solve_range(values: np.ndarray, col_of_row: np.ndarray, start: int) -> None
     ``col_of_row``: r ≤ c, so every work row is assigned, in order."""
     exact = float64_exact(values)
     for k in range(values.shape[0]):
-        col_of_row[start + k] = scipy_lsa(values[k])[1] if exact else exactly(values[k])
+        col_of_row[start + k] = scipy_lsa(with_headroom(values[k]))[1] if exact else exactly(values[k])
 
 
 def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool = False, flat: bool = False,
