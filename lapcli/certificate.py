@@ -258,8 +258,9 @@ def _host_min_slack(cost, u, v, dual_dtype):
     smallest = None
     for start in range(0, k, step):
         block = cost[start:start + step].astype(dual_dtype)  # always a copy: the duals go in place
-        block -= u[start:start + step, None]
-        block -= v[None, :]
+        with np.errstate(over="ignore"):  # costs near 1.8e308: a slack past the range is +inf, never the least
+            block -= u[start:start + step, None]
+            block -= v[None, :]
         low = block.min()
         smallest = low if smallest is None else min(smallest, low)
     return np.asarray(smallest if smallest is not None else 0, dtype=dual_dtype)

@@ -103,9 +103,12 @@ def total_bound(col_of_row, u, v, certificate, unreduced: bool) -> float | None:
         return 0.0
     rounding = 2.0**-50 * (float(np.abs(u).max()) + float(np.abs(v).max()))
     margin = k * (max(certificate.max_assigned_slack, 0.0) + rounding)
-    if unreduced:  # structurally loose (min v); float32 is solved again only after the pass (_float32_cap)
-        return math.fsum(on_pairs.tolist()) - k * float(v.min()) - k * certificate.min_slack + margin
-    bound = math.fsum((u + on_pairs).tolist()) + margin
+    try:
+        if unreduced:  # structurally loose (min v); float32 is solved again only after the pass (_float32_cap)
+            return math.fsum(on_pairs.tolist()) - k * float(v.min()) - k * certificate.min_slack + margin
+        bound = math.fsum((u + on_pairs).tolist()) + margin
+    except OverflowError:  # fsum's partial sums past float64's range (duals near 1.8e308): no bound, no cap
+        return None
     return bound if margin <= bound / 8 else None
 
 

@@ -137,10 +137,18 @@ def test_costs_near_the_float_range_are_solved_and_certified_with_headroom():
                         lapcli.batch_linear_assignment(many, maximize=maximize)[299]):
             assert sum(Fraction(float(cost[i, c])) for i, c in enumerate(columns)) == best
     largest = np.array([[np.finfo(np.float64).max, 0.0], [0.0, np.finfo(np.float64).max]])
+    wide = np.array([[1.79e308, 8e307, 1.79e308, 0], [1, 1.79e308, 1, 8e307], [1, 1, 0, 1.79e308]])
+    summed = np.array([[0, 0, 0, 0], [1, 5e307, 0, -1e308], [0, 5e307, 0, -1e308], [1.7e308, 1.7e308, 1.79e308, 5e307]])
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         assert lapcli.solve(largest, solver="numpy").objective == 0.0
         assert lapcli.solve(largest, cost_limit=1e308).objective == 0.0
+        for cost, solver in ((wide, "auto"), (wide, "numpy"), (summed, "numpy")):  # the certificate's slacks,
+            solution = lapcli.solve(cost, solver=solver)  # the NumPy engine's zeros, the cap's fsum (OverflowError)
+            k, m = cost.shape
+            totals = [sum(Fraction(float(cost[i, p[i]])) for i in range(k)) for p in itertools.permutations(range(m), k)]
+            got = sum(Fraction(float(cost[r, c])) for r, c in zip(solution.row_ind, solution.col_ind))
+            assert solution.report.certified and got - min(totals) <= Fraction(solution.report.certificate["objective_within"])
 
 
 def test_the_drop_in_hands_scipy_what_lapclis_routes_refuse(monkeypatch):

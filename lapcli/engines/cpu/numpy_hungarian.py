@@ -204,7 +204,8 @@ def solve_square(work: np.ndarray, eps: float, recorder: StepRecorder, max_itera
     with recorder.step(1):
         if auction_rounds > 0 and size > 1:
             u, v, column_of_star_at_row, row_of_star_at_column, _ = auction_start(cost, auction_rounds)
-            zero_rows, zero_cols = np.nonzero(cost - u[:, None] - v[None, :] <= eps)
+            with np.errstate(over="ignore"):  # costs near 1.8e308: an overflow is +inf, never a zero
+                zero_rows, zero_cols = np.nonzero(cost - u[:, None] - v[None, :] <= eps)
         else:
             u, v, zero_rows, zero_cols = step1_reduce(cost, eps)
 
