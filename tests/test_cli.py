@@ -1114,4 +1114,5 @@ def test_generate_writes_to_an_hdf5_path_as_solve_reads_one(tmp_path, monkeypatc
         assert m["grp/costs"].shape == (6, 6) and p["pts"].shape == (6, 2)
     assert invoke("solve", "m.h5:/grp/costs", "--quiet").exit_code == 0
     assert_one_line_error(invoke("generate", "--n", "6", "-o", "x.h5:/a", "--dataset", "b"), 2, "give one")
+    assert_one_line_error(invoke("generate", "--n", "6", "-o", "x.h5:/"), 2, "-o x.h5:/ must name a dataset")
     assert not os.path.exists("x.h5")

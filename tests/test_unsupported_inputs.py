@@ -153,8 +153,9 @@ def test_costs_near_the_float_range_are_solved_and_certified_with_headroom():
 
 def test_the_drop_in_hands_scipy_what_lapclis_routes_refuse(monkeypatch):
     """linear_sum_assignment takes what scipy takes: on a GPU machine (simulated) auto's exact
-    routes refuse int64 extremes (int64 duals) and float spreads past float64's range, and the
-    drop-in then returns scipy's own answer, as without a GPU."""
+    routes refuse int64 extremes (int64 duals), and the drop-in then returns scipy's own answer,
+    as without a GPU (the fallback this guards); float spreads past float64's range, which solve
+    refuses, go to scipy by auto's choice at this size, and give its answer too."""
     from lapcli import api
 
     monkeypatch.setattr(api, "cuda_status", lambda: (True, "simulated"))

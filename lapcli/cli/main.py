@@ -99,13 +99,14 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
     console = stderr_console(quiet)
     given = click.get_current_context().get_parameter_source
     path_text, inner = split_hdf5_path(output) if output else (output, None)
+    named_by = "--dataset"
     if inner is not None and Path(path_text).suffix.lower() in HDF5_SUFFIXES:  # FILE.h5:/path, as solve reads it
         if given("dataset") != ParameterSource.DEFAULT and dataset.strip("/") != inner.strip("/"):
             raise InputError(f"{output} names the dataset {inner} and --dataset names {dataset}; give one")
-        output, dataset = path_text, inner
+        output, dataset, named_by = path_text, inner, f"-o {output}"
     parts = dataset.strip("/").split("/")
     if any(part in ("", ".", "..") for part in parts):  # HDF5's root, or a path h5py cannot create
-        raise InputError(f"--dataset must name a dataset or group (names between slashes), got {dataset!r}")
+        raise InputError(f"{named_by} must name a dataset or group (names between slashes), got {dataset!r}")
     dataset = "/".join(parts)
     given_range = given("range_factor") != ParameterSource.DEFAULT
     if given("dataset") != ParameterSource.DEFAULT and Path(output or "-").suffix.lower() not in HDF5_SUFFIXES:
