@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 
 def headroom_scale(values, k: int) -> float:
     """1.0, or the power of two that brings 4(k + 1)·max|values| within float64's range: the sums of
@@ -13,7 +15,11 @@ def headroom_scale(values, k: int) -> float:
     overflow. Scaling by it is exact but for subnormals, far below any tolerance; the optimal
     assignments are the same. (The duals' recovery reads the reduced work, whose costs are ≥ 0,
     unscaled.)"""
-    return headroom_scale_of(max(-float(values.min()), float(values.max())), k)
+    largest = max(-float(values.min()), float(values.max()))
+    if not math.isfinite(largest):  # forbidden entries (±inf) or NaN: the finite values' own
+        finite = values[np.isfinite(values)]
+        largest = max(-float(finite.min()), float(finite.max())) if finite.size else 0.0
+    return headroom_scale_of(largest, k)
 
 
 def headroom_scale_of(largest: float, k: int) -> float:
@@ -24,10 +30,11 @@ def headroom_scale_of(largest: float, k: int) -> float:
     return 1.0 if excess <= 0 else math.ldexp(1.0, -excess)
 
 
-def with_headroom(values):
-    """``values`` (a host float matrix) scaled by :func:`headroom_scale` where its sums could
-    overflow, else as it is: what scipy is given."""
+def with_headroom(values, scale: float | None = None):
+    """``values`` (a host float matrix) scaled by :func:`headroom_scale` (or by ``scale``, found
+    once for a stack of them) where its sums could overflow, else as it is: what scipy is given."""
     if values.dtype.kind != "f" or not values.size:
         return values
-    scale = headroom_scale(values, min(values.shape))
+    if scale is None:
+        scale = headroom_scale(values, min(values.shape))
     return values if scale == 1.0 else values * scale

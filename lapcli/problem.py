@@ -241,10 +241,20 @@ class Problem:
             # proof (docs/reliability.md). An engine that solves k × m natively has that largest v at 0.
             shift = v.max()
             u, v = u + shift, v - shift
-        if work.row_offset is not None:
-            u = u + work.row_offset.astype(dtype)
-        if work.col_offset is not None:
-            v = v + work.col_offset.astype(dtype)
+        row_offset = np.zeros(1, dtype) if work.row_offset is None else work.row_offset.astype(dtype)
+        col_offset = np.zeros(1, dtype) if work.col_offset is None else work.col_offset.astype(dtype)
+        with np.errstate(over="ignore"):
+            mapped = u + row_offset, v + col_offset
+        if dtype is np.float64 and self.n_rows == self.n_cols and not all(np.isfinite(d).all() for d in mapped):
+            # near 1.8e308 a sum passed the range: u + t, v − t (the same proof), t amid where both fit, in halves
+            half_u, half_v = u / 2 + row_offset / 2, v / 2 + col_offset / 2
+            room = float(np.finfo(np.float64).max) / 2 * (1 - 2.0**-40)
+            low = max(-room - float(half_u.min()), float(half_v.max()) - room)
+            high = min(room - float(half_u.max()), float(half_v.min()) + room)
+            t = (low + high) / 2
+            with np.errstate(over="ignore"):
+                mapped = 2 * (half_u + t), 2 * (half_v - t)
+        u, v = mapped
         if self.transposed:  # work rows are the caller's columns (then padding), work columns its rows
             row_duals, col_duals = v, u[: self.n_cols]
         else:

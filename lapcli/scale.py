@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import threading
 import time
 from collections.abc import Iterable
@@ -149,10 +150,11 @@ def _solved_input(index: int, item, options: dict, read_options: dict, as_given:
 
 # ----------------------------------------------------------------------------- the client's side
 def _nbytes(item) -> int:
-    """An in-memory input's size (a list of matrices: their sum), for the choice to scatter it."""
-    if isinstance(item, (list, tuple)):
-        return sum(_nbytes(member) for member in item)
-    return int(getattr(item, "nbytes", 0))
+    """An in-memory input's size as Dask measures it (a nested list of numbers too), for the choice
+    to scatter it."""
+    from dask.sizeof import sizeof
+
+    return int(sizeof(item))
 
 
 @contextmanager
@@ -174,7 +176,7 @@ def _client(client, scheduler, n_inputs: int, silence_logs: int = logging.WARNIN
         except ImportError:
             pass
         else:
-            cluster = LocalCUDACluster()
+            cluster = LocalCUDACluster(silence_logs=silence_logs)
     if cluster is None:
         workers = max(1, min(os.cpu_count() or 1, n_inputs))
         cluster = distributed.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
@@ -226,7 +228,8 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
     ``silence_logs``: the least level a local cluster started here logs (the CLI: CRITICAL, its
     stderr is one line an input)."""
     distributed = _require_dask()
-    if isinstance(inputs, (str, os.PathLike, np.ndarray)) or not isinstance(inputs, Iterable):
+    if (isinstance(inputs, (str, bytes, os.PathLike, dict)) or hasattr(inputs, "ndim")
+            or not isinstance(inputs, Iterable)):  # one input (a matrix or stack of any library, a path), or a mapping
         raise LapInputError(f"inputs must be a list of inputs (matrices, stacks or file specs), not one "
                             f"{type(inputs).__name__}: a stack is solve_batch's, a file [path]")
     inputs = list(inputs)
@@ -251,11 +254,13 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
                     # rides in its task, which the scheduler can run again where a worker dies
                     item = active.scatter([item], hash=False)[0]  # (a list as one object: a batch)
                 future = active.submit(solve_input, index, item, options, read_options, as_given, pure=False)
-            except Exception as error:  # this input cannot reach a worker (it cannot be pickled): it alone fails
-                while error.__cause__ or error.__context__:  # Dask wraps pickle's words in its own
-                    error = error.__cause__ or error.__context__
-                results[index] = _failed(index, LapInputError(f"input {index} cannot be sent to a worker: "
-                                                              f"{_one_line(error)}"))
+            except Exception as error:  # this input cannot reach a worker: it alone fails
+                root = error
+                while root.__cause__ or root.__context__:  # Dask wraps pickle's words in its own
+                    root = root.__cause__ or root.__context__
+                if isinstance(root, (TypeError, pickle.PicklingError)):  # it cannot be pickled: bad input
+                    error = LapInputError(f"input {index} cannot be sent to a worker: {_one_line(root)}")
+                results[index] = _failed(index, error)  # else (the connection, a timeout) as it is
                 done += 1
                 if progress is not None:
                     progress(done, total)

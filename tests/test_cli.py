@@ -1116,3 +1116,20 @@ def test_generate_writes_to_an_hdf5_path_as_solve_reads_one(tmp_path, monkeypatc
     assert_one_line_error(invoke("generate", "--n", "6", "-o", "x.h5:/a", "--dataset", "b"), 2, "give one")
     assert_one_line_error(invoke("generate", "--n", "6", "-o", "x.h5:/"), 2, "-o x.h5:/ must name a dataset")
     assert not os.path.exists("x.h5")
+
+
+def test_a_stream_that_does_not_count_its_writes_is_written_once():
+    """write_all takes None from a raw stream as "would block, nothing written" and waits; from any
+    other stream None is a write that does not count, taken as all written (it looped for ever)."""
+    from lapcli.io.write import write_all
+
+    class Uncounted:
+        def __init__(self):
+            self.parts = []
+
+        def write(self, data):
+            self.parts.append(bytes(data))
+
+    stream = Uncounted()
+    write_all(stream, b"x" * 100_000)
+    assert stream.parts == [b"x" * 100_000]

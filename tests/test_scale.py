@@ -308,7 +308,7 @@ def test_inputs_that_are_one_input_or_cannot_travel_are_refused_as_bad_input(cli
     """A str or an array given as ``inputs`` was iterated (each character a file, each row an input);
     an empty list member failed inside Dask's scatter, an unpicklable one raised out of the call."""
     good = rng.integers(0, 9, (4, 4))
-    for one in ("a.npy", np.ones((3, 2, 2))):
+    for one in ("a.npy", b"ab", {"x": 1}, np.ones((3, 2, 2))):
         with pytest.raises(LapInputError, match="inputs must be a list of inputs"):
             solve_many(one, client=client)
     results = solve_many([good, [], threading.Lock(), good], client=client)

@@ -131,6 +131,10 @@ def test_costs_near_the_float_range_are_solved_and_certified_with_headroom():
             assert got == best and solution.report.certified, solver
             u, v = solution.duals
             assert np.isfinite(u).all() and np.isfinite(v).all()
+        forbidden = np.full((4, 4), -np.inf if maximize else np.inf)  # ±inf left the headroom unseen
+        forbidden[:3, :3], forbidden[3, 3] = cost, 0.0
+        columns = lapcli.solve_batch([forbidden, forbidden[:2, :2]], maximize=maximize).col_ind[0]
+        assert sum(Fraction(float(cost[i, c])) for i, c in enumerate(columns[:3])) == best and columns[3] == 3
         many = [cost] * 300  # a list the pipeline's member path takes (the short loop's floats are below 1e290)
         for columns in (lapcli.solve_batch(cost[None], maximize=maximize).col_ind[0],
                         lapcli.solve_batch([cost, cost[:2]], maximize=maximize).col_ind[0],
@@ -143,12 +147,19 @@ def test_costs_near_the_float_range_are_solved_and_certified_with_headroom():
         warnings.simplefilter("error", RuntimeWarning)
         assert lapcli.solve(largest, solver="numpy").objective == 0.0
         assert lapcli.solve(largest, cost_limit=1e308).objective == 0.0
-        for cost, solver in ((wide, "auto"), (wide, "numpy"), (summed, "numpy")):  # the certificate's slacks,
-            solution = lapcli.solve(cost, solver=solver)  # the NumPy engine's zeros, the cap's fsum (OverflowError)
+        shifted = np.array([[1e308, 1.79e308], [-1.0, 1.7e308]])  # u + the row offsets passed the range
+        peaked = np.array([[1.79e308, 1e308, 1.79e308, 1.0], [5e307, 7.91e-323, -1.0, 1.7e308],
+                           [-1.0, 1.0, 1.0, 1.79e308], [7.91e-323, 1.0, 1.7e308, 1.0]])
+        for cost, solver, maximize in ((wide, "auto", False), (wide, "numpy", False), (summed, "numpy", False),
+                                       (shifted, "numpy", False), (peaked, "scipy", True)):
+            # the certificate's slacks, the NumPy engine's zeros and auction, the cap's fsum (OverflowError), the duals
+            solution = lapcli.solve(cost, solver=solver, maximize=maximize, certify=True)
             k, m = cost.shape
             totals = [sum(Fraction(float(cost[i, p[i]])) for i in range(k)) for p in itertools.permutations(range(m), k)]
             got = sum(Fraction(float(cost[r, c])) for r, c in zip(solution.row_ind, solution.col_ind))
-            assert solution.report.certified and got - min(totals) <= Fraction(solution.report.certificate["objective_within"])
+            gap = (max(totals) - got) if maximize else (got - min(totals))
+            assert solution.report.certified and gap <= Fraction(solution.report.certificate["objective_within"])
+            assert all(np.isfinite(d).all() for d in solution.duals), (solver, solution.duals)
 
 
 def test_the_drop_in_hands_scipy_what_lapclis_routes_refuse(monkeypatch):

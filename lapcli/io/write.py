@@ -14,6 +14,7 @@ import os
 import select
 import sys
 import tempfile
+import time
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -232,7 +233,9 @@ def write_all(stream, data) -> None:
             written = error.characters_written
             _wait_writable(stream)
         if written is None:
-            _wait_writable(stream)
+            if not isinstance(stream, io.RawIOBase):  # a stream that does not count: taken as all written
+                return
+            _wait_writable(stream)  # a raw one: the write would have blocked, nothing was written
             continue
         view = view[written:]
 
@@ -249,7 +252,10 @@ def flush_all(stream) -> None:
 
 
 def _wait_writable(stream) -> None:
-    select.select([], [stream.fileno()], [])
+    try:
+        select.select([], [stream.fileno()], [])
+    except (AttributeError, OSError, ValueError):  # no descriptor to wait on (io.UnsupportedOperation is an OSError)
+        time.sleep(0.001)
 
 
 def _write_hdf5_rows(ds, rows) -> None:

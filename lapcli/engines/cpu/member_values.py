@@ -17,6 +17,7 @@ from ...work import SPREAD_OVERFLOWS, float64_exact_dtype, float64_exact_magnitu
 
 FLOAT_COPIES_UP_TO = 1 << 22  # a ragged batch's integer entries converted to float64 at once, up to 32 MB
 FLOAT64 = np.dtype(np.float64)
+JOINED_UP_TO = 1 << 20  # float64 values (8 MB) joined for one scan; more are scanned member by member
 
 
 def float64_copies(matrices: list) -> list | None:
@@ -201,16 +202,22 @@ def scipy_answers(matrices, maximize: bool) -> list:
 
 
 def _near_the_largest(matrices) -> bool:
-    """Whether a float64 member's reduced costs may reach where scipy's sums overflow: one pass
-    over their finite values end to end (twice the largest |cost| bounds a reduced one), not one
-    a member (~1.6 µs each on 200 small members)."""
-    floats = [m.ravel() for m in matrices if m.dtype == FLOAT64 and m.size]
+    """Whether a float64 member's reduced costs may reach where scipy's sums overflow (twice the
+    largest finite |cost| bounds a reduced one): small members' values end to end in one pass (a
+    min and a max a member cost ~1.6 µs each on 200 small members), large ones each in place (no
+    copy of them all)."""
+    floats = [m for m in matrices if m.dtype == FLOAT64 and m.size]
     if not floats:
         return False
-    values = np.concatenate(floats) if len(floats) > 1 else floats[0]
-    largest = max(-float(values.min()), float(values.max()))
-    if not math.isfinite(largest):  # forbidden entries or NaN: the finite values' own
-        finite = values[np.isfinite(values)]
-        largest = max(-float(finite.min()), float(finite.max())) if finite.size else 0.0
+    total = sum(m.size for m in floats)
+    parts = [np.concatenate([m.ravel() for m in floats])] if total <= JOINED_UP_TO and len(floats) > 1 else floats
     k = max(max(m.shape) for m in matrices)
-    return headroom_scale_of(largest, 2 * k + 1) != 1.0  # 4(2k + 2) = 2·4(k + 1): twice the largest, not past inf
+    return headroom_scale_of(max(_largest_finite(part) for part in parts), 2 * k + 1) != 1.0  # 2·4(k + 1)
+
+
+def _largest_finite(values: np.ndarray) -> float:
+    largest = max(-float(values.min()), float(values.max()))
+    if math.isfinite(largest):
+        return largest
+    finite = values[np.isfinite(values)]  # forbidden entries or NaN: the finite values' own (rare)
+    return max(-float(finite.min()), float(finite.max())) if finite.size else 0.0

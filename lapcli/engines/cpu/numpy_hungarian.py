@@ -129,7 +129,8 @@ def auction_start(cost: np.ndarray, rounds: int = AUCTION_ROUNDS, patience: int 
         elif done - fewest_at >= patience:
             break
         done += 1
-        reduced = cost[free] - v[None, :]
+        with np.errstate(over="ignore"):  # costs near 1.8e308: an overflow is +inf, never a row's best
+            reduced = cost[free] - v[None, :]
         best = reduced.argmin(axis=1)
         first = reduced[np.arange(free.size), best]
         reduced[np.arange(free.size), best] = np.inf if reduced.dtype.kind == "f" else np.iinfo(reduced.dtype).max

@@ -22,7 +22,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 from ...arrays import host
 from ...errors import LapInputError
 from ...twins import reference_stack
-from ...headroom import with_headroom
+from ...headroom import headroom_scale, with_headroom
 from ...work import float64_exact, float64_solvable
 from ..base import BatchEngineResult
 from .member_answers import as_pairs, member_columns, padded_columns
@@ -129,8 +129,12 @@ def _solve_range(values: np.ndarray, col_of_row: np.ndarray, start: int) -> None
     """scipy's column of each row of the work problems ``values`` (the batch's from ``start``) into
     ``col_of_row``: r ≤ c, so every work row is assigned, in order."""
     exact = float64_exact(values)
+    # one scale for the range, the range scaled once where it must be (a min and a max a member
+    # cost small stacks 2-2.7x: 20,000 × 4 × 4)
+    if values.dtype.kind == "f" and values.size:
+        values = with_headroom(values, headroom_scale(values, values.shape[1]))
     for k in range(values.shape[0]):
-        col_of_row[start + k] = scipy_lsa(with_headroom(values[k]))[1] if exact else exactly(values[k])
+        col_of_row[start + k] = scipy_lsa(values[k])[1] if exact else exactly(values[k])
 
 
 def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool = False, flat: bool = False,
