@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import re
 import threading
 import time
 from collections.abc import Iterable
@@ -337,8 +338,17 @@ def _solve_block(block, solver: str, maximize: bool, total: int, block_info=None
         if block_info is None:
             raise
         first, stop = block_info[0]["array-location"][0]
+        # solve_batch counts the block's problems ("problem 1 of 3"): named as the array's
+        message = re.sub(r"(problems?) ((?:\d+|, |…)+?) of \d+", lambda found: _in_array(found, first, total), str(error))
         where = f"in the block of problems {first} … {stop - 1} of the dask array's {total}"
-        raise type(error)(f"{error} ({where})") from None
+        raise type(error)(f"{message} ({where})") from None
+
+
+def _in_array(found, first: int, total: int) -> str:
+    """``problem k of B`` (or ``problems k, l of B``: lapcli.problem.members_text) of a block from
+    ``first`` as the array's."""
+    listed = re.sub(r"\d+", lambda number: str(first + int(number.group(0))), found.group(2))
+    return f"{found.group(1)} {listed} of {total}"
 
 
 def solve_dask_array(costs, *, maximize: bool = False, solver: str = "auto"):
@@ -351,6 +361,12 @@ def solve_dask_array(costs, *, maximize: bool = False, solver: str = "auto"):
 
     if not isinstance(costs, da.Array):
         raise LapInputError("solve_dask_array takes a dask array; use solve_batch for NumPy, CuPy or torch")
+    if solver != "auto":  # checked now, not once a block when computed
+        from .engines import registry
+
+        if not registry.get(solver).capabilities.batch:
+            batch_names = ", ".join(registry.solver_choices(batch=True))
+            raise LapInputError(f"solver {solver!r} solves one problem at a time; for a stack use {batch_names}")
     if costs.ndim != 3:
         raise LapInputError(f"costs is {costs.ndim}-D: expected a stack of matrices (B, n, m)")
     if any(np.isnan(size) for size in costs.shape):

@@ -287,8 +287,15 @@ def test_a_dask_array_s_failing_problem_is_placed_in_the_whole_array(client, rng
 
     stack = rng.random((6, 3, 3))
     stack[4] = np.inf
-    with pytest.raises(InfeasibleError, match="in the block of problems 4 … 5 of the dask array's 6"):
+    with pytest.raises(InfeasibleError, match="infeasible: problem 4 of 6 .in the block of problems 4 … 5 of the dask"):
         client.compute(solve_dask_array(da.from_array(stack, chunks=(2, 3, 3)))).result()
+    stack[4], stack[3] = 0.0, np.nan  # named as the array's problem, not the block's ("problem 1 of 2")
+    with pytest.raises(ValueError, match=r"invalid numeric entries: problem 3 of 6 .in the block of problems 2 … 3"):
+        client.compute(solve_dask_array(da.from_array(stack, chunks=(2, 3, 3)))).result()
+    with pytest.raises(LapInputError, match="solver 'numpy' solves one problem at a time"):  # now, not per block
+        solve_dask_array(da.from_array(stack, chunks=(2, 3, 3)), solver="numpy")
+    with pytest.raises(LapInputError, match="unknown solver"):
+        solve_dask_array(da.from_array(stack, chunks=(2, 3, 3)), solver="nope")
 
 
 def test_cli_relative_inputs_are_named_as_given_on_dask_too(client, tmp_path, rng, monkeypatch):
