@@ -233,6 +233,8 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
             or not isinstance(inputs, Iterable)):  # one input (a matrix or stack of any library, a path), or a mapping
         raise LapInputError(f"inputs must be a list of inputs (matrices, stacks or file specs), not one "
                             f"{type(inputs).__name__}: a stack is solve_batch's, a file [path]")
+    if client is not None and scheduler is not None:  # the scheduler was ignored
+        raise LapInputError("give client= or scheduler=, not both")
     inputs = list(inputs)
     options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, certify=certify)
     if cost_limit is not None:

@@ -318,6 +318,8 @@ def test_inputs_that_are_one_input_or_cannot_travel_are_refused_as_bad_input(cli
     for one in ("a.npy", b"ab", {"x": 1}, np.ones((3, 2, 2))):
         with pytest.raises(LapInputError, match="inputs must be a list of inputs"):
             solve_many(one, client=client)
+    with pytest.raises(LapInputError, match="give client= or scheduler=, not both"):  # the scheduler was ignored
+        solve_many([good], client=client, scheduler="tcp://127.0.0.1:1")
     results = solve_many([good, [], threading.Lock(), good], client=client)
     assert results[1] == Failed(1, "LapInputError", "an empty list of problems", bad_input=True)
     assert results[2].bad_input and "input 2 cannot be sent to a worker: cannot pickle" in results[2].message
