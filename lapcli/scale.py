@@ -15,6 +15,7 @@ import logging
 import os
 import pickle
 import re
+import signal
 import threading
 import time
 from collections.abc import Iterable
@@ -180,10 +181,27 @@ def _client(client, scheduler, n_inputs: int, silence_logs: int = logging.WARNIN
             cluster = LocalCUDACluster(silence_logs=silence_logs)
     if cluster is None:
         workers = max(1, min(os.cpu_count() or 1, n_inputs))
-        cluster = distributed.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
-                                           dashboard_address=":0", silence_logs=silence_logs)
+        with _workers_ignore_ctrl_c():
+            cluster = distributed.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
+                                               dashboard_address=":0", silence_logs=silence_logs)
     with cluster, distributed.Client(cluster) as own:
         yield own
+
+
+@contextmanager
+def _workers_ignore_ctrl_c():
+    """SIGINT ignored while a local cluster starts its worker processes, which inherit that: a
+    Ctrl-C reaches the terminal's whole process group, and each worker printed its
+    KeyboardInterrupt traceback; the caller's interrupt closes the cluster (its context manager).
+    Only from the main thread, where Python lets a handler be set."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _connected(distributed, scheduler: str):

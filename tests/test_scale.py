@@ -337,3 +337,28 @@ def test_cli_device_with_dask_is_refused_as_such_before_the_device_is_checked(tm
     np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
     result = invoke("solve", tmp_path / "a.npy", tmp_path / "a.npy", "--dask", "--device", "0")
     assert_one_line_error(result, 2, "--device does not go with Dask")
+
+
+def _sigint_disposition(queue):
+    import signal
+
+    queue.put(signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
+
+
+def test_a_local_cluster_s_workers_leave_ctrl_c_to_the_caller():
+    """A Ctrl-C reaches the terminal's whole process group: each worker of a local cluster printed
+    its KeyboardInterrupt traceback (70 lines on stderr). The cluster's processes start with SIGINT
+    ignored, which a spawned process keeps (Python installs its handler only over the default);
+    the caller's handler is back after."""
+    import multiprocessing
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    context = multiprocessing.get_context("spawn")  # as Dask's nannies start their workers
+    queue = context.Queue()
+    with scale._workers_ignore_ctrl_c():
+        child = context.Process(target=_sigint_disposition, args=(queue,))
+        child.start()
+    assert queue.get(timeout=60) is True
+    child.join(timeout=60)
+    assert signal.getsignal(signal.SIGINT) is before
