@@ -15,11 +15,17 @@ def headroom_scale(values, k: int) -> float:
     overflow. Scaling by it is exact but for subnormals, far below any tolerance; the optimal
     assignments are the same. (The duals' recovery reads the reduced work, whose costs are ≥ 0,
     unscaled.)"""
+    return headroom_scale_of(largest_finite(values), k)
+
+
+def largest_finite(values) -> float:
+    """The largest finite |value| (0 where there is none): one min and one max, and a second scan
+    only where they are not finite (forbidden entries, ±inf, or NaN)."""
     largest = max(-float(values.min()), float(values.max()))
-    if not math.isfinite(largest):  # forbidden entries (±inf) or NaN: the finite values' own
-        finite = values[np.isfinite(values)]
-        largest = max(-float(finite.min()), float(finite.max())) if finite.size else 0.0
-    return headroom_scale_of(largest, k)
+    if math.isfinite(largest):
+        return largest
+    finite = values[np.isfinite(values)]
+    return max(-float(finite.min()), float(finite.max())) if finite.size else 0.0
 
 
 def headroom_scale_of(largest: float, k: int) -> float:
@@ -30,11 +36,10 @@ def headroom_scale_of(largest: float, k: int) -> float:
     return 1.0 if excess <= 0 else math.ldexp(1.0, -excess)
 
 
-def with_headroom(values, scale: float | None = None):
-    """``values`` (a host float matrix) scaled by :func:`headroom_scale` (or by ``scale``, found
-    once for a stack of them) where its sums could overflow, else as it is: what scipy is given."""
+def with_headroom(values):
+    """``values`` (a host float matrix, or a stack of them: one scale for all) scaled by
+    :func:`headroom_scale` where its sums could overflow, else as it is: what scipy is given."""
     if values.dtype.kind != "f" or not values.size:
         return values
-    if scale is None:
-        scale = headroom_scale(values, min(values.shape))
+    scale = headroom_scale(values, min(values.shape[-2:]))
     return values if scale == 1.0 else values * scale

@@ -100,7 +100,9 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
         empty = np.empty(0, dtype=np.int64)
         zero = problem.objective(empty, empty)  # 0, or 0.0 for float costs, as scipy's sum of none
         report = matrix_report(problem, name, reason, start, zero, "none", problem.original.dtype.name, None)
-        return Solution(row_ind=empty, col_ind=empty, objective=zero, report=report, duals=empty_duals(problem))
+        integers = problem.original.dtype.kind in "biu"
+        duals = empty_duals(problem.xp, problem.n_rows, problem.n_cols, np.int64 if integers else np.float64)
+        return Solution(row_ind=empty, col_ind=empty, objective=zero, report=report, duals=duals)
     module, import_ms = loaded_engine(engine)
     try:
         result = module.run(problem, timeout=timeout, device=device)
@@ -116,11 +118,11 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
                     duals=result.duals)
 
 
-def empty_duals(problem) -> tuple:
-    """(u, v) of a problem with no pair, zeros (int64 for integer costs), so that ``--duals`` writes
-    them as for any answer: no constraint binds, and v = 0 on unassigned columns as everywhere."""
-    dtype = np.int64 if problem.original.dtype.kind in "biu" else np.float64
-    return problem.xp.zeros(problem.n_rows, dtype), problem.xp.zeros(problem.n_cols, dtype)
+def empty_duals(xp, n_rows: int, n_cols: int, dtype=np.float64) -> tuple:
+    """(u, v) of a problem with no pair (a matrix's or two point sets'), zeros (int64 for integer
+    costs), so that ``--duals`` writes them as for any answer: no constraint binds, and v = 0 on
+    unassigned columns as everywhere."""
+    return xp.zeros(n_rows, dtype), xp.zeros(n_cols, dtype)
 
 
 def loaded_engine(engine):

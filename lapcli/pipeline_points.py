@@ -14,7 +14,7 @@ from .cuda.probe import device_context
 from .engines import registry
 from .errors import LapInputError
 from .options import check_certify, check_device, check_timeout
-from .pipeline import loaded_engine, matrix_report, set_up_apart, solve_ms, solve_problem
+from .pipeline import empty_duals, loaded_engine, matrix_report, set_up_apart, solve_ms, solve_problem
 from .problem import array_module, prepare
 from .results import Solution
 
@@ -83,7 +83,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
         report = matrix_report(problem, name, reason, start, 0, "none", "float64", None)
-        duals = (problem.xp.zeros(problem.n_rows), problem.xp.zeros(problem.n_cols))  # no pair: nothing binds
+        duals = empty_duals(problem.xp, problem.n_rows, problem.n_cols)
         return Solution(row_ind=empty, col_ind=empty, objective=0.0, report=report, duals=duals)
     engine = registry.get(name) if name != "auto" else None
     matrix = None

@@ -381,12 +381,10 @@ def solve_dask_array(costs, *, maximize: bool = False, solver: str = "auto"):
 
     if not isinstance(costs, da.Array):
         raise LapInputError("solve_dask_array takes a dask array; use solve_batch for NumPy, CuPy or torch")
-    if solver != "auto":  # checked now, not once a block when computed
-        from .engines import registry
+    if solver != "auto":  # checked now, not once a block when computed (whether it runs: on the workers)
+        from .engines.auto import batch_engine
 
-        if not registry.get(solver).capabilities.batch:
-            batch_names = ", ".join(registry.solver_choices(batch=True))
-            raise LapInputError(f"solver {solver!r} solves one problem at a time; for a stack use {batch_names}")
+        batch_engine(solver)
     if costs.ndim != 3:
         raise LapInputError(f"costs is {costs.ndim}-D: expected a stack of matrices (B, n, m)")
     if any(np.isnan(size) for size in costs.shape):

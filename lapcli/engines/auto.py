@@ -123,13 +123,22 @@ def requested(problem, name: str) -> tuple[str, str]:
         raise LapInputError(f"solver {name!r} matches point sets (solve_points, lap solve --points), not a matrix")
     if engine.capabilities.batch and not problem.is_stack:
         raise LapInputError(f"solver {name!r} solves stacks of problems: use solve_batch or a 3-D input")
-    if problem.is_stack and not engine.capabilities.batch:
-        batch_names = ", ".join(registry.solver_choices(batch=True)[1:])
-        raise LapInputError(f"solver {name!r} solves one problem at a time; for a stack use {batch_names}")
+    if problem.is_stack:
+        batch_engine(name)
     available, why = engine.available()
     if not available:
         raise SolverUnavailable(f"solver {name!r} cannot run here: {why}")
     return name, "requested"
+
+
+def batch_engine(name: str):
+    """The registered engine ``name``, which must solve stacks and lists of problems (else
+    LapInputError naming those that do); whether it runs here is the caller's to ask."""
+    engine = registry.get(name)
+    if not engine.capabilities.batch:
+        batch_names = ", ".join(registry.solver_choices(batch=True)[1:])
+        raise LapInputError(f"solver {name!r} solves one problem at a time; for a stack or a list use {batch_names}")
+    return engine
 
 
 def choose_for_stack(problem) -> tuple[str, str]:
@@ -244,10 +253,7 @@ def choose_ragged(batch: int, widest: int, solver: str = "auto", packable: bool 
     ``packable`` False: the members share no exact type to pack in (lapcli.arrays.common_dtype),
     and scipy solves each in its own."""
     if solver != "auto":
-        engine = registry.get(solver)
-        if not engine.capabilities.batch:
-            batch_names = ", ".join(registry.solver_choices(batch=True)[1:])
-            raise LapInputError(f"solver {solver!r} solves one problem at a time; for a batch use {batch_names}")
+        engine = batch_engine(solver)
         available, why = engine.available()
         if not available:
             raise SolverUnavailable(f"solver {solver!r} cannot run here: {why}")

@@ -5,14 +5,13 @@ without an error (lapcli.work.SPREAD_OVERFLOWS, the work stack's own refusal).""
 
 from __future__ import annotations
 
-import math
 import threading
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment  # at import: the worker process loads it before its first request
 
 from ...errors import LapInputError
-from ...headroom import headroom_scale_of, with_headroom
+from ...headroom import headroom_scale_of, largest_finite, with_headroom
 from ...work import SPREAD_OVERFLOWS, float64_exact_dtype, float64_exact_magnitude
 
 FLOAT_COPIES_UP_TO = 1 << 22  # a ragged batch's integer entries converted to float64 at once, up to 32 MB
@@ -212,12 +211,4 @@ def _near_the_largest(matrices) -> bool:
     total = sum(m.size for m in floats)
     parts = [np.concatenate([m.ravel() for m in floats])] if total <= JOINED_UP_TO and len(floats) > 1 else floats
     k = max(max(m.shape) for m in matrices)
-    return headroom_scale_of(max(_largest_finite(part) for part in parts), 2 * k + 1) != 1.0  # 2·4(k + 1)
-
-
-def _largest_finite(values: np.ndarray) -> float:
-    largest = max(-float(values.min()), float(values.max()))
-    if math.isfinite(largest):
-        return largest
-    finite = values[np.isfinite(values)]  # forbidden entries or NaN: the finite values' own (rare)
-    return max(-float(finite.min()), float(finite.max())) if finite.size else 0.0
+    return headroom_scale_of(max(largest_finite(part) for part in parts), 2 * k + 1) != 1.0  # 2·4(k + 1)

@@ -21,8 +21,8 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...arrays import host
 from ...errors import LapInputError
+from ...headroom import with_headroom
 from ...twins import reference_stack
-from ...headroom import headroom_scale, with_headroom
 from ...work import float64_exact, float64_solvable
 from ..base import BatchEngineResult
 from .member_answers import as_pairs, member_columns, padded_columns
@@ -131,8 +131,7 @@ def _solve_range(values: np.ndarray, col_of_row: np.ndarray, start: int) -> None
     exact = float64_exact(values)
     # one scale for the range, the range scaled once where it must be (a min and a max a member
     # cost small stacks 2-2.7x: 20,000 × 4 × 4)
-    if values.dtype.kind == "f" and values.size:
-        values = with_headroom(values, headroom_scale(values, values.shape[1]))
+    values = with_headroom(values)
     for k in range(values.shape[0]):
         col_of_row[start + k] = scipy_lsa(values[k])[1] if exact else exactly(values[k])
 
