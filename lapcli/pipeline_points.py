@@ -38,7 +38,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
         ``"auto"``, an engine that computes the costs from the coordinates (``cuda-sap``: the
         matrix is never stored, memory O((n + m)·d)), or any matrix engine, which solves the cdist
         matrix. ``auto`` (where thread-block clusters exist: Hopper) solves a minimised square of
-        2049 to 8,192 points as its matrix built on the GPU, computes the costs on the GPU where
+        2049 to 4,096 points as its matrix built on the GPU, computes the costs on the GPU where
         read above 2048 points a side otherwise, and solves the matrix below.
     maximize, timeout, device, certify
         As for :func:`solve`.

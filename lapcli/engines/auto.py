@@ -62,7 +62,10 @@ class Crossovers:
     # 274 / 49 at 8192; R = 30 35.7 / 41.1 at 4096, 85.8 / 60.5 at 8192; R = 10 25.9 / 34.8 at
     # 4096, 60.3 / 49.6 at 8192; R = 3 36.9 / 78.9 at 8192, 133 / 96 at 16384; R = 1 76.5 / 138
     # at 16384. Each threshold sits below the least range measured faster (a k-column estimate of
-    # R falls just short of R: R = 10 reads 9.99, so a threshold of 10 sent it to cuda).
+    # R falls just short of R: R = 10 reads 9.99, so a threshold of 10 sent it to cuda). H200,
+    # medians of 3 (docs/bench/large-ints-*-h200-2026-11-30.json): R = 3 / 5 / 10 / 20 at 8192
+    # 35.8 / 47.5, 49.6 / 45.0, 56.0 / 40.5, 69.7 / 42.8; R = 1 / 2 / 3 / 5 at 16384 75.0 / 113,
+    # 76.9 / 105, 93.0 / 92.6, 104 / 107 (the thresholds' cells within 10 % either way).
     large_ints_ranges: tuple = ((4096, 60.0), (8192, 9.0))  # (up to n, R from); beyond: the last
     large_ints_range_beyond: float = 2.5
     # k × m with the long side above sap_floats_up_to, at least rectangular_ratio × the short one
@@ -161,13 +164,16 @@ POINTS_IMPLICIT_FROM = 2049
 # Minimised squares from POINTS_IMPLICIT_FROM up to this many points: their cdist matrix built on
 # the GPU and solved by the matrix rules (cuda-sap on a dense float square: its ε-scaling auction,
 # whose last free rows the exact searches take). H200, 2-D float64, host arrays in, certified
-# answers out, one solve a set, sqeuclidean / cityblock / euclidean, two seeds each
-# (docs/bench/points-route-h200.txt): uniform sets at 8,192 0.12–0.28 s against 0.24–0.43 on the
-# coordinates (4,096: 0.05–0.14 against 0.11–0.39); clustered ones 1.3–4.8 s and one past 12 s
-# against 0.28–0.86 and one past 12 s (4,096: 0.7–6.8 against 0.24–0.46 and one past 12 s). At
-# 16,384 the coordinates won 10 of 12 sets (clustered 0.45–1.41 s against 3.3–8.4 and two past
-# 12 s; uniform sqeuclidean 0.29–0.35 against 0.19–0.30), and no longer go through the matrix.
-POINTS_DEVICE_MATRIX_UP_TO = 8_192
+# answers out, sqeuclidean / cityblock / euclidean, four seeds, an 8 s limit
+# (docs/bench/points-route-clustered-h200.txt): at 4,096 points uniform sets 0.04–0.14 s against
+# 0.09–0.35 on the coordinates, clustered ones 0.55–7.45 s against 0.18–5.4 (and one past the
+# limit in one of two solves); at 8,192 uniform 0.08–0.27 against 0.11–0.47, clustered 1.0–7.5 s
+# and five of twelve past the limit against 0.26–1.19 and one (euclidean, seed 0: past the limit
+# in four of five solves over four calls, 0.45 s in the fifth; read step by step, its auction's
+# phases ended and left the searches 4,252 rows). On clustered sets the dense auction's budget
+# stops it early and its searches get thousands of rows: from 4,097 points, the coordinates (at
+# 4,096 neither route was the faster on every set, nor avoided every slow one).
+POINTS_DEVICE_MATRIX_UP_TO = 4_096
 
 
 # 1-D rectangles go to engine ``sorted``'s band programme wherever the GPU holds its bits
