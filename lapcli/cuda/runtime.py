@@ -49,6 +49,7 @@ class Kernel:
         driver = _driver()
         self._launch, self._launch_cooperative = driver.cuLaunchKernel, driver.cuLaunchCooperativeKernel
         self._success = driver.CUresult.CUDA_SUCCESS
+        self._static_shared = None
 
     def _slots(self):
         local = self._local
@@ -79,17 +80,21 @@ class Kernel:
         return int(_check(_driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(self.function, block, shared)))
 
     def allow_shared(self, shared: int) -> None:
-        """Above 48 KB of dynamic shared memory a kernel must opt in."""
-        if shared > 48 * 1024:
+        """Opt in to ``shared`` dynamic bytes where a block's static and dynamic shared memory
+        together pass 48 KB: the driver refuses such a launch otherwise (CUDA_ERROR_INVALID_VALUE),
+        with the dynamic part alone below 48 KB too."""
+        if shared + self.static_shared() > 48 * 1024:
             driver = _driver()
             _check(driver.cuFuncSetAttribute(
                 self.function, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared))
 
     def static_shared(self) -> int:
-        """Bytes of static shared memory a block of this kernel holds."""
-        driver = _driver()
-        return int(_check(driver.cuFuncGetAttribute(
-            driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, self.function)))
+        """Bytes of static shared memory a block of this kernel holds (asked of the driver once)."""
+        if self._static_shared is None:
+            driver = _driver()
+            self._static_shared = int(_check(driver.cuFuncGetAttribute(
+                driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, self.function)))
+        return self._static_shared
 
     def allow_wide_clusters(self) -> None:
         """Clusters of more than 8 blocks (Hopper takes 16) are not portable: a kernel must opt in."""
