@@ -171,7 +171,7 @@ _CUPY, _NUMPY = Origin("cupy", True), Origin("numpy", False)
 def one_stack(costs, what: str):
     """``costs`` as one (B, n, m) array where a call takes only that (``what``: the call's words): a
     list or tuple of matrices of one shape stacked in their own library (:func:`stacked`: torch in,
-    torch out); of several shapes, refused."""
+    torch out); of several shapes, or of no exact common type, refused."""
     if not isinstance(costs, (list, tuple)) or not costs:
         return costs
     try:
@@ -181,7 +181,10 @@ def one_stack(costs, what: str):
     if len(shapes) != 1:
         raise LapInputError(f"{what}: these matrices are of {len(shapes)} shapes")
     stack = stacked(costs)
-    return costs if stack is None else stack
+    if stack is None:  # a stack NumPy would make rounds them (int64 past 2^53 as float64)
+        raise LapInputError(f"{what}: these matrices share no exact type (integers past 2^53 beside floats, "
+                            "unsigned past 2^63 beside signed, integers beside floats in torch); give them one dtype")
+    return stack
 
 
 def stacked(matrices):

@@ -26,7 +26,7 @@ import numpy as np
 from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, library_of, one_stack, torch_stream_if_other
 from .errors import LapInputError, TooWideError
 from .problem import check_cost_dtype, own_forbidden
-from .work_dtypes import WORK_DTYPES, floats_as_integers
+from .work_dtypes import WORK_DTYPES, floats_as_integers, work_dtype
 
 TOO_WIDE = "integer costs too wide to pad a ragged batch exactly; solve a list of equal shapes, or use floats"
 
@@ -189,7 +189,7 @@ def from_list(matrices) -> Members:
 
 def from_padded(stack, sizes) -> Members:
     """Members from a padded (B, n, m) stack and ``sizes`` = (rows, cols), each B integers."""
-    values, origin = as_array(one_stack(stack, "sizes go with a (B, n, m) stack (a list of any shapes needs none)"))
+    values, origin = _one_block(stack, "sizes go with a (B, n, m) stack (a list of any shapes needs none)")
     if values.ndim != 3:
         raise LapInputError(f"expected a stack of matrices (3-D array) with sizes, got a {values.ndim}-D array")
     batch, n, m = values.shape
@@ -203,6 +203,14 @@ def from_padded(stack, sizes) -> Members:
     return Members(values.reshape(-1), offsets, np.full(batch, m, dtype=np.int64), rows, cols, origin, padded_rows=n)
 
 
+def _one_block(costs, what: str):
+    """(values, origin) of a padded stack or a matcher's block (lapcli.arrays.one_stack), its costs
+    numbers as one matrix's must be (scipy's errors for text, objects, complex)."""
+    values, origin = as_array(one_stack(costs, what))
+    check_cost_dtype(values.dtype, values, from_list=isinstance(costs, (list, tuple)))
+    return values, origin
+
+
 def from_stack(values, origin: Origin) -> Members:
     """Members from a C-contiguous (B, n, m) stack, each problem whole: what the batch engine reads
     in place (a tall stack through its transpose)."""
@@ -214,7 +222,7 @@ def from_stack(values, origin: Origin) -> Members:
 def from_block(block, targets) -> Members:
     """Members from a matcher's (B, Q, Σk) block and the k_i targets of each image: member i is
     block[i, :, s_i : s_i + k_i]."""
-    values, origin = as_array(one_stack(block, "match takes a (B, Q, Σk) block of one shape"))
+    values, origin = _one_block(block, "match takes a (B, Q, Σk) block of one shape")
     if values.ndim != 3:
         raise LapInputError(f"expected a (B, Q, sum of targets) block, got a {values.ndim}-D array")
     batch, queries, total = values.shape
@@ -239,16 +247,6 @@ class Packed:
     table: Any = None  # on the device: per member (address, row stride, rows, cols, first pair)
     keep: Any = None  # what the table's asynchronous copy and the pack read, alive until the solve ends
     own_forbidden: np.ndarray | None = None  # problem.own_forbidden where padding columns are forbidden
-
-
-def work_dtype(dtype: np.dtype) -> np.dtype:
-    """The work stack's dtype for members of ``dtype``: float32 or float64 as they are (float16 in
-    float32), integers and booleans in int32 where they fit, else int64."""
-    if dtype.kind == "f":
-        return np.dtype(np.float64 if dtype.itemsize == 8 else np.float32)
-    if dtype.kind == "b" or (dtype.kind in "iu" and dtype.itemsize < 4) or dtype == np.int32:
-        return np.dtype(np.int32)
-    return np.dtype(np.int64)
 
 
 def pack(members: Members, maximize: bool, upload: bool = False) -> Packed:
@@ -311,14 +309,16 @@ def as_integers(members: Members, requested: str) -> Members:
     """Float members to be solved as integers (``dtype="int32"`` or ``"int64"``): their values as
     int64 members, refused as a stack's are (lapcli.work's rule and messages) unless every one is
     an integer; done before packing, whose +inf padding columns only integers one above the
-    largest cost can replace."""
-    packed = _concatenated([members.member(b) for b in range(len(members))], members.rows, members.cols,
-                           members.origin, members.xp)
-    flat, xp = packed.flat, members.xp
-    infinite = bool(flat.size) and not bool(xp.isfinite(flat).all())
-    values = floats_as_integers(flat, xp, requested, any_forbidden=infinite)
-    return Members(values, packed.offsets, packed.strides, packed.rows, packed.cols, members.origin,
-                   padded_rows=members.padded_rows)
+    largest cost can replace. Integer members are taken as they are, not through a float64 they
+    may not fit."""
+    xp = members.xp
+    matrices = [members.member(b) for b in range(len(members))]
+    infinite = any(m.dtype.kind == "f" and m.size and not bool(xp.isfinite(m).all()) for m in matrices)
+    if any(m.dtype.kind == "u" and m.size and int(m.max()) >= 2**63 for m in matrices):
+        raise LapInputError(f"costs do not fit {requested}")
+    whole = [floats_as_integers(m, xp, requested, infinite) if m.dtype.kind == "f" else m for m in matrices]
+    packed = _concatenated(whole, members.rows, members.cols, members.origin, xp, np.int64)
+    return replace(packed, padded_rows=members.padded_rows)
 
 
 def _widened(members: Members) -> Members:

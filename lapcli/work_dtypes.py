@@ -53,3 +53,13 @@ def check_integral_arithmetic(work, xp) -> None:
         raise LapInputError(f"integer costs of magnitude {magnitude:.3g} are not solved exactly in float arithmetic at "
                             f"n={work.values.shape[2]}; leave the dtype to lapcli (exact int64)")
     work.integral = True
+
+
+def work_dtype(dtype: np.dtype) -> np.dtype:
+    """A ragged batch's work stack's dtype for members of ``dtype``: float32 or float64 as they are (float16 in
+    float32), integers and booleans in int32 where they fit, else int64."""
+    if dtype.kind == "f":
+        return np.dtype(np.float64 if dtype.itemsize == 8 else np.float32)
+    if dtype.kind == "b" or (dtype.kind in "iu" and dtype.itemsize < 4) or dtype == np.int32:
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)

@@ -10,7 +10,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
 from lapcli import ragged
-from lapcli.errors import InfeasibleError, LapInputError
+from lapcli.errors import InfeasibleError, LapInputError, LapTypeError
 
 
 def random_members(rng, count, largest, kind="int", forbidden=False):
@@ -766,3 +766,35 @@ def test_big_endian_float_members_are_solved_on_their_spread_as_native_ones():
         for start in range(0, len(members), 20):  # lists the loop takes (short of the shared ones)
             chunk = list(swapped[start:start + 20])
             assert np.array_equal(lapcli.batch_linear_assignment(chunk, maximize=maximize), native[start:start + 20])
+
+
+WIDE = np.array([[2**55 + 3, 2**55 + 1], [2**55 + 1, 2**55 + 3]], dtype=np.int64)  # optimum: the off-diagonal
+
+
+def test_a_padded_list_or_block_of_no_exact_common_type_is_refused_not_rounded():
+    """int64 costs past 2^53 beside a float matrix of the same shape: one (B, n, m) stack would be
+    float64, in which 2^55 + 3 and 2^55 + 1 are one number and the diagonal looks optimal."""
+    for form in (lambda costs: lapcli.solve_batch(costs, sizes=([2, 2], [2, 2])),
+                 lambda costs: lapcli.batch_linear_assignment(costs, sizes=([2, 2], [2, 2])),
+                 lambda costs: lapcli.match(costs, [2, 0])):
+        with pytest.raises(LapInputError, match="no exact type"):
+            form([WIDE, np.zeros((2, 2))])
+    assert lapcli.solve_batch([WIDE, np.zeros((2, 2))]).col_ind[0].tolist() == [1, 0]  # a list: each as it is
+
+
+def test_integers_asked_of_a_list_keep_its_integer_members_exact():
+    answer = lapcli.solve_batch([WIDE, np.zeros((1, 2)), np.array([[3.0, 1.0]])], dtype="int64")
+    assert answer.col_ind[0].tolist() == [1, 0] and answer.col_ind[2].tolist() == [1]
+    assert int(answer.objectives[0]) == 2**56 + 2 and int(answer.objectives[2]) == 1
+    with pytest.raises(LapInputError, match="not integers"):
+        lapcli.solve_batch([WIDE, np.array([[0.5]])], dtype="int64")
+
+
+@pytest.mark.parametrize("values", [np.full((2, 2, 2), "1"), np.ones((2, 2, 2), dtype=complex),
+                                    np.full((2, 2, 2), None, dtype=object)])
+def test_a_padded_stack_or_block_of_non_numbers_is_refused_as_one_matrix_is(values):
+    for form in (lambda: lapcli.solve_batch(values, sizes=([2, 0], [2, 2])),
+                 lambda: lapcli.match(values, [1, 1])):
+        with pytest.raises((LapTypeError, LapInputError)) as raised:
+            form()
+        assert type(raised.value).__module__ == "lapcli.errors"
