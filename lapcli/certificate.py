@@ -17,7 +17,11 @@ at most 2·max(k, m)·tol + 2⁻⁵¹·R(σ), R(σ) the answer's total above its
 a column reduction R = W ≤ k·S, below tol (tol = m·S·2⁻⁵⁰): ``(2·max(k, m) + 1)·tol`` holds it.
 With one, W can be far below R ([[2, −1e20], [1e20, 1000]] reduces to zeros: the answer 1002 is
 within 2⁻⁵¹·1e20 of the optimum 0, not within tol): R(σ) is bounded from the duals and the column
-offsets (:func:`column_reduction_rounding`). The check is one read
+offsets (:func:`column_reduction_rounding`). The check's own float64 subtractions round by at
+most 2⁻⁵²·(max|u| + max|v| + tol) where a slack is near the bounds (:func:`check_rounding`):
+``objective_within`` is proved at tol plus that (duals shifted by ±t, u + t and v − t, read the
+same slacks but round by t·2⁻⁵²); integer slacks are exact where |c| + |u| + |v| stays below
+2⁶³, and duals past it are refused. The check is one read
 pass over the matrix, on the device that solved it (CuPy) or on the host (NumPy, in row chunks).
 Rectangular work matrices (batch engines solve k × m, k ≤ m, natively) also need v[j] ≤ tol for
 every column and v[j] ≥ −tol for the columns no row took, the dual constraints of the columns
@@ -184,15 +188,22 @@ def certify(cost, col_of_row, u, v, tolerance: float, engine: str, row_min_slack
         assigned = cost[xp.arange(k), col].astype(dual_dtype) - u - v[col]
         max_assigned = xp.abs(assigned).max() if k else xp.zeros((), dual_dtype)
     where = "device" if on_device or row_min_slack is not None else "host"
-    return judged(min_slack, max_assigned, v, col, m, tolerance, engine, start, where)
+    if exact:  # int64 slacks wrap past 2^63: duals that large prove nothing
+        costs_most = int(np.iinfo(cost.dtype).max) if cost.dtype.itemsize < 8 else largest_magnitude(cost)
+        if costs_most + largest_magnitude(u) + largest_magnitude(v) >= 2**63:
+            raise SolverError(f"the {engine} engine's answer failed its optimality certificate: its duals are too "
+                              "large for exact int64 slacks (a bug, please report it)")
+    return judged(min_slack, max_assigned, v, col, m, tolerance, engine, start, where,
+                  0.0 if exact else check_rounding(u, v, tolerance))
 
 
 def judged(min_slack, max_assigned, v, col, m: int, tolerance: float, engine: str, start: float,
-           where: str) -> Certificate:
+           where: str, rounding: float = 0.0) -> Certificate:
     """The verdict on slacks already read (any source of costs: a matrix, or point sets whose
     costs the read pass computed): ``min_slack`` over all pairs, ``max_assigned`` over the
     assigned ones (0-d arrays or numbers), ``v`` and ``col`` (k,) for a rectangular problem's
-    column conditions. Raises SolverError naming what failed."""
+    column conditions; ``rounding``: how far the read slacks may be from the true ones
+    (:func:`check_rounding`), in the bound it states. Raises SolverError naming what failed."""
     xp = np if isinstance(v, np.ndarray) else __import__("cupy")
     k = len(col)
     # an assignment: each row one column of the m, no column twice (the duals prove nothing of another)
@@ -205,7 +216,7 @@ def judged(min_slack, max_assigned, v, col, m: int, tolerance: float, engine: st
     min_slack, max_assigned = (_plain(x.item() if hasattr(x, "item") else x) for x in (min_slack, max_assigned))
     ms = (time.perf_counter() - start) * 1e3
     certificate = Certificate(True, min_slack, max_assigned, tolerance, ms, where,
-                              objective_within=proved_within(tolerance, k, m))
+                              objective_within=proved_within(tolerance + rounding, k, m))
     # negated comparisons: a NaN slack (NaN duals) fails too
     if not min_slack >= -tolerance or not max_assigned <= tolerance or not free_ok or not one_each:
         what = [] if one_each else ["the rows do not take distinct columns of the matrix"]
@@ -224,6 +235,21 @@ def proved_within(tolerance: float, k: int, m: int) -> float:
     """How far an answer certified at ``tolerance`` on k × m work (k ≤ m) may exceed the optimum,
     without a column reduction (the module docstring): (2·max(k, m) + 1)·tolerance."""
     return (2 * max(k, m) + 1) * float(tolerance)
+
+
+def largest_magnitude(values) -> int:
+    """max |x| of integer ``values`` (NumPy or CuPy) as a Python int (no int64 wrap at −2⁶³)."""
+    if not values.size:
+        return 0
+    return max(abs(int(values.min())), abs(int(values.max())))
+
+
+def check_rounding(u, v, tolerance: float) -> float:
+    """How far a float64 slack c − u − v read near the certificate's bounds (|c − u − v| ≲ tol) may
+    be from the true one, in either order of the two subtractions: each rounds by 2⁻⁵³ of its
+    result, the first's at most |v| (or |u|) + tol, the second's tol: 2⁻⁵²·(max|u| + max|v| + tol)."""
+    scaled = [2.0**-52 * float(abs(x).max()) if x.size else 0.0 for x in (u, v)]  # duals near 1.8e308 add up
+    return sum(scaled) + 2.0**-52 * float(tolerance)
 
 
 def column_reduction_rounding(work, col_of_row, u, v, max_assigned_slack: float) -> float:

@@ -128,7 +128,7 @@ def tightened(work, col_of_row: np.ndarray, u: np.ndarray, v: np.ndarray, certif
     """``certificate`` (lapcli.certificate.Certificate) judged again at the capped tolerance, where capping
     would tighten it CAP_GAIN times: the tighter certificate where the answer holds there, else CapRetry where
     capping tightens it RETRY_GAIN times (and ``retry``: not once capped already), else the certificate as it was."""
-    from .certificate import judged
+    from .certificate import check_rounding, judged
 
     cap, m = cap_for(work, col_of_row, (u, v, certificate)), work.values.shape[1]
     if cap is None:
@@ -136,7 +136,8 @@ def tightened(work, col_of_row: np.ndarray, u: np.ndarray, v: np.ndarray, certif
     if judged_at_cap(work):
         try:  # the slacks already read, judged at eps(C) (host duals and columns: certified_result's copies)
             return judged(certificate.min_slack, certificate.max_assigned_slack, v, col_of_row, m,
-                          float_eps(m, cap), engine, time.perf_counter() - certificate.ms / 1e3, certificate.where)
+                          float_eps(m, cap), engine, time.perf_counter() - certificate.ms / 1e3, certificate.where,
+                          check_rounding(u, v, float_eps(m, cap)))
         except SolverError:
             pass
     if not retry or _spread(work) <= RETRY_GAIN * cap:

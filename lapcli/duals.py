@@ -122,7 +122,7 @@ def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, bu
     except LapInputError as error:  # costs the engine solved but no work can be built of (an overflowing spread)
         return None, f"no certificate: {error}"
     values = work.values[0]
-    col_of_row = np.empty(values.shape[0], dtype=np.int64)
+    col_of_row = np.full(values.shape[0], -1, dtype=np.int64)  # a row the answer left out fails the check
     if problem.transposed:  # work rows are the caller's columns
         col_of_row[cols] = rows
     else:
@@ -186,7 +186,7 @@ def certified_stack(problem, col_ind: np.ndarray, engine: str, budget_passes: fl
         return not_certified(f"no certificate: {error}")
     col_ind = np.asarray(col_ind, dtype=np.int64)
     if problem.transposed:  # work rows are the caller's columns
-        col_of_row = np.empty((batch, work_rows), dtype=np.int64)
+        col_of_row = np.full((batch, work_rows), -1, dtype=np.int64)
         problems, rows = np.nonzero(col_ind >= 0)
         col_of_row[problems, col_ind[problems, rows]] = rows
     else:

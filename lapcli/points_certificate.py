@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from .arrays import host
-from .certificate import Certificate, judged
+from .certificate import Certificate, check_rounding, judged
 from .errors import SolverError
 from .points import HOST_CHUNK_PAIRS, costs
 
@@ -45,7 +45,8 @@ def certify_points(problem, col_of_row, u, v, tolerance: float, engine: str, *, 
             details["compile_ms"] = round((details.get("compile_ms") or 0.0) + compile_ms, 3)
     else:
         least, where = _host_least_slack(problem, x, y, u, v, timeout, began), "host"
-    return judged(least, np.abs(assigned).max(), v, col_of_row, len(v), tolerance, engine, start, where)
+    return judged(least, np.abs(assigned).max(), v, col_of_row, len(v), tolerance, engine, start, where,
+                  check_rounding(u, v, tolerance))
 
 
 def _device_least_slack(problem, u, v, device) -> tuple[float, float]:

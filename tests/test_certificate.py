@@ -493,3 +493,40 @@ def test_objective_within_stays_finite_where_the_row_reduced_total_passes_the_ra
     solution = lapcli.solve(np.array([[-1e308, 0.7e308, 0.7e308]] * 3), solver="numpy")
     within = solution.report.certificate["objective_within"]
     assert solution.objective == pytest.approx(0.4e308) and 2.0**-51 * 1.7e308 * 2 <= within < 1e300
+
+
+def test_duals_shifted_far_state_a_bound_that_holds_despite_the_checks_rounding():
+    """u + t and v − t leave every true slack as it is, but c − u − v read in float64 rounds by
+    t·2⁻⁵²: at t = 2⁶⁰ the off-diagonal answer (2, the optimum 0) reads tight; the bound it states
+    must still cover the gap."""
+    cost, col = np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([1, 0])
+    proof = certify(cost, col, np.full(2, 2.0**60), np.full(2, -(2.0**60)), 2 * 2.0**-50, "test")
+    assert proof.objective_within >= 2.0
+    fair = certify(cost, np.array([0, 1]), np.zeros(2), np.zeros(2), 2 * 2.0**-50, "test")
+    assert fair.objective_within < 1e-12  # duals of the costs' size: the bound stays the tolerance's
+
+
+def test_integer_duals_past_int64_are_refused_not_wrapped():
+    """c − u − v in int64 wraps past 2⁶³: these duals read every slack ≥ 0 and the assigned ones 0
+    for an answer costing 2 where the optimum is 0."""
+    col = np.array([1, 0])
+    for cost in (np.array([[0, 1], [1, 0]], dtype=np.int64), np.array([[0, 1], [1, 0]], dtype=np.int32)):
+        with pytest.raises(SolverError, match="too large"):
+            certify(cost, col, np.array([0, -(2**63)]), np.array([-(2**63) + 1, 1]), 0.0, "test")
+    assert certify(np.array([[0, 1], [1, 0]]), np.array([0, 1]), np.zeros(2, np.int64), np.zeros(2, np.int64),
+                   0.0, "test").certified
+
+
+def test_an_answer_that_leaves_a_row_out_fails_its_certificate_every_time():
+    """The recovery reads a column for every work row; one the answer left out must not be read from
+    whatever memory held before (a freed array of the right values first)."""
+    from lapcli.duals import certified_duals, certified_stack
+
+    cost = np.arange(9.0).reshape(3, 3) % 4
+    for _ in range(3):
+        np.array([0, 1, 2], dtype=np.int64)  # noqa: B018 - leaves a permutation in the allocator's hands
+        with pytest.raises(SolverError):
+            certified_duals(prepare(cost), np.array([0, 1]), np.array([0, 1]), "test", None)
+    stack = prepare(np.arange(6.0).reshape(1, 3, 2), stack=True)
+    with pytest.raises(SolverError):
+        certified_stack(stack, np.array([[0, -1, -1]]), "test", None, force=True)

@@ -35,7 +35,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     solve, solves the sample of the auction's warm start (sap_warm; None: no warm start)."""
     import cupy
 
-    from ...certificate import judged
+    from ...certificate import check_rounding, judged
     from ...cuda import points as device_points
 
     with cupy.cuda.Device(device if device is not None else cupy.cuda.runtime.getDevice()):
@@ -82,7 +82,8 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         if tiles is not None:  # back to the problem's columns
             host = tiles.in_problem_order(*host, row_order)
         certificate = judged((minima - u).min(), cupy.abs(pair - u - v[cols]).max(), v, cols, m,
-                             problem.tolerance(), "cuda-sap", checking, "device")
+                             problem.tolerance(), "cuda-sap", checking, "device",
+                             check_rounding(u, v, problem.tolerance()))
         certified.record(stream)
         certified.synchronize()
         details.update({"h2d_ms": round(copied_in.ms_since(start), 3),
