@@ -43,7 +43,7 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     refused without it. Errors name the line (1-based, in the file) and the column.
     """
     text = data.decode("utf-8-sig", errors="replace")  # -sig: a BOM is not part of the first field
-    lines = text.splitlines()
+    lines = _LINE_BREAK.split(text)  # not str.splitlines, which breaks at \x0b, \x1c or U+2028 too
     # '#' starts a comment, as for the parser (np.loadtxt): comment lines are neither header nor data,
     # and a comment's commas say nothing of the delimiter (np.savetxt's header='costs, seed 1')
     content = [line.split("#", 1)[0] for line in lines]
@@ -110,7 +110,26 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
         raise LapInputError(f"{name} holds no numbers besides its index column")
     if matrix.dtype.kind == "f":
         _check_no_overflow(matrix, body, name)
+        _check_integers_not_rounded(matrix, body, name, options["delimiter"])
     return matrix, source
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _check_integers_not_rounded(matrix: np.ndarray, body: list[str], name: str, delimiter) -> None:
+    """Refuse integers past 2^53 beside infinities and nothing else: the user's integer costs with
+    forbidden pairs, which float64 (the only dtype holding inf) would round. Beside decimals they
+    are floats, rounded as any parser rounds them."""
+    finite = matrix[np.isfinite(matrix)]
+    if not finite.size or float(np.abs(finite).max()) < 2.0**53:  # (2^53 + 1 reads as 2^53)
+        return
+    fields = [field.strip() for line in body for field in _split_fields(line, delimiter)]
+    integers = [int(field) for field in fields if _INTEGER.match(field)]
+    if len(integers) + sum(bool(_INFINITY.fullmatch(field)) for field in fields) == len(fields) and any(
+            abs(value) > 2**53 for value in integers):
+        raise LapInputError(f"{name}: integers past 2^53 beside inf, which float64 would round (an integer matrix "
+                            "holds no inf): give forbidden pairs a large finite cost")
 
 
 _INFINITY = re.compile(r"(?<![\w.])[-+]?inf(inity)?(?!\w)", re.IGNORECASE)
