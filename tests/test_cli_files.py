@@ -1,8 +1,11 @@
 """`lap` and the files around it: what a run may replace (nothing of the user's it was not asked
 to), and text that must not be read as other numbers or other lines than it holds."""
 
+import subprocess
 import sys
 
+import h5py
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -18,6 +21,46 @@ def invoke(*args):
 def one_line_error(result, fragment):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     return result.exit_code == 2 and len(lines) == 1 and fragment in lines[0]
+
+
+def test_generate_into_an_hdf5_file_holding_other_datasets_is_refused(tmp_path):
+    path = tmp_path / "keep.h5"
+    with h5py.File(path, "w") as file:
+        file["a"], file["group/b"] = np.zeros((2, 2)), np.ones((2, 2))
+    result = invoke("generate", "--n", 3, "--seed", 1, "-o", f"{path}:/c", "-q")
+    assert one_line_error(result, "holds /a, /group, /group/b"), result.stderr
+    with h5py.File(path) as file:
+        assert sorted(file) == ["a", "group"]
+    for _ in range(2):  # a file of the one dataset generated is written anew
+        assert invoke("generate", "--n", 3, "--seed", 1, "-o", f"{tmp_path / 'solo.h5'}:/c", "-q").exit_code == 0
+    assert invoke("generate", "--n", 3, "--seed", 1, "--batch", 2, "-o", tmp_path / "solo.h5",
+                  "--dataset", "c", "-q").exit_code == 0
+
+
+def test_an_output_that_is_the_file_on_stdin_is_refused(tmp_path):
+    source = tmp_path / "m.csv"
+    source.write_text("3,1\n2,4\n")
+    with open(source, "rb") as stdin:
+        result = subprocess.run([*LAP, "solve", "-", "-o", str(source), "-q"], stdin=stdin, capture_output=True,
+                                text=True, check=False)
+    assert result.returncode == 2 and "would overwrite the input on stdin" in result.stderr, result.stderr
+    assert source.read_text() == "3,1\n2,4\n"
+    with open(source, "rb") as stdin:  # another file, as before
+        other = subprocess.run([*LAP, "solve", "-", "-o", str(tmp_path / "out.csv"), "-q"], stdin=stdin,
+                               capture_output=True, text=True, check=False)
+    assert other.returncode == 0 and (tmp_path / "out.csv").read_text().startswith("row,col")
+
+
+@pytest.mark.parametrize("more", [(), ("--duals", "duals.json")])
+def test_an_output_through_a_link_writes_the_file_it_links_to(tmp_path, monkeypatch, more):
+    monkeypatch.chdir(tmp_path)
+    np.save("m.npy", np.array([[3, 1], [2, 4]]))
+    (tmp_path / "target.csv").write_text("OLD\n")
+    (tmp_path / "link.csv").symlink_to("target.csv")
+    (tmp_path / "dangling.csv").symlink_to("new.csv")
+    for link, target in (("link.csv", "target.csv"), ("dangling.csv", "new.csv")):
+        assert invoke("solve", "m.npy", "-o", link, *more, "-q").exit_code == 0
+        assert (tmp_path / link).is_symlink() and (tmp_path / target).read_text() == "row,col\n0,1\n1,0\n"
 
 
 def test_integers_past_2_53_beside_inf_are_refused_not_rounded(tmp_path):

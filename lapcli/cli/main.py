@@ -34,7 +34,7 @@ from ..generate import (
 )
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, HDF5_SUFFIXES, split_hdf5_path
 from ..io.read import Batch, input_rank, read_matrix_with_info
-from ..io.targets import check_output_path
+from ..io.targets import check_keeps_hdf5_objects, check_output_path
 from ..io.write import (
     check_stack_output,
     reporting_write_errors,
@@ -108,6 +108,8 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
     if any(part in ("", ".", "..") for part in parts):  # HDF5's root, or a path h5py cannot create
         raise InputError(f"{named_by} must name a dataset or group (names between slashes), got {dataset!r}")
     dataset = "/".join(parts)
+    if output and Path(output).suffix.lower() in HDF5_SUFFIXES:  # other datasets there are the user's
+        run_library_call(check_keeps_hdf5_objects, output, dataset)
     given_range = given("range_factor") != ParameterSource.DEFAULT
     if given("dataset") != ParameterSource.DEFAULT and Path(output or "-").suffix.lower() not in HDF5_SUFFIXES:
         raise InputError(f"--dataset {dataset} names an HDF5 dataset, but {output or 'stdout'} is not .h5/.hdf5")

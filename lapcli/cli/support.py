@@ -19,7 +19,7 @@ from ..errors import (
     SolverUnavailable,
 )
 from ..io.formats import split_hdf5_path
-from ..io.targets import same_output
+from ..io.targets import is_stdin_file, same_output
 from ..io.write import json_text, write_together
 
 
@@ -244,7 +244,8 @@ def check_distinct_outputs(*outputs: tuple[str, str | None], inputs=(), json_std
                 raise InputError(f"{flag} and {other} both write to {where}; give each its own file")
         for spec in inputs:
             read_from = split_hdf5_path(spec)[0]
-            if spec != "-" and path != "-" and same_output(path, read_from):
+            if path != "-" and (is_stdin_file(path) if spec == "-" else same_output(path, read_from)):
+                read_from = "on stdin" if spec == "-" else read_from
                 raise InputError(f"{flag} {path} would overwrite the input {read_from}; write elsewhere")
 
 

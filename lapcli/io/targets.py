@@ -68,3 +68,34 @@ def _is_stdout(path: str) -> bool:
         return not stat.S_ISCHR(mode) and os.path.samestat(os.stat(path), os.fstat(1))
     except OSError:  # no such file yet, or descriptor 1 closed
         return False
+
+
+def is_stdin_file(path: str) -> bool:
+    """``path`` is the regular file descriptor 0 reads (``lap solve - < m.csv -o m.csv``)."""
+    try:
+        read = os.fstat(0)
+        return stat.S_ISREG(read.st_mode) and os.path.samestat(os.stat(path), read)
+    except OSError:  # no such file yet, or descriptor 0 closed
+        return False
+
+
+def check_keeps_hdf5_objects(path: str, dataset: str) -> None:
+    """Refuse to write ``path`` anew where it is an HDF5 file holding objects besides ``dataset``
+    (its groups, and what lies in it): the new file would not have them."""
+    if not os.path.isfile(path):
+        return
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as existing:
+            names: list[str] = []
+            existing.visit(names.append)
+    except OSError:  # not an HDF5 file: an output like any other
+        return
+    mine = dataset.strip("/")
+    others = ["/" + name for name in names if not (name == mine or mine.startswith(name + "/")
+                                                   or name.startswith(mine + "/"))]
+    if others:
+        listed = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise LapInputError(f"{path} holds {listed}, which a new file would not: write to another file, "
+                            "or remove it first")

@@ -56,13 +56,14 @@ def atomic_output(path: str, mode: str = "wb"):
         with reporting_write_errors(target), handle:
             yield handle
         return
-    fd, temp_name = _temporary_beside(target)
+    final = Path(os.path.realpath(path))  # a link's file, not the link replaced by a new one
+    fd, temp_name = _temporary_beside(final)
     try:
         with reporting_write_errors(target):
             with os.fdopen(fd, mode) as handle:
                 yield handle
                 _made_durable(handle, temp_name)
-            os.replace(temp_name, target)
+            os.replace(temp_name, final)
     except BaseException:
         try:
             os.unlink(temp_name)
@@ -101,7 +102,7 @@ def write_together(outputs: list[tuple[str, bytes]]) -> None:
             if path == "-" or is_device(path):
                 in_place.append((path, data))
                 continue
-            target = Path(path)
+            target = Path(os.path.realpath(path))  # through a link, as atomic_output
             fd, temp_name = _temporary_beside(target)
             staged.append((temp_name, target))
             with reporting_write_errors(target), os.fdopen(fd, "wb") as handle:
