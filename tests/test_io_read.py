@@ -117,3 +117,31 @@ def test_lines_of_spaces_are_blank_lines(tmp_path, name, text):
     'the number of columns changed from 2 to 1'."""
     (tmp_path / name).write_text(text, newline="")
     assert read_matrix(str(tmp_path / name)).tolist() == [[1, 2], [3, 4]]
+
+
+def test_values_in_missing_or_short_files_are_refused_not_read_as_zeros(tmp_path, monkeypatch):
+    """HDF5 fills what a virtual dataset's missing source or a short external raw file does not
+    hold with its fill value: costs nobody wrote."""
+    from lapcli.errors import LapInputError
+
+    monkeypatch.chdir(tmp_path)
+    cost = np.arange(9.0).reshape(3, 3) % 4
+    with h5py.File("source.h5", "w") as f:
+        f["x"] = cost
+    layout = h5py.VirtualLayout(shape=(3, 3), dtype="f8")
+    layout[:] = h5py.VirtualSource("source.h5", "x", shape=(3, 3))
+    with h5py.File("virtual.h5", "w") as f:
+        f.create_virtual_dataset("costs", layout, fillvalue=0)
+        f.create_group("batch").create_virtual_dataset("0", layout, fillvalue=0)
+    np.testing.assert_array_equal(read_matrix("virtual.h5:/costs"), cost)
+    (tmp_path / "source.h5").rename(tmp_path / "moved.h5")
+    for spec in ("virtual.h5:/costs", "virtual.h5:/batch"):
+        with pytest.raises(LapInputError, match="source file source.h5 is missing"):
+            read_matrix(spec)
+    (tmp_path / "raw.bin").write_bytes(cost.tobytes()[:40])
+    with h5py.File("external.h5", "w") as f:
+        f.create_dataset("costs", shape=(3, 3), dtype="f8", external=[("raw.bin", 0, 72)])
+    with pytest.raises(LapInputError, match="raw.bin, which is missing or shorter"):
+        read_matrix("external.h5")
+    (tmp_path / "raw.bin").write_bytes(cost.tobytes())
+    np.testing.assert_array_equal(read_matrix("external.h5"), cost)
