@@ -82,3 +82,12 @@ def test_only_newlines_and_carriage_returns_end_a_line_of_text(tmp_path, separat
     assert one_line_error(invoke("solve", path, "-q"), "line 1, column 2")
     path.write_bytes(b"3,1\r2,4\r")
     assert invoke("solve", path, "-o", "-", "-q").stdout == "row,col\n0,1\n1,0\n"
+
+
+def test_an_error_of_one_of_several_inputs_names_that_input(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ok.csv").write_text("1,2\n3,4\n")
+    (tmp_path / "nan.csv").write_text("1,nan\n2,3\n")
+    assert one_line_error(invoke("solve", "ok.csv", "nan.csv", "-q"), "nan.csv: matrix contains invalid numeric entries")
+    alone = invoke("solve", "nan.csv", "-q")  # one input: the message as scipy words it
+    assert one_line_error(alone, "matrix contains invalid numeric entries") and "nan.csv" not in alone.stderr

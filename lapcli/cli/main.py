@@ -287,10 +287,12 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         announce_input(spec, source.notes, several, console)
         options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device,
                        certify=True if certify else None)
-        if rank == 3:
-            report = solve_stack(cost, options, output, outputs)
-        else:
-            report = solve_matrix(cost, options, cost_limit, output, duals_path, outputs)
+        try:
+            report = (solve_stack(cost, options, output, outputs) if rank == 3
+                      else solve_matrix(cost, options, cost_limit, output, duals_path, outputs))
+        except click.ClickException as error:  # which of several inputs, where its words do not say (NaN: scipy's)
+            error.message = error.message if not several or spec in error.message else f"{spec}: {error.message}"
+            raise
         emit_report(spec, report, source.notes, several, report_path, json_stdout, outputs, console)
 
 
