@@ -91,3 +91,16 @@ def test_an_error_of_one_of_several_inputs_names_that_input(tmp_path, monkeypatc
     assert one_line_error(invoke("solve", "ok.csv", "nan.csv", "-q"), "nan.csv: matrix contains invalid numeric entries")
     alone = invoke("solve", "nan.csv", "-q")  # one input: the message as scipy words it
     assert one_line_error(alone, "matrix contains invalid numeric entries") and "nan.csv" not in alone.stderr
+
+
+def test_no_memory_to_map_an_npy_input_is_a_failure_not_bad_input(tmp_path, monkeypatch):
+    import errno
+
+    np.save(tmp_path / "m.npy", np.eye(3))
+
+    def no_room(*args, **kwargs):
+        raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+    monkeypatch.setattr(np, "load", no_room)
+    result = invoke("solve", tmp_path / "m.npy", "-q")
+    assert result.exit_code == 1 and "out of host memory: mapping" in result.stderr, result.stderr

@@ -9,6 +9,7 @@ which without loading the data.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -272,6 +273,8 @@ def read_npy(path: Path):
             message = "the file is shorter than its header says (truncated?)"
         raise LapInputError(f"cannot read {path} as NPY: {message}") from None
     except (OSError, EOFError) as error:
+        if getattr(error, "errno", None) == errno.ENOMEM:  # no room to map it: the machine's limit, not bad input
+            raise MemoryError(f"mapping {path}: {error.strerror}") from None
         raise LapInputError(f"cannot read {path} as NPY: {first_line(error)}") from None
     return _numbers(array, str(path))
 
