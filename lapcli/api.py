@@ -94,11 +94,11 @@ def _scipy_lsa(cost_matrix, maximize: bool):
     return linear_sum_assignment(cost_matrix, maximize=maximize)
 
 
-def batch_linear_assignment(costs, maximize: bool = False, sizes=None):
+def batch_linear_assignment(cost, maximize: bool = False, sizes=None):
     """The column of each row for every problem of a (B, n, m) stack, −1 for an unassigned row:
-    torch-linear-assignment's function, on NumPy, CuPy or torch input (result of the same kind).
-    ``sizes`` = (rows, cols), B integers each: problem b is ``costs[b, :rows[b], :cols[b]]``, the
-    rest of the stack is not read. A list of matrices of any shapes gives a list of results (one
+    torch-linear-assignment's function (its argument ``cost`` too), on NumPy, CuPy or torch input
+    (result of the same kind). ``sizes`` = (rows, cols), B integers each: problem b is
+    ``cost[b, :rows[b], :cols[b]]``, the rest of the stack is not read. A list of matrices of any shapes gives a list of results (one
     (B, n) result where they share a shape, as their stack would). ``maximize``: the largest total
     of each problem instead of the least.
 
@@ -110,15 +110,15 @@ def batch_linear_assignment(costs, maximize: bool = False, sizes=None):
     if sizes is None and not cuda_status()[0]:
         from .engines.cpu import scipy_loop  # here: scipy.optimize is not imported with lapcli
 
-        looped = scipy_loop.columns(costs, maximize)
+        looped = scipy_loop.columns(cost, maximize)
         if looped is not None:
             return looped
-        return solve_batch(costs, maximize=maximize, objectives=False, certify=False).col_ind
+        return solve_batch(cost, maximize=maximize, objectives=False, certify=False).col_ind
     if not maximize:
-        found = _lean_columns(costs, sizes)
+        found = _lean_columns(cost, sizes)
         if found is not None:
             return found
-    return solve_batch(costs, maximize=maximize, sizes=sizes, objectives=False).col_ind
+    return solve_batch(cost, maximize=maximize, sizes=sizes, objectives=False).col_ind
 
 
 def _lean_columns(costs, sizes):

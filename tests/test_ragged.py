@@ -798,3 +798,8 @@ def test_a_padded_stack_or_block_of_non_numbers_is_refused_as_one_matrix_is(valu
         with pytest.raises((LapTypeError, LapInputError)) as raised:
             form()
         assert type(raised.value).__module__ == "lapcli.errors"
+
+
+def test_batch_linear_assignment_takes_torch_linear_assignments_argument_name():
+    stack = np.array([[[3.0, 1.0], [2.0, 4.0]]])
+    assert lapcli.batch_linear_assignment(cost=stack).tolist() == [[1, 0]]
