@@ -9,7 +9,8 @@ Each suite runs four times, base-head-head-base (ABBA), as ``lap bench --suite S
 fresh process with ``PYTHONPATH`` pointing at the tree; a cell's time per tree is the smaller of
 its two medians, so drift during the run cancels instead of landing on one tree. Writes the four
 JSON records per suite and ``compare.json`` (every cell: base ms, head ms, head / base) under DIR,
-prints the cells above ``1 + limit`` and exits 1 when there is one.
+prints the cells above ``1 + limit`` and those the base timed and the head did not (an error, a
+time-out, a missing record), and exits 1 when there is one.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def run_suite(tree: Path, suite: str, repeat: int, out: Path) -> dict:
     with open(out.with_suffix(".log"), "w") as log:
         subprocess.run(command, env=env, check=False, cwd=tree, stdout=log, stderr=subprocess.STDOUT)
     rows = json.loads(out.read_text())["results"] if out.exists() else []
-    return {cell_key(r): r["median_ms"] for r in rows if r.get("status") == "ok" and r.get("median_ms") is not None}
+    return {cell_key(r): r["median_ms"] if r.get("status") == "ok" else None for r in rows}  # None: no time
 
 
 def main() -> int:
@@ -64,28 +65,34 @@ def main() -> int:
     parser.add_argument("--limit", type=float, default=0.05)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    cells, slower = [], []
+    cells, slower, broken = [], [], []
     for suite in args.suites.split(","):
         times: dict[str, list[dict]] = {"base": [], "head": []}
         for index, label in enumerate(("base", "head", "head", "base")):
             tree = args.base if label == "base" else args.head
             times[label].append(run_suite(tree.resolve(), suite, args.repeat, args.out / f"{suite}-{label}-{index}.json"))
         for key in times["base"][0]:
-            base = min(t[key] for t in times["base"] if key in t)
-            head = [t[key] for t in times["head"] if key in t]
-            if not head:
+            base = [t[key] for t in times["base"] if t.get(key) is not None]
+            head = [t.get(key) for t in times["head"]]
+            if not base:  # the base has no time here either
                 continue
+            if None in head:  # the head failed, stopped or lost a cell the base timed: worse than slower
+                broken.append({"suite": suite, "cell": list(key)})
+                continue
+            base = min(base)
             cell = {"suite": suite, "cell": list(key), "base_ms": base, "head_ms": min(head), "ratio": min(head) / base}
             cells.append(cell)
             if cell["ratio"] > 1 + args.limit:
                 slower.append(cell)
-    (args.out / "compare.json").write_text(json.dumps({"cells": cells, "limit": args.limit}, indent=1))
+    (args.out / "compare.json").write_text(json.dumps({"cells": cells, "broken": broken, "limit": args.limit}, indent=1))
     for cell in cells:
         flag = "  SLOWER" if cell in slower else ""
         print(f"{cell['suite']:7} {' '.join(cell['cell']):60} base {cell['base_ms']:9.3f}  head {cell['head_ms']:9.3f}"
               f"  x{cell['ratio']:.3f}{flag}")
-    print(f"{len(cells)} cells, {len(slower)} more than {args.limit:.0%} slower")
-    return 1 if slower else 0
+    for cell in broken:
+        print(f"{cell['suite']:7} {' '.join(cell['cell']):60} timed in the base, not in the head  BROKEN")
+    print(f"{len(cells)} cells, {len(slower)} more than {args.limit:.0%} slower, {len(broken)} broken")
+    return 1 if slower or broken else 0
 
 
 if __name__ == "__main__":

@@ -325,3 +325,38 @@ def test_naming_a_solver_this_machine_lacks_is_bad_input(monkeypatch, tmp_path):
                                       "--json", str(tmp_path / "b.json")])
     assert result.exit_code == 2 and "solver 'lapx' cannot run here: lapx is not installed" in result.stderr
     assert not (tmp_path / "b.json").exists()
+
+
+def test_between_two_disagreeing_solvers_scipy_is_the_reference():
+    """Two solvers, two objectives: no majority; the first listed had been taken, so a wrong one
+    listed first kept its time and marked scipy "mismatch"."""
+    runners = default_runners()
+    runners["wrong"] = lambda cost, timeout: (runners["scipy"](cost, timeout)[0] + 1, [])
+    settings = BenchSettings(cells=((8, 1),), solvers=("wrong", "scipy"), repeat=1, warmup=0)
+    with pytest.raises(ObjectiveMismatch) as raised:
+        run_bench(settings, runners=runners)
+    assert {r.solver: r.status for r in raised.value.results} == {"wrong": "mismatch", "scipy": "ok"}
+
+
+def test_one_repeat_past_the_limit_keeps_every_repeat_and_the_median_decides():
+    """A peer that cannot be stopped and ran past the limit once: its repeats were dropped for that
+    one solve's time, which became the cell's."""
+    import time as clock
+
+    calls = []
+
+    def hiccup(cost, timeout):
+        calls.append(1)
+        if len(calls) == 3:
+            clock.sleep(0.05)
+        return runners["scipy"](cost, timeout)
+
+    runners = default_runners()
+    runners["hiccup"] = hiccup
+    settings = BenchSettings(cells=((8, 1),), solvers=("scipy", "hiccup"), repeat=3, warmup=0, timeout=0.02)
+    timing = next(r for r in run_bench(settings, runners=runners) if r.solver == "hiccup")
+    assert timing.status == "ok" and len(timing.times_ms) == 3 and timing.median_ms < 20 and "took" in timing.message
+    calls.clear()
+    runners["hiccup"] = lambda cost, timeout: clock.sleep(0.05) or runners["scipy"](cost, timeout)
+    timing = next(r for r in run_bench(settings, runners=runners) if r.solver == "hiccup")
+    assert timing.status == "timeout" and len(timing.times_ms) == 1

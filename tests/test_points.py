@@ -493,6 +493,22 @@ def test_the_points_bench_checks_every_runner_against_the_first(monkeypatch):
     assert all(len(t.times_ms) == 2 for t in results)
 
 
+def test_a_points_bench_runner_that_raises_anything_is_an_error_cell_not_the_suites_end():
+    from types import SimpleNamespace
+
+    from lapcli.bench import points as bench_points
+
+    def broken(a, b, metric, timeout):
+        raise RuntimeError("broken on purpose")
+
+    def fine(a, b, metric, timeout):
+        return SimpleNamespace(objective=1.0, report=SimpleNamespace(solver="fake", certified=True))
+
+    results = bench_points.run_points_bench([(16, "uniform", "sqeuclidean")], {"broken": broken, "fine": fine},
+                                            ("broken", "fine"), repeat=1, warmup=0, seed=3)
+    assert [(t.status, t.message) for t in results] == [("error", "RuntimeError: broken on purpose"), ("ok", "")]
+
+
 def test_a_points_bench_cell_past_its_time_limit_reads_timeout_and_the_suite_goes_on():
     """Every call gets the suite's time limit; a solve that runs past it (the auction on a shape
     where it is slow) marks its cell "timeout" instead of holding the run."""

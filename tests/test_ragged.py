@@ -407,7 +407,13 @@ def test_the_matcher_suite_checks_every_form_against_detrs_scipy_loop():
                                           solve=lambda case: [(r[:0], c[:0]) for r, c in runners["match"].solve(case)])
     _, failures = matcher.run_matcher_bench(((3, 12, 5),), ("scipy-loop", "match"), broken, repeat=1, warmup=0,
                                             seed=1, min_seconds=0.0)
-    assert failures and "min(Q, k) pairs" in failures[0]
+    assert failures and "0 pairs, not min(Q, k)" in failures[0]
+    for spoil, words in ((lambda c: c + 1000, "outside its"), (lambda c: c[:1].repeat(len(c)), "twice")):
+        broken["match"] = dataclasses.replace(runners["match"], solve=lambda case, spoil=spoil: [
+            (r, spoil(c)) for r, c in runners["match"].solve(case)])  # a target past k, or one taken twice
+        results, failures = matcher.run_matcher_bench(((3, 12, 5),), ("scipy-loop", "match"), broken, repeat=1,
+                                                      warmup=0, seed=1, min_seconds=0.0)
+        assert [r.status for r in results] == ["ok", "invalid"] and words in failures[0]
 
 
 def test_host_answers_for_a_torch_cuda_caller_come_back_as_torch_tensors():

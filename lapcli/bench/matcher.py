@@ -196,15 +196,15 @@ def run_matcher_bench(cells, runner_names, runners, *, repeat, warmup, seed, min
             runner = runners[name]
             timing = BatchTiming(batch, queries, f"K={most}", name, "ok")
             answer = time_runner(_with_case(runner, case), case, settings, timing)
-            if answer is not None:
+            why = "" if answer is None else _not_a_matching(answer, queries, case.counts)
+            if why:
+                timing.status, timing.message = "invalid", why
+                failures.append(f"{batch}×{queries}×{most}: {name}: {timing.message}")
+            elif answer is not None:
                 objectives = np.array([case.image(i)[rows, cols].astype(np.float64).sum() if len(rows) else 0.0
                                        for i, (rows, cols) in enumerate(answer)])
-                complete = all(len(rows) == min(queries, count) for (rows, _), count in zip(answer, case.counts))
                 timing.objective_total = float(objectives.sum())
-                if not complete:
-                    timing.status, timing.message = "invalid", "an image has not min(Q, k) pairs"
-                    failures.append(f"{batch}×{queries}×{most}: {name}: {timing.message}")
-                elif reference is None:
+                if reference is None:
                     reference = (name, objectives)
                 elif not np.allclose(objectives, reference[1], rtol=1e-5, atol=1e-4):
                     timing.status, timing.message = "mismatch", f"objectives differ from {reference[0]}"
@@ -213,6 +213,20 @@ def run_matcher_bench(cells, runner_names, runners, *, repeat, warmup, seed, min
             if on_progress:
                 on_progress(f"{batch}×{queries}×{most} {name}: {timing.status}")
     return results, failures
+
+
+def _not_a_matching(answer, queries: int, counts) -> str:
+    """Why per-image pairs are no matcher's answer ('' where they are one): each image min(Q, k)
+    pairs of distinct queries and distinct targets of its own."""
+    for i, ((rows, cols), count) in enumerate(zip(answer, counts)):
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        if len(rows) != min(queries, count) or len(cols) != len(rows):
+            return f"image {i} has {len(rows)} pairs, not min(Q, k) = {min(queries, count)}"
+        if len(rows) and (rows.min() < 0 or rows.max() >= queries or cols.min() < 0 or cols.max() >= count):
+            return f"image {i} pairs a query or a target outside its {queries} × {count}"
+        if len(set(rows.tolist())) != len(rows) or len(set(cols.tolist())) != len(cols):
+            return f"image {i} takes a query or a target twice"
+    return ""
 
 
 def _with_case(runner: BatchRunner, case: MatcherCase) -> BatchRunner:

@@ -156,9 +156,10 @@ def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, 
                     began = time.perf_counter()
                     solution = runners[name](a, b, metric, timeout)
                     timing.times_ms.append((time.perf_counter() - began) * 1e3)
-            except (InfeasibleError, LapInputError, SolverError, SolverUnavailable, MemoryError) as error:
-                timing.status = "timeout" if "time limit" in str(error) else "error"
-                timing.message = str(error)
+            except Exception as error:  # noqa: BLE001 - lapcli's stop or a runner's failure: a result, not a crash
+                ours = isinstance(error, (InfeasibleError, LapInputError, SolverError, SolverUnavailable, MemoryError))
+                timing.status = "timeout" if ours and "time limit" in str(error) else "error"
+                timing.message = str(error) if ours else f"{type(error).__name__}: {error}"
                 continue
             timing.engine, timing.objective = solution.report.solver, float(solution.objective)
             if max(timing.times_ms) > timeout * 1e3:  # an engine that cannot stop inside a solve (scipy)
