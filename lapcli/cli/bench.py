@@ -88,7 +88,7 @@ def range_problem(r: float) -> str | None:
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds per solve; slower solvers are skipped for larger n.")
+@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds per solve; slower solvers are skipped for larger n (--suite points: each cell gets the limit).")
 @click.option("--baseline", callback=csv_list(str),
               help="Solver the speedups are relative to (default: the last solver); several, comma-separated: "
                    "the fastest of them in each cell.")
