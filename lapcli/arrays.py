@@ -180,10 +180,14 @@ def one_stack(costs, what: str):
         shapes = {None, ()}
     if len(shapes) != 1:
         raise LapInputError(f"{what}: these matrices are of {len(shapes)} shapes")
+    # nested lists as the arrays NumPy makes of each (a list of them stacked whole: one float64)
+    costs = [np.asarray(matrix) if library_of(matrix) == "builtins" else matrix for matrix in costs]
     stack = stacked(costs)
+    if stack is None and {library_of(matrix) for matrix in costs} == {"torch"}:
+        stack = stacked([as_array(matrix)[0] for matrix in costs])  # integers beside floats: exact in float64?
     if stack is None:  # a stack NumPy would make rounds them (int64 past 2^53 as float64)
-        raise LapInputError(f"{what}: these matrices share no exact type (integers past 2^53 beside floats, "
-                            "unsigned past 2^63 beside signed, integers beside floats in torch); give them one dtype")
+        raise LapInputError(f"{what}: these matrices share no exact type (integers past 2^53 beside floats, or "
+                            "unsigned past 2^63 beside signed); give them one dtype")
     return stack
 
 

@@ -783,9 +783,19 @@ def test_a_padded_list_or_block_of_no_exact_common_type_is_refused_not_rounded()
     for form in (lambda costs: lapcli.solve_batch(costs, sizes=([2, 2], [2, 2])),
                  lambda costs: lapcli.batch_linear_assignment(costs, sizes=([2, 2], [2, 2])),
                  lambda costs: lapcli.match(costs, [2, 0])):
-        with pytest.raises(LapInputError, match="no exact type"):
-            form([WIDE, np.zeros((2, 2))])
+        for costs in ([WIDE, np.zeros((2, 2))], [WIDE.tolist(), [[0.0, 0.0], [0.0, 0.0]]],
+                      [WIDE, [[0.0, 0.0], [0.0, 0.0]]]):  # nested lists: each as NumPy makes it, not all at once
+            with pytest.raises(LapInputError, match="no exact type"):
+                form(costs)
     assert lapcli.solve_batch([WIDE, np.zeros((2, 2))]).col_ind[0].tolist() == [1, 0]  # a list: each as it is
+
+
+def test_a_padded_torch_list_of_integers_and_floats_is_solved_where_float64_holds_them():
+    torch = pytest.importorskip("torch")
+    costs = [torch.tensor([[3, 1], [2, 4]]), torch.tensor([[0.5, 0.1], [0.2, 0.9]])]
+    assert lapcli.solve_batch(costs, sizes=([2, 2], [2, 2])).col_ind.tolist() == [[1, 0], [1, 0]]
+    with pytest.raises(LapInputError, match="no exact type"):
+        lapcli.solve_batch([torch.tensor(WIDE), costs[1].double()], sizes=([2, 2], [2, 2]))
 
 
 def test_integers_asked_of_a_list_keep_its_integer_members_exact():
