@@ -136,12 +136,31 @@ def test_values_in_missing_or_short_files_are_refused_not_read_as_zeros(tmp_path
     np.testing.assert_array_equal(read_matrix("virtual.h5:/costs"), cost)
     (tmp_path / "source.h5").rename(tmp_path / "moved.h5")
     for spec in ("virtual.h5:/costs", "virtual.h5:/batch"):
-        with pytest.raises(LapInputError, match="source file source.h5 is missing"):
+        with pytest.raises(LapInputError, match="source source.h5:x is missing"):
             read_matrix(spec)
+    with h5py.File("source.h5", "w") as f:  # the file again, without the dataset
+        f["y"] = cost
+    with pytest.raises(LapInputError, match="source source.h5:x is missing"):
+        read_matrix("virtual.h5:/costs")
+    (tmp_path / "far").mkdir()  # an absolute source moved beside the file that names it: HDF5 finds it
+    with h5py.File("far/source.h5", "w") as f:
+        f["x"] = cost
+    far = h5py.VirtualLayout(shape=(3, 3), dtype="f8")
+    far[:] = h5py.VirtualSource(str(tmp_path / "far" / "source.h5"), "x", shape=(3, 3))
+    with h5py.File("far/virtual.h5", "w") as f:
+        f.create_virtual_dataset("costs", far, fillvalue=0)
+    (tmp_path / "moved").mkdir()
+    for name in ("source.h5", "virtual.h5"):
+        (tmp_path / "far" / name).rename(tmp_path / "moved" / name)
+    np.testing.assert_array_equal(read_matrix("moved/virtual.h5"), cost)
     (tmp_path / "raw.bin").write_bytes(cost.tobytes()[:40])
     with h5py.File("external.h5", "w") as f:
         f.create_dataset("costs", shape=(3, 3), dtype="f8", external=[("raw.bin", 0, 72)])
-    with pytest.raises(LapInputError, match="raw.bin, which is missing or shorter"):
-        read_matrix("external.h5")
+    with h5py.File("declared.h5", "w") as f:  # a segment declared longer than the dataset needs
+        f.create_dataset("costs", shape=(3, 3), dtype="f8", external=[("raw.bin", 0, 1000)])
+    for spec in ("external.h5", "declared.h5"):
+        with pytest.raises(LapInputError, match="raw.bin, which is missing or shorter"):
+            read_matrix(spec)
     (tmp_path / "raw.bin").write_bytes(cost.tobytes())
     np.testing.assert_array_equal(read_matrix("external.h5"), cost)
+    np.testing.assert_array_equal(read_matrix("declared.h5"), cost)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import LapInputError
 from .formats import BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, split_hdf5_path
+from .hdf5_storage import check_storage_written
 from .text import MatrixSource, first_line, read_text_with_info
 
 
@@ -135,7 +136,7 @@ def _read_group(path: Path, name: str, group, load: bool):
         raise LapInputError(f"{path}:{name} is a group; a batch of problems is a group of 2-D numeric datasets")
     order = batch_order(members)
     for key in order if load else ():
-        _check_storage_written(path, f"{name}/{key}", members[key])
+        check_storage_written(path, f"{name}/{key}", members[key])
     return 3 if not load else Batch(order, [members[key][()] for key in order])
 
 
@@ -347,27 +348,9 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
         raise LapInputError(f"{path}:{dataset} has dtype {node.dtype}; lapcli reads numbers (costs or coordinates)")
     if not load:
         return node.ndim
-    _check_storage_written(path, dataset, node)
+    check_storage_written(path, dataset, node)
     mapped = _memory_map(path, node)
     return mapped if mapped is not None else node[()]  # chunked, filtered or unwritten: read whole
-
-
-def _check_storage_written(path: Path, dataset: str, node) -> None:
-    """Refuse a dataset whose values lie in files that are missing or short: HDF5 reads the fill value
-    (0) there, costs nobody wrote. A virtual dataset's source files and an external raw file are looked
-    for as HDF5 does by default: as named, or beside the file that names them."""
-    beside = Path(node.file.filename).parent
-
-    def found(name: str) -> Path | None:
-        return next((place for place in (Path(name), beside / name) if place.is_file()), None)
-
-    for source in node.virtual_sources() if node.is_virtual else ():
-        if source.file_name != "." and found(source.file_name) is None:
-            raise LapInputError(f"{path}:{dataset} is a virtual dataset whose source file {source.file_name} is missing")
-    for name, offset, size in node.external or ():
-        place = found(name)
-        if place is None or (size < 2**63 and place.stat().st_size < offset + size):
-            raise LapInputError(f"{path}:{dataset} is stored in {name}, which is missing or shorter than the dataset")
 
 
 def _marked_batch(handle, name: str) -> bool:
