@@ -20,8 +20,8 @@ within 2⁻⁵¹·1e20 of the optimum 0, not within tol): R(σ) is bounded from 
 offsets (:func:`column_reduction_rounding`). The check's own float64 subtractions round by at
 most 2⁻⁵²·(max|u| + max|v| + tol) where a slack is near the bounds (:func:`check_rounding`):
 ``objective_within`` is proved at tol plus that (duals shifted by ±t, u + t and v − t, read the
-same slacks but round by t·2⁻⁵²); integer slacks are exact where |c| + |u| + |v| stays below
-2⁶³, and duals past it are refused. The check is one read
+same slacks but round by t·2⁻⁵²); integer slacks are exact in int64, the work's costs below 2⁶²
+(lapcli.work) and duals of 2⁶² or more refused. The check is one read
 pass over the matrix, on the device that solved it (CuPy) or on the host (NumPy, in row chunks).
 Rectangular work matrices (batch engines solve k × m, k ≤ m, natively) also need v[j] ≤ tol for
 every column and v[j] ≥ −tol for the columns no row took, the dual constraints of the columns
@@ -41,7 +41,8 @@ import numpy as np
 
 from .errors import SolverError
 
-HOST_CHUNK_ELEMENTS = 1 << 22  # rows per host chunk: bounds the temporary to ~32 MB
+HOST_CHUNK_ELEMENTS = 1 << 22
+INT64_DUALS = 2**62  # integer duals at or past it are refused: their slacks could wrap (certify)  # rows per host chunk: bounds the temporary to ~32 MB
 
 
 @dataclass
@@ -188,11 +189,11 @@ def certify(cost, col_of_row, u, v, tolerance: float, engine: str, row_min_slack
         assigned = cost[xp.arange(k), col].astype(dual_dtype) - u - v[col]
         max_assigned = xp.abs(assigned).max() if k else xp.zeros((), dual_dtype)
     where = "device" if on_device or row_min_slack is not None else "host"
-    if exact:  # int64 slacks wrap past 2^63: duals that large prove nothing
-        costs_most = int(np.iinfo(cost.dtype).max) if cost.dtype.itemsize < 8 else largest_magnitude(cost)
-        if costs_most + largest_magnitude(u) + largest_magnitude(v) >= 2**63:
-            raise SolverError(f"the {engine} engine's answer failed its optimality certificate: its duals are too "
-                              "large for exact int64 slacks (a bug, please report it)")
+    # int64 slacks wrap past 2^63: work costs stay below 2^62 (lapcli.work.INT64_SAFE; int32 far
+    # below), so duals below it too keep every c - u - v exact, without reading the costs again
+    if exact and largest_magnitude(u) + largest_magnitude(v) >= INT64_DUALS:
+        raise SolverError(f"the {engine} engine's answer failed its optimality certificate: its duals are too "
+                          "large for exact int64 slacks (a bug, please report it)")
     return judged(min_slack, max_assigned, v, col, m, tolerance, engine, start, where,
                   0.0 if exact else check_rounding(u, v, tolerance))
 

@@ -62,8 +62,10 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
         "min_slack": min_slack,
         "max_assigned_slack": max_assigned,
         "tolerance": tolerance,
-        "objective_within": proved_within(tolerance, c, c),  # rows reduced, not columns; c: the widest member's
-        # columns (a ragged batch's work has no values: its members are read where they lie)
+        # rows reduced, not columns; c: the widest member's columns (a ragged batch's work has no values:
+        # its members are read where they lie). The check's own rounding (certificate.check_rounding,
+        # 2^-52 (|u| + |v| + tol)) with duals within k·max|c| each, the kernel's: at most tol / 2 more
+        "objective_within": proved_within(tolerance * (1.5 + 2.0**-52), c, c),
         "ms": None,  # no time of its own: each group checks its problem inside the solve launch (kernel_ms)
         "where": "device",
         "fused": "in the solve launch",
