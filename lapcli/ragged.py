@@ -306,13 +306,13 @@ def flattened(members: Members) -> Members:
 
 
 def as_integers(members: Members, requested: str) -> Members:
-    """Float members to be solved as integers (``dtype="int32"`` or ``"int64"``): their values as
-    int64 members, refused as a stack's are (lapcli.work's rule and messages) unless every one is
-    an integer; done before packing, whose +inf padding columns only integers one above the
-    largest cost can replace. Integer members are taken as they are, not through a float64 they
-    may not fit."""
+    """Float members solved as integers (``dtype="int32"`` or ``"int64"``): int64 members, refused
+    as a stack's are (lapcli.work's rules) unless every value is an integer; before packing, whose
+    +inf padding only integers one above the largest cost replace. Integer members as they are."""
     xp = members.xp
     matrices = [members.member(b) for b in range(len(members))]
+    if all(m.dtype.kind == "f" for m in matrices):  # one pass over them all (20,000 members: ~15 ms)
+        matrices = [_concatenated(matrices, members.rows, members.cols, members.origin, xp).flat]
     infinite = any(m.dtype.kind == "f" and m.size and not bool(xp.isfinite(m).all()) for m in matrices)
     if any(m.dtype.kind == "u" and m.size and int(m.max()) >= 2**63 for m in matrices):
         raise LapInputError(f"costs do not fit {requested}")

@@ -121,13 +121,16 @@ def _check_integers_not_rounded(matrix: np.ndarray, body: list[str], name: str, 
     """Refuse integers past 2^53 beside infinities and nothing else: the user's integer costs with
     forbidden pairs, which float64 (the only dtype holding inf) would round. Beside decimals they
     are floats, rounded as any parser rounds them."""
-    finite = matrix[np.isfinite(matrix)]
-    if not finite.size or float(np.abs(finite).max()) < 2.0**53:  # (2^53 + 1 reads as 2^53)
+    finite = np.isfinite(matrix)
+    if finite.all() or not finite.any():  # no inf, or nothing else: no integers to round
         return
+    values = matrix[finite]
+    if float(np.abs(values).max()) < 2.0**53 or not bool((values == np.floor(values)).all()):  # (2^53 + 1 reads 2^53)
+        return  # small enough to be exact, or decimals: a float matrix
     fields = [field.strip() for line in body for field in _split_fields(line, delimiter)]
     integers = [int(field) for field in fields if _INTEGER.match(field)]
     if len(integers) + sum(bool(_INFINITY.fullmatch(field)) for field in fields) == len(fields) and any(
-            abs(value) > 2**53 for value in integers):
+            float(value) != value for value in integers):  # 2^54 is held exactly; 2^53 + 1 is not
         raise LapInputError(f"{name}: integers past 2^53 beside inf, which float64 would round (an integer matrix "
                             "holds no inf): give forbidden pairs a large finite cost")
 
