@@ -31,6 +31,15 @@ def test_generate_into_an_hdf5_file_holding_other_datasets_is_refused(tmp_path):
     assert one_line_error(result, "holds /a, /group, /group/b"), result.stderr
     with h5py.File(path) as file:
         assert sorted(file) == ["a", "group"]
+    costs = tmp_path / "costs.h5"  # a dataset where the new one's group would go
+    assert invoke("generate", "--n", 3, "--seed", 1, "-o", costs, "-q").exit_code == 0
+    assert one_line_error(invoke("generate", "--n", 3, "--seed", 1, "-o", f"{costs}:/costs/x", "-q"), "holds /costs,")
+    linked = tmp_path / "linked.h5"  # links and attributes, which h5py's visit does not list
+    with h5py.File(linked, "w") as file:
+        file["c"], file["alias"], file.attrs["note"] = np.zeros((2, 2)), h5py.SoftLink("/c"), 1
+        file["far"] = h5py.ExternalLink("other.h5", "/x")
+    assert one_line_error(invoke("generate", "--n", 3, "--seed", 1, "-o", f"{linked}:/c", "-q"),
+                          "holds /alias, /far, the attributes of /,")
     for _ in range(2):  # a file of the one dataset generated is written anew
         assert invoke("generate", "--n", 3, "--seed", 1, "-o", f"{tmp_path / 'solo.h5'}:/c", "-q").exit_code == 0
     assert invoke("generate", "--n", 3, "--seed", 1, "--batch", 2, "-o", tmp_path / "solo.h5",
@@ -61,6 +70,22 @@ def test_an_output_through_a_link_writes_the_file_it_links_to(tmp_path, monkeypa
     for link, target in (("link.csv", "target.csv"), ("dangling.csv", "new.csv")):
         assert invoke("solve", "m.npy", "-o", link, *more, "-q").exit_code == 0
         assert (tmp_path / link).is_symlink() and (tmp_path / target).read_text() == "row,col\n0,1\n1,0\n"
+    (tmp_path / "lost.csv").symlink_to("nowhere/x.csv")  # refused before the solve, where the link leads
+    assert one_line_error(invoke("solve", "m.npy", "-o", "lost.csv", *more, "-q"), "nowhere does not exist")
+
+
+def test_an_output_linked_to_dev_stdout_writes_stdout_not_over_its_file(tmp_path):
+    """With stdout a file (``>> log``), a link to /dev/stdout resolves to that file: the answer goes
+    to stdout after what the file held, not in a new file renamed over it."""
+    np.save(tmp_path / "m.npy", np.array([[3, 1], [2, 4]]))
+    (tmp_path / "out.csv").symlink_to("/dev/stdout")
+    log = tmp_path / "log.txt"
+    log.write_text("EARLIER LOG\n")
+    with open(log, "a") as stdout:
+        result = subprocess.run([*LAP, "solve", str(tmp_path / "m.npy"), "-o", str(tmp_path / "out.csv"), "-q"],
+                                stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert log.read_text() == "EARLIER LOG\nrow,col\n0,1\n1,0\n" and (tmp_path / "out.csv").is_symlink()
 
 
 def test_integers_past_2_53_beside_inf_are_refused_not_rounded(tmp_path):
@@ -91,6 +116,13 @@ def test_an_error_of_one_of_several_inputs_names_that_input(tmp_path, monkeypatc
     assert one_line_error(invoke("solve", "ok.csv", "nan.csv", "-q"), "nan.csv: matrix contains invalid numeric entries")
     alone = invoke("solve", "nan.csv", "-q")  # one input: the message as scipy words it
     assert one_line_error(alone, "matrix contains invalid numeric entries") and "nan.csv" not in alone.stderr
+    stdin = CliRunner().invoke(cli, ["solve", "ok.csv", "-", "-q"], input="1,nan\n2,3\n", catch_exceptions=False)
+    assert one_line_error(stdin, "stdin: matrix contains invalid numeric entries")
+    from lapcli.engines import registry
+
+    if not registry.get("cuda-sap").available()[0]:  # an error of the machine, not of the input
+        elsewhere = invoke("solve", "ok.csv", "nan.csv", "--solver", "cuda-sap", "-q")
+        assert elsewhere.exit_code == 2 and "cannot run here" in elsewhere.stderr and "ok.csv:" not in elsewhere.stderr
 
 
 def test_no_memory_to_map_an_npy_input_is_a_failure_not_bad_input(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ from click.core import ParameterSource
 
 from .. import __version__
 from ..engines.registry import solver_choices
-from ..errors import LapOutputError
+from ..errors import LapOutputError, SolverUnavailable
 from ..generate import (
     GENERATED_DTYPES,
     KINDS,
@@ -291,7 +291,9 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
             report = (solve_stack(cost, options, output, outputs) if rank == 3
                       else solve_matrix(cost, options, cost_limit, output, duals_path, outputs))
         except click.ClickException as error:  # which of several inputs, where its words do not say (NaN: scipy's)
-            error.message = error.message if not several or spec in error.message else f"{spec}: {error.message}"
+            name = "stdin" if spec == "-" else spec
+            if several and not error.message.startswith(name) and not isinstance(error.__context__, SolverUnavailable):
+                error.message = f"{name}: {error.message}"
             raise
         emit_report(spec, report, source.notes, several, report_path, json_stdout, outputs, console)
 

@@ -29,7 +29,8 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
     suffix = target.suffix.lower()
     if suffix not in suffixes:
         raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
-    folder = target.parent if str(target.parent) else Path(".")
+    written = Path(os.path.realpath(path))  # through a link, as the writers write
+    folder = written.parent if str(written.parent) else Path(".")
     if not folder.is_dir():
         raise LapInputError(f"cannot write {target}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -44,7 +45,7 @@ def same_output(first: str, second: str) -> bool:
     ``/dev/stdout``, its pipe or file: two documents one after the other). /dev/null takes both."""
     if "-" in (first, second):
         other = second if first == "-" else first
-        return first == second or (os.path.realpath(other) != os.devnull and _is_stdout(other))
+        return first == second or (os.path.realpath(other) != os.devnull and names_stdout(other))
     if is_device(first) or is_device(second):
         return False
     if os.path.realpath(first) == os.path.realpath(second):
@@ -55,7 +56,7 @@ def same_output(first: str, second: str) -> bool:
         return False
 
 
-def _is_stdout(path: str) -> bool:
+def names_stdout(path: str) -> bool:
     """``path`` names descriptor 1: by its name, or as the pipe or file it is, stderr's names aside. A
     terminal is not told by its file (stderr shares it: ``-o /dev/tty --json`` writes where it says)."""
     named = os.path.abspath(path)
@@ -80,22 +81,42 @@ def is_stdin_file(path: str) -> bool:
 
 
 def check_keeps_hdf5_objects(path: str, dataset: str) -> None:
-    """Refuse to write ``path`` anew where it is an HDF5 file holding objects besides ``dataset``
-    (its groups, and what lies in it): the new file would not have them."""
+    """Refuse to write ``path`` anew where it is an HDF5 file holding what the new file would not:
+    objects (links included) besides ``dataset``, what lies in it and the groups above it, or
+    attributes of those groups."""
     if not os.path.isfile(path):
         return
     import h5py
 
+    mine = dataset.strip("/")
     try:
         with h5py.File(path, "r") as existing:
-            names: list[str] = []
-            existing.visit(names.append)
+            others = [f"/{name}" for name, group in _hdf5_links(existing, h5py)
+                      if not (name == mine or name.startswith(mine + "/") or (mine.startswith(name + "/") and group))]
+            for name in ["", *_ancestors(mine)]:  # the new file's groups above the dataset get none
+                group = existing.get(name or "/")
+                if isinstance(group, h5py.Group) and group.attrs:
+                    others.append(f"the attributes of /{name}")
     except OSError:  # not an HDF5 file: an output like any other
         return
-    mine = dataset.strip("/")
-    others = ["/" + name for name in names if not (name == mine or mine.startswith(name + "/")
-                                                   or name.startswith(mine + "/"))]
     if others:
         listed = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
         raise LapInputError(f"{path} holds {listed}, which a new file would not: write to another file, "
                             "or remove it first")
+
+
+def _hdf5_links(group, h5py, prefix: str = ""):
+    """(name, is a group reached by a hard link) for every link under ``group``, soft and external
+    ones too (h5py's visit lists neither)."""
+    for key in group:
+        name, link = prefix + key, group.get(key, getlink=True)
+        hard_group = isinstance(link, h5py.HardLink) and isinstance(group.get(key), h5py.Group)
+        yield name, hard_group
+        if hard_group:
+            yield from _hdf5_links(group[key], h5py, name + "/")
+
+
+def _ancestors(name: str) -> list[str]:
+    """The groups above ``name`` ("a/b/c": "a", "a/b")."""
+    parts = name.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
