@@ -65,7 +65,7 @@ class Crossovers:
     # R falls just short of R: R = 10 reads 9.99, so a threshold of 10 sent it to cuda). H200,
     # medians of 3 (docs/bench/large-ints-*-h200-2026-11-30.json): R = 3 / 5 / 10 / 20 at 8192
     # 35.8 / 47.5, 49.6 / 45.0, 56.0 / 40.5, 69.7 / 42.8; R = 1 / 2 / 3 / 5 at 16384 75.0 / 113,
-    # 76.9 / 105, 93.0 / 92.6, 104 / 107 (the thresholds' cells within 10 % either way).
+    # 76.9 / 105, 93.0 / 92.6, 104 / 107 (the engine chosen the faster, or within 11 %: R = 5 at 8192).
     large_ints_ranges: tuple = ((4096, 60.0), (8192, 9.0))  # (up to n, R from); beyond: the last
     large_ints_range_beyond: float = 2.5
     # k × m with the long side above sap_floats_up_to, at least rectangular_ratio × the short one
@@ -234,7 +234,7 @@ def points_route(problem, solver: str = "auto") -> tuple[str, str, bool]:
     columns = max(problem.n_rows, problem.n_cols)
     if points_matrix_on_device(problem):
         return "auto", (f"auto: {columns} × {columns} points, their cdist matrix built on the GPU (up to "
-                        f"{POINTS_DEVICE_MATRIX_UP_TO} points faster than the costs from the coordinates)"), True
+                        f"{POINTS_DEVICE_MATRIX_UP_TO} points: on uniform sets faster than the coordinates)"), True
     return (*_points_elsewhere(problem, columns), False)
 
 
