@@ -86,6 +86,11 @@ def test_an_output_linked_to_dev_stdout_writes_stdout_not_over_its_file(tmp_path
                                 stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert log.read_text() == "EARLIER LOG\nrow,col\n0,1\n1,0\n" and (tmp_path / "out.csv").is_symlink()
+    (tmp_path / "out.npy").symlink_to("/dev/stdout")  # lap generate's writer too
+    with open(log, "a") as stdout:
+        result = subprocess.run([*LAP, "generate", "--n", "3", "--seed", "1", "-o", str(tmp_path / "out.npy"), "-q"],
+                                stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
+    assert result.returncode == 0 and log.read_bytes().startswith(b"EARLIER LOG\nrow,col\n0,1\n1,0\n\x93NUMPY")
 
 
 def test_integers_past_2_53_beside_inf_are_refused_not_rounded(tmp_path):

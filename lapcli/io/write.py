@@ -56,6 +56,11 @@ def atomic_output(path: str, mode: str = "wb"):
         with reporting_write_errors(target), handle:
             yield handle
         return
+    if names_stdout(path):  # a link to /dev/stdout with stdout a file: that file, where stdout writes
+        with reporting_write_errors("stdout"):
+            yield sys.stdout.buffer
+            flush_all(sys.stdout.buffer)
+        return
     final = Path(os.path.realpath(path))  # a link's file, not the link replaced by a new one
     fd, temp_name = _temporary_beside(final)
     try:
