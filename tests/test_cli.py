@@ -932,6 +932,7 @@ def test_ctrl_c_and_sigterm_exit_with_one_line_and_no_partial_file(tmp_path, com
     returncode, err = interrupt(args, tmp_path, after=1.5, sig=sig)
     assert returncode == code, err
     assert err.strip().splitlines() == [message] or err.strip().endswith(message)
+    assert not err.endswith(f"\n\n{message}\n") and err != f"\n{message}\n"  # no blank line first (Click's)
     assert "Traceback" not in err
     assert set(os.listdir(tmp_path)) == before
 

@@ -190,7 +190,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
             solve(np.eye(4, dtype=np.int32), solver=s)
     env = environment()
     total = settings.cell_count * len(solvers)
-    with Progress(console=None if quiet else console, transient=True, disable=quiet) as bar:
+    with Progress(console=None if quiet else console, transient=True, disable=quiet or not console.is_terminal) as bar:
         task = bar.add_task("benchmarking", total=total)
 
         def bench_or_mismatch():  # a mismatch is reported with the table; other errors as run_library_call says

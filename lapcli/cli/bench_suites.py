@@ -72,7 +72,7 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
     cells = bench_matcher.MATCHER_CELLS if suite == "matcher" else ()
     total = len(cells) * len(chosen) if suite == "matcher" else len(settings.cells) * len(settings.kinds) * len(chosen)
     failure = None
-    with Progress(console=None if quiet else console, transient=True, disable=quiet) as bar:
+    with Progress(console=None if quiet else console, transient=True, disable=quiet or not console.is_terminal) as bar:
         task = bar.add_task("benchmarking", total=total)
         progress = progress_reporter(bar, task, console)
         if suite == "matcher":
@@ -137,7 +137,7 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
         cells = tuple(cell for cell in cells if cell[0] in sizes)
     if json_path:
         run_library_call(check_output_path, json_path, (".json",), "output")
-    with Progress(console=None if quiet else console, transient=True, disable=quiet) as bar:
+    with Progress(console=None if quiet else console, transient=True, disable=quiet or not console.is_terminal) as bar:
         task = bar.add_task("benchmarking", total=len(cells) * len(chosen))
         results = bench_points.run_points_bench(
             cells, runners, chosen, repeat=repeat, warmup=warmup, seed=seed,

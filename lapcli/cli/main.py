@@ -53,6 +53,7 @@ from .support import (
     FailedError,
     FiniteFloatRange,
     InputError,
+    Interrupted,
     OneLineGroup,
     Outputs,
     announce_input,
@@ -365,7 +366,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - it is the process's stderr until exit
     try:
         code = cli.main(args=argv, prog_name="lap", standalone_mode=False)
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (click.exceptions.Abort, KeyboardInterrupt, Interrupted):
         click.echo("lap: interrupted", err=True)
         sys.exit(130)
     except Terminated:

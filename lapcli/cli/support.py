@@ -182,8 +182,18 @@ class OneLineCommand(OneLineUsage, click.Command):
     pass
 
 
+class Interrupted(BaseException):
+    """Ctrl-C inside a command, carried past Click's main, which would print a blank line first."""
+
+
 class OneLineGroup(OneLineUsage, click.Group):
     command_class = OneLineCommand
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
 
 
 def announce_input(spec, notes, several, console) -> None:
