@@ -360,3 +360,19 @@ def test_one_repeat_past_the_limit_keeps_every_repeat_and_the_median_decides():
     runners["hiccup"] = lambda cost, timeout: clock.sleep(0.05) or runners["scipy"](cost, timeout)
     timing = next(r for r in run_bench(settings, runners=runners) if r.solver == "hiccup")
     assert timing.status == "timeout" and len(timing.times_ms) == 1
+
+
+def test_the_record_says_whether_the_solves_were_warm_and_names_the_cpu(tmp_path):
+    from lapcli.bench.outputs import cpu_model, environment, json_bytes
+
+    env = environment()
+    for warmup, words in ((1, ", warm,"), (0, ", no warm-up,")):
+        settings = BenchSettings(cells=((8, 1),), solvers=("scipy",), repeat=1, warmup=warmup)
+        assert words in json.loads(json_bytes(settings, [], env))["timing"]
+    assert env["cpu"] == cpu_model()
+    try:
+        listed = [line for line in open("/proc/cpuinfo") if line.startswith("model name")]
+    except OSError:
+        listed = []
+    if listed:  # Linux: the model, not the architecture platform.processor() gives there
+        assert env["cpu"] == listed[0].split(":", 1)[1].strip()

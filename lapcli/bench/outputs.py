@@ -28,7 +28,7 @@ def environment() -> dict[str, Any]:
         "numpy": np.__version__,
         "scipy": scipy.__version__,
         "platform": platform.platform(),
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
     }
     try:
@@ -52,13 +52,25 @@ def environment() -> dict[str, Any]:
     return env
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what the platform module knows (on Linux
+    only the architecture, x86_64): the CPU peers' times depend on it."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            model = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")
+    except OSError:
+        model = ""
+    return model or platform.processor() or platform.machine()
+
+
 def json_bytes(settings: BenchSettings, results: list[SolveTiming], env: dict) -> bytes:
     import json
 
     payload = {
         "environment": env,
         "settings": asdict(settings),
-        "timing": "host array to host assignment (H2D + solve + D2H), warm, per repeat",
+        "timing": "host array to host assignment (H2D + solve + D2H), "
+                  f"{'warm' if settings.warmup else 'no warm-up'}, per repeat",
         "results": [asdict(r) | {"median_ms": r.median_ms} for r in results],
     }
     return (json.dumps(payload, indent=1) + "\n").encode()
