@@ -141,3 +141,18 @@ def test_no_memory_to_map_an_npy_input_is_a_failure_not_bad_input(tmp_path, monk
     monkeypatch.setattr(np, "load", no_room)
     result = invoke("solve", tmp_path / "m.npy", "-q")
     assert result.exit_code == 1 and "out of host memory: mapping" in result.stderr, result.stderr
+
+
+def test_generate_refuses_a_file_its_file_system_has_no_room_for(tmp_path, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    from lapcli.io import targets
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(targets.shutil, "disk_usage", lambda path: usage(10**6, 0, 10**5))
+    result = invoke("generate", "--n", 200, "--seed", 1, "-o", tmp_path / "m.npy", "-q")  # 160,000 bytes of int32
+    assert one_line_error(result, "it takes at least 160,000 bytes, and its file system has 100,000 bytes free")
+    assert list(tmp_path.iterdir()) == []
+    assert invoke("generate", "--n", 100, "--seed", 1, "-o", tmp_path / "m.npy", "-q").exit_code == 0  # 40,000
+    monkeypatch.setattr(targets.shutil, "disk_usage", shutil.disk_usage)

@@ -34,7 +34,7 @@ from ..generate import (
 )
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, HDF5_SUFFIXES, split_hdf5_path
 from ..io.read import Batch, input_rank, read_matrix_with_info
-from ..io.targets import check_keeps_hdf5_objects, check_output_path
+from ..io.targets import check_keeps_hdf5_objects, check_output_path, check_room
 from ..io.write import (
     check_stack_output,
     reporting_write_errors,
@@ -140,6 +140,8 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
         run_library_call(check_output_path, output, suffixes, "matrix")
     m = m or n
     dtype = run_library_call(check_options, n, m, range_factor, kind, dtype)
+    if output is not None:
+        run_library_call(check_room, output, (batch or 1) * n * m, dtype)
     if seed is None:
         seed = new_seed()
         console.print(f"seed {seed}")

@@ -5,6 +5,7 @@ so that the second written would not silently replace the first."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -37,6 +38,31 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
         raise LapInputError(f"cannot write {target}: folder {folder} is not writable")
     if target.is_dir():
         raise LapInputError(f"cannot write {target}: it is a directory")
+
+
+def check_room(path: str, values: int, dtype: str) -> None:
+    """Fail before any work where ``path``'s file system has no room for ``values`` numbers of
+    ``dtype`` (CSV: a digit and a comma each at least), beside what the file it replaces frees: a
+    stack of 10^14 problems would start writing petabytes."""
+    if path == "-" or is_device(path) or names_stdout(path):
+        return
+    import numpy as np
+
+    size = values * (2 if path.lower().endswith(".csv") else np.dtype(dtype).itemsize)
+    written = Path(os.path.realpath(path))
+    try:
+        free = shutil.disk_usage(written.parent).free + (written.stat().st_size if written.is_file() else 0)
+    except OSError:  # nothing to ask: the write says what goes wrong
+        return
+    if size > free:
+        raise LapInputError(f"cannot write {path}: it takes at least {_bytes(size)}, and its file system has "
+                            f"{_bytes(free)} free")
+
+
+def _bytes(count: int) -> str:
+    """A size in words: GB, MB or bytes."""
+    return next((f"{count / unit:,.1f} {name}" for unit, name in ((1e9, "GB"), (1e6, "MB")) if count >= unit),
+                f"{count:,} bytes")
 
 
 def same_output(first: str, second: str) -> bool:
