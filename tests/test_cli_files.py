@@ -156,3 +156,15 @@ def test_generate_refuses_a_file_its_file_system_has_no_room_for(tmp_path, monke
     assert list(tmp_path.iterdir()) == []
     assert invoke("generate", "--n", 100, "--seed", 1, "-o", tmp_path / "m.npy", "-q").exit_code == 0  # 40,000
     monkeypatch.setattr(targets.shutil, "disk_usage", shutil.disk_usage)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("1,2,3,\n4,5,6,\n", "line 1, column 4: an empty field (a trailing delimiter?)"),
+    ("1,,3\n4,5,6\n7,8,9\n", "line 1, column 2: an empty field (a delimiter twice?)"),
+    ("1,2\n3,\n", "line 2, column 2: an empty field"),
+    ("1,\u00a02\n3,4\n", "line 1, column 2: '\\xa02' is not a number"),  # a no-break space, shown
+])
+def test_a_field_that_is_no_number_is_named_as_it_is(tmp_path, text, words):
+    path = tmp_path / "m.csv"
+    path.write_bytes(text.encode())
+    assert one_line_error(invoke("solve", path, "-q"), f"m.csv {words}")

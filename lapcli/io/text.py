@@ -192,6 +192,13 @@ def _shorten(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _field(text: str) -> str:
+    """What is wrong with a field that is no number, in words: empty, or its text (ASCII spaces off:
+    a no-break space stays, shown as \\xa0, where the reader sees what np.loadtxt refused)."""
+    shown = text.strip(" \t")
+    return f"{shown!r} is not a number" if shown else "an empty field"
+
+
 def _columns(count: int) -> str:
     return f"{count} column" + ("" if count == 1 else "s")
 
@@ -210,10 +217,9 @@ def _first_line_is_header(fields: list[str], name: str, line_number: int, index_
         return True
     bad = next((i for i, label in enumerate(labels) if not _is_number(label)), None)
     if bad is not None:  # a word beside numbers, or a number NumPy cannot read
-        raise LapInputError(
-            f"{name} line {line_number}, column {bad + offset + 1}: {labels[bad].strip()!r} is not a number "
-            f"(use --header if line {line_number} is a header)"
-        )
+        hint = (f"use --header if line {line_number} is a header" if labels[bad].strip()
+                else "a trailing delimiter?" if bad == len(labels) - 1 else "a delimiter twice?")
+        raise LapInputError(f"{name} line {line_number}, column {bad + offset + 1}: {_field(labels[bad])} ({hint})")
     if next_width is not None and [label.strip() for label in labels] == [str(i) for i in range(len(labels))]:
         raise LapInputError(
             f"{name} line {line_number} ({_shorten(','.join(labels), 40)}) could be pandas' default column "
@@ -257,7 +263,7 @@ def _locate_bad_value(lines: list[str], start: int, delimiter: str | None, name:
                     f"line {expected_line} has {_columns(expected)}")
         for column in range(first_column, len(fields)):
             if not _is_number(fields[column]):
-                return f"{name} line {index + 1}, column {column + 1}: {fields[column].strip()!r} is not a number"
+                return f"{name} line {index + 1}, column {column + 1}: {_field(fields[column])}"
     return None
 
 def check_host_memory(bytes_needed: int, what: str) -> None:
