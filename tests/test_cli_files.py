@@ -162,7 +162,8 @@ def test_generate_refuses_a_file_its_file_system_has_no_room_for(tmp_path, monke
     ("1,2,3,\n4,5,6,\n", "line 1, column 4: an empty field (a trailing delimiter?)"),
     ("1,,3\n4,5,6\n7,8,9\n", "line 1, column 2: an empty field (a delimiter twice?)"),
     ("1,2\n3,\n", "line 2, column 2: an empty field"),
-    ("1,\u00a02\n3,4\n", "line 1, column 2: '\\xa02' is not a number"),  # a no-break space, shown
+    ("1,\u00a0\n3,4\n", "line 1, column 2: an empty field (a trailing delimiter?)"),  # a no-break space alone
+    ("1,2\n3,\u00a04\n5,x\n", "line 3, column 2: 'x' is not a number"),  # np.loadtxt takes " 4" (NBSP)
 ])
 def test_a_field_that_is_no_number_is_named_as_it_is(tmp_path, text, words):
     path = tmp_path / "m.csv"

@@ -174,7 +174,9 @@ def _split_fields(line: str, delimiter: str | None) -> list[str]:
 
 def _is_number(text: str) -> bool:
     """Whether np.loadtxt reads ``text`` as a number: Python's float() also takes digit-group
-    underscores and non-ASCII digits ('1_000', '４'), which np.loadtxt refuses."""
+    underscores and non-ASCII digits ('1_000', '４'), which np.loadtxt refuses; both take
+    whitespace around it, a no-break space too."""
+    text = text.strip()
     return "_" not in text and text.isascii() and _reads_as_float(text)
 
 
@@ -193,9 +195,8 @@ def _shorten(text: str, limit: int = 80) -> str:
 
 
 def _field(text: str) -> str:
-    """What is wrong with a field that is no number, in words: empty, or its text (ASCII spaces off:
-    a no-break space stays, shown as \\xa0, where the reader sees what np.loadtxt refused)."""
-    shown = text.strip(" \t")
+    """What is wrong with a field that is no number, in words: empty (whitespace only), or its text."""
+    shown = text.strip()
     return f"{shown!r} is not a number" if shown else "an empty field"
 
 
