@@ -220,3 +220,11 @@ def test_fast_cells_are_timed_until_their_solves_fill_min_seconds(monkeypatch):
         timing = BatchTiming(3, 4, "int", "x", "ok")
         time_runner(runner_taking(ms), stack, settings, timing)
         assert len(timing.times_ms) == expected, (ms, len(timing.times_ms))
+
+
+def test_the_batch_record_says_whether_the_solves_were_warm(tmp_path):
+    from lapcli.bench.batch import BatchSettings, write_batch_json
+
+    for warmup, words in ((2, ", warm,"), (0, ", no warm-up,")):
+        write_batch_json(str(tmp_path / "b.json"), BatchSettings(warmup=warmup), [], {}, {})
+        assert words in json.loads((tmp_path / "b.json").read_text())["timing"]

@@ -169,3 +169,33 @@ def test_a_field_that_is_no_number_is_named_as_it_is(tmp_path, text, words):
     path = tmp_path / "m.csv"
     path.write_bytes(text.encode())
     assert one_line_error(invoke("solve", path, "-q"), f"m.csv {words}")
+    path.write_bytes("1,\u00a02\n3,4\n".encode())  # a number beside a no-break space, as np.loadtxt reads it
+    assert invoke("solve", path, "-o", "-", "-q").stdout == "row,col\n0,0\n1,1\n"
+
+
+def test_hdf5_is_not_written_through_a_link_to_stdout_and_a_plain_path_to_its_file_is_a_file(tmp_path):
+    (tmp_path / "out.h5").symlink_to("/dev/stdout")
+    log = tmp_path / "log.txt"
+    with open(log, "a") as stdout:
+        linked = subprocess.run([*LAP, "generate", "--n", "3", "--seed", "1", "-o", str(tmp_path / "out.h5"), "-q"],
+                                stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
+    assert linked.returncode == 2 and "it is stdout, where an HDF5 file cannot be written" in linked.stderr
+    same = tmp_path / "same.h5"  # stdout and -o one plain file: written as a file, whole
+    with open(same, "a") as stdout:
+        plain = subprocess.run([*LAP, "generate", "--n", "3", "--seed", "1", "-o", str(same), "-q"],
+                               stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
+    assert plain.returncode == 0, plain.stderr
+    with h5py.File(same) as file:
+        assert file["costs"].shape == (3, 3)
+
+
+def test_ctrl_c_in_a_command_run_by_click_itself_is_clicks_abort(monkeypatch):
+    """lapcli's main says "lap: interrupted" itself; a CliRunner (standalone) run keeps Click's Abort."""
+    import lapcli.cli.main as main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main, "generate_blocks", interrupted)
+    result = CliRunner().invoke(main.cli, ["generate", "--n", "3", "--seed", "1", "-o", "-"])
+    assert result.exit_code == 1 and "Aborted!" in result.output

@@ -385,7 +385,7 @@ def write_batch_json(path: str, settings: BatchSettings, results: list[BatchTimi
         "environment": env,
         "settings": asdict(settings) | {"cells": scaled_cells(settings)},
         "timing": "the solve only (host→host runners include the copies; d2d runners start and end on the GPU), "
-                  "warm, per repeat",
+                  f"{'warm' if settings.warmup else 'no warm-up'}, per repeat",
         "skipped": skipped,
         "results": [asdict(r) | {"median_ms": r.median_ms} for r in results],
     }

@@ -188,11 +188,21 @@ class Interrupted(BaseException):
 
 class OneLineGroup(OneLineUsage, click.Group):
     command_class = OneLineCommand
+    reports_interrupts = False  # lapcli.cli.main.main's run: it says "lap: interrupted" itself
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        self.reports_interrupts = not standalone_mode  # Click's own runs (CliRunner) keep its Abort
+        try:
+            return super().main(*args, standalone_mode=standalone_mode, **kwargs)
+        finally:
+            self.reports_interrupts = False
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
+            if not self.reports_interrupts:
+                raise
             raise Interrupted() from None
 
 

@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 from ..errors import LapInputError
+from .formats import HDF5_SUFFIXES
 
 
 def is_device(path: str) -> bool:
@@ -30,6 +31,8 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
     suffix = target.suffix.lower()
     if suffix not in suffixes:
         raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
+    if suffix in HDF5_SUFFIXES and stdout_alias(path):  # written in place there, and HDF5 reads back what it writes
+        raise LapInputError(f"cannot write {target}: it is stdout, where an HDF5 file cannot be written; give a file")
     written = Path(os.path.realpath(path))  # through a link, as the writers write
     folder = written.parent if str(written.parent) else Path(".")
     if not folder.is_dir():
@@ -42,19 +45,19 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
 
 def check_room(path: str, values: int, dtype: str) -> None:
     """Fail before any work where ``path``'s file system has no room for ``values`` numbers of
-    ``dtype`` (CSV: a digit and a comma each at least), beside what the file it replaces frees: a
-    stack of 10^14 problems would start writing petabytes."""
-    if path == "-" or is_device(path) or names_stdout(path):
+    ``dtype`` (CSV: a digit and a comma each at least): a stack of 10^14 problems would start
+    writing petabytes."""
+    if path == "-" or is_device(path) or stdout_alias(path):
         return
     import numpy as np
 
     size = values * (2 if path.lower().endswith(".csv") else np.dtype(dtype).itemsize)
-    written = Path(os.path.realpath(path))
-    try:
-        free = shutil.disk_usage(written.parent).free + (written.stat().st_size if written.is_file() else 0)
+    try:  # (the file it replaces stays until the new one is complete: its room is not free)
+        usage = shutil.disk_usage(Path(os.path.realpath(path)).parent)
     except OSError:  # nothing to ask: the write says what goes wrong
         return
-    if size > free:
+    free = usage.free
+    if usage.total and size > free:  # (a total of 0: /proc and the like, which say nothing)
         raise LapInputError(f"cannot write {path}: it takes at least {_bytes(size)}, and its file system has "
                             f"{_bytes(free)} free")
 
@@ -95,6 +98,14 @@ def names_stdout(path: str) -> bool:
         return not stat.S_ISCHR(mode) and os.path.samestat(os.stat(path), os.fstat(1))
     except OSError:  # no such file yet, or descriptor 1 closed
         return False
+
+
+def stdout_alias(path: str) -> bool:
+    """A name of descriptor 1 other than its file's own (a link to /dev/stdout, /dev/stdout itself):
+    written as stdout, in place, where a new file renamed over it would replace what stdout holds.
+    A plain path to that file is written as any file."""
+    named = os.path.islink(path) or os.path.abspath(path).startswith(("/dev/", "/proc/"))
+    return named and names_stdout(path)
 
 
 def is_stdin_file(path: str) -> bool:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import LapInputError, LapOutputError
 from .formats import BATCH_MARK, DATA_FOLLOWS, HDF5_SUFFIXES
-from .targets import is_device, names_stdout
+from .targets import is_device, stdout_alias
 
 
 @contextmanager
@@ -56,7 +56,7 @@ def atomic_output(path: str, mode: str = "wb"):
         with reporting_write_errors(target), handle:
             yield handle
         return
-    if names_stdout(path):  # a link to /dev/stdout with stdout a file: that file, where stdout writes
+    if stdout_alias(path):  # a link to /dev/stdout with stdout a file: that file, where stdout writes
         with reporting_write_errors("stdout"):
             yield sys.stdout.buffer
             flush_all(sys.stdout.buffer)
@@ -104,8 +104,8 @@ def write_together(outputs: list[tuple[str, bytes]]) -> None:
     staged, in_place = [], []
     try:
         for path, data in outputs:
-            if path == "-" or is_device(path) or names_stdout(path):  # a link to /dev/stdout too
-                in_place.append(("-" if names_stdout(path) else path, data))
+            if path == "-" or is_device(path) or stdout_alias(path):  # a link to /dev/stdout too
+                in_place.append(("-" if stdout_alias(path) else path, data))
                 continue
             target = Path(os.path.realpath(path))  # through a link, as atomic_output
             fd, temp_name = _temporary_beside(target)
@@ -388,7 +388,7 @@ def duals_bytes(path: str, u: np.ndarray, v: np.ndarray) -> bytes:
 def write_bytes(path: str, data: bytes, stdout=None) -> None:
     """Write to ``path`` atomically (a device or pipe in place), or to stdout for ``-`` (or a name of
     it: a link to /dev/stdout must not replace the file stdout writes to)."""
-    if path == "-" or names_stdout(path):
+    if path == "-" or stdout_alias(path):
         stream = stdout if stdout is not None else sys.stdout.buffer
         with reporting_write_errors("stdout"):
             write_all(stream, data)
