@@ -98,9 +98,9 @@ def batch_linear_assignment(cost, maximize: bool = False, sizes=None):
     """The column of each row for every problem of a (B, n, m) stack, −1 for an unassigned row:
     torch-linear-assignment's function (its argument ``cost`` too), on NumPy, CuPy or torch input
     (result of the same kind). ``sizes`` = (rows, cols), B integers each: problem b is
-    ``cost[b, :rows[b], :cols[b]]``, the rest of the stack is not read. A list of matrices of any shapes gives a list of results (one
-    (B, n) result where they share a shape, as their stack would). ``maximize``: the largest total
-    of each problem instead of the least.
+    ``cost[b, :rows[b], :cols[b]]``, the rest of the stack is not read. A list of matrices of any
+    shapes gives a list of results (one (B, n) result where they share a shape, as their stack
+    would). ``maximize``: the largest total of each problem instead of the least.
 
     Without a GPU ``auto`` runs scipy, and as in ``linear_sum_assignment`` the columns are all
     this returns: they are not certified (``solve_batch`` certifies), and a batch the pipeline's

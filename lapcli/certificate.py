@@ -41,8 +41,8 @@ import numpy as np
 
 from .errors import SolverError
 
-HOST_CHUNK_ELEMENTS = 1 << 22
-INT64_DUALS = 2**62  # integer duals at or past it are refused: their slacks could wrap (certify)  # rows per host chunk: bounds the temporary to ~32 MB
+HOST_CHUNK_ELEMENTS = 1 << 22  # rows per host chunk: bounds the temporary to ~32 MB
+INT64_DUALS = 2**62  # integer duals at or past it are refused: their slacks could wrap (certify)
 
 
 @dataclass

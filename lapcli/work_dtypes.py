@@ -56,8 +56,8 @@ def check_integral_arithmetic(work, xp) -> None:
 
 
 def work_dtype(dtype: np.dtype) -> np.dtype:
-    """A ragged batch's work stack's dtype for members of ``dtype``: float32 or float64 as they are (float16 in
-    float32), integers and booleans in int32 where they fit, else int64."""
+    """A ragged batch's work stack's dtype for members of ``dtype``: float32 or float64 as they are
+    (float16 in float32), integers and booleans in int32 where they fit, else int64."""
     if dtype.kind == "f":
         return np.dtype(np.float64 if dtype.itemsize == 8 else np.float32)
     if dtype.kind == "b" or (dtype.kind in "iu" and dtype.itemsize < 4) or dtype == np.int32:

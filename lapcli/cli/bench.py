@@ -19,7 +19,7 @@ from ..bench.suites import (
 from ..bench.table import baseline_title, results_table_columns, results_table_rows
 from ..generate import FLOAT_KINDS, KINDS
 from ..work_dtypes import WORK_DTYPES
-from .bench_suites import batch_suite, points_suite, progress_reporter
+from .bench_suites import batch_suite, points_suite, progress_bar, progress_reporter
 from .support import (
     FailedError,
     FiniteFloatRange,
@@ -102,8 +102,6 @@ def range_problem(r: float) -> str | None:
 def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warmup, seed, timeout, baseline,
                   json_path, csv_path, plot_path, scale, quiet):
     """Benchmark lapcli's solvers and peers on the same matrices (or stacks: --suite batch)."""
-    from rich.progress import Progress
-
     from ..io.targets import check_output_path
 
     console = stderr_console(quiet)
@@ -190,7 +188,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
             solve(np.eye(4, dtype=np.int32), solver=s)
     env = environment()
     total = settings.cell_count * len(solvers)
-    with Progress(console=None if quiet else console, transient=True, disable=quiet or not console.is_terminal) as bar:
+    with progress_bar(console, quiet) as bar:
         task = bar.add_task("benchmarking", total=total)
 
         def bench_or_mismatch():  # a mismatch is reported with the table; other errors as run_library_call says

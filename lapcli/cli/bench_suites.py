@@ -7,6 +7,14 @@ from __future__ import annotations
 from .support import FailedError, InputError, run_library_call
 
 
+def progress_bar(console, quiet: bool):
+    """A sweep's live progress line: on a terminal only (elsewhere progress_reporter's lines say
+    how far it got, and a bar stopped by a signal printed an empty line before the last one)."""
+    from rich.progress import Progress
+
+    return Progress(console=None if quiet else console, transient=True, disable=quiet or not console.is_terminal)
+
+
 def progress_reporter(bar, task, console):
     """A sweep's progress: the live line on a terminal; in a log (a pipe or a file, ``--quiet``
     apart) also one line a finished solve, so that a run stopped by a time limit shows how far it
@@ -26,7 +34,6 @@ def progress_reporter(bar, task, console):
 def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet, suite: str = "batch") -> None:
     """``lap bench --suite batch`` (lapcli.bench.batch) or ``--suite matcher`` (lapcli.bench.matcher):
     runners over the suite's cells, one table, the JSON record."""
-    from rich.progress import Progress
     from rich.markup import escape
     from rich.table import Table
 
@@ -72,7 +79,7 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
     cells = bench_matcher.MATCHER_CELLS if suite == "matcher" else ()
     total = len(cells) * len(chosen) if suite == "matcher" else len(settings.cells) * len(settings.kinds) * len(chosen)
     failure = None
-    with Progress(console=None if quiet else console, transient=True, disable=quiet or not console.is_terminal) as bar:
+    with progress_bar(console, quiet) as bar:
         task = bar.add_task("benchmarking", total=total)
         progress = progress_reporter(bar, task, console)
         if suite == "matcher":
@@ -113,7 +120,6 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
     ``timeout`` seconds a solve (default lapcli.bench.points.CALL_LIMIT_S)."""
     import json as json_module
 
-    from rich.progress import Progress
     from rich.table import Table
 
     from ..bench import points as bench_points
@@ -137,7 +143,7 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
         cells = tuple(cell for cell in cells if cell[0] in sizes)
     if json_path:
         run_library_call(check_output_path, json_path, (".json",), "output")
-    with Progress(console=None if quiet else console, transient=True, disable=quiet or not console.is_terminal) as bar:
+    with progress_bar(console, quiet) as bar:
         task = bar.add_task("benchmarking", total=len(cells) * len(chosen))
         results = bench_points.run_points_bench(
             cells, runners, chosen, repeat=repeat, warmup=warmup, seed=seed,

@@ -23,6 +23,12 @@ def is_device(path: str) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
+def written_to(path: str) -> Path:
+    """Where a write to ``path`` lands: through a symbolic link, to its file (a new file renamed
+    over the link would replace the link)."""
+    return Path(os.path.realpath(path))
+
+
 def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
     """Fail before any work when an output could not be written."""
     if path == "-" or is_device(path):
@@ -33,7 +39,7 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
         raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
     if suffix in HDF5_SUFFIXES and stdout_alias(path):  # written in place there, and HDF5 reads back what it writes
         raise LapInputError(f"cannot write {target}: it is stdout, where an HDF5 file cannot be written; give a file")
-    written = Path(os.path.realpath(path))  # through a link, as the writers write
+    written = written_to(path)
     folder = written.parent if str(written.parent) else Path(".")
     if not folder.is_dir():
         raise LapInputError(f"cannot write {target}: folder {folder} does not exist")
@@ -53,7 +59,7 @@ def check_room(path: str, values: int, dtype: str) -> None:
 
     size = values * (2 if path.lower().endswith(".csv") else np.dtype(dtype).itemsize)
     try:  # (the file it replaces stays until the new one is complete: its room is not free)
-        usage = shutil.disk_usage(Path(os.path.realpath(path)).parent)
+        usage = shutil.disk_usage(written_to(path).parent)
     except OSError:  # nothing to ask: the write says what goes wrong
         return
     free = usage.free

@@ -125,8 +125,8 @@ def _check_integers_not_rounded(matrix: np.ndarray, body: list[str], name: str, 
     if finite.all() or not finite.any():  # no inf, or nothing else: no integers to round
         return
     values = matrix[finite]
-    if float(np.abs(values).max()) < 2.0**53 or not bool((values == np.floor(values)).all()):  # (2^53 + 1 reads 2^53)
-        return  # small enough to be exact, or decimals: a float matrix
+    if float(np.abs(values).max()) < 2.0**53 or not bool((values == np.floor(values)).all()):
+        return  # small enough to be exact (2^53 + 1 reads 2^53), or decimals: a float matrix
     fields = [field.strip() for line in body for field in _split_fields(line, delimiter)]
     integers = [int(field) for field in fields if _INTEGER.match(field)]
     if len(integers) + sum(bool(_INFINITY.fullmatch(field)) for field in fields) == len(fields) and any(

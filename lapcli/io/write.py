@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import LapInputError, LapOutputError
 from .formats import BATCH_MARK, DATA_FOLLOWS, HDF5_SUFFIXES
-from .targets import is_device, stdout_alias
+from .targets import is_device, stdout_alias, written_to
 
 
 @contextmanager
@@ -61,7 +61,7 @@ def atomic_output(path: str, mode: str = "wb"):
             yield sys.stdout.buffer
             flush_all(sys.stdout.buffer)
         return
-    final = Path(os.path.realpath(path))  # a link's file, not the link replaced by a new one
+    final = written_to(path)
     fd, temp_name = _temporary_beside(final)
     try:
         with reporting_write_errors(target):
@@ -104,10 +104,11 @@ def write_together(outputs: list[tuple[str, bytes]]) -> None:
     staged, in_place = [], []
     try:
         for path, data in outputs:
-            if path == "-" or is_device(path) or stdout_alias(path):  # a link to /dev/stdout too
-                in_place.append(("-" if stdout_alias(path) else path, data))
+            alias = stdout_alias(path)  # a link to /dev/stdout: stdout
+            if path == "-" or alias or is_device(path):
+                in_place.append(("-" if alias else path, data))
                 continue
-            target = Path(os.path.realpath(path))  # through a link, as atomic_output
+            target = written_to(path)
             fd, temp_name = _temporary_beside(target)
             staged.append((temp_name, target))
             with reporting_write_errors(target), os.fdopen(fd, "wb") as handle:
