@@ -128,8 +128,8 @@ def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, bu
     else:
         col_of_row[rows] = cols
     began = time.perf_counter()
-    row_offset = None if work.row_offset is None else np.asarray(work.row_offset[0])
-    adapter = WorkMatrix(values, work.eps(0), row_offset, None)
+    row_offset, col_offset = (None if o is None else np.asarray(o[0]) for o in (work.row_offset, work.col_offset))
+    adapter = WorkMatrix(values, work.eps(0), row_offset, col_offset)
     capped = _capped_eps(adapter, col_of_row)
     # recovered and proved at the capped tolerance where large costs no optimum takes inflate the work's
     # (lapcli.cost_cap); where the duals do not hold there, at the work's own, which decides

@@ -73,3 +73,21 @@ def test_exactly_tied_float_assignments_certify(seed):
     assert solution.report.certified
     rows, cols = scipy_lsa(cost)
     assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("solver, dtype", [("scipy", "int64"), ("lapx", "int64")])
+def test_recovered_duals_hold_in_the_callers_matrix(rng, solver, dtype, maximize):
+    """Square integers whose rows still span ~2^60 after the row reduction get their columns reduced
+    too: the duals an engine without any are recovered on that work, and map back to the caller's
+    matrix only with both offsets added back (compared exactly, in Python ints)."""
+    if solver == "lapx":
+        pytest.importorskip("lap")
+    cost = (rng.integers(0, 2**58, 6)[None, :] + rng.integers(0, 100, (6, 6))).astype(np.int64)
+    solution = lapcli.solve(cost, solver=solver, dtype=dtype, maximize=maximize, certify=True)
+    assert solution.report.certified
+    u, v = (np.asarray(d).astype(object) for d in solution.duals)
+    reduced = cost.astype(object) - u[:, None] - v[None, :]
+    sign = -1 if maximize else 1
+    assert min(sign * x for x in reduced.ravel()) == 0
+    assert not reduced[solution.row_ind, solution.col_ind].any()
