@@ -16,9 +16,12 @@ and so does doubling (2(C − t) and L − t, all integers). L − t is clamped 
 min(n, m)·S any matching of fewer pairs gains by an augmenting path (at most min(n, m) pairs of
 cost ≤ S in place of one fewer pair, less L), so every optimum has min(n, m) pairs and the least
 cost among those, whatever L is. Costs near the ends of int64 or uint64 then stay exact, or are
-refused when even their spread is too wide; a non-integral L, or float costs, make a float64
-problem, solved within the float tolerance like any other, L lowered to t + (min(n, m) + 1)·S
-where it is above (the same answers, and a tolerance that follows the costs, not L).
+refused when even their spread is too wide. A non-integral L over integer costs has the answers of
+⌊L⌋ + 1/2: the least cost of k pairs is convex in k with integer steps, so the optimum takes
+exactly the steps below L, and no step lies between ⌊L⌋ and L (4(C − t) and 2(⌊L⌋ − t) + 1, exact
+again). Float costs make a float64 problem, solved within the float tolerance like any other, L
+lowered to t + (min(n, m) + 1)·S where it is above (the same answers, and a tolerance that follows
+the costs, not L).
 """
 
 from __future__ import annotations
@@ -38,11 +41,12 @@ from .work import INT64_SAFE
 
 def augmented_matrix(cost: np.ndarray, cost_limit: int | float) -> np.ndarray:
     """lapjv's (n + m)² problem of the host costs ``cost`` under ``cost_limit`` (a Python int or
-    float): exact int64 for integer costs and an integral limit (the module's docstring), else
-    float64."""
+    float): exact int64 for integer costs (the module's docstring), float64 for float costs."""
     n, m = cost.shape
-    if cost.dtype.kind in "biu" and (isinstance(cost_limit, int) or float(cost_limit).is_integer()):
-        return _integer_augmented(cost, int(cost_limit))
+    if cost.dtype.kind in "biu":
+        if isinstance(cost_limit, int) or float(cost_limit).is_integer():
+            return _integer_augmented(cost, int(cost_limit), scale=1)
+        return _integer_augmented(cost, 2 * math.floor(cost_limit) + 1, scale=2)  # ⌊L⌋ + 1/2, doubled
     extended = np.full((n + m, n + m), min(cost_limit, _float_ceiling(cost)) / 2.0, dtype=np.float64)
     extended[:n, :m] = cost
     extended[n:, m:] = 0
@@ -63,14 +67,15 @@ def _float_ceiling(cost: np.ndarray) -> float:
     return least + (min(cost.shape) + 1) * spread * (1 + 2.0**-20) + margin
 
 
-def _integer_augmented(cost: np.ndarray, limit: int) -> np.ndarray:
-    """2(C − t) and the clamped L − t (the module's docstring) in int64, exactly."""
+def _integer_augmented(cost: np.ndarray, scaled_limit: int, scale: int) -> np.ndarray:
+    """2·scale·(C − t) and the clamped scale·(L − t) (the module's docstring) in int64, exactly;
+    ``scaled_limit`` is scale·L, an integer (scale 2 for a half-integral L)."""
     n, m = cost.shape
     values = cost.astype(np.int64) if cost.dtype.kind == "b" else cost
     least = int(values.min()) if values.size else 0
     spread = int(values.max()) - least if values.size else 0
-    shifted_limit = min(max(limit - least, -1), min(n, m) * spread + 1)
-    if max(2 * spread, shifted_limit) >= INT64_SAFE:  # the pipeline's exact int64 work would refuse it too
+    shifted_limit = min(max(scaled_limit - scale * least, -scale), scale * (min(n, m) * spread + 1))
+    if max(2 * scale * spread, shifted_limit) >= INT64_SAFE:  # the pipeline's exact int64 work would refuse it too
         raise LapInputError(f"integer costs spread over {spread:,} are too wide for an exact cost_limit solve "
                             "(lapcli does not round integers)")
     extended = np.zeros((n + m, n + m), dtype=np.int64)
@@ -79,7 +84,7 @@ def _integer_augmented(cost: np.ndarray, limit: int) -> np.ndarray:
         shifted = (values - values.dtype.type(least)).astype(np.int64)
     else:  # in int64 (int8's −128 − 127 would wrap in int8): exact, the spread is below 2^62
         shifted = values.astype(np.int64) - least
-    extended[:n, :m] = shifted * 2
+    extended[:n, :m] = shifted * (2 * scale)
     return extended
 
 
@@ -114,6 +119,14 @@ class CostLimit:
         if isinstance(limit, int) and host.dtype.kind == "f" and abs(limit) > sys.float_info.max:
             raise LapInputError("cost_limit is beyond float64's range, which float costs are solved in")
         return cls(host, limit, augmented_matrix(host, limit))
+
+    def explain(self, error: Exception) -> Exception:
+        """The augmented problem's refusal (TooWideError) in the caller's terms: a fractional limit
+        over integers doubles them (⌊L⌋ + 1/2), which an integral limit does not."""
+        if self.cost.dtype.kind not in "biu" or isinstance(self.limit, int) or float(self.limit).is_integer():
+            return error
+        return type(error)(f"{error}; a cost_limit with a fractional part doubles the integers once more "
+                           "(solved as ⌊L⌋ + 1/2): an integral cost_limit leaves them room")
 
     def solution(self, inner: Solution) -> Solution:
         """The augmented problem's answer as the caller's: real pairs only, the caller's objective."""

@@ -84,7 +84,10 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     timeout, certify = check_timeout(timeout), check_certify(certify)
     limit = CostLimit.of(cost, cost_limit, maximize) if cost_limit is not None else None
     problem = prepare(limit.matrix if limit else cost, maximize=maximize, dtype=dtype, check=False)
-    solution = solve_problem(problem, solver=solver, timeout=timeout, device=device, start=start, certify=certify)
+    try:
+        solution = solve_problem(problem, solver=solver, timeout=timeout, device=device, start=start, certify=certify)
+    except TooWideError as error:  # the augmented problem's refusal, in the caller's terms
+        raise (limit.explain(error) if limit else error) from None
     return limit.solution(solution) if limit else solution
 
 

@@ -287,8 +287,9 @@ def best_limited(cost, limit):
 def assert_limited_optimum(cost, limit):
     solution = lapcli.solve(cost, cost_limit=limit)
     pairs = list(zip(solution.row_ind.tolist(), solution.col_ind.tolist()))
-    total = sum(int(cost[i, j]) - int(limit) for i, j in pairs)
-    assert total == best_limited(cost, int(limit)), (cost.tolist(), limit)
+    exact = Fraction(limit)  # a float limit's exact value: no rounding in the reference
+    total = sum(int(cost[i, j]) - exact for i, j in pairs)
+    assert total == best_limited(cost, exact), (cost.tolist(), limit)
     assert solution.objective == sum(int(cost[i, j]) for i, j in pairs)
     assert (solution.x >= 0).sum() == len(pairs)
 
@@ -319,6 +320,35 @@ def test_cost_limit_is_exact_across_the_whole_range_of_narrow_integers(rng, dtyp
         cost[0, 0], cost[1, 1] = info.min, info.max
         for limit in (0, int(info.min), int(info.max), int(rng.integers(int(info.min), int(info.max)))):
             assert_limited_optimum(cost, limit)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4), (4, 2)])
+def test_a_fractional_cost_limit_keeps_integers_exact(rng, shape):
+    """A limit with a fractional part over integer costs: beside ±2^60, where float64 rounded the
+    costs (cost_limit=0.5 took a pairing 1 worse, certified), and amid small costs, where a limit
+    between two integers decides which matchings win."""
+    for _ in range(8):
+        base = int(rng.choice([-1, 1])) * 2**60
+        wide = np.array([[base + int(x) for x in row] for row in rng.integers(0, 6, shape)], dtype=np.int64)
+        for limit in (0.5, -0.5, 1.5, 2.0**51 + 0.5):  # 2^51 + 0.5: fractional in float64, far from the costs
+            assert_limited_optimum(wide, limit)
+        small = rng.integers(0, 40, shape)
+        for limit in (0.5, 19.5, 20.25, 39.75, -3.5, 200.5):
+            assert_limited_optimum(small, limit)
+
+
+def test_a_fractional_cost_limit_too_wide_for_its_doubled_integers_says_so(rng):
+    """Integers whose spread leaves exact room for an integral limit but not for the doubled
+    costs of a fractional one: refused as too wide, naming the fraction, not only the spread."""
+    from lapcli.errors import TooWideError
+
+    spread = 2**62 // 72 - 2**50
+    cost = rng.integers(0, spread, (4, 4))
+    cost[0, 0], cost[1, 1] = 0, spread
+    for limit in (0, 1):
+        assert lapcli.solve(cost, cost_limit=limit).report.certified
+    with pytest.raises(TooWideError, match="fractional part doubles the integers"):
+        lapcli.solve(cost, cost_limit=0.5)
 
 
 def test_cost_limit_refuses_integers_too_wide_to_solve_exactly():
