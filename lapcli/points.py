@@ -9,7 +9,7 @@ kernels/costs.cuh); every other engine solves ``dense()``, the same costs as a m
 matrix pipeline, and gets the same answer while that matrix fits in memory. Both compute each
 cost as :func:`costs` does: cdist's values for sqeuclidean, euclidean, cityblock and chebyshev;
 within an ulp or two for minkowski (pow) and cosine (1 − x·y of the points scaled to unit length,
-clamped to [0, 2] as cdist clamps it: parallel points cost 0, never an ulp below).
+clamped to [0, 2] as cdist clamps it: parallel points cost an ulp or so, never below 0).
 """
 
 from __future__ import annotations
@@ -260,8 +260,11 @@ def _checked_points(points: Any, name: str):
     if not 1 <= array.shape[1] <= MAX_DIM:
         raise LapInputError(f"{name} has {array.shape[1]} coordinates a point; 1 to {MAX_DIM} are taken")
     xp = np if isinstance(array, np.ndarray) else __import__("cupy")
-    array = xp.ascontiguousarray(array, dtype=np.float64)
+    with np.errstate(over="ignore"):  # a long double past float64's range: refused below
+        given, array = array, xp.ascontiguousarray(array, dtype=np.float64)
     if array.size and not bool(xp.isfinite(array).all()):
+        if given.dtype.itemsize > 8 and bool(xp.isfinite(given).all()):  # long double past float64
+            raise LapInputError(f"{name} has a coordinate beyond float64's range (±1.8e308), which costs are computed in")
         raise LapInputError(f"{name} has a NaN or infinite coordinate")
     return array, origin
 

@@ -74,18 +74,22 @@ def onto_rows(problem: PointProblem) -> Frame | None:
     """The frame of a square, minimised sqeuclidean ``problem`` whose two sets both spread
     (σ > 0): both centred on the rows' mean, the columns scaled to the rows' radius; None for any
     other problem (its optimal assignments depend on where the sets lie, or every assignment is
-    optimal)."""
+    optimal), and where the moved costs would overflow float64 though the original's fit (a far
+    outlier: scaled to the rows' radius, the columns can reach past the original's largest cost)."""
     if problem.metric != "sqeuclidean" or problem.maximize or problem.n_rows != problem.n_cols or problem.is_empty:
         return None
     rows, columns = problem.rows, problem.columns
-    row_mean, column_mean = rows.mean(axis=0), columns.mean(axis=0)
-    row_radius = float(((rows - row_mean) ** 2).sum(axis=1).mean()) ** 0.5
-    column_radius = float(((columns - column_mean) ** 2).sum(axis=1).mean()) ** 0.5
-    ratio = column_radius / row_radius if row_radius > 0 else 0.0
-    if not 0.0 < ratio < float("inf"):
-        return None
-    # a square's work rows are a and its columns b (PointProblem.transposed: only a tall one swaps)
-    moved = dataclasses.replace(problem, a=rows - row_mean, b=(columns - column_mean) / ratio)
+    with np.errstate(over="ignore", invalid="ignore"):  # radii past float64's range: no frame (below)
+        row_mean, column_mean = rows.mean(axis=0), columns.mean(axis=0)
+        row_radius = float(((rows - row_mean) ** 2).sum(axis=1).mean()) ** 0.5
+        column_radius = float(((columns - column_mean) ** 2).sum(axis=1).mean()) ** 0.5
+        ratio = column_radius / row_radius if row_radius > 0 else 0.0
+        if not 0.0 < ratio < float("inf"):
+            return None
+        # a square's work rows are a and its columns b (PointProblem.transposed: only a tall one swaps)
+        moved = dataclasses.replace(problem, a=rows - row_mean, b=(columns - column_mean) / ratio)
+        if not math.isfinite(moved.largest_cost()) and math.isfinite(problem.largest_cost()):
+            return None
     return Frame(problem, moved, ratio, row_mean)
 
 

@@ -176,6 +176,8 @@ def test_an_empty_set_gives_an_empty_answer(shape):
     (np.zeros((4, 2)), np.zeros((4, 3)), {}, "must match"),
     (np.array([[0.0, np.nan]]), np.zeros((1, 2)), {}, "NaN or infinite"),
     (np.zeros((1, 2)), np.array([[np.inf, 0.0]]), {}, "NaN or infinite"),
+    (np.zeros((1, 2)), np.array([[1.0, 0.0]], dtype=np.longdouble) * np.longdouble(10) ** 400, {},
+     "beyond float64's range"),
     (np.zeros((3, 40)), np.zeros((3, 40)), {}, "1 to 32"),
     (np.array([["x", "y"]]), np.zeros((1, 2)), {}, "give numbers"),
     (np.zeros((2, 2)), np.ones((2, 2)), {"metric": "cosine"}, "origin"),

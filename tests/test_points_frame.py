@@ -2,6 +2,7 @@
 the moved problem's optimal assignments are the original's, and its duals, mapped back, prove
 that on the original costs, wherever the sets lie (far from the origin too)."""
 
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -118,6 +119,28 @@ def test_no_frame_where_the_answer_depends_on_where_the_sets_lie(rng, case):
     else:
         a, b = a[:0], b[:0]
     assert onto_rows(prepare_points(a, b, **options)) is None
+
+
+def test_no_frame_where_its_costs_would_overflow_but_the_true_ones_fit():
+    """Scaled to the rows' radius, the columns can reach past float64 where the true costs fit (one
+    far outlier beside tight sets; the largest true cost 1e308): solved as they are, with cdist's
+    optimum and no overflow warning (this was refused as costs "too wide to mark forbidden entries")."""
+    a = np.zeros((8, 2))
+    a[:, 1] = np.arange(8) * 1e-3
+    b = a.copy()
+    a[0, 0], b[0, 0] = 1e154, -1.0
+    assert onto_rows(prepare_points(a, b)) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        solution = lapcli.solve_points(a, b, solver="scipy")
+    cost = distance_matrix(a, b, "sqeuclidean")
+    optimum = cost[scipy_lsa(cost)].sum()
+    assert np.isfinite(optimum) and "frame" not in solution.report.details
+    assert solution.objective == pytest.approx(optimum, rel=1e-12)
+    wide, narrow = np.random.default_rng(5).random((2, 50, 2)) * [[[5e153]], [[1e-3]]]
+    with warnings.catch_warnings():  # the rows' radius past float64's range: no frame, and no warning
+        warnings.simplefilter("error")
+        assert onto_rows(prepare_points(wide, narrow)) is None
 
 
 @pytest.mark.parametrize("solver", ["auto", "scipy", "numpy"])
