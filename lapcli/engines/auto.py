@@ -181,9 +181,9 @@ POINTS_DEVICE_MATRIX_UP_TO = 4_096
 # searches' 0.204 s; 65,536 × 98,304 0.29 s, above their 55,296 columns, where only the 51 GB
 # k × m matrix remains; docs/points.md), else on the host up to this much work in cells:
 # k·(m − k + 1) costs read (never more than the k × m matrix holds) and each row's own steps
-# (sorted_band.band_work). 10⁸ cells take 0.63 s on the 2-core development machine
-# (10,000 × 20,000 points), where 3,000 × 4,500 took 0.29 s certified against the cdist matrix and
-# scipy's 0.95 s. Its bits take cells / 8 bytes (2³³ cells: 1 GB, ~55 s on one H200 host core).
+# (sorted_band.band_work). 10⁸ cells take 0.65 s uncertified on the 2-core development machine
+# (10,000 × 20,000 points; 1.5 s with the host certificate), where 3,000 × 4,500 took 0.29 s
+# certified against the cdist matrix and scipy's 0.95 s. Its bits take cells / 8 bytes (2³³ cells: 1 GB, ~55 s on one H200 host core).
 BAND_UP_TO = 1 << 33
 
 
