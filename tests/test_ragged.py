@@ -700,6 +700,10 @@ def test_a_stack_too_wide_for_exact_int64_duals_is_refused_as_too_wide(rng):
         ragged.pack(ragged.from_list([wide[0], unsigned]), False)
     solution = lapcli.solve_batch([wide[0], unsigned], solver="scipy-batch")
     assert solution.objectives[1] == 2 * (2**63 + 5)
+    member = np.array([[[0, 2**64 - 1, 5]]], dtype=np.uint64)  # a 1 × 3 member spanning uint64
+    for call in (lambda: lapcli.solve_batch(member), lambda: lapcli.solve_batch(member, sizes=([1], [3]))):
+        with pytest.raises(TooWideError, match="too wide"):  # the same class through sizes= as without
+            call()
 
 
 @pytest.mark.parametrize("count", [3, 300])  # 300: shared with the worker process or the helper thread

@@ -240,7 +240,7 @@ def _integer_members(indices: list, costs: list, maximize: bool, answers: list) 
         try:
             answers[b] = _integer_member(costs[b], maximize)
         except LapInputError as error:
-            refused = refused or LapInputError(f"{members_text([b], len(costs))}: {error}")
+            refused = refused or type(error)(f"{members_text([b], len(costs))}: {error}")  # TooWideError kept
     return refused
 
 
