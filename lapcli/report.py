@@ -7,8 +7,9 @@ from .results import SolveReport
 from .steps import STEP_NAMES
 
 
-def render_summary(report: SolveReport, console) -> None:
-    """Print the human summary (objective, solver, device, total time, step table) to ``console``."""
+def render_summary(report: SolveReport, console, announced=()) -> None:
+    """Print the human summary (objective, solver, device, total time, step table) to ``console``;
+    the report's notes but those ``announced`` already (the reader's, said ahead of the solve)."""
     if console.quiet:  # --quiet: build nothing (Rich's tables cost a one-shot solve ~20 ms)
         return
     from rich.markup import escape
@@ -31,7 +32,8 @@ def render_summary(report: SolveReport, console) -> None:
     elif certificate.get("why"):
         console.print(f"[dim]not certified: {escape(certificate['why'])}[/]")
     for note in report.notes:
-        console.print(f"[yellow]note[/] {escape(note)}")
+        if note not in announced:
+            console.print(f"[yellow]note[/] {escape(note)}")
     if not report.steps:
         console.print("[dim]this solver does not run the six Hungarian steps: no step table[/]")
         return

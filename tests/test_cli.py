@@ -369,6 +369,7 @@ def test_guessed_header_is_skipped_and_said_on_stderr(tmp_path):
     result = solve_text(tmp_path, "a,b,c\n1,2,3\n4,5,6\n")
     assert result.exit_code == 0 and json.loads(result.stdout)["n_rows"] == 2
     assert "skipped header line of " in result.stderr and "m.csv: a,b,c" in result.stderr
+    assert result.stderr.count("skipped header line") == 1  # said ahead of the solve, not again in the summary
     assert "skipped header" not in solve_text(tmp_path, "a,b,c\n1,2,3\n4,5,6\n", "--quiet").stderr
 
 

@@ -173,6 +173,26 @@ def test_a_typo_in_the_third_input_fails_before_any_solving(tmp_path, rng):
     assert late.stdout == ""
 
 
+def test_a_text_header_to_settle_fails_before_any_solving(tmp_path, rng):
+    """A text input whose first line needs --header, --no-header or --index-col is refused with the
+    other inputs' checks, before the first input is solved; the option settles it, and a binary
+    input beside it reads without it (alone, or beside binary inputs only, it refuses it)."""
+    np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
+    labels = "0,1,2\n" + "".join(f"{i},{i + 2},{i * 3 % 5}\n" for i in range(3))  # pandas' labels, or data
+    (tmp_path / "p.csv").write_text(labels)
+    (tmp_path / "i.csv").write_text(",0,1\n0,5,3\n1,4,2\n")  # pandas' index column
+    for csv_file, message in (("p.csv", "could be pandas' default column labels"), ("i.csv", "--index-col")):
+        result = invoke("solve", tmp_path / "a.npy", tmp_path / csv_file, "--json")
+        assert_one_line_error(result, 2, message)
+        assert result.stdout == ""  # a.npy was not solved
+    for csv_file, option in (("p.csv", "--no-header"), ("i.csv", "--index-col")):
+        result = invoke("solve", tmp_path / "a.npy", tmp_path / csv_file, option, "--json")
+        assert result.exit_code == 0, result.output
+        assert [json.loads(line)["n_rows"] for line in result.stdout.splitlines()] == [3, 4 if option == "--no-header" else 2]
+    for alone in ([tmp_path / "a.npy"], [tmp_path / "a.npy", tmp_path / "a.npy"]):
+        assert_one_line_error(invoke("solve", *alone, "--no-header"), 2, "apply to text input only")
+
+
 @pytest.mark.parametrize("option", [["-o", "c.csv"], ["--report", "r.json"], ["--duals", "d.npz"]])
 def test_one_file_outputs_with_several_inputs_are_refused(tmp_path, monkeypatch, rng, option):
     np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))

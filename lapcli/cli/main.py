@@ -33,7 +33,7 @@ from ..generate import (
     new_seed,
 )
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, HDF5_SUFFIXES, split_hdf5_path
-from ..io.read import Batch, input_rank, read_matrix_with_info
+from ..io.read import Batch, input_rank, read_matrix_with_info, text_read_options
 from ..io.targets import check_keeps_hdf5_objects, check_output_path, check_room
 from ..io.write import (
     check_stack_output,
@@ -270,11 +270,11 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
                 raise InputError(f"{flag} does not go with Dask (--dask, --scheduler, or several GPUs): "
                                  "each worker solves on its own device and prints its report")
     run_library_call(check_device, device)
-    for spec in input_specs:  # cheap: file checks, NPY headers, HDF5 shapes; no matrix is loaded
-        rank = run_library_call(input_rank, spec, dataset, header=header, index_col=index_col)
+    read_options = dict(dataset=dataset, **text_read_options(input_specs, header, index_col))
+    for spec in input_specs:  # cheap: file checks, NPY headers, HDF5 shapes, text headers; no matrix is loaded
+        rank = run_library_call(input_rank, spec, **read_options, text_head=several)
         check_rank_options(spec, rank, solver, duals_path, cost_limit)
     console = stderr_console(quiet)
-    read_options = dict(dataset=dataset, header=header, index_col=index_col)
     if on_dask_here:
         from ..scale import solve_inputs
 

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from ..generate import new_seed
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
-from ..io.read import input_rank, read_matrix_with_info
+from ..io.read import input_rank, read_matrix_with_info, text_read_options
 from ..io.targets import check_output_path
 from ..io.write import write_matrix_blocks
 from .support import (
@@ -61,9 +61,9 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     if point_specs.count("-") > 1:
         raise InputError("stdin ('-') is named more than once; it can be read only once")
     run_library_call(check_device, device)
-    read_options = dict(dataset=dataset, header=header, index_col=index_col)
+    read_options = dict(dataset=dataset, **text_read_options(point_specs, header, index_col))
     for spec in point_specs:  # cheap checks of both before either is read
-        rank = run_library_call(input_rank, spec, dataset, header=header, index_col=index_col)
+        rank = run_library_call(input_rank, spec, **read_options, text_head=True)
         if rank is not None and rank != 2:  # 3 from an NPZ or HDF5 file: a 3-D array or several 2-D ones
             what = f"is {rank}-D" if rank != 3 or spec.lower().endswith(".npy") else "holds a 3-D array or several"
             raise InputError(f"{spec} {what}: a point set is one 2-D array, one point a row")

@@ -247,7 +247,10 @@ def emit_report(spec, report, notes, several, report_path, json_stdout, outputs:
     if json_stdout:
         outputs.add("-", report_json.encode())
     outputs.write()
-    (render_summary if report.batch is None else render_batch_summary)(report, console)
+    if report.batch is None:
+        render_summary(report, console, announced=notes)  # announce_input said the reader's notes
+    else:
+        render_batch_summary(report, console)
 
 
 def check_distinct_outputs(*outputs: tuple[str, str | None], inputs=(), json_stdout: bool = False) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import LapInputError
 from .formats import BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, split_hdf5_path
 from .hdf5_storage import check_storage_written
-from .text import MatrixSource, first_line, read_text_with_info
+from .text import MatrixSource, check_text_head, first_line, read_text_with_info
 
 
 def read_matrix(spec: str, dataset: str | None = None, stdin=None, *, header: bool | None = None,
@@ -33,28 +33,41 @@ def read_matrix(spec: str, dataset: str | None = None, stdin=None, *, header: bo
 
 
 def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, header: bool | None = None,
-                          index_col: bool = False):
+                          index_col: bool = False, text_inputs_only: bool = False):
     """:func:`read_matrix`, returning ``(matrix, MatrixSource)``; ``header`` and ``index_col`` apply
-    to text input only (see :func:`read_text_with_info`)."""
+    to text input only (see :func:`read_text_with_info`): a binary input refuses them, unless
+    ``text_inputs_only`` says they were given for the text inputs among several."""
     text_options = {"header": header, "index_col": index_col}
+    refused = {} if text_inputs_only else text_options
     if spec == "-":
         if dataset is not None:
             refuse_dataset("stdin", dataset)
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return read_stdin_with_info(stream.read(), **text_options)
+        return read_stdin_with_info(stream.read(), **text_options, text_inputs_only=text_inputs_only)
     path, dataset = check_input_spec(spec, dataset)
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        _refuse_text_options(str(path), "NPY", text_options)
+        _refuse_text_options(str(path), "NPY", refused)
         return read_npy(path), MatrixSource(str(path))
     if suffix in HDF5_SUFFIXES:
-        _refuse_text_options(str(path), "HDF5", text_options)
+        _refuse_text_options(str(path), "HDF5", refused)
         return read_hdf5(path, dataset), MatrixSource(str(path))
     if suffix == ".npz":
-        _refuse_text_options(str(path), "NPZ", text_options)
+        _refuse_text_options(str(path), "NPZ", refused)
         return read_npz(path, dataset), MatrixSource(str(path))
-    return read_text_with_info(path.read_bytes(), str(path), delimiter="\t" if suffix == ".tsv" else None,
-                               **text_options)
+    return read_text_with_info(path.read_bytes(), str(path), delimiter=_text_delimiter(suffix), **text_options)
+
+
+def _text_delimiter(suffix: str) -> str | None:
+    return "\t" if suffix == ".tsv" else None  # else found in the text (lapcli.io.text)
+
+
+def text_read_options(specs, header: bool | None, index_col: bool) -> dict:
+    """--header, --no-header and --index-col as read options for the inputs ``specs``: among several,
+    they are given for the text ones (by extension; stdin may be text), and a binary input reads
+    without them; alone, or where no input can be text, a binary input refuses them."""
+    text = [spec == "-" or Path(split_hdf5_path(spec)[0]).suffix.lower() in (".csv", ".tsv", ".txt") for spec in specs]
+    return {"header": header, "index_col": index_col, "text_inputs_only": len(specs) > 1 and any(text)}
 
 
 def check_input_spec(spec: str, dataset: str | None = None) -> tuple[Path, str | None]:
@@ -141,31 +154,35 @@ def _read_group(path: Path, name: str, group, load: bool):
 
 
 def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = None,
-               index_col: bool = False) -> int | None:
+               index_col: bool = False, text_inputs_only: bool = False, text_head: bool = False) -> int | None:
     """How many dimensions the input named by ``spec`` has, found without loading its data (NPY:
     the header, HDF5: the dataset's shape, text: 2); None for stdin, which can be read only once.
     Raises what reading it would raise for a missing file, a bad extension, a bad NPY header, an
-    HDF5 file without a usable dataset, or text options on binary input."""
+    HDF5 file without a usable dataset, text options on binary input (see
+    :func:`read_matrix_with_info`), or (``text_head``: its first lines read, for an input read after
+    others) a text header that needs --header, --no-header or --index-col."""
     if spec == "-":
         return None
     path, dataset = check_input_spec(spec, dataset)
     suffix = path.suffix.lower()
-    text_options = {"header": header, "index_col": index_col}
+    refused = {} if text_inputs_only else {"header": header, "index_col": index_col}
     if suffix == ".npy":
-        _refuse_text_options(str(path), "NPY", text_options)
+        _refuse_text_options(str(path), "NPY", refused)
         return read_npy(path).ndim  # memory-mapped: only the header is read
     if suffix in HDF5_SUFFIXES:
-        _refuse_text_options(str(path), "HDF5", text_options)
+        _refuse_text_options(str(path), "HDF5", refused)
         return read_hdf5(path, dataset, load=False)
     if suffix == ".npz":
-        _refuse_text_options(str(path), "NPZ", text_options)
+        _refuse_text_options(str(path), "NPZ", refused)
         found = read_npz(path, dataset)
         return 3 if isinstance(found, list) else found.ndim  # several matrices: a (ragged) batch
+    if text_head:
+        check_text_head(path, _text_delimiter(suffix), header=header, index_col=index_col)
     return 2
 
 
 def _refuse_text_options(name: str, kind: str, text_options: dict) -> None:
-    if text_options["header"] is not None or text_options["index_col"]:
+    if text_options.get("header") is not None or text_options.get("index_col"):
         raise LapInputError(f"{name} is {kind}: --header, --no-header and --index-col apply to text input only")
 
 
@@ -188,11 +205,12 @@ def read_stdin(data: bytes, *, header: bool | None = None, index_col: bool = Fal
     return read_stdin_with_info(data, header=header, index_col=index_col)[0]
 
 
-def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: bool = False):
+def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: bool = False,
+                         text_inputs_only: bool = False):
     if not data:
         raise LapInputError("stdin is empty")
     if data.startswith(NPY_MAGIC):
-        _refuse_text_options("stdin", "NPY", {"header": header, "index_col": index_col})
+        _refuse_text_options("stdin", "NPY", {} if text_inputs_only else {"header": header, "index_col": index_col})
         try:
             array = np.load(io.BytesIO(data), allow_pickle=False)
         except (ValueError, OSError, EOFError) as error:

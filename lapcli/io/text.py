@@ -44,44 +44,14 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     """
     text = data.decode("utf-8-sig", errors="replace")  # -sig: a BOM is not part of the first field
     lines = _LINE_BREAK.split(text)  # not str.splitlines, which breaks at \x0b, \x1c or U+2028 too
-    # '#' starts a comment, as for the parser (np.loadtxt): comment lines are neither header nor data,
-    # and a comment's commas say nothing of the delimiter (np.savetxt's header='costs, seed 1')
-    content = [line.split("#", 1)[0] for line in lines]
-    first_index = next((i for i, line in enumerate(content) if line.strip()), None)
-    if first_index is None:
-        raise LapInputError(f"{name} holds no numbers")
-    first = content[first_index]
-    second_index = next((i for i in range(first_index + 1, len(lines)) if content[i].strip()), None)
-    if delimiter is None:  # from the first two lines: a header alone may hold no delimiter
-        sample = first + "\n" + ("" if second_index is None else content[second_index])
-        delimiter = ("," if "," in sample else ("\t" if "\t" in sample else None))
-        if all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
-            delimiter = ";"
-            decimal_comma = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
-            if any(decimal_comma.match(field) for line in sample.splitlines() for field in line.split(";")):
-                raise LapInputError(f"{name}: semicolon-separated with decimal commas ('1,5'); lapcli reads "
-                                    "decimal points: convert the file (e.g. sed 's/,/./g')")
-    fields = _split_fields(first, delimiter)
-    line_number = first_index + 1
-    second_width = None if second_index is None else len(_split_fields(content[second_index], delimiter))
-    empty_first_label = len(fields) > 1 and not fields[0].strip() and any(f.strip() for f in fields[1:])
-    if empty_first_label and not index_col and header is not False:
-        raise LapInputError(_index_column_hint(name, "empty first header field"))
-    guessed = header is None
-    if guessed:  # after lapcli's own marker (lapcli.io.write) the first line is data, whatever it reads
-        marked = any(line.strip() == DATA_FOLLOWS for line in lines[:first_index])
-        header = False if marked else _first_line_is_header(fields, name, line_number, index_col, second_width)
+    layout = _layout(lines, name, delimiter, header, index_col)
+    delimiter, fields = layout.delimiter, layout.fields
     source = MatrixSource(name, dropped_index_column=index_col)
-    start = first_index
-    if header:
-        start = first_index + 1
-        source.skipped_header = first
-        if guessed:  # no option asked for it: say so
-            source.notes.append(f"skipped header line of {name}: {_shorten(first.strip())}")
-        # pandas with sep=" " writes no empty first field to see
-        if delimiter is None and not index_col and second_width == len(fields) + 1:
-            raise LapInputError(_index_column_hint(
-                name, f"line {line_number} has {_columns(len(fields))}, line {second_index + 1} has {second_width}"))
+    start = layout.first_index + (1 if layout.header else 0)
+    if layout.header:
+        source.skipped_header = layout.first
+        if layout.guessed:  # no option asked for it: say so
+            source.notes.append(f"skipped header line of {name}: {_shorten(layout.first.strip())}")
     body = lines[start:]
     if not any(line.split("#", 1)[0].strip() for line in body):  # blank or comments only (np.loadtxt's)
         raise LapInputError(f"{name} holds no numbers")
@@ -112,6 +82,81 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
         _check_no_overflow(matrix, body, name)
         _check_integers_not_rounded(matrix, body, name, options["delimiter"])
     return matrix, source
+
+
+@dataclass
+class _Layout:
+    """What the first two lines of content settle: the delimiter and whether the first is a header."""
+
+    delimiter: str | None
+    header: bool
+    guessed: bool  # no option settled the header
+    first_index: int  # the first line of content (0-based)
+    second_index: int | None
+    first: str  # its text without a comment
+    fields: list[str]
+    second_width: int | None
+
+
+def _layout(lines: list[str], name: str, delimiter: str | None, header: bool | None, index_col: bool) -> _Layout:
+    """The delimiter and the header decision (:func:`read_text_with_info`) from ``lines``, of which
+    only those up to the second line of content are read; raises for an ambiguous first line."""
+    # '#' starts a comment, as for the parser (np.loadtxt): comment lines are neither header nor data,
+    # and a comment's commas say nothing of the delimiter (np.savetxt's header='costs, seed 1')
+    content = [line.split("#", 1)[0] for line in lines]
+    first_index = next((i for i, line in enumerate(content) if line.strip()), None)
+    if first_index is None:
+        raise LapInputError(f"{name} holds no numbers")
+    first = content[first_index]
+    second_index = next((i for i in range(first_index + 1, len(lines)) if content[i].strip()), None)
+    if delimiter is None:  # from the first two lines: a header alone may hold no delimiter
+        sample = first + "\n" + ("" if second_index is None else content[second_index])
+        delimiter = ("," if "," in sample else ("\t" if "\t" in sample else None))
+        if all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
+            delimiter = ";"
+            decimal_comma = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
+            if any(decimal_comma.match(field) for line in sample.splitlines() for field in line.split(";")):
+                raise LapInputError(f"{name}: semicolon-separated with decimal commas ('1,5'); lapcli reads "
+                                    "decimal points: convert the file (e.g. sed 's/,/./g')")
+    fields = _split_fields(first, delimiter)
+    second_width = None if second_index is None else len(_split_fields(content[second_index], delimiter))
+    empty_first_label = len(fields) > 1 and not fields[0].strip() and any(f.strip() for f in fields[1:])
+    if empty_first_label and not index_col and header is not False:
+        raise LapInputError(_index_column_hint(name, "empty first header field"))
+    guessed = header is None
+    if guessed:  # after lapcli's own marker (lapcli.io.write) the first line is data, whatever it reads
+        marked = any(line.strip() == DATA_FOLLOWS for line in lines[:first_index])
+        header = False if marked else _first_line_is_header(fields, name, first_index + 1, index_col, second_width)
+    # pandas with sep=" " writes no empty first field to see
+    if header and delimiter is None and not index_col and second_width == len(fields) + 1:
+        raise LapInputError(_index_column_hint(
+            name, f"line {first_index + 1} has {_columns(len(fields))}, line {second_index + 1} has {second_width}"))
+    return _Layout(delimiter, header, guessed, first_index, second_index, first, fields, second_width)
+
+
+def check_text_head(path, delimiter: str | None = None, *, header: bool | None = None,
+                    index_col: bool = False) -> None:
+    """The header decision of a text file from its first lines, so that several inputs are refused
+    before the first is solved: what :func:`read_text_with_info` would refuse for its first two
+    lines of content. Reads until 64 line breaks or 16 MiB; a head holding fewer than two whole
+    lines of content (a long first row, many comments) is left to the read."""
+    try:
+        with open(path, "rb") as handle:
+            head, chunk, breaks = bytearray(), b"-", 0
+            while chunk and len(head) < 1 << 24 and breaks <= 64:
+                chunk = handle.read(1 << 16)
+                head += chunk
+                breaks += chunk.count(b"\n") + chunk.count(b"\r")  # this chunk's only: linear in the head
+    except OSError as error:
+        raise LapInputError(f"cannot read {path}: {error.strerror}") from None
+    if chunk and breaks < 2:  # not the whole file, and no two whole lines in its head
+        return
+    lines = _LINE_BREAK.split(bytes(head).decode("utf-8-sig", errors="replace"))
+    if chunk:  # not the whole file: its last line may be cut short
+        lines = lines[:-1]
+        if sum(1 for line in lines if line.split("#", 1)[0].strip()) < 2:
+            return
+    _layout(lines, str(path), delimiter, header, index_col)
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
