@@ -27,6 +27,22 @@ def check_device(device: int | None) -> None:
                             f"device{'s' if count != 1 else ''} (0 … {count - 1})")
 
 
+def check_solver_runs_here(solver: str) -> None:
+    """Refuse a solver named (not ``auto``) that this machine cannot run (SolverUnavailable, bad
+    input on the command line), before any input is read; an unknown name is the registry's error.
+    A CUDA engine's packages only: its device is asked for at the solve, so that a cold ``lap
+    solve`` keeps starting the driver beside its imports (lapcli.cli.gpu_start)."""
+    from .engines import registry
+    from .errors import SolverUnavailable
+
+    if solver == "auto":
+        return
+    engine = registry.get(solver)
+    available, why = probe.cuda_installed() if engine.capabilities.device == "cuda" else engine.available()
+    if not available:
+        raise SolverUnavailable(f"solver {solver!r} cannot run here: {why}")
+
+
 def check_timeout(timeout: float | None) -> float | None:
     """A time limit is a positive number of seconds (or None: no limit); returns it, infinity as
     None, so that no launcher turns it into nanoseconds."""

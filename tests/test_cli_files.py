@@ -130,6 +130,27 @@ def test_an_error_of_one_of_several_inputs_names_that_input(tmp_path, monkeypatc
         assert elsewhere.exit_code == 2 and "cannot run here" in elsewhere.stderr and "ok.csv:" not in elsewhere.stderr
 
 
+@pytest.mark.parametrize("solver", ["cuda", "cuda-sap", "lapx"])
+def test_a_solver_that_cannot_run_here_is_refused_before_any_input_is_read(tmp_path, monkeypatch, solver):
+    """As every option: a CSV's bad value is not reported ahead of it, and no input ahead is solved
+    (a CUDA engine: its packages missing; a CPU engine: its own probe)."""
+    import dataclasses
+
+    from lapcli.cuda import probe
+    from lapcli.engines import registry
+
+    monkeypatch.setattr(probe, "cuda_installed", lambda: (False, "CuPy is not installed (a test)"))
+    monkeypatch.setitem(registry.ENGINES, "lapx", dataclasses.replace(
+        registry.ENGINES["lapx"], probe=lambda: (False, "lapx is not installed (a test)")))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ok.csv").write_text("1,2\n3,4\n")
+    (tmp_path / "bad.csv").write_text("1,x\n2,3\n")
+    for inputs in (["bad.csv"], ["ok.csv", "bad.csv"]):
+        result = invoke("solve", *inputs, "--solver", solver, "--json")
+        assert one_line_error(result, f"solver '{solver}' cannot run here"), result.output
+        assert result.stdout == ""
+
+
 def test_no_memory_to_map_an_npy_input_is_a_failure_not_bad_input(tmp_path, monkeypatch):
     import errno
 

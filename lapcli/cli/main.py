@@ -261,7 +261,7 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         run_library_call(check_output_path, duals_path, DUALS_SUFFIXES, "duals")
     check_distinct_outputs(("-o", output), ("--report", report_path), ("--duals", duals_path), inputs=input_specs,
                            json_stdout=json_stdout)
-    from ..options import check_device
+    from ..options import check_device, check_solver_runs_here
 
     on_dask_here = use_dask or scheduler is not None or (several and device is None and on_dask.dask_by_default())
     if on_dask_here:  # before the device is checked: with Dask it is refused whatever it names
@@ -270,6 +270,8 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
                 raise InputError(f"{flag} does not go with Dask (--dask, --scheduler, or several GPUs): "
                                  "each worker solves on its own device and prints its report")
     run_library_call(check_device, device)
+    if not on_dask_here:  # a Dask worker runs it on its own machine
+        run_library_call(check_solver_runs_here, solver)
     read_options = dict(dataset=dataset, **text_read_options(input_specs, header, index_col))
     for spec in input_specs:  # cheap: file checks, NPY headers, HDF5 shapes, text headers; no matrix is loaded
         rank = run_library_call(input_rank, spec, **read_options, text_head=several)

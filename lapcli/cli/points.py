@@ -44,7 +44,7 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
         if value is not None:
             raise InputError(f"{flag} does not go with --points")
     metric = metric or "sqeuclidean"
-    from ..options import check_device
+    from ..options import check_device, check_solver_runs_here
     from ..pipeline_points import solve_points
     from ..points import check_metric
 
@@ -61,6 +61,7 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     if point_specs.count("-") > 1:
         raise InputError("stdin ('-') is named more than once; it can be read only once")
     run_library_call(check_device, device)
+    run_library_call(check_solver_runs_here, solver)
     read_options = dict(dataset=dataset, **text_read_options(point_specs, header, index_col))
     for spec in point_specs:  # cheap checks of both before either is read
         rank = run_library_call(input_rank, spec, **read_options, text_head=True)

@@ -9,6 +9,15 @@ import importlib.util
 from functools import lru_cache
 
 
+def cuda_installed() -> tuple[bool, str]:
+    """(installed, why not): the packages half of :func:`cuda_status`, without the driver (no
+    device is asked for: the command line's early check, which must not wait for the driver)."""
+    for module, name in (("cupy", "CuPy"), ("cuda.bindings", "cuda.bindings")):
+        if importlib.util.find_spec(module) is None:
+            return False, f"{name} is not installed (pip install 'lapcli[cuda13]' or 'lapcli[cuda12]')"
+    return True, "CuPy and cuda.bindings are installed"
+
+
 @lru_cache(maxsize=1)
 def cuda_status() -> tuple[bool, str]:
     """(available, why): whether CuPy and cuda.bindings are installed (lapcli's CUDA extras install
@@ -16,10 +25,9 @@ def cuda_status() -> tuple[bool, str]:
     lapcli.cuda.runtime) and a CUDA device is visible. The device count is asked of the driver
     (~0.1 s), not of CuPy, whose import alone costs ~0.25 s that a one-shot solve of a host matrix
     never needs."""
-    if importlib.util.find_spec("cupy") is None:
-        return False, "CuPy is not installed (pip install 'lapcli[cuda13]' or 'lapcli[cuda12]')"
-    if importlib.util.find_spec("cuda.bindings") is None:
-        return False, "cuda.bindings is not installed (pip install 'lapcli[cuda13]' or 'lapcli[cuda12]')"
+    installed, why = cuda_installed()
+    if not installed:
+        return False, why
     from . import driver
 
     try:
