@@ -68,6 +68,7 @@ def test_the_driver_starts_early_only_where_auto_or_the_solver_goes_to_the_gpu(f
     assert on(["solve", "--device=2", files["mid"]]) == 2  # auto: the kernel from 256 on at low ranges (R decides up to 1024)
     assert on(["solve", files["stack"]]) == 0  # auto sends a stack to cuda-batch
     assert on(["solve", files["small"], "--solver", "cuda"]) == 0  # named: the kernel whatever the size
+    assert on(["solve", files["small"], "--solver=cuda-sap"]) == 0  # every CUDA engine
     assert on(["solve", files["small"]]) is None  # auto: scipy below the crossover
     assert on(["solve", files["wide"]]) is None  # auto: scipy for wide k × m
     assert on(["solve", files["big"], "--solver", "scipy"]) is None

@@ -33,7 +33,7 @@ import stat
 import sys
 import threading
 
-GPU_SOLVERS = ("auto", "cuda", "cuda-stepwise", "cuda-batch")
+GPU_SOLVERS = ("auto", "cuda", "cuda-stepwise", "cuda-sap", "cuda-batch")
 # `lap solve`'s options that take a value (a test checks this against the command's own list)
 SOLVE_OPTIONS_WITH_VALUES = frozenset({"--solver", "--dtype", "--dataset", "-o", "--output", "--report", "--duals",
                                        "--cost-limit", "--device", "--timeout", "--scheduler", "--points", "--metric",
