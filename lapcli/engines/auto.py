@@ -16,7 +16,7 @@ thousands of dual updates (H100, docs/benchmarks.md); so do integers up to n = 1
 is wide (R ≥ 30, estimated ≥ 25) and up to 2048 whose range is wider (R ≥ 100, estimated ≥ 60:
 integer squared distances there 3.1× faster); other integers go to ``cuda``. Above 2048 columns
 ``cuda-sap`` starts from the ε-scaling auction and searches over a thread-block cluster (Hopper):
-minimised floats and minimised integers of estimated R ≥ 60 up to 4096, ≥ 10 up to 8192 and ≥ 3
+minimised floats and minimised integers of estimated R ≥ 60 up to 4096, ≥ 9 up to 8192 and ≥ 2.5
 above go to it (1.3–4.9× ``cuda`` from 4096 to 16384 on every such cell measured), the others to ``cuda``: integers of low range, whose
 many zeros the classical kernel uses best, integers too wide for the auction's float64, and
 maximised costs (maximised distances make the auction's prices climb far: never measured faster).
