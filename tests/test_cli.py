@@ -397,9 +397,16 @@ def test_non_numeric_value_names_its_line_in_the_file(tmp_path):
     assert_one_line_error(result, 2, "m.csv line 5, column 2: 'x' is not a number")
 
 
-@pytest.mark.parametrize("value", ["1_000", "\uff14", "\u0664"])  # Python's float() reads them, np.loadtxt does not
+@pytest.mark.parametrize("value", ["1_000", "\uff14", "\u0664"])  # Python's float() reads them, np.loadtxt may not
 def test_a_value_only_python_reads_as_a_number_is_named_at_its_line(tmp_path, value):
+    try:  # NumPy 2.4 reads none of them; another version reads the fullwidth 4: read then as NumPy reads it
+        read = int(np.loadtxt([f"3,{value}"], delimiter=",", dtype=np.int64)[1])
+    except ValueError:
+        read = None
     result = solve_text(tmp_path, f"# c\n\n1,2\n3,{value}\n")
+    if read is not None:
+        assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(np.array([[1, 2], [3, read]]))
+        return
     assert_one_line_error(result, 2, f"m.csv line 4, column 2: {value!r} is not a number")
     result = solve_text(tmp_path, f"{value},{value}\n3,4\n5,6\n")  # on the first line: numbers, not a header
     assert_one_line_error(result, 2, f"m.csv line 1, column 1: {value!r} is not a number")
