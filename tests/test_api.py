@@ -254,6 +254,45 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
     assert [floats(383), floats(384), floats(2048), floats(2049)] == ["scipy", "cuda-sap", "cuda-sap", "cuda"]
 
 
+def test_one_solve_in_a_new_process_keeps_integers_off_cuda_sap(rng, monkeypatch, tmp_path):
+    """`lap solve` of one input is one solve in a new process, where cuda-sap's first call (CuPy,
+    its kernels' first loads) costs more than its lead on integer squares up to 4096 (H200, cold
+    wall: 1.4-1.9 s against cuda's 0.4-0.6): those go to cuda; floats, larger squares and a
+    process that solves many keep the crossovers' pick."""
+    from dataclasses import replace
+
+    from click.testing import CliRunner
+
+    from lapcli.cli.main import cli
+    from lapcli.engines import auto
+    from lapcli.problem import prepare
+
+    monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU"))
+    monkeypatch.setattr(auto, "search_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (True, "a GPU, compute capability 9.0"))
+    integers, floats = rng.integers(0, 100 * 1024, (1024, 1024)), rng.random((1024, 1024))
+    assert [auto.choose(prepare(m))[0] for m in (integers, floats)] == ["cuda-sap", "cuda-sap"]
+    monkeypatch.setattr(auto, "_one_solve", True)
+    engine, reason = auto.choose(prepare(integers))
+    assert engine == "cuda" and "one solve in a new process" in reason
+    assert auto.choose(prepare(floats))[0] == "cuda-sap"
+    monkeypatch.setattr(auto, "ONE_SOLVE_INTEGERS_UP_TO", 1000)
+    assert auto.choose(prepare(integers))[0] == "cuda-sap"  # above the side measured
+    monkeypatch.setattr(auto, "CROSSOVERS", replace(auto.CROSSOVERS, sap_floats_up_to=100))
+    monkeypatch.setattr(auto, "ONE_SOLVE_INTEGERS_UP_TO", 4096)
+    assert auto.choose(prepare(rng.integers(0, 100, (300, 900))))[0] == "cuda-sap"  # a long rectangle: as it is
+    monkeypatch.setattr(auto, "_one_solve", False)
+    seen = []  # the command line says so for one input only, and only while it solves
+    real = auto.choose_for_matrix
+    monkeypatch.setattr(auto, "choose_for_matrix", lambda problem: seen.append(auto._one_solve) or real(problem))
+    monkeypatch.setattr("lapcli.cli.on_dask.dask_by_default", lambda: False)  # several GPUs: still this process
+    np.save(tmp_path / "m.npy", rng.integers(0, 9, (3, 3)))
+    for inputs, flags in (([tmp_path / "m.npy"], [True]), ([tmp_path / "m.npy"] * 2, [False, False])):
+        seen.clear()
+        assert CliRunner().invoke(cli, ["solve", *map(str, inputs), "--quiet"]).exit_code == 0
+        assert seen == flags and auto._one_solve is False
+
+
 def test_before_ampere_floats_stay_on_the_cuda_kernel(rng, monkeypatch):
     """cuda-sap and cuda-batch run kernels/batch_lap.cu, whose warp argmin (__reduce_min_sync)
     needs compute capability 8.0: on an older GPU both say why they cannot run, and auto keeps

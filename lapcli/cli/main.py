@@ -2,9 +2,8 @@
 
 stdout carries data only (NPY, CSV, JSON); people read stderr. Exit codes: 0 success, 1 the
 problem has no answer or a solver failed (e.g. "cost matrix is infeasible"), or an output could not
-be written (a full disk; a closed stdout without a word), 2 bad input or
-options, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; no partial file either). Errors are
-one line, never a traceback.
+be written (a full disk; a closed stdout without a word), 2 bad input or options, 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM; no partial file either). Errors are one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import click
 from click.core import ParameterSource
 
 from .. import __version__
+from ..engines import auto
 from ..engines.registry import solver_choices
 from ..errors import LapOutputError, SolverUnavailable
 from ..generate import (
@@ -294,7 +294,7 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
                        certify=True if certify else None)
         try:
             report = (solve_stack(cost, options, output, outputs) if rank == 3
-                      else solve_matrix(cost, options, cost_limit, output, duals_path, outputs))
+                      else solve_matrix(cost, options, cost_limit, output, duals_path, outputs, one_solve=not several))
         except click.ClickException as error:  # which of several inputs, where its words do not say (NaN: scipy's)
             name = "stdin" if spec == "-" else spec
             if several and not error.message.startswith(name) and not isinstance(error.__context__, SolverUnavailable):
@@ -303,12 +303,14 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         emit_report(spec, report, source.notes, several, report_path, json_stdout, outputs, console)
 
 
-def solve_matrix(cost, options, cost_limit, output, duals_path, outputs):
-    """One 2-D problem: solve, write the assignment and duals; the report."""
+def solve_matrix(cost, options, cost_limit, output, duals_path, outputs, one_solve=False):
+    """One 2-D problem: solve (``one_solve``: the process's only one, lapcli.engines.auto.one_solve),
+    write the assignment and duals; the report."""
     from ..pipeline import solve
 
     certify = True if duals_path is not None else options.get("certify")  # --duals: recover them if need be
-    solution = run_library_call(solve, cost, cost_limit=cost_limit, **{**options, "certify": certify})
+    with auto.one_solve(one_solve):
+        solution = run_library_call(solve, cost, cost_limit=cost_limit, **{**options, "certify": certify})
     write_solution(solution, output, duals_path, outputs)
     return solution.report
 
@@ -393,7 +395,3 @@ def main(argv: list[str] | None = None) -> None:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-if __name__ == "__main__":
-    main()

@@ -26,6 +26,7 @@ least 256 go to ``cuda-sap`` too, solved as they are (padding them to a square c
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..cuda.probe import cluster_kernel_status, cuda_status, free_device_bytes, search_kernel_status
@@ -84,6 +85,24 @@ class Crossovers:
 
 CROSSOVERS = Crossovers()
 SAMPLE_ROWS = 8
+# `lap solve` of one matrix is one solve in a new process (one_solve): cuda-sap's first call
+# (CuPy's import, its kernels' first loads: 0.35-0.75 s in the auction at 4096) outweighs its lead
+# on integer squares up to this side. H200, cold wall s, auto (cuda-sap) / --solver cuda: 1024
+# R = 100 1.36-1.52 / 0.58; 2048 R = 1000 1.07-1.19 / 0.41-0.47; 4096 R = 100 1.67-1.87 / 0.57-0.61;
+# integer distances at 4096 1.98-2.05 / 1.14-1.24. Floats stay (cuda reads them through CuPy too).
+ONE_SOLVE_INTEGERS_UP_TO = 4096
+_one_solve = False
+
+
+@contextmanager
+def one_solve(expected: bool = True):
+    """Within: this process solves one matrix (``lap solve`` of one input): weigh cuda-sap's first call."""
+    global _one_solve
+    previous, _one_solve = _one_solve, expected
+    try:
+        yield
+    finally:
+        _one_solve = previous
 
 
 def long_rectangle(small: int, large: int) -> bool:
@@ -162,17 +181,12 @@ def choose_for_stack(problem) -> tuple[str, str]:
 # where read; below, the cdist matrix is small and goes through the matrix rules above.
 POINTS_IMPLICIT_FROM = 2049
 # Minimised squares from POINTS_IMPLICIT_FROM up to this many points: their cdist matrix built on
-# the GPU and solved by the matrix rules (cuda-sap on a dense float square: its ε-scaling auction,
-# whose last free rows the exact searches take). H200, 2-D float64, host arrays in, certified
-# answers out, sqeuclidean / cityblock / euclidean, four seeds, an 8 s limit
-# (docs/bench/points-route-clustered-h200.txt): at 4,096 points uniform sets 0.04–0.14 s against
-# 0.09–0.35 on the coordinates, clustered ones 0.55–7.45 s against 0.18–5.4 (and one past the
-# limit in one of two solves); at 8,192 uniform 0.08–0.27 against 0.11–0.47, clustered 1.0–7.5 s
-# and five of twelve past the limit against 0.26–1.19 and one (euclidean, seed 0: past the limit
-# in four of five solves over four calls, 0.45 s in the fifth; read step by step, its auction's
-# phases ended and left the searches 4,252 rows). On clustered sets the dense auction's budget
-# stops it early and its searches get thousands of rows: from 4,097 points, the coordinates (at
-# 4,096 neither route was the faster on every set, nor avoided every slow one).
+# the GPU, solved by the matrix rules. H200, 2-D float64, certified, three metrics, four seeds, an
+# 8 s limit (docs/bench/points-route-clustered-h200.txt): at 4,096 points uniform sets 0.04–0.14 s
+# against 0.09–0.35 from the coordinates, clustered 0.55–7.45 s against 0.18–5.4; at 8,192 uniform
+# 0.08–0.27 against 0.11–0.47, clustered 1.0–7.5 s and five of twelve past the limit against
+# 0.26–1.19 and one (the dense auction's budget stops it early on clustered sets, and its searches
+# get thousands of rows): from 4,097 points, the coordinates.
 POINTS_DEVICE_MATRIX_UP_TO = 4_096
 
 
@@ -279,8 +293,13 @@ def choose_ragged(batch: int, widest: int, solver: str = "auto", packable: bool 
 
 def choose_for_matrix(problem) -> tuple[str, str]:
     """``auto`` for one matrix: the crossovers' pick, but never scipy where its float64 would round
-    the integers (then the exact NumPy engine, int64 duals)."""
+    the integers (then the exact NumPy engine, int64 duals), and cuda for integers where one solve
+    in a new process would pay cuda-sap's first call (ONE_SOLVE_INTEGERS_UP_TO)."""
     name, reason = fastest_for_matrix(problem)
+    if (name == "cuda-sap" and _one_solve and problem.n_rows == problem.n_cols
+            and problem.original.dtype.kind in "biu" and problem.size <= ONE_SOLVE_INTEGERS_UP_TO):
+        return "cuda", (f"auto: one solve in a new process, integers n={problem.size} ≤ {ONE_SOLVE_INTEGERS_UP_TO}: "
+                        "the CUDA kernel, without cuda-sap's first-call cost (CuPy, its kernels' first loads)")
     if name == "scipy" and not scipy_is_exact(problem):
         return "numpy", ("auto: integers too wide for scipy's float64 to be exact, even reduced "
                          "(|c|·4(k+1) ≥ 2^53): the exact NumPy engine")
