@@ -430,7 +430,7 @@ def test_cli_generates_and_solves_points(tmp_path):
     (["solve"], "missing INPUT"),
     (["generate", "--points", "--n", "5", "--batch", "2", "-o", "x.npy"], "--batch does not go with --points"),
     (["generate", "--n", "5", "--kind", "clustered", "-o", "x.npy"], "add --points"),
-    (["generate", "--points", "--n", "5", "--d", "33", "-o", "x.npy"], "d from 1 to 32"),  # what solve takes
+    (["generate", "--points", "--n", "5", "--d", "33", "-o", "x.npy"], "1<=x<=32"),  # what solve takes (MAX_DIM)
     (["generate", "--points", "--n", "5", "--range", "3", "-o", "x.npy"], "--range does not go with --points"),
     (["generate", "--points", "--n", "5", "--ragged", "-o", "x.npy"], "--ragged does not go with --points"),
     (["solve", "--points", "A", "B", "--metric", "minkowski", "--p", "nan"], "p > 0"),
@@ -440,6 +440,14 @@ def test_cli_point_option_errors_are_one_line_exit_2(tmp_path, args, message):
     done = run_cli(args, cwd=tmp_path)
     assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
     assert not (tmp_path / "x.npy").exists()
+
+
+def test_generate_s_coordinates_a_point_are_those_solve_takes():
+    from lapcli.cli.main import generate_command
+    from lapcli.points import MAX_DIM
+
+    dim = next(param for param in generate_command.params if param.name == "dim")
+    assert (dim.type.min, dim.type.max) == (1, MAX_DIM)  # shown in --help as [1<=x<=32]
 
 
 @pytest.mark.parametrize("name, arrays, message", [

@@ -83,8 +83,8 @@ def range_problem(r: float) -> str | None:
               help="Comma-separated from int32, int64, float32, float64 (default: int32 for --kind uniform, float64 for the float kinds).")
 @click.option("--kind", type=click.Choice(KINDS), default="uniform", show_default=True)
 @click.option("--solvers", callback=csv_list(str), default="auto", show_default=True,
-              help="Comma-separated engines ('lap info'), or auto = every engine available here but numpy "
-                   "(numpy too when no GPU is present).")
+              help="Comma-separated engines ('lap info') and peers (a suite's own runners: docs/cli.md), or "
+                   "auto = every engine available here but numpy (numpy too when no GPU is present).")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)

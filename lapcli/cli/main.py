@@ -89,7 +89,8 @@ def cli():
 @click.option("--points", "points", is_flag=True,
               help="Write n points of --d coordinates (one row each; a second set needs another --seed) "
                    "for 'lap solve --points'.")
-@click.option("--d", "dim", type=click.IntRange(min=1), default=2, show_default=True, help="With --points: coordinates a point.")
+@click.option("--d", "dim", type=click.IntRange(1, 32), default=2, show_default=True,  # lapcli.points.MAX_DIM
+              help="With --points: coordinates a point.")
 @click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5, FILE.h5:/path as solve reads it) or '-' for NPY on "
                                      "stdout (the default when it is not a terminal).")
 @click.option("--dataset", default="costs", show_default=True, help="HDF5 dataset name.")
@@ -204,7 +205,8 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
                                                 "text INPUT (both --points files) takes it.")
 @click.option("-o", "--output",
               help="Assignment: .csv (row,col; a stack: problem,row,col), .npy (column of each row, -1 unassigned; "
-                   "a stack: B×n), .json; '-' = CSV on stdout. One INPUT only.")
+                   "a stack: B×n), .npz (row_ind, col_ind; a batch: an array a problem), .json; '-' = CSV on stdout. "
+                   "One INPUT only.")
 @click.option("--report", "report_path", help="Write the JSON report to this file. One INPUT only.")
 @click.option("--json", "json_stdout", is_flag=True,
               help="Print the JSON report on stdout (several INPUTs: one compact line each, in order).")
