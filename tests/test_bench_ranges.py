@@ -15,6 +15,7 @@ from lapcli.bench.suites import SUITES, BenchSettings, SolveTiming, SuiteGroup, 
 from lapcli.bench.table import results_table_columns, results_table_rows
 from lapcli.cli.main import cli
 from lapcli.engines import registry
+from lapcli.generate import kind_dtype
 
 # lapx is an optional peer (pip install 'lapcli[lapx]'; it installs the module ``lap``)
 needs_lapx = pytest.mark.skipif(importlib.util.find_spec("lap") is None,
@@ -48,7 +49,11 @@ def test_the_older_suites_are_one_group_that_takes_kind_and_dtypes():
     for name in ("papers", "quick", "hylac", "gpu-check"):
         (group,) = SUITES[name]
         assert group.kind is None and group.dtypes is None
-        assert group.resolve("float", None) == SuiteGroup("float", ("float64",), group.cells)
+        sizes = tuple(dict.fromkeys(n for n, _ in group.cells))
+        for kind in ("float", "geometric-int"):  # R does not change such a matrix: each size once, at R = 1
+            assert group.resolve(kind, None) == SuiteGroup(kind, (kind_dtype(kind),), tuple((n, 1) for n in sizes))
+            named = group.resolve(kind, None, ranges_named=True)  # --ranges given: kept as named
+            assert named == SuiteGroup(kind, (kind_dtype(kind),), group.cells)
         assert group.resolve("uniform", ("int64",)) == SuiteGroup("uniform", ("int64",), group.cells)
 
 
@@ -59,7 +64,7 @@ def test_single_kind_settings_and_records_are_as_before(tmp_path):
     payload = json.loads((tmp_path / "b.json").read_text())
     settings = payload["settings"]
     assert settings["kind"] == "float" and settings["dtypes"] == ["float64"] and settings["baseline"] == "scipy"
-    assert [tuple(c) for c in settings["cells"]] == list(SUITES["quick"][0].cells)
+    assert [tuple(c) for c in settings["cells"]] == [(16, 1), (64, 1), (128, 1)]  # floats: R is no axis
     assert {(r["kind"], r["dtype"], r["engine"]) for r in payload["results"]} == {("float", "float64", "scipy")}
     header = next(line for line in result.stderr.splitlines() if "┃" in line)
     assert "kind" not in header  # one kind: no kind column

@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..generate import kind_dtype
+from ..generate import RANGELESS_KINDS, kind_dtype
 
 
 def grid_cells(sizes, ranges) -> tuple[tuple[int, float], ...]:
@@ -21,17 +21,23 @@ class SuiteGroup:
     ``kind`` None: the kind the command asks for (``--kind``, default uniform); ``dtypes`` None: the
     dtypes it asks for (``--dtypes``, default the kind's own). A suite whose groups fix their kind
     (or dtypes) refuses ``--kind`` (or ``--dtypes``). The float kinds ignore R (it only seeds the
-    matrix): their groups use the single R = 1."""
+    matrix): their groups use the single R = 1, and an open group given one of them runs each size
+    once, unless the command named its ranges (:meth:`resolve`)."""
 
     kind: str | None = None
     dtypes: tuple[str, ...] | None = None
     cells: tuple[tuple[int, float], ...] = ()
 
-    def resolve(self, kind: str, dtypes: tuple[str, ...] | None) -> "SuiteGroup":
-        """This group with its open kind and dtypes filled from the command's."""
+    def resolve(self, kind: str, dtypes: tuple[str, ...] | None, ranges_named: bool = False) -> "SuiteGroup":
+        """This group with its open kind and dtypes filled from the command's; for a kind without R,
+        its cells once a size (R would only reseed the same kind of matrix), unless the command
+        named the ranges (``ranges_named``: kept as named)."""
         group_kind = self.kind or kind
         group_dtypes = self.dtypes or dtypes or (kind_dtype(group_kind),)
-        return SuiteGroup(group_kind, tuple(group_dtypes), tuple(self.cells))
+        cells = tuple(self.cells)
+        if not ranges_named and group_kind in RANGELESS_KINDS:
+            cells = tuple(dict.fromkeys((n, 1) for n, _ in cells))
+        return SuiteGroup(group_kind, tuple(group_dtypes), cells)
 
 
 def open_suite(cells) -> tuple[SuiteGroup, ...]:

@@ -144,7 +144,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         if kind in FLOAT_KINDS and dtype.startswith("int"):
             raise InputError(f"--kind {kind} makes fractional values; --dtypes {dtype} would truncate them "
                              "(choose float32 or float64)")
-    groups = tuple(group.resolve(kind, dtypes) for group in groups)
+    groups = tuple(group.resolve(kind, dtypes, ranges_named=bool(ranges)) for group in groups)
     run_library_call(check_cells, groups)
     if solvers == ("auto",):
         solvers = tuple(s for s in bench_solvers() if s != "auto" and solver_available(s)[0] and s != "numpy")
