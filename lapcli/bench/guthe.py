@@ -42,7 +42,8 @@ def _library(path: str) -> ctypes.CDLL:
     return library
 
 
-def _loaded() -> ctypes.CDLL:
+def loaded() -> ctypes.CDLL:
+    """The library ``LAPCLI_GUTHE_OMP`` names, loaded once a process."""
     path = os.environ.get(ENV)
     if not path:
         raise RuntimeError(f"{ENV} is not set (build the library with {BUILD})")
@@ -52,7 +53,7 @@ def _loaded() -> ctypes.CDLL:
 def available() -> tuple[bool, str]:
     """(True, "") when ``LAPCLI_GUTHE_OMP`` names a library that loads, else False and why, one line."""
     try:
-        _loaded()
+        loaded()
     except RuntimeError as error:
         return False, str(error)
     except (OSError, AttributeError) as error:
@@ -79,7 +80,7 @@ def solve(cost: np.ndarray) -> np.ndarray:
     column_of_row = np.empty(n, dtype=np.int32)
     if n == 0:
         return column_of_row
-    code = getattr(_loaded(), FUNCTIONS[cost.dtype])(np.ascontiguousarray(cost), n, m, column_of_row)
+    code = getattr(loaded(), FUNCTIONS[cost.dtype])(np.ascontiguousarray(cost), n, m, column_of_row)
     if code != 0:
         raise RuntimeError(f"guthe-omp failed on {n}×{m} {cost.dtype}: {FAILURES.get(code, f'code {code}')}")
     return column_of_row

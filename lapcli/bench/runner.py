@@ -19,7 +19,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..engines import registry
-from ..generate import check_options, generate, uniform_high
+from ..errors import LapInputError
+from ..generate import check_options, generate, physical_memory, uniform_high
 from ..problem import objective_tolerance
 from .suites import BenchSettings, ObjectiveMismatch, SolveTiming
 
@@ -49,6 +50,14 @@ def lapcli_runner(solver: str) -> Callable:
         steps = [asdict(s) for s in solution.report.steps]
         return RunOutcome(solution.objective, steps, solution.report.solver if solver == "auto" else solver)
 
+    def prepare() -> None:  # the pipeline and the engines it may run, imported before any clock starts
+        from ..pipeline import solve  # noqa: F401
+
+        for name in ("scipy", "lapx") if solver == "auto" else (solver,):  # auto's CPU engines; its GPU ones warm up
+            if registry.get(name).available()[0]:
+                registry.get(name).load()
+
+    run.prepare = prepare
     return run
 
 
@@ -89,6 +98,15 @@ def peer_runner(name: str) -> Callable:
             cols = column_of_row[rows]
         return RunOutcome(peer_objective(cost, rows, cols), [], name)
 
+    def prepare() -> None:  # the peer's import (scipy.optimize: ~0.3 s) before any clock starts
+        if name == "scipy":
+            from scipy.optimize import linear_sum_assignment  # noqa: F401
+        else:
+            from ..engines.cpu.lapx import lapx_module
+
+            lapx_module()
+
+    run.prepare = prepare
     return run
 
 
@@ -101,7 +119,7 @@ def peer_objective(cost, rows, cols) -> int | float:
 
 def built_peer_runner(name: str) -> Callable:
     """A peer the user builds (lapcli.bench.guthe): its column of each row, the objective summed
-    as the other peers'. Nothing is loaded until it runs. It gets no warm-up solve: it compiles
+    as the other peers'. Loaded before the sweep's clocks start. It gets no warm-up solve: it compiles
     nothing at run time, and at n = 32,768 a solve takes it 21–25 s on 16 cores (H100 machine),
     a warm-up as long again within the device's ten minutes a call."""
     def run(cost, timeout) -> RunOutcome:
@@ -111,7 +129,13 @@ def built_peer_runner(name: str) -> Callable:
         rows = np.flatnonzero(column_of_row >= 0)
         return RunOutcome(peer_objective(cost, rows, column_of_row[rows]), [], name)
 
-    run.needs_warmup = False
+    def prepare() -> None:  # the library loaded (ctypes) before any clock starts, where it can be
+        from . import guthe
+
+        if guthe.available()[0]:
+            guthe.loaded()
+
+    run.needs_warmup, run.prepare = False, prepare
     return run
 
 
@@ -152,18 +176,39 @@ def drawn_dtype(n: int, range_factor: float, dtype: str, kind: str) -> str:
 
 def check_cells(groups) -> None:
     """Every matrix the suite's groups (resolved: a kind and dtypes each) will draw can be drawn
-    here, as ``lap generate`` checks its one (a block too large for memory is bad input), before
-    any work: LapInputError naming the first that cannot."""
+    here, as ``lap generate`` checks its one (a block too large for memory is bad input), and not
+    every cell is too large to hold (:func:`cell_too_large`; one such is skipped), before any work:
+    LapInputError naming the first that cannot."""
+    too_large = []
     for group in groups:
         for n, range_factor in group.cells:
             for dtype in group.dtypes:
-                check_options(n, n, range_factor, group.kind, drawn_dtype(n, range_factor, dtype, group.kind))
+                drawn = drawn_dtype(n, range_factor, dtype, group.kind)
+                check_options(n, n, range_factor, group.kind, drawn)
+                too_large.append(cell_too_large(n, drawn))
+    if too_large and all(too_large):  # nothing would run: bad input (one cell too large is skipped)
+        raise LapInputError(too_large[0])
+
+
+def cell_too_large(n: int, dtype: str) -> str | None:
+    """Why an n × n cell of ``dtype`` cannot be held here, or None: the sweep holds its matrix and a
+    solver's float64 copy (scipy's and lapx's), and drew an n = 120,000 cell until memory ran out."""
+    memory, need = physical_memory(), n * n * (np.dtype(dtype).itemsize + 8)
+    if memory is None or need <= memory:
+        return None
+    return (f"the n={n} cell holds its {n}×{n} {dtype} matrix and a solver's float64 copy: "
+            f"{need / 2**30:.3g} GiB, more than this machine's {memory / 2**30:.3g} GiB of memory")
 
 
 def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = None,
               on_progress: Callable[[str], None] | None = None) -> list[SolveTiming]:
     """Sweep groups × dtypes × cells (n, R) × solvers. Raises ObjectiveMismatch after recording it."""
     runners = runners or default_runners()
+    for solver in settings.solvers:  # imports are set-up, not solving: with --warmup 0 too
+        try:
+            getattr(runners[solver], "prepare", lambda: None)()
+        except Exception:  # noqa: BLE001 - a runner that cannot load fails in its cells, recorded there
+            pass
     results: list[SolveTiming] = []
     # (solver, kind, dtype, range) that timed out at a smaller n
     gave_up: set[tuple[str, str, str, float]] = set()
@@ -174,12 +219,15 @@ def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = Non
         for dtype in group.dtypes:
             # one cell: every solver on the same matrix; by range, then n (so timeouts skip larger n)
             for n, range_factor in sorted(group.cells, key=lambda cell: (cell[1], cell[0])):
-                cost = bench_matrix(settings, n, range_factor, dtype, kind)
+                too_large = cell_too_large(n, drawn_dtype(n, range_factor, dtype, kind))
+                cost = None if too_large else bench_matrix(settings, n, range_factor, dtype, kind)
                 cell: list[SolveTiming] = []
                 for solver in settings.solvers:
                     timing = SolveTiming(n, range_factor, dtype, solver, "ok", kind=kind)
                     done = ""
-                    if (solver, kind, dtype, range_factor) in gave_up:
+                    if too_large:
+                        timing.status, timing.message = "skipped", too_large
+                    elif (solver, kind, dtype, range_factor) in gave_up:
                         timing.status, timing.message = "skipped", "timed out at a smaller n"
                     elif too_wide(solver, n):
                         timing.status, timing.message = "skipped", f"{solver} takes at most {too_wide(solver, n)} columns"
