@@ -311,6 +311,12 @@ def generate_points(n: int, d: int = 2, *, kind: str = "uniform", seed: int = 0,
 
     if n < 1 or not 1 <= d <= MAX_DIM:
         raise LapInputError(f"n must be at least 1 and d from 1 to {MAX_DIM} (what lapcli solves), got {n} and {d}")
+    # at the peak, bytes a point: uniform its float64 draw and the cast; clustered its label, the centres
+    # it takes, the noise and their sum, and the cast
+    memory, need = physical_memory(), n * (d * (8 + 4) if kind == "uniform" else 8 + d * (3 * 8 + 4))
+    if memory is not None and need > memory:
+        raise LapInputError(f"{n:,} points of {d} coordinates take about {need / 2**30:.3g} GiB to make, more than "
+                            f"this machine's {memory / 2**30:.3g} GiB of memory")
     rng = np.random.default_rng(seed)
     if kind == "uniform":
         return rng.random((n, d)).astype(dtype, copy=False)

@@ -193,6 +193,25 @@ def test_generate_refuses_a_matrix_whose_blocks_need_more_memory_than_the_machin
     assert os.listdir(tmp_path) == ["small.npy"]
 
 
+def test_generate_refuses_point_sets_larger_than_memory_or_their_file_system(tmp_path, monkeypatch):
+    """As a matrix is: 10^9 clustered 2-D points take ~60 GiB to make (labels, three float64 arrays, the cast)."""
+    from collections import namedtuple
+
+    from lapcli.io import targets
+
+    fake_physical_memory(monkeypatch, 20)
+    with monkeypatch.context() as patched:  # the check must come before any point is drawn
+        patched.setattr(np.random, "default_rng", refuse_to_generate)
+        result = invoke("generate", "--points", "--n", 10**9, "--kind", "clustered", "-o", tmp_path / "p.npy")
+    assert_one_line_error(result, 2, "points of 2 coordinates take about 59.6 GiB to make, more than this machine's")
+    assert invoke("generate", "--points", "--n", 1000, "--seed", 1, "-o", tmp_path / "small.npy").exit_code == 0
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(targets.shutil, "disk_usage", lambda path: usage(10**6, 0, 10**4))
+    result = invoke("generate", "--points", "--n", 1000, "--seed", 1, "-o", tmp_path / "p.npy")  # 16,000 bytes
+    assert_one_line_error(result, 2, "it takes at least 16,000 bytes, and its file system has 10,000 bytes free")
+    assert os.listdir(tmp_path) == ["small.npy"]
+
+
 def test_generate_refuses_a_ragged_batch_larger_than_memory(tmp_path, monkeypatch):
     import lapcli.generate
 

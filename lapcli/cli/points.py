@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from ..generate import new_seed
 from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
 from ..io.read import input_rank, read_matrix_with_info, text_read_options
-from ..io.targets import check_output_path
+from ..io.targets import check_output_path, check_room
 from ..io.write import write_matrix_blocks
 from .support import (
     InputError,
@@ -125,6 +125,7 @@ def generate_point_set(console, n, m, batch, dim, kind, seed, dtype, output, dat
         raise InputError("stdout is a terminal; give -o FILE (.npy, .csv, .h5)")
     if output not in (None, "-"):
         run_library_call(check_output_path, output, (".npy", ".csv", ".h5", ".hdf5"), "point set")
+        run_library_call(check_room, output, n * dim, dtype or "float64")
     drawn = seed is None
     seed = new_seed() if drawn else seed
     coordinates = run_library_call(generate_points, n, dim, kind=kind, seed=seed, dtype=dtype or "float64")
