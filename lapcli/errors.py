@@ -39,3 +39,10 @@ class SolverError(RuntimeError):
 
 class SolverUnavailable(RuntimeError):
     """The requested solver cannot run here (no CuPy, no CUDA device, peer not installed)."""
+
+
+def members_text(indices, batch: int) -> str:
+    """"problem 3 of 6", "problems 1, 4 of 9": the members of a batch an error names."""
+    indices = [int(i) for i in indices]
+    shown = ", ".join(map(str, indices[:20])) + (", …" if len(indices) > 20 else "")
+    return f"problem{'s' if len(indices) > 1 else ''} {shown} of {batch}"

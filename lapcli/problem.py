@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .arrays import Origin, as_array, host, host_tensor_values, native_order
-from .errors import InfeasibleError, LapInputError, LapTypeError
+from .errors import InfeasibleError, LapInputError, LapTypeError, members_text
 from .work import Work, WorkMatrix, build_work, float_eps, square_matrix
 from .sums import exact_sum
 from .work_dtypes import requested_dtype
@@ -29,13 +29,6 @@ _ROUNDING = 2.0**-52
 
 def invalid_entries(where: str = "") -> ValueError:
     return LapInputError(f"matrix contains invalid numeric entries{where}")
-
-
-def members_text(indices, batch: int) -> str:
-    """"problem 3 of 6", "problems 1, 4 of 9": the members an error names."""
-    indices = [int(i) for i in indices]
-    shown = ", ".join(map(str, indices[:20])) + (", …" if len(indices) > 20 else "")
-    return f"problem{'s' if len(indices) > 1 else ''} {shown} of {batch}"
 
 
 def check_entries(stack, xp, maximize: bool, single: bool = True) -> np.ndarray:

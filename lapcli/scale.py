@@ -365,7 +365,7 @@ def _solve_block(block, solver: str, maximize: bool, total: int, block_info=None
 
 
 def _in_array(found, first: int, total: int) -> str:
-    """``problem k of B`` (or ``problems k, l of B``: lapcli.problem.members_text) of a block from
+    """``problem k of B`` (or ``problems k, l of B``: lapcli.errors.members_text) of a block from
     ``first`` as the array's."""
     listed = re.sub(r"\d+", lambda number: str(first + int(number.group(0))), found.group(2))
     return f"{found.group(1)} {listed} of {total}"

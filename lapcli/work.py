@@ -8,9 +8,9 @@ CPU engines exercise the same code as the GPU ones:
 * **transpose** a tall problem (more rows than columns), so that r ≤ c;
 * **negate** to maximise (min of −C is max of C), exactly: integers in int64;
 * **dtype**: integers stay exact (int32 when they fit, else int64) while the int64 duals cannot
-  overflow — (k + 1)·max|c| below 2^62, after an exact row reduction if needed — and are solved in
-  float64 otherwise, as scipy does, with a note; floats stay float32 or become float64; a requested
-  working dtype is honoured or refused, never changed silently;
+  overflow — (k + 1)·max|c| below 2^62, after exact reductions if needed — and are refused
+  otherwise (TooWideError); floats stay float32 or become float64; a requested dtype is honoured
+  or refused, never changed silently;
 * **reduce** float64 rows by their minimum (and columns, for a square problem), so that the numbers
   the solvers compare are the spread of the costs, not their magnitude (``1e6 + U(0, 1e-7)`` becomes
   ``U(0, 1e-7)`` exactly: Sterbenz). float32 costs are exact float32 numbers and stay unreduced: the
@@ -18,8 +18,8 @@ CPU engines exercise the same code as the GPU ones:
 * **forbidden** entries (+inf minimising, −inf maximising) become a per-problem finite sentinel
   larger than any finite assignment can cost, once the pipeline has proved each problem feasible.
 
-The float tolerance (one definition: engines, certificate, bench, fuzzer, tests): a reduced cost is zero when at
-most ``eps = k · S · 2^-50``, S the span of the reduced costs (``Work.scale``); lapcli/certificate.py says more.
+The float tolerance (one definition: engines, certificate, bench, fuzzer, tests): a reduced cost is zero when
+at most ``eps = k · S · 2^-50``, S the reduced costs' span (``Work.scale``; lapcli/certificate.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .arrays import host
-from .errors import LapInputError, TooWideError
+from .errors import LapInputError, TooWideError, members_text
 from .work_dtypes import check_exact_in_float, check_integral_arithmetic, floats_as_integers
 
 
@@ -115,9 +115,9 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
         if work is not None:
             work.sign = sign
             return work
-        raise TooWideError(f"integer costs span too wide a range for exact int64 duals at n={arr.shape[2]}, "
-                           "even reduced (spread · 4(n+1) ≥ 2^62); lapcli does not round integers: "
-                           "narrow their range, or convert them to float64 yourself")
+        raise TooWideError(f"{_too_wide_members(arr, xp, maximize)}integer costs span too wide a range "
+                           f"for exact int64 duals at n={arr.shape[2]}, even reduced (spread · 4(n+1) ≥ 2^62); "
+                           "lapcli does not round integers: narrow their range, or convert them to float64 yourself")
     narrow = arr.dtype.kind == "f" and arr.dtype.itemsize <= 4 and cap is None  # capped: reduced in float64, exactly
     target = requested or ("float32" if narrow else "float64")
     if arr.dtype.kind in "biu":
@@ -201,6 +201,24 @@ def float64_solvable(matrix: np.ndarray, maximize: bool) -> tuple[np.ndarray, bo
         return matrix, maximize
     reduced = reduced_for_float64(matrix, maximize)
     return None if reduced is None else (reduced, False)
+
+
+def _too_wide_members(arr, xp, maximize: bool) -> str:
+    """"problems 3, 4 of 5: " for a stack whose integer work is refused, "" for one problem: halves
+    judged as stacks (refused where a member is), down to the members, until 21 are found."""
+    refused: list[int] = []
+
+    def search(lo: int, hi: int) -> None:
+        if len(refused) > 20 or _integer_work(arr[lo:hi], xp, maximize, None) is not None:  # exactness alone
+            return
+        if hi - lo == 1:
+            return refused.append(lo)
+        for half in ((lo, (lo + hi) // 2), ((lo + hi) // 2, hi)):
+            search(*half)
+
+    if arr.shape[0] > 1:
+        search(0, arr.shape[0])
+    return f"{members_text(refused, arr.shape[0])}: " if refused else ""
 
 
 def _integer_work(arr, xp, maximize: bool, requested: str | None) -> Work | None:

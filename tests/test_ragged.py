@@ -682,7 +682,7 @@ def test_a_short_list_of_empty_members_comes_back_empty(dtype):
     assert [c.tolist() for c in columns] == [[], [-1, -1]]
 
 
-def test_a_stack_too_wide_for_exact_int64_duals_is_refused_as_too_wide(rng):
+def test_a_stack_too_wide_for_exact_int64_duals_is_refused_as_too_wide(rng, monkeypatch):
     """Members near 2^60 of several shapes, maximised: each is solved exactly on its own (the CPU's
     loop), but their padded stack (dummy rows cost 0, padding columns one below the least cost)
     spans too wide a range for the GPU's exact int64 duals,
@@ -704,6 +704,25 @@ def test_a_stack_too_wide_for_exact_int64_duals_is_refused_as_too_wide(rng):
     for call in (lambda: lapcli.solve_batch(member), lambda: lapcli.solve_batch(member, sizes=([1], [3]))):
         with pytest.raises(TooWideError, match="too wide"):  # the same class through sizes= as without
             call()
+    stack = rng.integers(0, 9, (5, 3, 3))
+    stack[3, 0, 0] = stack[4, 0, 0] = 2**62  # two members too wide: both named, in every form
+    for call in (lambda: lapcli.batch_linear_assignment(stack), lambda: lapcli.solve_batch(list(stack)),
+                 lambda: lapcli.batch_linear_assignment(stack, sizes=(np.full(5, 3), np.full(5, 3))),
+                 lambda: lapcli.solve_batch(stack, dtype="int32")):
+        with pytest.raises(TooWideError, match="^problems 3, 4 of 5: integer costs span too wide"):
+            call()
+    stack[0, 0, 0] = 2**40  # exact, past int32: members are judged by exactness, not by the dtype asked
+    with pytest.raises(TooWideError, match="^problems 3, 4 of 5: integer costs span too wide"):
+        lapcli.solve_batch(stack, dtype="int32")
+    from lapcli.engines.cpu import scipy_batch
+
+    monkeypatch.setattr(scipy_batch, "CPUS", 2)  # shares built by two threads: still the caller's numbering
+    monkeypatch.setattr(scipy_batch, "SERIAL_BELOW", 0)
+    monkeypatch.setattr(scipy_batch, "THREADS_FROM", 0)
+    shared = rng.integers(0, 9, (200, 6, 6))
+    shared[10, 0, 0] = shared[150, 0, 0] = 2**62
+    with pytest.raises(TooWideError, match="^problems 10, 150 of 200: "):
+        lapcli.solve_batch(shared, solver="scipy-batch")
 
 
 @pytest.mark.parametrize("count", [3, 300])  # 300: shared with the worker process or the helper thread

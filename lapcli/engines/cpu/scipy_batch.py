@@ -20,7 +20,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...arrays import host
-from ...errors import LapInputError
+from ...errors import LapInputError, TooWideError
 from ...headroom import with_headroom
 from ...twins import reference_stack
 from ...work import float64_exact, float64_solvable
@@ -98,7 +98,11 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
             share = _share_work(problem, start, stop)
             _solve_range(share.values, col_of_row, start)
             return share
-    works = [solve(0, batch)] if workers == 1 else _shared(workers, batch, solve)
+    try:
+        works = [solve(0, batch)] if workers == 1 else _shared(workers, batch, solve)
+    except TooWideError:  # a share's refusal numbers its own members: the whole stack's names the caller's
+        problem.work_stack(np)
+        raise
     details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3)}
     col_ind = caller_columns(col_of_row, n, m)
     col_ind = col_ind if problem.xp is np else problem.xp.asarray(col_ind)
@@ -152,8 +156,8 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     members into one stack, whose work honours or refuses it."""
     if dtype is not None:
         return None
-    from ...errors import InfeasibleError
-    from ...problem import invalid_entries, members_text
+    from ...errors import InfeasibleError, members_text
+    from ...problem import invalid_entries
     from ...sums import exact_total, float_sum
 
     batch = len(members)
@@ -231,17 +235,19 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
 
 def _integer_members(indices: list, costs: list, maximize: bool, answers: list) -> LapInputError | None:
     """Each integer member of ``indices`` solved exactly (:func:`_integer_member`) into
-    ``answers``; lapcli's refusal of the first too wide even for exact int64 duals, named (not
-    scipy's error: raised after invalid entries and infeasibility, in a stack's order), or None."""
-    from ...problem import members_text
+    ``answers``; lapcli's refusal of those too wide even for exact int64 duals, naming every one
+    (the first's words; not scipy's error: raised after invalid entries and infeasibility, in a
+    stack's order), or None."""
+    from ...errors import members_text
 
-    refused = None
+    first, refused = None, []
     for b in indices:
         try:
             answers[b] = _integer_member(costs[b], maximize)
         except LapInputError as error:
-            refused = refused or type(error)(f"{members_text([b], len(costs))}: {error}")  # TooWideError kept
-    return refused
+            first, refused = first or error, [*refused, b]
+    # the first refusal's class (TooWideError kept) and words, every refused member named
+    return None if first is None else type(first)(f"{members_text(refused, len(costs))}: {first}")
 
 
 def _integer_member(cost: np.ndarray, maximize: bool):
