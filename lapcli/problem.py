@@ -44,7 +44,7 @@ def check_entries(stack, xp, maximize: bool, single: bool = True) -> np.ndarray:
     return host((stack == allowed).any(axis=(1, 2)))
 
 
-def infeasiblemembers_text(stack, forbidden: np.ndarray, maximize: bool, xp) -> list[int]:
+def infeasible_members(stack, forbidden: np.ndarray, maximize: bool, xp) -> list[int]:
     """The problems whose allowed (finite) pairs hold no assignment of the smaller side: a maximum
     bipartite matching (Hopcroft–Karp, scipy) of each problem with forbidden entries."""
     if not forbidden.any():
@@ -147,7 +147,7 @@ class Problem:
             copy = copy[None]
         forbidden = check_entries(copy, xp, self.maximize, single=not self.is_stack)
         suspects = forbidden if self.maybe_infeasible is None else forbidden & self.maybe_infeasible
-        bad = infeasiblemembers_text(copy, suspects, self.maximize, xp)
+        bad = infeasible_members(copy, suspects, self.maximize, xp)
         if bad:
             raise InfeasibleError() if not self.is_stack else InfeasibleError(
                 f"cost matrix is infeasible: {members_text(bad, self.shape[0])}")
