@@ -161,6 +161,31 @@ def test_cli_a_failed_input_is_one_error_line_and_the_others_still_print(client,
     assert early.exit_code == 2 and early.stdout == "" and "text.npy has dtype <U1" in early.stderr
 
 
+def test_cli_an_input_s_error_names_it_once_as_in_process(client, tmp_path, rng):
+    np.save(tmp_path / "a.npy", rng.integers(0, 40, (5, 5)))
+    (tmp_path / "bad.csv").write_text("1,2\n3,x\n")  # the reader's own words name the file
+    specs = [tmp_path / "a.npy", tmp_path / "bad.csv"]
+    local = invoke("solve", *specs, "--json")
+    on_dask = invoke("solve", *specs, "--json", "--scheduler", client.scheduler.address)
+    assert local.exit_code == on_dask.exit_code == 2
+    line = f"Error: {tmp_path / 'bad.csv'} line 2, column 2: 'x' is not a number"
+    assert line in local.stderr and on_dask.stderr.strip().splitlines()[-1] == line
+
+
+def test_every_distributed_logger_is_quieted_for_one_line_an_input():
+    """Importing distributed gives some of its loggers their own level (the client's WARNING): a
+    scheduler that died mid-run printed the client's ERROR traceback among the one-line errors."""
+    import logging
+
+    from lapcli.cli.on_dask import quiet_dask_logs
+
+    import_distributed()
+    quiet_dask_logs()
+    names = [name for name in logging.root.manager.loggerDict if name.startswith("distributed")]
+    assert "distributed.client" in names
+    assert all(logging.getLogger(name).getEffectiveLevel() == logging.CRITICAL for name in names)
+
+
 def block_dask_imports(monkeypatch):
     """From now on `import dask…` and `import distributed…` fail, as where Dask is not installed."""
     # a Client an earlier test left for the garbage collector closes now, while it can still

@@ -33,9 +33,7 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
             local_notes[index] = source.notes
         else:
             items.append(spec)
-    # one line an input on stderr: Dask's own logs (a worker restarted, keys it could not gather) stay
-    # in this process's logger and a local cluster's processes, at CRITICAL
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    quiet_dask_logs()
     call = dict(scheduler=scheduler, read_options=read_options, silence_logs=logging.CRITICAL, **options)
     if console.is_terminal and not console.quiet:
         from rich.progress import Progress
@@ -48,8 +46,10 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
         results = run_library_call(solve_inputs, items, **call)
     code, outputs = 0, Outputs()
     for spec, result in zip(input_specs, results):
-        if not isinstance(result, Solved):
-            click.echo(f"Error: {spec}: {result.message}", err=True)
+        if not isinstance(result, Solved):  # named as in process: not twice where the message says it
+            name = "stdin" if spec == "-" else spec
+            message = result.message if result.message.startswith(name) else f"{name}: {result.message}"
+            click.echo(f"Error: {message}", err=True)
             code = max(code, 2 if result.bad_input else 1)
             continue
         notes = local_notes.get(result.index, []) + result.source_notes
@@ -57,3 +57,17 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
         emit_report(spec, result.solution.report, notes, several, report_path, json_stdout, outputs, console)
     if code:
         raise click.exceptions.Exit(code)
+
+
+def quiet_dask_logs() -> None:
+    """One line an input on stderr: Dask's own logs (a worker restarted, keys it could not gather, a
+    scheduler gone) stay in this process's loggers and a local cluster's processes, at CRITICAL.
+    Every ``distributed.*`` logger: importing distributed sets some its own level (the client's at
+    WARNING), which the parent's alone did not cover."""
+    try:
+        import distributed  # noqa: F401 - its import configures the loggers set here
+    except ImportError:  # solve_inputs says how to install it
+        return
+    names = [name for name in logging.root.manager.loggerDict if name.startswith("distributed.")]
+    for name in ("distributed", *names):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
