@@ -33,14 +33,11 @@ def check_solver_runs_here(solver: str) -> None:
     A CUDA engine's packages only: its device is asked for at the solve, so that a cold ``lap
     solve`` keeps starting the driver beside its imports (lapcli.cli.gpu_start)."""
     from .engines import registry
-    from .errors import SolverUnavailable
 
     if solver == "auto":
         return
     engine = registry.get(solver)
-    available, why = probe.cuda_installed() if engine.capabilities.device == "cuda" else engine.available()
-    if not available:
-        raise SolverUnavailable(f"solver {solver!r} cannot run here: {why}")
+    engine.require(probe.cuda_installed() if engine.capabilities.device == "cuda" else None)
 
 
 def check_timeout(timeout: float | None) -> float | None:

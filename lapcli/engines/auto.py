@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..cuda.probe import cluster_kernel_status, cuda_status, free_device_bytes, search_kernel_status
-from ..errors import LapInputError, SolverUnavailable
+from ..errors import LapInputError
 from . import registry
 
 
@@ -147,9 +147,7 @@ def requested(problem, name: str) -> tuple[str, str]:
         raise LapInputError(f"solver {name!r} solves stacks of problems: use solve_batch or a 3-D input")
     if problem.is_stack:
         batch_engine(name)
-    available, why = engine.available()
-    if not available:
-        raise SolverUnavailable(f"solver {name!r} cannot run here: {why}")
+    engine.require()
     return name, "requested"
 
 
@@ -235,9 +233,7 @@ def points_route(problem, solver: str = "auto") -> tuple[str, str, bool]:
         engine = registry.get(solver)
         if engine.capabilities.batch:
             raise LapInputError(f"solver {solver!r} solves stacks; two point sets are one problem")
-        available, why = engine.available()  # as for a matrix, empty sets too
-        if not available:
-            raise SolverUnavailable(f"solver {solver!r} cannot run here: {why}")
+        engine.require()  # as for a matrix, empty sets too
         how = "costs computed from the coordinates" if engine.capabilities.points else "costs as a cdist matrix"
         return solver, f"requested ({how})", False
     if problem.on_a_line:  # any size, with or without a GPU: a sort and one certificate pass
@@ -273,10 +269,7 @@ def choose_ragged(batch: int, widest: int, solver: str = "auto", packable: bool 
     ``packable`` False: the members share no exact type to pack in (lapcli.arrays.common_dtype),
     and scipy solves each in its own."""
     if solver != "auto":
-        engine = batch_engine(solver)
-        available, why = engine.available()
-        if not available:
-            raise SolverUnavailable(f"solver {solver!r} cannot run here: {why}")
+        batch_engine(solver).require()
         return solver, "requested"
     available, why = cuda_status()
     if not available:

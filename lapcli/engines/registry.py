@@ -53,11 +53,16 @@ class Engine:
     def available(self) -> tuple[bool, str]:
         return self.probe()
 
-    def load(self):
-        """The engine's module, imported now; SolverUnavailable when it cannot run here."""
-        available, why = self.available()
+    def require(self, status: tuple[bool, str] | None = None) -> None:
+        """SolverUnavailable, in its one wording, where this engine cannot run here (``status``: a
+        probe's (available, why) to judge by in place of the engine's own)."""
+        available, why = status or self.available()
         if not available:
             raise SolverUnavailable(f"solver {self.name!r} cannot run here: {why}")
+
+    def load(self):
+        """The engine's module, imported now; SolverUnavailable when it cannot run here."""
+        self.require()
         module = _LOADED.get(self.module)  # a small batch's whole call is ~0.1 ms: no import machinery
         if module is None:
             module = _LOADED[self.module] = importlib.import_module(self.module)
