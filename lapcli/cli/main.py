@@ -60,6 +60,7 @@ from .support import (
     check_distinct_outputs,
     check_rank_options,
     emit_report,
+    named_by_input,
     run_library_call,
     stderr_console,
     write_solution,
@@ -298,9 +299,8 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
             report = (solve_stack(cost, options, output, outputs) if rank == 3
                       else solve_matrix(cost, options, cost_limit, output, duals_path, outputs, one_solve=not several))
         except click.ClickException as error:  # which of several inputs, where its words do not say (NaN: scipy's)
-            name = "stdin" if spec == "-" else spec
-            if several and not error.message.startswith(name) and not isinstance(error.__context__, SolverUnavailable):
-                error.message = f"{name}: {error.message}"
+            if several and not isinstance(error.__context__, SolverUnavailable):
+                error.message = named_by_input(spec, error.message)
             raise
         emit_report(spec, report, source.notes, several, report_path, json_stdout, outputs, console)
 

@@ -7,7 +7,7 @@ import logging
 import click
 
 from ..io.read import read_matrix_with_info
-from .support import Outputs, announce_input, check_rank_options, emit_report, run_library_call
+from .support import Outputs, announce_input, check_rank_options, emit_report, named_by_input, run_library_call
 
 
 def dask_by_default() -> bool:
@@ -47,9 +47,7 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
     code, outputs = 0, Outputs()
     for spec, result in zip(input_specs, results):
         if not isinstance(result, Solved):  # named as in process: not twice where the message says it
-            name = "stdin" if spec == "-" else spec
-            message = result.message if result.message.startswith(name) else f"{name}: {result.message}"
-            click.echo(f"Error: {message}", err=True)
+            click.echo(f"Error: {named_by_input(spec, result.message)}", err=True)
             code = max(code, 2 if result.bad_input else 1)
             continue
         notes = local_notes.get(result.index, []) + result.source_notes

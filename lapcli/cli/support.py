@@ -272,9 +272,20 @@ def check_distinct_outputs(*outputs: tuple[str, str | None], inputs=(), json_std
                 raise InputError(f"{flag} {path} would overwrite the input {read_from}; write elsewhere")
 
 
+def input_name(spec: str) -> str:
+    """An INPUT as messages name it: ``stdin`` for ``-``."""
+    return "stdin" if spec == "-" else spec
+
+
+def named_by_input(spec: str, message: str) -> str:
+    """One of several inputs' error, its input named once (not where its own words name it)."""
+    name = input_name(spec)
+    return message if message.startswith(name) else f"{name}: {message}"
+
+
 def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cost_limit) -> None:
     """Refuse what a matrix or a stack cannot take, before work; ``rank`` None: not known yet (stdin)."""
-    name = "stdin" if spec == "-" else spec
+    name = input_name(spec)
     if rank is None:
         return
     if rank == 3:
