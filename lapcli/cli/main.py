@@ -32,7 +32,7 @@ from ..generate import (
     generate_stack_blocks,
     new_seed,
 )
-from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, HDF5_SUFFIXES, split_hdf5_path
+from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, HDF5_SUFFIXES, TEXT_SUFFIXES, split_hdf5_path
 from ..io.read import Batch, input_rank, read_matrix_with_info, text_read_options
 from ..io.targets import check_keeps_hdf5_objects, check_output_path, check_room
 from ..io.write import (
@@ -137,7 +137,7 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
         raise InputError("stdout is a terminal; give -o FILE (.npy, .csv, .h5) or pipe into 'lap solve -'")
     if output is not None:
         suffixes = (".npy", ".h5", ".hdf5") if batch else (".npy", ".csv", ".h5", ".hdf5")
-        if batch and output.lower().endswith((".csv", ".tsv", ".txt")):
+        if batch and output.lower().endswith(TEXT_SUFFIXES):
             raise InputError(f"{output}: CSV holds one matrix; write a stack (--batch) to .npy or .h5")
         run_library_call(check_output_path, output, suffixes, "matrix")
     m = m or n

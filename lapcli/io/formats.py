@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 NPY_MAGIC = b"\x93NUMPY"
-MATRIX_SUFFIXES = (".npy", ".npz", ".csv", ".tsv", ".txt", ".h5", ".hdf5")
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
+MATRIX_SUFFIXES = (".npy", ".npz", *TEXT_SUFFIXES, ".h5", ".hdf5")
 ASSIGNMENT_SUFFIXES = (".csv", ".npy", ".json", ".npz")
 DUALS_SUFFIXES = (".npz", ".json")
 # The comment lapcli writes above a CSV matrix whose first row is 0,1,…,m−1: that row is data, not the

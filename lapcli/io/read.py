@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import LapInputError
-from .formats import BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, split_hdf5_path
+from .formats import BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, split_hdf5_path
 from .hdf5_storage import check_storage_written
 from .text import MatrixSource, check_text_head, first_line, read_text_with_info
 
@@ -66,7 +66,7 @@ def text_read_options(specs, header: bool | None, index_col: bool) -> dict:
     """--header, --no-header and --index-col as read options for the inputs ``specs``: among several,
     they are given for the text ones (by extension; stdin may be text), and a binary input reads
     without them; alone, or where no input can be text, a binary input refuses them."""
-    text = [spec == "-" or Path(split_hdf5_path(spec)[0]).suffix.lower() in (".csv", ".tsv", ".txt") for spec in specs]
+    text = [spec == "-" or Path(split_hdf5_path(spec)[0]).suffix.lower() in TEXT_SUFFIXES for spec in specs]
     return {"header": header, "index_col": index_col, "text_inputs_only": len(specs) > 1 and any(text)}
 
 
