@@ -231,12 +231,14 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
     n = 256 with R >= 4 and high ranges and floats below 384 on scipy, integers from 384 on the
     kernel (since step 1 by auction: 2.0x scipy at 384, R = 100 and 1000, H100) but those of wide
     ranges (R >= 30) up to 1024 and wider ones (R >= 100) up to 2048 on cuda-sap, and floats from 384
-    to 2048 on cuda-sap (1.5-1.8x scipy at 384; 3.6x cuda on squared distances at 1024)."""
+    to 2048 on cuda-sap (1.5-1.8x scipy at 384; 3.6x cuda on squared distances at 1024); above 2048
+    floats and wide ranges on cuda-sap only where thread-block clusters exist (faked both ways)."""
     from lapcli.engines import auto
     from lapcli.problem import prepare
 
     monkeypatch.setattr(auto, "cuda_status", lambda: (True, "a GPU"))
-    monkeypatch.setattr(auto, "search_kernel_status", lambda: (True, "a GPU, compute capability 9.0"))
+    monkeypatch.setattr(auto, "search_kernel_status", lambda: (True, "a GPU, compute capability 8.0"))
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (False, "an Ampere GPU"))  # above 2048: cuda
     chosen = lambda n, r: auto.choose(prepare(rng.integers(0, max(1, int(r * n)), (n, n))))[0]  # noqa: E731
     assert [chosen(255, 1), chosen(256, 1), chosen(256, 2), chosen(256, 4), chosen(256, 16)] == \
         ["scipy", "cuda", "cuda", "scipy", "scipy"]
@@ -252,6 +254,8 @@ def test_auto_on_a_gpu_machine_follows_the_measured_crossovers(rng, monkeypatch)
         ["cuda-sap", "cuda-sap", "cuda-sap", "cuda"]  # R = 30 estimates just under 30 from a sample
     floats = lambda n: auto.choose(prepare(rng.random((n, n))))[0]  # noqa: E731
     assert [floats(383), floats(384), floats(2048), floats(2049)] == ["scipy", "cuda-sap", "cuda-sap", "cuda"]
+    monkeypatch.setattr(auto, "cluster_kernel_status", lambda columns=0: (True, "a Hopper GPU"))
+    assert [floats(2049), chosen(2049, 1000), chosen(2049, 1)] == ["cuda-sap", "cuda-sap", "cuda"]
 
 
 def test_one_solve_in_a_new_process_keeps_integers_off_cuda_sap(rng, monkeypatch, tmp_path):
