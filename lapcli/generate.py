@@ -114,8 +114,9 @@ def check_ragged_fits(batch: int, n: int, m: int, kind: str, dtype, memory: int 
                             f"{memory / 2**30:.3g} GiB of memory")
 
 
-def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | None) -> str:
-    """Refuse impossible combinations before any work; return the dtype to generate."""
+def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | None, memory: bool = True) -> str:
+    """Refuse impossible combinations before any work; return the dtype to generate. ``memory``:
+    whether a block must fit this machine's memory (a bench cell too large to hold is skipped)."""
     if kind not in KINDS:
         raise LapInputError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
     if n < 1 or m < 1:
@@ -128,7 +129,8 @@ def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | N
         raise LapInputError(f"the {kind} kind makes fractional values; {dtype} would truncate them "
                          "(choose float32 or float64)")
     dtype = dtype or default_dtype(kind, n, range_factor)
-    check_block_fits(n, m, kind, dtype)
+    if memory:
+        check_block_fits(n, m, kind, dtype)
     high = uniform_high(n, range_factor)
     if kind == "uniform" and np.dtype(dtype).kind == "i" and high - 1 > np.iinfo(dtype).max:
         raise LapInputError(f"values up to {high - 1} do not fit {dtype}")

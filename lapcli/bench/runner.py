@@ -178,14 +178,15 @@ def check_cells(groups) -> None:
     """Every matrix the suite's groups (resolved: a kind and dtypes each) will draw can be drawn
     here, as ``lap generate`` checks its one (a block too large for memory is bad input), and not
     every cell is too large to hold (:func:`cell_too_large`; one such is skipped), before any work:
-    LapInputError naming the first that cannot."""
+    LapInputError naming the first that cannot. A cell too large to hold is told as such on every
+    machine, not by its block, which a machine with more memory could draw."""
     too_large = []
     for group in groups:
         for n, range_factor in group.cells:
             for dtype in group.dtypes:
                 drawn = drawn_dtype(n, range_factor, dtype, group.kind)
-                check_options(n, n, range_factor, group.kind, drawn)
                 too_large.append(cell_too_large(n, drawn))
+                check_options(n, n, range_factor, group.kind, drawn, memory=not too_large[-1])
     if too_large and all(too_large):  # nothing would run: bad input (one cell too large is skipped)
         raise LapInputError(too_large[0])
 
