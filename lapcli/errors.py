@@ -10,11 +10,13 @@ class LapInputError(ValueError):
 
 
 class TooWideError(LapInputError):
-    """Integer costs too wide for one route's exact arithmetic: the int64 duals of a work stack, or
-    one stack that pads members of several types. Where the GPU's packed stack refuses a ragged
-    batch under ``auto`` (no dtype asked for), scipy solves each member in its own type, as on the
-    CPU; where a solver or dtype was asked for, and for a device list whose members share no exact
-    type (they cannot be gathered into one device array), the refusal stands."""
+    """Costs too wide for one route's arithmetic: integers past a work stack's exact int64 duals,
+    one stack that pads members of several types, or finite floats whose spread leaves no float64
+    above them to mark forbidden entries. Where the GPU's packed stack refuses a ragged batch under
+    ``auto`` (no dtype asked for), scipy solves each member in its own type (floats scaled by a power
+    of two where their sums need the headroom), as on the CPU; where a solver or dtype was asked
+    for, and for a device list whose members share no exact type (they cannot be gathered into one
+    device array), the refusal stands."""
 
 
 class LapTypeError(TypeError):

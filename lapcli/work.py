@@ -357,7 +357,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
     with np.errstate(over="ignore"):  # an overflow is refused below
         sentinel = (k + 2) * xp.where(spread > 0, spread, 1.0)
     if not bool(xp.isfinite(sentinel).all()):
-        raise LapInputError("finite costs span too wide a range to mark forbidden entries: (k + 2) times their spread "
+        raise TooWideError("finite costs span too wide a range to mark forbidden entries: (k + 2) times their spread "
                             "passes float64's; scale them down")
     values = xp.where(finite, values, sentinel.astype(values.dtype)[:, None, None])
     return Work(xp.ascontiguousarray(values), row_offset=row_min, scale=host(spread).astype(np.float64), notes=notes)

@@ -12,6 +12,7 @@ import pytest
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
+from lapcli.errors import TooWideError
 
 LAP = [sys.executable, "-m", "lapcli"]
 
@@ -135,6 +136,10 @@ def test_costs_near_the_float_range_are_solved_and_certified_with_headroom():
         forbidden[:3, :3], forbidden[3, 3] = cost, 0.0
         columns = lapcli.solve_batch([forbidden, forbidden[:2, :2]], maximize=maximize).col_ind[0]
         assert sum(Fraction(float(cost[i, c])) for i, c in enumerate(columns[:3])) == best and columns[3] == 3
+        # one work stack has no float64 above such costs for a forbidden pair: TooWideError, on which
+        # auto's ragged path (the GPU's packed stack) solves each member alone, as just above
+        with pytest.raises(TooWideError, match="to mark forbidden entries"):
+            lapcli.solve_batch(forbidden[None], maximize=maximize)
         many = [cost] * 300  # a list the pipeline's member path takes (the short loop's floats are below 1e290)
         for columns in (lapcli.solve_batch(cost[None], maximize=maximize).col_ind[0],
                         lapcli.solve_batch([cost, cost[:2]], maximize=maximize).col_ind[0],
