@@ -58,6 +58,17 @@ def compute_capability(ordinal: int = 0) -> tuple[int, int]:
             int(_check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle))))
 
 
+def max_shared_optin(ordinal: int = 0) -> int:
+    """A block's opt-in shared memory on a device, in bytes, asked of the driver (no context is
+    created, and CuPy is not imported: auto reads it before it knows whether CuPy will be needed)."""
+    early_start.wait()
+    driver = _driver()
+    _check(driver.cuInit(0))
+    handle = _check(driver.cuDeviceGet(ordinal))
+    attribute = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+    return int(_check(driver.cuDeviceGetAttribute(attribute, handle)))
+
+
 class Gpu:
     """One device with its primary context (the one CuPy and the runtime API use too)."""
 

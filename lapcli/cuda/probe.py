@@ -53,7 +53,9 @@ def device_compute_capability(ordinal: int = 0) -> tuple[int, int]:
 def cluster_kernel_status(columns: int = 0) -> tuple[bool, str]:
     """(available, why) for kernels/sap.cu (engine cuda-sap above 2048 columns) on ``columns``
     columns: thread-block clusters need compute capability 9.0 (Hopper) or newer, and the columns'
-    state must fit a cluster's shared memory (lapcli.cuda.sap_cluster.device_max_columns)."""
+    state must fit a cluster's shared memory (lapcli.cuda.sap_cluster.max_columns), read from the
+    driver: auto asks this before it knows whether it needs CuPy, whose import would turn a host
+    input of the cuda engine from the driver's copy to CuPy's (lapcli.cuda.hungarian_host)."""
     available, why = search_kernel_status()
     if not available:
         return available, why
@@ -61,9 +63,10 @@ def cluster_kernel_status(columns: int = 0) -> tuple[bool, str]:
     if too_old:
         return False, too_old
     if columns:
-        from .sap_cluster import device_max_columns
+        from .driver import max_shared_optin
+        from .sap_cluster import max_columns
 
-        limit = device_max_columns()
+        limit = max_columns(max_shared_optin())
         if columns > limit:
             return False, f"a thread-block cluster holds {limit} columns on this GPU, not {columns}"
     return True, why
