@@ -38,10 +38,14 @@ python3 -c "import lapcli" 2>/dev/null || export PYTHONPATH=$PWD
 echo "PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset}" >>"$out/env.txt"
 python3 -m compileall -q lapcli >/dev/null
 if [ "${PYTHONDONTWRITEBYTECODE:-}" = 1 ]; then  # this image ships site-packages without bytecode
-  for package in numpy cupy click rich; do
-    python3 -m compileall -q "$(python3 -c "import os, $package; print(os.path.dirname($package.__file__))")" >/dev/null 2>&1
+  # every package a cold `lap solve` imports (CuPy's first ufunc imports cupyx.scipy, hence scipy.sparse),
+  # each where it is installed (cuda: the namespace of cuda.bindings)
+  compiled=""
+  for package in numpy scipy cupy cupyx cupy_backends cuda.bindings click rich h5py; do
+    where=$(python3 -c "import importlib.util as u; s=u.find_spec('$package'); print(s.submodule_search_locations[0])" 2>/dev/null) \
+      && python3 -m compileall -q -j 0 "$where" >/dev/null 2>&1 && compiled="$compiled $package"
   done
-  echo "compiled bytecode of numpy cupy click rich (pip's default at install time)" >>"$out/env.txt"
+  echo "compiled bytecode of$compiled (pip's default at install time)" >>"$out/env.txt"
 fi
 lap() { python3 -m lapcli "$@"; }
 skip() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
@@ -128,19 +132,23 @@ if ! skip startup; then  # where a one-shot solve's wall time goes: imports, the
   python3 -m cProfile -s cumulative -m lapcli solve "$matrix" -o /tmp/a.npy --quiet 2>&1 | head -70 > "$out/profile-solve.txt"
 fi
 if ! skip cold; then  # a cold one-shot solve's wall time against its kernel time
-  cold() {  # $1 label; the rest: environment for the run
+  cold() {  # $1 label; the rest: options of lap solve (an environment for the run goes before the call)
     local label=$1; shift
-    sync; start=$(date +%s.%N)
-    env "$@" python3 -m lapcli solve "$matrix" -o /tmp/a.npy --quiet --report /tmp/cold.json
+    rm -f /tmp/cold.json; sync; start=$(date +%s.%N)  # (a failed solve leaves no report to misread)
+    python3 -m lapcli solve "$matrix" -o /tmp/a.npy --quiet --report /tmp/cold.json "$@"
     end=$(date +%s.%N)
     python3 -c "import json,sys; r=json.load(open('/tmp/cold.json')); d=r['details']; w=($end-$start)*1e3; print(f'cold lap solve n=4096 ($label): wall {w:.0f} ms, kernel {d[\"kernel_ms\"]:.0f} ms, over the kernel {w-d[\"kernel_ms\"]:.0f} ms, solver {r[\"solver\"]}, route {d.get(\"route\")}, early start {d.get(\"driver_started_early\")}, compile {d[\"compile_ms\"]:.0f} ms')"
   }
+  for solver in auto cuda-sap; do lap solve "$matrix" -o /tmp/a.npy --quiet --solver $solver; done  # compile caches
   for i in 1 2 3 4 5; do cold default; done | tee "$out/cold-solve.txt"
-  for i in 1 2 3; do cold "teardown in the process" LAPCLI_DETACH_TEARDOWN=0; done | tee -a "$out/cold-solve.txt"
-  # cuda-sap above 2048 columns (the auction start, then the cluster searches): CuPy's own kernels too
+  for i in 1 2 3; do LAPCLI_DETACH_TEARDOWN=0 cold "teardown in the process"; done | tee -a "$out/cold-solve.txt"
+  for i in 1 2 3; do cold "cuda-sap, its first call" --solver cuda-sap; done | tee -a "$out/cold-solve.txt"
+  # integer distances: auto's one solve (cuda) against cuda-sap (the auction start, then the cluster searches)
   classical=$matrix matrix=$(mktemp -d)/g4096-int.npy
   lap generate --n 4096 --kind geometric-int --seed 4096 -o "$matrix" --quiet
-  for i in 1 2 3; do cold "integer distances, cuda-sap"; done | tee -a "$out/cold-solve.txt"
+  for solver in auto cuda-sap; do lap solve "$matrix" -o /tmp/a.npy --quiet --solver $solver; done  # compile caches
+  for i in 1 2 3; do cold "integer distances"; done | tee -a "$out/cold-solve.txt"
+  for i in 1 2 3; do cold "integer distances, cuda-sap" --solver cuda-sap; done | tee -a "$out/cold-solve.txt"
   matrix=$classical
 fi
 if ! skip fuzz; then  # several processes share the GPU; each has its own seed
