@@ -34,7 +34,9 @@ def linear_sum_assignment(cost_matrix, maximize=False):
     ------
     ValueError
         "expected a matrix (2-D array), got a N array", "matrix contains invalid numeric
-        entries" (NaN, or the wrong-signed infinity), "cost matrix is infeasible".
+        entries" (NaN, or the wrong-signed infinity), "cost matrix is infeasible"; a sparse
+        matrix or tensor, named (scipy's words are NumPy's "setting an array element with a
+        sequence").
     TypeError
         Non-numeric entries.
 

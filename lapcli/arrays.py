@@ -80,9 +80,32 @@ def is_torch(x: Any) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+def check_dense(x: Any, what: str = "the costs", points: bool = False) -> None:
+    """Refuse a sparse matrix or tensor (scipy.sparse, cupyx.scipy.sparse, torch's sparse layouts)
+    by name: NumPy reads a scipy one as a single object ("setting an array element with a
+    sequence", scipy's own message), and its absent entries would mean 0, not a forbidden pair.
+    ``points``: ``x`` holds coordinates, not costs. (A NumPy array returns at once: the hot path
+    of a list of many small matrices.)"""
+    if type(x) is np.ndarray:
+        return
+    if type(x).__module__.startswith(("scipy.sparse", "cupyx.scipy.sparse")) and hasattr(x, "toarray"):
+        kind = f"sparse {type(x).__name__}"  # (a LinearOperator, which has no toarray, is not one)
+    elif is_torch(x) and "sparse" in str(getattr(x, "layout", "")):
+        kind = f"sparse tensor ({x.layout})"
+    else:
+        return
+    convert = ".toarray(), or .to_dense() for a tensor"
+    if points:
+        raise LapInputError(f"{what} are a {kind}: give dense coordinates ({convert})")
+    raise LapInputError(f"{what} are a {kind}: lapcli solves dense costs; convert them "
+                        f"({convert}) with forbidden pairs as inf, since an absent entry reads as 0 "
+                        "(scipy.sparse.csgraph.min_weight_full_bipartite_matching solves a sparse graph as it is)")
+
+
 def member_ndim(matrix: Any, index: int) -> int:
     """np.ndim of problem ``index`` of a list, whose rows differing in length (a ragged nested list)
     are refused by that index, not by NumPy's "inhomogeneous shape"."""
+    check_dense(matrix, f"problem {index} of the list's costs")
     try:
         return np.ndim(matrix)
     except ValueError:
@@ -100,6 +123,7 @@ def is_cupy(x: Any) -> bool:
 
 def as_array(x: Any) -> tuple[Any, Origin]:
     """(NumPy or CuPy array, Origin) for NumPy/CuPy arrays, torch tensors and nested lists."""
+    check_dense(x)
     if is_torch(x):
         tensor = x.detach().resolve_conj().resolve_neg()  # lazy conjugates and negations as values
         if str(tensor.dtype) == "torch.bfloat16":  # neither NumPy nor CuPy has it; float32 holds it exactly
@@ -124,6 +148,7 @@ def native_order(array: np.ndarray) -> np.ndarray:
 def host_tensor_values(x: Any) -> Any:
     """A CPU torch tensor as its NumPy values (as_array: detached, bfloat16 as float32, which holds
     it exactly), so that one matrix is read as the batch calls read it; anything else as it is."""
+    check_dense(x)
     return as_array(x)[0] if is_torch(x) and getattr(x, "is_cuda", None) is False else x
 
 
@@ -174,6 +199,8 @@ def one_stack(costs, what: str):
     torch out); of several shapes, or of no exact common type, refused."""
     if not isinstance(costs, (list, tuple)) or not costs:
         return costs
+    for index, matrix in enumerate(costs):
+        check_dense(matrix, f"problem {index} of the list's costs")
     try:
         shapes = {tuple(np.shape(matrix)) for matrix in costs}
     except ValueError:  # a ragged nested list

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, host
+from .arrays import Origin, as_array, check_dense, host
 from .errors import LapInputError
 from .sums import float_sum
 
@@ -244,6 +244,7 @@ def check_metric(metric: str, p: float | None) -> tuple[str, float]:
 def _checked_points(points: Any, name: str):
     """A point set as a C-contiguous (count, d) float64 array of its own library; refuses what is
     not one (one line each: bad input)."""
+    check_dense(points, f"the points of {name}", points=True)
     try:
         array, origin = as_array(points)
     except ValueError:  # NumPy's words for a ragged list ("setting an array element with a sequence")

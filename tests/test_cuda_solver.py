@@ -405,3 +405,16 @@ def test_the_lap_process_starts_the_driver_early_and_solves_right(tmp_path, rng,
     cols = np.load(tmp_path / "a.npy")
     rows, expected = linear_sum_assignment(cost)
     assert cost[rows, cols].sum() == cost[rows, expected].sum()
+
+
+def test_a_cupyx_sparse_matrix_is_refused_by_name():
+    """cupyx.scipy.sparse, as scipy.sparse on the host (test_unsupported_inputs.py): named, and
+    told that an absent entry would read as 0."""
+    import cupy
+    import cupyx.scipy.sparse
+
+    sparse = cupyx.scipy.sparse.csr_matrix(cupy.eye(3))
+    for call in (lambda: lapcli.solve(sparse), lambda: lapcli.linear_sum_assignment(sparse),
+                 lambda: lapcli.solve_batch([sparse, sparse]), lambda: lapcli.batch_linear_assignment(sparse)):
+        with pytest.raises(lapcli.LapInputError, match="are a sparse csr_matrix: .*absent entry reads as 0"):
+            call()

@@ -2,6 +2,7 @@
 command line, no output file), never an "internal error"."""
 
 import itertools
+import re
 import subprocess
 import sys
 import warnings
@@ -244,3 +245,36 @@ def test_a_list_of_nested_lists_beside_arrays_is_one_host_batch():
         lapcli.solve_batch([np.zeros((2, 2)), [[1, 2], [3]]])
     with pytest.raises(ValueError, match="every problem of a list must be a matrix"):
         lapcli.batch_linear_assignment([np.zeros((2, 2)), 3.0])
+
+
+def _sparse_inputs():
+    import scipy.sparse
+
+    made = [scipy.sparse.csr_matrix(np.eye(3)), scipy.sparse.coo_array(np.eye(3))]
+    try:
+        import torch
+    except (ImportError, OSError):  # not installed, or its libraries missing: the module still collects
+        return made
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Sparse CSR tensor support is in beta state"
+        return [*made, torch.eye(3).to_sparse(), torch.eye(3).to_sparse_csr()]
+
+
+@pytest.mark.parametrize("sparse", _sparse_inputs(), ids=lambda x: type(x).__name__ + str(getattr(x, "layout", "")))
+def test_sparse_costs_or_points_are_refused_by_name(sparse):
+    """A scipy.sparse matrix read as one object gave NumPy's "setting an array element with a
+    sequence" (scipy's own message) or "got a 0 array"; a sparse tensor torch's words. Every entry
+    point names it, and says an absent entry would read as 0, not as a forbidden pair."""
+    calls = {"linear_sum_assignment": lambda: lapcli.linear_sum_assignment(sparse),
+             "solve": lambda: lapcli.solve(sparse), "solve_batch": lambda: lapcli.solve_batch(sparse),
+             "a list": lambda: lapcli.solve_batch([np.eye(3), sparse]),
+             "a list with sizes": lambda: lapcli.solve_batch([np.eye(3), sparse], sizes=([2, 2], [2, 2])),
+             "a list to match": lambda: lapcli.match([np.eye(3), sparse], [3, 3]),
+             "batch_linear_assignment": lambda: lapcli.batch_linear_assignment([sparse])}
+    named = type(sparse).__name__ if type(sparse).__name__ != "Tensor" else f"tensor ({sparse.layout})"
+    for name, call in calls.items():
+        with pytest.raises(lapcli.LapInputError, match=rf"are a sparse {re.escape(named)}: .*absent entry") as seen:
+            call()
+        assert ("problem 1 of the list's" in str(seen.value)) == name.startswith("a list"), name
+    with pytest.raises(lapcli.LapInputError, match="the points of b are a sparse .*dense coordinates"):
+        lapcli.solve_points(np.eye(3), sparse)
