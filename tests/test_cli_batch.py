@@ -342,6 +342,11 @@ def bad_npz(tmp_path, case):
         path.write_bytes((tmp_path / "m.npy").read_bytes())
     elif case == "strings":
         np.savez(path, np.eye(2), np.array([["a", "b"], ["c", "d"]]), np.ones((2, 3)))
+    elif case.startswith("scipy.sparse"):  # save_npz's members: data, indices, indptr (or row, col), format, shape
+        import scipy.sparse
+
+        made = scipy.sparse.csr_matrix if case.endswith("csr") else scipy.sparse.coo_array
+        scipy.sparse.save_npz(path, made(np.arange(9.0).reshape(3, 3)))
     return path
 
 
@@ -358,6 +363,9 @@ def _npy_bytes(array):
     ("a text member", "'notes.txt' is not a NumPy array"),
     ("an npy file", "not a zip archive"),
     ("strings", "has dtype <U1; lapcli reads numbers"),  # as for the same array saved as .npy
+    # scipy.sparse.save_npz's archives: named, not by their first member ("format has dtype |S3")
+    ("scipy.sparse csr", "holds a scipy.sparse matrix (save_npz); lapcli reads dense costs"),
+    ("scipy.sparse coo", "holds a scipy.sparse matrix (save_npz); lapcli reads dense costs"),
 ])
 def test_a_bad_npz_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, case, fragment):
     path = bad_npz(tmp_path, case)
@@ -365,6 +373,16 @@ def test_a_bad_npz_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, 
     before = sorted(os.listdir(tmp_path))
     assert_one_line_error(invoke("solve", path, "-o", "cols.npz", "--report", "r.json"), 2, fragment)
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_an_npz_whose_arrays_are_named_as_a_sparse_archives_is_still_a_batch(tmp_path):
+    """Only an archive whose "format" is a sparse format's name (what scipy.sparse.save_npz writes)
+    is refused as a sparse matrix: matrices a user named data, shape and format are a batch."""
+    np.savez(tmp_path / "d.npz", data=np.eye(2), shape=np.ones((3, 3)), format=np.zeros((2, 2)))
+    result = invoke("solve", tmp_path / "d.npz", "-o", tmp_path / "cols.npz", "--quiet")
+    assert result.exit_code == 0, result.output
+    with np.load(tmp_path / "cols.npz") as answers:
+        assert sorted(answers.files) == ["data", "format", "shape"]
 
 
 @pytest.mark.parametrize("form, names, order", [

@@ -1,5 +1,6 @@
-"""The file formats lapcli reads and writes: their extensions, NPY's magic bytes, and the specs
-that name one array inside a file: ``FILE.h5:/group/data`` and ``FILE.npz:name``."""
+"""The file formats lapcli reads and writes: their extensions, NPY's magic bytes, the specs that
+name one array inside a file (``FILE.h5:/group/data``, ``FILE.npz:name``), and the NPZ archive of
+a sparse matrix, which is not a batch of dense ones."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ DATA_FOLLOWS = "# lapcli: the next line is data, not column labels"
 HDF5_SUFFIXES = (".h5", ".hdf5")
 # The attribute (name, value) of an HDF5 group that lapcli wrote as a batch of problems (io.write.members_bytes)
 BATCH_MARK = ("lapcli", "batch")
+SPARSE_FORMATS = ("csr", "csc", "coo", "bsr", "dia")  # what scipy.sparse.save_npz writes
 
 
 def split_hdf5_path(spec: str) -> tuple[str, str | None]:
@@ -26,3 +28,18 @@ def split_hdf5_path(spec: str) -> tuple[str, str | None]:
         if found:
             return spec[:found.end() - 1], spec[found.end():] or None
     return spec, None
+
+
+def sparse_archive(archive, names: list[str]) -> bool:
+    """Whether an NPZ archive is one scipy.sparse.save_npz wrote: its members data, shape and
+    format, the last a 0-d string naming a sparse format (b'csr', 'coo', ...)."""
+    if not {"format", "shape", "data"} <= set(names):
+        return False
+    try:
+        form = archive["format"]
+    except ValueError:  # not an NPY member: read (and refused) as the others are
+        return False
+    if form.ndim != 0 or form.dtype.kind not in "SU":
+        return False
+    value = form.item()
+    return (value.decode("ascii", "replace") if isinstance(value, bytes) else value) in SPARSE_FORMATS

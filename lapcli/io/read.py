@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import LapInputError
-from .formats import BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, split_hdf5_path
+from .formats import (BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, sparse_archive,
+                      split_hdf5_path)
 from .hdf5_storage import check_storage_written
 from .text import MatrixSource, check_text_head, first_line, read_text_with_info
 
@@ -234,6 +235,9 @@ def read_npz(path: Path, name: str | None):
                 raise LapInputError(f"cannot read {path} as NPZ: it is not a zip archive (what np.savez writes)")
         with np.load(path, allow_pickle=False) as archive:
             names = list(archive.files)
+            if name is None and sparse_archive(archive, names):
+                raise LapInputError(f"{path} holds a scipy.sparse matrix (save_npz); lapcli reads dense costs: "
+                                    "save M.toarray() with forbidden pairs as inf (an absent entry reads as 0)")
             if name is None and (len(names) > 1 or names == ["0"]):  # "0": a batch of one, as lapcli writes it
                 # (a 2-D "0" alone; NPZ has no attributes to mark it, unlike an HDF5 group)
                 order = batch_order(names)
