@@ -395,12 +395,14 @@ def test_a_cell_larger_than_memory_is_skipped_and_a_sweep_of_only_such_refused(m
     real = runner.bench_matrix
     monkeypatch.setattr(runner, "bench_matrix", lambda *args: drawn.append(args[1]) or real(*args))
     result = CliRunner().invoke(cli, ["bench", "--sizes", "16,120000", "--ranges", "1", "--solvers", "scipy",
-                                      "--repeat", "1", "--json", str(tmp_path / "b.json")])
+                                      "--repeat", "1", "--json", str(tmp_path / "b.json"), "--csv", str(tmp_path / "b.csv")])
     assert result.exit_code == 0, result.output
     assert drawn == [16]
     cells = {r["n"]: r for r in json.loads((tmp_path / "b.json").read_text())["results"]}
     assert cells[16]["status"] == "ok" and cells[120000]["status"] == "skipped"
     assert "the n=120000 cell holds its 120000×120000 int32 matrix" in cells[120000]["message"]
+    rows = {row["n"]: row for row in csv.DictReader((tmp_path / "b.csv").open())}  # the CSV says why too
+    assert rows["16"]["message"] == "" and rows["120000"]["message"] == cells[120000]["message"]
     alone = CliRunner().invoke(cli, ["bench", "--sizes", "120000", "--ranges", "1", "--solvers", "scipy"])
     assert alone.exit_code == 2 and "more than this machine's 20 GiB of memory" in alone.stderr
     assert alone.stdout == "" and drawn == [16]

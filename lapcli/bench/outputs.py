@@ -82,11 +82,12 @@ def csv_bytes(results: list[SolveTiming], env: dict) -> bytes:
 
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["n", "range", "dtype", "solver", "status", "repeat", "ms", "objective", "device", "kind", "engine"])
-    for r in results:
+    writer.writerow(["n", "range", "dtype", "solver", "status", "repeat", "ms", "objective", "device", "kind", "engine",
+                     "message"])
+    for r in results:  # message: why a cell was skipped, failed or stopped (empty when it ran)
         for i, ms in enumerate(r.times_ms or [None]):
             writer.writerow([r.n, r.range_factor, r.dtype, r.solver, r.status, i, ms, r.objective, env.get("device"),
-                             r.kind, r.engine])
+                             r.kind, r.engine, r.message])
     return buffer.getvalue().encode()
 
 
