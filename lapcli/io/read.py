@@ -39,7 +39,6 @@ def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, 
     to text input only (see :func:`read_text_with_info`): a binary input refuses them, unless
     ``text_inputs_only`` says they were given for the text inputs among several."""
     text_options = {"header": header, "index_col": index_col}
-    refused = {} if text_inputs_only else text_options
     if spec == "-":
         if dataset is not None:
             refuse_dataset("stdin", dataset)
@@ -48,13 +47,13 @@ def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, 
     path, dataset = check_input_spec(spec, dataset)
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        _refuse_text_options(str(path), "NPY", refused)
+        _refuse_text_options(str(path), "NPY", header, index_col, text_inputs_only)
         return read_npy(path), MatrixSource(str(path))
     if suffix in HDF5_SUFFIXES:
-        _refuse_text_options(str(path), "HDF5", refused)
+        _refuse_text_options(str(path), "HDF5", header, index_col, text_inputs_only)
         return read_hdf5(path, dataset), MatrixSource(str(path))
     if suffix == ".npz":
-        _refuse_text_options(str(path), "NPZ", refused)
+        _refuse_text_options(str(path), "NPZ", header, index_col, text_inputs_only)
         return read_npz(path, dataset), MatrixSource(str(path))
     return read_text_with_info(path.read_bytes(), str(path), delimiter=_text_delimiter(suffix), **text_options)
 
@@ -166,15 +165,14 @@ def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = N
         return None
     path, dataset = check_input_spec(spec, dataset)
     suffix = path.suffix.lower()
-    refused = {} if text_inputs_only else {"header": header, "index_col": index_col}
     if suffix == ".npy":
-        _refuse_text_options(str(path), "NPY", refused)
+        _refuse_text_options(str(path), "NPY", header, index_col, text_inputs_only)
         return read_npy(path).ndim  # memory-mapped: only the header is read
     if suffix in HDF5_SUFFIXES:
-        _refuse_text_options(str(path), "HDF5", refused)
+        _refuse_text_options(str(path), "HDF5", header, index_col, text_inputs_only)
         return read_hdf5(path, dataset, load=False)
     if suffix == ".npz":
-        _refuse_text_options(str(path), "NPZ", refused)
+        _refuse_text_options(str(path), "NPZ", header, index_col, text_inputs_only)
         found = read_npz(path, dataset)
         return 3 if isinstance(found, list) else found.ndim  # several matrices: a (ragged) batch
     if text_head:
@@ -182,8 +180,9 @@ def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = N
     return 2
 
 
-def _refuse_text_options(name: str, kind: str, text_options: dict) -> None:
-    if text_options.get("header") is not None or text_options.get("index_col"):
+def _refuse_text_options(name: str, kind: str, header: bool | None, index_col: bool, text_inputs_only: bool) -> None:
+    """A binary input refuses the text options, unless they were given for the text inputs among several."""
+    if not text_inputs_only and (header is not None or index_col):
         raise LapInputError(f"{name} is {kind}: --header, --no-header and --index-col apply to text input only")
 
 
@@ -211,7 +210,7 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
     if not data:
         raise LapInputError("stdin is empty")
     if data.startswith(NPY_MAGIC):
-        _refuse_text_options("stdin", "NPY", {} if text_inputs_only else {"header": header, "index_col": index_col})
+        _refuse_text_options("stdin", "NPY", header, index_col, text_inputs_only)
         try:
             array = np.load(io.BytesIO(data), allow_pickle=False)
         except (ValueError, OSError, EOFError) as error:
