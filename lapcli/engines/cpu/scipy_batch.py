@@ -98,11 +98,14 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
             share = _share_work(problem, start, stop)
             _solve_range(share.values, col_of_row, start)
             return share
-    try:
-        works = [solve(0, batch)] if workers == 1 else _shared(workers, batch, solve)
-    except TooWideError:  # a share's refusal numbers its own members: the whole stack's names the caller's
-        problem.work_stack(np)
-        raise
+    if workers == 1:
+        works = [solve(0, batch)]
+    else:
+        try:
+            works = _shared(workers, batch, solve)
+        except TooWideError:  # a share's refusal numbers its own members: the whole stack's names the caller's
+            problem.work_stack(np)
+            raise
     details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3)}
     col_ind = caller_columns(col_of_row, n, m)
     col_ind = col_ind if problem.xp is np else problem.xp.asarray(col_ind)
