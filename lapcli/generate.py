@@ -64,6 +64,15 @@ def physical_memory() -> int | None:
         return None
 
 
+def past_memory(need: int, memory: int | None) -> str | None:
+    """"more than this machine's M GiB of memory" where ``need`` bytes pass ``memory`` (a
+    :func:`physical_memory`), else None (it fits, or the system does not say): the words of every
+    refusal of work too large to hold."""
+    if memory is None or need <= memory:
+        return None
+    return f"more than this machine's {memory / 2**30:.3g} GiB of memory"
+
+
 def block_bytes(n: int, m: int, kind: str, dtype) -> int:
     """The memory that making and writing one block of an n×m matrix takes at its peak. Measured
     with tracemalloc (a 1024 × 4096 block, NPY and HDF5 alike): the values are drawn in int64 or
@@ -83,12 +92,12 @@ def check_block_fits(n: int, m: int, kind: str, dtype, memory: int | None = None
     """Refuse (bad input, before any work) a matrix whose one block of rows, the unit that is
     generated and written at a time, cannot be made in this machine's memory (``memory`` bytes;
     default: :func:`physical_memory`), rather than be killed by the system on the way."""
-    memory = physical_memory() if memory is None else memory
     need = block_bytes(n, m, kind, dtype)
-    if memory is not None and need > memory:
+    past = past_memory(need, physical_memory() if memory is None else memory)
+    if past:
         raise LapInputError(f"a {n}×{m} {kind} matrix ({n * m * np.dtype(dtype).itemsize / 2**30:.3g} GiB "
                             f"of {dtype}) is generated {min(n, CHUNK_ROWS)} rows at a time: one block needs "
-                            f"{need / 2**30:.3g} GiB, more than this machine's {memory / 2**30:.3g} GiB of memory")
+                            f"{need / 2**30:.3g} GiB, {past}")
 
 
 def ragged_bytes(batch: int, n: int, m: int, kind: str, dtype) -> int:
@@ -106,12 +115,11 @@ def ragged_bytes(batch: int, n: int, m: int, kind: str, dtype) -> int:
 def check_ragged_fits(batch: int, n: int, m: int, kind: str, dtype, memory: int | None = None) -> None:
     """Refuse (bad input, before any work) a ragged batch that :func:`ragged_bytes` says will not
     fit this machine's memory (``memory`` bytes; default: :func:`physical_memory`)."""
-    memory = physical_memory() if memory is None else memory
     need = ragged_bytes(batch, n, m, kind, dtype)
-    if memory is not None and need > memory:
+    past = past_memory(need, physical_memory() if memory is None else memory)
+    if past:
         raise LapInputError(f"a ragged batch of {batch} problems up to {n}×{m} ({dtype}) is held whole to be "
-                            f"written: about {need / 2**30:.3g} GiB, more than this machine's "
-                            f"{memory / 2**30:.3g} GiB of memory")
+                            f"written: about {need / 2**30:.3g} GiB, {past}")
 
 
 def check_options(n: int, m: int, range_factor: float, kind: str, dtype: str | None, memory: bool = True) -> str:
@@ -315,10 +323,10 @@ def generate_points(n: int, d: int = 2, *, kind: str = "uniform", seed: int = 0,
         raise LapInputError(f"n must be at least 1 and d from 1 to {MAX_DIM} (what lapcli solves), got {n} and {d}")
     # at the peak, bytes a point: uniform its float64 draw and the cast; clustered its label, the centres
     # it takes, the noise and their sum, and the cast
-    memory, need = physical_memory(), n * (d * (8 + 4) if kind == "uniform" else 8 + d * (3 * 8 + 4))
-    if memory is not None and need > memory:
-        raise LapInputError(f"{n:,} points of {d} coordinates take about {need / 2**30:.3g} GiB to make, more than "
-                            f"this machine's {memory / 2**30:.3g} GiB of memory")
+    need = n * (d * (8 + 4) if kind == "uniform" else 8 + d * (3 * 8 + 4))
+    past = past_memory(need, physical_memory())
+    if past:
+        raise LapInputError(f"{n:,} points of {d} coordinates take about {need / 2**30:.3g} GiB to make, {past}")
     rng = np.random.default_rng(seed)
     if kind == "uniform":
         return rng.random((n, d)).astype(dtype, copy=False)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..engines import registry
 from ..errors import LapInputError
-from ..generate import check_options, generate, physical_memory, uniform_high
+from ..generate import check_options, generate, past_memory, physical_memory, uniform_high
 from ..problem import objective_tolerance
 from .suites import BenchSettings, ObjectiveMismatch, SolveTiming
 
@@ -194,11 +194,12 @@ def check_cells(groups) -> None:
 def cell_too_large(n: int, dtype: str) -> str | None:
     """Why an n × n cell of ``dtype`` cannot be held here, or None: the sweep holds its matrix and a
     solver's float64 copy (scipy's and lapx's), and drew an n = 120,000 cell until memory ran out."""
-    memory, need = physical_memory(), n * n * (np.dtype(dtype).itemsize + 8)
-    if memory is None or need <= memory:
+    need = n * n * (np.dtype(dtype).itemsize + 8)
+    past = past_memory(need, physical_memory())
+    if past is None:
         return None
     return (f"the n={n} cell holds its {n}×{n} {dtype} matrix and a solver's float64 copy: "
-            f"{need / 2**30:.3g} GiB, more than this machine's {memory / 2**30:.3g} GiB of memory")
+            f"{need / 2**30:.3g} GiB, {past}")
 
 
 def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = None,
