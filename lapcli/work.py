@@ -223,8 +223,8 @@ def _too_wide_members(arr, xp, maximize: bool) -> str:
 
 def _integer_work(arr, xp, maximize: bool, requested: str | None) -> Work | None:
     """Exact integer work, or None when even the row-reduced integers could overflow the int64
-    duals (the caller then solves in float64). A requested int dtype that cannot hold the values
-    is an error, never a silent change."""
+    duals (the caller then refuses them: TooWideError). A requested int dtype that cannot hold the
+    values is an error, never a silent change."""
     if arr.dtype.kind == "b":
         arr = arr.astype(np.int8)
     if maximize:
@@ -358,7 +358,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
         sentinel = (k + 2) * xp.where(spread > 0, spread, 1.0)
     if not bool(xp.isfinite(sentinel).all()):
         raise TooWideError("finite costs span too wide a range to mark forbidden entries: (k + 2) times their spread "
-                            "passes float64's; scale them down")
+                           "passes float64's; scale them down")
     values = xp.where(finite, values, sentinel.astype(values.dtype)[:, None, None])
     return Work(xp.ascontiguousarray(values), row_offset=row_min, scale=host(spread).astype(np.float64), notes=notes)
 
