@@ -38,7 +38,7 @@ python3 -c "import lapcli" 2>/dev/null || export PYTHONPATH=$PWD
 echo "PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset}" >>"$out/env.txt"
 python3 -m compileall -q lapcli >/dev/null
 if [ "${PYTHONDONTWRITEBYTECODE:-}" = 1 ]; then  # this image ships site-packages without bytecode
-  # every package a cold `lap solve` imports (CuPy's first ufunc imports cupyx.scipy, hence scipy.sparse),
+  # every package a cold `lap solve` may import (a CuPy operator with a number loads cupyx.scipy),
   # each where it is installed (cuda: the namespace of cuda.bindings)
   compiled=""
   for package in numpy scipy cupy cupyx cupy_backends cuda.bindings click rich h5py; do

@@ -208,12 +208,17 @@ def judged(min_slack, max_assigned, v, col, m: int, tolerance: float, engine: st
     xp = np if isinstance(v, np.ndarray) else __import__("cupy")
     k = len(col)
     # an assignment: each row one column of the m, no column twice (the duals prove nothing of another)
-    in_range = k == 0 or bool((col.min() >= 0) & (col.max() < m))
-    times_taken = xp.bincount(col, minlength=m) if in_range and k else xp.zeros(m, dtype=np.int64)
-    one_each = in_range and bool((times_taken <= 1).all())
+    in_range = k == 0 or (int(col.min()) >= 0 and int(col.max()) < m)
+    # (comparisons with a number through xp's ufuncs, and no cupy.bincount, which compares `col < 0`:
+    # CuPy sends such an operator through NumPy's dispatch, whose first call imports cupyx.scipy)
+    taken = xp.zeros(m, dtype=np.uint8)
+    if in_range and k:
+        taken[col] = 1
+    one_each = in_range and int(xp.count_nonzero(taken)) == k
     free_ok = True
     if m > k and one_each:  # rectangular: free columns keep v = 0, taken ones v ≤ 0
-        free_ok = bool((v <= tolerance).all()) and bool((xp.abs(v[times_taken == 0]) <= tolerance).all())
+        free_ok = (bool(xp.less_equal(v, tolerance).all())
+                   and bool(xp.less_equal(xp.abs(v[xp.equal(taken, 0)]), tolerance).all()))
     min_slack, max_assigned = (_plain(x.item() if hasattr(x, "item") else x) for x in (min_slack, max_assigned))
     ms = (time.perf_counter() - start) * 1e3
     certificate = Certificate(True, min_slack, max_assigned, tolerance, ms, where,

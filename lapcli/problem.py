@@ -38,10 +38,12 @@ def check_entries(stack, xp, maximize: bool, single: bool = True) -> np.ndarray:
     if stack.dtype.kind != "f" or stack.size == 0 or bool(xp.isfinite(stack).all()):  # the common case: one pass
         return np.zeros(batch, dtype=bool)
     wrong, allowed = (np.inf, -np.inf) if maximize else (-np.inf, np.inf)
-    bad = (xp.isnan(stack) | (stack == wrong)).any(axis=(1, 2))
+    # xp's ufuncs, not `==`: CuPy sends an operator with a number through NumPy's dispatch, whose first
+    # call imports cupyx.scipy (0.2-0.3 s of a cold process; tests/test_cupy_imports_gpu.py)
+    bad = (xp.isnan(stack) | xp.equal(stack, wrong)).any(axis=(1, 2))
     if bool(bad.any()):
         raise invalid_entries("" if single else f": {members_text(np.flatnonzero(host(bad)), batch)}")
-    return host((stack == allowed).any(axis=(1, 2)))
+    return host(xp.equal(stack, allowed).any(axis=(1, 2)))
 
 
 def infeasible_members(stack, forbidden: np.ndarray, maximize: bool, xp) -> list[int]:
@@ -54,7 +56,7 @@ def infeasible_members(stack, forbidden: np.ndarray, maximize: bool, xp) -> list
 
     bad = []
     for b in np.flatnonzero(forbidden):
-        mask = host(stack[b] != (-np.inf if maximize else np.inf))
+        mask = host(xp.not_equal(stack[b], -np.inf if maximize else np.inf))
         if mask.shape[0] > mask.shape[1]:
             mask = mask.T
         if (maximum_bipartite_matching(csr_matrix(mask), perm_type="column") < 0).any():
@@ -72,7 +74,7 @@ def own_forbidden(stack, real: np.ndarray, wide: np.ndarray, maximize: bool) -> 
     y = xp.arange(stack.shape[2])[None, None, :]
     own = (x < xp.asarray(real)[:, None, None]) & (y < xp.asarray(wide)[:, None, None])
     allowed = -np.inf if maximize else np.inf
-    return host(((stack == allowed) & own).any(axis=(1, 2)))
+    return host((xp.equal(stack, allowed) & own).any(axis=(1, 2)))
 
 
 @dataclass
@@ -277,7 +279,7 @@ class Problem:
         if 0 in self.shape:  # no problem, or problems without a pair: nothing is chosen
             return exact_sum(host(self.xp.zeros(self.shape[:2], dtype=self.stack.dtype)))
         col_ind = xp.asarray(col_ind)
-        assigned = col_ind >= 0
+        assigned = xp.greater_equal(col_ind, 0)
         values = xp.take_along_axis(self.stack, xp.where(assigned, col_ind, 0)[:, :, None], axis=2)[:, :, 0]
         zero = 0 if values.dtype.kind in "biu" else 0.0
         return exact_sum(host(xp.where(assigned, values, zero)))

@@ -355,7 +355,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
     if cap is not None:  # the forbidden entries' sentinel follows the capped spread
         values, spread = xp.minimum(values, cap), xp.minimum(spread, cap)
     with np.errstate(over="ignore"):  # an overflow is refused below
-        sentinel = (k + 2) * xp.where(spread > 0, spread, 1.0)
+        sentinel = (k + 2) * xp.where(xp.greater(spread, 0), spread, 1.0)
     if not bool(xp.isfinite(sentinel).all()):
         raise TooWideError("finite costs span too wide a range to mark forbidden entries: (k + 2) times their spread "
                            "passes float64's; scale them down")

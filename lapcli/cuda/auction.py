@@ -280,7 +280,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
 
     def stopped() -> SolverError:  # the time limit's error, saying where the auction was
         rows_of_owners()  # a stopped bid leaves its row free
-        holding = int(cupy.count_nonzero(col_of_row >= 0))
+        holding = int(cupy.count_nonzero(cupy.greater_equal(col_of_row, 0)))
         return SolverError(f"the auction ran past its time limit in phase {index + 1} of {len(epsilons)} "
                            f"(eps {eps:.3g}), round {rounds}: {holding:,} of {n:,} rows held a column")
 
@@ -289,7 +289,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
         phase_began = time.perf_counter()
         counters.fill(0)
         row_bids.fill(0)
-        cupy.copyto(fresh, 1, where=fresh != DEFERRED)  # a smaller eps: every row is scanned again
+        cupy.copyto(fresh, 1, where=cupy.not_equal(fresh, DEFERRED))  # a smaller eps: every row is scanned again
         rounds = released_in_phase = left_free = parked_so_far = deferred_in_phase = 0
         parked_last_round = n + 1  # the first round has none before it
         last_phase = index == len(epsilons) - 1
@@ -345,7 +345,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
                                          last_tail_to_searches=last_tail_to_searches, coarse=open_phase)
             parked_last_round = parked
             if war:  # its parked rows, the only free ones not deferred yet (every other listed row holds a column)
-                cupy.copyto(fresh, DEFERRED, where=col_of_row < 0)
+                cupy.copyto(fresh, DEFERRED, where=cupy.less(col_of_row, 0))
                 deferred_in_phase, deferred_rows = parked, deferred_rows + parked
             if ends:
                 left_free = parked

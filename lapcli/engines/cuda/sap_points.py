@@ -320,7 +320,7 @@ def _searched_tail(points, found, threads: int, final_eps: float, timeout, detai
     dim = points.rows.shape[1]
     records = cupy.empty((points.k, dim + 2), dtype=cupy.float64)
     records[:, :dim] = points.rows
-    records[:, dim] = cupy.where(kept & (gap > 0), held, -1)
+    records[:, dim] = cupy.where(kept & cupy.greater(gap, 0), held, -1)
     records[:, dim + 1] = minima + v[held]
     result = device_points.search_lowered(points, records, v, cupy.where(kept, col, -1).astype(cupy.int32), threads,
                                           FIRST_DELTA_OF_EPS * found.eps, timeout=timeout)

@@ -131,7 +131,7 @@ class ScaledAuction:
         if slack:
             if values.dtype != np.float64:
                 start.values = values.astype(np.float64)
-            rows = cupy.flatnonzero(tight & (gap > 0))
+            rows = cupy.flatnonzero(tight & cupy.greater(gap, 0))
             cols = col[rows]
             start.lowered = (rows, cols, start.values[rows, cols])
             start.values[rows, cols] = minima[rows] + v[cols]
@@ -146,10 +146,10 @@ def kept_pairs(kernel_set: dict, source: tuple, n: int, v, col, slack: float) ->
     import cupy
 
     minima, _ = passes.row_min(kernel_set, source, n, n, v)
-    assigned = col >= 0
+    assigned = cupy.greater_equal(col, 0)  # (ufuncs, not operators: tests/test_cupy_imports_gpu.py)
     held = cupy.where(assigned, col, 0)  # a free row reads column 0, and is not kept
     gap = passes.pair_costs(kernel_set, source, n, held) - v[held] - minima
-    return minima, held, gap, assigned & (gap <= slack)
+    return minima, held, gap, assigned & cupy.less_equal(gap, slack)
 
 
 @dataclass
@@ -202,7 +202,7 @@ def rows_take_lowest_column(lowest_row, size: int):
 
     col_of_row = cupy.full(size, size, dtype=np.int32)
     cupy.minimum.at(col_of_row, lowest_row, cupy.arange(size, dtype=np.int32))
-    col_of_row[col_of_row == size] = -1
+    col_of_row[cupy.equal(col_of_row, size)] = -1
     return col_of_row
 
 
