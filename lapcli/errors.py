@@ -18,6 +18,12 @@ class TooWideError(LapInputError):
     for, and for a device list whose members share no exact type (they cannot be gathered into one
     device array), the refusal stands."""
 
+    @property
+    def fact(self) -> str:
+        """The refusal without its advice (the words before its first "; "): the reason a route
+        that solved the costs after all reports, where the advice would mislead."""
+        return str(self).split("; ")[0]
+
 
 class LapTypeError(TypeError):
     """Costs of a non-numeric type (CLI exit code 2); a TypeError, as scipy raises for them."""

@@ -293,7 +293,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         except TooWideError as refused:  # the stack cannot hold every member exactly: each alone, if auto
             if solver != "auto" or dtype is not None or name == "scipy-batch":
                 raise
-            name, reason = "scipy-batch", f"auto: {refused}; scipy per problem, each in its own type"
+            name, reason = "scipy-batch", f"auto: {refused.fact}; scipy per problem, each in its own type"
             module, more_ms = loaded_engine(registry.get(name))
             import_ms += more_ms
             result = members_by(module)
