@@ -163,7 +163,7 @@ def _float32_cap(work, col_of_row) -> float | None:
     cap = 2 * total
     # [least, least + C]'s distance to 0, over the rows whose costs differ: a constant row (the square's
     # zero padding under a rectangle) adds the same to every total
-    distance = xp.maximum(xp.maximum(least, -(least + cap)), 0.0)
+    distance = xp.maximum(xp.maximum(least, -xp.add(least, cap)), 0.0)
     varied = values.max(axis=1).astype(np.float64) > least
     nearest = float(xp.where(varied, distance, xp.inf).min())
     if nearest == math.inf:

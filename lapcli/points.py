@@ -188,7 +188,7 @@ def costs(x, y, metric: str, p: float = 2.0):
             if metric in ("sqeuclidean", "euclidean"):
                 term = term * term
             elif metric == "minkowski":
-                term = term ** p
+                term = xp.power(term, p)
         if total is None:
             total = term
         elif metric == "chebyshev":
@@ -198,7 +198,7 @@ def costs(x, y, metric: str, p: float = 2.0):
     if metric == "euclidean":
         return xp.sqrt(total)
     if metric == "minkowski":
-        return total ** (1.0 / p)
+        return xp.power(total, 1.0 / p)
     return xp.clip(1.0 - total, 0.0, 2.0) if metric == "cosine" else total  # cdist's clamp: 0 for parallel points
 
 
@@ -301,7 +301,7 @@ def _unit_length(points, name: str):
     first, so that no square over- or underflows (1e155 or 1e-200 coordinates)."""
     xp = np if isinstance(points, np.ndarray) else __import__("cupy")
     largest = xp.abs(points).max(axis=1) if points.shape[0] else xp.ones(0)
-    if points.shape[0] and not bool((largest > 0).all()):
+    if points.shape[0] and not bool(xp.greater(largest, 0).all()):
         raise LapInputError(f"{name} has a point at the origin: its cosine distance is undefined")
     scaled = points / largest[:, None]
     return scaled / xp.sqrt((scaled * scaled).sum(axis=1))[:, None]

@@ -87,7 +87,7 @@ def onto_rows(problem: PointProblem) -> Frame | None:
         if not 0.0 < ratio < float("inf"):
             return None
         # a square's work rows are a and its columns b (PointProblem.transposed: only a tall one swaps)
-        moved = dataclasses.replace(problem, a=rows - row_mean, b=(columns - column_mean) / ratio)
+        moved = dataclasses.replace(problem, a=rows - row_mean, b=problem.xp.true_divide(columns - column_mean, ratio))
         if not math.isfinite(moved.largest_cost()) and math.isfinite(problem.largest_cost()):
             return None
     return Frame(problem, moved, ratio, row_mean)
@@ -137,7 +137,8 @@ def mirrored(problem: PointProblem) -> Mirror | None:
             or problem.is_empty or problem.on_a_line:
         return None
     with np.errstate(over="ignore", invalid="ignore"):
-        centre = problem.a.mean(axis=0) / 2 + problem.b.mean(axis=0) / 2
+        halve = problem.xp.true_divide  # (not `/ 2`: CuPy sends it through NumPy's dispatch)
+        centre = halve(problem.a.mean(axis=0), 2) + halve(problem.b.mean(axis=0), 2)
         minimised = dataclasses.replace(problem, a=problem.a - centre, b=centre - problem.b, maximize=False)
         if not math.isfinite(minimised.largest_cost()):
             return None

@@ -336,9 +336,9 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
     lo, hi = xp.where(xp.isfinite(lo), lo, 0), xp.where(xp.isfinite(hi), hi, 0)
     if values.dtype == np.float32:  # unreduced: the sentinel clears hi + k·(hi − lo)
         hi64, lo64 = hi.astype(np.float64), lo.astype(np.float64)
-        width = xp.maximum(xp.maximum(hi64 - lo64, abs(hi64) * 2.0**-20), 1e-30)
+        width = xp.maximum(xp.maximum(hi64 - lo64, xp.multiply(abs(hi64), 2.0**-20)), 1e-30)
         sentinel = hi64 + (k + 2) * width
-        if not bool((sentinel > float(np.finfo(np.float32).max)).any()):
+        if not bool(xp.greater(sentinel, float(np.finfo(np.float32).max)).any()):
             sentinel = sentinel.astype(values.dtype)
             scale = host(xp.maximum(abs(lo), abs(hi))).astype(np.float64)
             return Work(xp.ascontiguousarray(xp.where(finite, values, sentinel[:, None, None])), scale=scale)

@@ -86,10 +86,11 @@ class Crossovers:
 CROSSOVERS = Crossovers()
 SAMPLE_ROWS = 8
 # `lap solve` of one matrix is one solve in a new process (one_solve): cuda-sap's first call
-# (CuPy's and cupyx's imports, its kernels' first loads: ~0.6 s) outweighs its lead on integer
-# squares up to this side. H200, cold wall s, cuda-sap / cuda (the driver's copy, no CuPy): 2048
-# R = 100 1.07-1.09 / 0.41-0.45; 4096 R = 100 0.96-1.35 / 0.39-0.55, R = 1000 1.06-1.15 / 0.42-0.46;
-# integer distances at 4096 1.25-1.39 / 1.00-1.13. At 8192 uniform integers still favour cuda
+# (CuPy's import, its kernels' first loads: ~0.4 s) outweighs its lead on integer squares up to
+# this side. H200, cold wall s, cuda-sap / cuda (the driver's copy, no CuPy): 2048 R = 100
+# 1.07-1.09 / 0.41-0.45; 4096 R = 100 0.96-1.35 / 0.39-0.55 (cuda-sap 0.77-0.94 without its
+# import of cupyx.scipy), R = 1000 1.06-1.15 / 0.42-0.46; integer distances at 4096 1.25-1.39 /
+# 1.00-1.13. At 8192 uniform integers still favour cuda
 # (R = 1000 1.05-1.25 / 0.63-0.69) but integer distances take cuda 1.7 s warm against cuda-sap's
 # 0.15 (H100): the rule stops at 4096. Floats stay (cuda reads them through CuPy too).
 ONE_SOLVE_INTEGERS_UP_TO = 4096

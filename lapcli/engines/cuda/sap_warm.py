@@ -104,11 +104,13 @@ def reach(costs, col_of_row) -> float:
     """How far an optimal assignment ``col_of_row`` of the square ``costs`` (NumPy or CuPy) moves
     its points: the FAR_QUANTILE of its matched costs over the median of its rows' least costs
     (inf where that median is 0 and a matched cost is not; 0 where both are)."""
+    from ...arrays import host
     from ...problem import array_module
 
     xp = array_module(costs)
     matched = costs[xp.arange(costs.shape[0]), xp.asarray(col_of_row)]
-    far, near = float(xp.percentile(matched, FAR_QUANTILE)), float(xp.median(costs.min(axis=1)))
+    # the quantile on the host: cupy.percentile multiplies an array by a number, which imports cupyx.scipy
+    far, near = float(np.percentile(host(matched), FAR_QUANTILE)), float(xp.median(costs.min(axis=1)))
     return far / near if near > 0 else (np.inf if far > 0 else 0.0)
 
 
