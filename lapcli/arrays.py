@@ -238,7 +238,12 @@ def stacked(matrices):
     if len(libraries & {"torch", "cupy"}) and libraries != {"cupy"}:
         raise LapInputError(f"a list of problems must be of one array library, got {', '.join(sorted(libraries))}")
     if libraries != {"cupy"} and not all(isinstance(m, np.ndarray) for m in matrices):
-        return matrices  # nested lists: NumPy makes the stack
+        # nested lists each as NumPy reads it alone (the whole list as one array: float64, which rounds
+        # int64 past 2^53 beside floats); text, None or objects: the list, refused in a list's words
+        own = [m if isinstance(m, np.ndarray) else np.asarray(m) for m in matrices]
+        if not all(m.dtype.kind in "biuf" for m in own):
+            return matrices
+        matrices = own
     common = common_dtype(matrices)  # int64 beside uint64: not NumPy's float64, which rounds past 2^53
     if common is None:
         return None

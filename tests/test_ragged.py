@@ -317,6 +317,22 @@ def test_a_list_of_one_shape_mixing_integers_and_floats_solves_each_exactly():
         assert int(solution.objectives[0]) == sum(int(matrices[0][i, j]) for i, j in enumerate(expected))
 
 
+def test_nested_lists_in_a_list_of_one_shape_keep_their_own_exact_type():
+    """A nested list beside another member is read as NumPy reads it alone (int64 past 2^53 stays
+    int64, ints past 2^63 uint64), not as one float64 stack of the whole list, which rounded the
+    first member's costs and chose its diagonal, 4 above the optimum."""
+    wide = np.array([[2**55 + 3, 2**55 + 1], [2**55 + 1, 2**55 + 3]])
+    top = [[2**64 - 1, 2**64 - 2], [2**64 - 2, 2**64 - 2]]
+    for matrices in ([wide.tolist(), [[0.0, 0.0], [0.0, 0.0]]], [wide, [[0.0, 0.0], [0.0, 0.0]]],
+                     [top, [[-1, 0], [0, -1]]]):
+        first = np.asarray(matrices[0])
+        expected = exact_columns(first)
+        solution = lapcli.solve_batch(matrices)
+        for found in (solution.col_ind, lapcli.batch_linear_assignment(matrices)):
+            assert found[0].tolist() == expected
+        assert int(solution.objectives[0]) == sum(int(first[i, j]) for i, j in enumerate(expected))
+
+
 def test_auto_leaves_members_with_no_exact_common_type_to_scipy(monkeypatch):
     """Where a GPU could take a list, members that share no exact type to pack in (int64 past 2^53
     beside floats) are still solved by scipy, each in its own dtype; the others go to the GPU."""
