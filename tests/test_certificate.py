@@ -242,6 +242,22 @@ def test_an_infinite_cost_limit_leaves_no_row_out_as_lapjvs_default(rng):
     assert not any("cost_limit" in note for note in limited.report.notes)
 
 
+def test_a_cost_limit_on_costs_without_a_pair_builds_no_augmented_problem(monkeypatch):
+    """No row or no column: nothing to leave out, so no (n + m)² problem (0 × 20,000 took 27 s)."""
+    from lapcli import cost_limit
+
+    def augmented(*_):
+        raise AssertionError("an augmented problem was built")
+
+    monkeypatch.setattr(cost_limit, "augmented_matrix", augmented)
+    for shape in ((0, 20000), (3, 0), (0, 0)):
+        solution = lapcli.solve(np.zeros(shape), cost_limit=2.0)
+        assert solution.objective == 0 and len(solution.row_ind) == 0 and (solution.x == -1).all()
+        assert (solution.report.n_rows, solution.report.n_cols) == shape
+    with pytest.raises(ValueError, match="cost_limit must be a finite number"):
+        lapcli.solve(np.zeros((0, 5)), cost_limit=float("nan"))
+
+
 @pytest.mark.parametrize("solver", ["numpy", "scipy", "auto"])
 def test_a_far_cost_limit_is_the_limit_of_the_costs(rng, solver):
     """A limit far above the costs made the augmented problem's tolerance follow L/2 (3 × 15 U[0, 1)
