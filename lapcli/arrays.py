@@ -72,10 +72,9 @@ def host(array) -> np.ndarray:
 
 
 def is_torch(x: Any) -> bool:
-    """A torch tensor, subclasses too (nn.Parameter, MONAI's MetaTensor, a user's own): by the module
-    that made its type, else by isinstance where torch is imported (no tensor exists without it)."""
-    if type(x).__module__.startswith("torch"):
-        return True
+    """A torch tensor, subclasses too (nn.Parameter, MONAI's MetaTensor, a user's own): isinstance
+    where torch is imported (no tensor exists without it). Not torch's other types: a torch.Size
+    is a tuple of ints (``sizes=tensor.shape``)."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
 

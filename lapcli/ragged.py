@@ -193,7 +193,8 @@ def from_padded(stack, sizes) -> Members:
     if values.ndim != 3:
         raise LapInputError(f"expected a stack of matrices (3-D array) with sizes, got a {values.ndim}-D array")
     batch, n, m = values.shape
-    if isinstance(sizes, (dict, str, bytes)) or not hasattr(sizes, "__len__") or len(sizes) != 2:
+    if (isinstance(sizes, (dict, set, frozenset, str, bytes)) or getattr(sizes, "ndim", 1) == 0  # 0-d: no len
+            or not hasattr(sizes, "__len__") or len(sizes) != 2):
         raise LapInputError("sizes must be (rows, cols): two sequences of one integer per problem")
     rows, cols = _sizes(sizes[0], "rows", batch), _sizes(sizes[1], "cols", batch)
     if batch and (rows.max() > n or cols.max() > m):
@@ -364,9 +365,8 @@ def _integer_forbidden(stack, maximize: bool) -> int:
 
 
 def unpack(packed: Packed, col_of_row, members: Members):
-    """(B, most rows) the column of each member's row, −1 where none, from the stack's (B, R)
-    answer, on the answer's device (no host round trip): kernels/ragged.cu's ragged_unpack, or
-    its twin below."""
+    """(B, most rows) the column of each member's row, −1 where none, from the stack's (B, R) answer,
+    on the answer's device (no host round trip): kernels/ragged.cu's ragged_unpack, or its twin below."""
     width = max(int(members.rows.max()), 0)
     if packed.table is not None:
         from .cuda import ragged_pack

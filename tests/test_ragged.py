@@ -359,9 +359,25 @@ def test_sizes_read_only_each_problems_corner(rng):
     stack[0, 0, 0] = 2**63
     with pytest.raises(LapInputError, match="too wide"):
         lapcli.solve_batch(stack, sizes=sizes, dtype="int64")
-    for wrong in (3, {0: [1, 1], 1: [1, 1]}, "ab"):
+    for wrong in (3, {0: [1, 1], 1: [1, 1]}, "ab", {2, 3}, np.array(None), np.int64(2)):  # a set has no order
         with pytest.raises(LapInputError, match="sizes must be"):
             lapcli.batch_linear_assignment(stack, sizes=wrong)
+
+
+def test_torch_sizes_are_sizes_not_tensors():
+    """A torch.Size is a tuple of ints (``sizes=targets.shape``), not a tensor: it was read as one
+    (AttributeError: no attribute 'cpu'); a 0-d tensor is refused as other non-pairs are."""
+    torch = pytest.importorskip("torch")
+    block = np.random.default_rng(3).random((2, 5, 6))
+    assert [c.tolist() for _, c in lapcli.match(block, torch.Size([2, 4]))] == \
+        [c.tolist() for _, c in lapcli.match(block, (2, 4))]
+    sizes = (torch.Size([4, 5]), torch.Size([5, 6]))
+    assert lapcli.batch_linear_assignment(block, sizes=sizes).tolist() == \
+        lapcli.batch_linear_assignment(block, sizes=([4, 5], [5, 6])).tolist()
+    with pytest.raises(LapInputError, match="sizes must be"):
+        lapcli.batch_linear_assignment(block, sizes=torch.tensor(1.0))
+    with pytest.raises(LapInputError, match="every problem of a list must be a matrix"):
+        lapcli.batch_linear_assignment(torch.Size([2, 2]))
 
 
 def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
