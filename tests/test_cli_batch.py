@@ -389,6 +389,7 @@ def test_an_npz_whose_arrays_are_named_as_a_sparse_archives_is_still_a_batch(tmp
     ("npz", ["1", "0"], ["0", "1"]),  # numbers saved out of order: taken in numeric order
     ("npz", ["b", "a"], ["b", "a"]),  # other names: as the archive lists them
     ("h5", ["10", "9"], ["9", "10"]),  # a group: the same rule
+    ("h5", ["1" + "0" * 4400, "010"], ["010", "1" + "0" * 4400]),  # past the 4300 digits int() converts
     ("h5", ["file", "allow_pickle"], ["allow_pickle", "file"]),  # np.savez's own keywords, as names
 ])
 def test_a_batchs_answers_are_written_under_their_problems_names(tmp_path, form, names, order):

@@ -110,6 +110,23 @@ def test_integers_past_int64_beside_a_comment_stay_exact_or_are_refused(tmp_path
         read_matrix(str(tmp_path / "n.csv"))
 
 
+def test_integers_past_the_digits_python_converts_are_bad_input(tmp_path):
+    """Past 4300 digits int() raises ValueError (Python's limit on converting text): a text matrix
+    of such an integer was an internal error; it is past 64 bits, refused as such. Leading zeros
+    count toward that limit, not toward the value: 2^53 + 1 written with 4400 of them beside inf
+    is refused as any integer float64 would round."""
+    huge = "1" + "0" * 5000
+    for text in (f"{huge},1\n1,1\n", f"-{huge},1\n1,1\n", f"a,b\n{huge},1\n1,1\n"):
+        (tmp_path / "d.csv").write_text(text)
+        with pytest.raises(lapcli.LapInputError, match="beyond 64 bits"):
+            read_matrix(str(tmp_path / "d.csv"))
+    (tmp_path / "z.csv").write_text(f"{'0' * 4400}9007199254740993,inf\n1,2\n")
+    with pytest.raises(lapcli.LapInputError, match="integers past 2\\^53 beside inf"):
+        read_matrix(str(tmp_path / "z.csv"))
+    (tmp_path / "o.csv").write_text(f"{'0' * 4400}7,1\n1,1\n")
+    assert read_matrix(str(tmp_path / "o.csv")).tolist() == [[7, 1], [1, 1]]
+
+
 @pytest.mark.parametrize("name, text", [("s.csv", "1,2\n3,4\n  \n"), ("t.tsv", "1\t2\n  # note\n3\t4\n\t\n"),
                                         ("c.csv", "1;2\r\n3;4\r\n \r\n")])
 def test_lines_of_spaces_are_blank_lines(tmp_path, name, text):

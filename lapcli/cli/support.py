@@ -94,7 +94,10 @@ class ExactNumber(FiniteFloatRange):
 
     def convert(self, value, param, ctx):
         if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
-            return int(value)
+            try:
+                return int(value)
+            except ValueError:  # past the 4300 digits int() converts: far past float64, as 1e400 is
+                self.fail(f"an integer of {len(value.strip())} digits is not a finite number", param, ctx)
         return super().convert(value, param, ctx)
 
 

@@ -173,11 +173,27 @@ def _check_integers_not_rounded(matrix: np.ndarray, body: list[str], name: str, 
     if float(np.abs(values).max()) < 2.0**53 or not bool((values == np.floor(values)).all()):
         return  # small enough to be exact (2^53 + 1 reads 2^53), or decimals: a float matrix
     fields = [field.strip() for line in body for field in _split_fields(line, delimiter)]
-    integers = [int(field) for field in fields if _INTEGER.match(field)]
-    if len(integers) + sum(bool(_INFINITY.fullmatch(field)) for field in fields) == len(fields) and any(
-            float(value) != value for value in integers):  # 2^54 is held exactly; 2^53 + 1 is not
+    integers = [field for field in fields if _INTEGER.match(field)]
+    if len(integers) + sum(bool(_INFINITY.fullmatch(field)) for field in fields) == len(fields) and not all(
+            map(_held_by_float64, integers)):  # 2^54 is held exactly; 2^53 + 1 is not
         raise LapInputError(f"{name}: integers past 2^53 beside inf, which float64 would round (an integer matrix "
                             "holds no inf): give forbidden pairs a large finite cost")
+
+
+def _integer(field: str, most_digits: int) -> int | None:
+    """The integer an integer ``field`` writes, or None past ``most_digits`` significant digits
+    (leading zeros dropped first: int() refuses text past 4300 digits, counting them)."""
+    text = field.strip()
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > most_digits:
+        return None
+    return -int(digits) if text.startswith("-") else int(digits)
+
+
+def _held_by_float64(field: str) -> bool:
+    """Whether float64 holds the integer ``field`` exactly (none past its range, 309 digits)."""
+    value = _integer(field, 309)
+    return value is not None and abs(value) < 2**1024 and float(value) == value
 
 
 _INFINITY = re.compile(r"(?<![\w.])[-+]?inf(inity)?(?!\w)", re.IGNORECASE)
@@ -202,7 +218,8 @@ def _wide_integers(body: list[str], options: dict, name: str):
     fields = [field for line in body if line.strip() for field in _split_fields(line, delimiter)]
     if not fields or not all(_INTEGER.match(field) for field in fields):
         return None
-    if all(-(2**63) <= int(field) < 2**63 for field in fields):
+    values = [_integer(field, 19) for field in fields]  # None: past 19 digits, so past 64 bits
+    if all(value is not None and -(2**63) <= value < 2**63 for value in values):
         return None  # int64 failed for another reason (ragged rows): the float parse says which
     try:
         return np.loadtxt(body, dtype=np.uint64, **options)
