@@ -94,6 +94,13 @@ def test_duals_of_a_cost_limited_solve_are_refused_before_any_work(tmp_path, rng
     assert not (tmp_path / "d.npz").exists() and not (tmp_path / "x.npy").exists()
 
 
+def test_a_maximised_cost_limit_is_refused_before_any_input_is_read(tmp_path):
+    """As --duals with --cost-limit: said before the input is opened (stdin would be read whole
+    first), in the option's own name."""
+    result = invoke("solve", tmp_path / "absent.npy", "--cost-limit", "1", "--maximize", "--quiet")
+    assert result.exit_code == 2 and "--cost-limit applies to minimisation" in result.stderr
+
+
 def test_duals_past_int64_are_exact_in_json_and_refused_as_npz_with_no_file(tmp_path):
     """Maximising uint64 costs near 2^64: every dual pair sums to about 2^64, which no two int64
     values reach, so the duals are Python ints: JSON keeps them exact; NPZ (which would pickle them)

@@ -244,8 +244,9 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
                                 index_col, output, report_path, json_stdout, duals_path, certify, cost_limit, device,
                                 timeout, use_dask, scheduler, quiet)
     several = len(input_specs) > 1
-    if cost_limit is not None and duals_path is not None:  # said before any work, not after the solve
-        raise InputError("--duals does not go with --cost-limit: the augmented problem's duals are not the caller's")
+    if cost_limit is not None and (duals_path is not None or maximize):  # said before any work, not after the solve
+        raise InputError("--cost-limit applies to minimisation, as in lapjv; negate the costs instead" if maximize else
+                         "--duals does not go with --cost-limit: the augmented problem's duals are not the caller's")
     if output == "-" and json_stdout:
         raise InputError("-o - and --json both write to stdout; send one of them to a file")
     if several:
