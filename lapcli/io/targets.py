@@ -39,10 +39,13 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
         raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
     if suffix in HDF5_SUFFIXES and stdout_alias(path):  # written in place there, and HDF5 reads back what it writes
         raise LapInputError(f"cannot write {target}: it is stdout, where an HDF5 file cannot be written; give a file")
+    if path.endswith(("/", os.sep)):  # Path() drops the slash: "a.csv/" names a folder, not a file to write
+        raise LapInputError(f"cannot write {path}: it names a folder (a trailing slash); give a file")
     written = written_to(path)
     folder = written.parent if str(written.parent) else Path(".")
     if not folder.is_dir():
-        raise LapInputError(f"cannot write {target}: folder {folder} does not exist")
+        what = f"{folder} is a file, not a folder" if folder.exists() else f"folder {folder} does not exist"
+        raise LapInputError(f"cannot write {target}: {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise LapInputError(f"cannot write {target}: folder {folder} is not writable")
     if target.is_dir():
