@@ -130,6 +130,25 @@ def test_an_error_of_one_of_several_inputs_names_that_input(tmp_path, monkeypatc
         assert elsewhere.exit_code == 2 and "cannot run here" in elsewhere.stderr and "ok.csv:" not in elsewhere.stderr
 
 
+@pytest.mark.parametrize("text, message", [
+    ("1,2,3\n4,5\n", "cannot parse bad.csv: ragged rows: line 2 has 2 columns, line 1 has 3 columns"),
+    ("a,b\n", "bad.csv holds no numbers"),  # a header alone
+    ("a,b\n# c\n\n", "bad.csv holds no numbers"),
+])
+def test_a_later_inputs_ragged_head_or_bare_header_is_refused_before_the_first_is_solved(tmp_path, monkeypatch,
+                                                                                        text, message):
+    """Every INPUT's head is checked before the first is solved: no JSON line of ok.csv ahead of
+    the error, which is the one the read itself gives."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ok.csv").write_text("1,2\n3,4\n")
+    (tmp_path / "bad.csv").write_text(text)
+    result = invoke("solve", "ok.csv", "bad.csv", "--json", "-q")
+    assert one_line_error(result, message) and result.stdout == ""
+    assert one_line_error(invoke("solve", "bad.csv", "-q"), message)  # alone: the read's own words
+    (tmp_path / "fine.csv").write_text("a,b\n" + "1,2\n" * 20000 + "1,2,3\n")  # past the head (64 KiB): the read
+    assert invoke("solve", "ok.csv", "fine.csv", "--json", "-q").stdout.count("\n") == 1
+
+
 @pytest.mark.parametrize("solver", ["cuda", "cuda-sap", "lapx"])
 def test_a_solver_that_cannot_run_here_is_refused_before_any_input_is_read(tmp_path, monkeypatch, solver):
     """As every option: a CSV's bad value is not reported ahead of it, and no input ahead is solved

@@ -138,7 +138,8 @@ def check_text_head(path, delimiter: str | None = None, *, header: bool | None =
                     index_col: bool = False) -> None:
     """The header decision of a text file from its first lines, so that several inputs are refused
     before the first is solved: what :func:`read_text_with_info` would refuse for its first two
-    lines of content. Reads until 64 line breaks or 16 MiB; a head holding fewer than two whole
+    lines of content, a header with nothing after it, and rows of different lengths among the
+    head's whole lines. Reads until 64 line breaks or 16 MiB; a head holding fewer than two whole
     lines of content (a long first row, many comments) is left to the read."""
     try:
         with open(path, "rb") as handle:
@@ -156,7 +157,13 @@ def check_text_head(path, delimiter: str | None = None, *, header: bool | None =
         lines = lines[:-1]
         if sum(1 for line in lines if line.split("#", 1)[0].strip()) < 2:
             return
-    _layout(lines, str(path), delimiter, header, index_col)
+    layout = _layout(lines, str(path), delimiter, header, index_col)
+    start = layout.first_index + (1 if layout.header else 0)
+    if not chunk and not any(line.split("#", 1)[0].strip() for line in lines[start:]):  # a header alone
+        raise LapInputError(f"{path} holds no numbers")
+    ragged = _locate_bad_value(lines, start, layout.delimiter, str(path), index_col, numbers=False)
+    if ragged:  # among the head's whole lines: the read's own words
+        raise LapInputError(ragged)
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -310,8 +317,10 @@ def _drop_index_column(body: list[str], start: int, delimiter: str | None, name:
     return kept
 
 
-def _locate_bad_value(lines: list[str], start: int, delimiter: str | None, name: str, index_col: bool) -> str | None:
-    """The first ragged row or non-numeric field from ``lines[start]`` on, in np.loadtxt's terms."""
+def _locate_bad_value(lines: list[str], start: int, delimiter: str | None, name: str, index_col: bool,
+                      numbers: bool = True) -> str | None:
+    """The first ragged row or non-numeric field (``numbers`` False: ragged row) from ``lines[start]``
+    on, in np.loadtxt's terms."""
     expected = expected_line = None
     first_column = 1 if index_col else 0
     for index in range(start, len(lines)):
@@ -324,7 +333,7 @@ def _locate_bad_value(lines: list[str], start: int, delimiter: str | None, name:
         elif len(fields) != expected:
             return (f"cannot parse {name}: ragged rows: line {index + 1} has {_columns(len(fields))}, "
                     f"line {expected_line} has {_columns(expected)}")
-        for column in range(first_column, len(fields)):
+        for column in range(first_column, len(fields) if numbers else 0):
             if not _is_number(fields[column]):
                 return f"{name} line {index + 1}, column {column + 1}: {_field(fields[column])}"
     return None
