@@ -170,6 +170,19 @@ def test_a_solver_that_cannot_run_here_is_refused_before_any_input_is_read(tmp_p
         assert result.stdout == ""
 
 
+@pytest.mark.parametrize("solver, what", [("sorted", "matches point sets (--points A B)"),
+                                          ("scipy-batch", "solves stacks")])
+def test_a_solver_that_takes_no_matrix_is_refused_before_any_input_is_read(tmp_path, monkeypatch, solver, what):
+    """Told from the files' heads, not after the first is solved or the bad one read; the solvers
+    it suggests all take a matrix (sorted was among them)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ok.csv").write_text("1,2\n3,4\n")
+    (tmp_path / "bad.csv").write_text("1,x\n2,3\n")
+    result = invoke("solve", "ok.csv", "bad.csv", "--solver", solver, "--json")
+    assert one_line_error(result, f"solver '{solver}' {what}; ok.csv is one matrix (2-D): use auto,")
+    assert result.stdout == "" and "sorted" not in result.stderr.split("use ")[-1]
+
+
 def test_no_memory_to_map_an_npy_input_is_a_failure_not_bad_input(tmp_path, monkeypatch):
     import errno
 

@@ -299,9 +299,10 @@ def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cos
             raise InputError(f"solver {solver!r} solves one problem at a time; {name} is a stack (3-D): "
                              f"use {', '.join(solver_choices(batch=True))}")
     elif rank == 2:
-        if solver != "auto" and solver in solver_choices(batch=True):
-            raise InputError(f"solver {solver!r} solves stacks; {name} is one matrix (2-D): "
-                             f"use {', '.join(solver_choices(batch=False))}")
+        if solver != "auto" and solver not in solver_choices(batch=False, matrix=True):
+            what = "solves stacks" if solver in solver_choices(batch=True) else "matches point sets (--points A B)"
+            raise InputError(f"solver {solver!r} {what}; {name} is one matrix (2-D): "
+                             f"use {', '.join(solver_choices(batch=False, matrix=True))}")
     else:
         raise InputError(f"{name} is {rank}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
 

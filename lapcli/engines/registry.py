@@ -89,9 +89,11 @@ def get(name: str) -> Engine:
         raise LapInputError(f"unknown solver {name!r}; choose one of {', '.join(solver_choices())}") from None
 
 
-def solver_choices(batch: bool | None = None) -> tuple[str, ...]:
-    """``auto`` and every registered engine (only batch engines when batch=True)."""
-    names = [e.name for e in ENGINES.values() if batch is None or e.capabilities.batch == batch]
+def solver_choices(batch: bool | None = None, matrix: bool | None = None) -> tuple[str, ...]:
+    """``auto`` and every registered engine (only batch engines when batch=True; only those that
+    solve a cost matrix when matrix=True, not point sets alone)."""
+    names = [e.name for e in ENGINES.values() if (batch is None or e.capabilities.batch == batch)
+             and (matrix is None or e.capabilities.matrix == matrix)]
     return ("auto", *names)
 
 
