@@ -112,8 +112,11 @@ def member_ndim(matrix: Any, index: int) -> int:
 
 
 def library_of(x: Any) -> str:
-    """The array library ``x`` belongs to ("torch", "cupy", "numpy", "builtins", ...)."""
-    return "torch" if is_torch(x) else type(x).__module__.split(".")[0]
+    """The array library ``x`` belongs to ("torch", "cupy", "numpy", "builtins", ...); a list or
+    tuple is Python's whatever made it (a torch.Size is a tuple of ints)."""
+    if is_torch(x):
+        return "torch"
+    return "builtins" if isinstance(x, (list, tuple)) else type(x).__module__.split(".")[0]
 
 
 def is_cupy(x: Any) -> bool:

@@ -64,9 +64,9 @@ def test_float64_costs_rounded_to_an_asked_float32_say_so(rng):
     for solution in (lapcli.solve(cost, dtype="float32", solver="numpy"), lapcli.solve_batch(cost[None], dtype="float32")):
         assert any("rounded to float32" in note for note in solution.report.notes)
     assert lapcli.solve(cost, dtype="float32", solver="numpy").objective == math.fsum(cost.diagonal())
-    import importlib.util
+    from lapcli.engines import registry
 
-    for solver in ("scipy", "lapx") if importlib.util.find_spec("lap") else ("scipy",):  # lapx reported float64
+    for solver in ("scipy", "lapx") if registry.get("lapx").available()[0] else ("scipy",):  # lapx said float64
         solution = lapcli.solve(cost, dtype="float32", solver=solver)
         assert solution.report.dtype == "float32" and any("rounded to float32" in note for note in solution.report.notes)
     exact = rng.integers(0, 100, (5, 5)) / 4.0

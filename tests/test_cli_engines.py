@@ -126,6 +126,8 @@ def test_cost_limit_on_the_command_line(tmp_path):
     for limit in ("nan", "1" + "0" * 5000):  # (past 4300 digits int() raises ValueError)
         bad = invoke("solve", tmp_path / "m.npy", "--cost-limit", limit, "--quiet")
         assert bad.exit_code == 2 and "finite" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    zeros = invoke("solve", tmp_path / "m.npy", "--cost-limit", "0" * 5000 + "5", "-o", tmp_path / "z.npy", "-q")
+    assert zeros.exit_code == 0 and np.load(tmp_path / "z.npy").tolist() == [0, -1]  # 5: its zeros are no digits
     # an integral limit past 2^53 stays exact beside integer costs (as a float it rounded down to 2^54)
     np.save(tmp_path / "w.npy", np.full((2, 2), 2**54 + 1))
     for limit, expected in ((2**54 + 2, [0, 1]), (2**54, [-1, -1])):

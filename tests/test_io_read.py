@@ -125,6 +125,10 @@ def test_integers_past_the_digits_python_converts_are_bad_input(tmp_path):
         read_matrix(str(tmp_path / "z.csv"))
     (tmp_path / "o.csv").write_text(f"{'0' * 4400}7,1\n1,1\n")
     assert read_matrix(str(tmp_path / "o.csv")).tolist() == [[7, 1], [1, 1]]
+    from lapcli.io.read import batch_order  # a batch's names, numeric without int(): any digits
+
+    assert batch_order(["1" + "0" * 5000, "010", "9"]) == ["9", "010", "1" + "0" * 5000]
+    assert batch_order(["\u0661", "\u0660"]) == ["\u0660", "\u0661"]  # Arabic-Indic 1, 0
 
 
 @pytest.mark.parametrize("name, text", [("s.csv", "1,2\n3,4\n  \n"), ("t.tsv", "1\t2\n  # note\n3\t4\n\t\n"),

@@ -376,8 +376,9 @@ def test_torch_sizes_are_sizes_not_tensors():
         lapcli.batch_linear_assignment(block, sizes=([4, 5], [5, 6])).tolist()
     with pytest.raises(LapInputError, match="sizes must be"):
         lapcli.batch_linear_assignment(block, sizes=torch.tensor(1.0))
-    with pytest.raises(LapInputError, match="every problem of a list must be a matrix"):
-        lapcli.batch_linear_assignment(torch.Size([2, 2]))
+    for sizes in (torch.Size([2, 2]), [torch.Size([1, 2]), torch.Size([3, 4])]):  # (the list: no 'is_cuda')
+        with pytest.raises(LapInputError, match="every problem of a list must be a matrix"):
+            lapcli.batch_linear_assignment(sizes)
 
 
 def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):

@@ -94,10 +94,13 @@ class ExactNumber(FiniteFloatRange):
 
     def convert(self, value, param, ctx):
         if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
-            try:
-                return int(value)
-            except ValueError:  # past the 4300 digits int() converts: far past float64, as 1e400 is
-                self.fail(f"an integer of {len(value.strip())} digits is not a finite number", param, ctx)
+            from ..io.text import integer_text
+
+            number = integer_text(value, 4300)  # int() refuses more digits (leading zeros dropped first)
+            if number is None:  # far past float64, as 1e400 is
+                self.fail(f"an integer of {len(value.strip().lstrip('+-').lstrip('0'))} digits is not a finite number",
+                          param, ctx)
+            return number
         return super().convert(value, param, ctx)
 
 

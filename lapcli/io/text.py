@@ -187,7 +187,7 @@ def _check_integers_not_rounded(matrix: np.ndarray, body: list[str], name: str, 
                             "holds no inf): give forbidden pairs a large finite cost")
 
 
-def _integer(field: str, most_digits: int) -> int | None:
+def integer_text(field: str, most_digits: int) -> int | None:
     """The integer an integer ``field`` writes, or None past ``most_digits`` significant digits
     (leading zeros dropped first: int() refuses text past 4300 digits, counting them)."""
     text = field.strip()
@@ -199,7 +199,7 @@ def _integer(field: str, most_digits: int) -> int | None:
 
 def _held_by_float64(field: str) -> bool:
     """Whether float64 holds the integer ``field`` exactly (none past its range, 309 digits)."""
-    value = _integer(field, 309)
+    value = integer_text(field, 309)
     return value is not None and abs(value) < 2**1024 and float(value) == value
 
 
@@ -225,7 +225,7 @@ def _wide_integers(body: list[str], options: dict, name: str):
     fields = [field for line in body if line.strip() for field in _split_fields(line, delimiter)]
     if not fields or not all(_INTEGER.match(field) for field in fields):
         return None
-    values = [_integer(field, 19) for field in fields]  # None: past 19 digits, so past 64 bits
+    values = [integer_text(field, 19) for field in fields]  # None: past 19 digits, so past 64 bits
     if all(value is not None and -(2**63) <= value < 2**63 for value in values):
         return None  # int64 failed for another reason (ragged rows): the float parse says which
     try:
