@@ -518,8 +518,8 @@ def error_cases(tmp_path):
         "bad solver option": (["ok.npy", "--solver", "magic"], "magic"),
         "bad output extension": (["ok.npy", "-o", "a.xyz"], "unknown assignment extension"),
         "output folder missing": (["ok.npy", "-o", "nofolder/a.csv"], "does not exist"),
-        "output names a folder": (["ok.npy", "-o", "a.csv/"], "it names a folder (a trailing slash)"),
-        "output names a folder too": (["ok.npy", "-o", "a.csv/."], "it names a folder (a trailing slash)"),
+        "output names a folder": (["ok.npy", "-o", "a.csv/"], "it names a folder, not a file"),
+        "output names a folder too": (["ok.npy", "-o", "a.csv/."], "it names a folder, not a file"),
         "output under a file": (["ok.npy", "-o", "ok.npy/a.csv"], "ok.npy is a file, not a folder"),
     }
 

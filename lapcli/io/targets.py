@@ -40,7 +40,7 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
     if suffix in HDF5_SUFFIXES and stdout_alias(path):  # written in place there, and HDF5 reads back what it writes
         raise LapInputError(f"cannot write {target}: it is stdout, where an HDF5 file cannot be written; give a file")
     if os.path.basename(path) in ("", ".", ".."):  # Path() drops them: "a.csv/" or "a.csv/." is a folder
-        raise LapInputError(f"cannot write {path}: it names a folder (a trailing slash); give a file")
+        raise LapInputError(f"cannot write {path}: it names a folder, not a file")
     written = written_to(path)
     folder = written.parent if str(written.parent) else Path(".")
     if not folder.is_dir():

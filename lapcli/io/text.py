@@ -162,7 +162,7 @@ def check_text_head(path, delimiter: str | None = None, *, header: bool | None =
     if not chunk and not any(line.split("#", 1)[0].strip() for line in lines[start:]):  # a header alone
         raise LapInputError(f"{path} holds no numbers")
     ragged = _locate_bad_value(lines, start, layout.delimiter, str(path), index_col, numbers=False)
-    if ragged:  # among the head's whole lines: the read's own words
+    if ragged:  # among the head's whole lines, as the read words a ragged row
         raise LapInputError(ragged)
 
 
