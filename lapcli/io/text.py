@@ -47,14 +47,13 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     layout = _layout(lines, name, delimiter, header, index_col)
     delimiter, fields = layout.delimiter, layout.fields
     source = MatrixSource(name, dropped_index_column=index_col)
-    start = layout.first_index + (1 if layout.header else 0)
+    start = layout.body_start
     if layout.header:
         source.skipped_header = layout.first
         if layout.guessed:  # no option asked for it: say so
             source.notes.append(f"skipped header line of {name}: {_shorten(layout.first.strip())}")
     body = lines[start:]
-    if not any(line.split("#", 1)[0].strip() for line in body):  # blank or comments only (np.loadtxt's)
-        raise LapInputError(f"{name} holds no numbers")
+    _check_holds_numbers(body, name)
     # float64 per value, plus the parser's own copy of the text
     check_host_memory(8 * len(fields) * len(body) + len(data), f"parsing {name}")
     if index_col:
@@ -96,6 +95,16 @@ class _Layout:
     first: str  # its text without a comment
     fields: list[str]
     second_width: int | None
+
+    @property
+    def body_start(self) -> int:
+        """The first line past the header (0-based)."""
+        return self.first_index + (1 if self.header else 0)
+
+
+def _check_holds_numbers(body: list[str], name: str) -> None:
+    if not any(line.split("#", 1)[0].strip() for line in body):  # blank or comments only (np.loadtxt's)
+        raise LapInputError(f"{name} holds no numbers")
 
 
 def _layout(lines: list[str], name: str, delimiter: str | None, header: bool | None, index_col: bool) -> _Layout:
@@ -158,10 +167,9 @@ def check_text_head(path, delimiter: str | None = None, *, header: bool | None =
         if sum(1 for line in lines if line.split("#", 1)[0].strip()) < 2:
             return
     layout = _layout(lines, str(path), delimiter, header, index_col)
-    start = layout.first_index + (1 if layout.header else 0)
-    if not chunk and not any(line.split("#", 1)[0].strip() for line in lines[start:]):  # a header alone
-        raise LapInputError(f"{path} holds no numbers")
-    ragged = _locate_bad_value(lines, start, layout.delimiter, str(path), index_col, numbers=False)
+    if not chunk:  # the whole file: a header alone is refused as the read refuses it
+        _check_holds_numbers(lines[layout.body_start:], str(path))
+    ragged = _locate_bad_value(lines, layout.body_start, layout.delimiter, str(path), index_col, numbers=False)
     if ragged:  # among the head's whole lines, as the read words a ragged row
         raise LapInputError(ragged)
 
