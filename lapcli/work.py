@@ -216,8 +216,8 @@ def _too_wide_members(arr, xp, maximize: bool) -> str:
         for half in ((lo, (lo + hi) // 2), ((lo + hi) // 2, hi)):
             search(*half)
 
-    if arr.shape[0] > 1:
-        search(0, arr.shape[0])
+    for half in ((0, arr.shape[0] // 2), (arr.shape[0] // 2, arr.shape[0])) if arr.shape[0] > 1 else ():
+        search(*half)  # the halves: the whole stack's work was just built and refused
     return f"{members_text(refused, arr.shape[0])}: " if refused else ""
 
 

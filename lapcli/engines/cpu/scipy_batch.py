@@ -248,7 +248,8 @@ def _integer_members(indices: list, costs: list, maximize: bool, answers: list) 
         try:
             answers[b] = _integer_member(costs[b], maximize)
         except LapInputError as error:
-            first, refused = first or error, [*refused, b]
+            first = first or error
+            refused.append(b)
     # the first refusal's class (TooWideError kept) and words, every refused member named
     return None if first is None else type(first)(f"{members_text(refused, len(costs))}: {first}")
 
