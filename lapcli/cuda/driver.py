@@ -47,26 +47,25 @@ def device_count() -> int:
     return int(_check(driver.cuDeviceGetCount()))
 
 
-def compute_capability(ordinal: int = 0) -> tuple[int, int]:
-    """(major, minor) of a device, asked of the driver (no context is created)."""
+def _attributes(ordinal: int, *names: str) -> tuple[int, ...]:
+    """A device's CU_DEVICE_ATTRIBUTE_<name> values, asked of the driver (no context is created)."""
     early_start.wait()
     driver = _driver()
     _check(driver.cuInit(0))
     handle = _check(driver.cuDeviceGet(ordinal))
-    attribute = driver.CUdevice_attribute
-    return (int(_check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle))),
-            int(_check(driver.cuDeviceGetAttribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle))))
+    attribute = lambda name: getattr(driver.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")  # noqa: E731
+    return tuple(int(_check(driver.cuDeviceGetAttribute(attribute(name), handle))) for name in names)
+
+
+def compute_capability(ordinal: int = 0) -> tuple[int, int]:
+    """(major, minor) of a device, asked of the driver (no context is created)."""
+    return _attributes(ordinal, "COMPUTE_CAPABILITY_MAJOR", "COMPUTE_CAPABILITY_MINOR")
 
 
 def max_shared_optin(ordinal: int = 0) -> int:
     """A block's opt-in shared memory on a device, in bytes, asked of the driver (no context is
     created, and CuPy is not imported: auto reads it before it knows whether CuPy will be needed)."""
-    early_start.wait()
-    driver = _driver()
-    _check(driver.cuInit(0))
-    handle = _check(driver.cuDeviceGet(ordinal))
-    attribute = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-    return int(_check(driver.cuDeviceGetAttribute(attribute, handle)))
+    return _attributes(ordinal, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")[0]
 
 
 class Gpu:
