@@ -11,6 +11,7 @@ it runs, :mod:`lapcli.bench.table` and :mod:`lapcli.bench.outputs` present what 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -19,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..engines import registry
-from ..errors import LapInputError
+from ..errors import LapInputError, SolverUnavailable
 from ..generate import check_options, generate, past_memory, physical_memory, uniform_high
 from ..problem import objective_tolerance
 from .suites import BenchSettings, ObjectiveMismatch, SolveTiming
@@ -54,7 +55,7 @@ def lapcli_runner(solver: str) -> Callable:
         from ..pipeline import solve  # noqa: F401
 
         for name in ("scipy", "lapx") if solver == "auto" else (solver,):  # auto's CPU engines; its GPU ones warm up
-            if registry.get(name).available()[0]:
+            with contextlib.suppress(SolverUnavailable):  # (load asks whether it runs here)
                 registry.get(name).load()
 
     run.prepare = prepare
@@ -132,8 +133,7 @@ def built_peer_runner(name: str) -> Callable:
     def prepare() -> None:  # the library loaded (ctypes) before any clock starts, where it can be
         from . import guthe
 
-        if guthe.available()[0]:
-            guthe.loaded()
+        guthe.available()  # loads it where it can
 
     run.needs_warmup, run.prepare = False, prepare
     return run
