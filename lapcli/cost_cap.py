@@ -14,11 +14,14 @@ capped costs are for the true ones, and the pairs an optimum takes are not cappe
 
 After a solve (lapcli.engines.base.certified_result) where S exceeds CAP_GAIN·C, the answer is judged again at the
 capped tolerance: where it passes, its certificate carries that tighter tolerance; where not and S exceeds
-RETRY_GAIN·C, CapRetry asks the pipeline to solve once more on the capped work (lapcli.problem.Problem.cap_work),
-whose tolerance is eps(C). H200, 5 % of U[0, 1) costs at 1e12: cuda came back 12.8 and 25.5 above the optimum at
-2,048 and 4,096 (cuda-sap, auto's choice, 3.6 and 3.0), certified within 1.8 and 3.6; capped, each is the optimum,
-certified within 1e-12 to 5e-11, in 0.016-0.085 s against 0.005-0.059 s for the wrong answers
-(docs/bench/cost-cap-h200.txt).
+RETRY_GAIN·C, CapRetry asks the pipeline to solve again on the capped work (lapcli.problem.Problem.cap_work),
+whose tolerance is eps(C), and again while each answer's own cap is RETRY_GAIN times tighter: an answer within
+k·eps(C) of the optimum may still be far above it where the costs span hundreds of orders of magnitude (4 × 4,
+costs 1e-150 to 1e150: once capped, 1e50 against the optimum 2; capped twice, 2; on an H200, exp(U·600 − 300)
+costs: cuda 6.3e46 against 7.8e-126 at 300², docs/bench/cost-cap-rounds-h200-2026-11-30.txt). H200, 5 % of
+U[0, 1) costs at 1e12: cuda came back 12.8 and 25.5 above the optimum at 2,048 and 4,096 (cuda-sap, auto's
+choice, 3.6 and 3.0), certified within 1.8 and 3.6; capped, each is the optimum, certified within 1e-12 to
+5e-11, in 0.016-0.085 s against 0.005-0.059 s for the wrong answers (docs/bench/cost-cap-h200.txt).
 
 After a solve T is bounded from the answer's host duals (total_bound), with no pass over the matrix. float32 work
 is unreduced (lapcli.work) and its tolerance follows max |c|; slacks computed from it round at that magnitude, so it
@@ -43,6 +46,9 @@ from .work import float_eps
 # one, and a second solve took twice the time for the same pairs (H200, 2,048 to 8,192).
 CAP_GAIN = 8
 RETRY_GAIN = 1024
+# Solves on capped work at most, each capped RETRY_GAIN or more times tighter than the one before: costs
+# exp(U·1400 − 700) (1e±304) took up to 22 on 300 × 300 (engine numpy), exp(U·600 − 300) up to 9 on 40 × 40.
+CAP_ROUNDS = 64
 # C where the found assignment's reduced total is 0, relative to S (any C > 0 keeps the optima then).
 CAP_FLOOR = 2.0**-30
 
@@ -127,7 +133,8 @@ def tightened(work, col_of_row: np.ndarray, u: np.ndarray, v: np.ndarray, certif
               retry: bool = True):
     """``certificate`` (lapcli.certificate.Certificate) judged again at the capped tolerance, where capping
     would tighten it CAP_GAIN times: the tighter certificate where the answer holds there, else CapRetry where
-    capping tightens it RETRY_GAIN times (and ``retry``: not once capped already), else the certificate as it was."""
+    capping tightens it RETRY_GAIN times (and ``retry``: fewer than CAP_ROUNDS solves capped so far), else the
+    certificate as it was."""
     from .certificate import check_rounding, judged
 
     cap, m = cap_for(work, col_of_row, (u, v, certificate)), work.values.shape[1]
@@ -173,17 +180,30 @@ def _float32_cap(work, col_of_row) -> float | None:
 
 
 def solved_capped(problem, run, retry: CapRetry, timeout: float | None, start: float, device):
-    """``run(problem, timeout=, device=)`` once more on work capped at ``retry.cap`` (its details say
-    so: ``costs_capped_at``), in the time ``timeout`` leaves after ``start``; past it, the first answer,
-    proved at its looser tolerance."""
-    problem.cap_work(retry.square, retry.cap)
-    left = None if timeout is None else max(timeout - (time.perf_counter() - start), 1e-6)
-    try:
-        result = run(problem, timeout=left, device=device)
-    except SolverError as error:
-        if "time limit" not in str(error):
-            raise
-        retry.first.details["costs_capped_at"] = f"not solved again: {error}"
-        return retry.first
-    result.details["costs_capped_at"] = retry.cap
-    return result
+    """``run(problem, timeout=, device=)`` again on work capped at ``retry.cap`` (its details say so:
+    ``costs_capped_at``, and ``cost_cap_rounds``), and again while the answer's own cap tightens the
+    tolerance RETRY_GAIN times more (at most CAP_ROUNDS solves), in the time ``timeout`` leaves after
+    ``start``; past it, the last answer, proved at its looser tolerance (``costs_capped_at`` says why
+    it was not solved again, or for an answer of capped work, the cap, and ``cost_cap_stopped`` why)."""
+    solved_on = None  # the cap retry.first was solved on (None: the caller's work)
+    while True:
+        problem.cap_work(retry.square, retry.cap)
+        left = None if timeout is None else max(timeout - (time.perf_counter() - start), 1e-6)
+        try:
+            result = run(problem, timeout=left, device=device)
+        except CapRetry as again:  # this answer's reduced total is far below the cap: capped tighter
+            solved_on, retry = retry.cap, again
+            continue
+        except SolverError as error:
+            if "time limit" not in str(error):
+                raise
+            stopped, details = f"not solved again: {error}", retry.first.details
+            if solved_on is None:  # the caller's work's answer
+                details["costs_capped_at"] = stopped
+            else:
+                details.update(costs_capped_at=solved_on, cost_cap_rounds=problem.cap_rounds - 1,
+                               cost_cap_stopped=stopped)
+            return retry.first
+        result.details["costs_capped_at"] = retry.cap
+        result.details["cost_cap_rounds"] = problem.cap_rounds
+        return result

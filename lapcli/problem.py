@@ -92,6 +92,7 @@ class Problem:
     maybe_infeasible: np.ndarray | None = None
     _works: dict = field(default_factory=dict, repr=False)
     caps: dict = field(default_factory=dict, repr=False)  # square work or not → its reduced costs' cap (cost_cap)
+    cap_rounds: int = field(default=0, repr=False)  # the solves on capped work so far
     shape: tuple[int, int, int] = field(init=False, repr=False)  # (B, n, m); a matrix: (1, n, m)
 
     def __post_init__(self) -> None:
@@ -178,6 +179,7 @@ class Problem:
     def cap_work(self, square: bool, cap: float) -> None:
         """The work built again with its reduced float costs capped at ``cap`` (lapcli.cost_cap)."""
         self.caps[square] = cap
+        self.cap_rounds += 1
         self._works.clear()
 
     def work_on(self, xp=None, source=None) -> WorkMatrix:

@@ -9,6 +9,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 import lapcli
 from lapcli.cost_cap import cap_for
 from lapcli.problem import prepare
+from lapcli.work import float_eps
 
 
 def placeholders(rng, n, m, big, share=0.05, forbid=0.0):
@@ -106,6 +107,50 @@ def test_capped_work_keeps_the_optimum_and_its_duals_prove_the_true_costs(rng):
     solution = lapcli.solve(cost, solver="numpy")
     u, v = solution.duals
     assert (cost - u[:, None] - v[None, :]).min() >= -1e-9
+
+
+def spanning(rng, n, m, span):
+    """Costs exp(U·span − span/2): hundreds of orders of magnitude apart where span is 600 or more."""
+    return np.exp(rng.random((n, m)) * span - span / 2)
+
+
+def test_costs_across_hundreds_of_orders_are_capped_until_the_answer_is_the_optimum(rng):
+    """Once capped, 4 × 4 costs 1e-150 to 1e150 came back 1e50 against the optimum 2, certified within
+    6e86: each capped answer's own cap tightens the tolerance again, solved until it stops doing so."""
+    cost = 10.0 ** np.array([[100, -150, 50, -150], [100, -150, 150, -50], [-100, -100, 0, -150], [0, -50, 100, 100]])
+    solution = lapcli.solve(cost, solver="numpy")
+    assert solution.objective == 2.0 and solution.report.details["cost_cap_rounds"] >= 2
+    assert solution.report.certified and solution.report.certificate["objective_within"] < 1e-12
+    for shape, span in (((40, 40), 600), ((30, 45), 600), ((45, 30), 600), ((200, 200), 1400)):
+        cost = spanning(rng, *shape, span)
+        rows, cols = scipy_lsa(cost)
+        solution = lapcli.solve(cost, solver="numpy")
+        assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=0)
+
+
+def test_a_capped_solve_past_the_time_limit_returns_the_last_answer(rng, monkeypatch):
+    """Solved again and again on tighter caps, a solve past the time limit gives back the answer before
+    it, proved at that answer's tolerance."""
+    from lapcli.engines.cpu import numpy as numpy_engine
+    from lapcli.errors import SolverError
+
+    cost = spanning(rng, 40, 40, 1400)
+    solve, caps = numpy_engine.solve, []
+
+    def late_third(problem, **kw):
+        caps.append(dict(problem.caps))
+        if problem.cap_rounds == 2:
+            raise SolverError("the numpy engine ran past the time limit")
+        return solve(problem, **kw)
+
+    monkeypatch.setattr(numpy_engine, "solve", late_third)
+    solution = lapcli.solve(cost, solver="numpy")
+    assert len(caps) == 3 and caps[2][True] < caps[1][True] / 1024
+    details = solution.report.details  # the answer's own cap and round, and why it was not capped again
+    assert details["costs_capped_at"] == caps[1][True] and details["cost_cap_rounds"] == 1
+    assert details["cost_cap_stopped"].startswith("not solved again: the numpy engine ran past the time limit")
+    assert solution.report.certified  # the second answer's certificate, at its cap's tolerance
+    assert solution.report.certificate["tolerance"] == pytest.approx(float_eps(40, caps[1][True]), rel=1e-9)
 
 
 def test_an_answer_that_holds_at_the_capped_tolerance_is_not_solved_again(rng, monkeypatch):

@@ -6,7 +6,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 import lapcli
 
-from .test_cost_cap import placeholders
+from .test_cost_cap import placeholders, spanning
 
 pytestmark = pytest.mark.gpu
 
@@ -54,3 +54,25 @@ def test_float32_costs_beside_placeholders_are_solved_again_in_float64(rng, solv
     solution = lapcli.solve(cupy.asarray(cost) if on_device else cost, solver=solver)
     assert solution.report.certified and solution.report.certificate["tolerance"] < 1e-8
     assert float(solution.objective) == pytest.approx(best, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["cuda", "cuda-sap", "auto"])
+@pytest.mark.parametrize("shape", [(40, 40), (300, 300), (200, 260), (2048, 2048)])
+def test_costs_across_hundreds_of_orders_are_the_optimum(rng, solver, shape):
+    """exp(U·600 − 300) costs: each capped answer capped again until the answer is the optimum."""
+    cost = spanning(rng, *shape, 600)
+    rows, cols = scipy_lsa(cost)
+    solution = lapcli.solve(cost, solver=solver)
+    assert solution.report.certified
+    assert float(solution.objective) == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("shape", [(16, 40, 40), (4, 300, 300)])
+def test_a_stack_of_costs_across_hundreds_of_orders_is_the_optimum(rng, shape):
+    """cuda-batch caps no member: each member of an exp(U·600 − 300) stack is still its optimum."""
+    import numpy as np
+
+    stack = np.stack([spanning(rng, *shape[1:], 600) for _ in range(shape[0])])
+    solution = lapcli.solve_batch(stack, solver="cuda-batch")
+    best = [cost[scipy_lsa(cost)].sum() for cost in stack]
+    assert np.asarray(solution.objectives) == pytest.approx(best, rel=1e-12, abs=0)

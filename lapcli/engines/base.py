@@ -31,7 +31,7 @@ def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: st
     ``row_min_slack``: the certificate's read pass, already run on the device (see certify).
     ``host_copies``: (col_of_row, u, v) already copied to the host, when those are on the device."""
     from ..certificate import certify, column_reduction_rounding
-    from ..cost_cap import CapRetry, tightened
+    from ..cost_cap import CAP_ROUNDS, CapRetry, tightened
 
     certificate = certify(work.values, col_of_row, u, v, work.eps, engine, row_min_slack)
     host = lambda a: a.get() if hasattr(a, "get") else np.asarray(a)  # noqa: E731 - CuPy or NumPy
@@ -45,7 +45,7 @@ def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: st
     )
     try:  # big finite costs no optimum takes inflate eps: judged at the capped one, or solved again
         judged_again = tightened(work, col_of_row, u, v, certificate, engine,
-                                 square=len(work.values) == work.values.shape[1], retry=not problem.caps)
+                                 square=len(work.values) == work.values.shape[1], retry=problem.cap_rounds < CAP_ROUNDS)
         if judged_again is not certificate:  # the same slacks at the capped tolerance
             judged_again.objective_within += rounding
             certificate = judged_again
