@@ -12,7 +12,7 @@ import numpy as np
 from .arrays import host
 from .cuda.probe import device_context
 from .engines import registry
-from .errors import LapInputError
+from .errors import LapInputError, SolverError
 from .options import check_certify, check_device, check_timeout
 from .pipeline import empty_duals, loaded_engine, matrix_report, set_up_apart, solve_ms, solve_problem
 from .problem import array_module, prepare
@@ -77,7 +77,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
                                     timeout=timeout, device=device, certify=certify, names=names, progress=progress)
         except LapInputError as refusal:  # a requested solver's, of the easier sets: say how they came
             raise type(refusal)(f"{refusal} ({easier.describe()})") from None
-        return _mapped_back(solution, problem, easier, start, timeout, device)
+        return _mapped_back(solution, problem, easier, start, timeout, device, certify)
     with device_context(device):  # the route asks the named device for its memory and capability
         name, reason, device_matrix = points_route(problem, solver)
     if problem.is_empty:
@@ -157,13 +157,17 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> 
     solution.duals, report.certificate = (u, v), certificate
 
 
-def _mapped_back(solution: Solution, problem, easier, start: float, timeout, device) -> Solution:
+def _mapped_back(solution: Solution, problem, easier, start: float, timeout, device, certify) -> Solution:
     """``solution``, of the square ``easier.easier`` problem that lapcli.points_frame made of
     ``problem`` (a Mirror's minimised sets, a Separation's reduced ones), made the original's: its
     objective from the true costs, ``details[easier.key]`` saying how (a frame the easier solve used
     named as the easier sets'), and, where it was certified, its duals mapped
     (``easier.duals``) and certified on the true costs (lapcli.points_certificate), to the
-    problem's tolerance or the easier one's certificate's, whichever is larger (else no duals)."""
+    problem's tolerance or the easier one's certificate's, whichever is larger (else no duals).
+    That pass counts against ``timeout``: past it, the answer without duals, its report saying why
+    (a SolverError where ``certify`` is True). An engine without a time limit (scipy) may have
+    spent it all: the answer it found is not thrown away for a check."""
+    from .certificate import not_certified
     from .points_certificate import certify_points
 
     report = solution.report
@@ -181,15 +185,21 @@ def _mapped_back(solution: Solution, problem, easier, start: float, timeout, dev
         col_of_row = np.empty(problem.n_rows, dtype=np.int64)
         col_of_row[rows] = cols  # (a square: every row holds a column)
         tolerance = max(problem.tolerance(), float(report.certificate["tolerance"]))
-        # the work minimises sign·c: its duals are sign·u, sign·v
-        certificate = certify_points(problem, col_of_row, problem.sign * u, problem.sign * v, tolerance,
-                                     report.solver, timeout=timeout, began=start, device=device,
-                                     details=report.details).to_dict()
-        if "duals_recovered_ms" in report.certificate:
-            certificate["duals_recovered_ms"] = report.certificate["duals_recovered_ms"]
+        try:  # the work minimises sign·c: its duals are sign·u, sign·v
+            certificate = certify_points(problem, col_of_row, problem.sign * u, problem.sign * v, tolerance,
+                                         report.solver, timeout=timeout, began=start, device=device,
+                                         details=report.details).to_dict()
+        except SolverError as stopped:
+            if certify or "time limit" not in str(stopped):
+                raise
+            why = f"not checked on the true costs: {stopped} (certify=True makes it an error)"
+            certificate, solution.duals, report.certified = not_certified(why), None, False
+        else:
+            if "duals_recovered_ms" in report.certificate:
+                certificate["duals_recovered_ms"] = report.certificate["duals_recovered_ms"]
+            xp = array_module(solution.row_ind)  # the duals where the route left the assignment
+            solution.duals = (xp.asarray(u), xp.asarray(v))
         report.certificate = certificate
-        xp = array_module(solution.row_ind)  # the duals where the route left the assignment
-        solution.duals = (xp.asarray(u), xp.asarray(v))
     report.total_ms = solve_ms(start, report.details)
     return solution
 

@@ -285,6 +285,21 @@ def test_the_mirror_s_certificate_keeps_the_time_limit(rng):
         lapcli.solve_points(a, b, solver="scipy", maximize=True, certify=True, timeout=1e-6)
 
 
+@pytest.mark.parametrize("case", ["mirrored", "apart"])
+def test_an_answer_found_is_kept_when_its_check_passes_the_time_limit(rng, case):
+    """By default the pass over the true costs that finds the time limit passed (scipy, which has none,
+    spent it) leaves the answer found, not certified and without duals, its report saying why."""
+    a, b = sets(rng, 300, 2, 0.0, 3.0, 1.0)
+    metric, maximize = ("sqeuclidean", True) if case == "mirrored" else ("cityblock", False)
+    if case == "apart":
+        b[:, 0] += 10.0
+    solution = lapcli.solve_points(a, b, metric, solver="scipy", maximize=maximize, timeout=1e-6)
+    cost = distance_matrix(a, b, metric)
+    assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=maximize)].sum(), rel=1e-12)
+    assert not solution.report.certified and solution.duals is None
+    assert "certificate's pass ran past the time limit: 0 of 300 rows read" in solution.report.certificate["why"]
+
+
 def test_the_mirror_s_report_names_whose_frame_it_is(rng):
     a, b = sets(rng, 200, 2, 0.0, 3.0, 1.0)
     details = lapcli.solve_points(a, b, maximize=True).report.details
