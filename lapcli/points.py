@@ -224,15 +224,16 @@ def distance_matrix(a, b, metric: str, p: float = 2.0):
 def check_metric(metric: str, p: float | None) -> tuple[str, float]:
     """(metric, p) checked; minkowski with p = 1, 2 or inf becomes cityblock, euclidean or
     chebyshev (the same costs, and the kernels' cheaper forms)."""
-    if metric not in METRICS:
+    if (metric.lower() if isinstance(metric, str) else metric) not in METRICS:  # in any case, as cdist's
         raise LapInputError(f"unknown metric {metric!r}; use one of {', '.join(METRICS)}")
+    metric = metric.lower()
     if metric != "minkowski":
         if p is not None:
             raise LapInputError(f"p is minkowski's exponent; metric {metric!r} takes none")
         return metric, 2.0
-    p = 2.0 if p is None else p
+    p = 2.0 if p is None else p.item() if getattr(p, "ndim", None) == 0 else p  # a 0-d array or tensor: its number
     if not isinstance(p, numbers.Real) or isinstance(p, bool) or not p > 0:
-        raise LapInputError(f"minkowski needs p > 0, not {p!r}")
+        raise LapInputError(f"minkowski needs a number p > 0, not {p!r}")
     try:
         p = float(p)
     except OverflowError:  # an int past float64's range
@@ -276,6 +277,8 @@ def prepare_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | No
     (count, d) arrays of the same d ≤ MAX_DIM and library, finite; cosine points of nonzero length
     are scaled to unit length here, once."""
     metric, p = check_metric(metric, p)
+    if not (isinstance(names, (tuple, list)) and len(names) == 2 and all(isinstance(name, str) for name in names)):
+        raise LapInputError(f"names must be two strings, what messages call the sets, not {names!r}")
     a, origin = _checked_points(a, names[0])
     b, origin_b = _checked_points(b, names[1])
     if origin.on_gpu != origin_b.on_gpu:

@@ -459,3 +459,14 @@ def test_the_ranges_measured_faster_on_cuda_sap_reach_it_through_their_estimate(
     for k, faster_on_sap, faster_on_cuda in ((4096, 100, 30), (8192, 10, 3), (16384, 3, 1)):
         threshold = auto.CROSSOVERS.large_ints_range_at(k)
         assert estimate(k, faster_on_sap) >= threshold > estimate(k, faster_on_cuda), k
+
+
+@pytest.mark.parametrize("solver", [["scipy"], {"scipy": 1}, None, 1])
+def test_a_solver_that_is_not_a_name_is_bad_input(solver):
+    """A list or dict for the solver failed as Python's unhashable TypeError; it is refused as any
+    unknown name is, by every entry point."""
+    cost = np.ones((2, 2))
+    for call in (lambda: lapcli.solve(cost, solver=solver), lambda: lapcli.solve_batch(cost[None], solver=solver),
+                 lambda: lapcli.solve_batch([cost, cost[:1]], solver=solver)):
+        with pytest.raises(lapcli.LapInputError, match="unknown solver"):
+            call()

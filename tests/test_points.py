@@ -186,6 +186,11 @@ def test_an_empty_set_gives_an_empty_answer(shape):
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": -1}, "p > 0"),
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": 10**400}, "past float64's range"),
     (np.ones((2, 2)), np.ones((2, 2)), {"metric": "euclidean", "p": 3}, "takes none"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"metric": "minkowski", "p": np.array([3.0])}, "a number p > 0, not array"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"metric": ["euclidean"]}, "unknown metric"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"solver": ["scipy"]}, r"unknown solver \['scipy'\]"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"names": None}, "names must be two strings"),
+    (np.ones((2, 2)), np.ones((2, 2)), {"names": ("a",)}, "names must be two strings"),
     (np.ones((2, 2)), np.ones((2, 2)), {"solver": "cuda-batch"}, "solves stacks"),
     # a pair whose distance overflows float64 read as forbidden, silently
     (np.array([[0.0, 0.0], [7.5e153, 9e153]]), np.array([[1.5e154, 0.0], [7.5e153, 9e153]]), {"metric": "euclidean"},
@@ -196,6 +201,30 @@ def test_bad_input_is_one_line(a, b, kwargs, message):
     with pytest.raises(LapInputError, match=message) as raised:
         lapcli.solve_points(a, b, **kwargs)
     assert "\n" not in str(raised.value)
+
+
+def test_metric_names_in_any_case_and_p_as_a_0_d_array_are_cdist_s(rng):
+    """scipy's cdist lowers the metric's name and takes p as a 0-d array: so does solve_points."""
+    torch = pytest.importorskip("torch")
+    a, b = rng.random((30, 3)), rng.random((30, 3))
+    for metric, p in (("Euclidean", None), ("MINKOWSKI", np.array(3.0)), ("minkowski", torch.tensor(3.0))):
+        cost = cdist(a, b, metric, **({} if p is None else {"p": p}))
+        solution = lapcli.solve_points(a, b, metric, p=p)
+        assert solution.objective == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+
+
+def test_the_command_line_takes_a_metric_s_name_in_any_case(rng, tmp_path):
+    from click.testing import CliRunner
+
+    from lapcli.cli.main import cli
+
+    a, b = rng.random((20, 2)), rng.random((20, 2))
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    result = CliRunner().invoke(cli, ["solve", "--points", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
+                                      "--metric", "CityBlock", "--json"])
+    cost = cdist(a, b, "cityblock")
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == pytest.approx(cost[scipy_lsa(cost)].sum())
 
 
 @pytest.mark.parametrize("solver", ["cuda", "cuda-sap", "lapx"])

@@ -191,7 +191,7 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
 @click.option("--points", "point_specs", nargs=2, metavar="A B",
               help="Match two point sets instead (files of one point a row: .npy, .csv, .h5); the costs are "
                    "--metric distances, computed on the GPU where it can (no matrix).")
-@click.option("--metric", type=click.Choice(METRICS), help="With --points: scipy cdist's metric (default sqeuclidean).")
+@click.option("--metric", type=click.Choice(METRICS, case_sensitive=False), help="With --points: scipy cdist's metric (default sqeuclidean).")
 @click.option("--p", "minkowski_p", type=click.FloatRange(min=0, min_open=True),
               help="With --points --metric minkowski: the exponent (inf: chebyshev).")
 @click.option("--solver", type=click.Choice(solver_choices(batch=None)), default="auto", show_default=True,

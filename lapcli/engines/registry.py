@@ -85,7 +85,7 @@ def register(engine: Engine) -> Engine:
 def get(name: str) -> Engine:
     try:
         return ENGINES[name]
-    except KeyError:
+    except (KeyError, TypeError):  # (a list or dict for a name: unhashable)
         raise LapInputError(f"unknown solver {name!r}; choose one of {', '.join(solver_choices())}") from None
 
 
