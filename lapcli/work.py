@@ -241,14 +241,16 @@ def _integer_work(arr, xp, maximize: bool, requested: str | None) -> Work | None
     lo, hi = int(arr.min()), int(arr.max())
     if max(abs(lo), abs(hi)) * 4 * (k + 1) >= INT64_SAFE:
         return _reduced_integer_work(arr, xp, False, requested)
-    return Work(xp.ascontiguousarray(arr.astype(_integer_target(lo, hi, requested), copy=False)))
+    what = "the costs negated to maximise" if maximize else "costs"
+    return Work(xp.ascontiguousarray(arr.astype(_integer_target(lo, hi, requested, what), copy=False)))
 
 
-def _integer_target(lo: int, hi: int, requested: str | None) -> str:
+def _integer_target(lo: int, hi: int, requested: str | None, what: str = "costs") -> str:
+    """The int dtype of work in [lo, hi] (``what``, as a refusal names them): ``requested``, else int32."""
     target = requested or ("int32" if -(2**31) <= lo and hi < 2**31 else "int64")
     info = np.iinfo(target)
     if lo < info.min or hi > info.max:
-        raise LapInputError(f"costs in [{lo}, {hi}] do not fit {target}; ask for dtype int64 or float64")
+        raise LapInputError(f"{what} lie in [{lo}, {hi}] and do not fit {target}; ask for dtype int64 or float64")
     return target
 
 
@@ -273,24 +275,20 @@ def _reduced_integer_work(arr, xp, maximize: bool, requested: str | None) -> Wor
         return None
     references = host(reference).astype(object)
     offsets = _int_offsets(-references if maximize else references)  # objective = sign · (Σ work + Σ offsets)
-    return Work(xp.ascontiguousarray(reduced.astype(_integer_target(0, hi, requested))), row_offset=offsets,
-                col_offset=col_offset)
+    target = _integer_target(0, hi, requested, "the costs, reduced exactly,")
+    return Work(xp.ascontiguousarray(reduced.astype(target)), row_offset=offsets, col_offset=col_offset)
 
 
 def _int_offsets(values: np.ndarray) -> np.ndarray:
     """Offsets as int64 where they fit, else the Python ints they are (an object array)."""
-    if all(-(2**63) <= int(o) < 2**63 for o in values.flat):
-        values = values.astype(np.int64)
-    return values
+    return values.astype(np.int64) if all(-(2**63) <= int(o) < 2**63 for o in values.flat) else values
 
 
 def _negate_exactly(arr):
     """−arr in int64, or None when a value has no int64 negation (−2^63, or uint64 ≥ 2^63)."""
-    if arr.dtype.itemsize == 8 and arr.size:
-        if arr.dtype == np.uint64 and int(arr.max()) >= 2**63:
-            return None
-        if arr.dtype == np.int64 and int(arr.min()) == -(2**63):
-            return None
+    if arr.dtype.itemsize == 8 and arr.size and (int(arr.max()) >= 2**63 if arr.dtype == np.uint64 else
+                                                 arr.dtype == np.int64 and int(arr.min()) == -(2**63)):
+        return None
     return -arr.astype(np.int64)
 
 

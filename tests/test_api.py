@@ -118,8 +118,15 @@ def test_integer_objective_is_exact_beyond_float64(rng):
 
 def test_working_dtype_is_checked(rng):
     big = np.array([[2**40, 1], [1, 2**40]], dtype=np.int64)
-    with pytest.raises(ValueError, match="do not fit int32"):
+    with pytest.raises(ValueError, match=r"^costs lie in \[1, 1099511627776\] and do not fit int32"):
         lapcli.solve(big, solver="numpy", dtype="int32")
+    # maximised: the range refused is the negated costs', and said so (it read as the caller's)
+    with pytest.raises(ValueError, match=r"^the costs negated to maximise lie in \[-1099511627776, -1\]"):
+        lapcli.solve(big, solver="numpy", dtype="int32", maximize=True)
+    near = np.array([[2**60, 2**60 + 2**32], [2**60 + 5, 2**60 + 2**33]], dtype=np.int64)  # reduced: rows and columns
+    for maximize in (False, True):
+        with pytest.raises(ValueError, match=r"^the costs, reduced exactly, lie in \[0, 8589934587\]"):
+            lapcli.solve(near, solver="numpy", dtype="int32", maximize=maximize)
     with pytest.raises(ValueError, match="not integers"):
         lapcli.solve(np.array([[0.5, 1.0], [1.0, 0.5]]), solver="numpy", dtype="int64")
     with pytest.raises(ValueError, match="not taken as float32 work"):
