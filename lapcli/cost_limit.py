@@ -32,11 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import LapInputError
+from .errors import LapInputError, TooWideError
 from .problem import array_module, check_entries, prepare
 from .sums import exact_sum
 from .results import Solution
 from .work import INT64_SAFE
+from .work_dtypes import floats_as_integers, requested_dtype
 
 
 def augmented_matrix(cost: np.ndarray, cost_limit: int | float) -> np.ndarray:
@@ -97,10 +98,11 @@ class CostLimit:
     matrix: np.ndarray
 
     @classmethod
-    def of(cls, cost, cost_limit: float, maximize: bool) -> CostLimit | None:
+    def of(cls, cost, cost_limit: float, maximize: bool, dtype=None) -> CostLimit | None:
         """Validate; None for an infinite limit (lapjv's default: no row is left out) and for costs
         without a pair (no row or no column: every row is unassigned either way, and the augmented
-        (n + m)² problem of a 0 × 20,000 matrix took 27 s and 6 GB)."""
+        (n + m)² problem of a 0 × 20,000 matrix took 27 s and 6 GB). Float costs to be solved as
+        integers (``dtype``) are augmented as integers: L/2 beside them is then exact."""
         if maximize:
             raise LapInputError("cost_limit applies to minimisation, as in lapjv; negate the costs instead")
         try:
@@ -122,12 +124,23 @@ class CostLimit:
             raise LapInputError("cost_limit is beyond float64's range, which float costs are solved in")
         if 0 in host.shape:
             return None
-        return cls(host, limit, augmented_matrix(host, limit))
+        requested, whole = requested_dtype(dtype), host
+        if (host.dtype.kind == "f" and requested in ("int32", "int64")
+                and not (min(limit, _float_ceiling(host)) / 2.0).is_integer()):
+            # the float problem's L/2 would be refused as no integer: augmented as integers instead (which
+            # doubles the spread, so only then: an int32 problem of whole L/2 keeps its room)
+            whole = floats_as_integers(host, np, requested, not bool(np.isfinite(host).all()))
+        return cls(host, limit, augmented_matrix(whole, limit))
 
     def explain(self, error: Exception) -> Exception:
-        """The augmented problem's refusal (TooWideError) in the caller's terms: a fractional limit
-        over integers doubles them (⌊L⌋ + 1/2), which an integral limit does not."""
-        if self.cost.dtype.kind not in "biu" or isinstance(self.limit, int) or float(self.limit).is_integer():
+        """The augmented problem's refusal in the caller's terms: a range an int dtype does not hold is
+        that problem's (its costs shifted and doubled beside the limit), and a fractional limit over
+        integers doubles them once more (⌊L⌋ + 1/2), which an integral limit does not."""
+        if "do not fit" in str(error):
+            return type(error)(f"{error} (under cost_limit, lapjv's augmented problem's: the costs less the "
+                               "least, doubled, beside the limit)")
+        if not isinstance(error, TooWideError) or self.cost.dtype.kind not in "biu" or isinstance(self.limit, int) \
+                or float(self.limit).is_integer():
             return error
         return type(error)(f"{error}; a cost_limit with a fractional part doubles the integers once more "
                            "(solved as ⌊L⌋ + 1/2): an integral cost_limit leaves them room")

@@ -26,7 +26,7 @@ from .duals import certified_duals, certified_members, certified_stack, default_
 from .engines import registry
 from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
-from .errors import TooWideError
+from .errors import LapInputError, TooWideError
 from .options import check_certify, check_device, check_timeout
 from .problem import Problem, prepare
 from .arrays import member_ndim, padded, split_flat, stacked
@@ -82,11 +82,11 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     start = time.perf_counter()
     check_device(device)
     timeout, certify = check_timeout(timeout), check_certify(certify)
-    limit = CostLimit.of(cost, cost_limit, maximize) if cost_limit is not None else None
+    limit = CostLimit.of(cost, cost_limit, maximize, dtype) if cost_limit is not None else None
     problem = prepare(limit.matrix if limit else cost, maximize=maximize, dtype=dtype, check=False)
     try:
         solution = solve_problem(problem, solver=solver, timeout=timeout, device=device, start=start, certify=certify)
-    except TooWideError as error:  # the augmented problem's refusal, in the caller's terms
+    except LapInputError as error:  # the augmented problem's refusal, in the caller's terms
         raise (limit.explain(error) if limit else error) from None
     return limit.solution(solution) if limit else solution
 

@@ -240,6 +240,30 @@ def test_cost_limit_leaves_expensive_rows_unassigned_as_lapjv(rng, solver):
         assert (solution.x >= 0).sum() == len(solution.row_ind)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_whole_float_costs_solved_as_integers_take_any_cost_limit(rng, dtype):
+    """Float costs that are whole numbers, solved as integers (dtype), put L/2 beside them: an odd or
+    fractional limit was refused as "costs are not integers". They are augmented as integers."""
+    for shape, limit in (((6, 6), 33), ((5, 8), 40.5), ((8, 5), 47)):
+        cost = rng.integers(0, 100, shape).astype(np.float64)
+        solution = lapcli.solve(cost, cost_limit=limit, dtype=dtype)
+        rows, cols = lapjv_reference(cost, limit)
+        pairs = len(solution.row_ind)
+        assert solution.report.dtype == dtype and isinstance(solution.objective, float)
+        assert solution.objective + limit / 2 * (sum(shape) - 2 * pairs) == \
+            cost[rows, cols].sum() + limit / 2 * (sum(shape) - 2 * len(rows))
+    with pytest.raises(ValueError, match="costs are not integers"):  # the costs', not the limit's
+        lapcli.solve(cost + 0.5, cost_limit=33, dtype=dtype)
+    # augmenting as integers doubles the spread: only where the float problem's L/2 is no integer, so
+    # that int32 costs near 2^31 with a whole L/2 keep solving as float costs beside L/2
+    wide = rng.integers(0, 1_500_000_000, (4, 4)).astype(np.float64)
+    rows, cols = lapjv_reference(wide, 2e9)
+    assert lapcli.solve(wide, cost_limit=2e9, dtype=dtype).objective == wide[rows, cols].sum()
+    if dtype == "int32":  # an odd limit: the augmented problem's range, said to be that problem's
+        with pytest.raises(ValueError, match=r"do not fit int32; .* \(under cost_limit, lapjv's augmented problem's"):
+            lapcli.solve(wide, cost_limit=2_000_000_001, dtype=dtype)
+
+
 def test_an_infinite_cost_limit_leaves_no_row_out_as_lapjvs_default(rng):
     cost = rng.integers(0, 100, (5, 7))
     limited, plain = lapcli.solve(cost, cost_limit=np.inf), lapcli.solve(cost)
