@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import LapInputError
+from .errors import LapInputError, LapTypeError
 
 
 @dataclass(frozen=True)
@@ -128,8 +128,11 @@ def as_array(x: Any) -> tuple[Any, Origin]:
     check_dense(x)
     if is_torch(x):
         tensor = x.detach().resolve_conj().resolve_neg()  # lazy conjugates and negations as values
-        if str(tensor.dtype) == "torch.bfloat16":  # neither NumPy nor CuPy has it; float32 holds it exactly
-            tensor = tensor.float()
+        if tensor.dtype.is_floating_point and tensor.element_size() <= 2 and str(tensor.dtype) != "torch.float16":
+            try:  # bfloat16 and the float8s: NumPy and CuPy have none; float32 holds each exactly
+                tensor = tensor.float()
+            except (NotImplementedError, RuntimeError):  # packed ones (float4_e2m1fn_x2) torch cannot widen
+                raise LapTypeError(f"a {str(tensor.dtype)[6:]} tensor cannot be read: convert it to float32") from None
         if tensor.is_cuda:
             import cupy
 

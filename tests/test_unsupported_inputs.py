@@ -35,6 +35,24 @@ def test_torch_stacks_that_need_grad_or_are_bfloat16_are_solved():
     np.testing.assert_array_equal(lapcli.solve_batch(bf16).objectives, lapcli.solve_batch(bf16.float()).objectives)
 
 
+def test_float8_tensors_are_read_as_float32_as_bfloat16_is():
+    """torch's float8 dtypes, which NumPy lacks too, failed in torch's .numpy() (TypeError: unsupported
+    ScalarType); float32 holds their values exactly, as bfloat16's."""
+    torch = pytest.importorskip("torch")
+    values = torch.tensor(np.random.default_rng(7).integers(0, 16, (3, 5, 5)) / 4.0, dtype=torch.float32)
+    for name in ("float8_e4m3fn", "float8_e5m2"):
+        small = values.to(getattr(torch, name))
+        exact = small.float().numpy()
+        assert lapcli.solve(small[0]).objective == lapcli.solve(exact[0]).objective
+        np.testing.assert_array_equal(lapcli.solve_batch(small).objectives, lapcli.solve_batch(exact).objectives)
+        points = lapcli.solve_points(small[0], small[1])
+        assert points.objective == lapcli.solve_points(exact[0], exact[1]).objective
+    if hasattr(torch, "float4_e2m1fn_x2"):  # two values a byte, which torch does not widen: refused by name
+        packed = torch.ones((2, 2), dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+        with pytest.raises(lapcli.errors.LapTypeError, match="a float4_e2m1fn_x2 tensor cannot be read"):
+            lapcli.solve(packed)
+
+
 @pytest.mark.parametrize("gpu_route", [False, True])
 def test_one_torch_matrix_that_needs_grad_or_is_bfloat16_is_solved(monkeypatch, gpu_route):
     """``solve`` and ``linear_sum_assignment`` read a CPU tensor as the stacks do: detached,
