@@ -210,9 +210,10 @@ def _host_matrix(sets):
         return sets.dense()
     except MemoryError:
         gigabytes = sets.n_rows * sets.n_cols * 8 / 1e9
+        instead = ("solver='sorted' matches these 1-D sets without it" if sets.along_a_line else
+                   "costs are computed from the coordinates alone on a GPU (engine cuda-sap)")
         raise MemoryError(f"the {sets.n_rows:,} × {sets.n_cols:,} cdist matrix of the two sets needs {gigabytes:.3g} "
-                          "GB; costs are computed from the coordinates alone on a GPU (engine cuda-sap), and 1-D "
-                          "sets are matched in sorted order") from None
+                          f"GB; {instead}") from None
 
 
 def _device_matrix(problem, device):

@@ -196,6 +196,10 @@ def test_an_empty_set_gives_an_empty_answer(shape):
     (np.array([[0.0, 0.0], [7.5e153, 9e153]]), np.array([[1.5e154, 0.0], [7.5e153, 9e153]]), {"metric": "euclidean"},
      "bounding box overflows float64"),
     (np.array([[0.0], [1e103]]), np.array([[1e103], [0.0]]), {"metric": "minkowski", "p": 3}, "bounding box overflows float64"),
+    # p, not the coordinates: (Σ|x|^p)^(1/p) over 3 unit coordinates is 3^1000 at p = 0.001
+    (np.zeros((2, 3)), np.ones((2, 3)), {"metric": "minkowski", "p": 1e-3}, "with p = 0.001 .* a larger p keeps it finite$"),
+    # ...but not where the box's widest side overflows whatever p is
+    (np.array([[-1e308], [0.0]]), np.array([[1e308], [0.0]]), {"metric": "minkowski", "p": 0.5}, "scale them down$"),
 ])
 def test_bad_input_is_one_line(a, b, kwargs, message):
     with pytest.raises(LapInputError, match=message) as raised:
@@ -721,8 +725,12 @@ def test_a_matrix_too_large_for_the_host_says_what_it_needed(rng, tmp_path, monk
 
     monkeypatch.setattr(PointProblem, "dense", no_room)
     a, b = rng.random((300, 2)), rng.random((300, 2))
-    with pytest.raises(MemoryError, match="300 × 300 cdist matrix of the two sets needs 0.00072 GB"):
+    with pytest.raises(MemoryError, match="300 × 300 cdist matrix of the two sets needs 0.00072 GB; costs are "
+                       "computed from the coordinates alone on a GPU"):
         lapcli.solve_points(a, b, solver="scipy")
+    # 1-D sets: the engine that needs no matrix named, not the GPU's (a band past auto's cap, here asked)
+    with pytest.raises(MemoryError, match="300 × 400 cdist matrix .* solver='sorted' matches these 1-D sets"):
+        lapcli.solve_points(rng.random((300, 1)), rng.random((400, 1)), solver="scipy")
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
     result = CliRunner().invoke(cli, ["solve", "--points", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
