@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import host_tensor_values, split_flat
+from .arrays import split_flat, tensor_values
 from .cuda.probe import cuda_status
 from .engines.auto import choose, choose_ragged
 from .errors import LapInputError
@@ -28,7 +28,8 @@ def linear_sum_assignment(cost_matrix, maximize=False):
     -------
     row_ind, col_ind : arrays
         Row indices (sorted) and their assigned columns; ``cost_matrix[row_ind, col_ind].sum()``
-        is the optimum. CuPy input gives CuPy index arrays, anything else NumPy arrays.
+        is the optimum. CuPy input and CUDA tensors give CuPy index arrays, anything else NumPy
+        arrays.
 
     Raises
     ------
@@ -58,7 +59,7 @@ def linear_sum_assignment(cost_matrix, maximize=False):
     >>> int(cost[row_ind, col_ind].sum())
     5
     """
-    cost_matrix = host_tensor_values(cost_matrix)  # read as solve reads it, with or without a GPU
+    cost_matrix = tensor_values(cost_matrix)  # read as solve reads it, with or without a GPU
     xp = array_module(cost_matrix)
     if xp is np and (not cuda_status()[0] or not _numbers(cost_matrix)):
         # no GPU: auto runs scipy; call it directly, as the assignment is all this function returns

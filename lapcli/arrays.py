@@ -150,11 +150,12 @@ def native_order(array: np.ndarray) -> np.ndarray:
     return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
-def host_tensor_values(x: Any) -> Any:
-    """A CPU torch tensor as its NumPy values (as_array: detached, bfloat16 as float32, which holds
-    it exactly), so that one matrix is read as the batch calls read it; anything else as it is."""
+def tensor_values(x: Any) -> Any:
+    """A torch tensor as its values (as_array: detached, bfloat16 and the float8s as float32, which
+    hold them exactly): a CPU one as NumPy, a CUDA one as CuPy on its memory, so that one matrix is
+    read as the batch calls read it and answered in the matching array library; anything else as it is."""
     check_dense(x)
-    return as_array(x)[0] if is_torch(x) and getattr(x, "is_cuda", None) is False else x
+    return as_array(x)[0] if is_torch(x) else x
 
 
 def torch_stream_if_other(device: int) -> int | None:

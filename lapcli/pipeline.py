@@ -42,8 +42,9 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     Parameters
     ----------
     cost : array_like or cupy.ndarray, shape (n, m)
-        Costs; ``+inf`` marks a forbidden pair (``-inf`` when ``maximize``). A CPU torch tensor is
-        read as its values (detached; bfloat16 as float32, which holds it exactly).
+        Costs; ``+inf`` marks a forbidden pair (``-inf`` when ``maximize``). A torch tensor is read
+        as its values (detached; bfloat16 and float8 as float32, which holds them exactly): a CPU
+        one as NumPy, a CUDA one as CuPy on its memory.
     solver : str
         ``"auto"`` or an engine of ``lap info`` (``cuda``, ``cuda-sap``, ``cuda-stepwise``,
         ``numpy``, ``scipy``, ``lapx``); ``cuda-stepwise`` is the benchmark baseline.

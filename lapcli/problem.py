@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, host, host_tensor_values, native_order
+from .arrays import Origin, as_array, host, native_order, tensor_values
 from .errors import InfeasibleError, LapInputError, LapTypeError, members_text
 from .work import Work, WorkMatrix, build_work, float_eps, square_matrix
 from .sums import exact_sum
@@ -360,7 +360,7 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
         if arr.ndim != 3:
             raise LapInputError(f"expected a stack of matrices (3-D array), got a {arr.ndim}-D array")
     else:
-        cost = host_tensor_values(cost)
+        cost = tensor_values(cost)  # a CUDA tensor as CuPy: CuPy answers, as a CPU one gets NumPy's
         xp = array_module(cost)
         arr, origin = xp.asarray(cost), None
         arr = native_order(arr) if xp is np else arr

@@ -86,3 +86,19 @@ def test_lists_of_tensors_numpy_lacks_or_lazily_negated_are_solved_as_their_valu
         for matrix, c in zip(expected_values, map(on_host, columns)):
             rows = np.flatnonzero(c >= 0)
             assert matrix[rows, c[rows]].sum() == pytest.approx(matrix[scipy_lsa(matrix)].sum(), abs=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float8_e4m3fn"])
+@pytest.mark.parametrize("n", [300, 2048])
+def test_one_cuda_tensor_is_solved_as_cupy_on_its_memory(rng, dtype, n):
+    """solve and linear_sum_assignment on one CUDA tensor failed in torch's __array__ ("can't convert
+    cuda:0 device type tensor to numpy"); it is read as CuPy on its memory (a CPU tensor as NumPy), and
+    linear_sum_assignment answers in CuPy, as for CuPy input."""
+    tensor = torch.from_numpy(rng.integers(0, 16, (n, n)) / 4.0).cuda().to(getattr(torch, dtype))
+    values = on_host(tensor.float()).astype(np.float64)
+    rows, cols = scipy_lsa(values)
+    solution = lapcli.solve(tensor)
+    assert solution.objective == values[rows, cols].sum()
+    found_rows, found_cols = lapcli.linear_sum_assignment(tensor)
+    assert type(found_cols).__module__.startswith("cupy") and values[on_host(found_rows), on_host(found_cols)].sum() \
+        == values[rows, cols].sum()
