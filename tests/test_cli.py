@@ -443,11 +443,48 @@ def test_pandas_index_column_is_refused_without_index_col_and_dropped_with_it(tm
 
 
 def test_space_separated_index_column_is_refused_without_index_col(tmp_path, rng):
+    """--header settles the first line, which may be a title: a header one label short is then
+    solved as given, its note saying what --index-col would drop."""
     cost = rng.integers(0, 20, (3, 3))
     text = csv_text(cost, header=" 0 1 2", index=True).replace(",", " ")  # to_csv(sep=" ")
     assert_one_line_error(solve_text(tmp_path, text, name="m.txt"), 2, "--header or --no-header")
-    assert_one_line_error(solve_text(tmp_path, text, "--header", name="m.txt"), 2, "pass --index-col")
+    titled = solve_text(tmp_path, text, "--header", name="m.txt")
+    assert titled.exit_code == 0 and json.loads(titled.stdout)["n_cols"] == 4
+    assert "m.txt: line 1 has 3 columns, line 2 has 4; if its first column labels the rows, pass --index-col" \
+        in titled.stderr
     result = solve_text(tmp_path, text, "--index-col", name="m.txt")
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
+
+
+@pytest.mark.parametrize("delimiter, name", [(",", "m.csv"), ("\t", "m.tsv")])
+def test_a_header_one_label_short_of_the_rows_is_an_index_column(tmp_path, rng, delimiter, name):
+    """pandas' to_csv(index_label=False) and R's write.table(sep=",") label the columns only: the
+    index column was solved as costs (a 3 × 4 problem, objective 2 for the 3 × 3 one's 5), silently
+    but for a "skipped header" note. Refused as the space-separated form is; a header with more
+    labels than the rows have columns is refused too."""
+    cost = rng.integers(1, 20, (3, 3))
+    text = csv_text(cost, header="a,b,c", index=True).replace(",", delimiter)
+    assert_one_line_error(solve_text(tmp_path, text, name=name), 2, "looks like it has an index column (line 1 has "
+                          "3 columns, line 2 has 4); pass --index-col to drop it, or --header if line 1 is a title")
+    result = solve_text(tmp_path, text, "--index-col", name=name)
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
+    wide = csv_text(cost, header="a,b,c,d").replace(",", delimiter)
+    assert_one_line_error(solve_text(tmp_path, wide, name=name), 2, "its header (line 1) has 4 labels and line 2 3 "
+                          "columns")
+    # what a header may hold: a '#' or the delimiter in a quoted label, a trailing delimiter
+    for header in ("task#1,task#2,task#3", '"a","b, #2","c"', "a,b,c,"):
+        result = solve_text(tmp_path, csv_text(cost, header=header).replace(",", delimiter), name=name)
+        assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost), header
+
+
+def test_space_separated_quoted_labels_count_as_one_each(tmp_path, rng):
+    """csv.writer(delimiter=" ") quotes a label holding a space; R's write.table adds quoted row names."""
+    cost = rng.integers(0, 20, (2, 2))
+    rows = "".join(f"{a} {b}\n" for a, b in cost)
+    result = solve_text(tmp_path, '"job a" "job b"\n' + rows, "--header", name="m.txt")
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
+    named = '"job a" "job b"\n' + "".join(f'"r{i}" {a} {b}\n' for i, (a, b) in enumerate(cost))
+    result = solve_text(tmp_path, named, "--index-col", name="m.txt")
     assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
 
 

@@ -52,6 +52,7 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
         source.skipped_header = layout.first
         if layout.guessed:  # no option asked for it: say so
             source.notes.append(f"skipped header line of {name}: {_shorten(layout.first.strip())}")
+        source.notes.extend(layout.notes)
     body = lines[start:]
     _check_holds_numbers(body, name)
     # float64 per value, plus the parser's own copy of the text
@@ -95,6 +96,7 @@ class _Layout:
     first: str  # its text without a comment
     fields: list[str]
     second_width: int | None
+    notes: list[str] = field(default_factory=list)  # what the read says of the header, for people
 
     @property
     def body_start(self) -> int:
@@ -136,11 +138,32 @@ def _layout(lines: list[str], name: str, delimiter: str | None, header: bool | N
     if guessed:  # after lapcli's own marker (lapcli.io.write) the first line is data, whatever it reads
         marked = any(line.strip() == DATA_FOLLOWS for line in lines[:first_index])
         header = False if marked else _first_line_is_header(fields, name, first_index + 1, index_col, second_width)
-    # pandas with sep=" " writes no empty first field to see
-    if header and delimiter is None and not index_col and second_width == len(fields) + 1:
-        raise LapInputError(_index_column_hint(
-            name, f"line {first_index + 1} has {_columns(len(fields))}, line {second_index + 1} has {second_width}"))
-    return _Layout(delimiter, header, guessed, first_index, second_index, first, fields, second_width)
+    notes = []
+    if header and second_index is not None:  # the header's labels against the first row's fields
+        labels, width = _width(lines[first_index], delimiter), _width(content[second_index], delimiter)
+        # pandas with sep=" " or index_label=False, and R's write.table, write no empty first field to see
+        one_short = not index_col and width == labels + 1
+        why = f"line {first_index + 1} has {_columns(labels)}, line {second_index + 1} has {width}"
+        if one_short and guessed:
+            raise LapInputError(_index_column_hint(name, why) + f", or --header if line {first_index + 1} is a title")
+        if one_short:  # --header: a title, or labels beside an index column
+            notes.append(f"{name}: {why}; if its first column labels the rows, pass --index-col")
+        if width < labels:
+            raise LapInputError(f"{name}: its header (line {first_index + 1}) has {labels} labels and line "
+                                f"{second_index + 1} {_columns(width)}; a header labels the columns")
+    return _Layout(delimiter, header, guessed, first_index, second_index, first, fields, second_width, notes)
+
+
+def _width(line: str, delimiter: str | None) -> int:
+    """A header's labels or a row's fields, as a reader counts them: quoted ones whole (a label "job a"
+    between spaces is one, a '#' inside one no comment), a trailing delimiter's empty field not."""
+    if delimiter is None:  # runs of spaces or tabs between fields
+        fields = [f for f in next(csv.reader([line.replace("\t", " ")], delimiter=" "), []) if f]
+    else:
+        fields = _split_fields(line, delimiter)
+    while fields and not fields[-1].strip():
+        fields.pop()
+    return len(fields)
 
 
 def check_text_head(path, delimiter: str | None = None, *, header: bool | None = None,
