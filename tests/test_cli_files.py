@@ -1,6 +1,7 @@
 """`lap` and the files around it: what a run may replace (nothing of the user's it was not asked
 to), and text that must not be read as other numbers or other lines than it holds."""
 
+import os
 import subprocess
 import sys
 
@@ -91,6 +92,21 @@ def test_an_output_linked_to_dev_stdout_writes_stdout_not_over_its_file(tmp_path
         result = subprocess.run([*LAP, "generate", "--n", "3", "--seed", "1", "-o", str(tmp_path / "out.npy"), "-q"],
                                 stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
     assert result.returncode == 0 and log.read_bytes().startswith(b"EARLIER LOG\nrow,col\n0,1\n1,0\n\x93NUMPY")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/stdout"), reason="needs /dev/stdout")
+def test_dev_stdout_itself_with_stdout_a_file_is_written_as_stdout(tmp_path):
+    """-o /dev/stdout (and --report, --duals, lap generate -o) worked with stdout a pipe but, with stdout
+    a file, was refused as "unknown assignment extension '(none)'": it is written as stdout is."""
+    np.save(tmp_path / "m.npy", np.array([[3, 1], [2, 4]]))
+    log = tmp_path / "log.txt"
+    for command, expected in ((["solve", str(tmp_path / "m.npy"), "-o", "/dev/stdout"], "row,col\n0,1\n1,0\n"),
+                              (["solve", str(tmp_path / "m.npy"), "--duals", "/dev/stdout"], '{"u": '),
+                              (["generate", "--n", "2", "--seed", "1", "-o", "/dev/stdout"], "")):
+        with open(log, "w") as stdout:
+            result = subprocess.run([*LAP, *command, "-q"], stdout=stdout, stderr=subprocess.PIPE, text=True, check=False)
+        assert result.returncode == 0, result.stderr
+        assert log.read_text().startswith(expected) and log.stat().st_size > 0
 
 
 def test_integers_past_2_53_beside_inf_are_refused_not_rounded(tmp_path):

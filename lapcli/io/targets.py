@@ -31,10 +31,10 @@ def written_to(path: str) -> Path:
 
 def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
     """Fail before any work when an output could not be written."""
-    if path == "-" or is_device(path):
-        return
     target = Path(path)
     suffix = target.suffix.lower()
+    if path == "-" or is_device(path) or (not suffix and stdout_alias(path)):  # /dev/stdout, stdout a file
+        return
     if suffix not in suffixes:
         raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
     if suffix in HDF5_SUFFIXES and stdout_alias(path):  # written in place there, and HDF5 reads back what it writes
