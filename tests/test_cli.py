@@ -294,6 +294,12 @@ def test_stdin_accepts_npy_and_csv(rng):
     for data in (buffer.getvalue(), "\n".join(",".join(map(str, r)) for r in cost).encode()):
         result = invoke("solve", "-", "--json", input=data)
         assert json.loads(result.stdout)["objective"] == scipy_objective(cost)
+    # two arrays piped as one stream: the second was dropped without a word
+    doubled = buffer.getvalue() * 2
+    assert_one_line_error(invoke("solve", "-", "--json", input=doubled), 2,
+                          f"stdin holds more than its NPY array ({len(buffer.getvalue()):,} bytes after it)")
+    result = invoke("solve", "-", "--json", input=buffer.getvalue() + b"\n")  # a newline a tool appended
+    assert json.loads(result.stdout)["objective"] == scipy_objective(cost)
 
 
 def test_report_has_the_documented_fields(tmp_path, rng):

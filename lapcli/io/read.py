@@ -202,20 +202,20 @@ def check_readable_file(path: Path) -> None:
         raise LapInputError(f"cannot read {path}: permission denied")
 
 
-def read_stdin(data: bytes, *, header: bool | None = None, index_col: bool = False):
-    return read_stdin_with_info(data, header=header, index_col=index_col)[0]
-
-
 def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: bool = False,
                          text_inputs_only: bool = False):
     if not data:
         raise LapInputError("stdin is empty")
     if data.startswith(NPY_MAGIC):
         _refuse_text_options("stdin", "NPY", header, index_col, text_inputs_only)
+        stream = io.BytesIO(data)
         try:
-            array = np.load(io.BytesIO(data), allow_pickle=False)
+            array = np.load(stream, allow_pickle=False)
         except (ValueError, OSError, EOFError) as error:
             raise LapInputError(f"stdin is not a readable NPY stream: {first_line(error)}") from None
+        if data[stream.tell():].strip():  # two arrays in one stream (the second was dropped); a newline is none
+            raise LapInputError(f"stdin holds more than its NPY array ({len(data) - stream.tell():,} bytes after "
+                                "it); stdin takes one matrix: give several as files")
         return _numbers(array, "stdin"), MatrixSource("stdin")
     for magic, kind in ((b"PK\x03\x04", "an NPZ (zip) archive"), (b"\x89HDF\r\n\x1a\n", "an HDF5 file")):
         if data.startswith(magic):  # binary: parsed as text it would fail with its bytes in the message
