@@ -1,5 +1,6 @@
 """The `lap` command: formats, reports, exit codes, one-line errors, no partial files."""
 
+import gzip
 import io
 import json
 import os
@@ -666,15 +667,29 @@ def test_a_report_past_float64s_range_is_strict_json(tmp_path):
         assert json.loads(text, parse_constant=refuse)["objective"] == "inf"
 
 
-def test_an_npz_or_hdf5_file_on_stdin_is_named_not_parsed_as_text(tmp_path):
-    """Binary archives on stdin (stdin takes NPY or text): one line naming what came, not a parse
-    error quoting its bytes."""
+def test_binary_data_where_text_is_read_is_named_not_parsed(tmp_path):
+    """Binary archives or gzip on stdin (stdin takes NPY or text), binary files under a text name:
+    one line naming what came, not a parse error quoting its bytes."""
     np.savez(tmp_path / "m.npz", np.eye(3))
     with h5py.File(tmp_path / "m.h5", "w") as handle:
         handle["costs"] = np.eye(3)
     for name, kind in (("m.npz", "NPZ"), ("m.h5", "HDF5")):
         result = CliRunner().invoke(cli, ["solve", "-"], input=(tmp_path / name).read_bytes())
         assert_one_line_error(result, 2, f"stdin holds an {kind}")
+    # gzip on stdin, and binary files under a text name: named too, not their bytes quoted
+    csv = b"4,1\n2,0\n"
+    result = CliRunner().invoke(cli, ["solve", "-"], input=gzip.compress(csv))
+    assert_one_line_error(result, 2, "stdin holds gzip-compressed data; decompress it first")
+    (tmp_path / "z.csv").write_bytes(gzip.compress(csv))
+    assert_one_line_error(invoke("solve", tmp_path / "z.csv"), 2, "z.csv holds gzip-compressed data; decompress it")
+    np.save(tmp_path / "m.npy", np.eye(3))
+    (tmp_path / "n.txt").write_bytes((tmp_path / "m.npy").read_bytes())
+    assert_one_line_error(invoke("solve", tmp_path / "n.txt"), 2, "n.txt holds an NPY array; .txt is read as text")
+    (tmp_path / "ok.csv").write_bytes(csv)  # after another input: named before that one is solved
+    for name, kind in (("n.txt", "an NPY array"), ("z.csv", "gzip-compressed data")):
+        result = invoke("solve", tmp_path / "ok.csv", tmp_path / name, "--json")
+        assert_one_line_error(result, 2, f"{name} holds {kind}")
+        assert result.stdout == ""
 
 
 def test_an_npy_of_strings_on_stdin_is_named_by_its_dtype(tmp_path):

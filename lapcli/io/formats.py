@@ -20,6 +20,20 @@ BATCH_MARK = ("lapcli", "batch")
 SPARSE_FORMATS = ("csr", "csc", "coo", "bsr", "dia")  # what scipy.sparse.save_npz writes
 
 
+# Binary formats by their first bytes: read as text, their bytes would fill a parse error
+BINARY_MAGIC = ((NPY_MAGIC, "an NPY array"), (b"PK\x03\x04", "an NPZ (zip) archive"),
+                (b"\x89HDF\r\n\x1a\n", "an HDF5 file"), (b"\x1f\x8b", "gzip-compressed data"))
+
+
+def binary_kind(data: bytes, advice: str | None = None) -> str | None:
+    """What binary format ``data`` starts with, or None; with ``advice``, "<kind>; <advice>" (for
+    compressed data, to decompress it first)."""
+    kind = next((kind for magic, kind in BINARY_MAGIC if data.startswith(magic)), None)
+    if kind is None or advice is None:
+        return kind
+    return f"{kind}; decompress it first (zcat FILE | lap solve -)" if data.startswith(b"\x1f\x8b") else f"{kind}; {advice}"
+
+
 def split_hdf5_path(spec: str) -> tuple[str, str | None]:
     """``FILE.h5:/group/data`` -> (``FILE.h5``, ``/group/data``), ``FILE.npz:name`` -> (``FILE.npz``,
     ``name``); other paths unchanged."""

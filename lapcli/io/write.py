@@ -168,7 +168,8 @@ def write_matrix_blocks(path: str, shape: tuple[int, ...], dtype, blocks,
     if len(shape) not in (2, 3):
         raise ValueError(f"a matrix is 2-D and a stack 3-D, not {len(shape)}-D {shape}")
     if len(shape) == 3 and suffix not in (".npy",) + HDF5_SUFFIXES:
-        raise LapInputError(f"{path}: a stack of matrices (3-D) is written to .npy or .h5/.hdf5, not {suffix}")
+        raise LapInputError(f"{path}: a stack of matrices (3-D) is written to .npy or .h5/.hdf5, not "
+                            f"{suffix or 'CSV (a name without extension)'}")
     rows = _checked_rows(shape, dtype, blocks)
     if path == "-":
         stream = stdout if stdout is not None else sys.stdout.buffer
