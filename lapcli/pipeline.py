@@ -289,7 +289,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     if len(members) and result is None:
         try:
             packed, problem, as_packed = _packed_for(members, name, maximize, dtype, device)
-            solved = _solve_stack(problem, name, reason, start, timeout, device, objectives=objectives)
+            solved = _solve_stack(problem, name, reason, start, timeout, device, certify, objectives)
             members = as_packed
         except TooWideError as refused:  # the stack cannot hold every member exactly: each alone, if auto
             if solver != "auto" or dtype is not None or name == "scipy-batch":

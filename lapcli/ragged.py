@@ -136,7 +136,7 @@ def _sizes(values, name: str, batch: int) -> np.ndarray:
     """``values`` (a sequence, NumPy, CuPy or torch) as ``batch`` non-negative int64 sizes, or
     LapInputError saying what is wrong."""
     try:
-        sizes = np.asarray(values.get() if is_cupy(values) else values.cpu().numpy() if is_torch(values) else values)
+        sizes = np.asarray(values.get() if is_cupy(values) else values.detach().cpu().numpy() if is_torch(values) else values)
     except (TypeError, ValueError):
         sizes = np.asarray(None)
     if sizes.shape != (batch,):

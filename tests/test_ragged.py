@@ -402,9 +402,20 @@ def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
         lapcli.batch_linear_assignment([np.zeros(3), np.zeros(3)])
     # sizes of the wrong kind name what is wrong (a dict once met CuPy's .get, 2^64 − 1 wrapped to −1)
     for sizes, message in (([1.5, 4.5], "must be integers"), ({"a": 1}, "2 integers"), ([[3], [3]], "shape"),
-                           (np.array([2**64 - 1, 7], dtype=np.uint64), "sides of arrays"), ([7, -1], "negative")):
+                           (np.array([2**64 - 1, 7], dtype=np.uint64), "sides of arrays"), ([7, -1], "negative"),
+                           (_needing_grad([3.0, 2.0]), "must be integers")):
         with pytest.raises(LapInputError, match=message):
             lapcli.match(np.zeros((2, 3, 6)), sizes)
+
+
+def _needing_grad(values):
+    """A float tensor that requires grad (its .numpy() raises torch's RuntimeError), or the list
+    where torch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return values
+    return torch.tensor(values, requires_grad=True)
 
 
 def test_a_matcher_block_of_no_images_gives_no_pairs():
@@ -502,6 +513,12 @@ def test_cpu_ragged_answers_are_certified_per_member(rng):
     small = [rng.random((3, 5)), rng.random((6, 2))]
     assert not lapcli.solve_batch(small, solver="scipy-batch").report.certified
     assert lapcli.solve_batch(small, solver="scipy-batch", certify=True).report.certified
+    # a dtype asked for packs the members into one stack (the member loop declines it): certify still holds
+    stack, sizes = rng.random((2, 3, 5)), ([3, 2], [5, 4])
+    for certify in (True, False):
+        for call in (lambda: lapcli.solve_batch(small, dtype="float64", certify=certify),
+                     lambda: lapcli.solve_batch(stack, sizes=sizes, dtype="float64", certify=certify)):
+            assert call().report.certified == certify
 
 
 def _solve_600_members_and_exit():  # members large enough to be shared with the helper thread
