@@ -56,3 +56,12 @@ def check_certify(certify) -> bool | None:
                                                                    and certify in (0, 1)):
         return None if certify is None else bool(certify)
     raise LapInputError(f"certify must be True, False or None, not {certify!r}")
+
+
+def check_maximize(maximize) -> bool:
+    """``maximize`` as one sense for every problem of a call: an array or list of them (one a problem)
+    is refused in those words; it read as entries (a 2-problem array: "invalid numeric entries")."""
+    if getattr(maximize, "ndim", 0) or isinstance(maximize, (list, tuple)):
+        raise LapInputError(f"maximize is one True or False for every problem of a call, not {maximize!r}: solve "
+                            "those to maximise and those to minimise in two calls")
+    return bool(maximize)

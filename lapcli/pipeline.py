@@ -27,7 +27,7 @@ from .engines import registry
 from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
 from .errors import LapInputError, TooWideError
-from .options import check_certify, check_device, check_timeout
+from .options import check_certify, check_device, check_maximize, check_timeout
 from .problem import Problem, prepare
 from .arrays import member_ndim, padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
@@ -187,7 +187,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
     """
     start = time.perf_counter()
     check_device(device)
-    timeout, certify = check_timeout(timeout), check_certify(certify)
+    timeout, certify, maximize = check_timeout(timeout), check_certify(certify), check_maximize(maximize)
     dtype = requested_dtype(dtype)  # a name from here on: the ragged packing reads it before prepare
     options = dict(solver=solver, maximize=maximize, dtype=dtype, timeout=timeout, device=device, certify=certify,
                    objectives=objectives)

@@ -393,8 +393,13 @@ def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
         lapcli.match(np.zeros((2, 3, 6)), [2, 3])
     with pytest.raises(LapInputError, match=f"sum to {4 * (2**62 - 1) + 9}"):  # 5 in int64, which wraps round
         lapcli.match(np.zeros((5, 1, 5), dtype=np.int8), [2**62 - 1] * 4 + [9])
-    with pytest.raises(LapInputError, match="every problem of a list must be a matrix"):
+    with pytest.raises(LapInputError, match=r"every problem of a list must be a matrix \(2-D\); problem 1 is 1-D"):
         lapcli.solve_batch([np.zeros((2, 2)), np.zeros(3)])
+    # a sense per problem read as entries ("invalid numeric entries: problems 0, 1 of 2")
+    for maximize in (np.array([True, False]), [True, False]):
+        for costs in ([np.zeros((2, 2)), np.zeros((3, 2))], np.zeros((2, 3, 3))):
+            with pytest.raises(LapInputError, match="maximize is one True or False for every problem of a call"):
+                lapcli.solve_batch(costs, maximize=maximize)
     # named as the caller's list, not as the stack made of it ("got a 1-D array", "a 2-D array")
     with pytest.raises(LapInputError, match="an empty list of problems"):
         lapcli.batch_linear_assignment([])
