@@ -417,3 +417,18 @@ def test_a_threaded_stack_builds_each_share_s_work_in_its_thread(rng, monkeypatc
     wide[350, 2, :2] = np.nan
     with pytest.raises(ValueError, match="invalid numeric entries: problem 350 of 400"):
         solve_batch(wide, maximize=maximize, solver="scipy-batch")
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_headroom_is_each_member_s_own(order):
+    """Costs near float64's largest in one member are scaled down for scipy's sums; one scale for the
+    whole stack flushed another member's subnormal costs to 0, and its answer was not optimal (3e-323
+    against 1e-323), certified at the stack's tolerance."""
+    tiny = 5e-324
+    members = [np.array([[1.7e308, 0.0], [0.0, 1.7e308]]), np.array([[3 * tiny, tiny], [tiny, 3 * tiny]])]
+    stack = np.stack([members[b] for b in order])
+    for costs in (stack, list(stack)):
+        solution = lapcli.solve_batch(costs, solver="scipy-batch")
+        for b, cost in enumerate(stack):
+            rows, cols = scipy_lsa(cost)
+            assert solution.col_ind[b].tolist() == cols.tolist() and solution.objectives[b] == cost[rows, cols].sum()

@@ -21,7 +21,7 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...arrays import host
 from ...errors import LapInputError, TooWideError
-from ...headroom import with_headroom
+from ...headroom import headroom_scale, with_headroom
 from ...twins import reference_stack
 from ...work import float64_exact, float64_solvable
 from ..base import BatchEngineResult
@@ -136,11 +136,13 @@ def _solve_range(values: np.ndarray, col_of_row: np.ndarray, start: int) -> None
     """scipy's column of each row of the work problems ``values`` (the batch's from ``start``) into
     ``col_of_row``: r ≤ c, so every work row is assigned, in order."""
     exact = float64_exact(values)
-    # one scale for the range, the range scaled once where it must be (a min and a max a member
-    # cost small stacks 2-2.7x: 20,000 × 4 × 4)
-    values = with_headroom(values)
+    # one min and max for the range (a member's own cost small stacks 2-2.7x: 20,000 × 4 × 4); where
+    # its costs near float64's largest need headroom, each member its own scale: one for all flushed
+    # another member's subnormal costs to zero (a non-optimal answer)
+    own_scales = values.dtype.kind == "f" and values.size and headroom_scale(values, min(values.shape[-2:])) != 1.0
     for k in range(values.shape[0]):
-        col_of_row[start + k] = scipy_lsa(values[k])[1] if exact else exactly(values[k])
+        member = with_headroom(values[k]) if own_scales else values[k]
+        col_of_row[start + k] = scipy_lsa(member)[1] if exact else exactly(member)
 
 
 def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool = False, flat: bool = False,
