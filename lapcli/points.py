@@ -224,9 +224,10 @@ def distance_matrix(a, b, metric: str, p: float = 2.0):
 def check_metric(metric: str, p: float | None) -> tuple[str, float]:
     """(metric, p) checked; minkowski with p = 1, 2 or inf becomes cityblock, euclidean or
     chebyshev (the same costs, and the kernels' cheaper forms)."""
-    if (metric.lower() if isinstance(metric, str) else metric) not in METRICS:  # in any case, as cdist's
+    name = metric.lower() if isinstance(metric, str) else None  # in any case, as cdist's
+    if name not in METRICS:
         raise LapInputError(f"unknown metric {metric!r}; use one of {', '.join(METRICS)}")
-    metric = metric.lower()
+    metric = name
     if metric != "minkowski":
         if p is not None:
             raise LapInputError(f"p is minkowski's exponent; metric {metric!r} takes none")

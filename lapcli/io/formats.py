@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from ..errors import LapInputError
+
 NPY_MAGIC = b"\x93NUMPY"
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
 MATRIX_SUFFIXES = (".npy", ".npz", *TEXT_SUFFIXES, ".h5", ".hdf5")
@@ -20,18 +22,19 @@ BATCH_MARK = ("lapcli", "batch")
 SPARSE_FORMATS = ("csr", "csc", "coo", "bsr", "dia")  # what scipy.sparse.save_npz writes
 
 
-# Binary formats by their first bytes: read as text, their bytes would fill a parse error
-BINARY_MAGIC = ((NPY_MAGIC, "an NPY array"), (b"PK\x03\x04", "an NPZ (zip) archive"),
-                (b"\x89HDF\r\n\x1a\n", "an HDF5 file"), (b"\x1f\x8b", "gzip-compressed data"))
+# Binary formats by their first bytes, and what to do with one (None: the caller's advice); read as
+# text, their bytes would fill a parse error
+BINARY_MAGIC = ((NPY_MAGIC, "an NPY array", None), (b"PK\x03\x04", "an NPZ (zip) archive", None),
+                (b"\x89HDF\r\n\x1a\n", "an HDF5 file", None),
+                (b"\x1f\x8b", "gzip-compressed data", "decompress it first (zcat FILE | lap solve -)"))
 
 
-def binary_kind(data: bytes, advice: str | None = None) -> str | None:
-    """What binary format ``data`` starts with, or None; with ``advice``, "<kind>; <advice>" (for
-    compressed data, to decompress it first)."""
-    kind = next((kind for magic, kind in BINARY_MAGIC if data.startswith(magic)), None)
-    if kind is None or advice is None:
-        return kind
-    return f"{kind}; decompress it first (zcat FILE | lap solve -)" if data.startswith(b"\x1f\x8b") else f"{kind}; {advice}"
+def refuse_binary(data: bytes, name: str, advice: str) -> None:
+    """LapInputError naming the binary format ``data`` starts with, where text is to be read (its
+    own advice, or ``advice``); nothing for any other data."""
+    for magic, kind, own_advice in BINARY_MAGIC:
+        if data.startswith(magic):
+            raise LapInputError(f"{name} holds {kind}; {own_advice or advice}")
 
 
 def split_hdf5_path(spec: str) -> tuple[str, str | None]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import LapInputError
-from .formats import (BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, binary_kind, sparse_archive,
+from .formats import (BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, refuse_binary, sparse_archive,
                       split_hdf5_path)
 from .hdf5_storage import check_storage_written
 from .text import MatrixSource, check_text_head, first_line, read_text_with_info
@@ -56,8 +56,7 @@ def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, 
         _refuse_text_options(str(path), "NPZ", header, index_col, text_inputs_only)
         return read_npz(path, dataset), MatrixSource(str(path))
     data = path.read_bytes()
-    if binary_kind(data):
-        raise LapInputError(f"{path} holds {binary_kind(data, f'{suffix} is read as text: name it by what it holds')}")
+    refuse_binary(data, str(path), f"{suffix} is read as text: name it by what it holds")
     return read_text_with_info(data, str(path), delimiter=_text_delimiter(suffix), **text_options)
 
 
@@ -220,8 +219,7 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
             raise LapInputError(f"stdin holds more than its NPY array ({len(data) - stream.tell():,} bytes after "
                                 "it); stdin takes one matrix: give several as files")
         return _numbers(array, "stdin"), MatrixSource("stdin")
-    if binary_kind(data):  # parsed as text it would fail with its bytes in the message
-        raise LapInputError(f"stdin holds {binary_kind(data, 'stdin takes NPY or text: give the file instead')}")
+    refuse_binary(data, "stdin", "stdin takes NPY or text: give the file instead")
     return read_text_with_info(data, "stdin", header=header, index_col=index_col)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import LapInputError
-from .formats import DATA_FOLLOWS, binary_kind
+from .formats import DATA_FOLLOWS, refuse_binary
 
 
 @dataclass
@@ -182,8 +182,7 @@ def check_text_head(path, delimiter: str | None = None, *, header: bool | None =
                 breaks += chunk.count(b"\n") + chunk.count(b"\r")  # this chunk's only: linear in the head
     except OSError as error:
         raise LapInputError(f"cannot read {path}: {error.strerror}") from None
-    if binary_kind(bytes(head)):  # named now, as the read would, not after the inputs before it
-        raise LapInputError(f"{path} holds {binary_kind(bytes(head), 'it is read as text: name it by what it holds')}")
+    refuse_binary(bytes(head), str(path), "it is read as text: name it by what it holds")  # before earlier inputs run
     if chunk and breaks < 2:  # not the whole file, and no two whole lines in its head
         return
     lines = _LINE_BREAK.split(bytes(head).decode("utf-8-sig", errors="replace"))
