@@ -493,6 +493,12 @@ def test_space_separated_quoted_labels_count_as_one_each(tmp_path, rng):
     named = '"job a" "job b"\n' + "".join(f'"r{i}" {a} {b}\n' for i, (a, b) in enumerate(cost))
     result = solve_text(tmp_path, named, "--index-col", name="m.txt")
     assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
+    # quoted numbers are numbers between spaces as between commas: the first line is data, not a header
+    quoted = "".join(f'"{a}" "{b}"\n' for a, b in cost)
+    for text in (quoted, quoted.replace(" ", "\t"), quoted.replace(" ", ",")):
+        result = solve_text(tmp_path, text, name="m.txt")
+        assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost), text
+        assert "header" not in result.stderr
 
 
 def test_text_options_on_npy_input_are_refused(tmp_path):

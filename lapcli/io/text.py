@@ -62,9 +62,7 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     # comments and blank lines off before any parse: a line of spaces is one empty field to np.loadtxt
     # with a delimiter, and a comment once sent integers past int64 to the float64 parse (rounded)
     body = [content for content in (line.split("#", 1)[0] for line in body) if content.strip()]
-    options = {"delimiter": delimiter, "ndmin": 2}
-    if delimiter is not None:
-        options["quotechar"] = '"'
+    options = {"delimiter": delimiter, "ndmin": 2, "quotechar": '"'}  # "1" is 1, between spaces or commas
     try:  # integers stay exact; anything else parses as float64
         matrix = np.loadtxt(body, dtype=np.int64, **options)
     except (ValueError, OverflowError):
@@ -157,10 +155,7 @@ def _layout(lines: list[str], name: str, delimiter: str | None, header: bool | N
 def _width(line: str, delimiter: str | None) -> int:
     """A header's labels or a row's fields, as a reader counts them: quoted ones whole (a label "job a"
     between spaces is one, a '#' inside one no comment), a trailing delimiter's empty field not."""
-    if delimiter is None:  # runs of spaces or tabs between fields
-        fields = [f for f in next(csv.reader([line.replace("\t", " ")], delimiter=" "), []) if f]
-    else:
-        fields = _split_fields(line, delimiter)
+    fields = _split_fields(line, delimiter)
     while fields and not fields[-1].strip():
         fields.pop()
     return len(fields)
@@ -268,8 +263,10 @@ def _wide_integers(body: list[str], options: dict, name: str):
 
 
 def _split_fields(line: str, delimiter: str | None) -> list[str]:
+    """A line's fields as np.loadtxt's quotechar reads them: quoted ones whole and unquoted ("1" is
+    a number, "job a" one label); ``None``: runs of spaces or tabs between fields."""
     if delimiter is None:
-        return line.split()
+        return [f for f in next(csv.reader([line.replace("\t", " ")], delimiter=" "), []) if f]
     return next(csv.reader([line], delimiter=delimiter), [])
 
 
@@ -336,11 +333,11 @@ def _drop_index_column(body: list[str], start: int, delimiter: str | None, name:
         if not line.strip() or line.lstrip().startswith("#"):
             kept.append(line)
             continue
-        if delimiter is None:
+        if '"' in line:  # a quoted index may hold the delimiter
+            rest = (delimiter or " ").join(_split_fields(line, delimiter)[1:])
+        elif delimiter is None:
             rest = line.split(None, 1)[1:]
             rest = rest[0] if rest else ""
-        elif '"' in line:  # a quoted index may hold the delimiter
-            rest = delimiter.join(_split_fields(line, delimiter)[1:])
         else:
             rest = line.partition(delimiter)[2]
         if not rest.strip():
