@@ -63,6 +63,7 @@ from .support import (
     named_by_input,
     run_library_call,
     stderr_console,
+    stdout_by_name,
     write_solution,
 )
 
@@ -92,13 +93,12 @@ def cli():
                    "for 'lap solve --points'.")
 @click.option("--d", "dim", type=click.IntRange(1, 32), default=2, show_default=True,  # lapcli.points.MAX_DIM
               help="With --points: coordinates a point.")
-@click.option("-o", "--output", help="File (.npy, .csv, .h5/.hdf5, FILE.h5:/path as solve reads it) or '-' for NPY on "
-                                     "stdout (the default when it is not a terminal).")
+@click.option("-o", "--output", callback=stdout_by_name,
+              help="File (.npy, .csv, .h5/.hdf5, FILE.h5:/path as solve reads it) or '-' (or /dev/stdout) for NPY on stdout (the default when it is not a terminal).")
 @click.option("--dataset", default="costs", show_default=True, help="HDF5 dataset name.")
 @click.option("--quiet", "-q", is_flag=True, help="No messages on stderr.")
 def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, points, dim, output, dataset, quiet):
-    """Write a reproducible random cost matrix (or, with --batch, a stack of them; with --points, a
-    point set)."""
+    """Write a reproducible random cost matrix (with --batch, a stack of them; with --points, a point set)."""
     console = stderr_console(quiet)
     given = click.get_current_context().get_parameter_source
     path_text, inner = split_hdf5_path(output) if output else (output, None)

@@ -19,7 +19,7 @@ from ..errors import (
     SolverUnavailable,
 )
 from ..io.formats import split_hdf5_path
-from ..io.targets import is_stdin_file, same_output
+from ..io.targets import is_stdin_file, same_output, stdout_alias
 from ..io.write import json_text, write_together
 
 
@@ -275,6 +275,12 @@ def check_distinct_outputs(*outputs: tuple[str, str | None], inputs=(), json_std
             if path != "-" and (is_stdin_file(path) if spec == "-" else same_output(path, read_from)):
                 read_from = "on stdin" if spec == "-" else read_from
                 raise InputError(f"{flag} {path} would overwrite the input {read_from}; write elsewhere")
+
+
+def stdout_by_name(ctx, param, value: str | None) -> str | None:
+    """A click callback: an output named ``/dev/stdout`` (or another name of descriptor 1, without an
+    extension) is ``-``, written as ``-`` is (NPY from ``lap generate``), not as a file without one."""
+    return "-" if value and not os.path.splitext(value)[1] and stdout_alias(value) else value
 
 
 def input_name(spec: str) -> str:
