@@ -116,8 +116,8 @@ def routed(case: dict, cost: np.ndarray, out: Path | None = None):
 
 def exact_reference(cost: np.ndarray, maximize: bool):
     """scipy's answer, exact also for integers float64 cannot hold: solved on their exact reduction
-    (lapcli.work.reduced_for_float64, the same optimal pairs); none when even that is too wide."""
-    from lapcli.work import float64_exact, reduced_for_float64
+    (lapcli.float64_exact.reduced_for_float64, the same optimal pairs); none when even that is too wide."""
+    from lapcli.float64_exact import float64_exact, reduced_for_float64
 
     if float64_exact(cost):
         return scipy_lsa(cost, maximize=maximize)

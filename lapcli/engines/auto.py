@@ -305,7 +305,7 @@ def choose_for_matrix(problem) -> tuple[str, str]:
 def scipy_is_exact(problem) -> bool:
     """scipy solves ``problem`` exactly: floats, integers narrow enough for float64, or integers
     that an exact reduction makes so (the scipy engine reduces them first)."""
-    from ..work import float64_exact, reduced_for_float64  # NumPy: not at import (lapcli.cli.gpu_start)
+    from ..float64_exact import float64_exact, reduced_for_float64  # NumPy: not at import (lapcli.cli.gpu_start)
 
     original = problem.original
     if original.dtype.kind not in "biu" or float64_exact(original):
@@ -324,7 +324,7 @@ def lapx_is_faster(problem) -> bool:
         return False
     if not registry.get("lapx").available()[0]:
         return False
-    from ..work import float64_exact  # NumPy: not at import (lapcli.cli.gpu_start)
+    from ..float64_exact import float64_exact  # NumPy: not at import (lapcli.cli.gpu_start)
 
     return float64_exact(problem.original)
 

@@ -62,10 +62,10 @@ def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: st
 
 def float64_costs(values: np.ndarray, maximize: bool, engine: str) -> tuple[np.ndarray, bool]:
     """(costs, maximize) with ``values``' optimal assignments that ``engine``'s float64 arithmetic
-    (scipy's, lapx's) solves exactly (lapcli.work.float64_solvable), or TooWideError: bad input for
+    (scipy's, lapx's) solves exactly (lapcli.float64_exact.float64_solvable), or TooWideError: bad input for
     this engine, which ``auto`` never gives such costs (it was a SolverError, exit 1)."""
     from ..errors import TooWideError
-    from ..work import float64_solvable
+    from ..float64_exact import float64_solvable
 
     solvable = float64_solvable(values, maximize)
     if solvable is None:

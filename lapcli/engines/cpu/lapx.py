@@ -2,7 +2,7 @@
 (``pip install 'lapcli[lapx]'``). It solves the work matrix (lapcli.work: tall problems
 transposed, negated to maximise, float64 rows reduced, forbidden entries at a sentinel), wide ones
 through lapjv's ``extend_cost``. lapjv computes in float64: integer work too wide for that to be
-exact is reduced exactly first, or refused (lapcli.work.float64_solvable, as for scipy). No steps,
+exact is reduced exactly first, or refused (lapcli.float64_exact.float64_solvable, as for scipy). No steps,
 no duals: the pipeline recovers them and certifies the answer.
 
 The lapx distribution installs the import package ``lap`` (a drop-in for gatagat/lap), not

@@ -22,7 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ...errors import LapInputError
-from ...work import SPREAD_OVERFLOWS, float64_exact_dtype
+from ...float64_exact import float64_exact_dtype
+from ...work import SPREAD_OVERFLOWS
 from .member_values import check_float_spread, integers_exact, scipy_answers
 
 # _worker_split's estimates, µs (2-core CI machine): a member's solve, the worker's extra a member

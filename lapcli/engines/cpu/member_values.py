@@ -11,8 +11,9 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment  # at import: the worker process loads it before its first request
 
 from ...errors import LapInputError
+from ...float64_exact import float64_exact_dtype, float64_exact_magnitude
 from ...headroom import headroom_scale_of, largest_finite, with_headroom
-from ...work import SPREAD_OVERFLOWS, float64_exact_dtype, float64_exact_magnitude
+from ...work import SPREAD_OVERFLOWS
 
 FLOAT_COPIES_UP_TO = 1 << 22  # a ragged batch's integer entries converted to float64 at once, up to 32 MB
 FLOAT64 = np.dtype(np.float64)
@@ -22,7 +23,7 @@ JOINED_UP_TO = 1 << 20  # float64 values (8 MB) joined for one scan; more are sc
 def float64_copies(matrices: list) -> list | None:
     """The integer matrices as float64, converted in one pass into this thread's reused buffer, for
     scipy to solve as they are (the views are good until this thread's next call); None when
-    float64 might not hold them exactly (lapcli.work.float64_exact) or they mix dtypes or are
+    float64 might not hold them exactly (lapcli.float64_exact.float64_exact) or they mix dtypes or are
     booleans (each member is then judged alone). Given the integers, scipy converts each member in
     its own call, holding the GIL, and a check a member cost more than the solves: a ragged list of
     1000 small int64 members took 14.8 ms against 8.2 for a scipy loop (2-core CI machine)."""
@@ -42,7 +43,7 @@ def float64_copies(matrices: list) -> list | None:
 
 def integers_exact(matrices: list, rows: np.ndarray, cols: np.ndarray) -> bool:
     """Whether scipy may be given these integer matrices (of ``rows`` × ``cols``) as they are (it
-    converts each to float64) and solve them exactly (lapcli.work.float64_exact): by their dtype
+    converts each to float64) and solve them exactly (lapcli.float64_exact.float64_exact): by their dtype
     where its width says so, else by one scan of their values joined as they are (no conversion,
     no copy a member). False where they mix dtypes or are booleans."""
     if not matrices or len({m.dtype for m in matrices}) != 1 or matrices[0].dtype.kind not in "iu":
@@ -54,7 +55,7 @@ def integers_exact(matrices: list, rows: np.ndarray, cols: np.ndarray) -> bool:
 def _exact(values, dtype: np.dtype, side: int) -> bool:
     """float64 holds integer costs of ``dtype`` (``values``: them end to end, or a function giving
     them) and their paths' sums on sides up to ``side`` exactly: by the dtype's width, else by the
-    values' magnitude (lapcli.work.float64_exact)."""
+    values' magnitude (lapcli.float64_exact.float64_exact)."""
     if float64_exact_dtype(dtype, side):
         return True
     values = values() if callable(values) else values

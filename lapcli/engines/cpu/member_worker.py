@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from ...work import float64_exact_magnitude
+from ...float64_exact import float64_exact_magnitude
 from .member_answers import scatter_columns
 from .member_values import scipy_answers, spread_overflows
 
@@ -60,7 +60,7 @@ def solve_share(buffer, rows: np.ndarray, cols: np.ndarray, maximize: bool, chec
     a row's finite values span more than float64 holds (lapcli.engines.cpu.member_values.
     spread_overflows; only with ``check_spread``); and, with ``exact_side`` (integer members of
     sides up to it), whether float64 might not hold their costs and paths exactly
-    (lapcli.work.float64_exact_magnitude): then nothing is solved, the caller solves them exactly."""
+    (lapcli.float64_exact.float64_exact_magnitude): then nothing is solved, the caller solves them exactly."""
     value_starts, row_starts, _, _ = layout(rows, cols)
     flat, col_of_row = views(buffer, rows, cols, value_type)
     if exact_side and not float64_exact_magnitude(max(-float(flat.min()), float(flat.max())), exact_side):

@@ -2,8 +2,8 @@
 
 Integer costs go to scipy as they are (rectangular, maximize included), so it is also the
 reference the other engines are tested against. scipy computes in float64: integers too wide for
-that to be exact (lapcli.work.float64_exact) are reduced exactly first
-(lapcli.work.reduced_for_float64, same optimal assignments), and refused when even that is too
+that to be exact (lapcli.float64_exact.float64_exact) are reduced exactly first
+(lapcli.float64_exact.reduced_for_float64, same optimal assignments), and refused when even that is too
 wide (``auto`` gives those to the exact NumPy engine). Float costs go to scipy as the work matrix
 (lapcli.work: float64 rows reduced by their minima, exactly for offset costs), so that its
 arithmetic works at the scale of their spread, which the certificate's tolerance follows: an

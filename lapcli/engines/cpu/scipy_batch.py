@@ -6,7 +6,7 @@ negated to maximise, floats reduced, forbidden entries at a sentinel) and maps t
 with the same rule, so the CPU tests guard those rules on every machine. No duals.
 
 scipy computes in float64: a problem whose integer work is too wide for that to be exact is
-reduced exactly first (lapcli.work.reduced_for_float64), or, when even that is too wide, solved by
+reduced exactly first (lapcli.float64_exact.reduced_for_float64), or, when even that is too wide, solved by
 the NumPy twin of the batch kernel (lapcli.twins.reference_stack: shortest augmenting paths with
 exact int64 duals).
 """
@@ -23,7 +23,7 @@ from ...arrays import host
 from ...errors import LapInputError, TooWideError
 from ...headroom import headroom_scale, with_headroom
 from ...twins import reference_stack
-from ...work import float64_exact, float64_solvable
+from ...float64_exact import float64_exact, float64_solvable
 from ..base import BatchEngineResult
 from .member_answers import as_pairs, member_columns, padded_columns
 from .member_threads import MEMBERS_SHARED_FROM, helpers, sharing_pays, solve_members

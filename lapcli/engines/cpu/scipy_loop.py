@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...arrays import is_torch
-from ...work import float64_exact
+from ...float64_exact import float64_exact
 from .member_answers import fill_scattered
 from .member_values import FLOAT64, float64_copies, joined, scipy_form, values_end_to_end
 from .member_threads import MEMBERS_SHARED_FROM, sharing_pays
