@@ -155,7 +155,12 @@ def _too_wide_members(arr, xp, maximize: bool) -> str:
 
     for half in ((0, arr.shape[0] // 2), (arr.shape[0] // 2, arr.shape[0])) if arr.shape[0] > 1 else ():
         search(*half)  # the halves: the whole stack's work was just built and refused
-    return f"{members_text(refused, arr.shape[0])}: " if refused else ""
+    return _named(refused, arr.shape[0]) if refused else ""
+
+
+def _named(indices, batch: int) -> str:
+    """"problems 1, 4 of 9: " before a stack's refusal; "" for one problem."""
+    return f"{members_text(indices, batch)}: " if batch > 1 else ""
 
 
 def _integer_work(arr, xp, maximize: bool, requested: str | None) -> Work | None:
@@ -266,6 +271,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
     if values.dtype.itemsize < arr.dtype.itemsize and not bool((xp.isfinite(values) == finite).all()):
         raise LapInputError(f"costs overflow {target}; ask for dtype float64")
     notes = []
+    needs = host(~finite.all(axis=(1, 2)))  # the members holding forbidden entries: only theirs take a sentinel
     lo = xp.where(finite, values, xp.inf).min(axis=(1, 2))
     hi = xp.where(finite, values, -xp.inf).max(axis=(1, 2))
     lo, hi = xp.where(xp.isfinite(lo), lo, 0), xp.where(xp.isfinite(hi), hi, 0)
@@ -273,7 +279,8 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
         hi64, lo64 = hi.astype(np.float64), lo.astype(np.float64)
         width = xp.maximum(xp.maximum(hi64 - lo64, xp.multiply(abs(hi64), 2.0**-20)), 1e-30)
         sentinel = hi64 + (k + 2) * width
-        if not bool(xp.greater(sentinel, float(np.finfo(np.float32).max)).any()):
+        if not (host(xp.greater(sentinel, float(np.finfo(np.float32).max))) & needs).any():
+            sentinel = xp.where(xp.asarray(needs), sentinel, hi64)
             sentinel = sentinel.astype(values.dtype)
             scale = host(xp.maximum(abs(lo), abs(hi))).astype(np.float64)
             return Work(xp.ascontiguousarray(xp.where(finite, values, sentinel[:, None, None])), scale=scale)
@@ -289,11 +296,14 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
     spread = xp.where(finite, values, 0).max(axis=(1, 2))
     if cap is not None:  # the forbidden entries' sentinel follows the capped spread
         values, spread = xp.minimum(values, cap), xp.minimum(spread, cap)
+    if (overflows := ~host(xp.isfinite(spread))).any():  # (entries checked: forbidden ones are known)
+        raise LapInputError(_named(np.flatnonzero(overflows), batch) + SPREAD_OVERFLOWS)
     with np.errstate(over="ignore"):  # an overflow is refused below
         sentinel = (k + 2) * xp.where(xp.greater(spread, 0), spread, 1.0)
-    if not bool(xp.isfinite(sentinel).all()):
-        raise TooWideError("finite costs span too wide a range to mark forbidden entries: (k + 2) times their spread "
-                           "passes float64's; scale them down")
+    if (wide := ~host(xp.isfinite(sentinel)) & needs).any():
+        raise TooWideError(_named(np.flatnonzero(wide), batch) + "finite costs span too wide a range to mark forbidden "
+                           "entries: (k + 2) times their spread passes float64's; scale them down")
+    sentinel = xp.where(xp.asarray(needs), sentinel, 1.0)  # unused where nothing is forbidden
     values = xp.where(finite, values, sentinel.astype(values.dtype)[:, None, None])
     return Work(xp.ascontiguousarray(values), row_offset=row_min, scale=host(spread).astype(np.float64), notes=notes)
 

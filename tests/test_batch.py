@@ -80,6 +80,29 @@ def test_forbidden_entries_per_problem(rng):
     np.testing.assert_allclose(solution.objectives, expected)
 
 
+def test_a_member_without_forbidden_entries_needs_no_room_for_their_marker(rng):
+    """Forbidden entries become a marker (k + 2) times a member's spread: a member holding none, whose
+    spread leaves no room for one, was refused with the stack (each solved alone); a member that
+    holds some and leaves no room, or whose spread overflows, is refused by name."""
+    forbidden = np.array([[1.0, np.inf], [np.inf, 1.0]])
+    wide = np.array([[1e308, -1e307], [0.0, 1.0]])  # 4 x 1e308 passes float64's range
+    for stack in ([forbidden, wide], np.stack([wide, forbidden, forbidden])):
+        _, expected = scipy_loop(stack)
+        np.testing.assert_array_equal(solve_batch(stack).objectives, expected)
+    narrow = [forbidden.astype(np.float32), np.array([[3e38, -3e38], [0, 1]], np.float32)]
+    np.testing.assert_allclose(solve_batch(narrow).objectives, scipy_loop(narrow)[1], rtol=1e-7)
+    no_room = np.array([[1e308, np.inf], [-1e308, 1.0]])
+    with pytest.raises(ValueError, match=r"^problem 1 of 3: finite costs span too wide a range to mark"):
+        solve_batch([forbidden, no_room, forbidden])
+    with pytest.raises(ValueError, match=r"^problem 1 of 2: the costs' spread \(a row's max − min\) overflows"):
+        solve_batch([forbidden, np.array([[1.7e308, -1.7e308], [0.0, 1.0]])])
+    stack = rng.random((4000, 24, 24))  # large enough for the scipy-batch's threads, each its own share's work
+    stack[:, 0, 0] = np.inf
+    stack[3100, 0, :2] = 1.7e308, -1.7e308
+    with pytest.raises(ValueError, match=r"^problem 3100 of 4000: the costs' spread"):
+        solve_batch(stack)
+
+
 def test_ragged_list_keeps_input_order(rng):
     matrices = [rng.integers(0, 50, shape) for shape in ((3, 3), (4, 6), (3, 3), (6, 4))]
     solution = solve_batch(matrices)

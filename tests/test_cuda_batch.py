@@ -616,6 +616,24 @@ def test_batch_infeasible_members_are_named_on_the_gpu(rng):
 
 
 @pytest.mark.gpu
+def test_only_members_with_forbidden_entries_need_room_for_their_marker_on_the_gpu():
+    """The work stack on CuPy: a member holding no forbidden entry needs no marker above its spread;
+    one holding some whose spread leaves no room is refused by name (tests/test_batch.py on NumPy)."""
+    import cupy
+
+    import lapcli
+
+    forbidden = np.array([[1.0, np.inf], [np.inf, 1.0]])
+    for stack in (np.stack([forbidden, [[1e308, -1e307], [0.0, 1.0]]]),
+                  np.stack([forbidden, [[3e38, -3e38], [0.0, 1.0]]]).astype(np.float32)):
+        solution = lapcli.solve_batch(cupy.asarray(stack), solver="cuda-batch")
+        np.testing.assert_allclose(cupy.asnumpy(solution.objectives), _scipy_objectives(stack, False), rtol=1e-7)
+    with pytest.raises(ValueError, match="^problem 1 of 3: finite costs span too wide a range to mark"):
+        lapcli.solve_batch(cupy.asarray(np.stack([forbidden, [[1e308, np.inf], [-1e308, 1.0]], forbidden])),
+                           solver="cuda-batch")
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("on_gpu", [False, True])
 def test_cuda_batch_finds_bad_entries_without_a_pre_pass(rng, on_gpu):
     """cuda-batch skips the finiteness pass: its finish kernel flags NaN and infinities, and the

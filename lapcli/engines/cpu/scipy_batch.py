@@ -20,7 +20,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...arrays import host
-from ...errors import LapInputError, TooWideError
+from ...errors import LapInputError
 from ...headroom import headroom_scale, with_headroom
 from ...twins import reference_stack
 from ...float64_exact import float64_exact, float64_solvable
@@ -103,7 +103,7 @@ def run_batch(problem, *, timeout=None, device=None) -> BatchEngineResult:
     else:
         try:
             works = _shared(workers, batch, solve)
-        except TooWideError:  # a share's refusal numbers its own members: the whole stack's names the caller's
+        except LapInputError:  # a share's refusal numbers its own members: the whole stack's names the caller's
             problem.work_stack(np)
             raise
     details = {"threads": workers, "solve_ms": round((time.perf_counter() - begin) * 1e3, 3)}
