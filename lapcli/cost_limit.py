@@ -135,8 +135,9 @@ class CostLimit:
     def explain(self, error: Exception) -> Exception:
         """The augmented problem's refusal in the caller's terms: a range an int dtype does not hold is
         that problem's (its costs shifted and doubled beside the limit), and a fractional limit over
-        integers doubles them once more (⌊L⌋ + 1/2), which an integral limit does not."""
-        if "do not fit" in str(error):
+        integers doubles them once more (⌊L⌋ + 1/2), which an integral limit does not. Float costs
+        augmented as floats are neither shifted nor doubled: their refusal is the costs' own."""
+        if "do not fit" in str(error) and self.matrix.dtype.kind in "iu":
             return type(error)(f"{error} (under cost_limit, lapjv's augmented problem's: the costs less the "
                                "least, doubled, beside the limit)")
         if not isinstance(error, TooWideError) or self.cost.dtype.kind not in "biu" or isinstance(self.limit, int) \

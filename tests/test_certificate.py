@@ -262,6 +262,11 @@ def test_whole_float_costs_solved_as_integers_take_any_cost_limit(rng, dtype):
     if dtype == "int32":  # an odd limit: the augmented problem's range, said to be that problem's
         with pytest.raises(ValueError, match=r"do not fit int32; .* \(under cost_limit, lapjv's augmented problem's"):
             lapcli.solve(wide, cost_limit=2_000_000_001, dtype=dtype)
+        too_wide = wide.copy()
+        too_wide[0, 0] = 3e9  # an even limit: augmented as floats, neither shifted nor doubled: the costs' own range
+        with pytest.raises(ValueError, match=r"^costs lie in \[0, 3000000000\] and do not fit int32; ask for dtype int64 "
+                                             r"or float64$"):
+            lapcli.solve(too_wide, cost_limit=24, dtype=dtype)
 
 
 def test_an_infinite_cost_limit_leaves_no_row_out_as_lapjvs_default(rng):
