@@ -4,7 +4,6 @@ the column. :class:`MatrixSource` records what a reader decided on its own, for 
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 from dataclasses import dataclass, field
@@ -12,7 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import LapInputError
-from .formats import DATA_FOLLOWS, refuse_binary
+from .formats import refuse_binary
+from .text_layout import columns_text, field_text, is_number, read_layout, shorten, split_fields
 
 
 @dataclass
@@ -44,14 +44,14 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     """
     text = data.decode("utf-8-sig", errors="replace")  # -sig: a BOM is not part of the first field
     lines = _LINE_BREAK.split(text)  # not str.splitlines, which breaks at \x0b, \x1c or U+2028 too
-    layout = _layout(lines, name, delimiter, header, index_col)
+    layout = read_layout(lines, name, delimiter, header, index_col)
     delimiter, fields = layout.delimiter, layout.fields
     source = MatrixSource(name, dropped_index_column=index_col)
     start = layout.body_start
     if layout.header:
         source.skipped_header = layout.first
         if layout.guessed:  # no option asked for it: say so
-            source.notes.append(f"skipped header line of {name}: {_shorten(layout.first.strip())}")
+            source.notes.append(f"skipped header line of {name}: {shorten(layout.first.strip())}")
         source.notes.extend(layout.notes)
     body = lines[start:]
     _check_holds_numbers(body, name)
@@ -82,83 +82,9 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     return matrix, source
 
 
-@dataclass
-class _Layout:
-    """What the first two lines of content settle: the delimiter and whether the first is a header."""
-
-    delimiter: str | None
-    header: bool
-    guessed: bool  # no option settled the header
-    first_index: int  # the first line of content (0-based)
-    second_index: int | None
-    first: str  # its text without a comment
-    fields: list[str]
-    second_width: int | None
-    notes: list[str] = field(default_factory=list)  # what the read says of the header, for people
-
-    @property
-    def body_start(self) -> int:
-        """The first line past the header (0-based)."""
-        return self.first_index + (1 if self.header else 0)
-
-
 def _check_holds_numbers(body: list[str], name: str) -> None:
     if not any(line.split("#", 1)[0].strip() for line in body):  # blank or comments only (np.loadtxt's)
         raise LapInputError(f"{name} holds no numbers")
-
-
-def _layout(lines: list[str], name: str, delimiter: str | None, header: bool | None, index_col: bool) -> _Layout:
-    """The delimiter and the header decision (:func:`read_text_with_info`) from ``lines``, of which
-    only those up to the second line of content are read; raises for an ambiguous first line."""
-    # '#' starts a comment, as for the parser (np.loadtxt): comment lines are neither header nor data,
-    # and a comment's commas say nothing of the delimiter (np.savetxt's header='costs, seed 1')
-    content = [line.split("#", 1)[0] for line in lines]
-    first_index = next((i for i, line in enumerate(content) if line.strip()), None)
-    if first_index is None:
-        raise LapInputError(f"{name} holds no numbers")
-    first = content[first_index]
-    second_index = next((i for i in range(first_index + 1, len(lines)) if content[i].strip()), None)
-    if delimiter is None:  # from the first two lines: a header alone may hold no delimiter
-        sample = first + "\n" + ("" if second_index is None else content[second_index])
-        delimiter = ("," if "," in sample else ("\t" if "\t" in sample else None))
-        if all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
-            delimiter = ";"
-            decimal_comma = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
-            if any(decimal_comma.match(field) for line in sample.splitlines() for field in line.split(";")):
-                raise LapInputError(f"{name}: semicolon-separated with decimal commas ('1,5'); lapcli reads "
-                                    "decimal points: convert the file (e.g. sed 's/,/./g')")
-    fields = _split_fields(first, delimiter)
-    second_width = None if second_index is None else len(_split_fields(content[second_index], delimiter))
-    empty_first_label = len(fields) > 1 and not fields[0].strip() and any(f.strip() for f in fields[1:])
-    if empty_first_label and not index_col and header is not False:
-        raise LapInputError(_index_column_hint(name, "empty first header field"))
-    guessed = header is None
-    if guessed:  # after lapcli's own marker (lapcli.io.write) the first line is data, whatever it reads
-        marked = any(line.strip() == DATA_FOLLOWS for line in lines[:first_index])
-        header = False if marked else _first_line_is_header(fields, name, first_index + 1, index_col, second_width)
-    notes = []
-    if header and second_index is not None:  # the header's labels against the first row's fields
-        labels, width = _width(lines[first_index], delimiter), _width(content[second_index], delimiter)
-        # pandas with sep=" " or index_label=False, and R's write.table, write no empty first field to see
-        one_short = not index_col and width == labels + 1
-        why = f"line {first_index + 1} has {_columns(labels)}, line {second_index + 1} has {width}"
-        if one_short and guessed:
-            raise LapInputError(_index_column_hint(name, why) + f", or --header if line {first_index + 1} is a title")
-        if one_short:  # --header: a title, or labels beside an index column
-            notes.append(f"{name}: {why}; if its first column labels the rows, pass --index-col")
-        if width < labels:
-            raise LapInputError(f"{name}: its header (line {first_index + 1}) has {labels} labels and line "
-                                f"{second_index + 1} {_columns(width)}; a header labels the columns")
-    return _Layout(delimiter, header, guessed, first_index, second_index, first, fields, second_width, notes)
-
-
-def _width(line: str, delimiter: str | None) -> int:
-    """A header's labels or a row's fields, as a reader counts them: quoted ones whole (a label "job a"
-    between spaces is one, a '#' inside one no comment), a trailing delimiter's empty field not."""
-    fields = _split_fields(line, delimiter)
-    while fields and not fields[-1].strip():
-        fields.pop()
-    return len(fields)
 
 
 def check_text_head(path, delimiter: str | None = None, *, header: bool | None = None,
@@ -185,7 +111,7 @@ def check_text_head(path, delimiter: str | None = None, *, header: bool | None =
         lines = lines[:-1]
         if sum(1 for line in lines if line.split("#", 1)[0].strip()) < 2:
             return
-    layout = _layout(lines, str(path), delimiter, header, index_col)
+    layout = read_layout(lines, str(path), delimiter, header, index_col)
     if not chunk:  # the whole file: a header alone is refused as the read refuses it
         _check_holds_numbers(lines[layout.body_start:], str(path))
     ragged = _locate_bad_value(lines, layout.body_start, layout.delimiter, str(path), index_col, numbers=False)
@@ -206,7 +132,7 @@ def _check_integers_not_rounded(matrix: np.ndarray, body: list[str], name: str, 
     values = matrix[finite]
     if float(np.abs(values).max()) < 2.0**53 or not bool((values == np.floor(values)).all()):
         return  # small enough to be exact (2^53 + 1 reads 2^53), or decimals: a float matrix
-    fields = [field.strip() for line in body for field in _split_fields(line, delimiter)]
+    fields = [field.strip() for line in body for field in split_fields(line, delimiter)]
     integers = [field for field in fields if _INTEGER.match(field)]
     if len(integers) + sum(bool(_INFINITY.fullmatch(field)) for field in fields) == len(fields) and not all(
             map(_held_by_float64, integers)):  # 2^54 is held exactly; 2^53 + 1 is not
@@ -249,7 +175,7 @@ def _wide_integers(body: list[str], options: dict, name: str):
     """Integers that int64 cannot hold: exact as uint64 when they are all in [0, 2^64), refused
     otherwise (float64 would round them silently). None when the text is not all integers."""
     delimiter = options["delimiter"]
-    fields = [field for line in body if line.strip() for field in _split_fields(line, delimiter)]
+    fields = [field for line in body if line.strip() for field in split_fields(line, delimiter)]
     if not fields or not all(_INTEGER.match(field) for field in fields):
         return None
     values = [integer_text(field, 19) for field in fields]  # None: past 19 digits, so past 64 bits
@@ -262,71 +188,6 @@ def _wide_integers(body: list[str], options: dict, name: str):
                             "integers exactly in 64 bits and will not round them to float64") from None
 
 
-def _split_fields(line: str, delimiter: str | None) -> list[str]:
-    """A line's fields as np.loadtxt's quotechar reads them: quoted ones whole and unquoted ("1" is
-    a number, "job a" one label); ``None``: runs of spaces or tabs between fields."""
-    if delimiter is None:
-        return [f for f in next(csv.reader([line.replace("\t", " ")], delimiter=" "), []) if f]
-    return next(csv.reader([line], delimiter=delimiter), [])
-
-
-def _is_number(text: str) -> bool:
-    """Whether np.loadtxt reads ``text`` as a number: Python's float() also takes digit-group
-    underscores and non-ASCII digits ('1_000', '４'), which np.loadtxt refuses; both take
-    whitespace around it, a no-break space too."""
-    text = text.strip()
-    return "_" not in text and text.isascii() and _reads_as_float(text)
-
-
-def _reads_as_float(text: str) -> bool:
-    """Whether Python's float() reads ``text``: such a field is a number someone wrote, not a
-    header's label, even where np.loadtxt does not read it ('1_000')."""
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
-
-
-def _shorten(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _field(text: str) -> str:
-    """What is wrong with a field that is no number, in words: empty (whitespace only), or its text."""
-    shown = text.strip()
-    return f"{shown!r} is not a number" if shown else "an empty field"
-
-
-def _columns(count: int) -> str:
-    return f"{count} column" + ("" if count == 1 else "s")
-
-
-def _index_column_hint(name: str, why: str) -> str:
-    return f"{name} looks like it has an index column ({why}); pass --index-col to drop it"
-
-
-def _first_line_is_header(fields: list[str], name: str, line_number: int, index_col: bool,
-                          next_width: int | None) -> bool:
-    if index_col and (not fields[0].strip() or next_width == len(fields) + 1):
-        return True  # pandas' header: an empty index name (or none at all with sep=" "), then the labels
-    offset = 1 if index_col else 0
-    labels = fields[offset:]
-    if not any(map(_reads_as_float, labels)):  # words only ('1_000' is a number, if not NumPy's)
-        return True
-    bad = next((i for i, label in enumerate(labels) if not _is_number(label)), None)
-    if bad is not None:  # a word beside numbers, or a number NumPy cannot read
-        hint = (f"use --header if line {line_number} is a header" if labels[bad].strip()
-                else "a trailing delimiter?" if bad == len(labels) - 1 else "a delimiter twice?")
-        raise LapInputError(f"{name} line {line_number}, column {bad + offset + 1}: {_field(labels[bad])} ({hint})")
-    if next_width is not None and [label.strip() for label in labels] == [str(i) for i in range(len(labels))]:
-        raise LapInputError(
-            f"{name} line {line_number} ({_shorten(','.join(labels), 40)}) could be pandas' default column "
-            "labels or data; pass --header or --no-header"
-        )
-    return False
-
-
 def _drop_index_column(body: list[str], start: int, delimiter: str | None, name: str) -> list[str]:
     kept = []
     for offset, line in enumerate(body):
@@ -334,7 +195,7 @@ def _drop_index_column(body: list[str], start: int, delimiter: str | None, name:
             kept.append(line)
             continue
         if '"' in line:  # a quoted index may hold the delimiter
-            rest = (delimiter or " ").join(_split_fields(line, delimiter)[1:])
+            rest = (delimiter or " ").join(split_fields(line, delimiter)[1:])
         elif delimiter is None:
             rest = line.split(None, 1)[1:]
             rest = rest[0] if rest else ""
@@ -356,16 +217,17 @@ def _locate_bad_value(lines: list[str], start: int, delimiter: str | None, name:
         content = lines[index].split("#", 1)[0]  # np.loadtxt's comments
         if not content.strip():
             continue
-        fields = _split_fields(content, delimiter)
+        fields = split_fields(content, delimiter)
         if expected is None:
             expected, expected_line = len(fields), index + 1
         elif len(fields) != expected:
-            return (f"cannot parse {name}: ragged rows: line {index + 1} has {_columns(len(fields))}, "
-                    f"line {expected_line} has {_columns(expected)}")
+            return (f"cannot parse {name}: ragged rows: line {index + 1} has {columns_text(len(fields))}, "
+                    f"line {expected_line} has {columns_text(expected)}")
         for column in range(first_column, len(fields) if numbers else 0):
-            if not _is_number(fields[column]):
-                return f"{name} line {index + 1}, column {column + 1}: {_field(fields[column])}"
+            if not is_number(fields[column]):
+                return f"{name} line {index + 1}, column {column + 1}: {field_text(fields[column])}"
     return None
+
 
 def check_host_memory(bytes_needed: int, what: str) -> None:
     """Refuse to parse when the result clearly cannot fit in the memory that is available."""

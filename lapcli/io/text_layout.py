@@ -1,0 +1,151 @@
+"""What the first lines of a text input settle before any parse: the delimiter, whether the first
+line is a header (never guessed silently), whether a header's width says the rows carry an index
+column; and how a line splits into fields, as np.loadtxt with a quote character reads it."""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+
+from ..errors import LapInputError
+from .formats import DATA_FOLLOWS
+
+
+@dataclass
+class Layout:
+    """What the first two lines of content settle: the delimiter and whether the first is a header."""
+
+    delimiter: str | None
+    header: bool
+    guessed: bool  # no option settled the header
+    first_index: int  # the first line of content (0-based)
+    second_index: int | None
+    first: str  # its text without a comment
+    fields: list[str]
+    second_width: int | None
+    notes: list[str] = field(default_factory=list)  # what the read says of the header, for people
+
+    @property
+    def body_start(self) -> int:
+        """The first line past the header (0-based)."""
+        return self.first_index + (1 if self.header else 0)
+
+
+def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool | None, index_col: bool) -> Layout:
+    """The delimiter and the header decision (:func:`read_text_with_info`) from ``lines``, of which
+    only those up to the second line of content are read; raises for an ambiguous first line."""
+    # '#' starts a comment, as for the parser (np.loadtxt): comment lines are neither header nor data,
+    # and a comment's commas say nothing of the delimiter (np.savetxt's header='costs, seed 1')
+    content = [line.split("#", 1)[0] for line in lines]
+    first_index = next((i for i, line in enumerate(content) if line.strip()), None)
+    if first_index is None:
+        raise LapInputError(f"{name} holds no numbers")
+    first = content[first_index]
+    second_index = next((i for i in range(first_index + 1, len(lines)) if content[i].strip()), None)
+    if delimiter is None:  # from the first two lines: a header alone may hold no delimiter
+        sample = first + "\n" + ("" if second_index is None else content[second_index])
+        delimiter = ("," if "," in sample else ("\t" if "\t" in sample else None))
+        if all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
+            delimiter = ";"
+            decimal_comma = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
+            if any(decimal_comma.match(field) for line in sample.splitlines() for field in line.split(";")):
+                raise LapInputError(f"{name}: semicolon-separated with decimal commas ('1,5'); lapcli reads "
+                                    "decimal points: convert the file (e.g. sed 's/,/./g')")
+    fields = split_fields(first, delimiter)
+    second_width = None if second_index is None else len(split_fields(content[second_index], delimiter))
+    empty_first_label = len(fields) > 1 and not fields[0].strip() and any(f.strip() for f in fields[1:])
+    if empty_first_label and not index_col and header is not False:
+        raise LapInputError(_index_column_hint(name, "empty first header field"))
+    guessed = header is None
+    if guessed:  # after lapcli's own marker (lapcli.io.write) the first line is data, whatever it reads
+        marked = any(line.strip() == DATA_FOLLOWS for line in lines[:first_index])
+        header = False if marked else _first_line_is_header(fields, name, first_index + 1, index_col, second_width)
+    notes = []
+    if header and second_index is not None:  # the header's labels against the first row's fields
+        labels, width = _width(lines[first_index], delimiter), _width(content[second_index], delimiter)
+        # pandas with sep=" " or index_label=False, and R's write.table, write no empty first field to see
+        one_short = not index_col and width == labels + 1
+        why = f"line {first_index + 1} has {columns_text(labels)}, line {second_index + 1} has {width}"
+        if one_short and guessed:
+            raise LapInputError(_index_column_hint(name, why) + f", or --header if line {first_index + 1} is a title")
+        if one_short:  # --header: a title, or labels beside an index column
+            notes.append(f"{name}: {why}; if its first column labels the rows, pass --index-col")
+        if width < labels:
+            raise LapInputError(f"{name}: its header (line {first_index + 1}) has {labels} labels and line "
+                                f"{second_index + 1} {columns_text(width)}; a header labels the columns")
+    return Layout(delimiter, header, guessed, first_index, second_index, first, fields, second_width, notes)
+
+
+def _width(line: str, delimiter: str | None) -> int:
+    """A header's labels or a row's fields, as a reader counts them: quoted ones whole (a label "job a"
+    between spaces is one, a '#' inside one no comment), a trailing delimiter's empty field not."""
+    fields = split_fields(line, delimiter)
+    while fields and not fields[-1].strip():
+        fields.pop()
+    return len(fields)
+
+
+def split_fields(line: str, delimiter: str | None) -> list[str]:
+    """A line's fields as np.loadtxt's quotechar reads them: quoted ones whole and unquoted ("1" is
+    a number, "job a" one label); ``None``: runs of spaces or tabs between fields."""
+    if delimiter is None:
+        return [f for f in next(csv.reader([line.replace("\t", " ")], delimiter=" "), []) if f]
+    return next(csv.reader([line], delimiter=delimiter), [])
+
+
+def is_number(text: str) -> bool:
+    """Whether np.loadtxt reads ``text`` as a number: Python's float() also takes digit-group
+    underscores and non-ASCII digits ('1_000', '４'), which np.loadtxt refuses; both take
+    whitespace around it, a no-break space too."""
+    text = text.strip()
+    return "_" not in text and text.isascii() and _reads_as_float(text)
+
+
+def _reads_as_float(text: str) -> bool:
+    """Whether Python's float() reads ``text``: such a field is a number someone wrote, not a
+    header's label, even where np.loadtxt does not read it ('1_000')."""
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def field_text(text: str) -> str:
+    """What is wrong with a field that is no number, in words: empty (whitespace only), or its text."""
+    shown = text.strip()
+    return f"{shown!r} is not a number" if shown else "an empty field"
+
+
+def columns_text(count: int) -> str:
+    return f"{count} column" + ("" if count == 1 else "s")
+
+
+def _index_column_hint(name: str, why: str) -> str:
+    return f"{name} looks like it has an index column ({why}); pass --index-col to drop it"
+
+
+def _first_line_is_header(fields: list[str], name: str, line_number: int, index_col: bool,
+                          next_width: int | None) -> bool:
+    if index_col and (not fields[0].strip() or next_width == len(fields) + 1):
+        return True  # pandas' header: an empty index name (or none at all with sep=" "), then the labels
+    offset = 1 if index_col else 0
+    labels = fields[offset:]
+    if not any(map(_reads_as_float, labels)):  # words only ('1_000' is a number, if not NumPy's)
+        return True
+    bad = next((i for i, label in enumerate(labels) if not is_number(label)), None)
+    if bad is not None:  # a word beside numbers, or a number NumPy cannot read
+        hint = (f"use --header if line {line_number} is a header" if labels[bad].strip()
+                else "a trailing delimiter?" if bad == len(labels) - 1 else "a delimiter twice?")
+        raise LapInputError(f"{name} line {line_number}, column {bad + offset + 1}: {field_text(labels[bad])} ({hint})")
+    if next_width is not None and [label.strip() for label in labels] == [str(i) for i in range(len(labels))]:
+        raise LapInputError(
+            f"{name} line {line_number} ({shorten(','.join(labels), 40)}) could be pandas' default column "
+            "labels or data; pass --header or --no-header"
+        )
+    return False
