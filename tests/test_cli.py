@@ -477,25 +477,35 @@ def test_a_header_one_label_short_of_the_rows_is_an_index_column(tmp_path, rng, 
     assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
     wide = csv_text(cost, header="a,b,c,d").replace(",", delimiter)
     assert_one_line_error(solve_text(tmp_path, wide, name=name), 2, "its header (line 1) has 4 labels and line 2 3 "
-                          "columns")
-    # what a header may hold: a '#' or the delimiter in a quoted label, a trailing delimiter
-    for header in ("task#1,task#2,task#3", '"a","b, #2","c"', "a,b,c,"):
+                          "columns; a header labels the columns (--header if line 1 is a title)")
+    result = solve_text(tmp_path, wide, "--header", name=name)  # a title of more words than the rows' fields
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
+    # what a header may hold: a '#' or the delimiter in a quoted label, a trailing delimiter, a comment
+    for header in ("task#1,task#2,task#3", '"a","b, #2","c"', "a,b,c,", "a,b,c # costs, seed 1", "a,b,c,# costs"):
         result = solve_text(tmp_path, csv_text(cost, header=header).replace(",", delimiter), name=name)
         assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost), header
+    pair = rng.integers(1, 20, (2, 2))  # task#1 is one label (np.loadtxt would read a comment): two over two columns
+    result = solve_text(tmp_path, csv_text(pair, header="task#1,task#2").replace(",", delimiter), name=name)
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(pair)
 
 
 def test_space_separated_quoted_labels_count_as_one_each(tmp_path, rng):
     """csv.writer(delimiter=" ") quotes a label holding a space; R's write.table adds quoted row names."""
     cost = rng.integers(0, 20, (2, 2))
     rows = "".join(f"{a} {b}\n" for a, b in cost)
+    for header in ('"job a" "job b"', 'a b # two labels, then a comment'):
+        result = solve_text(tmp_path, f"{header}\n" + rows, name="m.txt")
+        assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost), header
     result = solve_text(tmp_path, '"job a" "job b"\n' + rows, "--header", name="m.txt")
     assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
     named = '"job a" "job b"\n' + "".join(f'"r{i}" {a} {b}\n' for i, (a, b) in enumerate(cost))
     result = solve_text(tmp_path, named, "--index-col", name="m.txt")
     assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
-    # quoted numbers are numbers between spaces as between commas: the first line is data, not a header
+    # quoted numbers are numbers between spaces as between commas: the first line is data, not a header;
+    # a comment or spaces after them (np.loadtxt read an empty field after a quote and a space)
     quoted = "".join(f'"{a}" "{b}"\n' for a, b in cost)
-    for text in (quoted, quoted.replace(" ", "\t"), quoted.replace(" ", ",")):
+    commented = "".join(f'"{a}" {b} # row {i}\n' for i, (a, b) in enumerate(cost))
+    for text in (quoted, quoted.replace(" ", "\t"), quoted.replace(" ", ","), quoted.replace("\n", " \n"), commented):
         result = solve_text(tmp_path, text, name="m.txt")
         assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost), text
         assert "header" not in result.stderr

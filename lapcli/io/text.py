@@ -62,6 +62,8 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     # comments and blank lines off before any parse: a line of spaces is one empty field to np.loadtxt
     # with a delimiter, and a comment once sent integers past int64 to the float64 parse (rounded)
     body = [content for content in (line.split("#", 1)[0] for line in body) if content.strip()]
+    if delimiter is None:  # np.loadtxt reads an empty last field where a line opens with a quote and ends in spaces
+        body = [content.strip() for content in body]
     options = {"delimiter": delimiter, "ndmin": 2, "quotechar": '"'}  # "1" is 1, between spaces or commas
     try:  # integers stay exact; anything else parses as float64
         matrix = np.loadtxt(body, dtype=np.int64, **options)
@@ -194,11 +196,8 @@ def _drop_index_column(body: list[str], start: int, delimiter: str | None, name:
         if not line.strip() or line.lstrip().startswith("#"):
             kept.append(line)
             continue
-        if '"' in line:  # a quoted index may hold the delimiter
+        if '"' in line or delimiter is None:  # a quoted index may hold the delimiter
             rest = (delimiter or " ").join(split_fields(line, delimiter)[1:])
-        elif delimiter is None:
-            rest = line.split(None, 1)[1:]
-            rest = rest[0] if rest else ""
         else:
             rest = line.partition(delimiter)[2]
         if not rest.strip():

@@ -37,7 +37,7 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
     only those up to the second line of content are read; raises for an ambiguous first line."""
     # '#' starts a comment, as for the parser (np.loadtxt): comment lines are neither header nor data,
     # and a comment's commas say nothing of the delimiter (np.savetxt's header='costs, seed 1')
-    content = [line.split("#", 1)[0] for line in lines]
+    content = [_without_comment(line) for line in lines]
     first_index = next((i for i, line in enumerate(content) if line.strip()), None)
     if first_index is None:
         raise LapInputError(f"{name} holds no numbers")
@@ -63,7 +63,8 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
         header = False if marked else _first_line_is_header(fields, name, first_index + 1, index_col, second_width)
     notes = []
     if header and second_index is not None:  # the header's labels against the first row's fields
-        labels, width = _width(lines[first_index], delimiter), _width(content[second_index], delimiter)
+        labels = _width(_without_comment(lines[first_index], labels=True), delimiter)
+        width = _width(content[second_index], delimiter)
         # pandas with sep=" " or index_label=False, and R's write.table, write no empty first field to see
         one_short = not index_col and width == labels + 1
         why = f"line {first_index + 1} has {columns_text(labels)}, line {second_index + 1} has {width}"
@@ -71,15 +72,30 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
             raise LapInputError(_index_column_hint(name, why) + f", or --header if line {first_index + 1} is a title")
         if one_short:  # --header: a title, or labels beside an index column
             notes.append(f"{name}: {why}; if its first column labels the rows, pass --index-col")
-        if width < labels:
+        if width < labels and guessed:  # --header: a title of several words
             raise LapInputError(f"{name}: its header (line {first_index + 1}) has {labels} labels and line "
-                                f"{second_index + 1} {columns_text(width)}; a header labels the columns")
+                                f"{second_index + 1} {columns_text(width)}; a header labels the columns (--header "
+                                f"if line {first_index + 1} is a title)")
     return Layout(delimiter, header, guessed, first_index, second_index, first, fields, second_width, notes)
+
+
+def _without_comment(line: str, labels: bool = False) -> str:
+    """``line`` up to its first '#' outside double quotes: a comment, as np.loadtxt's quotechar reads
+    it. ``labels``: a header's, where a '#' inside a label (task#1) is no comment, only one that
+    opens the line or follows a space or a delimiter (np.loadtxt skips the whole header line)."""
+    if '"' not in line and not labels:
+        return line.split("#", 1)[0]
+    quoted = False
+    for index, character in enumerate(line):
+        quoted ^= character == '"'
+        if character == "#" and not quoted and not (labels and index and line[index - 1] not in " \t,;"):
+            return line[:index]
+    return line
 
 
 def _width(line: str, delimiter: str | None) -> int:
     """A header's labels or a row's fields, as a reader counts them: quoted ones whole (a label "job a"
-    between spaces is one, a '#' inside one no comment), a trailing delimiter's empty field not."""
+    between spaces is one), a trailing delimiter's empty field not."""
     fields = split_fields(line, delimiter)
     while fields and not fields[-1].strip():
         fields.pop()
@@ -90,6 +106,8 @@ def split_fields(line: str, delimiter: str | None) -> list[str]:
     """A line's fields as np.loadtxt's quotechar reads them: quoted ones whole and unquoted ("1" is
     a number, "job a" one label); ``None``: runs of spaces or tabs between fields."""
     if delimiter is None:
+        if '"' not in line:
+            return line.split()
         return [f for f in next(csv.reader([line.replace("\t", " ")], delimiter=" "), []) if f]
     return next(csv.reader([line], delimiter=delimiter), [])
 
