@@ -1,6 +1,7 @@
 """`lap` and the files around it: what a run may replace (nothing of the user's it was not asked
 to), and text that must not be read as other numbers or other lines than it holds."""
 
+import json
 import os
 import subprocess
 import sys
@@ -280,3 +281,20 @@ def test_ctrl_c_in_a_command_run_by_click_itself_is_clicks_abort(monkeypatch):
     monkeypatch.setattr(main, "generate_blocks", interrupted)
     result = CliRunner().invoke(main.cli, ["generate", "--n", "3", "--seed", "1", "-o", "-"])
     assert result.exit_code == 1 and "Aborted!" in result.output
+
+
+def test_a_path_that_exists_is_read_as_that_file_whatever_its_colon(tmp_path, monkeypatch):
+    """x.h5:y/m.npy, a file in a folder whose name holds '.h5:', was read as dataset y/m.npy of x.h5
+    ("no such file: x.h5"); FILE.h5:/path keeps naming a dataset where no such path exists."""
+    monkeypatch.chdir(tmp_path)
+    cost = np.array([[4, 1, 3], [2, 0, 5], [3, 2, 2]])
+    (tmp_path / "x.h5:y").mkdir()
+    np.save(tmp_path / "x.h5:y" / "m.npy", cost)
+    np.save(tmp_path / "odd.npz:z.npy", cost)
+    for spec in ("x.h5:y/m.npy", "odd.npz:z.npy"):
+        result = invoke("solve", spec, "--json", "-q")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["objective"] == 5
+    with h5py.File(tmp_path / "real.h5", "w") as h5:
+        h5["c"] = cost
+    assert json.loads(invoke("solve", "real.h5:c", "--json", "-q").stdout)["objective"] == 5

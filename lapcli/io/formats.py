@@ -4,6 +4,7 @@ a sparse matrix, which is not a batch of dense ones."""
 
 from __future__ import annotations
 
+import os
 import re
 
 from ..errors import LapInputError
@@ -39,7 +40,9 @@ def refuse_binary(data: bytes, name: str, advice: str) -> None:
 
 def split_hdf5_path(spec: str) -> tuple[str, str | None]:
     """``FILE.h5:/group/data`` -> (``FILE.h5``, ``/group/data``), ``FILE.npz:name`` -> (``FILE.npz``,
-    ``name``); other paths unchanged."""
+    ``name``); other paths unchanged, and so is a path that exists (a file in a folder ``x.h5:y``)."""
+    if os.path.exists(spec):
+        return spec, None
     for suffix in (*HDF5_SUFFIXES, ".npz"):  # in any case, as the readers take FILE.H5 (not by lower():
         found = re.search(re.escape(suffix) + ":", spec, re.IGNORECASE)  # 'İ' lowers to two characters)
         if found:
