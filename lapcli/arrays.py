@@ -71,6 +71,27 @@ def host(array) -> np.ndarray:
     return array.get() if hasattr(array, "get") and not isinstance(array, np.ndarray) else np.asarray(array)
 
 
+def all_true(mask) -> bool:
+    """Whether every entry of a bool array (NumPy or CuPy) is True. On CuPy a large mask is reduced
+    to 4,096 columns on the device, the rest on the host: a whole-array reduction (``.all()``,
+    ``count_nonzero``, an integer ``sum``) compiles CUB kernels through NVRTC, 3-6 s each on a fresh
+    machine's first call (H200), where a reduction down the rows compiles in ~0.2 s and then takes
+    ~0.2 ms on 4096² (the CUB one 0.16)."""
+    if isinstance(mask, np.ndarray) or mask.size <= 1 << 16:
+        return bool(host(mask).all())
+    flat = mask.ravel()
+    whole = flat.size - flat.size % 4096
+    return bool(flat[:whole].reshape(-1, 4096).all(axis=0).get().all()) and bool(flat[whole:].get().all())
+
+
+def any_each(mask) -> np.ndarray:
+    """(B,) host bool: whether each (n, m) mask of a (B, n, m) stack holds a True; on CuPy down
+    its rows first, the rest on the host (:func:`all_true` says why)."""
+    if isinstance(mask, np.ndarray):
+        return mask.any(axis=(1, 2))
+    return host(mask.any(axis=1)).any(axis=1)
+
+
 def is_torch(x: Any) -> bool:
     """A torch tensor, subclasses too (nn.Parameter, MONAI's MetaTensor, a user's own): isinstance
     where torch is imported (no tensor exists without it). Not torch's other types: a torch.Size

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import all_true
 from .errors import SolverError
 
 HOST_CHUNK_ELEMENTS = 1 << 22  # rows per host chunk: bounds the temporary to ~32 MB
@@ -214,11 +215,11 @@ def judged(min_slack, max_assigned, v, col, m: int, tolerance: float, engine: st
     taken = xp.zeros(m, dtype=np.uint8)
     if in_range and k:
         taken[col] = 1
-    one_each = in_range and int(xp.count_nonzero(taken)) == k
+    one_each = in_range and int(np.count_nonzero(taken if xp is np else taken.get())) == k  # host: see arrays.all_true
     free_ok = True
     if m > k and one_each:  # rectangular: free columns keep v = 0, taken ones v ≤ 0
-        free_ok = (bool(xp.less_equal(v, tolerance).all())
-                   and bool(xp.less_equal(xp.abs(v[xp.equal(taken, 0)]), tolerance).all()))
+        free_ok = all_true(xp.less_equal(v, tolerance)) and all_true(xp.less_equal(xp.abs(v[xp.equal(taken, 0)]),
+                                                                                  tolerance))
     min_slack, max_assigned = (_plain(x.item() if hasattr(x, "item") else x) for x in (min_slack, max_assigned))
     ms = (time.perf_counter() - start) * 1e3
     certificate = Certificate(True, min_slack, max_assigned, tolerance, ms, where,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, check_dense, host
+from .arrays import Origin, all_true, as_array, check_dense, host
 from .errors import LapInputError
 from .sums import float_sum
 
@@ -265,8 +265,8 @@ def _checked_points(points: Any, name: str):
     xp = np if isinstance(array, np.ndarray) else __import__("cupy")
     with np.errstate(over="ignore"):  # a long double past float64's range: refused below
         given, array = array, xp.ascontiguousarray(array, dtype=np.float64)
-    if array.size and not bool(xp.isfinite(array).all()):
-        if given.dtype.itemsize > 8 and bool(xp.isfinite(given).all()):  # long double past float64
+    if array.size and not all_true(xp.isfinite(array)):
+        if given.dtype.itemsize > 8 and all_true(xp.isfinite(given)):  # long double past float64
             raise LapInputError(f"{name} has a coordinate beyond float64's range (±1.8e308), which costs are computed in")
         raise LapInputError(f"{name} has a NaN or infinite coordinate")
     return array, origin
@@ -312,7 +312,7 @@ def _unit_length(points, name: str):
     first, so that no square over- or underflows (1e155 or 1e-200 coordinates)."""
     xp = np if isinstance(points, np.ndarray) else __import__("cupy")
     largest = xp.abs(points).max(axis=1) if points.shape[0] else xp.ones(0)
-    if points.shape[0] and not bool(xp.greater(largest, 0).all()):
+    if points.shape[0] and not all_true(xp.greater(largest, 0)):
         raise LapInputError(f"{name} has a point at the origin: its cosine distance is undefined")
     scaled = points / largest[:, None]
     return scaled / xp.sqrt((scaled * scaled).sum(axis=1))[:, None]

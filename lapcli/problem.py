@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, host, native_order, tensor_values
+from .arrays import Origin, all_true, any_each, as_array, host, native_order, tensor_values
 from .errors import InfeasibleError, LapInputError, LapTypeError, members_text
 from .work import Work, WorkMatrix, build_work, float_eps, square_matrix
 from .sums import exact_sum
@@ -35,15 +35,15 @@ def check_entries(stack, xp, maximize: bool, single: bool = True) -> np.ndarray:
     """(B,) bool: which problems hold a forbidden entry. Raises scipy's error for NaN or the
     wrong-signed infinity, naming the problems that hold one when ``stack`` is a caller's stack."""
     batch = stack.shape[0]
-    if stack.dtype.kind != "f" or stack.size == 0 or bool(xp.isfinite(stack).all()):  # the common case: one pass
+    if stack.dtype.kind != "f" or stack.size == 0 or all_true(xp.isfinite(stack)):  # the common case: one pass
         return np.zeros(batch, dtype=bool)
     wrong, allowed = (np.inf, -np.inf) if maximize else (-np.inf, np.inf)
     # xp's ufuncs, not `==`: CuPy sends an operator with a number through NumPy's dispatch, whose first
     # call imports cupyx.scipy (0.2-0.3 s of a cold process; tests/test_cupy_imports_gpu.py)
-    bad = (xp.isnan(stack) | xp.equal(stack, wrong)).any(axis=(1, 2))
+    bad = any_each(xp.isnan(stack) | xp.equal(stack, wrong))
     if bool(bad.any()):
-        raise invalid_entries("" if single else f": {members_text(np.flatnonzero(host(bad)), batch)}")
-    return host(xp.equal(stack, allowed).any(axis=(1, 2)))
+        raise invalid_entries("" if single else f": {members_text(np.flatnonzero(bad), batch)}")
+    return any_each(xp.equal(stack, allowed))
 
 
 def infeasible_members(stack, forbidden: np.ndarray, maximize: bool, xp) -> list[int]:
@@ -74,7 +74,7 @@ def own_forbidden(stack, real: np.ndarray, wide: np.ndarray, maximize: bool) -> 
     y = xp.arange(stack.shape[2])[None, None, :]
     own = (x < xp.asarray(real)[:, None, None]) & (y < xp.asarray(wide)[:, None, None])
     allowed = -np.inf if maximize else np.inf
-    return host((xp.equal(stack, allowed) & own).any(axis=(1, 2)))
+    return any_each(xp.equal(stack, allowed) & own)
 
 
 @dataclass

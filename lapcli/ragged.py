@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, library_of, one_stack, torch_stream_if_other
+from .arrays import Origin, all_true, as_array, common_dtype, is_cupy, is_torch, library_of, one_stack, torch_stream_if_other
 from .errors import LapInputError, TooWideError
 from .problem import check_cost_dtype, own_forbidden
 from .work_dtypes import WORK_DTYPES, floats_as_integers, work_dtype
@@ -314,7 +314,7 @@ def as_integers(members: Members, requested: str) -> Members:
     matrices = [members.member(b) for b in range(len(members))]
     if all(m.dtype.kind == "f" for m in matrices):  # one pass over them all (20,000 members: ~15 ms)
         matrices = [_concatenated(matrices, members.rows, members.cols, members.origin, xp).flat]
-    infinite = any(m.dtype.kind == "f" and m.size and not bool(xp.isfinite(m).all()) for m in matrices)
+    infinite = any(m.dtype.kind == "f" and m.size and not all_true(xp.isfinite(m)) for m in matrices)
     if any(m.dtype.kind == "u" and m.size and int(m.max()) >= 2**63 for m in matrices):
         raise LapInputError(f"costs do not fit {requested}")
     whole = [floats_as_integers(m, xp, requested, infinite) if m.dtype.kind == "f" else m for m in matrices]

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import host
+from .arrays import all_true, any_each, host
 from .errors import LapInputError, TooWideError, members_text
 from .work_dtypes import check_exact_in_float, check_integral_arithmetic, floats_as_integers
 
@@ -251,7 +251,7 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
     if not any_forbidden:
         # the caller checked the entries finite: only a narrowing cast can have made an infinity
         if (checked and values.size and values.dtype.itemsize < arr.dtype.itemsize
-                and not bool(xp.isfinite(values).all())):
+                and not all_true(xp.isfinite(values))):
             raise LapInputError(f"costs overflow {target}; ask for dtype float64")
         if values.dtype == np.float32:  # eps follows |c| (see the module docstring)
             return Work(xp.ascontiguousarray(values))
@@ -268,10 +268,10 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
         if cap is not None:
             xp.minimum(reduced, cap, out=reduced)
         return Work(xp.ascontiguousarray(reduced), row_offset=row_min, col_offset=col_min)
-    if values.dtype.itemsize < arr.dtype.itemsize and not bool((xp.isfinite(values) == finite).all()):
+    if values.dtype.itemsize < arr.dtype.itemsize and not all_true(xp.isfinite(values) == finite):
         raise LapInputError(f"costs overflow {target}; ask for dtype float64")
     notes = []
-    needs = host(~finite.all(axis=(1, 2)))  # the members holding forbidden entries: only theirs take a sentinel
+    needs = any_each(xp.logical_not(finite))  # the members holding forbidden entries: only theirs take a sentinel
     lo = xp.where(finite, values, xp.inf).min(axis=(1, 2))
     hi = xp.where(finite, values, -xp.inf).max(axis=(1, 2))
     lo, hi = xp.where(xp.isfinite(lo), lo, 0), xp.where(xp.isfinite(hi), hi, 0)

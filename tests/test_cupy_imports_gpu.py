@@ -4,7 +4,9 @@ first call imports cupyx.scipy (with scipy.sparse), 0.19-0.30 s of a cold ``lap 
 (docs/bench/cold-cuda-sap-profile-h200-2026-11-30.txt); so do arithmetic operators with a number
 (``x / 2``), and CuPy functions that use them (cupy.bincount, cupy.percentile). Each case runs in
 a fresh process and must end with no ``cupyx.scipy`` module loaded, on the engine it names (run
-on a GPU machine: pytest -m gpu)."""
+on a GPU machine: pytest -m gpu). Nor may it build one of CuPy's CUB reductions (a whole-array
+``.all()``, ``count_nonzero``): each compiles through NVRTC in 3-6 s on a fresh machine
+(lapcli.arrays.all_true)."""
 
 import json
 import os
@@ -20,14 +22,39 @@ import lapcli
 pytestmark = pytest.mark.gpu
 
 RUN = """
-import json, sys
+import importlib.abc, importlib.util, json, re, sys
 sys.argv = ["lap", *sys.argv[1:]]
+built = set()  # the CUB kernels CuPy builds (or loads from its disk cache) in this process
+
+
+class RecordCompiles(importlib.abc.MetaPathFinder):  # wraps CuPy's compile once CuPy imports it
+    def find_spec(self, name, path, target=None):
+        if name != "cupy.cuda.compiler":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            compile_module = module._compile_module_with_cache
+
+            def recorded(source, *args, **kwargs):
+                built.update(re.findall(r"__global__\\s+void\\s+(cupy_cub_\\w+)", source))
+                return compile_module(source, *args, **kwargs)
+            module._compile_module_with_cache = recorded
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, RecordCompiles())
 from lapcli.entry import main
 try:
     main()
 finally:
     loaded = sorted(name for name in sys.modules if name.startswith("cupyx.scipy"))
-    print("LOADED", json.dumps({"cupyx.scipy": loaded, "cupy": "cupy" in sys.modules}), file=sys.stderr)
+    held = {"cupyx.scipy": loaded, "cupy": "cupy" in sys.modules, "cub": sorted(built)}
+    print("LOADED", json.dumps(held), file=sys.stderr)
 """
 HERE = Path(lapcli.__file__).parents[1]  # the lapcli under test, whatever the working directory
 
@@ -90,6 +117,6 @@ def test_a_solve_loads_no_cupyx_scipy(files, tmp_path, name, options, engine):
     report = tmp_path / "report.json"
     held = _lap("solve", *inputs, "-o", str(tmp_path / "out.npy"), "--quiet", "--report", str(report), *options)
     assert json.loads(report.read_text())["solver"] == engine
-    assert held == {"cupyx.scipy": [], "cupy": engine != "cuda"}
+    assert held == {"cupyx.scipy": [], "cupy": engine != "cuda", "cub": []}
     rows = np.load(files[points[0]] if points else files[name]).shape[0]
     assert np.load(tmp_path / "out.npy").shape[0] == rows

@@ -271,7 +271,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
     begin, end = reused_events(cupy.cuda.runtime.getDevice(), "auction", 2)
     kernel_set["auction_candidates"].launch(row_blocks, THREADS, (*source, n, candidates.data.ptr, spread.data.ptr),
                                             stream=stream)
-    epsilons = schedule(first_eps_of(float(cupy.median(spread)), least_first_eps, coarse_first), final_eps, scaling)
+    epsilons = schedule(first_eps_of(float(np.median(spread.get())), least_first_eps, coarse_first), final_eps, scaling)
     phases, complete, budget_spent = [], True, False
     deferred_rows = 0  # rows the price wars left to the searches so far
     # The budget bounds the first round by the bid kernel's own clock, the rest by the host's from
@@ -280,7 +280,7 @@ def solve(kernel_set: dict, source: tuple, n: int, final_eps: float, *, timeout:
 
     def stopped() -> SolverError:  # the time limit's error, saying where the auction was
         rows_of_owners()  # a stopped bid leaves its row free
-        holding = int(cupy.count_nonzero(cupy.greater_equal(col_of_row, 0)))
+        holding = int(np.count_nonzero(col_of_row.get() >= 0))  # on the host: lapcli.arrays.all_true
         return SolverError(f"the auction ran past its time limit in phase {index + 1} of {len(epsilons)} "
                            f"(eps {eps:.3g}), round {rounds}: {holding:,} of {n:,} rows held a column")
 

@@ -109,8 +109,8 @@ def reach(costs, col_of_row) -> float:
 
     xp = array_module(costs)
     matched = costs[xp.arange(costs.shape[0]), xp.asarray(col_of_row)]
-    # the quantile on the host: cupy.percentile multiplies an array by a number, which imports cupyx.scipy
-    far, near = float(np.percentile(host(matched), FAR_QUANTILE)), float(xp.median(costs.min(axis=1)))
+    # both on the host: cupy.percentile imports cupyx.scipy, and cupy.median compiles its kernels (seconds, once)
+    far, near = float(np.percentile(host(matched), FAR_QUANTILE)), float(np.median(host(costs.min(axis=1))))
     return far / near if near > 0 else (np.inf if far > 0 else 0.0)
 
 
