@@ -905,6 +905,20 @@ def test_a_path_to_stdout_beside_json_is_two_documents_too(tmp_path, flag):
     assert merged.returncode == 0  # stderr named for what it is, though 2>&1 merged it with stdout
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/stdout"), reason="needs /dev/stdout")
+@pytest.mark.parametrize("command", [["solve", "m.npy", "-o", "/dev/stdout", "--report", "/dev/fd/1"],
+                                     ["solve", "m.npy", "--duals", "/dev/stdout", "--report", "/dev/stdout"],
+                                     ["bench", "--sizes", "4", "--solvers", "scipy", "--repeat", "1",
+                                      "--json", "/dev/stdout", "--csv", "/dev/stdout"]])
+def test_two_paths_to_a_stdout_pipe_are_refused_as_one_output(tmp_path, command):
+    """Two outputs each naming stdout, a pipe: both documents went down it one after the other, exit 0
+    (refused only where stdout was a file, or one of them was '-')."""
+    np.save(tmp_path / "m.npy", np.arange(16).reshape(4, 4))
+    done = subprocess.run(LAP + [*command, "-q"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=120)
+    assert (done.returncode, done.stdout) == (2, b"") and b"both write to /dev/" in done.stderr
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("command", [*STDOUT_COMMANDS, "info (a table)", "solve -o /dev/full", "bench --json /dev/full"])
 def test_a_full_disk_under_stdout_or_an_output_is_one_line_exit_1(tmp_path, command):

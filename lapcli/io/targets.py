@@ -84,6 +84,8 @@ def same_output(first: str, second: str) -> bool:
     if "-" in (first, second):
         other = second if first == "-" else first
         return first == second or (os.path.realpath(other) != os.devnull and names_stdout(other))
+    if names_stdout(first) and names_stdout(second):  # /dev/stdout and /dev/fd/1, its pipe or file
+        return True
     if is_device(first) or is_device(second):
         return False
     if os.path.realpath(first) == os.path.realpath(second):
