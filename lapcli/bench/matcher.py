@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from . import ha4detr
-from .batch import BatchRunner, BatchTiming, NotThisCell, _always, _cuda_probe, _torch_probe, time_runner
+from .batch import BatchTiming, time_runner
+from .batch_runners import BatchRunner, NotThisCell, always_available, cuda_batch_probe, torch_probe
 
 MATCHER_CELLS: tuple[tuple[int, int, int], ...] = (  # (B, Q, K)
     (8, 100, 20), (32, 300, 50), (64, 300, 100), (16, 300, 300), (16, 900, 100), (128, 100, 30))
@@ -164,18 +165,18 @@ def matcher_runners() -> dict[str, BatchRunner]:
         return [(np.flatnonzero(c.cpu().numpy() >= 0), c.cpu().numpy()[c.cpu().numpy() >= 0]) for c in col_ind]
 
     runners = [
-        BatchRunner("scipy-loop", _always, lambda case: case, scipy_loop, lambda pairs: pairs),
-        BatchRunner("match", _cuda_probe, lambda case: case, match,
+        BatchRunner("scipy-loop", always_available, lambda case: case, scipy_loop, lambda pairs: pairs),
+        BatchRunner("match", cuda_batch_probe, lambda case: case, match,
                     lambda pairs: [(r.cpu().numpy(), c.cpu().numpy()) for r, c in pairs]),
-        BatchRunner("list", _cuda_probe, lambda case: [case.block[i, :, s:s + k] for i, (s, k)
+        BatchRunner("list", cuda_batch_probe, lambda case: [case.block[i, :, s:s + k] for i, (s, k)
                                                          in enumerate(zip(case.starts, case.counts))],
                     solve_list, pairs_of_list),
-        BatchRunner("sizes", _cuda_probe,
+        BatchRunner("sizes", cuda_batch_probe,
                     lambda case: (case.padded(float("nan")), (np.full(len(case.counts), case.block.shape[1]),
                                                               np.array(case.counts))),
                     solve_sized, None),
-        BatchRunner("padded", _cuda_probe, lambda case: case, solve_padded, None),
-        BatchRunner("torch-la", _torch_probe(), lambda case: case, torch_la, None),
+        BatchRunner("padded", cuda_batch_probe, lambda case: case, solve_padded, None),
+        BatchRunner("torch-la", torch_probe(), lambda case: case, torch_la, None),
         BatchRunner("ha4detr", ha4detr.available, ha4detr_setup, ha4detr_solve,
                     lambda out: ha4detr.pairs_of(out.cpu().numpy())),
     ]

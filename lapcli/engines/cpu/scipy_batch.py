@@ -21,9 +21,9 @@ from scipy.optimize import linear_sum_assignment as scipy_lsa
 
 from ...arrays import host
 from ...errors import LapInputError
+from ...float64_exact import float64_exact, float64_solvable
 from ...headroom import headroom_scale, with_headroom
 from ...twins import reference_stack
-from ...float64_exact import float64_exact, float64_solvable
 from ..base import BatchEngineResult
 from .member_answers import as_pairs, member_columns, padded_columns
 from .member_threads import MEMBERS_SHARED_FROM, helpers, sharing_pays, solve_members
