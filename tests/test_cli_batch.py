@@ -281,6 +281,15 @@ def test_a_ragged_npz_and_an_hdf5_group_are_solved_as_one_batch(tmp_path, rng):
     result = invoke("solve", tmp_path / "d.h5", "--json", "-q")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["objectives"] == loop_answers(grouped)
+    # a subgroup or a link to nothing among the members was skipped without a word (a batch of fewer)
+    for name, extra in (("sub", lambda h5: h5.create_dataset("group/sub/c", data=np.eye(3))),
+                        ("lost", lambda h5: h5.__setitem__("group/lost", h5py.SoftLink("/nowhere")))):
+        with h5py.File(tmp_path / f"{name}.h5", "w") as h5:
+            for b, member in enumerate(grouped):
+                h5[f"group/{b}"] = member
+            extra(h5)
+        refused = invoke("solve", tmp_path / f"{name}.h5", "--dataset", "group", "--json", "-q")
+        assert_one_line_error(refused, 2, f"group (it holds {name}, not datasets); a batch of problems is a group")
 
 
 @pytest.mark.parametrize("name", ["one.npz", "one.h5"])

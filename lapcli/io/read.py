@@ -148,8 +148,10 @@ def _read_group(path: Path, name: str, group, load: bool):
     import h5py
 
     members = {key: node for key, node in group.items() if isinstance(node, h5py.Dataset)}
-    if not members or any(node.ndim != 2 or node.dtype.kind not in "biuf" for node in members.values()):
-        raise LapInputError(f"{path}:{name} is a group; a batch of problems is a group of 2-D numeric datasets")
+    others = sorted(set(group) - set(members))  # subgroups, links to nothing: said, not skipped
+    if not members or others or any(node.ndim != 2 or node.dtype.kind not in "biuf" for node in members.values()):
+        held = f" (it holds {', '.join(others[:5])}{', …' if len(others) > 5 else ''}, not datasets)" if others else ""
+        raise LapInputError(f"{path}:{name} is a group{held}; a batch of problems is a group of 2-D numeric datasets")
     order = batch_order(members)
     for key in order if load else ():
         check_storage_written(path, f"{name}/{key}", members[key])
