@@ -40,12 +40,22 @@ def check_solver_runs_here(solver: str) -> None:
     engine.require(probe.cuda_installed() if engine.capabilities.device == "cuda" else None)
 
 
-def check_timeout(timeout: float | None) -> float | None:
+def check_timeout(timeout: float | None, solver: str = "auto") -> float | None:
     """A time limit is a positive number of seconds (or None: no limit); returns it, infinity as
-    None, so that no launcher turns it into nanoseconds."""
+    None, so that no launcher turns it into nanoseconds. ``solver``: the CLI's ``--solver``, whose
+    matrix engine without a clock (scipy, lapx, numpy, scipy-batch) refuses ``--timeout`` rather
+    than run past it; the library solves and says so in its report (lapcli.pipeline.timeout_notes),
+    so that one call over several engines keeps working. (Point sets take one with any engine: it
+    bounds their certificate's pass too.)"""
     if timeout is not None and not (isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
                                     and timeout > 0 and timeout == timeout):
         raise LapInputError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if timeout is not None and not math.isinf(timeout) and solver != "auto":
+        from .engines import registry
+
+        if not registry.get(solver).capabilities.timeout:
+            stopping = ", ".join(name for name, engine in registry.ENGINES.items() if engine.capabilities.timeout)
+            raise LapInputError(f"solver {solver!r} cannot stop mid-solve, so it takes no timeout; {stopping} do")
     return None if timeout is None or math.isinf(timeout) else timeout
 
 

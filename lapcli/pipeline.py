@@ -118,8 +118,17 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
     objective = problem.objective(result.rows, result.cols)
     set_up_apart(result.details, import_ms)
     report = matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
+    report.notes = [*report.notes, *timeout_notes(name, timeout)]
     return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report,
                     duals=result.duals)
+
+
+def timeout_notes(name: str, timeout: float | None) -> list[str]:
+    """A report's note where a time limit went to an engine that cannot stop mid-solve (scipy, lapx,
+    numpy, scipy-batch: no clock inside); the CLI refuses --timeout with one named
+    (lapcli.options.check_timeout)."""
+    stops = timeout is None or registry.get(name).capabilities.timeout
+    return [] if stops else [f"timeout not applied: {name} cannot stop mid-solve, and ran to its end"]
 
 
 def empty_duals(xp, n_rows: int, n_cols: int, dtype=np.float64) -> tuple:
@@ -237,7 +246,8 @@ def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout
     if certificate is None and certify is not False:  # an engine without duals: recover them, as for a matrix
         certificate = certified_stack(problem, result.col_ind, name, default_budget(name), force=bool(certify))
     return _batch_solution(problem, name, reason, start, result.col_ind, result.device, result.dtype, result.details,
-                           certificate, result.notes, result.objectives, caller_col_ind, summed=objectives)
+                           certificate, [*result.notes, *timeout_notes(name, timeout)], result.objectives,
+                           caller_col_ind, summed=objectives)
 
 
 def solve_members(members: ragged.Members, **options) -> BatchSolution:
@@ -320,6 +330,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     if pairs and found_pairs is None:
         found_pairs = ragged.pairs(col_ind, packed, np.minimum(members.rows, members.cols))
     set_up_apart(details, import_ms)
+    notes = [*notes, *timeout_notes(name, timeout)] if result is not None else notes  # (packed: in its report)
     total_ms = solve_ms(start, details)
     batch = len(members)
     report = SolveReport(

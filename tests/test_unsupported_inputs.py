@@ -109,6 +109,29 @@ def test_an_infinite_time_limit_is_no_limit():
     assert lapcli.solve(cost, solver="numpy", timeout=float("inf")).objective == lapcli.solve(cost).objective
 
 
+@pytest.mark.parametrize("solver", ["scipy", "numpy", "lapx"])
+def test_a_time_limit_for_an_engine_without_a_clock_is_refused_or_said(tmp_path, solver):
+    """scipy, lapx and numpy cannot stop mid-solve: --timeout was dropped without a word. The CLI
+    refuses one with such a --solver (exit 2, before the input is read); the library solves, and its
+    report says the limit was not applied (a call over several engines keeps working)."""
+    from click.testing import CliRunner
+
+    from lapcli.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["solve", str(tmp_path / "nowhere.npy"), "--solver", solver, "--timeout", "1"])
+    assert result.exit_code == 2 and f"solver '{solver}' cannot stop mid-solve, so it takes no timeout; cuda" \
+        in result.stderr  # before the missing file is read
+    if solver == "lapx":
+        pytest.importorskip("lap")
+    cost = np.arange(16.0).reshape(4, 4) % 5
+    for solution in (lapcli.solve(cost, solver=solver, timeout=2), lapcli.solve(cost, timeout=2)):
+        if solution.report.solver in ("scipy", "lapx", "numpy"):  # auto: on a machine without a GPU
+            assert f"timeout not applied: {solution.report.solver} cannot stop mid-solve" in " ".join(solution.report.notes)
+    assert "timeout not applied" not in " ".join(lapcli.solve(cost, solver=solver).report.notes)
+    stacked = lapcli.solve_batch(np.stack([cost, cost]), solver="scipy-batch", timeout=2)
+    assert any(note.startswith("timeout not applied: scipy-batch") for note in stacked.report.notes)
+
+
 def test_the_cli_refuses_float128_and_huge_matrices_with_one_line_and_no_file(tmp_path):
     np.save(tmp_path / "f128.npy", np.ones((3, 3), np.longdouble))
     result = subprocess.run(LAP + ["solve", "f128.npy", "-o", "out.csv"], cwd=tmp_path, capture_output=True, text=True)

@@ -47,7 +47,8 @@ def lapcli_runner(solver: str) -> Callable:
     def run(cost, timeout) -> RunOutcome:
         from ..pipeline import solve
 
-        solution = solve(cost, solver=solver, timeout=timeout)
+        stops = solver == "auto" or registry.get(solver).capabilities.timeout  # scipy's limit: timed, not asked
+        solution = solve(cost, solver=solver, timeout=timeout if stops else None)
         steps = [asdict(s) for s in solution.report.steps]
         return RunOutcome(solution.objective, steps, solution.report.solver if solver == "auto" else solver)
 

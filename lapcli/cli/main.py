@@ -219,7 +219,7 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
 @click.option("--cost-limit", type=ExactNumber(),
               help="As lapjv: a row whose pair would cost more stays unassigned (-1). Not for stacks.")
 @click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
-@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds before the CUDA solver gives up.")
+@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds before the solver gives up (the GPU engines; --solver scipy, lapx or numpy cannot stop mid-solve: refused).")
 @click.option("--dask", "use_dask", is_flag=True,
               help="Spread the INPUTs over a local Dask cluster (default with several INPUTs when several GPUs are visible).")
 @click.option("--scheduler", metavar="ADDRESS", help="Spread the INPUTs over the Dask cluster of this scheduler.")
@@ -265,7 +265,7 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
         run_library_call(check_output_path, duals_path, DUALS_SUFFIXES, "duals")
     check_distinct_outputs(("-o", output), ("--report", report_path), ("--duals", duals_path), inputs=input_specs,
                            json_stdout=json_stdout)
-    from ..options import check_device, check_solver_runs_here
+    from ..options import check_device, check_solver_runs_here, check_timeout
 
     on_dask_here = use_dask or scheduler is not None or (several and device is None and on_dask.dask_by_default())
     if on_dask_here:  # before the device is checked: with Dask it is refused whatever it names
@@ -274,6 +274,7 @@ def solve_command(input_specs, point_specs, metric, minkowski_p, solver, maximiz
                 raise InputError(f"{flag} does not go with Dask (--dask, --scheduler, or several GPUs): "
                                  "each worker solves on its own device and prints its report")
     run_library_call(check_device, device)
+    run_library_call(check_timeout, timeout, solver)  # a named engine without a clock: before any input is read
     if not on_dask_here:  # a Dask worker runs it on its own machine
         run_library_call(check_solver_runs_here, solver)
     read_options = dict(dataset=dataset, **text_read_options(input_specs, header, index_col))
@@ -319,8 +320,7 @@ def solve_matrix(cost, options, cost_limit, output, duals_path, outputs, one_sol
 
 
 def solve_stack(cost, options, output, outputs):
-    """A (B, n, m) stack, or a list of matrices of several shapes, through solve_batch: write
-    col_ind; the report."""
+    """A (B, n, m) stack, or matrices of several shapes, through solve_batch: col_ind written; the report."""
     from ..pipeline import solve_batch
 
     if output is not None and isinstance(cost, list):  # refused before the solve, not after it
