@@ -231,8 +231,8 @@ def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout
     if problem.is_empty:
         batch, n, _ = problem.shape
         col_ind = problem.xp.full((batch, n), -1, dtype=np.int64)
-        return _batch_solution(problem, name, reason, start, col_ind, "none", problem.original.dtype.name, {}, None, [],
-                               summed=objectives)
+        return _batch_solution(problem, name, reason, start, col_ind, "none", problem.original.dtype.name, {},
+                               not_certified("empty problems: nothing to prove"), [], summed=objectives)
     engine = registry.get(name)
     if not engine.capabilities.checks_entries:
         problem.has_forbidden  # noqa: B018 - entries and feasibility where the input lives
@@ -312,7 +312,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     if not len(members):  # no problem: nothing to solve
         col_ind = members.xp.zeros((0, 0), dtype=np.int64)
         sums = np.zeros(0, dtype=np.int64) if objectives else None
-        details, certificate, notes, device_name, dtype_name = {}, None, [], "none", np.dtype(members.dtype).name
+        details, notes, device_name, dtype_name = {}, [], "none", np.dtype(members.dtype).name
+        certificate = not_certified("no problem: nothing to prove")
     elif result is not None:
         col_ind, sums, found_pairs = result.col_ind, result.objectives, result.pairs
         details, notes, device_name, dtype_name = result.details, result.notes, result.device, result.dtype
@@ -325,7 +326,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         col_ind = ragged.unpack(packed, solved.col_ind, members)
         sums, report = solved.objectives, solved.report
         details, notes, device_name, dtype_name = report.details, report.notes, report.device, report.dtype
-        certificate = report.certificate if report.certified else None
+        certificate = report.certificate
         details["padded"] = f"{problem.shape[1]}×{problem.shape[2]}"
     if pairs and found_pairs is None:
         found_pairs = ragged.pairs(col_ind, packed, np.minimum(members.rows, members.cols))

@@ -264,7 +264,8 @@ def _float_work(arr, xp, maximize: bool, any_forbidden: bool, target: str, squar
                 reduced -= col_min[:, None, :]
         # reduced costs are >= 0 and the entries finite: an overflow shows as +inf in the maximum
         if checked and reduced.size and not bool(xp.isfinite(reduced.max())):
-            raise LapInputError(SPREAD_OVERFLOWS)
+            raise LapInputError(_named(np.flatnonzero(any_each(xp.logical_not(xp.isfinite(reduced)))), batch)
+                                + SPREAD_OVERFLOWS)
         if cap is not None:
             xp.minimum(reduced, cap, out=reduced)
         return Work(xp.ascontiguousarray(reduced), row_offset=row_min, col_offset=col_min)

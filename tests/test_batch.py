@@ -40,6 +40,10 @@ def test_empty_and_single_batches(rng):
     assert empty.col_ind.shape == (0, 4) and empty.objectives.shape == (0,)
     one = solve_batch(rng.integers(0, 9, (1, 6, 6)))
     assert one.col_ind.shape == (1, 6)
+    # nothing to prove, as solve says of an empty matrix (it read "engine scipy-batch gives no duals")
+    for stack in (np.zeros((0, 4, 4)), np.zeros((2, 0, 3)), [np.zeros((0, 3))]):
+        report = solve_batch(stack, certify=True).report
+        assert not report.certified and report.certificate["why"] == "empty problems: nothing to prove"
 
 
 def test_infeasible_members_are_named_and_nothing_is_returned(rng):
@@ -96,6 +100,10 @@ def test_a_member_without_forbidden_entries_needs_no_room_for_their_marker(rng):
         solve_batch([forbidden, no_room, forbidden])
     with pytest.raises(ValueError, match=r"^problem 1 of 2: the costs' spread \(a row's max − min\) overflows"):
         solve_batch([forbidden, np.array([[1.7e308, -1.7e308], [0.0, 1.0]])])
+    ok, wide = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[1.7e308, -1.7e308], [0.0, 1.0]])
+    for members in ([ok, wide, ok], np.stack([ok, wide, ok])):  # nothing forbidden: named all the same
+        with pytest.raises(ValueError, match=r"^problem 1 of 3: the costs' spread"):
+            solve_batch(members)
     stack = rng.random((4000, 24, 24))  # large enough for the scipy-batch's threads, each its own share's work
     stack[:, 0, 0] = np.inf
     stack[3100, 0, :2] = 1.7e308, -1.7e308

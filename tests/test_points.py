@@ -461,7 +461,7 @@ def test_cli_generates_and_solves_points(tmp_path):
     (["solve", "--points", "A", "B", "--cost-limit", "3"], "--cost-limit does not go with --points"),
     (["solve", "A", "--metric", "cosine"], "--metric goes with --points"),
     (["solve"], "missing INPUT"),
-    (["generate", "--points", "--n", "5", "--batch", "2", "-o", "x.npy"], "--batch does not go with --points"),
+    (["generate", "--points", "--n", "5", "--batch", "2", "-o", "x.npy"], "--batch does not go with --points (one set a file)"),
     (["generate", "--n", "5", "--kind", "clustered", "-o", "x.npy"], "add --points"),
     (["generate", "--points", "--n", "5", "--d", "33", "-o", "x.npy"], "1<=x<=32"),  # what solve takes (MAX_DIM)
     (["generate", "--points", "--n", "5", "--range", "3", "-o", "x.npy"], "--range does not go with --points"),
@@ -484,8 +484,11 @@ def test_generate_s_coordinates_a_point_are_those_solve_takes():
 
 
 @pytest.mark.parametrize("name, arrays, message", [
-    ("two.npz", {"a": np.zeros((4, 2)), "b": np.zeros((4, 2))}, "two.npz holds a 3-D array or several: a point set "
-                                                                "is one 2-D array"),
+    ("two.npz", {"a": np.zeros((4, 2)), "b": np.zeros((4, 2))}, "two.npz is read as a batch (a 3-D array, several "
+                                                                "arrays, or one named '0' as a batch's members are): a "
+                                                                "point set is one 2-D array, one point a row; name one "
+                                                                "as /"),
+    ("zero.npz", {"0": np.zeros((4, 2))}, "zero.npz is read as a batch (a 3-D array, several arrays, or one named '0'"),
     ("stack.npy", np.zeros((2, 4, 2)), "stack.npy is 3-D: a point set is one 2-D array"),
     ("line.npy", np.zeros(4), "line.npy is 1-D: a point set is one 2-D array")])
 def test_cli_a_point_file_that_is_not_one_2d_array_is_named(tmp_path, name, arrays, message):

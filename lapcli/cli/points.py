@@ -66,8 +66,10 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     for spec in point_specs:  # cheap checks of both before either is read
         rank = run_library_call(input_rank, spec, **read_options, text_head=True)
         if rank is not None and rank != 2:  # 3 from an NPZ or HDF5 file: a 3-D array or several 2-D ones
-            what = f"is {rank}-D" if rank != 3 or spec.lower().endswith(".npy") else "holds a 3-D array or several"
-            raise InputError(f"{spec} {what}: a point set is one 2-D array, one point a row")
+            what, hint = (f"is {rank}-D", "") if rank != 3 or spec.lower().endswith(".npy") else (
+                "is read as a batch (a 3-D array, several arrays, or one named '0' as a batch's members are)",
+                f"; name one as {spec}:NAME")
+            raise InputError(f"{spec} {what}: a point set is one 2-D array, one point a row{hint}")
     sets, notes = [], []
     for spec in point_specs:
         coordinates, source = run_library_call(read_matrix_with_info, spec, **read_options)
@@ -118,9 +120,10 @@ def generate_point_set(console, n, m, batch, dim, kind, seed, dtype, output, dat
     """``lap generate --points``: one (n, d) point set."""
     from ..generate import generate_points
 
-    for flag, value in (("--m", m), ("--batch", batch)):
+    for flag, value, why in (("--m", m, "a second set is another run with another --seed"),
+                             ("--batch", batch, "one set a file")):
         if value is not None:
-            raise InputError(f"{flag} does not go with --points (a second set is another run with another --seed)")
+            raise InputError(f"{flag} does not go with --points ({why})")
     if output in (None, "-") and sys.stdout.isatty():
         raise InputError("stdout is a terminal; give -o FILE (.npy, .csv, .h5)")
     if output not in (None, "-"):

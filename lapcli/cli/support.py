@@ -299,12 +299,14 @@ def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cos
     name = input_name(spec)
     if rank is None:
         return
-    if rank == 3:
+    if rank == 3:  # a 3-D array, or an NPZ archive or HDF5 group of 2-D ones
+        held = f"{name} is 3-D (a stack of matrices)" if spec.lower().endswith(".npy") else \
+            f"{name} holds a stack of problems (a 3-D array or several 2-D ones)"
         for flag, value in (("--duals", duals_path), ("--cost-limit", cost_limit)):
             if value is not None:
-                raise InputError(f"{flag} is not supported for stacks: {name} is 3-D (a stack of matrices)")
+                raise InputError(f"{flag} is not supported for stacks: {held}")
         if solver not in solver_choices(batch=True):
-            raise InputError(f"solver {solver!r} solves one problem at a time; {name} is a stack (3-D): "
+            raise InputError(f"solver {solver!r} solves one problem at a time; {held}: "
                              f"use {', '.join(solver_choices(batch=True))}")
     elif rank == 2:
         if solver != "auto" and solver not in solver_choices(batch=False, matrix=True):

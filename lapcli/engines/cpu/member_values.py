@@ -113,6 +113,16 @@ def check_float_spread(matrices: list) -> None:
     raise LapInputError(SPREAD_OVERFLOWS)
 
 
+def spread_refusal(matrices: list, numbers: list, batch: int) -> str:
+    """SPREAD_OVERFLOWS naming the members (``numbers``: theirs, of ``batch``) a row of whose finite
+    float64 costs spans more than float64 holds: the words of a refusal, once it is made."""
+    from ...errors import members_text
+
+    bad = [b for b, matrix in zip(numbers, matrices) if matrix.dtype.kind == "f" and matrix.size
+           and not all(_finite_spread_fits(row) for row in matrix.astype(FLOAT64, copy=False))]
+    return f"{members_text(bad, batch)}: {SPREAD_OVERFLOWS}" if bad and batch > 1 else SPREAD_OVERFLOWS
+
+
 def spread_overflows(values: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> bool:
     """Whether a row of the members whose float64 values lie end to end in ``values`` (member k
     rows[k] × cols[k], row by row) spans more finite values than float64 holds:

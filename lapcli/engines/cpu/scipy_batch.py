@@ -24,11 +24,12 @@ from ...errors import LapInputError
 from ...float64_exact import float64_exact, float64_solvable
 from ...headroom import headroom_scale, with_headroom
 from ...twins import reference_stack
+from ...work import SPREAD_OVERFLOWS
 from ..base import BatchEngineResult
 from .member_answers import as_pairs, member_columns, padded_columns
 from .member_threads import MEMBERS_SHARED_FROM, helpers, sharing_pays, solve_members
 from . import member_process
-from .member_values import FLOAT64, check_float_spread, float64_copies
+from .member_values import FLOAT64, check_float_spread, float64_copies, spread_refusal
 
 # Below this many entries a problem's Python-side overhead (which holds the GIL) outweighs the
 # solve (which releases it), and below THREADS_FROM entries in all the pool's start does: such
@@ -202,13 +203,18 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
             solved_as[b] = values
         direct, integers = sorted(direct + integers), []
     answers = [None] * batch  # (rows, cols), or the ValueError scipy raised
-    if integers and check_spread:  # solved one by one here first: the refusal comes before them
-        check_float_spread([costs[b] for b in direct])
-        check_spread = False  # else solve_members checks, in a helper if it can
-    refused = _integer_members(integers, costs, maximize, answers)
-    threads = len(direct) >= MEMBERS_SHARED_FROM and sharing_pays(len(direct), int(sizes[direct].sum()), CPUS)
-    workers, by_process, too_wide = solve_members(direct, solved_as, members.rows, members.cols, maximize, answers,
-                                                  threads, CPUS, check_spread, verify_integers=bool(verify))
+    try:
+        if integers and check_spread:  # solved one by one here first: the refusal comes before them
+            check_float_spread([costs[b] for b in direct])
+            check_spread = False  # else solve_members checks, in a helper if it can
+        refused = _integer_members(integers, costs, maximize, answers)
+        threads = len(direct) >= MEMBERS_SHARED_FROM and sharing_pays(len(direct), int(sizes[direct].sum()), CPUS)
+        workers, by_process, too_wide = solve_members(direct, solved_as, members.rows, members.cols, maximize,
+                                                      answers, threads, CPUS, check_spread, verify_integers=bool(verify))
+    except LapInputError as error:  # a spread refused where it was found: the members named, once refused
+        if str(error) != SPREAD_OVERFLOWS:
+            raise
+        raise LapInputError(spread_refusal([costs[b] for b in direct], direct, batch)) from None
     if too_wide:  # integers float64 may not hold exactly: each solved exactly after all
         refused = _integer_members(verify, costs, maximize, answers)
     invalid, infeasible = [], []
