@@ -509,6 +509,30 @@ def test_space_separated_quoted_labels_count_as_one_each(tmp_path, rng):
         result = solve_text(tmp_path, text, name="m.txt")
         assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost), text
         assert "header" not in result.stderr
+    # an empty quoted index ("") is a field, and a lone quote is named where it stands
+    named = '"a" "b"\n' + "".join(f'"{"" if i == 0 else i}" {a} {b}\n' for i, (a, b) in enumerate(cost))
+    result = solve_text(tmp_path, named, "--index-col", name="m.txt")
+    assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost)
+    assert_one_line_error(solve_text(tmp_path, '1 2 "\n3 4\n', name="m.txt"), 2,
+                          "m.txt line 1: a quote opens a field and is not closed on that line")
+    # a quote inside a field is the field's: "job"1 is job1 (one index), 6" six inches (np.loadtxt's reading)
+    for index in ('"job"{}', '{}"'):
+        text = '"a" "b"\n' + "".join(f"{index.format(i)} {a} {b}\n" for i, (a, b) in enumerate(cost))
+        result = solve_text(tmp_path, text, "--index-col", name="m.txt")
+        assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == scipy_objective(cost), text
+
+
+def test_a_quoted_index_holding_a_hash_is_read_alike_alone_or_beside_another_input(tmp_path):
+    """The check of several inputs' heads cut each line at its first '#', quoted or not: a file read
+    alone was refused as ragged beside another."""
+    (tmp_path / "m.csv").write_text(',a,b\n"r#1",1,2\nr2,3,4\n')
+    (tmp_path / "inches.txt").write_text('a b\n6" 1 2\n7" 3 4 # a comment\n')  # an unquoted quote: no quoting
+    for inputs in (["m.csv"], ["m.csv", "m.csv"], ["inches.txt", "inches.txt"]):
+        result = invoke("solve", *[tmp_path / name for name in inputs], "--index-col", "--json", "-q")
+        assert result.exit_code == 0, result.output
+        reports = [json.loads(result.stdout)] if len(inputs) == 1 else [json.loads(line) for line in
+                                                                         result.stdout.splitlines()]
+        assert [report["objective"] for report in reports] == [5] * len(inputs)
 
 
 def test_text_options_on_npy_input_are_refused(tmp_path):

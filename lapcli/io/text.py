@@ -12,7 +12,8 @@ import numpy as np
 
 from ..errors import LapInputError
 from .formats import refuse_binary
-from .text_layout import columns_text, field_text, is_number, read_layout, shorten, split_fields
+from .text_layout import (columns_text, field_text, is_number, read_layout, shorten, split_fields, unclosed_quote,
+                          without_comment)
 
 
 @dataclass
@@ -213,9 +214,11 @@ def _locate_bad_value(lines: list[str], start: int, delimiter: str | None, name:
     expected = expected_line = None
     first_column = 1 if index_col else 0
     for index in range(start, len(lines)):
-        content = lines[index].split("#", 1)[0]  # np.loadtxt's comments
+        content = without_comment(lines[index])  # np.loadtxt's comments (none inside quotes)
         if not content.strip():
             continue
+        if '"' in content and unclosed_quote(content):
+            return f"{name} line {index + 1}: a quote opens a field and is not closed on that line"
         fields = split_fields(content, delimiter)
         if expected is None:
             expected, expected_line = len(fields), index + 1

@@ -37,7 +37,7 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
     only those up to the second line of content are read; raises for an ambiguous first line."""
     # '#' starts a comment, as for the parser (np.loadtxt): comment lines are neither header nor data,
     # and a comment's commas say nothing of the delimiter (np.savetxt's header='costs, seed 1')
-    content = [_without_comment(line) for line in lines]
+    content = [without_comment(line) for line in lines]
     first_index = next((i for i, line in enumerate(content) if line.strip()), None)
     if first_index is None:
         raise LapInputError(f"{name} holds no numbers")
@@ -63,7 +63,7 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
         header = False if marked else _first_line_is_header(fields, name, first_index + 1, index_col, second_width)
     notes = []
     if header and second_index is not None:  # the header's labels against the first row's fields
-        labels = _width(_without_comment(lines[first_index], labels=True), delimiter)
+        labels = _width(without_comment(lines[first_index], labels=True), delimiter)
         width = _width(content[second_index], delimiter)
         # pandas with sep=" " or index_label=False, and R's write.table, write no empty first field to see
         one_short = not index_col and width == labels + 1
@@ -79,18 +79,29 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
     return Layout(delimiter, header, guessed, first_index, second_index, first, fields, second_width, notes)
 
 
-def _without_comment(line: str, labels: bool = False) -> str:
+def without_comment(line: str, labels: bool = False) -> str:
     """``line`` up to its first '#' outside double quotes: a comment, as np.loadtxt's quotechar reads
     it. ``labels``: a header's, where a '#' inside a label (task#1) is no comment, only one that
     opens the line or follows a space or a delimiter (np.loadtxt skips the whole header line)."""
     if '"' not in line and not labels:
         return line.split("#", 1)[0]
-    quoted = False
+    quoted = False  # a quote opens a field's quoting at its start only (6" is six inches), and closes it
     for index, character in enumerate(line):
-        quoted ^= character == '"'
-        if character == "#" and not quoted and not (labels and index and line[index - 1] not in " \t,;"):
+        if character == '"' and (quoted or not index or line[index - 1] in " \t,;"):
+            quoted = not quoted
+        elif character == "#" and not quoted and not (labels and index and line[index - 1] not in " \t,;"):
             return line[:index]
     return line
+
+
+def unclosed_quote(line: str) -> bool:
+    """Whether a quote opened at a field's start is still open at the line's end (np.loadtxt then
+    reads the next line into that field)."""
+    quoted = False
+    for index, character in enumerate(line):
+        if character == '"' and (quoted or not index or line[index - 1] in " \t,;"):
+            quoted = not quoted
+    return quoted
 
 
 def _width(line: str, delimiter: str | None) -> int:
@@ -102,13 +113,18 @@ def _width(line: str, delimiter: str | None) -> int:
     return len(fields)
 
 
+_EMPTY_QUOTED = re.compile(r'(?<!\S)""(?!\S)')  # a field written "" between spaces: empty, yet a field
+
+
 def split_fields(line: str, delimiter: str | None) -> list[str]:
     """A line's fields as np.loadtxt's quotechar reads them: quoted ones whole and unquoted ("1" is
-    a number, "job a" one label); ``None``: runs of spaces or tabs between fields."""
+    a number, "job a" one label, "job"1 one field, "" an empty one); ``None``: runs of spaces or
+    tabs between fields (csv's empty fields between them dropped, not an explicit "")."""
     if delimiter is None:
         if '"' not in line:
             return line.split()
-        return [f for f in next(csv.reader([line.replace("\t", " ")], delimiter=" "), []) if f]
+        marked = _EMPTY_QUOTED.sub('"\x00"', line.replace("\t", " "))
+        return [f.replace("\x00", "") for f in next(csv.reader([marked], delimiter=" "), []) if f]
     return next(csv.reader([line], delimiter=delimiter), [])
 
 
