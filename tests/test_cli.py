@@ -941,6 +941,9 @@ def test_two_paths_to_a_stdout_pipe_are_refused_as_one_output(tmp_path, command)
     done = subprocess.run(LAP + [*command, "-q"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           timeout=120)
     assert (done.returncode, done.stdout) == (2, b"") and b"both write to /dev/" in done.stderr
+    quiet = subprocess.run(LAP + [*command, "-q"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           timeout=120)
+    assert quiet.returncode == 0, quiet.stderr  # stdout is /dev/null, which takes both
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

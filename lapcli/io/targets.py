@@ -85,7 +85,7 @@ def same_output(first: str, second: str) -> bool:
         other = second if first == "-" else first
         return first == second or (os.path.realpath(other) != os.devnull and names_stdout(other))
     if names_stdout(first) and names_stdout(second):  # /dev/stdout and /dev/fd/1, its pipe or file
-        return True
+        return os.path.realpath(first) != os.devnull  # (stdout to /dev/null takes both)
     if is_device(first) or is_device(second):
         return False
     if os.path.realpath(first) == os.path.realpath(second):
