@@ -53,8 +53,10 @@ def check_timeout(timeout: float | None, solver: str = "auto") -> float | None:
     if timeout is not None and not math.isinf(timeout) and solver != "auto":
         from .engines import registry
 
-        if not registry.get(solver).capabilities.timeout:
-            stopping = ", ".join(name for name, engine in registry.ENGINES.items() if engine.capabilities.timeout)
+        named = registry.get(solver).capabilities
+        if not named.timeout:  # the engines that stop, of the same kind (a matrix, or a stack)
+            stopping = ", ".join(name for name, engine in registry.ENGINES.items() if engine.capabilities.timeout
+                                 and engine.capabilities.matrix and engine.capabilities.batch == named.batch)
             raise LapInputError(f"solver {solver!r} cannot stop mid-solve, so it takes no timeout; {stopping} do")
     return None if timeout is None or math.isinf(timeout) else timeout
 

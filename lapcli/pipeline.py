@@ -128,7 +128,7 @@ def timeout_notes(name: str, timeout: float | None) -> list[str]:
     numpy, scipy-batch: no clock inside); the CLI refuses --timeout with one named
     (lapcli.options.check_timeout)."""
     stops = timeout is None or registry.get(name).capabilities.timeout
-    return [] if stops else [f"timeout not applied: {name} cannot stop mid-solve, and ran to its end"]
+    return [] if stops else [f"timeout not applied to the solve: {name} cannot stop mid-solve, and ran to its end"]
 
 
 def empty_duals(xp, n_rows: int, n_cols: int, dtype=np.float64) -> tuple:
