@@ -318,6 +318,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         col_ind, sums, found_pairs = result.col_ind, result.objectives, result.pairs
         details, notes, device_name, dtype_name = result.details, result.notes, result.device, result.dtype
         certificate = result.certificate
+        if certificate is None and not (members.rows * members.cols).any():  # no pair anywhere
+            certificate = not_certified("empty problems: nothing to prove")
         if col_ind is None and ((certificate is None and certify is not False) or (pairs and found_pairs is None)):
             col_ind = padded(result.columns, members.rows)
         if certificate is None and certify is not False:  # an engine without duals

@@ -41,7 +41,7 @@ def test_empty_and_single_batches(rng):
     one = solve_batch(rng.integers(0, 9, (1, 6, 6)))
     assert one.col_ind.shape == (1, 6)
     # nothing to prove, as solve says of an empty matrix (it read "engine scipy-batch gives no duals")
-    for stack in (np.zeros((0, 4, 4)), np.zeros((2, 0, 3)), [np.zeros((0, 3))]):
+    for stack in (np.zeros((0, 4, 4)), np.zeros((2, 0, 3)), [np.zeros((0, 3))], [np.zeros((0, 2)), np.zeros((3, 0))]):
         report = solve_batch(stack, certify=True).report
         assert not report.certified and report.certificate["why"] == "empty problems: nothing to prove"
 

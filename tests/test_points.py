@@ -487,7 +487,7 @@ def test_generate_s_coordinates_a_point_are_those_solve_takes():
     ("two.npz", {"a": np.zeros((4, 2)), "b": np.zeros((4, 2))}, "two.npz is read as a batch (a 3-D array, several "
                                                                 "arrays, or one named '0' as a batch's members are): a "
                                                                 "point set is one 2-D array, one point a row; name one "
-                                                                "as /"),
+                                                                "array (FILE.npz:NAME, FILE.h5:/path/to/it)"),
     ("zero.npz", {"0": np.zeros((4, 2))}, "zero.npz is read as a batch (a 3-D array, several arrays, or one named '0'"),
     ("stack.npy", np.zeros((2, 4, 2)), "stack.npy is 3-D: a point set is one 2-D array"),
     ("line.npy", np.zeros(4), "line.npy is 1-D: a point set is one 2-D array")])

@@ -68,7 +68,7 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
         if rank is not None and rank != 2:  # 3 from an NPZ or HDF5 file: a 3-D array or several 2-D ones
             what, hint = (f"is {rank}-D", "") if rank != 3 or spec.lower().endswith(".npy") else (
                 "is read as a batch (a 3-D array, several arrays, or one named '0' as a batch's members are)",
-                f"; name one as {spec}:NAME")
+                "; name one array (FILE.npz:NAME, FILE.h5:/path/to/it)")
             raise InputError(f"{spec} {what}: a point set is one 2-D array, one point a row{hint}")
     sets, notes = [], []
     for spec in point_specs:
