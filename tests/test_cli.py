@@ -1279,3 +1279,16 @@ def test_a_stream_that_does_not_count_its_writes_is_written_once():
     stream = Uncounted()
     write_all(stream, b"x" * 100_000)
     assert stream.parts == [b"x" * 100_000]
+
+
+def test_a_sigterm_during_the_imports_says_terminated_and_exits_143():
+    """SIGTERM in the first ~0.15 s (the imports, before cli_main's handler) killed the process
+    without a word (-15 to the shell); Ctrl-C there already said "lap: interrupted", 130."""
+    code = ("import os, signal, sys\n"
+            "from lapcli.cli import gpu_start\n"
+            "gpu_start.start_early = lambda argv: os.kill(os.getpid(), signal.SIGTERM)\n"
+            "sys.argv = ['lap', 'info']\n"
+            "from lapcli.entry import main\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr, done.stdout) == (143, "lap: terminated\n", "")
