@@ -110,6 +110,22 @@ def test_dev_stdout_itself_with_stdout_a_file_is_written_as_stdout(tmp_path):
         assert log.read_bytes().startswith(expected)
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/stderr"), reason="needs /dev/stderr")
+def test_dev_stderr_with_stderr_a_file_is_written_through_stderr(tmp_path):
+    """-o /dev/stderr with stderr a file was refused ("unknown assignment extension '(none)'"): it is
+    written through stderr, after what stderr held, into the same file (not a new one renamed over)."""
+    np.save(tmp_path / "m.npy", np.array([[3, 1], [2, 4]]))
+    log = tmp_path / "err.txt"
+    log.write_text("EARLIER\n")
+    inode = log.stat().st_ino
+    for flag, expected in (("-o", "row,col\n0,1\n1,0\n"), ("--duals", '{"u": ')):
+        with open(log, "a") as stderr:
+            done = subprocess.run([*LAP, "solve", str(tmp_path / "m.npy"), flag, "/dev/stderr", "-q"],
+                                  stdout=subprocess.PIPE, stderr=stderr, text=True, check=False)
+        assert (done.returncode, done.stdout) == (0, "")
+        assert log.read_text().startswith("EARLIER\n") and expected in log.read_text() and log.stat().st_ino == inode
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/stdout"), reason="needs /dev/stdout")
 def test_generate_to_dev_stdout_writes_what_dash_writes():
     """lap generate -o - writes NPY for 'lap solve -'; -o /dev/stdout wrote CSV (a name without an

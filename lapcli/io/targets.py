@@ -33,12 +33,12 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
     """Fail before any work when an output could not be written."""
     target = Path(path)
     suffix = target.suffix.lower()
-    if path == "-" or is_device(path) or (not suffix and stdout_alias(path)):  # /dev/stdout, stdout a file
+    if path == "-" or is_device(path) or (not suffix and stream_alias(path)):  # /dev/stdout, stdout a file
         return
     if suffix not in suffixes:
         raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
-    if suffix in HDF5_SUFFIXES and stdout_alias(path):  # written in place there, and HDF5 reads back what it writes
-        raise LapInputError(f"cannot write {target}: it is stdout, where an HDF5 file cannot be written; give a file")
+    if suffix in HDF5_SUFFIXES and (alias := stream_alias(path)):  # written in place, and HDF5 reads back
+        raise LapInputError(f"cannot write {target}: it is {alias}, where an HDF5 file cannot be written; give a file")
     if os.path.basename(path) in ("", ".", ".."):  # Path() drops them: "a.csv/" or "a.csv/." is a folder
         raise LapInputError(f"cannot write {path}: it names a folder, not a file")
     written = written_to(path)
@@ -56,7 +56,7 @@ def check_room(path: str, values: int, dtype: str) -> None:
     """Fail before any work where ``path``'s file system has no room for ``values`` numbers of
     ``dtype`` (CSV: a digit and a comma each at least): a stack of 10^14 problems would start
     writing petabytes."""
-    if path == "-" or is_device(path) or stdout_alias(path):
+    if path == "-" or is_device(path) or stream_alias(path):
         return
     import numpy as np
 
@@ -117,6 +117,20 @@ def stdout_alias(path: str) -> bool:
     A plain path to that file is written as any file."""
     named = os.path.islink(path) or os.path.abspath(path).startswith(("/dev/", "/proc/"))
     return named and names_stdout(path)
+
+
+def stream_alias(path: str) -> str | None:
+    """"stdout" or "stderr" where ``path`` is another name of descriptor 1 or 2 (/dev/stdout,
+    /dev/stderr, a link to one) and its file no terminal: written through that stream, in place,
+    where a new file renamed over it would replace what the stream holds; None for other paths."""
+    if stdout_alias(path):
+        return "stdout"
+    try:
+        named = os.path.islink(path) or os.path.abspath(path).startswith(("/dev/", "/proc/"))
+        mode = os.stat(path).st_mode
+        return "stderr" if named and not stat.S_ISCHR(mode) and os.path.samestat(os.stat(path), os.fstat(2)) else None
+    except OSError:  # no such file, or descriptor 2 closed
+        return None
 
 
 def is_stdin_file(path: str) -> bool:

@@ -2,8 +2,7 @@
 
 Every file is written to a temporary file in the target folder and renamed over the target only
 once it is complete and fsync'ed (the rename is atomic on POSIX); the file then has the mode the
-umask gives a new file. ``-`` writes to stdout instead.
-"""
+umask gives a new file. ``-`` writes to stdout instead."""
 
 from __future__ import annotations
 
@@ -23,7 +22,7 @@ import numpy as np
 
 from ..errors import LapInputError, LapOutputError
 from .formats import BATCH_MARK, DATA_FOLLOWS, HDF5_SUFFIXES
-from .targets import is_device, stdout_alias, written_to
+from .targets import is_device, stdout_alias, stream_alias, written_to
 
 
 @contextmanager
@@ -56,10 +55,11 @@ def atomic_output(path: str, mode: str = "wb"):
         with reporting_write_errors(target), handle:
             yield handle
         return
-    if stdout_alias(path):  # a link to /dev/stdout with stdout a file: that file, where stdout writes
-        with reporting_write_errors("stdout"):
-            yield sys.stdout.buffer
-            flush_all(sys.stdout.buffer)
+    if alias := stream_alias(path):  # /dev/stdout or /dev/stderr, its file no terminal: where the stream writes
+        getattr(sys, alias).flush()  # (what the stream holds first: stderr's messages so far)
+        with reporting_write_errors(alias):
+            yield getattr(sys, alias).buffer
+            flush_all(getattr(sys, alias).buffer)
         return
     final = written_to(path)
     fd, temp_name = _temporary_beside(final)
@@ -104,9 +104,9 @@ def write_together(outputs: list[tuple[str, bytes]]) -> None:
     staged, in_place = [], []
     try:
         for path, data in outputs:
-            alias = stdout_alias(path)  # a link to /dev/stdout: stdout
+            alias = stream_alias(path)  # a link to /dev/stdout: stdout (to stderr: written through it)
             if path == "-" or alias or is_device(path):
-                in_place.append(("-" if alias else path, data))
+                in_place.append(("-" if alias == "stdout" else path, data))
                 continue
             target = written_to(path)
             fd, temp_name = _temporary_beside(target)
