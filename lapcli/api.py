@@ -110,9 +110,9 @@ def batch_linear_assignment(cost, maximize: bool = False, sizes=None):
     threads or worker process would not speed up is solved by a scipy loop on the caller's arrays
     (lapcli.engines.cpu.scipy_loop; a list of members of a few entries takes up to ~1.8× a bare
     loop's time there, which returns scipy's pairs, not each row's column: docs/benchmarks.md).
-    Integers whose spread no int64 dual holds exactly (spread · 4(n + 1) ≥ 2^62) are refused as by
-    ``solve_batch`` (TooWideError, a ValueError), not rounded: convert them to float64 to solve them
-    as floats."""
+    Integers too wide for exact int64 duals even after exact reductions (spread · 4(n + 1) ≥ 2^62
+    left) are refused as by ``solve_batch`` (TooWideError, a ValueError), not rounded: convert them
+    to float64 to solve them as floats."""
     if sizes is None and not cuda_status()[0]:
         from .engines.cpu import scipy_loop  # here: scipy.optimize is not imported with lapcli
 

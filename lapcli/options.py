@@ -57,7 +57,8 @@ def check_timeout(timeout: float | None, solver: str = "auto") -> float | None:
         if not named.timeout:  # the engines that stop, of the same kind (a matrix, or a stack)
             stopping = ", ".join(name for name, engine in registry.ENGINES.items() if engine.capabilities.timeout
                                  and engine.capabilities.matrix and engine.capabilities.batch == named.batch)
-            raise LapInputError(f"solver {solver!r} cannot stop mid-solve, so it takes no timeout; {stopping} do")
+            raise LapInputError(f"solver {solver!r} cannot stop mid-solve, so it takes no timeout; {stopping} "
+                                f"do{'es' if ',' not in stopping else ''}")
     return None if timeout is None or math.isinf(timeout) else timeout
 
 
