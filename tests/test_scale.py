@@ -161,6 +161,21 @@ def test_cli_a_failed_input_is_one_error_line_and_the_others_still_print(client,
     assert early.exit_code == 2 and early.stdout == "" and "text.npy has dtype <U1" in early.stderr
 
 
+def test_cli_a_bad_stdin_among_inputs_on_dask_fails_alone(client, tmp_path, rng):
+    """stdin is read here, not on a worker: its refusal ended the whole run (nothing solved), where a
+    bad file in its place is reported and the others still print (docs/scaling.md)."""
+    np.save(tmp_path / "a.npy", rng.integers(0, 40, (5, 5)))
+    np.save(tmp_path / "b.npy", rng.integers(0, 40, (4, 4)))
+    address = client.scheduler.address
+    for text, error in (("1,2\n3,x\n", "Error: stdin line 2, column 2: 'x' is not a number"), ("", "Error: stdin is empty")):
+        result = invoke("solve", tmp_path / "a.npy", "-", tmp_path / "b.npy", "--json", "--scheduler", address, input=text)
+        assert result.exit_code == 2 and error in result.stderr
+        assert [json.loads(line)["input"] for line in result.stdout.splitlines()] == [str(tmp_path / "a.npy"),
+                                                                                      str(tmp_path / "b.npy")]
+    alone = invoke("solve", "-", "--json", "--scheduler", address, "--dask", input="1,2\n3,x\n")
+    assert alone.exit_code == 2 and alone.stdout == ""
+
+
 def test_cli_an_input_s_error_names_it_once_as_in_process(client, tmp_path, rng):
     np.save(tmp_path / "a.npy", rng.integers(0, 40, (5, 5)))
     (tmp_path / "bad.csv").write_text("1,2\n3,x\n")  # the reader's own words name the file

@@ -7,7 +7,7 @@ import logging
 import click
 
 from ..io.read import read_matrix_with_info
-from .support import Outputs, announce_input, check_rank_options, emit_report, named_by_input, run_library_call
+from .support import InputError, Outputs, announce_input, check_rank_options, emit_report, named_by_input, run_library_call
 
 
 def dask_by_default() -> bool:
@@ -24,18 +24,22 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
     infeasible or solver failure); the others still give their output."""
     from ..scale import Solved
 
-    items, local_notes = [], {}
+    items, local_notes, failed_here = [], {}, {}  # (failed_here: stdin's refusal, as a worker reports a file's)
     for index, spec in enumerate(input_specs):
         if spec == "-":
-            cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
-            check_rank_options(spec, cost.ndim, options["solver"], None, options["cost_limit"])
+            try:
+                cost, source = run_library_call(read_matrix_with_info, spec, **read_options)
+                check_rank_options(spec, cost.ndim, options["solver"], None, options["cost_limit"])
+            except InputError as refused:
+                failed_here[index] = refused.format_message()
+                continue
+            local_notes[len(items)] = source.notes
             items.append(cost)
-            local_notes[index] = source.notes
         else:
             items.append(spec)
     quiet_dask_logs()
     call = dict(scheduler=scheduler, read_options=read_options, silence_logs=logging.CRITICAL, **options)
-    if console.is_terminal and not console.quiet:
+    if items and console.is_terminal and not console.quiet:
         from rich.progress import Progress
 
         with Progress(console=console, transient=True) as bar:
@@ -43,9 +47,15 @@ def solve_on_dask(solve_inputs, input_specs, read_options, options, scheduler, s
             results = run_library_call(solve_inputs, items, **call,
                                        progress=lambda done, total: bar.update(task, completed=done))
     else:
-        results = run_library_call(solve_inputs, items, **call)
+        results = run_library_call(solve_inputs, items, **call) if items else []
     code, outputs = 0, Outputs()
-    for spec, result in zip(input_specs, results):
+    results = iter(results)
+    for index, spec in enumerate(input_specs):
+        if index in failed_here:
+            click.echo(f"Error: {named_by_input(spec, failed_here[index])}", err=True)
+            code = 2
+            continue
+        result = next(results)
         if not isinstance(result, Solved):  # named as in process: not twice where the message says it
             click.echo(f"Error: {named_by_input(spec, result.message)}", err=True)
             code = max(code, 2 if result.bad_input else 1)
