@@ -618,9 +618,16 @@ def test_every_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeyp
         assert set(os.listdir(tmp_path)) == before, name
 
 
-def test_a_dataset_named_for_stdin_is_refused_not_ignored():
+def test_a_dataset_named_for_stdin_is_refused_not_ignored(tmp_path):
     result = invoke("solve", "-", "--dataset", "costs", input=b"1,2\n3,4\n")
     assert_one_line_error(result, 2, "--dataset costs names a dataset, but stdin is not HDF5 or NPZ")
+    import h5py  # beside an HDF5 file that has the dataset: refused before that file is solved, as a file's is
+
+    with h5py.File(tmp_path / "x.h5", "w") as h5:
+        h5["costs"] = np.eye(3)
+    result = invoke("solve", tmp_path / "x.h5", "-", "--dataset", "costs", "--json", input=b"1,2\n3,4\n")
+    assert_one_line_error(result, 2, "--dataset costs names a dataset, but stdin is not HDF5 or NPZ")
+    assert result.stdout == ""
 
 
 def test_infeasible_is_exit_1(tmp_path):

@@ -166,8 +166,8 @@ def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = N
     HDF5 file without a usable dataset, text options on binary input (see
     :func:`read_matrix_with_info`), or (``text_head``: its first lines read, for an input read after
     others) a text header that needs --header, --no-header or --index-col."""
-    if spec == "-":
-        return None
+    if spec == "-":  # (a dataset it never has: refused before earlier inputs are solved)
+        return refuse_dataset("stdin", dataset) if dataset is not None else None
     path, dataset = check_input_spec(spec, dataset)
     suffix = path.suffix.lower()
     if suffix == ".npy":
