@@ -199,6 +199,17 @@ def certify(cost, col_of_row, u, v, tolerance: float, engine: str, row_min_slack
                   0.0 if exact else check_rounding(u, v, tolerance))
 
 
+def for_rounded_costs(certificate: dict, notes: list[str]) -> dict:
+    """A certificate of costs rounded to a narrower dtype, as asked (a work note says so): it proves
+    the rounded problem's optimum, so its bound on the objective, which sums the given costs, is
+    dropped and what it proves said (``of``); any other certificate as it is."""
+    from .work import ROUNDED_AS_ASKED
+
+    if not certificate.get("checked") or not any(ROUNDED_AS_ASKED in note for note in notes):
+        return certificate
+    return {**certificate, "objective_within": None, "of": "the costs as rounded to the dtype asked for"}
+
+
 def judged(min_slack, max_assigned, v, col, m: int, tolerance: float, engine: str, start: float,
            where: str, rounding: float = 0.0) -> Certificate:
     """The verdict on slacks already read (any source of costs: a matrix, or point sets whose

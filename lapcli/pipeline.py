@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__, ragged
-from .certificate import not_certified
+from .certificate import for_rounded_costs, not_certified
 from .cost_cap import CapRetry, solved_capped
 from .cost_limit import CostLimit
 from .duals import certified_duals, certified_members, certified_stack, default_budget
@@ -172,7 +172,7 @@ def matrix_report(problem, name, reason, start, objective, device, dtype_name, r
         device=device, dtype=dtype_name, total_ms=solve_ms(start, result.details if result else {}),
         steps=result.steps if result else [], version=__version__, reason=reason,
         details=result.details if result else {}, certified=bool(certificate.get("checked")),
-        certificate=certificate, notes=problem.notes(),
+        certificate=for_rounded_costs(certificate, problem.notes()), notes=problem.notes(),
     )
 
 
@@ -392,7 +392,8 @@ def _batch_solution(problem, name, reason, start, col_ind, device, dtype, detail
         batch=batch, n_rows=n, n_cols=m, maximize=problem.maximize, solver=name, device=device, dtype=dtype,
         total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,
         reason=reason, details=details, certified=bool(certificate and certificate.get("checked")),
-        certificate=certificate if certificate is not None else not_certified(f"engine {name} gives no duals"),
+        certificate=for_rounded_costs(certificate if certificate is not None else
+                                      not_certified(f"engine {name} gives no duals"), problem.notes()),
         notes=list(dict.fromkeys([*problem.notes(), *notes])), objectives=objectives,
     )
     return BatchSolution(col_ind=caller_col_ind, objectives=objectives, report=report)

@@ -26,7 +26,8 @@ def render_summary(report: SolveReport, console, announced=()) -> None:
     if report.certified:
         within = certificate.get("objective_within")
         within = f"objective within {within:.3g} of the optimum; " if within else ""  # integers: exact
-        console.print(f"[green]certified optimal[/] [dim]({within}duals: min reduced cost {certificate['min_slack']:.6g}, "
+        of = f" for {certificate['of']}" if certificate.get("of") else ""  # (dtype rounding asked for)
+        console.print(f"[green]certified optimal{of}[/] [dim]({within}duals: min reduced cost {certificate['min_slack']:.6g}, "
                       f"tolerance {certificate['tolerance']:.3g}, checked on the {certificate['where']} in "
                       f"{certificate['ms']:.3f} ms)[/]")
     elif certificate.get("why"):

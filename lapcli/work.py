@@ -131,11 +131,11 @@ def build_work(stack, xp, *, maximize: bool, forbidden, requested: str | None, s
         with np.errstate(over="ignore"):
             rounded = bool((arr.astype(target).astype(arr.dtype) != arr).any())
         if rounded:  # asked for: say so, since the certificate proves the rounded costs' optimum
-            work.notes.append(f"{arr.dtype} costs rounded to {target}, as asked: the assignment and its certificate "
-                              f"are the rounded costs' (the objective sums the given ones)")
+            work.notes.append(f"{arr.dtype} costs rounded to {target}, {ROUNDED_AS_ASKED} (the objective sums the given ones)")
     return work
 
 
+ROUNDED_AS_ASKED = "as asked: the assignment and its certificate are the rounded costs'"  # a work note's words
 SPREAD_OVERFLOWS = ("the costs' spread (a row's max − min) overflows float64, so lapcli cannot reduce them; "
                     "scale them down")
 

@@ -610,3 +610,24 @@ def test_an_answer_that_leaves_a_row_out_fails_its_certificate_every_time():
     stack = prepare(np.arange(6.0).reshape(1, 3, 2), stack=True)
     with pytest.raises(SolverError):
         certified_stack(stack, np.array([[0, -1, -1]]), "test", None, force=True)
+
+
+def test_a_certificate_of_costs_rounded_as_asked_claims_no_bound_on_the_given_objective(tmp_path):
+    """--dtype float32 on float64 costs printed "certified optimal (objective within 1e-14 of the
+    optimum)" beside the given costs' objective, 2.000000002 where their optimum is 2: the
+    certificate proves the rounded problem's optimum, and now says so instead of that bound."""
+    from click.testing import CliRunner
+
+    from lapcli.cli.main import cli
+
+    cost = np.array([[1 + 1e-9, 1.0], [1.0, 1 + 1e-9]])
+    for report in (lapcli.solve(cost, dtype="float32").report,
+                   lapcli.solve_batch(np.stack([cost, cost]), dtype="float32", certify=True).report):
+        assert report.certified and report.certificate["objective_within"] is None
+        assert report.certificate["of"] == "the costs as rounded to the dtype asked for"
+    exact = lapcli.solve(cost.astype(np.float32).astype(np.float64), dtype="float32").report  # nothing rounded
+    assert "of" not in exact.certificate and exact.certificate["objective_within"] is not None
+    np.save(tmp_path / "m.npy", cost)
+    shown = CliRunner().invoke(cli, ["solve", str(tmp_path / "m.npy"), "--dtype", "float32"]).stderr
+    assert "certified optimal for the costs as rounded to the dtype asked for (duals:" in shown
+    assert "objective within" not in shown
