@@ -85,11 +85,11 @@ def without_comment(line: str, labels: bool = False) -> str:
     opens the line or follows a space or a delimiter (np.loadtxt skips the whole header line)."""
     if '"' not in line and not labels:
         return line.split("#", 1)[0]
-    quoted = False  # a quote opens a field's quoting at its start only (6" is six inches), and closes it
+    quoted = False
     for index, character in enumerate(line):
-        if character == '"' and (quoted or not index or line[index - 1] in " \t,;"):
+        if character == '"' and (quoted or _field_start(line, index)):
             quoted = not quoted
-        elif character == "#" and not quoted and not (labels and index and line[index - 1] not in " \t,;"):
+        elif character == "#" and not quoted and (not labels or _field_start(line, index)):
             return line[:index]
     return line
 
@@ -99,9 +99,15 @@ def unclosed_quote(line: str) -> bool:
     reads the next line into that field)."""
     quoted = False
     for index, character in enumerate(line):
-        if character == '"' and (quoted or not index or line[index - 1] in " \t,;"):
+        if character == '"' and (quoted or _field_start(line, index)):
             quoted = not quoted
     return quoted
+
+
+def _field_start(line: str, index: int) -> bool:
+    """Whether ``line[index]`` opens a field: a quote there opens quoting (6" is six inches), a '#'
+    there opens a header's comment."""
+    return not index or line[index - 1] in " \t,;"
 
 
 def _width(line: str, delimiter: str | None) -> int:
