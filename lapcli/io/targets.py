@@ -115,8 +115,7 @@ def stdout_alias(path: str) -> bool:
     """A name of descriptor 1 other than its file's own (a link to /dev/stdout, /dev/stdout itself):
     written as stdout, in place, where a new file renamed over it would replace what stdout holds.
     A plain path to that file is written as any file."""
-    named = os.path.islink(path) or os.path.abspath(path).startswith(("/dev/", "/proc/"))
-    return named and names_stdout(path)
+    return _another_name(path) and names_stdout(path)
 
 
 def stream_alias(path: str) -> str | None:
@@ -126,11 +125,16 @@ def stream_alias(path: str) -> str | None:
     if stdout_alias(path):
         return "stdout"
     try:
-        named = os.path.islink(path) or os.path.abspath(path).startswith(("/dev/", "/proc/"))
         mode = os.stat(path).st_mode
-        return "stderr" if named and not stat.S_ISCHR(mode) and os.path.samestat(os.stat(path), os.fstat(2)) else None
+        stderr = _another_name(path) and not stat.S_ISCHR(mode) and os.path.samestat(os.stat(path), os.fstat(2))
+        return "stderr" if stderr else None
     except OSError:  # no such file, or descriptor 2 closed
         return None
+
+
+def _another_name(path: str) -> bool:
+    """A link, or a name under /dev or /proc: possibly another name of a descriptor's file."""
+    return os.path.islink(path) or os.path.abspath(path).startswith(("/dev/", "/proc/"))
 
 
 def is_stdin_file(path: str) -> bool:
