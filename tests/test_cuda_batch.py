@@ -633,6 +633,36 @@ def test_only_members_with_forbidden_entries_need_room_for_their_marker_on_the_g
                            solver="cuda-batch")
 
 
+def test_a_tolerance_for_costs_near_the_largest_double_is_finite():
+    """Members with forbidden entries are rechecked at k · max|c| · 2^-50 of their finite costs: scaled
+    before the product, so costs near 1.8e308 keep a tolerance that can still refuse a slack."""
+    from lapcli.engines.cuda.batch_collect import _recheck_with_scale
+
+    stats = np.zeros((5, 3))
+    stats[1], stats[4] = [-1e300, -1e290, -1.0], 1  # min slack per member; 1: proved by the kernel
+    _recheck_with_scale(stats, np.array([1.5e308, 1.5e308, 1.0]), 2)
+    np.testing.assert_allclose(stats[3], [1.5e308 * 2.0**-49] * 2 + [2.0**-49])
+    assert stats[4].tolist() == [0, 1, 0]
+
+
+@pytest.mark.gpu
+def test_the_kernels_tolerance_for_costs_near_the_largest_double_is_finite():
+    """The batch kernel's own k · max|c| · 2^-50, scaled first as on the host: a product that
+    overflowed would certify any slack."""
+    import cupy
+
+    import lapcli
+
+    forbidden = np.array([[1.0, np.inf], [np.inf, 1.0]])
+    for stack in (np.array([[[1e308, -1e307], [0.0, 1.0]]] * 3),  # the kernel's tolerance
+                  np.stack([forbidden, [[1e308, -1e307], [0.0, 1.0]]])):  # the host's recheck
+        for xp in (np, cupy):
+            solution = lapcli.solve_batch(xp.asarray(stack), solver="cuda-batch")
+            tolerance = solution.report.certificate["tolerance"]
+            assert solution.report.certified and 0 < tolerance < 1e295
+            np.testing.assert_allclose(cupy.asnumpy(solution.objectives), _scipy_objectives(stack, False))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("on_gpu", [False, True])
 def test_cuda_batch_finds_bad_entries_without_a_pre_pass(rng, on_gpu):

@@ -303,7 +303,7 @@ __device__ __forceinline__ void certify_problem(
     scale = group_reduce<THREADS>(scale, MaxOf(), scratch, mask);
     offsets = group_reduce<THREADS>(offsets, SumOf(), scratch, mask);
     nonfinite = group_reduce<THREADS>(nonfinite, MaxOf(), scratch, mask);
-    const double tol = exact ? 0.0 : (double)m * scale * 0x1p-50;
+    const double tol = exact ? 0.0 : (double)m * (scale * 0x1p-50);  // scaled first: m * scale may overflow
     if (m > n) {  // the columns' own constraints: v <= tol, v == 0 on the columns no row took
 #pragma unroll
         for (int k = 0; k < K; ++k) {
