@@ -176,7 +176,8 @@ def test_a_typo_in_the_third_input_fails_before_any_solving(tmp_path, rng):
 def test_a_text_header_to_settle_fails_before_any_solving(tmp_path, rng):
     """A text input whose first line needs --header, --no-header or --index-col is refused with the
     other inputs' checks, before the first input is solved; the option settles it, and a binary
-    input beside it reads without it (alone, or beside binary inputs only, it refuses it)."""
+    input beside it reads without it (alone, or beside binary inputs only, it refuses it; stdin
+    beside binary files takes it where stdin is text)."""
     np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
     labels = "0,1,2\n" + "".join(f"{i},{i + 2},{i * 3 % 5}\n" for i in range(3))  # pandas' labels, or data
     (tmp_path / "p.csv").write_text(labels)
@@ -191,6 +192,16 @@ def test_a_text_header_to_settle_fails_before_any_solving(tmp_path, rng):
         assert [json.loads(line)["n_rows"] for line in result.stdout.splitlines()] == [3, 4 if option == "--no-header" else 2]
     for alone in ([tmp_path / "a.npy"], [tmp_path / "a.npy", tmp_path / "a.npy"]):
         assert_one_line_error(invoke("solve", *alone, "--no-header"), 2, "apply to text input only")
+    # stdin beside binary files: the options are for stdin read as text, and refused where it is NPY
+    buffer = io.BytesIO()
+    np.save(buffer, rng.integers(0, 9, (3, 3)))
+    as_npy = invoke("solve", tmp_path / "a.npy", "-", "--no-header", "--json", "--quiet", input=buffer.getvalue())
+    assert_one_line_error(as_npy, 2, "stdin is NPY: --header, --no-header and --index-col apply to text input only")
+    as_text = invoke("solve", tmp_path / "a.npy", "-", "--no-header", "--json", input=labels)
+    assert as_text.exit_code == 0, as_text.output
+    assert [json.loads(line)["n_rows"] for line in as_text.stdout.splitlines()] == [3, 4]
+    beside_text = invoke("solve", tmp_path / "p.csv", "-", "--no-header", "--json", input=buffer.getvalue())
+    assert [json.loads(line)["n_rows"] for line in beside_text.stdout.splitlines()] == [4, 3]
 
 
 @pytest.mark.parametrize("option", [["-o", "c.csv"], ["--report", "r.json"], ["--duals", "d.npz"]])

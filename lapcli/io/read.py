@@ -34,26 +34,26 @@ def read_matrix(spec: str, dataset: str | None = None, stdin=None, *, header: bo
 
 
 def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, header: bool | None = None,
-                          index_col: bool = False, text_inputs_only: bool = False):
+                          index_col: bool = False, text_inputs: tuple[str, ...] = ()):
     """:func:`read_matrix`, returning ``(matrix, MatrixSource)``; ``header`` and ``index_col`` apply
     to text input only (see :func:`read_text_with_info`): a binary input refuses them, unless
-    ``text_inputs_only`` says they were given for the text inputs among several."""
+    ``text_inputs`` names other inputs among several that may be text, for which they were given."""
     text_options = {"header": header, "index_col": index_col}
     if spec == "-":
         if dataset is not None:
             refuse_dataset("stdin", dataset)
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return read_stdin_with_info(stream.read(), **text_options, text_inputs_only=text_inputs_only)
+        return read_stdin_with_info(stream.read(), **text_options, text_inputs=text_inputs)
     path, dataset = check_input_spec(spec, dataset)
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        _refuse_text_options(str(path), "NPY", header, index_col, text_inputs_only)
+        _refuse_text_options(str(path), "NPY", header, index_col, text_inputs)
         return read_npy(path), MatrixSource(str(path))
     if suffix in HDF5_SUFFIXES:
-        _refuse_text_options(str(path), "HDF5", header, index_col, text_inputs_only)
+        _refuse_text_options(str(path), "HDF5", header, index_col, text_inputs)
         return read_hdf5(path, dataset), MatrixSource(str(path))
     if suffix == ".npz":
-        _refuse_text_options(str(path), "NPZ", header, index_col, text_inputs_only)
+        _refuse_text_options(str(path), "NPZ", header, index_col, text_inputs)
         return read_npz(path, dataset), MatrixSource(str(path))
     data = path.read_bytes()
     refuse_binary(data, str(path), f"{suffix} is read as text: name it by what it holds")
@@ -67,9 +67,9 @@ def _text_delimiter(suffix: str) -> str | None:
 def text_read_options(specs, header: bool | None, index_col: bool) -> dict:
     """--header, --no-header and --index-col as read options for the inputs ``specs``: among several,
     they are given for the text ones (by extension; stdin may be text), and a binary input reads
-    without them; alone, or where no input can be text, a binary input refuses them."""
-    text = [spec == "-" or Path(split_hdf5_path(spec)[0]).suffix.lower() in TEXT_SUFFIXES for spec in specs]
-    return {"header": header, "index_col": index_col, "text_inputs_only": len(specs) > 1 and any(text)}
+    without them; alone, or where no other input can be text (stdin read as NPY), it refuses them."""
+    text = [spec for spec in specs if spec == "-" or Path(split_hdf5_path(spec)[0]).suffix.lower() in TEXT_SUFFIXES]
+    return {"header": header, "index_col": index_col, "text_inputs": tuple(text) if len(specs) > 1 else ()}
 
 
 def check_input_spec(spec: str, dataset: str | None = None) -> tuple[Path, str | None]:
@@ -159,7 +159,7 @@ def _read_group(path: Path, name: str, group, load: bool):
 
 
 def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = None,
-               index_col: bool = False, text_inputs_only: bool = False, text_head: bool = False) -> int | None:
+               index_col: bool = False, text_inputs: tuple[str, ...] = (), text_head: bool = False) -> int | None:
     """How many dimensions the input named by ``spec`` has, found without loading its data (NPY:
     the header, HDF5: the dataset's shape, text: 2); None for stdin, which can be read only once.
     Raises what reading it would raise for a missing file, a bad extension, a bad NPY header, an
@@ -171,13 +171,13 @@ def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = N
     path, dataset = check_input_spec(spec, dataset)
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        _refuse_text_options(str(path), "NPY", header, index_col, text_inputs_only)
+        _refuse_text_options(str(path), "NPY", header, index_col, text_inputs)
         return read_npy(path).ndim  # memory-mapped: only the header is read
     if suffix in HDF5_SUFFIXES:
-        _refuse_text_options(str(path), "HDF5", header, index_col, text_inputs_only)
+        _refuse_text_options(str(path), "HDF5", header, index_col, text_inputs)
         return read_hdf5(path, dataset, load=False)
     if suffix == ".npz":
-        _refuse_text_options(str(path), "NPZ", header, index_col, text_inputs_only)
+        _refuse_text_options(str(path), "NPZ", header, index_col, text_inputs)
         found = read_npz(path, dataset)
         return 3 if isinstance(found, list) else found.ndim  # several matrices: a (ragged) batch
     if text_head:
@@ -185,9 +185,9 @@ def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = N
     return 2
 
 
-def _refuse_text_options(name: str, kind: str, header: bool | None, index_col: bool, text_inputs_only: bool) -> None:
-    """A binary input refuses the text options, unless they were given for the text inputs among several."""
-    if not text_inputs_only and (header is not None or index_col):
+def _refuse_text_options(name: str, kind: str, header: bool | None, index_col: bool, text_inputs) -> None:
+    """A binary input refuses the text options, unless they were given for other inputs that may be text."""
+    if not text_inputs and (header is not None or index_col):
         raise LapInputError(f"{name} is {kind}: --header, --no-header and --index-col apply to text input only")
 
 
@@ -207,11 +207,11 @@ def check_readable_file(path: Path) -> None:
 
 
 def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: bool = False,
-                         text_inputs_only: bool = False):
+                         text_inputs: tuple[str, ...] = ()):
     if not data:
         raise LapInputError("stdin is empty")
     if data.startswith(NPY_MAGIC):
-        _refuse_text_options("stdin", "NPY", header, index_col, text_inputs_only)
+        _refuse_text_options("stdin", "NPY", header, index_col, [spec for spec in text_inputs if spec != "-"])
         stream = io.BytesIO(data)
         try:
             array = np.load(stream, allow_pickle=False)
