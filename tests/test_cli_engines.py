@@ -1,6 +1,7 @@
 """`lap info`, `--version`, `python -m lapcli`, and the solve options that came with the engine
 registry and the certificate: --duals, --cost-limit, --device, the certified report."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -188,18 +189,52 @@ def test_lapx_engine_solves_through_lapxs_import_name(rng, shape, maximize):
     assert solution.report.solver == "lapx"
 
 
-def test_lapx_probe_reads_the_distribution_not_a_module_named_lapx(monkeypatch):
-    from importlib import metadata
-
+@pytest.fixture
+def fresh_lapx_probe():
+    """The lapx probe and lapx_module read once a process: cleared around a test that changes them."""
     from lapcli.engines import registry
+    from lapcli.engines.cpu.lapx import lapx_module
+
+    for cached in (registry.lapx_status, lapx_module):
+        cached.cache_clear()
+    yield registry.lapx_status
+    for cached in (registry.lapx_status, lapx_module):
+        cached.cache_clear()
+
+
+def test_lapx_probe_reads_the_distribution_not_a_module_named_lapx(monkeypatch, fresh_lapx_probe):
+    from importlib import metadata
 
     def missing(name):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "version", missing)
-    probe = registry.distribution_probe("lapx", "pip install 'lapcli[lapx]'")  # a fresh one: each reads once
-    assert probe() == (False, "lapx is not installed (pip install 'lapcli[lapx]')")
+    assert fresh_lapx_probe() == (False, "lapx is not installed (pip install 'lapcli[lapx]')")
     reads = []
     monkeypatch.setattr(metadata, "version", lambda name: reads.append(name) or "9.9")
-    probe = registry.distribution_probe("lapx", "pip install 'lapcli[lapx]'")
-    assert probe() == probe() == (True, "lapx 9.9 is installed") and reads == ["lapx"]  # once a process
+    fresh_lapx_probe.cache_clear()
+    assert fresh_lapx_probe() == fresh_lapx_probe() and reads == ["lapx"]  # once a process
+    if importlib.util.find_spec("lap") is not None:  # (the peer installed, as CI installs it)
+        assert fresh_lapx_probe()[0] and fresh_lapx_probe()[1].endswith(" is installed")
+
+
+def test_a_lapx_that_does_not_import_is_unavailable_and_auto_solves_without_it(monkeypatch, tmp_path,
+                                                                               fresh_lapx_probe):
+    """lapx installed but its package failing to import (a wheel built for another NumPy): the probe
+    says so, ``--solver lapx`` is refused with it (exit 2), and auto, which would pick lapx on this
+    square, solves with scipy."""
+    import sys
+    from importlib import metadata
+
+    monkeypatch.setattr(metadata, "version", lambda name: "9.9")
+    monkeypatch.setitem(sys.modules, "lap", None)  # `import lap` raises ImportError
+    available, why = fresh_lapx_probe()
+    assert not available and why.startswith("lapx 9.9 is installed but does not import (")
+    np.save(tmp_path / "c.npy", np.random.default_rng(3).integers(0, 99, (80, 80)))
+    refused = invoke("solve", tmp_path / "c.npy", "--solver", "lapx")
+    assert refused.exit_code == 2 and refused.stderr.startswith(
+        "Error: solver 'lapx' cannot run here: lapx 9.9 is installed but does not import (") and \
+        len(refused.stderr.splitlines()) == 1, refused.output
+    solved = invoke("solve", tmp_path / "c.npy", "--json", "--quiet")
+    assert solved.exit_code == 0, solved.output
+    assert json.loads(solved.stdout)["solver"] in ("scipy", "cuda", "cuda-sap")

@@ -20,15 +20,20 @@ from ..base import EngineResult, float64_costs
 
 @lru_cache(maxsize=1)
 def lapx_module():
-    """lapx's import package ``lap``; ImportError when lapx is not the distribution behind it."""
+    """lapx's import package ``lap``; ImportError, saying which, where lapx is not the distribution
+    behind it or its import fails (a wheel built for another NumPy: the registry's probe then calls
+    lapx unavailable, and ``auto`` solves without it)."""
     from importlib import metadata
 
     try:
-        metadata.version("lapx")
+        version = metadata.version("lapx")
     except metadata.PackageNotFoundError:
         raise ImportError("lapx is not installed (pip install 'lapcli[lapx]')") from None
-    import lap
-
+    try:
+        import lap
+    except Exception as error:  # noqa: BLE001 - whatever a broken extension raises, it cannot run
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ImportError(f"lapx {version} is installed but does not import ({reason})") from None
     return lap
 
 
