@@ -24,6 +24,7 @@ from ..errors import LapInputError
 from .formats import (BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, refuse_binary, sparse_archive,
                       split_hdf5_path)
 from .hdf5_storage import check_storage_written
+from .pandas_table import is_pandas_table, read_pandas_table
 from .text import MatrixSource, check_text_head, first_line, read_text_with_info
 
 
@@ -97,32 +98,6 @@ def refuse_dataset(name: str, dataset: str) -> None:
     """A dataset named for input that has none (NPY, text, stdin): refused, not ignored, as the
     caller meant some other matrix than the one that would be read."""
     raise LapInputError(f"--dataset {dataset} names a dataset, but {name} is not HDF5 or NPZ")
-
-
-def _is_pandas_table(node) -> bool:
-    """A DataFrame pandas wrote with ``to_hdf(format="table")``: a group marked frame_table."""
-    kind = node.attrs.get("pandas_type") if hasattr(node, "attrs") else None
-    return (kind.decode() if isinstance(kind, bytes) else kind) == "frame_table" and "table" in node
-
-
-def _read_pandas_table(path: Path, name: str, group):
-    """The values of a pandas table as a matrix: its one values block (a frame of one dtype), or
-    its numeric columns (``data_columns=True``); the index is not a cost."""
-    table = group["table"][()] if hasattr(group["table"], "dtype") else None
-    if table is None or table.dtype.names is None:
-        raise LapInputError(f"{path}:{name} is marked a pandas table, but its 'table' holds no table's records")
-    fields = [field for field in table.dtype.names if field != "index"]
-    blocks = [field for field in fields if field.startswith("values_block_")]
-    if len(blocks) == 1 and len(fields) == 1:
-        values = table[blocks[0]]
-    elif not blocks and all(table.dtype[field].shape == () for field in fields):
-        values = np.stack([table[field] for field in fields], axis=1) if fields else np.empty((len(table), 0))
-    else:
-        raise LapInputError(f"{path}:{name} is a pandas table with columns of several dtypes; save it with one "
-                            "(df.astype(float).to_hdf(...)) or as a plain array")
-    if values.ndim != 2 or values.dtype.kind not in "biuf":
-        raise LapInputError(f"{path}:{name} is a pandas table whose values are not a numeric matrix")
-    return np.ascontiguousarray(values)
 
 
 class Batch(list):
@@ -340,8 +315,8 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
         def visit(name, obj):  # matrices, stacks and pandas tables; not PyTables' index internals
             if "_i_" in name:
                 return
-            if _is_pandas_table(obj) or (isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3)
-                                         and not _is_pandas_table(obj.parent)):
+            if is_pandas_table(obj) or (isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3)
+                                         and not is_pandas_table(obj.parent)):
                 candidates.append(name)
 
         handle.visititems(visit)
@@ -361,8 +336,8 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
     if dataset not in handle:
         raise LapInputError(f"{path} has no dataset {dataset!r}")
     node = handle[dataset]
-    if _is_pandas_table(node):
-        return 2 if not load else _read_pandas_table(path, dataset, node)
+    if is_pandas_table(node):
+        return 2 if not load else read_pandas_table(path, dataset, node)
     if isinstance(node, h5py.Group):
         return _read_group(path, dataset, node, load)
     if node.ndim not in (2, 3):
