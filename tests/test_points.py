@@ -231,6 +231,26 @@ def test_the_command_line_takes_a_metric_s_name_in_any_case(rng, tmp_path):
     assert result.exit_code == 0 and json.loads(result.stdout)["objective"] == pytest.approx(cost[scipy_lsa(cost)].sum())
 
 
+def test_text_coordinates_are_read_as_cdist_reads_them(tmp_path):
+    """Text point sets: integers past 64 bits are coordinates in float64 (as cdist computes), not
+    costs lapcli holds exactly or refuses; a value past float64's range is refused in point words."""
+    from click.testing import CliRunner
+
+    from lapcli.cli.main import cli
+
+    (tmp_path / "a.txt").write_text("0 0\n1 1\n")
+    (tmp_path / "wide.txt").write_text("123456789012345678901234 0\n-5 1\n")
+    (tmp_path / "over.txt").write_text("0 0\n1e400 1\n")
+    result = CliRunner().invoke(cli, ["solve", "--points", str(tmp_path / "a.txt"), str(tmp_path / "wide.txt"),
+                                      "--json", "-q"])
+    cost = cdist([[0, 0], [1, 1]], [[123456789012345678901234.0, 0], [-5, 1]], "sqeuclidean")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["objective"] == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+    refused = CliRunner().invoke(cli, ["solve", "--points", str(tmp_path / "a.txt"), str(tmp_path / "over.txt")])
+    assert refused.exit_code == 2 and refused.stderr.strip().endswith(
+        "over.txt holds a value beyond float64's range (±1.8e308), which point costs are computed in")
+
+
 @pytest.mark.parametrize("solver", ["cuda", "cuda-sap", "lapx"])
 def test_a_solver_that_cannot_run_here_is_refused_for_empty_sets_too(solver):
     """Empty sets once returned at once under any name (report.solver "cuda" on a machine without

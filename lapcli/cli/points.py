@@ -72,7 +72,7 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
             raise InputError(f"{spec} {what}: a point set is one 2-D array, one point a row{hint}")
     sets, notes = [], []
     for spec in point_specs:
-        coordinates, source = run_library_call(read_matrix_with_info, spec, **read_options)
+        coordinates, source = run_library_call(read_matrix_with_info, spec, **read_options, coordinates=True)
         if isinstance(coordinates, list):
             raise InputError(f"{spec} holds several arrays: a point set is one 2-D array")
         sets.append(coordinates)

@@ -35,11 +35,12 @@ def read_matrix(spec: str, dataset: str | None = None, stdin=None, *, header: bo
 
 
 def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, header: bool | None = None,
-                          index_col: bool = False, text_inputs: tuple[str, ...] = ()):
+                          index_col: bool = False, text_inputs: tuple[str, ...] = (), coordinates: bool = False):
     """:func:`read_matrix`, returning ``(matrix, MatrixSource)``; ``header`` and ``index_col`` apply
-    to text input only (see :func:`read_text_with_info`): a binary input refuses them, unless
-    ``text_inputs`` names other inputs among several that may be text, for which they were given."""
-    text_options = {"header": header, "index_col": index_col}
+    to text input only (see :func:`read_text_with_info`, and its ``coordinates``: a point set): a
+    binary input refuses them, unless ``text_inputs`` names other inputs among several that may be
+    text, for which they were given."""
+    text_options = {"header": header, "index_col": index_col, "coordinates": coordinates}
     if spec == "-":
         if dataset is not None:
             refuse_dataset("stdin", dataset)
@@ -182,7 +183,7 @@ def check_readable_file(path: Path) -> None:
 
 
 def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: bool = False,
-                         text_inputs: tuple[str, ...] = ()):
+                         text_inputs: tuple[str, ...] = (), coordinates: bool = False):
     if not data:
         raise LapInputError("stdin is empty")
     if data.startswith(NPY_MAGIC):
@@ -197,7 +198,7 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
                                 "it); stdin takes one matrix: give several as files")
         return _numbers(array, "stdin"), MatrixSource("stdin")
     refuse_binary(data, "stdin", "stdin takes NPY or text: give the file instead")
-    return read_text_with_info(data, "stdin", header=header, index_col=index_col)
+    return read_text_with_info(data, "stdin", header=header, index_col=index_col, coordinates=coordinates)
 
 
 def read_npz(path: Path, name: str | None):

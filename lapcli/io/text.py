@@ -33,7 +33,7 @@ def read_text(data: bytes, name: str, delimiter: str | None = None, *, header: b
 
 
 def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *, header: bool | None = None,
-                        index_col: bool = False):
+                        index_col: bool = False, coordinates: bool = False):
     """:func:`read_text`, returning ``(matrix, MatrixSource)``.
 
     ``header`` True or False settles whether the first line is a header. ``None`` never guesses
@@ -41,7 +41,9 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     a first line that mixes numbers and text, or that is exactly ``0,1,…,m−1`` (the column labels
     pandas writes by default), is refused; any other numeric line is data. ``index_col`` drops the
     first column, as pandas' default ``to_csv()`` writes it (header ``,0,1,…``); such a file is
-    refused without it. Errors name the line (1-based, in the file) and the column.
+    refused without it. Errors name the line (1-based, in the file) and the column. ``coordinates``:
+    the text holds a point set, whose costs are computed in float64 (as scipy's cdist computes them):
+    integers past int64 are read as float64, not held exactly or refused as costs are.
     """
     text = data.decode("utf-8-sig", errors="replace")  # -sig: a BOM is not part of the first field
     lines = _LINE_BREAK.split(text)  # not str.splitlines, which breaks at \x0b, \x1c or U+2028 too
@@ -69,7 +71,7 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     try:  # integers stay exact; anything else parses as float64
         matrix = np.loadtxt(body, dtype=np.int64, **options)
     except (ValueError, OverflowError):
-        matrix = _wide_integers(body, options, name)
+        matrix = None if coordinates else _wide_integers(body, options, name)
     if matrix is None:
         try:
             matrix = np.loadtxt(body, dtype=np.float64, **options)
@@ -80,8 +82,9 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
     if matrix.shape[1] == 0:
         raise LapInputError(f"{name} holds no numbers besides its index column")
     if matrix.dtype.kind == "f":
-        _check_no_overflow(matrix, body, name)
-        _check_integers_not_rounded(matrix, body, name, options["delimiter"])
+        _check_no_overflow(matrix, body, name, coordinates)
+        if not coordinates:  # coordinates are float64 to cdist too: rounded, not refused
+            _check_integers_not_rounded(matrix, body, name, options["delimiter"])
     return matrix, source
 
 
@@ -162,13 +165,14 @@ def _held_by_float64(field: str) -> bool:
 _INFINITY = re.compile(r"(?<![\w.])[-+]?inf(inity)?(?!\w)", re.IGNORECASE)
 
 
-def _check_no_overflow(matrix: np.ndarray, body: list[str], name: str) -> None:
+def _check_no_overflow(matrix: np.ndarray, body: list[str], name: str, coordinates: bool = False) -> None:
     """Refuse a value beyond float64's range (1e400), which the parse makes an infinity, a forbidden
     pair: only an infinity the text writes (inf, -Infinity) is one."""
     infinite = int(np.isinf(matrix).sum())
     if infinite and infinite > sum(len(_INFINITY.findall(line.split("#", 1)[0])) for line in body):
-        raise LapInputError(f"{name} holds a value beyond float64's range (±1.8e308); in a cost matrix, write inf for a "
-                            "forbidden pair")
+        hint = ", which point costs are computed in" if coordinates else (
+            "; in a cost matrix, write inf for a forbidden pair")
+        raise LapInputError(f"{name} holds a value beyond float64's range (±1.8e308){hint}")
 
 
 _INTEGER = re.compile(r"^\s*[-+]?\d+\s*$")
