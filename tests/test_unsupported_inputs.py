@@ -76,6 +76,17 @@ def test_one_torch_matrix_that_needs_grad_or_is_bfloat16_is_solved(monkeypatch, 
         lapcli.solve(torch.Size([3, 3]))
 
 
+def test_a_masked_stack_is_solved_as_its_data_as_scipy_reads_it():
+    """A masked array's mask is not a cost: scipy reads the data, and so does every batch route (the
+    scipy loop once reduced rows by the unmasked minimum and checked exactness on unmasked entries)."""
+    masked = np.ma.array([[[5.0, 100.0], [0.0, 50.0]]], mask=[[[1, 0], [0, 0]]])
+    wide = np.ma.array([[[2**60 + 1, 2**60], [0, 0]]], dtype=np.int64, mask=[[[1, 1], [0, 0]]])
+    # the data's optima: 5 + 50 < 100 + 0, and 2^60 + 0 < (2^60 + 1) + 0 (which float64 cannot tell)
+    for stack, maximize, expected in ((masked, False, [[0, 1]]), (-masked, True, [[0, 1]]), (wide, False, [[1, 0]])):
+        assert lapcli.batch_linear_assignment(stack, maximize=maximize).tolist() == expected
+        assert lapcli.solve_batch(stack, maximize=maximize).col_ind.tolist() == expected
+
+
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_lists_of_numpy_matrices_are_solved_as_their_arrays():
     """np.matrix members (a subclass that stays 2-D) of one shape stack as plain arrays."""

@@ -44,8 +44,8 @@ def columns(costs, maximize: bool):
     """(B, n) int64 columns (−1: an unassigned row) of a NumPy or CPU torch (B, n, m) stack, in its
     library, or a list of them for a list of NumPy matrices of several shapes (one array when they
     share a shape, as the pipeline stacks them); None where the pipeline takes the batch."""
-    if isinstance(costs, np.ndarray):
-        return _stack_columns(costs, maximize) if costs.ndim == 3 else None
+    if isinstance(costs, np.ndarray):  # a subclass as its data, as scipy reads it (a mask is not a cost)
+        return _stack_columns(np.asarray(costs), maximize) if costs.ndim == 3 else None
     if is_torch(costs):
         if costs.ndim != 3 or costs.device.type != "cpu" or costs.requires_grad:
             return None
