@@ -9,6 +9,7 @@ from .arrays import split_flat, tensor_values
 from .cuda.probe import cuda_status
 from .engines.auto import choose, choose_ragged
 from .errors import LapInputError
+from .options import check_maximize
 from .pipeline import solve_batch, solve_problem
 from .problem import array_module, prepare
 
@@ -113,6 +114,7 @@ def batch_linear_assignment(cost, maximize: bool = False, sizes=None):
     Integers too wide for exact int64 duals even after exact reductions (spread · 4(n + 1) ≥ 2^62
     left) are refused as by ``solve_batch`` (TooWideError, a ValueError), not rounded: convert them
     to float64 to solve them as floats."""
+    maximize = check_maximize(maximize)  # one sense for all, on every route (a list is refused)
     if sizes is None and not cuda_status()[0]:
         from .engines.cpu import scipy_loop  # here: scipy.optimize is not imported with lapcli
 

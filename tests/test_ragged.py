@@ -400,6 +400,8 @@ def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
         for costs in ([np.zeros((2, 2)), np.zeros((3, 2))], np.zeros((2, 3, 3))):
             with pytest.raises(LapInputError, match="maximize is one True or False for every problem of a call"):
                 lapcli.solve_batch(costs, maximize=maximize)
+            with pytest.raises(LapInputError, match="maximize is one True or False for every problem of a call"):
+                lapcli.batch_linear_assignment(costs, maximize=maximize)  # the scipy loop's route too
     # named as the caller's list, not as the stack made of it ("got a 1-D array", "a 2-D array")
     with pytest.raises(LapInputError, match="an empty list of problems"):
         lapcli.batch_linear_assignment([])
