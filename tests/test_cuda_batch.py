@@ -633,16 +633,18 @@ def test_only_members_with_forbidden_entries_need_room_for_their_marker_on_the_g
                            solver="cuda-batch")
 
 
-def test_a_tolerance_for_costs_near_the_largest_double_is_finite():
-    """Members with forbidden entries are rechecked at k · max|c| · 2^-50 of their finite costs: scaled
-    before the product, so costs near 1.8e308 keep a tolerance that can still refuse a slack."""
+def test_a_members_recheck_for_forbidden_entries_is_finite_and_whole():
+    """Members with forbidden entries are rechecked at k · max|c| · 2^-50 of their finite costs, the
+    min slack and the assigned pairs' both; scaled before the product, so costs near 1.8e308 keep a
+    tolerance that can still refuse a slack."""
     from lapcli.engines.cuda.batch_collect import _recheck_with_scale
 
-    stats = np.zeros((5, 3))
-    stats[1], stats[4] = [-1e300, -1e290, -1.0], 1  # min slack per member; 1: proved by the kernel
-    _recheck_with_scale(stats, np.array([1.5e308, 1.5e308, 1.0]), 2)
-    np.testing.assert_allclose(stats[3], [1.5e308 * 2.0**-49] * 2 + [2.0**-49])
-    assert stats[4].tolist() == [0, 1, 0]
+    stats = np.zeros((5, 4))
+    stats[1], stats[4] = [-1e300, -1e290, -1.0, 0.0], 1  # min slack per member; 1: proved by the kernel
+    stats[2, 3] = 1.0  # the last member's max assigned slack: within the kernel's tolerance, not the eps
+    _recheck_with_scale(stats, np.array([1.5e308, 1.5e308, 1.0, 1.0]), 2)
+    np.testing.assert_allclose(stats[3], [1.5e308 * 2.0**-49] * 2 + [2.0**-49] * 2)
+    assert stats[4].tolist() == [0, 1, 0, 0]
 
 
 @pytest.mark.gpu

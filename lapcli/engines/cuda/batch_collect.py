@@ -86,7 +86,9 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
 
 def _recheck_with_scale(stats, scale, c):
     """Problems with forbidden entries: their max |cost| includes the sentinel, so the kernel's
-    tolerance was looser than eps of the finite costs; recheck min slack against that eps."""
+    tolerance was looser than eps of the finite costs; recheck the min slack and the assigned
+    pairs' against that eps (the columns' own checks hold at any tolerance: a column no row took
+    keeps v = 0 exactly, kernels/batch_lap.cu)."""
     tol = c * (scale * 2.0**-50)  # scaled first: c · scale overflows for costs near 1.8e308
     stats[3] = tol
-    stats[4] *= (stats[1] >= -tol)
+    stats[4] *= (stats[1] >= -tol) & (stats[2] <= tol)
