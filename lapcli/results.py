@@ -54,9 +54,13 @@ class Solution:
     ``x`` and ``y`` are lapjv's views of the same assignment: the column of each row and the row of
     each column, −1 where none. ``duals`` is (u, v) in the caller's rows and columns: for a
     minimisation cost[i, j] − u[i] − v[j] ≥ 0 everywhere and = 0 on assigned pairs (≤ 0 and = 0
-    when maximising), up to the tolerance in the report's ``certificate``. Engines without duals of their own
-    (scipy, lapx) have them recovered from the assignment (lapcli.duals); None where that was not
-    done (``certify=False``, or a recovery that would cost more than the solve: the report says why).
+    when maximising), exactly for integer costs; for float costs up to the ``tolerance`` of the
+    report's ``certificate``, checked on the work problem (rows reduced, forbidden pairs at a
+    sentinel), plus the rounding of mapping them back to the caller's costs, up to 2^-52 (|u[i]| +
+    |v[j]|) a pair (the certificate's ``objective_within`` counts both). Engines without duals of
+    their own (scipy, lapx) have them recovered from the assignment (lapcli.duals); None where that
+    was not done (``certify=False``, or a recovery that would cost more than the solve: the report
+    says why).
     """
 
     row_ind: np.ndarray

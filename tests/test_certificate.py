@@ -631,3 +631,25 @@ def test_a_certificate_of_costs_rounded_as_asked_claims_no_bound_on_the_given_ob
     shown = CliRunner().invoke(cli, ["solve", str(tmp_path / "m.npy"), "--dtype", "float32"]).stderr
     assert "certified optimal for the costs as rounded to the dtype asked for (duals:" in shown
     assert "objective within" not in shown
+
+
+@pytest.mark.parametrize("solver", ["scipy", "numpy"])
+def test_returned_float_duals_hold_within_the_stated_tolerance_and_rounding(rng, solver):
+    """Solution's promise for float duals, in exact arithmetic: cost − u − v ≥ −(tolerance + ρ) and
+    |cost − u − v| ≤ tolerance + ρ on the assignment, ρ = 2^-52 (|u_i| + |v_j|) (lapcli.results).
+    Costs of far apart magnitudes and a forbidden pair's sentinel make the mapped-back duals round."""
+    cases = [np.array([[1e-20, 1.0, 3.0]]), np.array([[1e-300], [np.inf]]),
+             np.array([[1e-300, 3e-300], [np.inf, 2e-300]]), np.exp(rng.random((12, 9)) * 1400 - 700),
+             np.exp(rng.random((9, 12)) * 80 - 40)]
+    for cost in cases:
+        solution = lapcli.solve(cost, solver=solver, certify=True)
+        u, v = solution.duals
+        tolerance = Fraction(solution.report.certificate["tolerance"])
+        assigned = set(zip(solution.row_ind.tolist(), solution.col_ind.tolist()))
+        for i, j in itertools.product(range(cost.shape[0]), range(cost.shape[1])):
+            if not np.isfinite(cost[i, j]):
+                continue
+            slack = Fraction(cost[i, j]) - Fraction(u[i]) - Fraction(v[j])
+            allowed = tolerance + Fraction(2.0**-52) * (abs(Fraction(u[i])) + abs(Fraction(v[j])))
+            assert slack >= -allowed, (cost, i, j)
+            assert (i, j) not in assigned or abs(slack) <= allowed, (cost, i, j)
