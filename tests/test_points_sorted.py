@@ -115,10 +115,16 @@ def test_the_host_certificate_s_budget(rng, monkeypatch):
 
 
 def test_the_host_certificate_honours_the_time_limit(rng, monkeypatch):
+    """certify=True: a pass the limit stops is an error; by default, an answer without a certificate."""
     monkeypatch.setattr(points_certificate, "HOST_PASS_UP_TO", 1 << 40)  # the host's pass even beside a GPU
     a, b = line_sets(rng, 3000, "uniform")
     with pytest.raises(SolverError, match="certificate's pass ran past the time limit: 0 of 3,000 rows read"):
         lapcli.solve_points(a, b, certify=True, timeout=1e-6)
+    # by default the pairs, optimal before the pass, come back uncertified (as the mirror route's)
+    kept = lapcli.solve_points(a, b, timeout=1e-6)
+    assert not kept.report.certified and kept.duals is None
+    assert kept.report.certificate["why"].endswith("rows read (certify=True makes it an error)")
+    assert np.array_equal(kept.col_ind, lapcli.solve_points(a, b, certify=False).col_ind)
 
 
 @pytest.mark.parametrize("case", ["minkowski p = 50", "minkowski p = 200", "euclidean near 1e-160"])
