@@ -44,6 +44,8 @@ from .errors import SolverError
 
 HOST_CHUNK_ELEMENTS = 1 << 22  # rows per host chunk: bounds the temporary to ~32 MB
 INT64_DUALS = 2**62  # integer duals at or past it are refused: their slacks could wrap (certify)
+# the slacks are the work's, which minimises: a maximisation's are of −cost, with the duals negated
+MINIMISED = "of the costs minimised (maximising: of −cost, −u, −v)"
 
 
 @dataclass
@@ -58,7 +60,8 @@ class Certificate:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "checked": "u_i + v_j <= c_ij everywhere, equality on the assignment (complementary slackness)",
+            "checked": "u_i + v_j <= c_ij everywhere, equality on the assignment (complementary slackness), "
+                       + MINIMISED,
             "min_slack": _plain(self.min_slack),
             "max_assigned_slack": _plain(self.max_assigned_slack),
             "tolerance": self.tolerance,

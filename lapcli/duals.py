@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from .arrays import host
-from .certificate import certify
+from .certificate import MINIMISED, certify
 
 _UNREACHED_INT = np.iinfo(np.int64).max // 4  # above any distance of int64-safe work (lapcli.work)
 # Rounds with more fallen columns than this relax only the nearer half of them, as Dijkstra would
@@ -208,7 +208,8 @@ def certified_stack(problem, col_ind: np.ndarray, engine: str, budget_passes: fl
 
 def _per_problem(proofs: list[dict], began: float, problems: int) -> dict:
     """One certificate for a batch from its problems' (the worst slacks, the widest tolerance)."""
-    return {"checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, per problem (duals recovered)",
+    return {"checked": f"u_i + v_j <= c_ij everywhere, equality on the assignment, per problem (duals recovered), "
+                       f"{MINIMISED}",
             "min_slack": min((float(p["min_slack"]) for p in proofs), default=0.0),
             "max_assigned_slack": max((float(p["max_assigned_slack"]) for p in proofs), default=0.0),
             "tolerance": max((float(p["tolerance"]) for p in proofs), default=0.0),

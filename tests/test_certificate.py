@@ -653,3 +653,17 @@ def test_returned_float_duals_hold_within_the_stated_tolerance_and_rounding(rng,
             allowed = tolerance + Fraction(2.0**-52) * (abs(Fraction(u[i])) + abs(Fraction(v[j])))
             assert slack >= -allowed, (cost, i, j)
             assert (i, j) not in assigned or abs(slack) <= allowed, (cost, i, j)
+
+
+def test_the_checked_relation_names_the_sense_its_slacks_are_of(rng):
+    """The slacks are the minimised work's: maximising, min_slack is that of −cost with −u, −v, which
+    the certificate's words say (they once stated u + v <= c, which a maximisation's duals break)."""
+    cost = rng.random((5, 7))
+    for solution in (lapcli.solve(cost, maximize=True, certify=True),
+                     lapcli.solve_batch(np.stack([cost, cost]), maximize=True, certify=True)):
+        assert solution.report.certificate["checked"].endswith("(maximising: of −cost, −u, −v)")
+    solution = lapcli.solve(cost, maximize=True, certify=True)
+    u, v = solution.duals
+    slack = -cost + u[:, None] + v[None, :]  # (−cost) − (−u) − (−v)
+    tolerance = solution.report.certificate["tolerance"] + 2.0**-50
+    assert slack.min() >= -tolerance and slack.min() == pytest.approx(solution.report.certificate["min_slack"], abs=1e-12)

@@ -18,7 +18,7 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
     ``device_col_ind`` the view of ``run.col_ind`` a device caller made already (one less view).
     A launch that met NaN or an infinity in unchecked entries gives a result that says so
     (``unchecked_nonfinite``) and nothing else."""
-    from ...certificate import proved_within
+    from ...certificate import MINIMISED, proved_within
     from ...errors import SolverError
     from ..base import BatchEngineResult
 
@@ -58,7 +58,8 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
     else:
         col_ind = run.col_ind if device_col_ind is None else device_col_ind
     certificate = {
-        "checked": "u_i + v_j <= c_ij everywhere, equality on the assignment, v = 0 on free columns, per problem",
+        "checked": f"u_i + v_j <= c_ij everywhere, equality on the assignment, v = 0 on free columns, per problem, "
+                   f"{MINIMISED}",
         "min_slack": min_slack,
         "max_assigned_slack": max_assigned,
         "tolerance": tolerance,
