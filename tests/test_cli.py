@@ -585,7 +585,7 @@ def error_cases(tmp_path):
         "strings": (["strings.npy"], "strings.npy has dtype <U1; lapcli reads numbers"),  # once NumPy's cast words
         "objects": (["objects.npy"], "Python objects"),
         "nan": (["nan.npy"], "invalid numeric entries"),
-        "h5 none": (["none.h5"], "no 2-D dataset (matrix) or 3-D dataset (stack of matrices)"),
+        "h5 none": (["none.h5"], "no 2-D dataset (a matrix, or a point set) or 3-D one (a stack)"),
         "h5 several": (["two.h5"], "/a, /b"),
         "h5 missing": (["two.h5", "--dataset", "zzz"], "no dataset 'zzz'"),
         "h5 two names": (["two.h5:/a", "--dataset", "b"], "names the dataset /a and --dataset names b"),

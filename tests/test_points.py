@@ -251,6 +251,29 @@ def test_text_coordinates_are_read_as_cdist_reads_them(tmp_path):
         "over.txt holds a value beyond float64's range (±1.8e308), which point costs are computed in")
 
 
+def test_point_files_that_are_no_point_set_are_refused_in_their_own_words(tmp_path):
+    """A named 3-D dataset needs no advice to name one; a directory or an HDF5 file without a 2-D
+    dataset is not called a matrix file."""
+    import h5py
+    from click.testing import CliRunner
+
+    from lapcli.cli.main import cli
+
+    (tmp_path / "a.txt").write_text("0 0\n1 1\n")
+    with h5py.File(tmp_path / "s.h5", "w") as handle:
+        handle["x"], handle["line"] = np.zeros((2, 3, 2)), np.zeros(3)
+    (tmp_path / "d.npy").mkdir()
+    for spec, words in (("s.h5:/x", "s.h5:/x names a 3-D array or a group of arrays (a batch): a point set is one "
+                                    "2-D array, one point a row"),
+                        ("d.npy", "d.npy is a directory, not a file")):
+        result = CliRunner().invoke(cli, ["solve", "--points", str(tmp_path / spec), str(tmp_path / "a.txt")])
+        assert result.exit_code == 2 and result.stderr.strip().endswith(words), result.output
+    with h5py.File(tmp_path / "s.h5", "w") as handle:
+        handle["line"] = np.zeros(3)
+    result = CliRunner().invoke(cli, ["solve", "--points", str(tmp_path / "s.h5"), str(tmp_path / "a.txt")])
+    assert result.exit_code == 2 and "holds no 2-D dataset (a matrix, or a point set)" in result.stderr
+
+
 @pytest.mark.parametrize("solver", ["cuda", "cuda-sap", "lapx"])
 def test_a_solver_that_cannot_run_here_is_refused_for_empty_sets_too(solver):
     """Empty sets once returned at once under any name (report.solver "cuda" on a machine without

@@ -8,7 +8,7 @@ import sys
 from contextlib import contextmanager
 
 from ..generate import new_seed
-from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES
+from ..io.formats import ASSIGNMENT_SUFFIXES, DUALS_SUFFIXES, split_hdf5_path
 from ..io.read import input_rank, read_matrix_with_info, text_read_options
 from ..io.targets import check_output_path, check_room
 from ..io.write import write_matrix_blocks
@@ -66,7 +66,9 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     for spec in point_specs:  # cheap checks of both before either is read
         rank = run_library_call(input_rank, spec, **read_options, text_head=True)
         if rank is not None and rank != 2:  # 3 from an NPZ or HDF5 file: a 3-D array or several 2-D ones
+            named = dataset is not None or split_hdf5_path(spec)[1] is not None
             what, hint = (f"is {rank}-D", "") if rank != 3 or spec.lower().endswith(".npy") else (
+                "names a 3-D array or a group of arrays (a batch)", "") if named else (
                 "is read as a batch (a 3-D array, several arrays, or one named '0' as a batch's members are)",
                 "; name one array (FILE.npz:NAME, FILE.h5:/path/to/it)")
             raise InputError(f"{spec} {what}: a point set is one 2-D array, one point a row{hint}")

@@ -175,7 +175,7 @@ def check_readable_file(path: Path) -> None:
     except OSError as error:
         raise LapInputError(f"cannot read {path}: {error.strerror}") from None
     if stat.S_ISDIR(mode):
-        raise LapInputError(f"{path} is a directory, not a matrix file")
+        raise LapInputError(f"{path} is a directory, not a file")
     if not stat.S_ISREG(mode):
         raise LapInputError(f"{path} is not a regular file (use '-' to read a pipe from stdin)")
     if not os.access(path, os.R_OK):
@@ -322,7 +322,7 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
 
         handle.visititems(visit)
         if not candidates:
-            raise LapInputError(f"{path} holds no 2-D dataset (matrix) or 3-D dataset (stack of matrices)"
+            raise LapInputError(f"{path} holds no 2-D dataset (a matrix, or a point set) or 3-D one (a stack)"
                                 + _external_links_hint(handle, path))
         parents = {name.rpartition("/")[0] for name in candidates}
         if len(parents) == 1 and "" not in parents and (len(candidates) > 1 or _marked_batch(handle, candidates[0])):
