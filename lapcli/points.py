@@ -295,12 +295,16 @@ def prepare_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | No
     with np.errstate(over="ignore"):
         bounded = not (a.size and b.size) or math.isfinite(problem.largest_cost())
     with np.errstate(over="ignore"):  # p's doing where cityblock's (any p ≥ 1 is below it) is finite
-        p_overflows = not bounded and metric == "minkowski" and p < 1 and math.isfinite(
+        p_overflows = not bounded and metric == "minkowski" and math.isfinite(
             replace(problem, metric="cityblock").largest_cost())
-    if p_overflows:  # d^(1/p) times the box's widest side
+    if p_overflows and p < 1:  # d^(1/p) times the box's widest side
         raise LapInputError(f"the minkowski distance with p = {p:g} across the points' bounding box (up to "
                             "d^(1/p) times its widest side) overflows float64, and lapcli bounds every cost and "
                             "tolerance by it; a larger p keeps it finite")
+    if p_overflows:  # a side's p-th power past float64's range (cdist's distance there is inf)
+        raise LapInputError(f"the minkowski distance with p = {p:g} across the points' bounding box overflows "
+                            "float64 in its p-th powers, and lapcli bounds every cost and tolerance by it; a "
+                            "smaller p, or coordinates scaled down, keeps it finite")
     if not bounded:
         raise LapInputError(f"the coordinates span too wide a range: the {metric} distance across their bounding "
                             "box overflows float64, and lapcli bounds every cost and tolerance by it; scale them down")

@@ -198,6 +198,9 @@ def test_an_empty_set_gives_an_empty_answer(shape):
     (np.array([[0.0], [1e103]]), np.array([[1e103], [0.0]]), {"metric": "minkowski", "p": 3}, "bounding box overflows float64"),
     # p, not the coordinates: (Σ|x|^p)^(1/p) over 3 unit coordinates is 3^1000 at p = 0.001
     (np.zeros((2, 3)), np.ones((2, 3)), {"metric": "minkowski", "p": 1e-3}, "with p = 0.001 .* a larger p keeps it finite$"),
+    # p again, above 1: a side of 10 to the 1000th power (cdist's distance is inf there)
+    (np.zeros((2, 2)), np.full((2, 2), 10.0), {"metric": "minkowski", "p": 1000},
+     "with p = 1000 .* a smaller p, or coordinates scaled down, keeps it finite$"),
     # ...but not where the box's widest side overflows whatever p is
     (np.array([[-1e308], [0.0]]), np.array([[1e308], [0.0]]), {"metric": "minkowski", "p": 0.5}, "scale them down$"),
 ])
