@@ -116,7 +116,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
                 solution.duals = (host(solution.duals[0]), host(solution.duals[1]))
         where = " built on the GPU" if on_gpu else ""
         size = f"{problem.n_rows} × {problem.n_cols}"
-        solution.report.details["costs"] = f"{problem.metric} as a {size} cdist matrix{where}"
+        solution.report.details["costs"] = f"{problem.metric_text} as a {size} cdist matrix{where}"
         if name == "auto":
             solution.report.reason = f"{reason}; {solution.report.reason}"
         return solution

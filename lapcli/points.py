@@ -62,6 +62,14 @@ class PointProblem:
         return int(self.a.shape[1])
 
     @property
+    def metric_text(self) -> str:
+        """The metric as a report names it: minkowski with its p, which the costs depend on (every digit
+        of it: 3.14159265 is not 3.14159)."""
+        if self.metric != "minkowski":
+            return self.metric
+        return f"minkowski (p = {self.p:g})" if float(f"{self.p:g}") == self.p else f"minkowski (p = {float(self.p)!r})"
+
+    @property
     def transposed(self) -> bool:
         return self.n_rows > self.n_cols
 

@@ -254,6 +254,17 @@ def test_text_coordinates_are_read_as_cdist_reads_them(tmp_path):
         "over.txt holds a value beyond float64's range (±1.8e308), which point costs are computed in")
 
 
+def test_the_report_names_minkowski_with_its_p(rng):
+    """The costs depend on p: the report's words for them carry it (a run is reproducible from them)."""
+    a, b = rng.random((5, 2)), rng.random((7, 2))
+    for sets, words in (((a, b), "minkowski (p = 3) as a 5 × 7 cdist matrix"),
+                        ((a[:, :1], b[:, :1]), "minkowski (p = 3) between 1-D points")):
+        assert lapcli.solve_points(*sets, "minkowski", p=3).report.details["costs"].startswith(words)
+    assert lapcli.solve_points(a, b, "euclidean").report.details["costs"].startswith("euclidean as a")
+    assert lapcli.solve_points(a, b, "minkowski", p=3.14159265).report.details["costs"].startswith(
+        "minkowski (p = 3.14159265) as a")
+
+
 def test_point_files_that_are_no_point_set_are_refused_in_their_own_words(tmp_path):
     """A named 3-D dataset needs no advice to name one; a directory or an HDF5 file without a 2-D
     dataset is not called a matrix file."""

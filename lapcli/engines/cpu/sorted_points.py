@@ -66,7 +66,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
     column_order = np.argsort(-columns if problem.maximize else columns, kind="stable")
     sorted_ms = (time.perf_counter() - began) * 1e3
     x, y = rows[row_order, None], columns[column_order, None]
-    details = {"costs": f"{problem.metric} between 1-D points, matched in sorted order (Monge)"}
+    details = {"costs": f"{problem.metric_text} between 1-D points, matched in sorted order (Monge)"}
     k, m = len(x), len(y)
     if k == m:  # the k-th row with the k-th column
         paired = problem.sign * costs(x, y, problem.metric, problem.p)  # the work's c(k, k)

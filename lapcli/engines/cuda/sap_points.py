@@ -56,7 +56,7 @@ def run_points(problem, *, timeout: float | None = None, device: int | None = No
         tiles = auction_tiles.put_in_tiles(points) if tiled else None
         row_order = auction_tiles.put_rows_in_order(points) if tiled else None
         details = {
-            "costs": f"{problem.metric} from {problem.dim}-D coordinates (computed where read, no matrix)",
+            "costs": f"{problem.metric_text} from {problem.dim}-D coordinates (computed where read, no matrix)",
             "compile_ms": round(points.compile_ms, 3),
         }
         if tiles is not None:
