@@ -293,7 +293,8 @@ def prepare_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | No
     if origin.on_gpu != origin_b.on_gpu:
         raise LapInputError(f"{names[0]} and {names[1]} must both be on the host or both on the GPU")
     if a.shape[1] != b.shape[1]:
-        raise LapInputError(f"{names[0]} has {a.shape[1]} coordinates a point and {names[1]} has {b.shape[1]}; "
+        words = "coordinate" if a.shape[1] == 1 else "coordinates"
+        raise LapInputError(f"{names[0]} has {a.shape[1]} {words} a point and {names[1]} has {b.shape[1]}; "
                             "they must match")
     if metric == "cosine":
         a, b = _unit_length(a, names[0]), _unit_length(b, names[1])

@@ -174,6 +174,7 @@ def test_an_empty_set_gives_an_empty_answer(shape):
     (np.zeros((3, 2)), np.zeros((3, 2)) + 3, {"metric": "cityblock", "solver": "bogus"}, "unknown solver 'bogus'; [^(]*$"),
     (np.zeros((2, 2, 2)), np.zeros((4, 2)), {}, "3-D"),
     (np.zeros((4, 2)), np.zeros((4, 3)), {}, "must match"),
+    (np.zeros((4, 1)), np.zeros((4, 3)), {}, "^a has 1 coordinate a point and b has 3; they must match$"),
     (np.array([[0.0, np.nan]]), np.zeros((1, 2)), {}, "NaN or infinite"),
     (np.zeros((1, 2)), np.array([[np.inf, 0.0]]), {}, "NaN or infinite"),
     (np.zeros((1, 2)), np.array([[1.0, 0.0]], dtype=np.longdouble) * np.longdouble(10) ** 400, {},
