@@ -446,3 +446,27 @@ def test_a_runner_that_cannot_load_fails_in_its_cells_not_the_sweep():
     results = {t.solver: t for t in runner.run_bench(settings, runners)}
     assert results["lapx"].status == "error" and "No module named" in results["lapx"].message
     assert results["scipy"].status == "ok"
+
+
+def test_a_range_is_written_as_one_value_however_it_was_given(tmp_path):
+    """The default ranges (1, 100), a suite's, a rangeless kind's and --ranges 1,100 write R alike (100
+    once read 100 in one file and 100.0 in another, which a join by value kept apart as text)."""
+    written = []
+    for options in ([], ["--ranges", "1,100"], ["--kind", "float"], ["--kind", "float", "--ranges", "1"]):
+        path = tmp_path / f"b{len(written)}.csv"
+        result = CliRunner().invoke(cli, ["bench", "--sizes", "16", "--solvers", "scipy", "--repeat", "1", "--warmup",
+                                          "0", "-q", "--csv", str(path), *options])
+        assert result.exit_code == 0, result.output
+        written.append(sorted({row["range"] for row in csv.DictReader(path.open())}))
+    assert written == [["1.0", "100.0"]] * 2 + [["1.0"]] * 2
+
+
+def test_a_repeat_past_a_tiny_limit_says_how_long_it_took(tmp_path):
+    """A limit of 1 µs passed by a 16 × 16 scipy solve (~0.02 ms) once read "a repeat took 0 ms"."""
+    path = tmp_path / "t.csv"
+    result = CliRunner().invoke(cli, ["bench", "--sizes", "16", "--ranges", "1", "--solvers", "scipy", "--timeout",
+                                      "0.000001", "--repeat", "1", "--warmup", "0", "-q", "--csv", str(path)])
+    assert result.exit_code == 0, result.output
+    message = next(csv.DictReader(path.open()))["message"]
+    took = float(message.removeprefix("a repeat took ").removesuffix(" ms"))
+    assert 0.001 < took < 10 and message == f"a repeat took {took:.3g} ms"

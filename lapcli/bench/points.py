@@ -129,6 +129,7 @@ def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, 
     for each runner and metric before the first such cell."""
     from ..errors import InfeasibleError, LapInputError, SolverError, SolverUnavailable
     from ..generate import generate_points
+    from .suites import ms_text
 
     timeout = timeout or CALL_LIMIT_S
     limits = runner_limits()
@@ -163,7 +164,7 @@ def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, 
                 continue
             timing.engine, timing.objective = solution.report.solver, float(solution.objective)
             if max(timing.times_ms) > timeout * 1e3:  # an engine that cannot stop inside a solve (scipy)
-                timing.status, timing.message = "timeout", f"took {max(timing.times_ms):.0f} ms"
+                timing.status, timing.message = "timeout", f"took {ms_text(max(timing.times_ms))}"
             elif not solution.report.certified:
                 timing.status, timing.message = "error", "not certified"
             elif reference is None:

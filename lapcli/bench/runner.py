@@ -23,7 +23,7 @@ from ..engines import registry
 from ..errors import LapInputError, SolverUnavailable
 from ..generate import check_options, generate, past_memory, physical_memory, uniform_high
 from ..problem import objective_tolerance
-from .suites import BenchSettings, ObjectiveMismatch, SolveTiming
+from .suites import BenchSettings, ObjectiveMismatch, SolveTiming, ms_text
 
 
 # ----------------------------------------------------------------------------- solver runners
@@ -301,7 +301,7 @@ def time_one(runner: Callable, cost: np.ndarray, settings: BenchSettings, timing
             if settings.timeout is not None and elapsed > settings.timeout * 1e3:
                 # a solver that cannot be stopped ran to its end: no more repeats, every one kept;
                 # past the limit where their median is (one slow repeat is no measure of the cell)
-                timing.message = f"a repeat took {elapsed:.0f} ms"
+                timing.message = f"a repeat took {ms_text(elapsed)}"
                 if timing.median_ms > settings.timeout * 1e3:
                     timing.status = "timeout"
                 return
