@@ -126,7 +126,7 @@ def batch_linear_assignment(cost, maximize: bool = False, sizes=None):
         found = _lean_columns(cost, sizes)
         if found is not None:
             return found
-    return solve_batch(cost, maximize=maximize, sizes=sizes, objectives=False).col_ind
+    return solve_batch(cost, maximize=maximize, sizes=sizes, objectives=False, certify=False).col_ind
 
 
 def _lean_columns(costs, sizes):
@@ -164,10 +164,14 @@ def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
     ``"auto"`` or a batch engine of ``lap info`` (``cuda-batch``, ``scipy-batch``).
 
     Returns what DETR's matcher returns: per image a pair (query indices, target indices) of int64
-    arrays sorted by query, on the input's library and device (torch tensors for torch input)."""
+    arrays sorted by query, on the input's library and device (torch tensors for torch input). As
+    DETR's loop, the pairs are all it returns: on the CPU they are not certified (the GPU's launch
+    proves each image's pairs as it solves them; ``solve_batch(..., sizes=...)`` certifies)."""
     from . import ragged
     from .arrays import is_torch
     from .pipeline import solve_members_raw
+
+    maximize = check_maximize(maximize)  # one sense for every image (a list is refused, not read as True)
 
     if is_torch(cost) and not maximize and solver in ("auto", "cuda-batch") and cost.is_cuda:
         from .engines.cuda.batch_torch import match_block  # the training step's call, lean
@@ -176,7 +180,8 @@ def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
         if found is not None:
             return found
     members = ragged.from_block(cost, sizes)
-    found = solve_members_raw(members, solver=solver, maximize=maximize, objectives=False, pairs=True).pairs
+    found = solve_members_raw(members, solver=solver, maximize=maximize, objectives=False, pairs=True,
+                              certify=False).pairs
     both = members.origin.to_caller(found)  # (2, Σ): one hand-over to the caller's library
     counts = np.minimum(members.rows, members.cols)  # pairs per image
     return list(zip(split_flat(both[0], counts), split_flat(both[1], counts)))

@@ -432,6 +432,32 @@ def test_a_matcher_block_of_no_images_gives_no_pairs():
     assert lapcli.match(torch.zeros((0, 3, 0)), torch.zeros(0, dtype=torch.int64)) == []
 
 
+def test_the_drop_ins_return_their_pairs_without_a_certificate_they_would_throw_away(rng, monkeypatch):
+    """match and batch_linear_assignment(sizes=...) return pairs or columns only: on the CPU no dual
+    recovery runs for them (it took 5× the solve of 8 images of 300 × 40), and their sense is checked."""
+    from lapcli import pipeline
+
+    def recovered(*args, **kwargs):
+        raise AssertionError("a certificate the call throws away")
+
+    monkeypatch.setattr(pipeline, "certified_members", recovered)
+    monkeypatch.setattr(pipeline, "certified_stack", recovered)
+    block = rng.random((3, 120, 300))
+    pairs = lapcli.match(block, [100, 0, 200])
+    for image, (start, count) in enumerate(((0, 100), (100, 0), (100, 200))):
+        rows, cols = scipy_lsa(block[image, :, start:start + count])
+        assert block[image, pairs[image][0], start + pairs[image][1]].sum() == pytest.approx(
+            block[image, rows, start + cols].sum(), rel=1e-12)
+    columns = lapcli.batch_linear_assignment(block, sizes=([120, 100, 120], [110, 300, 200]))
+    for image, (n, m) in enumerate(((120, 110), (100, 300), (120, 200))):
+        assigned = np.flatnonzero(columns[image] >= 0)
+        rows, cols = scipy_lsa(block[image, :n, :m])
+        assert block[image, assigned, columns[image][assigned]].sum() == pytest.approx(block[image, rows, cols].sum())
+    for maximize in ([False], np.array([True, False, True])):
+        with pytest.raises(LapInputError, match="maximize is one True or False for every problem of a call"):
+            lapcli.match(block, [100, 0, 200], maximize=maximize)
+
+
 def test_ragged_objectives_past_int64_stay_exact_python_ints():
     """A member whose optimum passes int64 (two costs past 2^62): its objective is the Python int, as a
     stack's is, not a float64 rounding of every member's."""
