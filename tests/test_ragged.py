@@ -458,6 +458,19 @@ def test_the_drop_ins_return_their_pairs_without_a_certificate_they_would_throw_
             lapcli.match(block, [100, 0, 200], maximize=maximize)
 
 
+def test_big_endian_list_members_are_solved_as_native_ones(rng):
+    """A list's '>f8' members were not float64 to the member loop's checks: unreduced, scipy compared
+    1e6 + U(0, 1e-7) costs' magnitudes, not their spread (an answer 1e-10 above the optimum, which
+    certify=True called a bug), and costs near 1e308 skipped the headroom their sums need."""
+    for values in (1e6 + 1e-7 * rng.random((6, 6)), 1e308 + 7e307 * rng.random((6, 6))):
+        native = lapcli.solve_batch([values, values[:2]], certify=True)
+        swapped = lapcli.solve_batch([values.astype(">f8"), values[:2].astype(">f8")], certify=True)
+        assert swapped.report.certified and native.report.certified
+        assert [c.tolist() for c in swapped.col_ind] == [c.tolist() for c in native.col_ind]
+        assert [c.tolist() for c in lapcli.batch_linear_assignment([values.astype(">f8"), values[:2]])] == \
+            [c.tolist() for c in native.col_ind]
+
+
 def test_ragged_objectives_past_int64_stay_exact_python_ints():
     """A member whose optimum passes int64 (two costs past 2^62): its objective is the Python int, as a
     stack's is, not a float64 rounding of every member's."""

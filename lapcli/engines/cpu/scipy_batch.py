@@ -173,6 +173,9 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     begin = time.perf_counter()
     direct, integers = [], []  # members scipy solves as they are; integers that may need more
     dtypes = members.dtypes if host_list and members.dtypes is not None else {cost.dtype for cost in costs}
+    if not all(dtype.isnative for dtype in dtypes):  # made native, as a matrix is: every check reads float64
+        costs = [cost if cost.dtype.isnative else cost.astype(cost.dtype.newbyteorder("=")) for cost in costs]
+        dtypes = {cost.dtype for cost in costs}
     sizes = members.rows * members.cols
     if len(dtypes) == 1:  # one dtype: the empty members told from the sizes (~0.1 ms for 1000 members)
         kind = next(iter(dtypes)).kind
