@@ -29,6 +29,7 @@ from .engines.base import PendingBatch
 from .errors import LapInputError, TooWideError
 from .options import check_certify, check_device, check_maximize, check_timeout
 from .problem import Problem, prepare
+from .ragged_integers import as_integers
 from .arrays import member_ndim, padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 from .work_dtypes import requested_dtype
@@ -353,7 +354,7 @@ def _packed_for(members: ragged.Members, name: str, maximize: bool, dtype: str |
     its prepared Problem, and the members as packed (integers where ``dtype`` asks for them).
     Raises TooWideError where the stack cannot hold every member exactly."""
     if dtype is not None and np.dtype(dtype).kind in "iu" and np.dtype(members.dtype).kind == "f":
-        members = ragged.as_integers(members, dtype)
+        members = as_integers(members, dtype, maximize)
     upload = device is None and registry.get(name).capabilities.device == "cuda"  # host members: packed there
     packed = ragged.pack(members, maximize, upload)
     problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, all_true, as_array, common_dtype, is_cupy, is_torch, library_of, one_stack, torch_stream_if_other
+from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, library_of, one_stack, torch_stream_if_other
 from .errors import LapInputError, TooWideError
 from .problem import check_cost_dtype, own_forbidden
-from .work_dtypes import WORK_DTYPES, floats_as_integers, work_dtype
+from .work_dtypes import WORK_DTYPES, work_dtype
 
 TOO_WIDE = "integer costs too wide to pad a ragged batch exactly; solve a list of equal shapes, or use floats"
 
@@ -179,7 +179,7 @@ def from_list(matrices) -> Members:
     if origin.on_gpu:
         if common is None:
             raise TooWideError(TOO_WIDE)
-        return _concatenated(values, rows, cols, origin, _cupy(), common)
+        return concatenated(values, rows, cols, origin, _cupy(), common)
     # host matrices stay as they are: the CPU engine solves each where it is (NumPy's float64 names
     # integers of both signs past 2^63, which are refused where they must be packed together)
     return Members(None, np.zeros(len(values), dtype=np.int64), cols.copy(), rows, cols, origin, arrays=values,
@@ -291,7 +291,7 @@ def pack(members: Members, maximize: bool, upload: bool = False) -> Packed:
     return packed
 
 
-def _concatenated(matrices, rows: np.ndarray, cols: np.ndarray, origin: Origin, xp, dtype=None) -> Members:
+def concatenated(matrices, rows: np.ndarray, cols: np.ndarray, origin: Origin, xp, dtype=None) -> Members:
     """Members as one flat array of ``xp``: the matrices one after the other, in ``dtype`` (None: theirs)."""
     flat = xp.concatenate([xp.asarray(m, dtype=dtype).reshape(-1) for m in matrices])
     offsets = np.concatenate([[0], np.cumsum(rows * cols)[:-1]]).astype(np.int64)
@@ -303,23 +303,7 @@ def flattened(members: Members) -> Members:
     GPU engine needs it packed)."""
     if members.flat is not None:
         return members
-    return _concatenated(members.arrays, members.rows, members.cols, members.origin, np, members.dtype)
-
-
-def as_integers(members: Members, requested: str) -> Members:
-    """Float members solved as integers (``dtype="int32"`` or ``"int64"``): int64 members, refused
-    as a stack's are (lapcli.work's rules) unless every value is an integer; before packing, whose
-    +inf padding only integers one above the largest cost replace. Integer members as they are."""
-    xp = members.xp
-    matrices = [members.member(b) for b in range(len(members))]
-    if all(m.dtype.kind == "f" for m in matrices):  # one pass over them all (20,000 members: ~15 ms)
-        matrices = [_concatenated(matrices, members.rows, members.cols, members.origin, xp).flat]
-    infinite = any(m.dtype.kind == "f" and m.size and not all_true(xp.isfinite(m)) for m in matrices)
-    if any(m.dtype.kind == "u" and m.size and int(m.max()) >= 2**63 for m in matrices):
-        raise LapInputError(f"costs do not fit {requested}")
-    whole = [floats_as_integers(m, xp, requested, infinite) if m.dtype.kind == "f" else m for m in matrices]
-    packed = _concatenated(whole, members.rows, members.cols, members.origin, xp, np.int64)
-    return replace(packed, padded_rows=members.padded_rows)
+    return concatenated(members.arrays, members.rows, members.cols, members.origin, np, members.dtype)
 
 
 def _widened(members: Members) -> Members:
@@ -327,7 +311,7 @@ def _widened(members: Members) -> Members:
     if members.flat is not None:
         return Members(members.flat.astype(np.int64), members.offsets, members.strides, members.rows, members.cols,
                        members.origin)
-    return _concatenated([members.member(i) for i in range(len(members))], members.rows, members.cols,
+    return concatenated([members.member(i) for i in range(len(members))], members.rows, members.cols,
                          members.origin, _cupy(), np.int64)
 
 

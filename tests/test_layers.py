@@ -37,6 +37,7 @@ PREFIX_RANKS = {
     "lapcli.work": 1, "lapcli.float64_exact": 1, "lapcli.work_dtypes": 1, "lapcli.headroom": 1, "lapcli.sums": 1, "lapcli.problem": 1, "lapcli.points": 1, "lapcli.points_frame": 1,
     "lapcli.generate": 1, "lapcli.io": 1,
     "lapcli.cuda": 2, "lapcli.ragged": 2,  # the members' layout; packs through lapcli.cuda.ragged_pack
+    "lapcli.ragged_integers": 2,
     "lapcli.certificate": 2, "lapcli.duals": 2, "lapcli.points_certificate": 2,  # the certificate's device pass launches through lapcli.cuda.runtime
     "lapcli.cost_cap": 2,  # judges a certificate again (lapcli.certificate.judged)
     "lapcli.engines.base": 3, "lapcli.engines.cpu": 3, "lapcli.engines.cuda": 3, "lapcli.twins": 3,

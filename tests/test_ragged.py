@@ -471,6 +471,20 @@ def test_big_endian_list_members_are_solved_as_native_ones(rng):
             [c.tolist() for c in native.col_ind]
 
 
+def test_invalid_entries_are_named_before_an_integer_dtype_refuses_infinities(rng):
+    """dtype="int64" on a list or padded stack: NaN (or the wrong-signed infinity) is scipy's invalid
+    entry, named by member as a stack's is, not "forbidden (infinite) entries" of the dtype."""
+    stack = np.round(rng.random((3, 4, 4)) * 100)
+    for bad, maximize in ((np.nan, False), (-np.inf, False), (np.inf, True)):
+        stack[1, 1, 1] = bad
+        for costs, sizes in (([stack[0], stack[1][:3], stack[2]], None), (stack, ([4, 4, 4], [4, 4, 4]))):
+            with pytest.raises(LapInputError, match=r"^matrix contains invalid numeric entries: problem 1 of 3$"):
+                lapcli.solve_batch(costs, sizes=sizes, dtype="int64", maximize=maximize)
+    stack[1, 1, 1] = np.inf  # a forbidden pair: the dtype's own refusal
+    with pytest.raises(LapInputError, match="forbidden .infinite. entries need a float working dtype, not int64"):
+        lapcli.solve_batch([stack[0], stack[1][:3], stack[2]], dtype="int64")
+
+
 def test_ragged_objectives_past_int64_stay_exact_python_ints():
     """A member whose optimum passes int64 (two costs past 2^62): its objective is the Python int, as a
     stack's is, not a float64 rounding of every member's."""

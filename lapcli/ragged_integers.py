@@ -1,0 +1,43 @@
+"""A ragged batch's float members solved as integers (``dtype="int32"`` or ``"int64"``), converted
+before packing (lapcli.ragged.pack), whose +inf padding only integers one above the largest cost
+replace."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .arrays import all_true
+from .errors import LapInputError, members_text
+from .problem import invalid_entries
+from .ragged import Members, concatenated
+from .work_dtypes import floats_as_integers
+
+
+def as_integers(members: Members, requested: str, maximize: bool = False) -> Members:
+    """int64 members, refused as a stack's are (lapcli.work's rules) unless every value is an
+    integer; integer members as they are. NaN or the wrong-signed infinity is refused as a stack's
+    entries are, naming its members, before forbidden (+inf) entries are refused for the dtype."""
+    xp = members.xp
+    matrices = [members.member(b) for b in range(len(members))]
+    if all(m.dtype.kind == "f" for m in matrices):  # one pass over them all (20,000 members: ~15 ms)
+        matrices = [concatenated(matrices, members.rows, members.cols, members.origin, xp).flat]
+    infinite = any(m.dtype.kind == "f" and m.size and not all_true(xp.isfinite(m)) for m in matrices)
+    if infinite:
+        _refuse_invalid_entries(members, maximize)
+    if any(m.dtype.kind == "u" and m.size and int(m.max()) >= 2**63 for m in matrices):
+        raise LapInputError(f"costs do not fit {requested}")
+    whole = [floats_as_integers(m, xp, requested, infinite) if m.dtype.kind == "f" else m for m in matrices]
+    packed = concatenated(whole, members.rows, members.cols, members.origin, xp, np.int64)
+    return replace(packed, padded_rows=members.padded_rows)
+
+
+def _refuse_invalid_entries(members: Members, maximize: bool) -> None:
+    """scipy's error for NaN or the wrong-signed infinity, naming the members that hold one (a pass
+    a member, only where some entry is not finite)."""
+    xp, wrong = members.xp, (np.inf if maximize else -np.inf)
+    bad = [b for b in range(len(members)) if (matrix := members.member(b)).dtype.kind == "f" and matrix.size
+           and not all_true(xp.logical_not(xp.isnan(matrix) | xp.equal(matrix, wrong)))]
+    if bad:
+        raise invalid_entries(f": {members_text(bad, len(members))}")
