@@ -220,12 +220,13 @@ def _per_problem(proofs: list[dict], began: float, problems: int) -> dict:
 def certified_members(members, col_ind: np.ndarray, maximize: bool, engine: str, budget_passes: float | None,
                       force: bool = False) -> dict:
     """The certificate of every member of a ragged batch solved on the CPU (``col_ind`` (B, most
-    rows), −1 unassigned), or ``not_certified`` with why: by default only when every member is
-    large enough that it costs less than its solve (BATCH_CERTIFY_FROM), ``force`` always."""
+    rows), −1 unassigned), or ``not_certified`` with why: by default only when every non-empty
+    member is large enough that it costs less than its solve (BATCH_CERTIFY_FROM), ``force`` always."""
     from .certificate import not_certified
     from .problem import prepare
 
     sizes = members.rows * members.cols
+    sizes = sizes[sizes > 0]  # an empty member (an image with no target) has nothing to check, at no cost
     if not force and len(sizes) and sizes.min() < BATCH_CERTIFY_FROM:
         return not_certified(f"recovering {engine}'s duals for members as small as {int(sizes.min())} entries would "
                              "cost more than solving them (certify=True forces it)")

@@ -485,6 +485,15 @@ def test_invalid_entries_are_named_before_an_integer_dtype_refuses_infinities(rn
         lapcli.solve_batch([stack[0], stack[1][:3], stack[2]], dtype="int64")
 
 
+def test_an_empty_member_leaves_the_default_certificate_of_the_others(rng):
+    """An image with no target (DETR's common case) has nothing to check: it once made the whole
+    list's default certificate "members as small as 0 entries would cost more"."""
+    large = [rng.random((200, 200)), rng.random((150, 180))]
+    assert lapcli.solve_batch(large + [np.zeros((0, 5))]).report.certified
+    small = lapcli.solve_batch([rng.random((3, 3)), np.zeros((0, 5))]).report
+    assert not small.certified and "as small as 9 entries" in small.certificate["why"]
+
+
 def test_ragged_objectives_past_int64_stay_exact_python_ints():
     """A member whose optimum passes int64 (two costs past 2^62): its objective is the Python int, as a
     stack's is, not a float64 rounding of every member's."""
