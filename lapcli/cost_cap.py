@@ -140,8 +140,10 @@ def tightened(work, col_of_row: np.ndarray, u: np.ndarray, v: np.ndarray, certif
     cap, m = cap_for(work, col_of_row, (u, v, certificate)), work.values.shape[1]
     if cap is None:
         return certificate
-    if judged_at_cap(work):
-        try:  # the slacks already read, judged at eps(C) (host duals and columns: certified_result's copies)
+    # the slacks already read, judged at eps(C), where they were read finer than it: duals far larger than C
+    # (a solve at the inflated tolerance drifts them to the large costs' magnitude) round them past it
+    if judged_at_cap(work) and check_rounding(u, v, 0.0) <= float_eps(m, cap):
+        try:  # (host duals and columns: certified_result's copies)
             return judged(certificate.min_slack, certificate.max_assigned_slack, v, col_of_row, m,
                           float_eps(m, cap), engine, time.perf_counter() - certificate.ms / 1e3, certificate.where,
                           check_rounding(u, v, float_eps(m, cap)))

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from .arrays import host
-from .certificate import MINIMISED, certify
+from .certificate import MINIMISED, certify, check_rounding
 
 _UNREACHED_INT = np.iinfo(np.int64).max // 4  # above any distance of int64-safe work (lapcli.work)
 # Rounds with more fallen columns than this relax only the nearer half of them, as Dijkstra would
@@ -136,6 +136,8 @@ def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, bu
     for eps in dict.fromkeys((capped, work.eps(0))):
         try:
             u, v = recover(values, col_of_row, budget_passes, eps)
+            if eps != work.eps(0) and check_rounding(u, v, 0.0) > eps:  # slacks that round past the capped one
+                raise SolverError("duals too large to be checked at the capped tolerance")
             certificate = certify(values, col_of_row, u, v, eps, engine).to_dict()
             break
         except TooCostly:  # (a tighter tolerance may take more passes: the work's own is tried too)

@@ -57,10 +57,10 @@ class Solution:
     when maximising), exactly for integer costs; for float costs up to the ``tolerance`` of the
     report's ``certificate``, checked on the work problem (rows reduced, forbidden pairs at a
     sentinel), plus the rounding of mapping them back to the caller's costs, up to 2^-52 (|u[i]| +
-    |v[j]|) a pair (the certificate's ``objective_within`` counts both). Engines without duals of
-    their own (scipy, lapx) have them recovered from the assignment (lapcli.duals); None where that
-    was not done (``certify=False``, or a recovery that would cost more than the solve: the report
-    says why).
+    |v[j]| + the largest finite |cost| of row i and column j) a pair (tests/test_certificate.py
+    checks it in exact arithmetic). Engines without duals of their own (scipy, lapx) have them
+    recovered from the assignment (lapcli.duals); None where that was not done (``certify=False``,
+    or a recovery that would cost more than the solve: the report says why).
     """
 
     row_ind: np.ndarray

@@ -635,24 +635,47 @@ def test_a_certificate_of_costs_rounded_as_asked_claims_no_bound_on_the_given_ob
 
 @pytest.mark.parametrize("solver", ["scipy", "numpy"])
 def test_returned_float_duals_hold_within_the_stated_tolerance_and_rounding(rng, solver):
-    """Solution's promise for float duals, in exact arithmetic: cost − u − v ≥ −(tolerance + ρ) and
-    |cost − u − v| ≤ tolerance + ρ on the assignment, ρ = 2^-52 (|u_i| + |v_j|) (lapcli.results).
-    Costs of far apart magnitudes and a forbidden pair's sentinel make the mapped-back duals round."""
-    cases = [np.array([[1e-20, 1.0, 3.0]]), np.array([[1e-300], [np.inf]]),
-             np.array([[1e-300, 3e-300], [np.inf, 2e-300]]), np.exp(rng.random((12, 9)) * 1400 - 700),
-             np.exp(rng.random((9, 12)) * 80 - 40)]
-    for cost in cases:
-        solution = lapcli.solve(cost, solver=solver, certify=True)
+    """Solution's promise for float duals, in exact arithmetic: sign·(cost − u − v) ≥ −(tolerance + ρ),
+    and within tolerance + ρ of 0 on the assignment, ρ = 2^-52 (|u_i| + |v_j| + the largest finite
+    |cost| of row i and column j) (lapcli.results). Costs of far apart magnitudes and a forbidden
+    pair's sentinel make the mapped-back duals round; duals a solve at an inflated tolerance drifted
+    to the large costs' magnitude once passed a check at the capped tolerance they round past."""
+    cases = [(np.array([[1e-20, 1.0, 3.0]]), False), (np.array([[1e-20, 3.0]]), True),
+             (np.array([[1e-300], [np.inf]]), False), (np.array([[1e-300, 3e-300], [np.inf, 2e-300]]), False),
+             (np.array([[np.inf, 1.0], [1.0, 1e-112], [1e264, 1e297]]), False),
+             (np.array([[1e100, 1e300, -np.inf, 1e200], [1e200, 1e300, 1e300, 1.0], [1e100, 1e200, 1e-200, -np.inf]]),
+              True),
+             (np.exp(rng.random((12, 9)) * 1400 - 700), False), (np.exp(rng.random((9, 12)) * 80 - 40), True)]
+    for cost, maximize in cases:
+        solution = lapcli.solve(cost, solver=solver, certify=True, maximize=maximize)
         u, v = solution.duals
-        tolerance = Fraction(solution.report.certificate["tolerance"])
+        tolerance, sign = Fraction(solution.report.certificate["tolerance"]), -1 if maximize else 1
         assigned = set(zip(solution.row_ind.tolist(), solution.col_ind.tolist()))
+        finite = np.where(np.isfinite(cost), np.abs(cost), 0.0)
         for i, j in itertools.product(range(cost.shape[0]), range(cost.shape[1])):
             if not np.isfinite(cost[i, j]):
                 continue
-            slack = Fraction(cost[i, j]) - Fraction(u[i]) - Fraction(v[j])
-            allowed = tolerance + Fraction(2.0**-52) * (abs(Fraction(u[i])) + abs(Fraction(v[j])))
+            slack = sign * (Fraction(cost[i, j]) - Fraction(u[i]) - Fraction(v[j]))
+            largest = max(finite[i].max(), finite[:, j].max())
+            allowed = tolerance + Fraction(2.0**-52) * (abs(Fraction(u[i])) + abs(Fraction(v[j])) + Fraction(largest))
             assert slack >= -allowed, (cost, i, j)
             assert (i, j) not in assigned or abs(slack) <= allowed, (cost, i, j)
+
+
+def test_a_check_at_the_capped_tolerance_needs_slacks_read_finer_than_it():
+    """Large costs no optimum takes inflate the work's tolerance; the answer is judged again at the
+    capped one only where its duals' slacks round below it. Recovered (scipy) duals of the large
+    costs' magnitude are judged at the work's own tolerance; the numpy engine's, drifted there by its
+    solve at the inflated one, are solved again with the costs capped (their duals then small)."""
+    cost = np.array([[np.inf, 1.0], [1.0, 1e-112], [1e264, 1e297]])
+    recovered = lapcli.solve(cost, solver="scipy", certify=True)
+    u, v = recovered.duals
+    assert recovered.report.certificate["tolerance"] >= 2.0**-52 * (np.abs(u).max() + np.abs(v).max())
+    solved_again = lapcli.solve(cost, solver="numpy", certify=True)
+    assert solved_again.report.details["cost_cap_rounds"] == 1 and solved_again.report.certificate["tolerance"] < 1e-13
+    u, v = solved_again.duals
+    assert np.abs(cost[solved_again.row_ind, solved_again.col_ind] - u[solved_again.row_ind]
+                  - v[solved_again.col_ind]).max() <= 1e-13
 
 
 def test_the_checked_relation_names_the_sense_its_slacks_are_of(rng):
