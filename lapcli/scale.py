@@ -4,7 +4,7 @@ This module only schedules; the solving is ``lapcli.solve`` (a 2-D matrix) and
 ``lapcli.solve_batch`` (a 3-D stack), called unchanged on the workers. Each input is one task
 (``client.submit``); dask-cuda's ``LocalCUDACluster`` gives one worker per visible GPU, a
 ``distributed.LocalCluster`` of single-threaded processes runs the same tasks on CPUs (CI). A
-(B, n, m) dask array is solved lazily, one ``solve_batch`` per block (``solve_dask_array``).
+(B, n, m) dask array is solved lazily: lapcli.scale_array.
 
 Dask is optional (``pip install 'lapcli[dask]'``): importing this module never imports it.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-import re
 import signal
 import threading
 import time
@@ -25,10 +24,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .errors import InfeasibleError, LapInputError, LapTypeError, SolverUnavailable
+from .errors import LapInputError, LapTypeError, SolverUnavailable
 from .io.formats import split_hdf5_path
+from .scale_array import NEEDS_DASK, require_dask, solve_dask_array  # noqa: F401 - lapcli.scale's names
 
-NEEDS_DASK = "scale-out needs Dask: pip install 'lapcli[dask]'"
 # In-memory inputs above this many bytes are scattered to a worker first; smaller ones travel in
 # their task, which the scheduler runs again elsewhere where a worker dies (a scattered input dies
 # with its worker: every task of it failed, and other inputs on that worker too).
@@ -67,14 +66,6 @@ def dask_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def _require_dask():
-    try:
-        import distributed
-    except ImportError:
-        raise LapInputError(NEEDS_DASK) from None
-    return distributed
 
 
 def visible_gpus() -> int:
@@ -163,7 +154,7 @@ def _nbytes(item) -> int:
 def _client(client, scheduler, n_inputs: int, silence_logs: int = logging.WARNING):
     """The given client, a client of ``scheduler``, or a local cluster started (and closed) here:
     one worker per GPU when several are visible and dask-cuda imports, else CPU processes."""
-    distributed = _require_dask()
+    distributed = require_dask()
     if client is not None:
         yield client
         return
@@ -246,7 +237,7 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
     """:func:`solve_many`, keeping each input's reader notes apart (``Solved``): what the CLI prints.
     ``silence_logs``: the least level a local cluster started here logs (the CLI: CRITICAL, its
     stderr is one line an input)."""
-    distributed = _require_dask()
+    distributed = require_dask()
     if (isinstance(inputs, (str, bytes, os.PathLike, dict)) or hasattr(inputs, "ndim")
             or not isinstance(inputs, Iterable)):  # one input (a matrix or stack of any library, a path), or a mapping
         raise LapInputError(f"inputs must be a list of inputs (matrices, stacks or file specs), not one "
@@ -344,54 +335,3 @@ def solve_many(inputs: Sequence, *, client=None, scheduler: str | None = None, s
         else:
             out.append(result)
     return out
-
-
-# ----------------------------------------------------------------------------- dask arrays
-def _solve_block(block, solver: str, maximize: bool, total: int, block_info=None):
-    """One block's columns; an error names the block's problems among the array's ``total``
-    (solve_batch counts them within the block)."""
-    from .pipeline import solve_batch
-
-    try:
-        return solve_batch(block, solver=solver, maximize=maximize).col_ind
-    except (InfeasibleError, LapInputError, LapTypeError) as error:
-        if block_info is None:
-            raise
-        first, stop = block_info[0]["array-location"][0]
-        # solve_batch counts the block's problems ("problem 1 of 3"): named as the array's
-        message = re.sub(r"(problems?) ((?:\d+|, |…)+?) of \d+", lambda found: _in_array(found, first, total), str(error))
-        where = f"in the block of problems {first} … {stop - 1} of the dask array's {total}"
-        raise type(error)(f"{message} ({where})") from None
-
-
-def _in_array(found, first: int, total: int) -> str:
-    """``problem k of B`` (or ``problems k, l of B``: lapcli.errors.members_text) of a block from
-    ``first`` as the array's."""
-    listed = re.sub(r"\d+", lambda number: str(first + int(number.group(0))), found.group(2))
-    return f"{found.group(1)} {listed} of {total}"
-
-
-def solve_dask_array(costs, *, maximize: bool = False, solver: str = "auto"):
-    """The column of each row for every problem of a (B, n, m) dask array, lazily: a (B, n) int64
-    dask array, one ``solve_batch`` per block along B (the other axes are rechunked whole).
-    Computing it gives what ``solve_batch(costs.compute()).col_ind`` gives; an infeasible member
-    raises then (InfeasibleError), as solve_batch does."""
-    _require_dask()
-    import dask.array as da
-
-    if not isinstance(costs, da.Array):
-        raise LapInputError("solve_dask_array takes a dask array; use solve_batch for NumPy, CuPy or torch")
-    if solver != "auto":  # checked now, not once a block when computed (whether it runs: on the workers)
-        from .engines.auto import batch_engine
-
-        batch_engine(solver)
-    if costs.ndim != 3:
-        raise LapInputError(f"costs is {costs.ndim}-D: expected a stack of matrices (B, n, m)")
-    if any(np.isnan(size) for size in costs.shape):
-        raise LapInputError("costs has unknown chunk sizes: call compute_chunk_sizes() first")
-    if len(costs.chunks[1]) > 1 or len(costs.chunks[2]) > 1:
-        costs = costs.rechunk({1: -1, 2: -1})  # a problem must live in one block
-    n = costs.shape[1]
-    meta = np.empty((0, 0), dtype=np.int64)
-    return costs.map_blocks(_solve_block, solver, maximize, costs.shape[0], drop_axis=2, chunks=(costs.chunks[0], (n,)),
-                            dtype=np.int64, meta=meta)

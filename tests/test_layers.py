@@ -43,7 +43,7 @@ PREFIX_RANKS = {
     "lapcli.engines.base": 3, "lapcli.engines.cpu": 3, "lapcli.engines.cuda": 3, "lapcli.twins": 3,
     "lapcli.engines.registry": 4, "lapcli.engines.auto": 4, "lapcli.options": 4,
     "lapcli.results": 5, "lapcli.report": 5, "lapcli.cost_limit": 5,
-    "lapcli.api": 5, "lapcli.pipeline": 5, "lapcli.pipeline_points": 5, "lapcli.scale": 5, "lapcli.info": 5,
+    "lapcli.api": 5, "lapcli.pipeline": 5, "lapcli.pipeline_points": 5, "lapcli.scale": 5, "lapcli.scale_array": 5, "lapcli.info": 5,
     "lapcli.bench": 6,
     "lapcli.cli": 7,
     "lapcli.entry": 8, "lapcli.__main__": 8,
