@@ -199,7 +199,8 @@ def _connected(distributed, scheduler: str):
     """A client of ``scheduler``, or LapInputError. Client's timeout bounds the connection alone: a
     service that takes it and never answers held the call for ever, and one that answers something
     else (an HTTP server) failed as "out of host memory"; the handshake runs in a thread, given twice
-    CONNECT_TIMEOUT_S, and whatever it raises is one line."""
+    CONNECT_TIMEOUT_S, and whatever it raises is one line. A scheduler with no worker is given
+    CONNECT_TIMEOUT_S for one to join."""
     found: dict = {}
 
     def connect() -> None:
@@ -212,7 +213,14 @@ def _connected(distributed, scheduler: str):
     thread.start()
     thread.join(2 * CONNECT_TIMEOUT_S)
     if "client" in found:
-        return found["client"]
+        client = found["client"]
+        try:  # a scheduler with no worker held the call for ever (as_completed waits for one)
+            client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - distributed's TimeoutError, whichever module it comes from
+            client.close()
+            raise LapInputError(f"the Dask scheduler at {scheduler} has no worker: none joined in "
+                                f"{CONNECT_TIMEOUT_S} s") from None
+        return client
     error = found.get("error")
     why = (f"no answer in {2 * CONNECT_TIMEOUT_S} s" if error is None else  # a length read off another protocol:
            "what it answers is not Dask's protocol" if isinstance(error, MemoryError) else _one_line(error))

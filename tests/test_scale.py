@@ -4,6 +4,8 @@ import builtins
 import gc
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -230,6 +232,31 @@ def test_cli_with_a_bad_scheduler_address_is_one_line_exit_2(tmp_path, rng):
     np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
     bad_address = invoke("solve", tmp_path / "a.npy", "--scheduler", "nonsense::")
     assert_one_line_error(bad_address, 2, "cannot reach the Dask scheduler at nonsense::")
+
+
+def test_a_scheduler_with_no_worker_is_one_line_exit_2_not_a_wait_for_ever(monkeypatch, tmp_path, rng):
+    """as_completed waits for a worker: a scheduler without one held lap solve until killed, and
+    --timeout did not bound it (a limit for the solve, which never started). The scheduler runs in
+    a process of its own (one in this process, beside the module's cluster, held its close)."""
+    import_distributed()
+    monkeypatch.setattr(scale, "CONNECT_TIMEOUT_S", 0.5)
+    np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
+    script = ("import asyncio, distributed\n"
+              "async def main():\n"
+              "    async with distributed.Scheduler(host='127.0.0.1', port=0, dashboard_address=':0') as scheduler:\n"
+              "        print(scheduler.address, flush=True)\n"
+              "        await asyncio.sleep(120)\n"
+              "asyncio.run(main())\n")
+    empty = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        address = empty.stdout.readline().strip()
+        began = time.perf_counter()
+        result = invoke("solve", tmp_path / "a.npy", tmp_path / "a.npy", "--scheduler", address)
+        assert time.perf_counter() - began < 30
+    finally:
+        empty.kill()
+        empty.wait()
+    assert_one_line_error(result, 2, f"the Dask scheduler at {address} has no worker: none joined in 0.5 s")
 
 
 @pytest.mark.parametrize("reply, words", [(None, "no answer in"),
