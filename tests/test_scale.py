@@ -187,6 +187,11 @@ def test_cli_an_input_s_error_names_it_once_as_in_process(client, tmp_path, rng)
     assert local.exit_code == on_dask.exit_code == 2
     line = f"Error: {tmp_path / 'bad.csv'} line 2, column 2: 'x' is not a number"
     assert line in local.stderr and on_dask.stderr.strip().splitlines()[-1] == line
+    # words that name it later than first: stdin's ragged rows ("stdin: cannot parse stdin" once)
+    ragged = [invoke("solve", "-", tmp_path / "a.npy", "-q", *route, input="1,2\n3\n") for route in
+              ([], ["--scheduler", client.scheduler.address])]
+    assert [result.stderr.strip().splitlines()[-1] for result in ragged] == [
+        "Error: cannot parse stdin: ragged rows: line 2 has 1 column, line 1 has 2 columns"] * 2
 
 
 def test_every_distributed_logger_is_quieted_for_one_line_an_input():

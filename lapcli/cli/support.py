@@ -289,9 +289,10 @@ def input_name(spec: str) -> str:
 
 
 def named_by_input(spec: str, message: str) -> str:
-    """One of several inputs' error, its input named once (not where its own words name it)."""
+    """One of several inputs' error, its input named once: not where its own words name it, first
+    or later ("cannot parse stdin: …" read "stdin: cannot parse stdin: …")."""
     name = input_name(spec)
-    return message if message.startswith(name) else f"{name}: {message}"
+    return message if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", message) else f"{name}: {message}"
 
 
 def check_rank_options(spec: str, rank: int | None, solver: str, duals_path, cost_limit) -> None:
