@@ -130,12 +130,14 @@ def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, bu
     began = time.perf_counter()
     row_offset, col_offset = (None if o is None else np.asarray(o[0]) for o in (work.row_offset, work.col_offset))
     adapter = WorkMatrix(values, work.eps(0), row_offset, col_offset)
-    capped = _capped_eps(adapter, col_of_row)
+    cap, capped = _capped_eps(adapter, col_of_row)
     # recovered and proved at the capped tolerance where large costs no optimum takes inflate the work's
-    # (lapcli.cost_cap); where the duals do not hold there, at the work's own, which decides
+    # (lapcli.cost_cap): recovered from the costs capped at C, whose duals hold for the true costs (no
+    # smaller) and stay within C (shortest paths through the large costs drifted them to their size);
+    # where the duals do not hold there, at the work's own, which decides
     for eps in dict.fromkeys((capped, work.eps(0))):
         try:
-            u, v = recover(values, col_of_row, budget_passes, eps)
+            u, v = recover(values if eps == work.eps(0) else np.minimum(values, cap), col_of_row, budget_passes, eps)
             if eps != work.eps(0) and check_rounding(u, v, 0.0) > eps:  # slacks that round past the capped one
                 raise SolverError("duals too large to be checked at the capped tolerance")
             certificate = certify(values, col_of_row, u, v, eps, engine).to_dict()
@@ -152,14 +154,15 @@ def certified_duals(problem, rows: np.ndarray, cols: np.ndarray, engine: str, bu
     return problem.duals_from_work(u, v, adapter), certificate
 
 
-def _capped_eps(work, col_of_row: np.ndarray) -> float:
-    """The float tolerance capped by the answer's reduced total where large costs no optimum takes
-    inflate it (lapcli.cost_cap), else the work's own: the duals are recovered and proved there."""
+def _capped_eps(work, col_of_row: np.ndarray) -> tuple[float | None, float]:
+    """(C, the float tolerance capped by it) where large costs no optimum takes inflate the work's
+    (lapcli.cost_cap: C the answer's reduced total, doubled), else (None, the work's own): the duals
+    are recovered and proved there."""
     from .cost_cap import cap_for, judged_at_cap
     from .work import float_eps
 
     cap = cap_for(work, col_of_row) if judged_at_cap(work) else None
-    return work.eps if cap is None else float_eps(work.values.shape[1], cap)
+    return (None, work.eps) if cap is None else (cap, float_eps(work.values.shape[1], cap))
 
 
 # Below this many entries per problem, recovering a problem's duals and checking them costs more
