@@ -32,8 +32,9 @@ def lapx_module():
     try:
         import lap
     except Exception as error:  # noqa: BLE001 - whatever a broken extension raises, it cannot run
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ImportError(f"lapx {version} is installed but does not import ({reason})") from None
+        from ...io.text import first_line
+
+        raise ImportError(f"lapx {version} is installed but does not import ({first_line(error)})") from None
     return lap
 
 

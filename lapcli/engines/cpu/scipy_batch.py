@@ -19,7 +19,7 @@ import time
 import numpy as np
 from scipy.optimize import linear_sum_assignment as scipy_lsa
 
-from ...arrays import host
+from ...arrays import host, native_order
 from ...errors import LapInputError
 from ...float64_exact import float64_exact, float64_solvable
 from ...headroom import headroom_scale, with_headroom
@@ -174,7 +174,7 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     direct, integers = [], []  # members scipy solves as they are; integers that may need more
     dtypes = members.dtypes if host_list and members.dtypes is not None else {cost.dtype for cost in costs}
     if not all(dtype.isnative for dtype in dtypes):  # made native, as a matrix is: every check reads float64
-        costs = [cost if cost.dtype.isnative else cost.astype(cost.dtype.newbyteorder("=")) for cost in costs]
+        costs = [native_order(cost) for cost in costs]
         dtypes = {cost.dtype for cost in costs}
     sizes = members.rows * members.cols
     if len(dtypes) == 1:  # one dtype: the empty members told from the sizes (~0.1 ms for 1000 members)
