@@ -10,7 +10,7 @@ import numpy as np
 
 from .arrays import all_true
 from .errors import LapInputError, members_text
-from .problem import invalid_entries
+from .problem import check_entries, invalid_entries
 from .ragged import Members, concatenated
 from .work_dtypes import floats_as_integers
 
@@ -34,10 +34,13 @@ def as_integers(members: Members, requested: str, maximize: bool = False) -> Mem
 
 
 def _refuse_invalid_entries(members: Members, maximize: bool) -> None:
-    """scipy's error for NaN or the wrong-signed infinity, naming the members that hold one (a pass
-    a member, only where some entry is not finite)."""
-    xp, wrong = members.xp, (np.inf if maximize else -np.inf)
-    bad = [b for b in range(len(members)) if (matrix := members.member(b)).dtype.kind == "f" and matrix.size
-           and not all_true(xp.logical_not(xp.isnan(matrix) | xp.equal(matrix, wrong)))]
+    """scipy's error for NaN or the wrong-signed infinity (lapcli.problem.check_entries' rule), naming
+    the members that hold one (a check a member, only where some entry is not finite)."""
+    bad = []
+    for b in range(len(members)):
+        try:
+            check_entries(members.member(b)[None], members.xp, maximize)
+        except LapInputError:
+            bad.append(b)
     if bad:
         raise invalid_entries(f": {members_text(bad, len(members))}")
