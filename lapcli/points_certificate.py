@@ -28,6 +28,18 @@ def on_device(problem) -> bool:
     return problem.n_rows * problem.n_cols > HOST_PASS_UP_TO and search_kernel_status()[0]
 
 
+PAST_TIME_LIMIT = "the certificate's pass ran past the time limit"
+
+
+def unchecked_past_the_limit(stopped: SolverError, certify: bool | None, what: str) -> str:
+    """Why an answer keeps no certificate where its pass stopped at the time limit and ``certify`` was
+    left to its default (the pairs are optimal before the pass: they come back, unchecked); any other
+    failure, or certify=True, raises ``stopped``."""
+    if certify or PAST_TIME_LIMIT not in str(stopped):
+        raise stopped
+    return f"{what}: {stopped} (certify=True makes it an error)"
+
+
 def certify_points(problem, col_of_row, u, v, tolerance: float, engine: str, *, timeout: float | None = None,
                    began: float = 0.0, device: int | None = None, details: dict | None = None) -> Certificate:
     """Check the work's duals ``u``, ``v`` (host float64, the work's rows and columns) for its
@@ -69,7 +81,7 @@ def _host_least_slack(problem, x, y, u, v, timeout, began) -> float:
     least = np.inf
     for first in range(0, n, step):
         if timeout is not None and time.perf_counter() - began > timeout:
-            raise SolverError(f"the certificate's pass ran past the time limit: {first:,} of {n:,} rows read")
+            raise SolverError(f"{PAST_TIME_LIMIT}: {first:,} of {n:,} rows read")
         block = problem.sign * costs(x[first:first + step, None, :], y[None, :, :], problem.metric, problem.p)
         block -= u[first:first + step, None]
         block -= v[None, :]
