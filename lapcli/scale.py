@@ -162,21 +162,28 @@ def _client(client, scheduler, n_inputs: int, silence_logs: int = logging.WARNIN
         with _connected(distributed, scheduler) as own:
             yield own
         return
-    cluster = None
+    try:
+        cluster = _local_cluster(distributed, n_inputs, silence_logs)
+    except Exception as error:  # noqa: BLE001 - Dask's configuration (a DASK_* value it cannot parse)
+        raise SolverUnavailable(f"cannot start a local Dask cluster: {_one_line(error)}") from None
+    with cluster, distributed.Client(cluster) as own:
+        yield own
+
+
+def _local_cluster(distributed, n_inputs: int, silence_logs: int):
+    """One worker per GPU when several are visible and dask-cuda imports, else single-threaded CPU
+    processes, one per input up to the cores."""
     if visible_gpus() > 1:
         try:
             from dask_cuda import LocalCUDACluster
         except ImportError:
             pass
         else:
-            cluster = LocalCUDACluster(silence_logs=silence_logs)
-    if cluster is None:
-        workers = max(1, min(os.cpu_count() or 1, n_inputs))
-        with _workers_ignore_ctrl_c():
-            cluster = distributed.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
-                                               dashboard_address=":0", silence_logs=silence_logs)
-    with cluster, distributed.Client(cluster) as own:
-        yield own
+            return LocalCUDACluster(silence_logs=silence_logs)
+    workers = max(1, min(os.cpu_count() or 1, n_inputs))
+    with _workers_ignore_ctrl_c():
+        return distributed.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
+                                        dashboard_address=":0", silence_logs=silence_logs)
 
 
 @contextmanager

@@ -303,6 +303,17 @@ def test_file_specs_reach_the_workers_as_the_caller_s_paths(client, tmp_path, rn
                                              lapcli.solve(cost.T).objective]
 
 
+def test_a_dask_setting_the_local_cluster_cannot_parse_is_one_line_exit_2(tmp_path, rng):
+    """A DASK_* value Dask cannot read stops its cluster before a task runs: the user's settings,
+    not a lapcli bug, named in Dask's words."""
+    import_distributed()
+    import dask
+    np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
+    with dask.config.set({"distributed.comm.timeouts.connect": "bogus"}):
+        bad_setting = invoke("solve", tmp_path / "a.npy", tmp_path / "a.npy", "--dask")
+    assert_one_line_error(bad_setting, 2, "cannot start a local Dask cluster: 'Invalid time unit: bogus")
+
+
 def test_cli_without_dask_is_one_line_exit_2(monkeypatch, tmp_path, rng):
     np.save(tmp_path / "a.npy", rng.integers(0, 9, (3, 3)))
     block_dask_imports(monkeypatch)
