@@ -20,8 +20,8 @@ refused when even their spread is too wide. A non-integral L over integer costs 
 ⌊L⌋ + 1/2: the least cost of k pairs is convex in k with integer steps, so the optimum takes
 exactly the steps below L, and no step lies between ⌊L⌋ and L (4(C − t) and 2(⌊L⌋ − t) + 1, exact
 again). Float costs make a float64 problem, solved within the float tolerance like any other, L
-lowered to t + (min(n, m) + 1)·S where it is above (the same answers, and a tolerance that follows
-the costs, not L).
+lowered to t + (min(n, m) + 1)·S, and 2⁻²⁰ of the largest |cost|, where it is above (the same
+answers, and a tolerance that follows the costs, not L).
 """
 
 from __future__ import annotations
@@ -40,31 +40,39 @@ from .work import INT64_SAFE
 from .work_dtypes import floats_as_integers, requested_dtype
 
 
-def augmented_matrix(cost: np.ndarray, cost_limit: int | float) -> np.ndarray:
+def augmented_matrix(cost: np.ndarray, cost_limit: int | float, rounded_to=None) -> np.ndarray:
     """lapjv's (n + m)² problem of the host costs ``cost`` under ``cost_limit`` (a Python int or
-    float): exact int64 for integer costs (the module's docstring), float64 for float costs."""
+    float): exact int64 for integer costs (the module's docstring), float64 for float costs
+    (``rounded_to``: the float dtype the work will round them to, which the ceiling must outlast)."""
     n, m = cost.shape
     if cost.dtype.kind in "biu":
         if isinstance(cost_limit, int) or float(cost_limit).is_integer():
             return _integer_augmented(cost, int(cost_limit), scale=1)
         return _integer_augmented(cost, 2 * math.floor(cost_limit) + 1, scale=2)  # ⌊L⌋ + 1/2, doubled
-    extended = np.full((n + m, n + m), min(cost_limit, _float_ceiling(cost)) / 2.0, dtype=np.float64)
+    extended = np.full((n + m, n + m), min(cost_limit, _float_ceiling(cost, rounded_to)) / 2.0, dtype=np.float64)
     extended[:n, :m] = cost
     extended[n:, m:] = 0
     return extended
 
 
-def _float_ceiling(cost: np.ndarray) -> float:
+def _float_ceiling(cost: np.ndarray, rounded_to=None) -> float:
     """A limit above which every float limit has the same answers: the least finite cost t plus
     (min(n, m) + 1) times their spread S, a little more (the integer clamp's argument, above). A
     limit far above it made the augmented problem's float tolerance follow L: 3 × 15 U[0, 1) costs
-    under cost_limit=1e20 came back 0.318 against the optimum's 0.201, within a tolerance of 8e5."""
+    under cost_limit=1e20 came back 0.318 against the optimum's 0.201, within a tolerance of 8e5.
+    t and S are those of the costs as ``rounded_to`` holds them (the problem solved), and the little
+    more is 2⁻²⁰ of the largest |cost|, 8 float32 ulps: with equal costs (S = 0), a margin that
+    float32 rounded away left L/2 equal to c/2, and "assign" tied with "leave out" (3 × 3 sevens
+    under cost_limit=8 as float32 came back with no row assigned)."""
+    if rounded_to is not None:
+        with np.errstate(over="ignore"):  # past the dtype's range: inf, which the work refuses itself
+            cost = cost.astype(rounded_to)
     finite = cost[np.isfinite(cost)].astype(np.float64)
     if not finite.size:
         return math.inf
     with np.errstate(over="ignore"):  # past float64's range the ceiling is inf: every limit is below it
         least, spread = float(finite.min()), float(finite.max() - finite.min())
-    margin = max(abs(least) * 2.0**-40, sys.float_info.min)
+    margin = max(max(abs(least), abs(least + spread)) * 2.0**-20, sys.float_info.min)
     return least + (min(cost.shape) + 1) * spread * (1 + 2.0**-20) + margin
 
 
@@ -125,12 +133,13 @@ class CostLimit:
         if 0 in host.shape:
             return None
         requested, whole = requested_dtype(dtype), host
+        rounded_to = np.float32 if requested == "float32" else None
         if (host.dtype.kind == "f" and requested in ("int32", "int64")
                 and not (min(limit, _float_ceiling(host)) / 2.0).is_integer()):
             # the float problem's L/2 would be refused as no integer: augmented as integers instead (which
             # doubles the spread, so only then: an int32 problem of whole L/2 keeps its room)
             whole = floats_as_integers(host, np, requested, not bool(np.isfinite(host).all()))
-        return cls(host, limit, augmented_matrix(whole, limit))
+        return cls(host, limit, augmented_matrix(whole, limit, rounded_to))
 
     def explain(self, error: Exception) -> Exception:
         """The augmented problem's refusal in the caller's terms: a range an int dtype does not hold is

@@ -311,6 +311,24 @@ def test_a_far_cost_limit_is_the_limit_of_the_costs(rng, solver):
     assert solution.objective == pytest.approx(cost[1:][scipy_lsa(cost[1:])].sum(), rel=1e-13)
 
 
+@pytest.mark.parametrize("solver", ["numpy", "scipy", "lapx", "auto"])
+def test_a_cost_limit_above_every_cost_assigns_every_row_in_float32_work(rng, solver):
+    """Every pair below the limit is taken, whatever the work rounds to: the ceiling that stands for
+    a far limit kept a margin of 2^-40 of the costs, which float32 work rounded away where the costs
+    are equal (3 × 3 sevens under cost_limit=8 came back with no row assigned, "certified")."""
+    if solver == "lapx":
+        pytest.importorskip("lap", reason="lapx is an optional peer")
+    few_values = [np.full((3, 3), 7.0), np.array([[6.0]]), np.array([[4.0]], dtype=np.float16), np.full((2, 3), -3.0),
+                  1e6 + rng.integers(0, 3, (9, 12)) * 2.0**-4, rng.choice([1.0, 1.0 + 7e-8], (40, 40))]
+    for cost in few_values:
+        top = float(cost.max())
+        limit = top + 0.5 if top < 1e6 else top + 64
+        solution = lapcli.solve(cost, cost_limit=limit, dtype="float32", solver=solver)
+        assert (solution.x >= 0).sum() == min(cost.shape), (cost.shape, solution.x)
+        best = cost.astype(np.float32).astype(np.float64)
+        assert solution.objective == pytest.approx(best[scipy_lsa(best)].sum(), rel=1e-6)
+
+
 def test_cost_limit_refuses_maximize_and_nan():
     with pytest.raises(ValueError, match="minimisation"):
         lapcli.solve(np.eye(3), cost_limit=1.0, maximize=True)
