@@ -71,10 +71,14 @@ def check_certify(certify) -> bool | None:
     raise LapInputError(f"certify must be True, False or None, not {certify!r}")
 
 
-def check_maximize(maximize) -> bool:
+def check_maximize(maximize, problems: bool = True) -> bool:
     """``maximize`` as one sense for every problem of a call: an array or list of them (one a problem)
-    is refused in those words; it read as entries (a 2-problem array: "invalid numeric entries")."""
-    if getattr(maximize, "ndim", 0) or isinstance(maximize, (list, tuple)):
+    is refused in those words; it read as entries (a 2-problem array: "invalid numeric entries"), and
+    as True where one problem is solved (``[False]`` maximised, a word like "False" too). ``problems``:
+    whether the call solves several, which the words say."""
+    if getattr(maximize, "ndim", 0) or isinstance(maximize, (list, tuple, str, bytes)):
+        if not problems:
+            raise LapInputError(f"maximize must be True or False, not {maximize!r}")
         raise LapInputError(f"maximize is one True or False for every problem of a call, not {maximize!r}: solve "
                             "those to maximise and those to minimise in two calls")
     return bool(maximize)

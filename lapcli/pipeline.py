@@ -83,7 +83,7 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     """
     start = time.perf_counter()
     check_device(device)
-    timeout, certify = check_timeout(timeout), check_certify(certify)
+    timeout, certify, maximize = check_timeout(timeout), check_certify(certify), check_maximize(maximize, problems=False)
     limit = CostLimit.of(cost, cost_limit, maximize, dtype) if cost_limit is not None else None
     problem = prepare(limit.matrix if limit else cost, maximize=maximize, dtype=dtype, check=False)
     try:

@@ -13,7 +13,7 @@ from .arrays import host
 from .cuda.probe import device_context
 from .engines import registry
 from .errors import LapInputError, SolverError
-from .options import check_certify, check_device, check_timeout
+from .options import check_certify, check_device, check_maximize, check_timeout
 from .pipeline import empty_duals, loaded_engine, matrix_report, set_up_apart, solve_ms, solve_problem
 from .problem import array_module, prepare
 from .results import Solution
@@ -64,6 +64,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     start = time.perf_counter()
     check_device(device)
     timeout, certify = check_timeout(timeout), check_certify(certify)
+    maximize = check_maximize(maximize, problems=False)
     if solver != "auto":
         registry.get(solver)  # an unknown name said as it is, before any easier sets are made of these
     problem = point_sets.prepare_points(a, b, metric, p=p, maximize=maximize, names=names)

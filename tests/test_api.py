@@ -452,6 +452,22 @@ def test_certify_false_in_any_of_its_forms_certifies_nothing(off):
         lapcli.solve(cost, certify="no")
 
 
+@pytest.mark.parametrize("sense", [[False], (True,), np.array([True, False]), "False"])
+def test_a_sense_that_is_no_true_or_false_is_refused_by_the_solvers_of_one_problem(sense):
+    """``maximize=[False]`` read as True: solve and solve_points maximised, where the batch calls
+    refuse it; a 2-element array raised NumPy's "truth value … is ambiguous". The drop-in keeps
+    scipy's reading (``if maximize``), as scipy's callers expect."""
+    cost = np.array([[4, 1, 3], [2, 0, 5], [3, 2, 2]])
+    with pytest.raises(ValueError, match=r"^maximize must be True or False, not "):
+        lapcli.solve(cost, maximize=sense)
+    with pytest.raises(ValueError, match=r"^maximize must be True or False, not "):
+        lapcli.solve_points(np.array([[0.0], [1.0]]), np.array([[0.0], [1.0]]), maximize=sense)
+    assert lapcli.solve(cost, maximize=np.True_).objective == 11 and lapcli.solve(cost, maximize=0).objective == 5
+    if not isinstance(sense, np.ndarray):
+        assert [a.tolist() for a in linear_sum_assignment(cost, maximize=sense)] == \
+            [a.tolist() for a in scipy_lsa(cost, maximize=sense)]
+
+
 def test_the_ranges_measured_faster_on_cuda_sap_reach_it_through_their_estimate(rng):
     """The large squares' thresholds on the estimated R (8 rows' spread over k): generated integers
     of R = 10 at 8192 and R = 3 at 16384, measured faster on cuda-sap, read 9.99 and 2.99 and once
