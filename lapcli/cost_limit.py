@@ -114,7 +114,7 @@ class CostLimit:
         if maximize:
             raise LapInputError("cost_limit applies to minimisation, as in lapjv; negate the costs instead")
         try:
-            if isinstance(cost_limit, (bool, np.bool_)):
+            if isinstance(cost_limit, (bool, np.bool_, str, bytes)):
                 raise TypeError
             # an integer limit stays an exact Python int (float() rounds beyond 2^53)
             limit = int(cost_limit) if isinstance(cost_limit, (int, np.integer)) else float(cost_limit)

@@ -336,6 +336,8 @@ def test_cost_limit_refuses_maximize_and_nan():
         lapcli.solve(np.eye(3), cost_limit=float("nan"))
     with pytest.raises(ValueError, match="a number"):
         lapcli.solve(np.eye(3), cost_limit=True)
+    with pytest.raises(ValueError, match="cost_limit must be a number, got '3'"):  # float() read words
+        lapcli.solve(np.eye(3), cost_limit="3")
 
 
 def best_limited(cost, limit):
