@@ -109,7 +109,7 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
             # the true costs' matrix built and read where the moved one's certificate ran: a host
             # matrix solved on the GPU is certified there too, not in a second host pass
             solved_on_gpu = on_gpu or solution.report.certificate.get("where") == "device"
-            _in_true_costs(solution, problem, frame, solved_on_gpu, device)
+            _in_true_costs(solution, problem, frame, solved_on_gpu, device, (start, timeout, certify))
             solution.report.total_ms = solve_ms(start, solution.report.details)  # the true costs' pass too
         if problem.xp is np:  # the caller's host arrays get host answers
             solution.row_ind, solution.col_ind = host(solution.row_ind), host(solution.col_ind)
@@ -129,19 +129,28 @@ def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None
     return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report, duals=result.duals)
 
 
-def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device) -> None:
+def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device, limit: tuple) -> None:
     """``solution``, of the cdist matrix of ``frame``'s moved sets (lapcli.points_frame.Frame), made
     the original problem's: its objective from the true costs, and, where it was certified, its
     column duals mapped back (the row duals from the assigned pairs) and certified on the true
     matrix (built on the GPU where ``on_gpu``, else on the host), to the problem's tolerance or the
-    frame's in true units (r times the moved certificate's), whichever is larger."""
-    from .certificate import certify
+    frame's in true units (r times the moved certificate's), whichever is larger. ``limit``: (start,
+    timeout, certify): a pass that would begin past the time limit is not run, as :func:`_mapped_back`
+    has it (the answer without duals, or a SolverError where ``certify`` is True)."""
+    from .certificate import certify, not_certified
+    from .points_certificate import PAST_TIME_LIMIT, unchecked_past_the_limit
 
     report = solution.report
     rows, cols = host(solution.row_ind), host(solution.col_ind)
     solution.objective = report.objective = problem.objective(rows, cols)
     report.details["frame"] = frame.describe()
     if solution.duals is None:
+        return
+    start, timeout, certify_asked = limit
+    if timeout is not None and time.perf_counter() - start > timeout:
+        stopped = SolverError(f"{PAST_TIME_LIMIT}: 0 of {problem.n_rows:,} rows read")
+        why = unchecked_past_the_limit(stopped, certify_asked, "not checked on the true costs")
+        solution.duals, report.certified, report.certificate = None, False, not_certified(why)
         return
     with device_context(device if on_gpu else None):  # every array of the pass on one device
         cost = problem.dense(on_device=on_gpu)

@@ -277,20 +277,24 @@ def test_no_mirror_for_other_problems(rng, case):
     assert solution.objective == pytest.approx(cost[scipy_lsa(cost, maximize=maximize)].sum(), rel=1e-12)
 
 
-def test_the_mirror_s_certificate_keeps_the_time_limit(rng):
-    """The pass over the true costs after the minimised solve counts against the same time limit
-    (scipy, which has none of its own, solves; the pass then stops at its first chunk)."""
+@pytest.mark.parametrize("maximize", [True, False])
+def test_the_mirror_s_and_the_frame_s_certificate_keep_the_time_limit(rng, maximize):
+    """The pass over the true costs after the minimised solve (the mirror's) or the moved sets' (the
+    frame's) counts against the same time limit (scipy, which has none of its own, solves; the pass
+    then stops at its first chunk, or does not begin). The frame's ran to its end: a minimised
+    sqeuclidean solve with certify=True came back certified past any limit, a maximised one did not."""
     a, b = sets(rng, 300, 2, 0.0, 3.0, 1.0)
     with pytest.raises(SolverError, match="certificate's pass ran past the time limit: 0 of 300 rows read"):
-        lapcli.solve_points(a, b, solver="scipy", maximize=True, certify=True, timeout=1e-6)
+        lapcli.solve_points(a, b, solver="scipy", maximize=maximize, certify=True, timeout=1e-6)
 
 
-@pytest.mark.parametrize("case", ["mirrored", "apart"])
+@pytest.mark.parametrize("case", ["mirrored", "apart", "frame"])
 def test_an_answer_found_is_kept_when_its_check_passes_the_time_limit(rng, case):
     """By default the pass over the true costs that finds the time limit passed (scipy, which has none,
     spent it) leaves the answer found, not certified and without duals, its report saying why."""
     a, b = sets(rng, 300, 2, 0.0, 3.0, 1.0)
-    metric, maximize = ("sqeuclidean", True) if case == "mirrored" else ("cityblock", False)
+    metric, maximize = {"mirrored": ("sqeuclidean", True), "apart": ("cityblock", False),
+                        "frame": ("sqeuclidean", False)}[case]
     if case == "apart":
         b[:, 0] += 10.0
     solution = lapcli.solve_points(a, b, metric, solver="scipy", maximize=maximize, timeout=1e-6)
