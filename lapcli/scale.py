@@ -126,8 +126,7 @@ def _solved_input(index: int, item, options: dict, read_options: dict, as_given:
     else:
         cost = item
     read = time.perf_counter()
-    # a list of matrices (an NPZ's or HDF5 group's, or the caller's) is a batch; a nested list of numbers a matrix
-    ndim = 3 if isinstance(cost, list) and (not cost or np.ndim(cost[0]) == 2) else np.ndim(cost)
+    ndim = _rank(cost)
     options = dict(options)
     cost_limit = options.pop("cost_limit", None)
     if ndim == 2:
@@ -139,6 +138,18 @@ def _solved_input(index: int, item, options: dict, read_options: dict, as_given:
     else:
         raise LapInputError(f"input is {ndim}-D: expected a matrix (2-D) or a stack of matrices (3-D)")
     return Solved(index, solution, notes, (read - start) * 1e3, (time.perf_counter() - read) * 1e3)
+
+
+def _rank(cost) -> int:
+    """3 for a stack, or a list or tuple of matrices (an NPZ's or HDF5 group's, or the caller's), as
+    solve_batch takes them; else the array's rank (a nested list of numbers: a matrix). Rows that
+    differ in length are refused in lapcli's words, not NumPy's "inhomogeneous shape"."""
+    try:
+        if isinstance(cost, (list, tuple)) and (not cost or np.ndim(cost[0]) == 2):
+            return 3
+        return np.ndim(cost)
+    except ValueError:
+        raise LapInputError("input is not a matrix: its rows differ in length") from None
 
 
 # ----------------------------------------------------------------------------- the client's side

@@ -409,6 +409,17 @@ def test_inputs_that_are_one_input_or_cannot_travel_are_refused_as_bad_input(cli
     assert results[0].objective == results[3].objective == lapcli.solve(good).objective
 
 
+def test_a_task_takes_a_tuple_of_matrices_as_a_batch_and_refuses_ragged_rows_as_bad_input(rng):
+    """What one task solves, as in process: a tuple of matrices of several shapes failed in NumPy's
+    words ("inhomogeneous shape"), as did rows of differing length, both called no bad input."""
+    members = (rng.random((2, 3)), rng.random((3, 2)))
+    solved = scale.solve_input(0, members, {}, {})
+    assert solved.solution.objectives.tolist() == lapcli.solve_batch(members).objectives.tolist()
+    for ragged in ([[1, 2], [3, 4, 5]], [[[1, 2], [3]], [[1, 2], [3, 4]]]):
+        assert scale.solve_input(1, ragged, {}, {}) == Failed(1, "LapInputError", "input is not a matrix: its rows "
+                                                               "differ in length", bad_input=True)
+
+
 def test_dask_s_own_failures_read_in_words():
     """KilledWorker's message names a task key and every worker's address."""
     KilledWorker = type("KilledWorker", (Exception,), {})
