@@ -1256,8 +1256,8 @@ def test_generate_refuses_a_dataset_its_output_has_no_place_for(tmp_path, monkey
 
 
 def test_generate_writes_to_an_hdf5_path_as_solve_reads_one(tmp_path, monkeypatch):
-    """`-o FILE.h5:/path` (lap solve's form) was an unknown extension '(none)'; the two ways of
-    naming the dataset must agree."""
+    """`-o FILE.h5:/path` (lap solve's form) was an unknown extension '(none)', and `FILE.h5:` '.h5:';
+    the two ways of naming the dataset must agree."""
     monkeypatch.chdir(tmp_path)
     assert invoke("generate", "--n", "6", "--seed", "3", "-o", "m.h5:/grp/costs", "--quiet").exit_code == 0
     assert invoke("generate", "--points", "--n", "6", "--seed", "4", "-o", "p.h5:/pts", "--quiet").exit_code == 0
@@ -1266,6 +1266,12 @@ def test_generate_writes_to_an_hdf5_path_as_solve_reads_one(tmp_path, monkeypatc
     with h5py.File("m.h5") as m, h5py.File("p.h5") as p:
         assert m["grp/costs"].shape == (6, 6) and p["pts"].shape == (6, 2)
     assert invoke("solve", "m.h5:/grp/costs", "--quiet").exit_code == 0
+    # FILE.h5: names no dataset, as solve reads it: the default, or --dataset's (an unknown extension '.h5:')
+    assert invoke("generate", "--n", "5", "-o", "e.h5:", "--quiet").exit_code == 0
+    assert invoke("generate", "--points", "--n", "5", "-o", "q.h5:", "--dataset", "z", "--quiet").exit_code == 0
+    with h5py.File("e.h5") as e, h5py.File("q.h5") as q:
+        assert list(e) == ["costs"] and list(q) == ["z"] and q["z"].shape == (5, 2)
+    assert invoke("solve", "e.h5:", "--quiet").exit_code == 0
     assert_one_line_error(invoke("generate", "--n", "6", "-o", "x.h5:/a", "--dataset", "b"), 2, "give one")
     assert_one_line_error(invoke("generate", "--n", "6", "-o", "x.h5:/"), 2, "-o x.h5:/ must name a dataset")
     assert not os.path.exists("x.h5")

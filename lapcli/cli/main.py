@@ -103,10 +103,10 @@ def generate_command(n, m, batch, ragged, range_factor, seed, dtype, kind, point
     given = click.get_current_context().get_parameter_source
     path_text, inner = split_hdf5_path(output) if output else (output, None)
     named_by = "--dataset"
-    if inner is not None and Path(path_text).suffix.lower() in HDF5_SUFFIXES:  # FILE.h5:/path, as solve reads it
-        if given("dataset") != ParameterSource.DEFAULT and dataset.strip("/") != inner.strip("/"):
+    if path_text != output and Path(path_text).suffix.lower() in HDF5_SUFFIXES:  # FILE.h5:/path (or FILE.h5:), as solve reads it
+        if inner is not None and given("dataset") != ParameterSource.DEFAULT and dataset.strip("/") != inner.strip("/"):
             raise InputError(f"{output} names the dataset {inner} and --dataset names {dataset}; give one")
-        output, dataset, named_by = path_text, inner, f"-o {output}"
+        output, dataset, named_by = path_text, inner or dataset, f"-o {output}" if inner else named_by
     parts = dataset.strip("/").split("/")
     if any(part in ("", ".", "..") for part in parts):  # HDF5's root, or a path h5py cannot create
         raise InputError(f"{named_by} must name a dataset or group (names between slashes), got {dataset!r}")
