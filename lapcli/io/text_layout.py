@@ -45,7 +45,10 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
     second_index = next((i for i in range(first_index + 1, len(lines)) if content[i].strip()), None)
     if delimiter is None:  # from the first two lines: a header alone may hold no delimiter
         sample = first + "\n" + ("" if second_index is None else content[second_index])
-        delimiter = ("," if "," in sample else ("\t" if "\t" in sample else None))
+        # tabs only where each line has one: a line of spaces beside one of tabs is whitespace, as
+        # np.loadtxt reads it ('3 1 2' then '1<tab>3<tab>2' made the first line one field, a header)
+        tabs = all("\t" in line for line in sample.splitlines() if line.strip())
+        delimiter = ("," if "," in sample else ("\t" if tabs and "\t" in sample else None))
         if all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
             delimiter = ";"
             decimal_comma = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
