@@ -46,6 +46,7 @@ HOST_CHUNK_ELEMENTS = 1 << 22  # rows per host chunk: bounds the temporary to ~3
 INT64_DUALS = 2**62  # integer duals at or past it are refused: their slacks could wrap (certify)
 # the slacks are the work's, which minimises: a maximisation's are of −cost, with the duals negated
 MINIMISED = "of the costs minimised (maximising: of −cost, −u, −v)"
+NO_PAIRS = "empty problems: nothing to prove"  # a batch whose every member lacks rows or columns, on any engine
 
 
 @dataclass

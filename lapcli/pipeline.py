@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__, ragged
-from .certificate import for_rounded_costs, not_certified
+from .certificate import NO_PAIRS, for_rounded_costs, not_certified
 from .cost_cap import CapRetry, solved_capped
 from .cost_limit import CostLimit
 from .duals import certified_duals, certified_members, certified_stack, default_budget
@@ -233,7 +233,7 @@ def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout
         batch, n, _ = problem.shape
         col_ind = problem.xp.full((batch, n), -1, dtype=np.int64)
         return _batch_solution(problem, name, reason, start, col_ind, "none", problem.original.dtype.name, {},
-                               not_certified("empty problems: nothing to prove"), [], summed=objectives)
+                               not_certified(NO_PAIRS), [], summed=objectives)
     engine = registry.get(name)
     if not engine.capabilities.checks_entries:
         problem.has_forbidden  # noqa: B018 - entries and feasibility where the input lives
@@ -319,8 +319,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         col_ind, sums, found_pairs = result.col_ind, result.objectives, result.pairs
         details, notes, device_name, dtype_name = result.details, result.notes, result.device, result.dtype
         certificate = result.certificate
-        if certificate is None and not (members.rows * members.cols).any():  # no pair anywhere
-            certificate = not_certified("empty problems: nothing to prove")
+        if not (members.rows * members.cols).any():  # no pair anywhere, whatever the engine says
+            certificate = not_certified(NO_PAIRS)
         if col_ind is None and ((certificate is None and certify is not False) or (pairs and found_pairs is None)):
             col_ind = padded(result.columns, members.rows)
         if certificate is None and certify is not False:  # an engine without duals
@@ -329,7 +329,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         col_ind = ragged.unpack(packed, solved.col_ind, members)
         sums, report = solved.objectives, solved.report
         details, notes, device_name, dtype_name = report.details, report.notes, report.device, report.dtype
-        certificate = report.certificate
+        certificate = report.certificate if (members.rows * members.cols).any() else not_certified(NO_PAIRS)
         details["padded"] = f"{problem.shape[1]}×{problem.shape[2]}"
     if pairs and found_pairs is None:
         found_pairs = ragged.pairs(col_ind, packed, np.minimum(members.rows, members.cols))
@@ -394,7 +394,7 @@ def _batch_solution(problem, name, reason, start, col_ind, device, dtype, detail
         total_ms=total_ms, problems_per_second=batch / (total_ms / 1e3) if total_ms else 0.0, version=__version__,
         reason=reason, details=details, certified=bool(certificate and certificate.get("checked")),
         certificate=for_rounded_costs(certificate if certificate is not None else
-                                      not_certified(f"engine {name} gives no duals"), problem.notes()),
+                                      not_certified(f"engine {name} gives no duals"), [*problem.notes(), *notes]),
         notes=list(dict.fromkeys([*problem.notes(), *notes])), objectives=objectives,
     )
     return BatchSolution(col_ind=caller_col_ind, objectives=objectives, report=report)

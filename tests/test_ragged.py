@@ -485,7 +485,7 @@ def test_invalid_entries_are_named_before_an_integer_dtype_refuses_infinities(rn
         lapcli.solve_batch([stack[0], stack[1][:3], stack[2]], dtype="int64")
 
 
-def test_an_empty_member_leaves_the_default_certificate_of_the_others(rng):
+def test_an_empty_member_leaves_the_default_certificate_of_the_others(rng, cpu_engines):
     """An image with no target (DETR's common case) has nothing to check: it once made the whole
     list's default certificate "members as small as 0 entries would cost more"."""
     large = [rng.random((200, 200)), rng.random((150, 180))]
@@ -573,7 +573,7 @@ def test_an_empty_padded_batch_gives_an_empty_answer():
     assert solution.col_ind.shape == (0, 3) and len(solution.objectives) == 0 and solution.report.batch == 0
 
 
-def test_cpu_ragged_answers_are_certified_per_member(rng):
+def test_cpu_ragged_answers_are_certified_per_member(rng, cpu_engines):
     """The CPU's member loop: every member's duals recovered and checked when all are large enough
     (or certify=True), else the report says why."""
     large = [rng.random((100 + b, 110 - b)) for b in range(3)] + [rng.integers(0, 99, (120, 97))]
