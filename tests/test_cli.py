@@ -1011,6 +1011,42 @@ def test_an_output_the_disk_cannot_hold_is_one_line_exit_1_and_leaves_no_file(tm
         assert os.listdir(tmp_path) == ["m.npy"]
 
 
+def test_a_folder_that_refuses_files_is_refused_before_the_work_or_exit_1_after_it(tmp_path, monkeypatch):
+    """access() says yes to root anywhere (/proc, a read-only mount): the output was refused only
+    after the solve, as bad input (exit 2), and `lap bench`'s files with a traceback. The folder is
+    tried with a file of its own before the work; one that goes after it is an output error (exit 1)."""
+    import errno
+    import tempfile
+    from types import SimpleNamespace
+
+    import lapcli.io.write
+
+    np.save(tmp_path / "m.npy", np.eye(3))
+    made = tempfile.mkstemp
+
+    def read_only(*args, dir=None, **kwargs):
+        if dir is not None and str(dir) == str(tmp_path / "ro"):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return made(*args, dir=dir, **kwargs)
+
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    for args in (["solve", tmp_path / "m.npy", "-o", tmp_path / "ro" / "a.csv"],
+                 ["bench", "--sizes", "8", "--solvers", "scipy", "--json", tmp_path / "ro" / "b.json"]):
+        assert_one_line_error(invoke(*args), 2, f"cannot write {tmp_path / 'ro' / args[-1].name}: "
+                                                f"{os.strerror(errno.EROFS)}")
+    monkeypatch.undo()
+
+    def gone(*args, **kwargs):  # the folder went between the check and the write
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+
+    monkeypatch.setattr(lapcli.io.write, "tempfile", SimpleNamespace(mkstemp=gone))
+    for args in (["solve", tmp_path / "m.npy", "-q", "-o", tmp_path / "a.csv"],
+                 ["bench", "--sizes", "8", "--solvers", "scipy", "-q", "--json", tmp_path / "b.json"]):
+        assert_one_line_error(invoke(*args), 1, f"cannot write {args[-1]}: {os.strerror(errno.ENOENT)}")
+    assert sorted(os.listdir(tmp_path)) == ["m.npy", "ro"]
+
+
 @pytest.mark.parametrize("args", [
     ["solve", "m.npy", "-o", "a.npy", "--duals", "d.json"],
     ["solve", "m.npy", "-o", "a.npy", "--duals", "d.json", "--report", "r.json"],

@@ -219,7 +219,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         console.print(f"[dim]{escape('; '.join(notes))}[/]")
     from ..io.write import write_together
 
-    write_together([(path, data()) for path, data in (  # all or none of the files
+    run_library_call(write_together, [(path, data()) for path, data in (  # all or none of the files
         (json_path, lambda: json_bytes(settings, results, env)), (csv_path, lambda: csv_bytes(results, env)),
         (plot_path, lambda: plot_bytes(results, env))) if path])
     if failure:

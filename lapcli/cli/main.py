@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as error:
         error.show()
         sys.exit(error.exit_code)
-    except LapOutputError as error:  # a write outside run_library_call (lap bench's files): one line too
+    except LapOutputError as error:  # a write outside run_library_call: one line too
         FailedError(str(error)).show()
         sys.exit(FailedError.exit_code)
     except BrokenPipeError:  # the reader of our stdout went away (e.g. `| head`)

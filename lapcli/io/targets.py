@@ -50,6 +50,21 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
         raise LapInputError(f"cannot write {target}: folder {folder} is not writable")
     if target.is_dir():
         raise LapInputError(f"cannot write {target}: it is a directory")
+    _check_folder_takes_a_file(target, folder)
+
+
+def _check_folder_takes_a_file(target: Path, folder: Path) -> None:
+    """Make and remove an empty file where the output's temporary will go (lapcli.io.write): access()
+    answers yes for root anywhere, and for a read-only mount or /proc, which refused the output
+    only after the work."""
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
+    except OSError as error:
+        raise LapInputError(f"cannot write {target}: {error.strerror or error}") from None
+    os.close(fd)
+    os.unlink(name)
 
 
 def check_room(path: str, values: int, dtype: str) -> None:

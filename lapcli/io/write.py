@@ -78,12 +78,12 @@ def atomic_output(path: str, mode: str = "wb"):
 
 
 def _temporary_beside(target: Path) -> tuple[int, str]:
-    """(fd, name) of a new temporary file in ``target``'s folder (LapInputError if none can be made)."""
+    """(fd, name) of a new temporary file beside ``target``; LapOutputError (exit 1) if none can be made."""
     try:
         return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part",
                                 dir=target.parent if str(target.parent) else Path("."))
     except OSError as error:
-        raise LapInputError(f"cannot write {target}: {error.strerror}") from None
+        raise LapOutputError(f"cannot write {target}: {error.strerror}") from None
 
 
 def _made_durable(handle, temp_name: str) -> None:
