@@ -732,6 +732,13 @@ def test_binary_data_where_text_is_read_is_named_not_parsed(tmp_path):
     np.save(tmp_path / "m.npy", np.eye(3))
     (tmp_path / "n.txt").write_bytes((tmp_path / "m.npy").read_bytes())
     assert_one_line_error(invoke("solve", tmp_path / "n.txt"), 2, "n.txt holds an NPY array; .txt is read as text")
+    for encoding in ("utf-16", "utf-16-be"):  # Windows' editors and PowerShell: its BOM, not "'\x003\x00' is no number"
+        text = ("\ufeff" if encoding.endswith("be") else "") + "4,1\n2,0\n"
+        (tmp_path / "w.csv").write_text(text, encoding=encoding)
+        for args in ([tmp_path / "w.csv"], ["--points", tmp_path / "w.csv", tmp_path / "w.csv"]):
+            assert_one_line_error(invoke("solve", *args), 2, "w.csv holds UTF-16 text (its byte-order mark); lapcli reads UTF-8")
+        result = CliRunner().invoke(cli, ["solve", "-"], input=(tmp_path / "w.csv").read_bytes())
+        assert_one_line_error(result, 2, "stdin holds UTF-16 text")
     (tmp_path / "ok.csv").write_bytes(csv)  # after another input: named before that one is solved
     for name, kind in (("n.txt", "an NPY array"), ("z.csv", "gzip-compressed data")):
         result = invoke("solve", tmp_path / "ok.csv", tmp_path / name, "--json")

@@ -27,7 +27,9 @@ SPARSE_FORMATS = ("csr", "csc", "coo", "bsr", "dia")  # what scipy.sparse.save_n
 # text, their bytes would fill a parse error
 BINARY_MAGIC = ((NPY_MAGIC, "an NPY array", None), (b"PK\x03\x04", "an NPZ (zip) archive", None),
                 (b"\x89HDF\r\n\x1a\n", "an HDF5 file", None),
-                (b"\x1f\x8b", "gzip-compressed data", "decompress it first (zcat FILE | lap solve -)"))
+                (b"\x1f\x8b", "gzip-compressed data", "decompress it first (zcat FILE | lap solve -)"),
+                *((bom, "UTF-16 text (its byte-order mark)", "lapcli reads UTF-8: convert it first (iconv -f UTF-16 "
+                   "-t UTF-8)") for bom in (b"\xff\xfe", b"\xfe\xff")))
 
 
 def refuse_binary(data: bytes, name: str, advice: str) -> None:
