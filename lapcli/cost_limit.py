@@ -20,8 +20,8 @@ refused when even their spread is too wide. A non-integral L over integer costs 
 ⌊L⌋ + 1/2: the least cost of k pairs is convex in k with integer steps, so the optimum takes
 exactly the steps below L, and no step lies between ⌊L⌋ and L (4(C − t) and 2(⌊L⌋ − t) + 1, exact
 again). Float costs make a float64 problem, solved within the float tolerance like any other, L
-lowered to t + (min(n, m) + 1)·S, and 2⁻²⁰ of the largest |cost|, where it is above (the same
-answers, and a tolerance that follows the costs, not L).
+lowered to a little above t + min(n, m)·S where it is above (the same answers, and a tolerance that
+follows the costs, not L).
 """
 
 from __future__ import annotations
@@ -57,13 +57,14 @@ def augmented_matrix(cost: np.ndarray, cost_limit: int | float, rounded_to=None)
 
 def _float_ceiling(cost: np.ndarray, rounded_to=None) -> float:
     """A limit above which every float limit has the same answers: the least finite cost t plus
-    (min(n, m) + 1) times their spread S, a little more (the integer clamp's argument, above). A
-    limit far above it made the augmented problem's float tolerance follow L: 3 × 15 U[0, 1) costs
-    under cost_limit=1e20 came back 0.318 against the optimum's 0.201, within a tolerance of 8e5.
-    t and S are those of the costs as ``rounded_to`` holds them (the problem solved), and the little
-    more is 2⁻²⁰ of the largest |cost|, 8 float32 ulps: with equal costs (S = 0), a margin that
-    float32 rounded away left L/2 equal to c/2, and "assign" tied with "leave out" (3 × 3 sevens
-    under cost_limit=8 as float32 came back with no row assigned)."""
+    min(n, m) times their spread S, a little more (the integer clamp's argument, above). A limit far
+    above it made the augmented problem's float tolerance follow L: 3 × 15 U[0, 1) costs under
+    cost_limit=1e20 came back 0.318 against the optimum's 0.201, within a tolerance of 8e5. t and S
+    are those of the costs as ``rounded_to`` holds them (the problem solved); the little more is
+    2⁻²⁰ of k·S and of the largest |cost| (8 float32 ulps), and at least 16 of the work type's
+    smallest normal numbers: a margin the work rounded away left L/2 equal to c/2, and "assign" tied
+    with "leave out" (3 × 3 sevens, or zeros, under cost_limit=8 as float32 came back with rows left
+    out). k·S, not (k + 1)·S: float32 costs near its largest, whose k·S/2 fits, keep L/2 in range."""
     if rounded_to is not None:
         with np.errstate(over="ignore"):  # past the dtype's range: inf, which the work refuses itself
             cost = cost.astype(rounded_to)
@@ -72,8 +73,8 @@ def _float_ceiling(cost: np.ndarray, rounded_to=None) -> float:
         return math.inf
     with np.errstate(over="ignore"):  # past float64's range the ceiling is inf: every limit is below it
         least, spread = float(finite.min()), float(finite.max() - finite.min())
-    margin = max(max(abs(least), abs(least + spread)) * 2.0**-20, sys.float_info.min)
-    return least + (min(cost.shape) + 1) * spread * (1 + 2.0**-20) + margin
+        margin = max(max(abs(least), abs(least + spread)) * 2.0**-20, 16 * float(np.finfo(rounded_to or np.float64).tiny))
+        return least + min(cost.shape) * spread * (1 + 2.0**-20) + margin
 
 
 def _integer_augmented(cost: np.ndarray, scaled_limit: int, scale: int) -> np.ndarray:
@@ -114,7 +115,8 @@ class CostLimit:
         if maximize:
             raise LapInputError("cost_limit applies to minimisation, as in lapjv; negate the costs instead")
         try:
-            if isinstance(cost_limit, (bool, np.bool_, str, bytes)):
+            if isinstance(cost_limit, (bool, np.bool_, str, bytes)) or getattr(cost_limit, "dtype", None) is not None \
+                    and np.dtype(cost_limit.dtype).kind not in "iuf":  # np.array("3") too
                 raise TypeError
             # an integer limit stays an exact Python int (float() rounds beyond 2^53)
             limit = int(cost_limit) if isinstance(cost_limit, (int, np.integer)) else float(cost_limit)

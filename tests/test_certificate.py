@@ -314,19 +314,24 @@ def test_a_far_cost_limit_is_the_limit_of_the_costs(rng, solver):
 @pytest.mark.parametrize("solver", ["numpy", "scipy", "lapx", "auto"])
 def test_a_cost_limit_above_every_cost_assigns_every_row_in_float32_work(rng, solver):
     """Every pair below the limit is taken, whatever the work rounds to: the ceiling that stands for
-    a far limit kept a margin of 2^-40 of the costs, which float32 work rounded away where the costs
-    are equal (3 × 3 sevens under cost_limit=8 came back with no row assigned, "certified")."""
+    a far limit kept a margin of 2^-40 of the costs (or float64's smallest normal), which float32 work
+    rounded away where the costs are equal (3 × 3 sevens under cost_limit=8, or zeros, came back with
+    rows left out, "certified"); and (k + 1)·S passed float32's range beside costs near its largest."""
     if solver == "lapx":
         pytest.importorskip("lap", reason="lapx is an optional peer")
     few_values = [np.full((3, 3), 7.0), np.array([[6.0]]), np.array([[4.0]], dtype=np.float16), np.full((2, 3), -3.0),
-                  1e6 + rng.integers(0, 3, (9, 12)) * 2.0**-4, rng.choice([1.0, 1.0 + 7e-8], (40, 40))]
+                  1e6 + rng.integers(0, 3, (9, 12)) * 2.0**-4, rng.choice([1.0, 1.0 + 7e-8], (40, 40)),
+                  np.zeros((4, 4)), np.full((3, 3), 1e-40), np.array([[0.0, 3e38], [3e38, 0.0]])]
     for cost in few_values:
         top = float(cost.max())
-        limit = top + 0.5 if top < 1e6 else top + 64
+        limit = 1e300 if top > 1e30 else top + 0.5 if top < 1e6 else top + 64  # 1e300: a limit whose stand-in fits
         solution = lapcli.solve(cost, cost_limit=limit, dtype="float32", solver=solver)
         assert (solution.x >= 0).sum() == min(cost.shape), (cost.shape, solution.x)
         best = cost.astype(np.float32).astype(np.float64)
         assert solution.objective == pytest.approx(best[scipy_lsa(best)].sum(), rel=1e-6)
+    # zeros beside forbidden pairs: two rows take a pair (the margin's float64 smallest normal was 0 in float32)
+    forbidden = np.array([[0.0, np.inf], [np.inf, 0.0], [0.0, 0.0]])
+    assert (lapcli.solve(forbidden, cost_limit=1.0, dtype="float32", solver=solver).x >= 0).sum() == 2
 
 
 def test_cost_limit_refuses_maximize_and_nan():
@@ -338,6 +343,8 @@ def test_cost_limit_refuses_maximize_and_nan():
         lapcli.solve(np.eye(3), cost_limit=True)
     with pytest.raises(ValueError, match="cost_limit must be a number, got '3'"):  # float() read words
         lapcli.solve(np.eye(3), cost_limit="3")
+    with pytest.raises(ValueError, match="cost_limit must be a number, got array"):  # a 0-d array of text too
+        lapcli.solve(np.eye(3), cost_limit=np.array("3"))
 
 
 def best_limited(cost, limit):
