@@ -196,6 +196,12 @@ def test_spaces_beside_tabs_are_whitespace_as_loadtxt_reads_them(tmp_path, text,
     above '9<tab>1' was "an index column". np.loadtxt reads each as its whitespace-separated matrix."""
     (tmp_path / "m.txt").write_text(text)
     assert read_matrix(str(tmp_path / "m.txt")).tolist() == expected == np.loadtxt(tmp_path / "m.txt").tolist()
-    labels = " ".join(f"c{j}" for j in range(len(expected[0])))  # a first line of words still reads as a header
-    (tmp_path / "t.txt").write_text(labels + "\n" + text.split("\n", 1)[1])
-    assert read_matrix(str(tmp_path / "t.txt")).tolist() == expected[1:]
+
+
+def test_a_header_of_words_above_tabbed_rows_keeps_the_tabs(tmp_path):
+    """One column with row labels of two words, as pandas (sep='\\t', index_label=False) and R's
+    write.table write it: 'cost' has no tab, and the labels' spaces are not delimiters."""
+    (tmp_path / "one.txt").write_text("cost\nrow 1\t5\nrow 2\t7\n")
+    assert read_matrix(str(tmp_path / "one.txt"), index_col=True).tolist() == [[5], [7]]
+    (tmp_path / "two.txt").write_text("a title\n1\t3\t2\n2\t1\t3\n")
+    assert read_matrix(str(tmp_path / "two.txt")).tolist() == [[1, 3, 2], [2, 1, 3]]

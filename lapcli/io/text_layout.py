@@ -45,10 +45,12 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
     second_index = next((i for i in range(first_index + 1, len(lines)) if content[i].strip()), None)
     if delimiter is None:  # from the first two lines: a header alone may hold no delimiter
         sample = first + "\n" + ("" if second_index is None else content[second_index])
-        # tabs only where each line has one: a line of spaces beside one of tabs is whitespace, as
-        # np.loadtxt reads it ('3 1 2' then '1<tab>3<tab>2' made the first line one field, a header)
-        tabs = all("\t" in line for line in sample.splitlines() if line.strip())
-        delimiter = ("," if "," in sample else ("\t" if tabs and "\t" in sample else None))
+        # a line without tabs whose spaces part numbers is whitespace-separated: both lines then are,
+        # as np.loadtxt reads them ('3 1 2' above '1<tab>3<tab>2' was one field, taken for a header);
+        # a header of words ('cost' above 'row 1<tab>5', pandas' one column) keeps the tabs
+        spaced = any("\t" not in line and len(line.split()) > 1 and any(map(is_number, line.split()))
+                     for line in sample.splitlines())
+        delimiter = ("," if "," in sample else ("\t" if "\t" in sample and not spaced else None))
         if all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
             delimiter = ";"
             decimal_comma = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
