@@ -1042,6 +1042,13 @@ def test_a_folder_that_refuses_files_is_refused_before_the_work_or_exit_1_after_
                  ["bench", "--sizes", "8", "--solvers", "scipy", "--json", tmp_path / "ro" / "b.json"]):
         assert_one_line_error(invoke(*args), 2, f"cannot write {tmp_path / 'ro' / args[-1].name}: "
                                                 f"{os.strerror(errno.EROFS)}")
+
+    def full(*args, **kwargs):  # a full disk before the work is no bad input either
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile, "mkstemp", full)
+    assert_one_line_error(invoke("solve", tmp_path / "m.npy", "-o", tmp_path / "a.csv"), 1,
+                          f"cannot write {tmp_path / 'a.csv'}: {os.strerror(errno.ENOSPC)}")
     monkeypatch.undo()
 
     def gone(*args, **kwargs):  # the folder went between the check and the write
@@ -1052,6 +1059,15 @@ def test_a_folder_that_refuses_files_is_refused_before_the_work_or_exit_1_after_
                  ["bench", "--sizes", "8", "--solvers", "scipy", "-q", "--json", tmp_path / "b.json"]):
         assert_one_line_error(invoke(*args), 1, f"cannot write {args[-1]}: {os.strerror(errno.ENOENT)}")
     assert sorted(os.listdir(tmp_path)) == ["m.npy", "ro"]
+
+
+def test_an_output_name_near_the_file_system_s_limit_is_written(tmp_path):
+    """The temporary name beside it (".NAME.XXXXXXXX.part") passed 255 bytes: a valid 250-byte name was
+    "File name too long"."""
+    np.save(tmp_path / "m.npy", np.eye(3))
+    for name in ("x" * 246 + ".npy", "é" * 123 + ".csv"):
+        assert invoke("solve", tmp_path / "m.npy", "-q", "-o", tmp_path / name).exit_code == 0
+    assert sorted(os.listdir(tmp_path)) == sorted(["m.npy", "x" * 246 + ".npy", "é" * 123 + ".csv"])
 
 
 @pytest.mark.parametrize("args", [

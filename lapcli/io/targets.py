@@ -9,7 +9,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from ..errors import LapInputError
+from ..errors import LapInputError, LapOutputError
 from .formats import HDF5_SUFFIXES
 
 
@@ -56,15 +56,24 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
 def _check_folder_takes_a_file(target: Path, folder: Path) -> None:
     """Make and remove an empty file where the output's temporary will go (lapcli.io.write): access()
     answers yes for root anywhere, and for a read-only mount or /proc, which refused the output
-    only after the work."""
+    only after the work. A full disk, a quota or an I/O error is no bad input (LapOutputError)."""
+    import errno
     import tempfile
 
     try:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
+        fd, name = tempfile.mkstemp(prefix=temporary_prefix(target), suffix=".part", dir=folder)
     except OSError as error:
-        raise LapInputError(f"cannot write {target}: {error.strerror or error}") from None
+        refused = LapOutputError if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else LapInputError
+        raise refused(f"cannot write {target}: {error.strerror or error}") from None
     os.close(fd)
     os.unlink(name)
+
+
+def temporary_prefix(target: Path) -> str:
+    """The start of the name an output is written under beside ``target`` before its rename: the
+    name's first 200 bytes, leaving room for mkstemp's 8 characters and ".part" in the 255 bytes a
+    file name may take (a valid name of 250 was refused as "File name too long")."""
+    return "." + os.fsencode(target.name)[:200].decode(errors="ignore") + "."
 
 
 def check_room(path: str, values: int, dtype: str) -> None:
