@@ -77,7 +77,7 @@ def check_maximize(maximize, problems: bool = True) -> bool:
     as True where one problem is solved (``[False]`` maximised, a word like "False" too). ``problems``:
     whether the call solves several, which the words say."""
     if getattr(maximize, "ndim", 0) or isinstance(maximize, (list, tuple, str, bytes)):
-        if not problems:
+        if not problems or isinstance(maximize, (str, bytes)):  # a word is no sense for each problem either
             raise LapInputError(f"maximize must be True or False, not {maximize!r}")
         raise LapInputError(f"maximize is one True or False for every problem of a call, not {maximize!r}: solve "
                             "those to maximise and those to minimise in two calls")

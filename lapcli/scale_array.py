@@ -56,6 +56,9 @@ def solve_dask_array(costs, *, maximize: bool = False, solver: str = "auto"):
 
     if not isinstance(costs, da.Array):
         raise LapInputError("solve_dask_array takes a dask array; use solve_batch for NumPy, CuPy or torch")
+    from .options import check_maximize
+
+    maximize = check_maximize(maximize)  # checked now, as the solver, not in a block when computed
     if solver != "auto":  # checked now, not once a block when computed (whether it runs: on the workers)
         from .engines.auto import batch_engine
 

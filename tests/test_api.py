@@ -463,6 +463,9 @@ def test_a_sense_that_is_no_true_or_false_is_refused_by_the_solvers_of_one_probl
     with pytest.raises(ValueError, match=r"^maximize must be True or False, not "):
         lapcli.solve_points(np.array([[0.0], [1.0]]), np.array([[0.0], [1.0]]), maximize=sense)
     assert lapcli.solve(cost, maximize=np.True_).objective == 11 and lapcli.solve(cost, maximize=0).objective == 5
+    if isinstance(sense, str):  # a word in a batch call too: no list of senses to split into two calls
+        with pytest.raises(ValueError, match=r"^maximize must be True or False, not 'False'$"):
+            lapcli.solve_batch(cost[None], maximize=sense)
     if not isinstance(sense, np.ndarray):
         assert [a.tolist() for a in linear_sum_assignment(cost, maximize=sense)] == \
             [a.tolist() for a in scipy_lsa(cost, maximize=sense)]

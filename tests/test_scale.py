@@ -379,6 +379,9 @@ def test_a_dask_array_s_failing_problem_is_placed_in_the_whole_array(client, rng
         solve_dask_array(da.from_array(stack, chunks=(2, 3, 3)), solver="numpy")
     with pytest.raises(LapInputError, match="unknown solver"):
         solve_dask_array(da.from_array(stack, chunks=(2, 3, 3)), solver="nope")
+    for sense in ("no", [True, False]):  # now, as the solver: not a problem of the block that first ran
+        with pytest.raises(LapInputError, match=r"^maximize (must be True or False|is one True or False for every)"):
+            solve_dask_array(da.from_array(stack, chunks=(2, 3, 3)), maximize=sense)
 
 
 def test_cli_relative_inputs_are_named_as_given_on_dask_too(client, tmp_path, rng, monkeypatch):
