@@ -132,6 +132,11 @@ def _in_place(matrices, library: str) -> Members | None:
                    dtype=dtype)
 
 
+def holds_booleans(values) -> bool:
+    """Whether a list or tuple of sizes holds a boolean: NumPy makes [True, 2] integers, True a side of 1."""
+    return isinstance(values, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in values)
+
+
 def _sizes(values, name: str, batch: int) -> np.ndarray:
     """``values`` (a sequence, NumPy, CuPy or torch) as ``batch`` non-negative int64 sizes, or
     LapInputError saying what is wrong."""
@@ -144,6 +149,8 @@ def _sizes(values, name: str, batch: int) -> np.ndarray:
         raise LapInputError(f"{name} must be {integers}, one per problem, got shape {sizes.shape}")
     if sizes.dtype.kind not in "iu" and sizes.size:
         raise LapInputError(f"{name} must be integers, got {sizes.dtype}")
+    if holds_booleans(values):
+        raise LapInputError(f"{name} must be integers, got bool")
     if sizes.size and not 0 <= int(sizes.min()) <= int(sizes.max()) < 2**62:  # 2^62: past any array's side
         raise LapInputError(f"{name} must not be negative" if int(sizes.min()) < 0 else
                             f"{name} must be sides of arrays, got {int(sizes.max())}")

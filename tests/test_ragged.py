@@ -410,9 +410,17 @@ def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
     # sizes of the wrong kind name what is wrong (a dict once met CuPy's .get, 2^64 − 1 wrapped to −1)
     for sizes, message in (([1.5, 4.5], "must be integers"), ({"a": 1}, "2 integers"), ([[3], [3]], "shape"),
                            (np.array([2**64 - 1, 7], dtype=np.uint64), "sides of arrays"), ([7, -1], "negative"),
-                           (_needing_grad([3.0, 2.0]), "must be integers")):
+                           (_needing_grad([3.0, 2.0]), "must be integers"),
+                           ([True, 3], "must be integers, got bool"), ((2, np.True_), "must be integers, got bool")):
         with pytest.raises(LapInputError, match=message):
             lapcli.match(np.zeros((2, 3, 6)), sizes)
+    with pytest.raises(LapInputError, match="rows must be integers, got bool"):  # NumPy made [True, 2] sides 1, 2
+        lapcli.solve_batch(np.zeros((2, 2, 2)), sizes=([True, 2], [2, 2]))
+    pytest.importorskip("torch", reason="torch is an optional peer")
+    from lapcli.engines.cuda import batch_torch  # the CUDA tensors' lean route leaves them to the refusal above
+
+    assert batch_torch._integers([True, 3], 2) is None and batch_torch._integers((2, np.True_), 2) is None
+    assert batch_torch._integers([2, 3], 2).tolist() == [2, 3]
 
 
 def _needing_grad(values):

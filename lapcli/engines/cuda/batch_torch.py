@@ -26,6 +26,7 @@ import threading
 
 import numpy as np
 
+from ... import ragged
 from ...cuda import batch_lap
 from ...cuda.batch_abi import (MAX_COLUMNS, SUMMARY, SUMMARY_SLOTS, certified_arguments, certified_slots,
                                members_layout)
@@ -191,8 +192,8 @@ def _integers(values, batch: int) -> np.ndarray | None:
 
     if isinstance(values, torch.Tensor):
         values = values.tolist()
-    elif not isinstance(values, (list, tuple, np.ndarray)):
-        return None
+    elif not isinstance(values, (list, tuple, np.ndarray)) or ragged.holds_booleans(values):
+        return None  # (a boolean among them: refused there)
     values = np.asarray(values)
     if values.shape != (batch,) or values.dtype.kind not in "iu" or values.min() < 0:
         return None
