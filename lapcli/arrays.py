@@ -112,6 +112,9 @@ def check_dense(x: Any, what: str = "the costs", points: bool = False) -> None:
         kind = f"sparse {type(x).__name__}"  # (a LinearOperator, which has no toarray, is not one)
     elif is_torch(x) and "sparse" in str(getattr(x, "layout", "")):
         kind = f"sparse tensor ({x.layout})"
+    elif is_torch(x):
+        _check_readable_tensor(x, what)
+        return
     else:
         return
     convert = ".toarray(), or .to_dense() for a tensor"
@@ -130,6 +133,19 @@ def member_ndim(matrix: Any, index: int) -> int:
         return np.ndim(matrix)
     except ValueError:
         raise LapInputError(f"problem {index} of the list is not a matrix: its rows differ in length") from None
+
+
+def _check_readable_tensor(tensor, what: str) -> None:
+    """Refuse by name a tensor lapcli cannot read (NumPy's conversion raised a bare TypeError): one
+    on the meta device holds no values, one on another device than the CPU or CUDA must be moved,
+    and a quantized one's integers are no costs until dequantized."""
+    device = tensor.device.type
+    if device == "meta":
+        raise LapInputError(f"{what} are a tensor on the meta device, which holds no values")
+    if device not in ("cpu", "cuda"):
+        raise LapInputError(f"{what} are a tensor on the {device} device: lapcli reads CPU and CUDA tensors (.cpu())")
+    if tensor.is_quantized:
+        raise LapTypeError(f"{what} are a quantized tensor ({str(tensor.dtype)[6:]}): .dequantize() it first")
 
 
 def library_of(x: Any) -> str:

@@ -331,3 +331,23 @@ def test_sparse_costs_or_points_are_refused_by_name(sparse):
         assert ("problem 1 of the list's" in str(seen.value)) == name.startswith("a list"), name
     with pytest.raises(lapcli.LapInputError, match="the points of b are a sparse .*dense coordinates"):
         lapcli.solve_points(np.eye(3), sparse)
+
+
+@pytest.mark.parametrize("kind", ["meta", "quantized"])
+def test_tensors_whose_values_numpy_cannot_read_are_refused_by_name(kind):
+    """A meta-device tensor (no values) or a quantized one raised NumPy's bare TypeError ("can't
+    convert meta device type tensor to numpy", "Got unsupported ScalarType QUInt8") from every call."""
+    torch = pytest.importorskip("torch", reason="torch is an optional peer")
+    if kind == "meta":
+        stack, error, words = torch.empty(2, 3, 3, device="meta"), lapcli.LapInputError, "on the meta device, which holds no"
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch deprecates the quantized types
+            stack = torch.quantize_per_tensor(torch.rand(2, 3, 3), 0.1, 0, torch.quint8)
+        error, words = TypeError, r"a quantized tensor \(quint8\): .dequantize\(\) it first"
+    calls = [lambda: lapcli.solve_batch(stack), lambda: lapcli.solve(stack[0]), lambda: lapcli.match(stack, [2, 3]),
+             lambda: lapcli.linear_sum_assignment(stack[0]), lambda: lapcli.batch_linear_assignment(stack),
+             lambda: lapcli.solve_points(stack[0], stack[1])]
+    for call in calls:
+        with pytest.raises(error, match=words):
+            call()
