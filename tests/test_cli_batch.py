@@ -300,7 +300,16 @@ def test_a_ragged_npz_and_an_hdf5_group_are_solved_as_one_batch(tmp_path, rng):
                 h5[f"group/{b}"] = member
             extra(h5)
         refused = invoke("solve", tmp_path / f"{name}.h5", "--dataset", "group", "--json", "-q")
-        assert_one_line_error(refused, 2, f"group (it holds {name}, not datasets); a batch of problems is a group")
+        assert_one_line_error(refused, 2, f"group (it holds {name}, which are no datasets); a batch of problems is a group")
+    # a member of another rank or type is named with what it is, as is an empty group or NPZ
+    with h5py.File(tmp_path / "odd.h5", "w") as h5:
+        h5["group/a"], h5["group/b"], h5["group/c"] = np.eye(2), np.ones((2, 2, 2)), np.array([["x"]], dtype="S1")
+        h5.create_group("empty")
+    for dataset, words in (("group", "group (b is 3-D, c holds |S1)"), ("empty", "group of no dataset")):
+        refused = invoke("solve", tmp_path / "odd.h5", "--dataset", dataset, "-q")
+        assert_one_line_error(refused, 2, f"{dataset} is a {words}; a batch of problems is a group of 2-D numeric")
+    np.savez(tmp_path / "none.npz")
+    assert_one_line_error(invoke("solve", tmp_path / "none.npz", "-q"), 2, "none.npz holds no arrays")
 
 
 @pytest.mark.parametrize("name", ["one.npz", "one.h5"])

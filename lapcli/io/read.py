@@ -125,8 +125,11 @@ def _read_group(path: Path, name: str, group, load: bool):
 
     members = {key: node for key, node in group.items() if isinstance(node, h5py.Dataset)}
     others = sorted(set(group) - set(members))  # subgroups, links to nothing: said, not skipped
-    if not members or others or any(node.ndim != 2 or node.dtype.kind not in "biuf" for node in members.values()):
-        held = f" (it holds {', '.join(others[:5])}{', …' if len(others) > 5 else ''}, not datasets)" if others else ""
+    odd = [f"{key} is {node.ndim}-D" if node.ndim != 2 else f"{key} holds {node.dtype}" for key, node in members.items()
+           if node.ndim != 2 or node.dtype.kind not in "biuf"]  # the members in the way, named
+    if not members or others or odd:
+        held = (f" (it holds {', '.join(others[:5])}{', …' if len(others) > 5 else ''}, which are no datasets)" if others
+                else f" ({', '.join(odd[:5])}{', …' if len(odd) > 5 else ''})" if odd else " of no dataset")
         raise LapInputError(f"{path}:{name} is a group{held}; a batch of problems is a group of 2-D numeric datasets")
     order = batch_order(members)
     for key in order if load else ():
@@ -223,10 +226,11 @@ def read_npz(path: Path, name: str | None):
                 if all(a.ndim == 2 for a in arrays):
                     return Batch(order, arrays)
             if name is None:
+                if not names:
+                    raise LapInputError(f"{path} holds no arrays")
                 if len(names) != 1:
                     listed = ", ".join(names[:10]) + (", …" if len(names) > 10 else "")
-                    raise LapInputError(f"{path} holds {len(names)} arrays ({listed or 'none'}); name one: "
-                                        f"{path}:NAME")
+                    raise LapInputError(f"{path} holds {len(names)} arrays ({listed}); name one: {path}:NAME")
                 name = names[0]
             if name not in names:
                 raise LapInputError(f"{path} has no array {name!r}; it holds {', '.join(names[:10])}")
