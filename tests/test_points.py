@@ -811,3 +811,14 @@ def test_cosine_costs_are_clamped_as_cdists_are():
     assert lapcli.solve_points(ones, ones, "cosine").objective == 0.0 == cdist(ones, ones, "cosine").sum()
     unit = np.ones(3) / np.sqrt(3)
     assert costs(unit[None], unit[None], "cosine")[0] == 0.0 and costs(unit[None], -unit[None], "cosine")[0] <= 2.0
+
+
+def test_a_points_suite_size_it_lacks_is_refused_with_the_sizes_it_has():
+    from click.testing import CliRunner
+
+    from lapcli.bench.points import POINT_CELLS
+    from lapcli.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["bench", "--suite", "points", "--sizes", "16"])
+    have = ", ".join(map(str, sorted({n for n, _, _ in POINT_CELLS})))
+    assert result.exit_code == 2 and result.stderr.strip() == f"Error: --suite points has no cells of n = 16 (its sizes: {have})"

@@ -137,9 +137,11 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
             raise InputError(f"points runner {name!r} cannot run here: {why_not}")
     cells = bench_points.POINT_CELLS
     if sizes:
-        missing = sorted(set(sizes) - {n for n, _, _ in cells})
-        if missing:
-            raise InputError(f"--suite points has no cells of n = {', '.join(map(str, missing))}")
+        have = sorted({n for n, _, _ in cells})
+        missing = sorted(set(sizes) - set(have))
+        if missing:  # as the other suites say it
+            raise InputError(f"--suite points has no cells of n = {', '.join(map(str, missing))} "
+                             f"(its sizes: {', '.join(map(str, have))})")
         cells = tuple(cell for cell in cells if cell[0] in sizes)
     if json_path:
         run_library_call(check_output_path, json_path, (".json",), "output")
