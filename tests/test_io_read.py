@@ -204,4 +204,12 @@ def test_a_header_of_words_above_tabbed_rows_keeps_the_tabs(tmp_path):
     (tmp_path / "one.txt").write_text("cost\nrow 1\t5\nrow 2\t7\n")
     assert read_matrix(str(tmp_path / "one.txt"), index_col=True).tolist() == [[5], [7]]
     (tmp_path / "two.txt").write_text("a title\n1\t3\t2\n2\t1\t3\n")
-    assert read_matrix(str(tmp_path / "two.txt")).tolist() == [[1, 3, 2], [2, 1, 3]]
+    assert read_matrix(str(tmp_path / "two.txt"), header=True).tolist() == [[1, 3, 2], [2, 1, 3]]
+    # labels counted as the words they are: two above three tabbed fields is an index column, not a
+    # header of one label above a 2 × 3 problem of row names solved as costs; two above two a header
+    (tmp_path / "idx.txt").write_text("job_a job_b\n0\t5\t3\n1\t2\t4\n")
+    with pytest.raises(lapcli.LapInputError, match="looks like it has an index column .line 1 has 2 columns, line 2 has 3"):
+        read_matrix(str(tmp_path / "idx.txt"))
+    assert read_matrix(str(tmp_path / "idx.txt"), index_col=True).tolist() == [[5, 3], [2, 4]]
+    (tmp_path / "c.txt").write_text("c0 c1\n9\t1\n3\t4\n")
+    assert read_matrix(str(tmp_path / "c.txt")).tolist() == [[9, 1], [3, 4]] == np.loadtxt(tmp_path / "c.txt", skiprows=1).tolist()

@@ -68,7 +68,8 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
         header = False if marked else _first_line_is_header(fields, name, first_index + 1, index_col, second_width)
     notes = []
     if header and second_index is not None:  # the header's labels against the first row's fields
-        labels = _width(without_comment(lines[first_index], labels=True), delimiter)
+        labelled = without_comment(lines[first_index], labels=True)  # words above tabbed rows: spaced labels
+        labels = _width(labelled, None if delimiter == "\t" and "\t" not in labelled else delimiter)
         width = _width(content[second_index], delimiter)
         # pandas with sep=" " or index_label=False, and R's write.table, write no empty first field to see
         one_short = not index_col and width == labels + 1
