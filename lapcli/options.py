@@ -76,8 +76,9 @@ def check_maximize(maximize, problems: bool = True) -> bool:
     is refused in those words; it read as entries (a 2-problem array: "invalid numeric entries"), and
     as True where one problem is solved (``[False]`` maximised, a word like "False" too). ``problems``:
     whether the call solves several, which the words say."""
-    if getattr(maximize, "ndim", 0) or isinstance(maximize, (list, tuple, str, bytes)):
-        if not problems or isinstance(maximize, (str, bytes)):  # a word is no sense for each problem either
+    word = isinstance(maximize, (str, bytes)) or getattr(getattr(maximize, "dtype", None), "kind", None) in ("U", "S")
+    if getattr(maximize, "ndim", 0) or isinstance(maximize, (list, tuple)) or word:
+        if not problems or word:  # a word (np.array("False") too) is no sense for each problem either
             raise LapInputError(f"maximize must be True or False, not {maximize!r}")
         raise LapInputError(f"maximize is one True or False for every problem of a call, not {maximize!r}: solve "
                             "those to maximise and those to minimise in two calls")
