@@ -115,9 +115,9 @@ class CostLimit:
         if maximize:
             raise LapInputError("cost_limit applies to minimisation, as in lapjv; negate the costs instead")
         try:
-            if isinstance(cost_limit, (bool, np.bool_, str, bytes)) or getattr(cost_limit, "dtype", None) is not None \
-                    and np.dtype(cost_limit.dtype).kind not in "iuf":  # np.array("3") too
-                raise TypeError
+            if isinstance(cost_limit, (bool, np.bool_, str, bytes)) or (isinstance(cost_limit, np.ndarray)
+                                                                         and cost_limit.dtype.kind not in "iuf"):
+                raise TypeError  # np.array("3") too (a torch scalar tensor is read by float())
             # an integer limit stays an exact Python int (float() rounds beyond 2^53)
             limit = int(cost_limit) if isinstance(cost_limit, (int, np.integer)) else float(cost_limit)
         except (TypeError, ValueError):
