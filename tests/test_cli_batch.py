@@ -310,6 +310,7 @@ def test_a_ragged_npz_and_an_hdf5_group_are_solved_as_one_batch(tmp_path, rng):
         assert_one_line_error(refused, 2, f"{dataset} is a {words}; a batch of problems is a group of 2-D numeric")
     np.savez(tmp_path / "none.npz")
     assert_one_line_error(invoke("solve", tmp_path / "none.npz", "-q"), 2, "none.npz holds no arrays")
+    assert_one_line_error(invoke("solve", f"{tmp_path / 'none.npz'}:x", "-q"), 2, "has no array 'x'; it holds none")
 
 
 @pytest.mark.parametrize("name", ["one.npz", "one.h5"])

@@ -233,7 +233,7 @@ def read_npz(path: Path, name: str | None):
                     raise LapInputError(f"{path} holds {len(names)} arrays ({listed}); name one: {path}:NAME")
                 name = names[0]
             if name not in names:
-                raise LapInputError(f"{path} has no array {name!r}; it holds {', '.join(names[:10])}")
+                raise LapInputError(f"{path} has no array {name!r}; it holds {', '.join(names[:10]) or 'none'}")
             return _npz_member(path, archive, name)
     except LapInputError:
         raise
