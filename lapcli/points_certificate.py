@@ -44,13 +44,15 @@ def certify_points(problem, col_of_row, u, v, tolerance: float, engine: str, *, 
                    began: float = 0.0, device: int | None = None, details: dict | None = None) -> Certificate:
     """Check the work's duals ``u``, ``v`` (host float64, the work's rows and columns) for its
     assignment ``col_of_row`` (host int64, a column for every work row); SolverError naming
-    ``engine`` when they fail. The host pass stops past ``timeout`` seconds after ``began``; the
-    device pass's compile time goes to ``details["compile_ms"]``."""
+    ``engine`` when they fail. The host pass stops past ``timeout`` seconds after ``began``, and the
+    device pass (one launch) does not begin past it; its compile time goes to ``details["compile_ms"]``."""
     start = time.perf_counter()
     x = np.asarray(host(problem.rows), dtype=np.float64)
     y = np.asarray(host(problem.columns), dtype=np.float64)
     assigned = problem.sign * costs(x, y[col_of_row], problem.metric, problem.p) - u - v[col_of_row]
     if on_device(problem):
+        if timeout is not None and time.perf_counter() - began > timeout:
+            raise SolverError(f"{PAST_TIME_LIMIT}: 0 of {len(x):,} rows read")
         least, compile_ms = _device_least_slack(problem, u, v, device)
         where = "device"
         if details is not None:  # beside any the solve had

@@ -135,3 +135,19 @@ def test_8192_maximised_points_take_the_auction(rng):
     a, b = rng.random((8192, 2)), rng.random((8192, 2))
     solution = lapcli.solve_points(a, b, maximize=True, timeout=10)
     assert solution.report.certified and "mirror" in solution.report.details
+
+
+def test_the_device_pass_over_the_true_costs_does_not_begin_past_the_time_limit(rng):
+    """The host pass stops between chunks; the device pass (one launch) ran whatever the time: it is
+    not begun past the limit, which the mirrored and separated routes then report."""
+    import time
+
+    from lapcli.errors import SolverError
+    from lapcli.points_certificate import HOST_PASS_UP_TO, certify_points, on_device
+
+    n = int(HOST_PASS_UP_TO**0.5) + 8  # past the host pass: the device's
+    problem = prepare_points(rng.random((n, 2)), rng.random((n, 2)), "sqeuclidean")
+    assert on_device(problem)
+    zeros, columns = np.zeros(n), np.arange(n)
+    with pytest.raises(SolverError, match=f"certificate's pass ran past the time limit: 0 of {n:,} rows read"):
+        certify_points(problem, columns, zeros, zeros, 1e-9, "test", timeout=1.0, began=time.perf_counter() - 2.0)
