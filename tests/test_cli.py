@@ -1068,6 +1068,9 @@ def test_an_output_name_near_the_file_system_s_limit_is_written(tmp_path):
     for name in ("x" * 246 + ".npy", "é" * 123 + ".csv"):
         assert invoke("solve", tmp_path / "m.npy", "-q", "-o", tmp_path / name).exit_code == 0
     assert sorted(os.listdir(tmp_path)) == sorted(["m.npy", "x" * 246 + ".npy", "é" * 123 + ".csv"])
+    too_long = tmp_path / ("y" * 300 + ".csv")  # past the limit: one line naming it, not "internal error"
+    assert_one_line_error(invoke("solve", tmp_path / "m.npy", "-o", too_long), 2, f"cannot write {too_long}: "
+                                                                                   "File name too long")
 
 
 @pytest.mark.parametrize("args", [

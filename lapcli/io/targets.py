@@ -48,8 +48,11 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
         raise LapInputError(f"cannot write {target}: {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise LapInputError(f"cannot write {target}: folder {folder} is not writable")
-    if target.is_dir():
-        raise LapInputError(f"cannot write {target}: it is a directory")
+    try:
+        if target.is_dir():
+            raise LapInputError(f"cannot write {target}: it is a directory")
+    except OSError as error:  # a name past the file system's 255 bytes: "File name too long"
+        raise LapInputError(f"cannot write {target}: {error.strerror or error}") from None
     _check_folder_takes_a_file(target, folder)
 
 
