@@ -138,7 +138,7 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device, lim
     timeout, certify): a pass that would begin past the time limit is not run, as :func:`_mapped_back`
     has it (the answer without duals, or a SolverError where ``certify`` is True)."""
     from .certificate import certify, not_certified
-    from .points_certificate import PAST_TIME_LIMIT, unchecked_past_the_limit
+    from .points_certificate import check_time_left, unchecked_past_the_limit
 
     report = solution.report
     rows, cols = host(solution.row_ind), host(solution.col_ind)
@@ -147,8 +147,9 @@ def _in_true_costs(solution: Solution, problem, frame, on_gpu: bool, device, lim
     if solution.duals is None:
         return
     start, timeout, certify_asked = limit
-    if timeout is not None and time.perf_counter() - start > timeout:
-        stopped = SolverError(f"{PAST_TIME_LIMIT}: 0 of {problem.n_rows:,} rows read")
+    try:
+        check_time_left(timeout, start, 0, problem.n_rows)
+    except SolverError as stopped:
         why = unchecked_past_the_limit(stopped, certify_asked, "not checked on the true costs")
         solution.duals, report.certified, report.certificate = None, False, not_certified(why)
         return

@@ -31,6 +31,13 @@ def on_device(problem) -> bool:
 PAST_TIME_LIMIT = "the certificate's pass ran past the time limit"
 
 
+def check_time_left(timeout: float | None, began: float, read: int, rows: int) -> None:
+    """SolverError saying how far the certificate's pass got (``read`` of ``rows``) once ``timeout``
+    seconds have passed since ``began``; nothing without a limit."""
+    if timeout is not None and time.perf_counter() - began > timeout:
+        raise SolverError(f"{PAST_TIME_LIMIT}: {read:,} of {rows:,} rows read")
+
+
 def unchecked_past_the_limit(stopped: SolverError, certify: bool | None, what: str) -> str:
     """Why an answer keeps no certificate where its pass stopped at the time limit and ``certify`` was
     left to its default (the pairs are optimal before the pass: they come back, unchecked); any other
@@ -51,8 +58,7 @@ def certify_points(problem, col_of_row, u, v, tolerance: float, engine: str, *, 
     y = np.asarray(host(problem.columns), dtype=np.float64)
     assigned = problem.sign * costs(x, y[col_of_row], problem.metric, problem.p) - u - v[col_of_row]
     if on_device(problem):
-        if timeout is not None and time.perf_counter() - began > timeout:
-            raise SolverError(f"{PAST_TIME_LIMIT}: 0 of {len(x):,} rows read")
+        check_time_left(timeout, began, 0, len(x))
         least, compile_ms = _device_least_slack(problem, u, v, device)
         where = "device"
         if details is not None:  # beside any the solve had
@@ -82,8 +88,7 @@ def _host_least_slack(problem, x, y, u, v, timeout, began) -> float:
     step = max(1, HOST_CHUNK_PAIRS // max(m, 1))
     least = np.inf
     for first in range(0, n, step):
-        if timeout is not None and time.perf_counter() - began > timeout:
-            raise SolverError(f"{PAST_TIME_LIMIT}: {first:,} of {n:,} rows read")
+        check_time_left(timeout, began, first, n)
         block = problem.sign * costs(x[first:first + step, None, :], y[None, :, :], problem.metric, problem.p)
         block -= u[first:first + step, None]
         block -= v[None, :]
