@@ -1024,7 +1024,6 @@ def test_a_folder_that_refuses_files_is_refused_before_the_work_or_exit_1_after_
     tried with a file of its own before the work; one that goes after it is an output error (exit 1)."""
     import errno
     import tempfile
-    from types import SimpleNamespace
 
     import lapcli.io.write
 
@@ -1054,7 +1053,7 @@ def test_a_folder_that_refuses_files_is_refused_before_the_work_or_exit_1_after_
     def gone(*args, **kwargs):  # the folder went between the check and the write
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
 
-    monkeypatch.setattr(lapcli.io.write, "tempfile", SimpleNamespace(mkstemp=gone))
+    monkeypatch.setattr(lapcli.io.write, "new_temporary", gone)  # the writer's, not the check's
     for args in (["solve", tmp_path / "m.npy", "-q", "-o", tmp_path / "a.csv"],
                  ["bench", "--sizes", "8", "--solvers", "scipy", "-q", "--json", tmp_path / "b.json"]):
         assert_one_line_error(invoke(*args), 1, f"cannot write {args[-1]}: {os.strerror(errno.ENOENT)}")

@@ -61,10 +61,9 @@ def _check_folder_takes_a_file(target: Path, folder: Path) -> None:
     answers yes for root anywhere, and for a read-only mount or /proc, which refused the output
     only after the work. A full disk, a quota or an I/O error is no bad input (LapOutputError)."""
     import errno
-    import tempfile
 
     try:
-        fd, name = tempfile.mkstemp(prefix=temporary_prefix(target), suffix=".part", dir=folder)
+        fd, name = new_temporary(target, folder)
     except OSError as error:
         refused = LapOutputError if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else LapInputError
         raise refused(f"cannot write {target}: {error.strerror or error}") from None
@@ -72,11 +71,15 @@ def _check_folder_takes_a_file(target: Path, folder: Path) -> None:
     os.unlink(name)
 
 
-def temporary_prefix(target: Path) -> str:
-    """The start of the name an output is written under beside ``target`` before its rename: the
-    name's first 200 bytes, leaving room for mkstemp's 8 characters and ".part" in the 255 bytes a
-    file name may take (a valid name of 250 was refused as "File name too long")."""
-    return "." + os.fsencode(target.name)[:200].decode(errors="ignore") + "."
+def new_temporary(target: Path, folder: Path) -> tuple[int, str]:
+    """(fd, name) of a new empty file in ``folder``, named for ``target`` (an output is written under
+    it, then renamed: lapcli.io.write). The name keeps ``target``'s first 200 bytes, leaving room for
+    mkstemp's 8 characters and ".part" in the 255 bytes a file name may take (a valid name of 250
+    was refused as "File name too long"). OSError where the folder takes no file."""
+    import tempfile
+
+    prefix = "." + os.fsencode(target.name)[:200].decode(errors="ignore") + "."
+    return tempfile.mkstemp(prefix=prefix, suffix=".part", dir=folder)
 
 
 def check_room(path: str, values: int, dtype: str) -> None:

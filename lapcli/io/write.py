@@ -12,7 +12,6 @@ import math
 import os
 import select
 import sys
-import tempfile
 import time
 import zipfile
 from contextlib import contextmanager
@@ -22,7 +21,7 @@ import numpy as np
 
 from ..errors import LapInputError, LapOutputError
 from .formats import BATCH_MARK, DATA_FOLLOWS, HDF5_SUFFIXES
-from .targets import is_device, stdout_alias, stream_alias, temporary_prefix, written_to
+from .targets import is_device, new_temporary, stdout_alias, stream_alias, written_to
 
 
 @contextmanager
@@ -80,8 +79,7 @@ def atomic_output(path: str, mode: str = "wb"):
 def _temporary_beside(target: Path) -> tuple[int, str]:
     """(fd, name) of a new temporary file beside ``target``; LapOutputError (exit 1) if none can be made."""
     try:
-        return tempfile.mkstemp(prefix=temporary_prefix(target), suffix=".part",
-                                dir=target.parent if str(target.parent) else Path("."))
+        return new_temporary(target, target.parent if str(target.parent) else Path("."))
     except OSError as error:
         raise LapOutputError(f"cannot write {target}: {error.strerror}") from None
 
