@@ -118,6 +118,8 @@ class CostLimit:
             if isinstance(cost_limit, (bool, np.bool_, str, bytes)) or (isinstance(cost_limit, np.ndarray)
                                                                          and cost_limit.dtype.kind not in "iuf"):
                 raise TypeError  # np.array("3") too (a torch scalar tensor is read by float())
+            if getattr(cost_limit, "ndim", 0):
+                raise TypeError  # one number, not an array of one: torch's float() reads tensor([3.]) too
             # an integer limit stays an exact Python int (float() rounds beyond 2^53)
             limit = int(cost_limit) if isinstance(cost_limit, (int, np.integer)) else float(cost_limit)
         except (TypeError, ValueError):

@@ -348,6 +348,9 @@ def test_cost_limit_refuses_maximize_and_nan():
     torch = pytest.importorskip("torch", reason="torch is an optional peer")
     for scalar in (torch.tensor(3.0), torch.tensor(3), np.array(3.0)):  # numbers in one element still are
         assert lapcli.solve(np.array([[1.0, 5.0], [5.0, 1.0]]), cost_limit=scalar).x.tolist() == [0, 1]
+    for one_element in (torch.tensor([3.0]), np.array([3.0])):  # an array of one is refused alike
+        with pytest.raises(ValueError, match="cost_limit must be a number"):
+            lapcli.solve(np.eye(3), cost_limit=one_element)
 
 
 def best_limited(cost, limit):
