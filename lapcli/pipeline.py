@@ -29,7 +29,7 @@ from .engines.base import PendingBatch
 from .errors import LapInputError, TooWideError
 from .options import check_certify, check_device, check_maximize, check_timeout
 from .problem import Problem, prepare
-from .ragged_integers import as_integers
+from .ragged_integers import as_integers, range_refusal
 from .arrays import member_ndim, padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 from .work_dtypes import requested_dtype
@@ -299,9 +299,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         result = None if result is not None and result.unchecked_nonfinite else result  # packed, then checked
     if len(members) and result is None:
         try:
-            packed, problem, as_packed = _packed_for(members, name, maximize, dtype, device)
+            packed, problem, members = _packed_for(members, name, maximize, dtype, device)
             solved = _solve_stack(problem, name, reason, start, timeout, device, certify, objectives)
-            members = as_packed
         except TooWideError as refused:  # the stack cannot hold every member exactly: each alone, if auto
             if solver != "auto" or dtype is not None or name == "scipy-batch":
                 raise
@@ -310,6 +309,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
             import_ms += more_ms
             result = members_by(module)
             packed = None
+        except LapInputError as refused:  # the packed stack's range holds its padding: told in the members'
+            raise (range_refusal(members, maximize, dtype) if " lie in [" in str(refused) else refused) from None
     if not len(members):  # no problem: nothing to solve
         col_ind = members.xp.zeros((0, 0), dtype=np.int64)
         sums = np.zeros(0, dtype=np.int64) if objectives else None
@@ -350,9 +351,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
 
 
 def _packed_for(members: ragged.Members, name: str, maximize: bool, dtype: str | None, device: int | None):
-    """(packed, problem, members): the members packed into one work stack for engine ``name``,
-    its prepared Problem, and the members as packed (integers where ``dtype`` asks for them).
-    Raises TooWideError where the stack cannot hold every member exactly."""
+    """(packed, problem, members): the members packed into one work stack for engine ``name``, its
+    prepared Problem, the members as packed (integers where ``dtype`` asks); TooWideError if none holds all."""
     if dtype is not None and np.dtype(dtype).kind in "iu" and np.dtype(members.dtype).kind == "f":
         members = as_integers(members, dtype, maximize)
     upload = device is None and registry.get(name).capabilities.device == "cuda"  # host members: packed there

@@ -1,6 +1,6 @@
 """A ragged batch's float members solved as integers (``dtype="int32"`` or ``"int64"``), converted
 before packing (lapcli.ragged.pack), whose +inf padding only integers one above the largest cost
-replace."""
+replace; and a packed stack's refusal of an int dtype told in the members' own terms."""
 
 from __future__ import annotations
 
@@ -44,3 +44,19 @@ def _refuse_invalid_entries(members: Members, maximize: bool) -> None:
             bad.append(b)
     if bad:
         raise invalid_entries(f": {members_text(bad, len(members))}")
+
+
+def range_refusal(members: Members, maximize: bool, requested: str) -> LapInputError:
+    """The refusal of an int ``requested`` dtype by the packed stack (lapcli.work), in the members'
+    terms: the stack's range holds the dummy rows' 0 and the padding's cost one past the extreme,
+    which are not the caller's, and the padding alone may be what the dtype cannot hold."""
+    own = [members.member(b) for b in range(len(members)) if members.rows[b] * members.cols[b]]
+    lo, hi = min(int(m.min()) for m in own), max(int(m.max()) for m in own)  # integers: floats were converted
+    what = "costs"
+    if maximize:
+        lo, hi, what = -hi, -lo, "the costs negated to maximise"
+    info = np.iinfo(requested)
+    if info.min <= lo and hi <= info.max:
+        return LapInputError(f"{what} lie in [{lo}, {hi}], but a ragged batch pads its members with a cost one "
+                             f"past them, which {requested} does not hold; ask for dtype int64 or float64")
+    return LapInputError(f"{what} lie in [{lo}, {hi}] and do not fit {requested}; ask for dtype int64 or float64")

@@ -122,6 +122,19 @@ def test_integer_padding_widens_to_int64_when_int32_cannot_hold_it(rng):
                                       np.array([[1], [2]], dtype=np.uint64)]), maximize=False)
 
 
+def test_an_int_dtype_refused_by_the_packed_stack_names_the_members_range():
+    """The packed stack holds dummy rows' 0 and the padding one past the largest cost: a refusal of
+    dtype int32 quotes the members' own range, and says when the padding alone does not fit."""
+    with pytest.raises(LapInputError, match=r"^costs lie in \[5, 1099511627776\] and do not fit int32"):
+        lapcli.solve_batch([np.array([[5, 2**40]]), np.array([[7, 8], [9, 10]])], dtype="int32")
+    with pytest.raises(LapInputError, match=r"^costs lie in \[1, 2147483647\], but a ragged batch pads .* one past"):
+        lapcli.solve_batch([np.array([[1, 2**31 - 1]]), np.array([[5]])], dtype="int32")
+    with pytest.raises(LapInputError, match=r"^the costs negated to maximise lie in \[-5, 2147483648\] and do not"):
+        lapcli.solve_batch([np.array([[-2**31, 3]]), np.array([[5]])], dtype="int32", maximize=True)
+    with pytest.raises(LapInputError, match=r"^costs lie in \[5, 1099511627776\] and do not fit int32"):  # floats
+        lapcli.solve_batch([np.array([[5.0, 2.0**40]]), np.array([[7.0, 8], [9, 10]])], dtype="int32")
+
+
 def test_the_three_forms_give_the_same_answers(rng):
     """A list, a padded stack with sizes (garbage, NaN included, outside each corner) and DETR's
     block with target counts describe the same problems and get the same assignments."""
