@@ -635,6 +635,7 @@ def test_a_points_bench_cell_past_its_time_limit_reads_timeout_and_the_suite_goe
     results = bench_points.run_points_bench(cells, {"slow": slow, "fine": fine}, ("slow", "fine"),
                                             repeat=1, warmup=0, seed=3, timeout=7.5)
     assert [t.status for t in results] == ["timeout", "ok", "timeout", "ok"]
+    assert len(results[0].times_ms) == 1 and results[0].message.startswith("stopped after ")  # the call that stopped
     assert limits == [7.5] * 4
     assert bench_points.run_points_bench(cells[:1], {"fine": fine}, ("fine",), repeat=1, warmup=0, seed=3)
     assert limits[-1] == bench_points.CALL_LIMIT_S
@@ -681,7 +682,9 @@ def test_lap_bench_points_runs_scipy_and_records(tmp_path):
     timed = run_cli(["bench", "--suite", "points", "--sizes", "2048", "--solvers", "scipy", "--repeat", "1",
                      "--warmup", "0", "--timeout", "1e-9", "-q", "--json", tmp_path / "timed.json"])
     assert timed.returncode == 0, timed.stderr
-    assert [r["status"] for r in json.loads((tmp_path / "timed.json").read_text())["results"]] == ["timeout"]
+    stopped = json.loads((tmp_path / "timed.json").read_text())["results"]
+    assert [r["status"] for r in stopped] == ["timeout"]  # scipy's solve ran on; its certificate's pass stopped
+    assert stopped[0]["median_ms"] > 0 and stopped[0]["message"].startswith("stopped after ")
 
 
 def test_lap_bench_points_takes_by_default_only_the_runners_that_run_here(monkeypatch):
@@ -811,6 +814,22 @@ def test_cosine_costs_are_clamped_as_cdists_are():
     assert lapcli.solve_points(ones, ones, "cosine").objective == 0.0 == cdist(ones, ones, "cosine").sum()
     unit = np.ones(3) / np.sqrt(3)
     assert costs(unit[None], unit[None], "cosine")[0] == 0.0 and costs(unit[None], -unit[None], "cosine")[0] <= 2.0
+
+
+def test_a_points_suite_whose_runners_run_none_of_its_sizes_is_refused(tmp_path, monkeypatch):
+    """Every cell past the chosen runners' limits here: nothing would be timed, so no run, no record."""
+    from click.testing import CliRunner
+
+    from lapcli.bench import points as bench_points
+    from lapcli.cli.main import cli
+
+    monkeypatch.setattr(bench_points, "runner_limits", lambda: {"auto": 2048, "scipy": 1024, "dense": 16384})
+    record = tmp_path / "p.json"
+    result = CliRunner().invoke(cli, ["bench", "--suite", "points", "--sizes", "4096", "--solvers", "auto,scipy",
+                                      "--json", str(record)])
+    assert result.exit_code == 2 and not record.exists()
+    assert result.stderr.strip() == ("Error: no chosen points runner runs these sizes here (auto up to n = 2048, "
+                                     "scipy up to n = 1024)")
 
 
 def test_a_points_suite_size_it_lacks_is_refused_with_the_sizes_it_has():

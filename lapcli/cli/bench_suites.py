@@ -143,6 +143,10 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
             raise InputError(f"--suite points has no cells of n = {', '.join(map(str, missing))} "
                              f"(its sizes: {', '.join(map(str, have))})")
         cells = tuple(cell for cell in cells if cell[0] in sizes)
+    limits = bench_points.runner_limits()
+    if not any(n <= limits.get(name, n) for n, _, _ in cells for name in chosen):  # a run that would time nothing
+        raise InputError("no chosen points runner runs these sizes here ("
+                         + ", ".join(f"{name} up to n = {limits[name]}" for name in chosen) + ")")
     if json_path:
         run_library_call(check_output_path, json_path, (".json",), "output")
     with progress_bar(console, quiet) as bar:
@@ -160,7 +164,8 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
         row = [str(n), kind, metric]
         for name in chosen:
             timing = next(t for t in results if (t.n, t.kind, t.metric, t.runner) == (n, kind, metric, name))
-            row.append(f"{timing.median_ms:.1f}" if timing.status == "ok" else timing.status)
+            row.append(f"{timing.median_ms:.1f}" if timing.status == "ok" else f"{timing.median_ms:.1f} past limit"
+                       if timing.status == "timeout" and timing.times_ms else timing.status)
         table.add_row(*row)
     console.print(table)
     if json_path:
