@@ -250,8 +250,8 @@ def _absolute_spec(item) -> str:
     in its own folder, where a relative name is another file or none."""
     text = os.fspath(item)
     path, inner = split_hdf5_path(text)
-    if text == "-" or os.path.isabs(path):
-        return text  # as given: stdin, or already the same file for every worker
+    if os.path.isabs(path):
+        return text  # as given: already the same file for every worker
     return os.path.abspath(path) + ("" if inner is None else ":" + inner)
 
 
@@ -283,9 +283,15 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
         position = {}  # future key -> input index
         futures = []
         done = 0
+        from .io.read import read_matrix_with_info
+
+        stdin_notes = {}  # input index -> the reader's notes of stdin, read here
         for index, item in enumerate(inputs):
             as_given = os.fspath(item) if isinstance(item, (str, os.PathLike)) else None
             try:
+                if as_given == "-":  # the caller's stdin, read here: a worker's own is empty or another's
+                    item, source = read_matrix_with_info("-", **read_options)
+                    as_given, stdin_notes[index] = None, source.notes
                 if as_given is not None:
                     item = _absolute_spec(item)
                 elif _nbytes(item) > SCATTER_FROM:  # travels once, not inside the graph; a small input
@@ -296,7 +302,8 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
                 root = error
                 while root.__cause__ or root.__context__:  # Dask wraps pickle's words in its own
                     root = root.__cause__ or root.__context__
-                if isinstance(root, (TypeError, pickle.PicklingError)):  # it cannot be pickled: bad input
+                if isinstance(root, (TypeError, pickle.PicklingError)) and not isinstance(error, LapTypeError):
+                    # it cannot be pickled: bad input
                     error = LapInputError(f"input {index} cannot be sent to a worker: {_one_line(root)}")
                 results[index] = _failed(index, error)  # else (the connection, a timeout) as it is
                 done += 1
@@ -316,6 +323,9 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
             done += 1
             if progress is not None:
                 progress(done, total)
+        for index, notes in stdin_notes.items():
+            if isinstance(results[index], Solved):
+                results[index].source_notes = notes
         return results
 
 
@@ -329,8 +339,8 @@ def solve_many(inputs: Sequence, *, client=None, scheduler: str | None = None, s
     ----------
     inputs : sequence
         Cost matrices (2-D), stacks (3-D, solved by ``solve_batch``) or file specs (str paths, read
-        on the workers by ``lapcli.io.read_matrix``: the workers must see the same files). Each
-        input is one task.
+        on the workers by ``lapcli.io.read_matrix``: the workers must see the same files; ``"-"``,
+        stdin, is read here). Each input is one task.
     client : distributed.Client, optional
         Use this cluster. ``scheduler``: the address of one (``Client(scheduler)``). Neither: a
         local cluster is started and closed here: dask-cuda's ``LocalCUDACluster`` (one worker per

@@ -303,6 +303,21 @@ def test_file_specs_reach_the_workers_as_the_caller_s_paths(client, tmp_path, rn
                                              lapcli.solve(cost.T).objective]
 
 
+def test_stdin_among_the_inputs_is_the_caller_s_read_here(client, rng, monkeypatch):
+    """A worker process's stdin is its own (empty): "-" was "stdin is empty" there, or, on a
+    thread of this process, read where the task ran. Read here, solved there; its refusal is its own."""
+    import io
+
+    cost = rng.integers(0, 50, (5, 5))
+    text = "x,y\n" + "\n".join(",".join(map(str, row)) for row in cost[:, :2]) + "\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    got = scale.solve_inputs(["-", cost, "-"], client=client)
+    assert got[0].solution.objective == lapcli.solve(cost[:, :2]).objective
+    assert any("header" in note for note in got[0].source_notes)  # the reader's note of the skipped header
+    assert got[1].solution.objective == lapcli.solve(cost).objective
+    assert isinstance(got[2], Failed) and got[2].bad_input and got[2].message == "stdin is empty"
+
+
 def test_a_dask_setting_the_local_cluster_cannot_parse_is_one_line_exit_2(tmp_path, rng):
     """A DASK_* value Dask cannot read stops its cluster before a task runs: the user's settings,
     not a lapcli bug, named in Dask's words."""
