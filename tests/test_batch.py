@@ -463,3 +463,17 @@ def test_headroom_is_each_member_s_own(order):
         for b, cost in enumerate(stack):
             rows, cols = scipy_lsa(cost)
             assert solution.col_ind[b].tolist() == cols.tolist() and solution.objectives[b] == cost[rows, cols].sum()
+
+
+def test_integer_stacks_solved_in_float_work_keep_integer_objectives(rng):
+    """The objectives are sums of the caller's costs: integers asked to be solved as float32 or
+    float64 still sum to exact integers (cuda-batch returned its float32 launch's float64 sums)."""
+    from lapcli.engines import cuda_status
+
+    stack = rng.integers(-1000, 1000, (6, 5, 7)).astype(np.int32)
+    expected = [int(c[scipy_lsa(c)].sum()) for c in stack]
+    for solver in ("auto", "scipy-batch", *(("cuda-batch",) if cuda_status()[0] else ())):
+        for dtype in ("float32", "float64"):
+            solution = solve_batch(stack, solver=solver, dtype=dtype)
+            assert solution.objectives.dtype.kind == "i", (solver, dtype, solution.objectives.dtype)
+            assert solution.objectives.tolist() == expected, (solver, dtype)

@@ -78,8 +78,8 @@ def run_batch(problem, *, timeout: float | None = None, device: int | None = Non
                           row_offset=None if exact_offsets else work.row_offset, timeout=timeout)
     result = collect(run, work, on_host=on_host, entries_checked=problem.forbidden is not None,
                      started=(start, copied_in if on_host else None))
-    if exact_offsets:
-        result.objectives = None
+    if exact_offsets or (not work.exact and problem.stack.dtype.kind in "biu"):
+        result.objectives = None  # the pipeline sums the caller's costs: integers stay exact integers
     return result
 
 
