@@ -49,7 +49,8 @@ def collect(run: CertifiedStack, work, *, on_host: bool, entries_checked: bool, 
     objectives = None  # reduced rows: the offsets' sum rounds; the caller sums the original costs (fsum)
     if exact:
         objectives = host[SUMMARY_SLOTS:head]
-    elif work.row_offset is None:  # float32 costs, unreduced: their float64 sum is exact here
+    elif work.row_offset is None:  # float32 costs, unreduced: the kernel's float64 sum, exact where the picked
+        # |c| span n·max <= 2^29·min (lapcli.sums), else within n roundings (docs/reliability.md, Determinism)
         objectives = host[SUMMARY_SLOTS:head].view(np.float64)
     if objectives is not None and work.sign < 0:
         objectives = -objectives
