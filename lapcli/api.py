@@ -9,11 +9,13 @@ from .arrays import split_flat, tensor_values
 from .cuda.probe import cuda_status
 from .engines.auto import choose, choose_ragged
 from .errors import LapInputError
+from .input_device import on_the_input_s_gpu
 from .options import check_maximize
 from .pipeline import solve_batch, solve_problem
 from .problem import array_module, prepare
 
 
+@on_the_input_s_gpu
 def linear_sum_assignment(cost_matrix, maximize=False):
     """Solve the linear sum assignment problem; a drop-in for scipy's function.
 
@@ -154,6 +156,7 @@ def _lean_columns(costs, sizes):
     return batch_torch.sized_columns(costs, sizes)
 
 
+@on_the_input_s_gpu
 def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
     """DETR's Hungarian matcher in one call: ``cost`` is the (B, Q, Σk) block of every query
     against every target of the batch (``C.view(B, Q, -1)``), ``sizes`` the k_i targets of each

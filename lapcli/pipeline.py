@@ -27,6 +27,7 @@ from .engines import registry
 from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
 from .errors import LapInputError, TooWideError
+from .input_device import on_the_input_s_gpu
 from .options import check_certify, check_device, check_maximize, check_timeout
 from .problem import Problem, prepare
 from .ragged_integers import as_integers, range_refusal
@@ -35,6 +36,7 @@ from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 from .work_dtypes import requested_dtype
 
 
+@on_the_input_s_gpu
 def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
           timeout: float | None = None, device: int | None = None, cost_limit: float | None = None,
           certify: bool | None = None) -> Solution:
@@ -57,7 +59,7 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     timeout : float, optional
         Seconds after which a CUDA engine gives up (SolverError).
     device : int, optional
-        CUDA device to run on (default: CuPy's current device).
+        CUDA device to run on (default: the GPU a device input lies on, else CuPy's current one).
     cost_limit : float, optional
         As lapjv's ``cost_limit``: a row whose assignment would cost more than this stays
         unassigned (−1 in ``x``). Solved exactly as lapjv does, on the (n+m)² augmented problem;
@@ -126,16 +128,14 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
 
 def timeout_notes(name: str, timeout: float | None) -> list[str]:
     """A report's note where a time limit went to an engine that cannot stop mid-solve (scipy, lapx,
-    numpy, scipy-batch: no clock inside); the CLI refuses --timeout with one named
-    (lapcli.options.check_timeout)."""
+    numpy, scipy-batch: no clock inside); the CLI refuses --timeout with one (options.check_timeout)."""
     stops = timeout is None or registry.get(name).capabilities.timeout
     return [] if stops else [f"timeout not applied to the solve: {name} cannot stop mid-solve, and ran to its end"]
 
 
 def empty_duals(xp, n_rows: int, n_cols: int, dtype=np.float64) -> tuple:
-    """(u, v) of a problem with no pair (a matrix's or two point sets'), zeros (int64 for integer
-    costs), so that ``--duals`` writes them as for any answer: no constraint binds, and v = 0 on
-    unassigned columns as everywhere."""
+    """(u, v) of a problem with no pair (a matrix's or two point sets'), zeros (int64 for integer costs),
+    so that ``--duals`` writes them as for any answer: no constraint binds, v = 0 on free columns."""
     return xp.zeros(n_rows, dtype), xp.zeros(n_cols, dtype)
 
 
@@ -177,6 +177,7 @@ def matrix_report(problem, name, reason, start, objective, device, dtype_name, r
     )
 
 
+@on_the_input_s_gpu
 def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
                 timeout: float | None = None, device: int | None = None, sizes=None,
                 certify: bool | None = None, objectives: bool = True) -> BatchSolution:
@@ -220,8 +221,7 @@ def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: s
 
 
 def _one_shape(matrices) -> bool:
-    """Whether every matrix of a list has the first one's shape; stops at the first that does not
-    (a ragged list of 1000 is told at its second member, not after 1000 shapes)."""
+    """Whether every matrix of a list has the first one's shape; stops at the first that does not."""
     shape = lambda c: c.shape if type(c) is np.ndarray else tuple(np.shape(c))  # noqa: E731
     first = shape(matrices[0])
     return all(shape(c) == first for c in matrices)

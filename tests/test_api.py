@@ -1,6 +1,7 @@
 """scipy.optimize.linear_sum_assignment's documented behaviour is the spec (issue: drop-in API)."""
 
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -496,3 +497,48 @@ def test_a_solver_that_is_not_a_name_is_bad_input(solver):
                  lambda: lapcli.solve_batch([cost, cost[:1]], solver=solver)):
         with pytest.raises(lapcli.LapInputError, match="unknown solver"):
             call()
+
+
+def test_a_device_input_is_solved_on_its_own_gpu_and_another_device_is_refused(monkeypatch):
+    """The CUDA engines launch on the current GPU: an input on another was read there through a
+    pointer of its own GPU. Each entry runs on the input's GPU; ``device=`` naming another is bad
+    input (a stand-in array on "GPU 1" here: the refusal comes before any CUDA call)."""
+    from types import SimpleNamespace
+
+    from lapcli.input_device import gpu_of
+
+    class OnGpuOne:  # what the entries read of a CuPy array before solving: its type and device
+        device = SimpleNamespace(id=1)
+
+    monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(ndarray=OnGpuOne))
+    assert gpu_of(OnGpuOne()) == gpu_of([OnGpuOne()]) == 1 and gpu_of(np.eye(2)) is gpu_of([]) is None
+    for entry in (lapcli.solve, lapcli.solve_batch):
+        with pytest.raises(ValueError, match=r"^the costs lie on GPU 1 and device=0 names another"):
+            entry(OnGpuOne(), device=0)
+
+
+@pytest.mark.gpu
+def test_cupy_inputs_on_a_second_gpu_are_solved_there(rng):
+    import cupy
+
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs")
+    from scipy.optimize import linear_sum_assignment as scipy_lsa
+
+    cost = rng.integers(0, 100, (64, 64)).astype(np.int32)
+    best = cost[scipy_lsa(cost)].sum()
+    stack = rng.random((5, 12, 12)).astype(np.float32)
+    with cupy.cuda.Device(1):
+        on_one, stack_on_one = cupy.asarray(cost), cupy.asarray(stack)
+    assert cupy.cuda.runtime.getDevice() == 0
+    for solver in ("auto", "cuda", "cuda-sap", "cuda-stepwise"):
+        solution = lapcli.solve(on_one, solver=solver)
+        assert solution.objective == best and solution.col_ind.device.id == 1, solver
+    rows, cols = lapcli.linear_sum_assignment(on_one)
+    assert cost[rows.get(), cols.get()].sum() == best and rows.device.id == 1
+    solved = lapcli.solve_batch(stack_on_one, solver="cuda-batch")
+    assert solved.col_ind.device.id == 1
+    np.testing.assert_allclose(solved.objectives, [s[scipy_lsa(s)].sum() for s in stack], rtol=1e-6)
+    members = [stack_on_one[0, :3], stack_on_one[1]]
+    assert [c.device.id for c in lapcli.solve_batch(members).col_ind] == [1, 1]
+    assert cupy.cuda.runtime.getDevice() == 0  # the caller's current device is left as it was

@@ -41,7 +41,7 @@ PREFIX_RANKS = {
     "lapcli.certificate": 2, "lapcli.duals": 2, "lapcli.points_certificate": 2,  # the certificate's device pass launches through lapcli.cuda.runtime
     "lapcli.cost_cap": 2,  # judges a certificate again (lapcli.certificate.judged)
     "lapcli.engines.base": 3, "lapcli.engines.cpu": 3, "lapcli.engines.cuda": 3, "lapcli.twins": 3,
-    "lapcli.engines.registry": 4, "lapcli.engines.auto": 4, "lapcli.options": 4,
+    "lapcli.engines.registry": 4, "lapcli.engines.auto": 4, "lapcli.options": 4, "lapcli.input_device": 4,
     "lapcli.results": 5, "lapcli.report": 5, "lapcli.cost_limit": 5,
     "lapcli.api": 5, "lapcli.pipeline": 5, "lapcli.pipeline_points": 5, "lapcli.scale": 5, "lapcli.scale_array": 5, "lapcli.info": 5,
     "lapcli.bench": 6,
