@@ -43,6 +43,30 @@ def test_chunked_compressed_or_unwritten_hdf5_is_read_whole(tmp_path, rng, optio
     np.testing.assert_array_equal(loaded, cost)
 
 
+def test_hdf5_values_stored_in_another_layout_are_read_as_hdf5_converts_them(tmp_path):
+    """12-bit integers at bit 4 of 16 and a 4-byte float h5py shows as float64 are contiguous too:
+    their bytes mapped as NumPy's dtype were other numbers (an objective 16 times the true one, and
+    one of 1e-312 with a wrong assignment, exit 0)."""
+    from h5py import h5d, h5s, h5t
+
+    cost = np.array([[4, 1, 3], [2, 0, 5], [3, 2, 2]])
+    packed = h5t.STD_U16LE.copy()
+    packed.set_precision(12)
+    packed.set_offset(4)
+    narrow_float = h5t.IEEE_F32LE.copy()
+    narrow_float.set_fields(31, 23, 8, 8, 15)
+    narrow_float.set_offset(8)
+    narrow_float.set_precision(24)
+    with h5py.File(tmp_path / "m.h5", "w") as f:
+        for name, stored, values in (("packed", packed, cost.astype(np.uint16)), ("float", narrow_float, cost * 1.0)):
+            h5d.create(f.id, name.encode(), stored, h5s.create_simple(cost.shape)).write(h5s.ALL, h5s.ALL, values)
+        f["after"] = np.arange(64.0)  # the 4-byte float's 8-byte view ran past its storage into this
+    for name in ("packed", "float"):
+        loaded = read_matrix(f"{tmp_path / 'm.h5'}:/{name}")
+        assert not isinstance(loaded, np.memmap) and loaded.tolist() == cost.tolist(), name
+        assert lapcli.solve(loaded).objective == 5
+
+
 def test_memory_mapped_hdf5_solves_like_the_array(tmp_path, rng):
     cost = rng.integers(0, 50, size=(40, 60)).astype(np.int32)
     with h5py.File(tmp_path / "m.h5", "w") as f:

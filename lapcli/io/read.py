@@ -367,10 +367,16 @@ def _memory_map(path: Path, node):
     """A contiguous, unfiltered HDF5 dataset lies in the file as one C-order block, as an NPY
     body does: map it read-only instead of reading it, so a GPU solve pages it straight into the
     pinned upload ring, as it does an NPY file. Anything else (chunks, compression, storage not
-    yet allocated) and a dataset another file holds (an external link: its offset is in that
-    file, and mapping ``path`` there read other bytes): None."""
+    yet allocated), a dataset another file holds (an external link: its offset is in that
+    file, and mapping ``path`` there read other bytes) and values stored in another layout than
+    NumPy's dtype of them (12-bit integers at bit 4 of 16, a 4-byte float h5py converts to
+    float64: HDF5 converts them as it reads, their bytes mapped are other numbers): None."""
+    from h5py import h5t
+
     offset = node.id.get_offset()
     if node.chunks is not None or node.compression is not None or offset is None or node.size == 0:
+        return None
+    if node.id.get_type() != h5t.py_create(node.dtype):
         return None
     try:
         in_path = os.path.samefile(node.file.filename, path)
