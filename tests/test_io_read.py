@@ -67,6 +67,26 @@ def test_hdf5_values_stored_in_another_layout_are_read_as_hdf5_converts_them(tmp
         assert lapcli.solve(loaded).objective == 5
 
 
+def test_an_hdf5_dataset_never_written_or_written_in_part_is_refused(tmp_path):
+    """A writer that stopped between creating a dataset and writing it leaves storage HDF5 reads as
+    its fill value, 0: solved as costs (objective 0.0, exit 0). A fill value the writer chose
+    stands for what it left, and an empty dataset has nothing to write."""
+    from lapcli.errors import LapInputError
+
+    with h5py.File(tmp_path / "m.h5", "w") as f:
+        f.create_dataset("never", shape=(3, 3), dtype="f8")
+        part = f.create_dataset("part", shape=(4, 4), dtype="f8", chunks=(2, 4))
+        part[0:2] = [[5, 1, 9, 9], [1, 5, 9, 9]]
+        f.create_dataset("filled", shape=(3, 3), dtype="f8", fillvalue=7.0)
+        f.create_dataset("empty", data=np.zeros((0, 3)))
+        f.create_dataset("batch/0", shape=(2, 2), dtype="i4")
+    for name in ("never", "part", "batch"):
+        with pytest.raises(LapInputError, match="was never written, or only in part: HDF5 reads 0 where no value"):
+            read_matrix(f"{tmp_path / 'm.h5'}:/{name}")
+    assert read_matrix(f"{tmp_path / 'm.h5'}:/filled").tolist() == [[7.0] * 3] * 3
+    assert read_matrix(f"{tmp_path / 'm.h5'}:/empty").shape == (0, 3)
+
+
 def test_memory_mapped_hdf5_solves_like_the_array(tmp_path, rng):
     cost = rng.integers(0, 50, size=(40, 60)).astype(np.int32)
     with h5py.File(tmp_path / "m.h5", "w") as f:

@@ -1,6 +1,6 @@
 """Where an HDF5 dataset's values lie, checked before they are read: HDF5 gives its fill value (0)
-for what it cannot find (a virtual dataset's missing source, a short external raw file), and those
-zeros must not be solved as costs."""
+for what it cannot find (a virtual dataset's missing source, a short external raw file) and for
+what was never written, and those zeros must not be solved as costs."""
 
 from __future__ import annotations
 
@@ -11,13 +11,22 @@ from ..errors import LapInputError
 
 
 def check_storage_written(path: Path, dataset: str, node) -> None:
-    """Refuse a dataset whose values lie where HDF5 finds nothing: it reads the fill value (0) for a
+    """Refuse a dataset whose values lie where HDF5 finds nothing: it reads the fill value (0) for
+    storage never allocated (chunks never written too, unless the writer set a fill value), for a
     virtual dataset's missing source file or dataset and past the end of a short external raw file,
     costs nobody wrote. Files are looked for where HDF5 looks by default: a virtual source under
     HDF5_VDS_PREFIX, as named, or beside the file (by its name alone too); an external file under
     HDF5_EXTFILE_PREFIX or as named (from the working folder)."""
     import h5py
+    from h5py import h5d
 
+    if (node.size and not node.is_virtual and not node.external
+            and node.id.get_space_status() != h5d.SPACE_STATUS_ALLOCATED
+            and node.id.get_create_plist().fill_value_defined() != h5d.FILL_VALUE_USER_DEFINED):
+        # created and not (wholly) written, as a writer that stopped leaves it; a fill value the
+        # writer chose stands for the values it did not write, the default 0 for nothing
+        raise LapInputError(f"{path}:{dataset} was never written, or only in part: HDF5 reads 0 where no value "
+                            "is stored")
     beside = Path(node.file.filename).parent
 
     def found(name: str, variable: str, *more: Path) -> Path | None:
