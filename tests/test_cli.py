@@ -575,6 +575,7 @@ def error_cases(tmp_path):
     (tmp_path / "comments.csv").write_text("a,b\n# nothing but a comment\n")
     (tmp_path / "text.npy").write_text("not an npy file\n")  # once "holds Python objects" (np.load's pickle)
     np.save(tmp_path / "ok.npy", np.eye(3))
+    np.save(tmp_path / "long.npy", np.eye(3, dtype=np.longdouble))  # float128 on x86-64, float64 elsewhere
     return {
         "missing": (["nothere.npy"], "no such file"),
         "extension": (["m.xyz"], "unknown file extension"),
@@ -583,6 +584,8 @@ def error_cases(tmp_path):
         "non-numeric": (["words.csv"], "words.csv line 2, column 2: 'abc' is not a number"),
         "4-D": (["cube.npy"], "4-D: expected a matrix (2-D) or a stack of matrices (3-D)"),
         "strings": (["strings.npy"], "strings.npy has dtype <U1; lapcli reads numbers"),  # once NumPy's cast words
+        **({"long double": (["long.npy"], "long.npy has dtype float128, wider than float64")}  # NumPy's cast words too
+           if np.dtype(np.longdouble).itemsize > 8 else {}),
         "objects": (["objects.npy"], "Python objects"),
         "nan": (["nan.npy"], "invalid numeric entries"),
         "h5 none": (["none.h5"], "no 2-D dataset (a matrix, or a point set) or 3-D one (a stack)"),

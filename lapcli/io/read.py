@@ -258,6 +258,9 @@ def _numbers(array: np.ndarray, where: str) -> np.ndarray:
     as an HDF5 dataset's dtype is checked (NumPy's own words named neither the file nor the type)."""
     if array.dtype.kind not in "biuf":
         raise LapInputError(f"{where} has dtype {array.dtype}; lapcli reads numbers (bool, integers, reals)")
+    if array.dtype.kind == "f" and array.dtype.itemsize > 8:  # NumPy's "Cannot cast … 'safe'" named neither
+        raise LapInputError(f"{where} has dtype {array.dtype}, wider than float64, which lapcli solves floats in "
+                            "(save it as float64, which rounds it)")
     return array
 
 
