@@ -576,6 +576,8 @@ def error_cases(tmp_path):
     (tmp_path / "text.npy").write_text("not an npy file\n")  # once "holds Python objects" (np.load's pickle)
     np.save(tmp_path / "ok.npy", np.eye(3))
     np.save(tmp_path / "long.npy", np.eye(3, dtype=np.longdouble))  # float128 on x86-64, float64 elsewhere
+    (tmp_path / "spaced.csv").write_text('"4", "1"\n"2", "0"\n')  # a quote after ", " is no quote to np.loadtxt
+    (tmp_path / "spaced2.csv").write_text('4,1\n2, "0"\n')
     return {
         "missing": (["nothere.npy"], "no such file"),
         "extension": (["m.xyz"], "unknown file extension"),
@@ -587,6 +589,9 @@ def error_cases(tmp_path):
         **({"long double": (["long.npy"], "long.npy has dtype float128, wider than float64")}  # NumPy's cast words too
            if np.dtype(np.longdouble).itemsize > 8 else {}),
         "objects": (["objects.npy"], "Python objects"),
+        "spaced quote": (["spaced.csv"], """line 1, column 2: '"1"' is a quoted number after a space, and a quote must """
+                         """open its field (write ,"1" or , 1)"""),  # was: not a number (use --header …)
+        "spaced quote later": (["spaced2.csv"], """line 2, column 2: '"0"' is a quoted number after a space"""),
         "nan": (["nan.npy"], "invalid numeric entries"),
         "h5 none": (["none.h5"], "no 2-D dataset (a matrix, or a point set) or 3-D one (a stack)"),
         "h5 several": (["two.h5"], "/a, /b"),

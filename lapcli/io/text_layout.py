@@ -163,9 +163,18 @@ def shorten(text: str, limit: int = 80) -> str:
 
 
 def field_text(text: str) -> str:
-    """What is wrong with a field that is no number, in words: empty (whitespace only), or its text."""
+    """What is wrong with a field that is no number, in words: empty (whitespace only), a quoted
+    number after spaces (np.loadtxt reads a quote only where it opens the field), or its text."""
     shown = text.strip()
+    if _spaced_quote(text):
+        return f"{shown!r} is a quoted number after a space, and a quote must open its field (write ,{shown} or , " \
+               f"{shown[1:-1]})"
     return f"{shown!r} is not a number" if shown else "an empty field"
+
+
+def _spaced_quote(text: str) -> bool:
+    shown = text.strip()
+    return text != text.lstrip() and len(shown) > 2 and shown[0] == shown[-1] == '"' and is_number(shown[1:-1])
 
 
 def columns_text(count: int) -> str:
@@ -186,9 +195,10 @@ def _first_line_is_header(fields: list[str], name: str, line_number: int, index_
         return True
     bad = next((i for i, label in enumerate(labels) if not is_number(label)), None)
     if bad is not None:  # a word beside numbers, or a number NumPy cannot read
-        hint = (f"use --header if line {line_number} is a header" if labels[bad].strip()
-                else "a trailing delimiter?" if bad == len(labels) - 1 else "a delimiter twice?")
-        raise LapInputError(f"{name} line {line_number}, column {bad + offset + 1}: {field_text(labels[bad])} ({hint})")
+        hint = ("" if _spaced_quote(labels[bad]) else f" (use --header if line {line_number} is a header)"
+                if labels[bad].strip() else " (a trailing delimiter?)" if bad == len(labels) - 1
+                else " (a delimiter twice?)")
+        raise LapInputError(f"{name} line {line_number}, column {bad + offset + 1}: {field_text(labels[bad])}{hint}")
     if next_width is not None and [label.strip() for label in labels] == [str(i) for i in range(len(labels))]:
         raise LapInputError(
             f"{name} line {line_number} ({shorten(','.join(labels), 40)}) could be pandas' default column "
