@@ -429,7 +429,11 @@ def test_malformed_ragged_input_is_refused_with_lapclis_error(rng):
             lapcli.match(np.zeros((2, 3, 6)), sizes)
     with pytest.raises(LapInputError, match="rows must be integers, got bool"):  # NumPy made [True, 2] sides 1, 2
         lapcli.solve_batch(np.zeros((2, 2, 2)), sizes=([True, 2], [2, 2]))
-    pytest.importorskip("torch", reason="torch is an optional peer")
+    with pytest.raises(LapInputError, match="must be integers, got bool"):  # a 0-d boolean array among them too
+        lapcli.match(np.zeros((2, 3, 6)), [np.array(True), 5])
+    torch = pytest.importorskip("torch", reason="torch is an optional peer")
+    with pytest.raises(LapInputError, match="must be integers, got bool"):  # NumPy read tensor(True) as 1
+        lapcli.match(np.zeros((2, 3, 6)), [torch.tensor(True), 5])
     from lapcli.engines.cuda import batch_torch  # the CUDA tensors' lean route leaves them to the refusal above
 
     assert batch_torch._integers([True, 3], 2) is None and batch_torch._integers((2, np.True_), 2) is None
