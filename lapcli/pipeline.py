@@ -313,7 +313,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
             raise (range_refusal(members, maximize, dtype) if " lie in [" in str(refused) else refused) from None
     if not len(members):  # no problem: nothing to solve
         col_ind = members.xp.zeros((0, 0), dtype=np.int64)
-        sums = np.zeros(0, dtype=np.int64) if objectives else None
+        sums = np.zeros(0, np.int64 if np.dtype(members.dtype).kind in "biu" else np.float64) if objectives else None
         details, notes, device_name, dtype_name = {}, [], "none", np.dtype(members.dtype).name
         certificate = not_certified("no problem: nothing to prove")
     elif result is not None:

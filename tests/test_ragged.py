@@ -596,6 +596,9 @@ def test_lap_bench_suite_matcher_runs_the_scipy_loop_and_refuses_foreign_options
 def test_an_empty_padded_batch_gives_an_empty_answer():
     solution = lapcli.solve_batch(np.zeros((0, 3, 4)), sizes=([], []))
     assert solution.col_ind.shape == (0, 3) and len(solution.objectives) == 0 and solution.report.batch == 0
+    for dtype, kind in ((np.float64, "f"), (np.float32, "f"), (np.int32, "i")):  # the sums' type of any batch's
+        assert lapcli.solve_batch(np.zeros((0, 3, 4), dtype), sizes=([], [])).objectives.dtype.kind == kind
+        assert lapcli.solve_batch(np.zeros((0, 3, 4), dtype)).objectives.dtype.kind == kind
 
 
 def test_cpu_ragged_answers_are_certified_per_member(rng, cpu_engines):
