@@ -2,8 +2,9 @@
 
 Three forms name the same thing, the members of a batch (``Members``):
   - a list of matrices of any shapes (NumPy, CuPy, torch CPU or CUDA: one kind per list);
-  - a padded stack with per-problem sizes: member i is ``stack[i, :rows[i], :cols[i]]`` (entries
-    outside that corner are never read, whatever they hold);
+  - a padded stack with per-problem sizes: member i is ``stack[i, :rows[i], :cols[i]]`` (numbers
+    outside that corner are never read, NaN and ±inf too; a stack of Python objects is refused
+    whole, as a stack without sizes is);
   - a matcher's block (DETR's ``C.view(B, Q, -1)``) with the per-image target counts k: member i
     is ``block[i, :, s_i : s_i + k_i]``, s_i = k_0 + … + k_{i−1}.
 
