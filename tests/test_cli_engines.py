@@ -136,6 +136,23 @@ def test_cost_limit_on_the_command_line(tmp_path):
         assert result.exit_code == 0 and np.load(tmp_path / "w.npy.x.npy").tolist() == expected
     library = lapcli.solve(np.full((2, 2), 2**54 + 1), cost_limit=2**54)
     assert np.load(tmp_path / "w.npy.x.npy").tolist() == library.x.tolist()
+    # written with a point or an exponent, an integral limit is that integer; a fraction float64 drops is
+    # refused (9007199254740995.5 read as 9007199254740996.0, which then took a pair costing that much)
+    np.save(tmp_path / "c.npy", np.array([[2**53 + 4]]))
+    for limit in ("9007199254740995", "9007199254740995.0", "9.007199254740995e15", "9007199254740995e0",
+                  "9_007_199_254_740_995", "9_007_199_254_740_995.0", " 90071992547409950e-00001 "):
+        result = invoke("solve", tmp_path / "c.npy", "--cost-limit", limit, "-o", tmp_path / "c.x.npy", "-q")
+        assert result.exit_code == 0 and np.load(tmp_path / "c.x.npy").tolist() == [-1], limit
+    for limit, read in (("9007199254740995.5", "9007199254740996.0"), ("9_007_199_254_740_995.5", "9007199254740996.0"),
+                        ("1e-00400", "0.0"), ("-5e-99999999999999999999", "-0.0")):  # (past Decimal's exponents)
+        dropped = invoke("solve", tmp_path / "c.npy", "--cost-limit", limit, "-q")
+        assert dropped.exit_code == 2 and len(dropped.stderr.strip().splitlines()) == 1
+        assert f"{limit} reads as {read} in float64, which drops its fraction" in dropped.stderr
+    for spelling in ("_5", "1__0"):  # Python's float() refuses them; Decimal alone read them as 5 and 10
+        assert "is not a valid float" in invoke("solve", tmp_path / "m.npy", "--cost-limit", spelling, "-q").stderr
+    for limit, expected in (("1.5", [0, -1]), ("2.55e1", [1, 0]), (".5e1", [0, -1])):  # fractions float64 keeps
+        result = invoke("solve", tmp_path / "m.npy", "--cost-limit", limit, "-o", tmp_path / "f.npy", "-q")
+        assert result.exit_code == 0 and np.load(tmp_path / "f.npy").tolist() == expected, limit
 
 
 def test_device_without_a_gpu_is_a_one_line_error(tmp_path):

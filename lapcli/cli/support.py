@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from decimal import Decimal, InvalidOperation
 
 import click
 
@@ -89,18 +90,35 @@ class FiniteFloatRange(click.FloatRange):
 
 
 class ExactNumber(FiniteFloatRange):
-    """A finite number, kept an int where written as one: an integral limit beside integer costs
-    past 2^53 (the float would round it) stays exact, as the library takes it."""
+    """A finite number, kept an exact int where its text is an integer (``9007199254740995``,
+    ``9_007_199_254_740_995.0``, ``9.007199254740995e15``, ``1e400``: up to 4300 digits): an integral
+    limit beside integer costs past 2^53 stays exact, as the library takes it (a float rounds it). A
+    fraction that float64 drops (``9007199254740995.5`` reads as the integer 9007199254740996.0, a
+    limit a cost that large then meets; ``1e-400`` reads as 0.0) is refused; other fractions are
+    floats, as float costs read them."""
 
     def convert(self, value, param, ctx):
-        if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
-            from ..io.text import integer_text
-
-            number = integer_text(value, 4300)  # int() refuses more digits (leading zeros dropped first)
-            if number is None:  # far past float64, as 1e400 is
+        if not isinstance(value, str):
+            return super().convert(value, param, ctx)
+        try:
+            float(value)  # Python's spellings of a number only (Decimal takes "_5" and "1__0" too)
+            written = Decimal(value.strip())
+        except ValueError:
+            return super().convert(value, param, ctx)  # click's "is not a valid float"
+        except InvalidOperation:  # an exponent past Decimal's own range: 0 or infinite as a float
+            written = None
+        if written is not None and written.is_finite() and written == written.to_integral_value():
+            if written.adjusted() >= 4300:  # past float64 by far, as 1e400 is
                 self.fail("an integer of more than 4300 digits is not a finite number", param, ctx)
-            return number
-        return super().convert(value, param, ctx)
+            return int(written)
+        number = super().convert(value, param, ctx)
+        dropped = (re.search(r"[1-9]", value.lower().split("e")[0]) is not None if written is None
+                   else number.is_integer() or math.floor(number) != math.floor(written))
+        if dropped:
+            shown = value.strip() if len(value.strip()) <= 40 else value.strip()[:37] + "..."
+            self.fail(f"{shown} reads as {number!r} in float64, which drops its fraction; give a limit float64 "
+                      "holds, or its integer part", param, ctx)
+        return number
 
 
 LOG_WIDTH = 200  # columns when the stream is a file or pipe: Rich would wrap tables at 80
