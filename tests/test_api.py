@@ -512,7 +512,7 @@ def test_a_device_input_is_solved_on_its_own_gpu_and_another_device_is_refused(m
 
     monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(ndarray=OnGpuOne))
     assert gpu_of(OnGpuOne()) == gpu_of([OnGpuOne()]) == 1 and gpu_of(np.eye(2)) is gpu_of([]) is None
-    for entry in (lapcli.solve, lapcli.solve_batch):
+    for entry in (lapcli.solve, lapcli.solve_batch, lambda a, device: lapcli.solve_points(a, a, device=device)):
         with pytest.raises(ValueError, match=r"^the costs lie on GPU 1 and device=0 names another"):
             entry(OnGpuOne(), device=0)
 
@@ -541,4 +541,8 @@ def test_cupy_inputs_on_a_second_gpu_are_solved_there(rng):
     np.testing.assert_allclose(solved.objectives, [s[scipy_lsa(s)].sum() for s in stack], rtol=1e-6)
     members = [stack_on_one[0, :3], stack_on_one[1]]
     assert [c.device.id for c in lapcli.solve_batch(members).col_ind] == [1, 1]
+    points = rng.random((3000, 2))
+    with cupy.cuda.Device(1):
+        a, b = cupy.asarray(points), cupy.asarray(points[::-1].copy())
+    assert lapcli.solve_points(a, b, solver="cuda-sap").objective == pytest.approx(0.0, abs=1e-9)
     assert cupy.cuda.runtime.getDevice() == 0  # the caller's current device is left as it was
