@@ -9,13 +9,13 @@ from .arrays import split_flat, tensor_values
 from .cuda.probe import cuda_status
 from .engines.auto import choose, choose_ragged
 from .errors import LapInputError
-from .input_device import on_the_input_s_gpu
+from .input_device import on_the_inputs_gpu
 from .options import check_maximize
 from .pipeline import solve_batch, solve_problem
 from .problem import array_module, prepare
 
 
-@on_the_input_s_gpu
+@on_the_inputs_gpu("cost_matrix")
 def linear_sum_assignment(cost_matrix, maximize=False):
     """Solve the linear sum assignment problem; a drop-in for scipy's function.
 
@@ -100,6 +100,7 @@ def _scipy_lsa(cost_matrix, maximize: bool):
     return linear_sum_assignment(cost_matrix, maximize=maximize)
 
 
+@on_the_inputs_gpu("cost")
 def batch_linear_assignment(cost, maximize: bool = False, sizes=None):
     """The column of each row for every problem of a (B, n, m) stack, −1 for an unassigned row:
     torch-linear-assignment's function (its argument ``cost`` too), on NumPy, CuPy or torch input
@@ -156,7 +157,7 @@ def _lean_columns(costs, sizes):
     return batch_torch.sized_columns(costs, sizes)
 
 
-@on_the_input_s_gpu
+@on_the_inputs_gpu("cost")
 def match(cost, sizes, maximize: bool = False, *, solver: str = "auto"):
     """DETR's Hungarian matcher in one call: ``cost`` is the (B, Q, Σk) block of every query
     against every target of the batch (``C.view(B, Q, -1)``), ``sizes`` the k_i targets of each

@@ -13,9 +13,12 @@ from .errors import LapInputError
 
 
 def check_device(device: int | None) -> None:
-    """Refuse a device ordinal that does not exist here (bad input, before any work)."""
+    """Refuse a device ordinal that does not exist here, or is no integer (True read as GPU 1), as
+    bad input before any work."""
     if device is None:
         return
+    if isinstance(device, (bool, np.bool_)) or not isinstance(device, numbers.Integral):
+        raise LapInputError(f"device must be a GPU number, not {device!r}")
     available, why = probe.cuda_status()
     if not available:
         raise LapInputError(f"device {device}: {why}")

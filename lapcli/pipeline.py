@@ -27,7 +27,7 @@ from .engines import registry
 from .engines.auto import choose, choose_ragged
 from .engines.base import PendingBatch
 from .errors import LapInputError, TooWideError
-from .input_device import on_the_input_s_gpu
+from .input_device import on_the_inputs_gpu
 from .options import check_certify, check_device, check_maximize, check_timeout
 from .problem import Problem, prepare
 from .ragged_integers import as_integers, range_refusal
@@ -36,7 +36,7 @@ from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 from .work_dtypes import requested_dtype
 
 
-@on_the_input_s_gpu
+@on_the_inputs_gpu("cost")
 def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
           timeout: float | None = None, device: int | None = None, cost_limit: float | None = None,
           certify: bool | None = None) -> Solution:
@@ -177,7 +177,7 @@ def matrix_report(problem, name, reason, start, objective, device, dtype_name, r
     )
 
 
-@on_the_input_s_gpu
+@on_the_inputs_gpu("costs")
 def solve_batch(costs, *, solver: str = "auto", maximize: bool = False, dtype: str | None = None,
                 timeout: float | None = None, device: int | None = None, sizes=None,
                 certify: bool | None = None, objectives: bool = True) -> BatchSolution:

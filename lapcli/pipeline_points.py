@@ -13,14 +13,14 @@ from .arrays import host
 from .cuda.probe import device_context
 from .engines import registry
 from .errors import LapInputError, SolverError
-from .input_device import on_the_input_s_gpu
+from .input_device import on_the_inputs_gpu
 from .options import check_certify, check_device, check_maximize, check_timeout
 from .pipeline import empty_duals, loaded_engine, matrix_report, set_up_apart, solve_ms, solve_problem
 from .problem import array_module, prepare
 from .results import Solution
 
 
-@on_the_input_s_gpu
+@on_the_inputs_gpu("a", "b")
 def solve_points(a: Any, b: Any, metric: str = "sqeuclidean", *, p: float | None = None,
                  maximize: bool = False, solver: str = "auto", timeout: float | None = None,
                  device: int | None = None, certify: bool | None = None,

@@ -501,20 +501,43 @@ def test_a_solver_that_is_not_a_name_is_bad_input(solver):
 
 def test_a_device_input_is_solved_on_its_own_gpu_and_another_device_is_refused(monkeypatch):
     """The CUDA engines launch on the current GPU: an input on another was read there through a
-    pointer of its own GPU. Each entry runs on the input's GPU; ``device=`` naming another is bad
-    input (a stand-in array on "GPU 1" here: the refusal comes before any CUDA call)."""
+    pointer of its own GPU. Each entry runs on its inputs' GPU; ``device=`` naming another, inputs on
+    two GPUs and a device that is no number are bad input (stand-in arrays on "GPUs" 1 and 0 here, of
+    a stand-in CuPy with two GPUs: the refusals come before any CUDA call). The first argument may be
+    given by name, as scipy's ``cost_matrix=``."""
     from types import SimpleNamespace
 
+    from lapcli.cuda import probe
     from lapcli.input_device import gpu_of
 
-    class OnGpuOne:  # what the entries read of a CuPy array before solving: its type and device
-        device = SimpleNamespace(id=1)
+    class OnGpu:  # what the entries read of a CuPy array before solving: its type and device
+        def __init__(self, gpu):
+            self.device = SimpleNamespace(id=gpu)
 
-    monkeypatch.setitem(sys.modules, "cupy", SimpleNamespace(ndarray=OnGpuOne))
-    assert gpu_of(OnGpuOne()) == gpu_of([OnGpuOne()]) == 1 and gpu_of(np.eye(2)) is gpu_of([]) is None
-    for entry in (lapcli.solve, lapcli.solve_batch, lambda a, device: lapcli.solve_points(a, a, device=device)):
-        with pytest.raises(ValueError, match=r"^the costs lie on GPU 1 and device=0 names another"):
-            entry(OnGpuOne(), device=0)
+    stand_in = SimpleNamespace(ndarray=OnGpu, cuda=SimpleNamespace(runtime=SimpleNamespace(getDeviceCount=lambda: 2)))
+    monkeypatch.setitem(sys.modules, "cupy", stand_in)
+    monkeypatch.setattr(probe, "cuda_status", lambda: (True, ""))
+    one = OnGpu(1)
+    assert gpu_of(one) == gpu_of([one]) == 1 and gpu_of(np.eye(2)) is gpu_of([]) is None
+    entries = (lapcli.solve, lapcli.solve_batch, lambda costs, device: lapcli.solve_points(costs, costs, device=device))
+    for entry in entries:
+        for device in (0, np.int64(0)):
+            with pytest.raises(ValueError, match=r"^the costs lie on GPU 1 and device=0 names another"):
+                entry(one, device=device)
+        for device in (True, 1.0, "1"):
+            with pytest.raises(ValueError, match=r"^device must be a GPU number, not"):
+                entry(one, device=device)
+    with pytest.raises(ValueError, match=r"^the inputs lie on GPUs 0, 1: give them on one"):
+        lapcli.solve_points(OnGpu(0), one)
+    with pytest.raises(ValueError, match=r"^the costs lie on GPU 1 and device=0"):  # the input named
+        lapcli.solve(cost=one, device=0)
+    monkeypatch.undo()
+    cost = np.array([[4, 1], [2, 0]])
+    assert lapcli.linear_sum_assignment(cost_matrix=cost)[1].tolist() == [1, 0]
+    assert lapcli.solve(cost=cost).objective == 3 and lapcli.solve_batch(costs=cost[None]).objectives.tolist() == [3]
+    assert lapcli.batch_linear_assignment(cost=cost[None]).tolist() == [[1, 0]]
+    with pytest.raises(ValueError, match=r"^device must be a GPU number, not True"):  # True read as GPU 1
+        lapcli.solve(cost, device=True)
 
 
 @pytest.mark.gpu
