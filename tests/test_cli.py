@@ -576,6 +576,9 @@ def error_cases(tmp_path):
     (tmp_path / "text.npy").write_text("not an npy file\n")  # once "holds Python objects" (np.load's pickle)
     np.save(tmp_path / "ok.npy", np.eye(3))
     np.save(tmp_path / "long.npy", np.eye(3, dtype=np.longdouble))  # float128 on x86-64, float64 elsewhere
+    with h5py.File(tmp_path / "long.h5", "w") as f:
+        f["costs"] = np.eye(3, dtype=np.longdouble)
+        f["batch/a"], f["batch/b"] = np.eye(2), np.eye(2, dtype=np.longdouble)
     (tmp_path / "spaced.csv").write_text('"4", "1"\n"2", "0"\n')  # a quote after ", " is no quote to np.loadtxt
     (tmp_path / "spaced2.csv").write_text('4,1\n2, "0"\n')
     return {
@@ -586,7 +589,9 @@ def error_cases(tmp_path):
         "non-numeric": (["words.csv"], "words.csv line 2, column 2: 'abc' is not a number"),
         "4-D": (["cube.npy"], "4-D: expected a matrix (2-D) or a stack of matrices (3-D)"),
         "strings": (["strings.npy"], "strings.npy has dtype <U1; lapcli reads numbers"),  # once NumPy's cast words
-        **({"long double": (["long.npy"], "long.npy has dtype float128, wider than float64")}  # NumPy's cast words too
+        **({"long double": (["long.npy"], "long.npy has dtype float128, wider than float64"),  # NumPy's cast words
+            "long double h5": (["long.h5:/costs"], "long.h5:/costs has dtype float128, wider than float64"),
+            "long double member": (["long.h5:/batch"], "is a group (b holds float128)")}
            if np.dtype(np.longdouble).itemsize > 8 else {}),
         "objects": (["objects.npy"], "Python objects"),
         "spaced quote": (["spaced.csv"], """line 1, column 2: '"1"' is a quoted number after a space, and a quote must """

@@ -126,7 +126,7 @@ def _read_group(path: Path, name: str, group, load: bool):
     members = {key: node for key, node in group.items() if isinstance(node, h5py.Dataset)}
     others = sorted(set(group) - set(members))  # subgroups, links to nothing: said, not skipped
     odd = [f"{key} is {node.ndim}-D" if node.ndim != 2 else f"{key} holds {node.dtype}" for key, node in members.items()
-           if node.ndim != 2 or node.dtype.kind not in "biuf"]  # the members in the way, named
+           if node.ndim != 2 or node.dtype.kind not in "biuf" or node.dtype.itemsize > 8]  # the members in the way
     if not members or others or odd:
         held = (f" (it holds {', '.join(others[:5])}{', …' if len(others) > 5 else ''}, which are no datasets)" if others
                 else f" ({', '.join(odd[:5])}{', …' if len(odd) > 5 else ''})" if odd else " of no dataset")
@@ -256,12 +256,18 @@ def _npz_member(path: Path, archive, name: str) -> np.ndarray:
 def _numbers(array: np.ndarray, where: str) -> np.ndarray:
     """``array`` where it holds numbers (bool, integers or reals); else bad input naming ``where``,
     as an HDF5 dataset's dtype is checked (NumPy's own words named neither the file nor the type)."""
-    if array.dtype.kind not in "biuf":
-        raise LapInputError(f"{where} has dtype {array.dtype}; lapcli reads numbers (bool, integers, reals)")
-    if array.dtype.kind == "f" and array.dtype.itemsize > 8:  # NumPy's "Cannot cast … 'safe'" named neither
-        raise LapInputError(f"{where} has dtype {array.dtype}, wider than float64, which lapcli solves floats in "
-                            "(save it as float64, which rounds it)")
+    check_number_dtype(array.dtype, where)
     return array
+
+
+def check_number_dtype(dtype: np.dtype, where: str) -> None:
+    """Bad input naming ``where`` unless ``dtype`` is of numbers lapcli solves: bool, integers, reals up to
+    float64 (NumPy's "Cannot cast … 'safe'" for float128 named neither the file nor what to do)."""
+    if dtype.kind not in "biuf":
+        raise LapInputError(f"{where} has dtype {dtype}; lapcli reads numbers (bool, integers, reals)")
+    if dtype.kind == "f" and dtype.itemsize > 8:
+        raise LapInputError(f"{where} has dtype {dtype}, wider than float64, which lapcli solves floats in "
+                            "(save it as float64, which rounds it)")
 
 
 def read_npy(path: Path):
@@ -351,8 +357,7 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
     if node.ndim not in (2, 3):
         raise LapInputError(f"{path}:{dataset} is {node.ndim}-D; lapcli reads a 2-D array (a cost matrix, or "
                             "a point set one point a row) or a 3-D stack of matrices")
-    if node.dtype.kind not in "biuf":
-        raise LapInputError(f"{path}:{dataset} has dtype {node.dtype}; lapcli reads numbers (costs or coordinates)")
+    check_number_dtype(node.dtype, f"{path}:{dataset}")
     if not load:
         return node.ndim
     check_storage_written(path, dataset, node)
