@@ -1,6 +1,6 @@
 """The file formats lapcli reads and writes: their extensions, NPY's magic bytes, the specs that
-name one array inside a file (``FILE.h5:/group/data``, ``FILE.npz:name``), and the NPZ archive of
-a sparse matrix, which is not a batch of dense ones."""
+name one array inside a file (``FILE.h5:/group/data``, ``FILE.npz:name``), the NPZ archive of
+a sparse matrix, which is not a batch of dense ones, and the array types read as numbers."""
 
 from __future__ import annotations
 
@@ -65,3 +65,19 @@ def sparse_archive(archive, names: list[str]) -> bool:
         return False
     value = form.item()
     return (value.decode("ascii", "replace") if isinstance(value, bytes) else value) in SPARSE_FORMATS
+
+
+def numbers_only(array, where: str):
+    """``array`` where it holds numbers lapcli reads (:func:`check_number_dtype`)."""
+    check_number_dtype(array.dtype, where)
+    return array
+
+
+def check_number_dtype(dtype, where: str) -> None:
+    """Bad input naming ``where`` unless ``dtype`` is of numbers lapcli solves: bool, integers, reals up to
+    float64 (NumPy's own words, "Cannot cast … 'safe'" for float128, named neither the file nor what to do)."""
+    if dtype.kind not in "biuf":
+        raise LapInputError(f"{where} has dtype {dtype}; lapcli reads numbers (bool, integers, reals)")
+    if dtype.kind == "f" and dtype.itemsize > 8:
+        raise LapInputError(f"{where} has dtype {dtype}, wider than float64, which lapcli solves floats in "
+                            "(save it as float64, which rounds it)")

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import LapInputError
-from .formats import (BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, refuse_binary, sparse_archive,
-                      split_hdf5_path)
+from .formats import (BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, check_number_dtype,
+                      numbers_only, refuse_binary, sparse_archive, split_hdf5_path)
 from .hdf5_storage import check_storage_written
 from .pandas_table import is_pandas_table, read_pandas_table
 from .text import MatrixSource, check_text_head, first_line, read_text_with_info
@@ -199,7 +199,7 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
         if data[stream.tell():].strip():  # two arrays in one stream (the second was dropped); a newline is none
             raise LapInputError(f"stdin holds more than its NPY array ({len(data) - stream.tell():,} bytes after "
                                 "it); stdin takes one matrix: give several as files")
-        return _numbers(array, "stdin"), MatrixSource("stdin")
+        return numbers_only(array, "stdin"), MatrixSource("stdin")
     refuse_binary(data, "stdin", "stdin takes NPY or text: give the file instead")
     return read_text_with_info(data, "stdin", header=header, index_col=index_col, coordinates=coordinates)
 
@@ -250,24 +250,7 @@ def _npz_member(path: Path, archive, name: str) -> np.ndarray:
     array = archive[name]
     if not isinstance(array, np.ndarray):
         raise LapInputError(f"cannot read {path} as NPZ: {name!r} is not a NumPy array (an .npy member)")
-    return _numbers(array, f"{path}:{name}")
-
-
-def _numbers(array: np.ndarray, where: str) -> np.ndarray:
-    """``array`` where it holds numbers (bool, integers or reals); else bad input naming ``where``,
-    as an HDF5 dataset's dtype is checked (NumPy's own words named neither the file nor the type)."""
-    check_number_dtype(array.dtype, where)
-    return array
-
-
-def check_number_dtype(dtype: np.dtype, where: str) -> None:
-    """Bad input naming ``where`` unless ``dtype`` is of numbers lapcli solves: bool, integers, reals up to
-    float64 (NumPy's "Cannot cast … 'safe'" for float128 named neither the file nor what to do)."""
-    if dtype.kind not in "biuf":
-        raise LapInputError(f"{where} has dtype {dtype}; lapcli reads numbers (bool, integers, reals)")
-    if dtype.kind == "f" and dtype.itemsize > 8:
-        raise LapInputError(f"{where} has dtype {dtype}, wider than float64, which lapcli solves floats in "
-                            "(save it as float64, which rounds it)")
+    return numbers_only(array, f"{path}:{name}")
 
 
 def read_npy(path: Path):
@@ -290,7 +273,7 @@ def read_npy(path: Path):
         if getattr(error, "errno", None) == errno.ENOMEM:  # no room to map it: the machine's limit, not bad input
             raise MemoryError(f"mapping {path}: {error.strerror}") from None
         raise LapInputError(f"cannot read {path} as NPY: {first_line(error)}") from None
-    return _numbers(array, str(path))
+    return numbers_only(array, str(path))
 
 def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
     """The matrix (2-D) or stack of matrices (3-D) in ``dataset``, or, without ``dataset``, in the
