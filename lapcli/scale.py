@@ -55,7 +55,7 @@ class Solved:
     index: int
     solution: Any
     source_notes: list[str] = field(default_factory=list)
-    read_ms: float = 0.0  # reading the file on the worker (0 for an in-memory input)
+    read_ms: float = 0.0  # reading the input: a file on the worker, stdin here (0 for an in-memory input)
     solve_ms: float = 0.0  # the solve call on the worker, from the read array to the answer
 
 
@@ -285,13 +285,14 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
         done = 0
         from .io.read import read_matrix_with_info
 
-        stdin_notes = {}  # input index -> the reader's notes of stdin, read here
+        stdin_notes = {}  # input index -> (the reader's notes of stdin, read here, and its ms)
         for index, item in enumerate(inputs):
             as_given = os.fspath(item) if isinstance(item, (str, os.PathLike)) else None
             try:
                 if as_given == "-":  # the caller's stdin, read here: a worker's own is empty or another's
+                    began = time.perf_counter()
                     item, source = read_matrix_with_info("-", **read_options)
-                    as_given, stdin_notes[index] = None, source.notes
+                    as_given, stdin_notes[index] = None, (source.notes, (time.perf_counter() - began) * 1e3)
                 if as_given is not None:
                     item = _absolute_spec(item)
                 elif _nbytes(item) > SCATTER_FROM:  # travels once, not inside the graph; a small input
@@ -323,9 +324,9 @@ def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None,
             done += 1
             if progress is not None:
                 progress(done, total)
-        for index, notes in stdin_notes.items():
+        for index, (notes, read_ms) in stdin_notes.items():
             if isinstance(results[index], Solved):
-                results[index].source_notes = notes
+                results[index].source_notes, results[index].read_ms = notes, read_ms
         return results
 
 

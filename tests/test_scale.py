@@ -314,8 +314,15 @@ def test_stdin_among_the_inputs_is_the_caller_s_read_here(client, rng, monkeypat
     got = scale.solve_inputs(["-", cost, "-"], client=client)
     assert got[0].solution.objective == lapcli.solve(cost[:, :2]).objective
     assert any("header" in note for note in got[0].source_notes)  # the reader's note of the skipped header
-    assert got[1].solution.objective == lapcli.solve(cost).objective
+    assert got[1].solution.objective == lapcli.solve(cost).objective and got[0].read_ms > 0
     assert isinstance(got[2], Failed) and got[2].bad_input and got[2].message == "stdin is empty"
+    monkeypatch.setattr(sys, "stdin", io.StringIO("1,2\n3,4\n"))  # a notebook's: text, no bytes beneath
+    assert scale.solve_inputs(["-"], client=client)[0].solution.objective == 5
+    monkeypatch.setattr(sys, "stdin", io.BytesIO(b"1,2\n3,4\n"))  # bytes with no buffer beneath
+    assert scale.solve_inputs(["-"], client=client)[0].solution.objective == 5
+    monkeypatch.setattr(sys, "stdin", None)  # no stdin at all: bad input, not an AttributeError
+    none = scale.solve_inputs(["-"], client=client)[0]
+    assert isinstance(none, Failed) and none.bad_input and none.message == "stdin cannot be read: this process has none"
 
 
 def test_a_dask_setting_the_local_cluster_cannot_parse_is_one_line_exit_2(tmp_path, rng):

@@ -44,8 +44,8 @@ def read_matrix_with_info(spec: str, dataset: str | None = None, stdin=None, *, 
     if spec == "-":
         if dataset is not None:
             refuse_dataset("stdin", dataset)
-        stream = stdin if stdin is not None else sys.stdin.buffer
-        return read_stdin_with_info(stream.read(), **text_options, text_inputs=text_inputs)
+        data = stdin.read() if stdin is not None else _stdin_bytes()
+        return read_stdin_with_info(data, **text_options, text_inputs=text_inputs)
     path, dataset = check_input_spec(spec, dataset)
     suffix = path.suffix.lower()
     if suffix == ".npy":
@@ -183,6 +183,22 @@ def check_readable_file(path: Path) -> None:
         raise LapInputError(f"{path} is not a regular file (use '-' to read a pipe from stdin)")
     if not os.access(path, os.R_OK):
         raise LapInputError(f"cannot read {path}: permission denied")
+
+
+def _stdin_bytes() -> bytes:
+    """The process's stdin, whole: its bytes (a stream's buffer, or a BytesIO's own), or a text
+    stream's text as UTF-8 (a notebook's or a test's StringIO has no bytes beneath); none, closed or
+    unreadable is bad input, in one line."""
+    stream = sys.stdin
+    try:
+        if stream is None:
+            raise ValueError("this process has none")
+        data = getattr(stream, "buffer", stream).read()
+        return data.encode() if isinstance(data, str) else bytes(data)
+    except LapInputError:  # the CLI's stand-in for a closed descriptor 0 says it already
+        raise
+    except (OSError, ValueError, AttributeError, TypeError) as error:
+        raise LapInputError(f"stdin cannot be read: {first_line(error)}") from None
 
 
 def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: bool = False,
