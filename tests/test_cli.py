@@ -595,7 +595,7 @@ def error_cases(tmp_path):
            if np.dtype(np.longdouble).itemsize > 8 else {}),
         "objects": (["objects.npy"], "Python objects"),
         "spaced quote": (["spaced.csv"], """line 1, column 2: '"1"' is a quoted number after a space, and a quote must """
-                         """open its field (write ,"1" or , 1)"""),  # was: not a number (use --header …)
+                         """open its field ("1" right after the delimiter, or 1)"""),  # was: not a number (use --header …)
         "spaced quote later": (["spaced2.csv"], """line 2, column 2: '"0"' is a quoted number after a space"""),
         "nan": (["nan.npy"], "invalid numeric entries"),
         "h5 none": (["none.h5"], "no 2-D dataset (a matrix, or a point set) or 3-D one (a stack)"),

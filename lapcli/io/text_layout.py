@@ -167,8 +167,8 @@ def field_text(text: str) -> str:
     number after spaces (np.loadtxt reads a quote only where it opens the field), or its text."""
     shown = text.strip()
     if _spaced_quote(text):
-        return f"{shown!r} is a quoted number after a space, and a quote must open its field (write ,{shown} or , " \
-               f"{shown[1:-1]})"
+        return f"{shown!r} is a quoted number after a space, and a quote must open its field ({shown} right " \
+               f"after the delimiter, or {shown[1:-1]})"
     return f"{shown!r} is not a number" if shown else "an empty field"
 
 
