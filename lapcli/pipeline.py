@@ -59,7 +59,7 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
     timeout : float, optional
         Seconds after which a CUDA engine gives up (SolverError).
     device : int, optional
-        CUDA device to run on (default: the GPU a device input lies on, else CuPy's current one).
+        CUDA device to run on; a device input's own GPU (another is refused), else CuPy's current one.
     cost_limit : float, optional
         As lapjv's ``cost_limit``: a row whose assignment would cost more than this stays
         unassigned (−1 in ``x``). Solved exactly as lapjv does, on the (n+m)² augmented problem;

@@ -136,8 +136,9 @@ def _in_place(matrices, library: str) -> Members | None:
 def holds_booleans(values) -> bool:
     """Whether a list or tuple of sizes holds a boolean: NumPy makes [True, 2] integers, True a side of 1
     (a 0-d boolean array or tensor among them too)."""
-    return isinstance(values, (list, tuple)) and any(
-        isinstance(v, (bool, np.bool_)) or str(getattr(v, "dtype", "")) in ("bool", "torch.bool") for v in values)
+    if not isinstance(values, (list, tuple)) or set(map(type, values)) <= {int}:  # Python ints: one C loop
+        return False
+    return any(isinstance(v, (bool, np.bool_)) or str(getattr(v, "dtype", "")) in ("bool", "torch.bool") for v in values)
 
 
 def _sizes(values, name: str, batch: int) -> np.ndarray:
