@@ -81,7 +81,16 @@ def cap_for(work, col_of_row, proof=None) -> float | None:
     if unreduced and total <= 0:  # every row at its minimum: optimal as it is, whatever the tolerance
         return None
     cap = 2 * total if total > 0 else _spread(work) * CAP_FLOOR
-    return cap if _spread(work) > CAP_GAIN * cap and cap == cap else None
+    return cap if _spread(work) > CAP_GAIN * cap and cap == cap and keeps_optima(cap, total, values.shape) else None
+
+
+def keeps_optima(cap: float, total: float, shape: tuple) -> bool:
+    """Whether an assignment through a pair capped at ``cap`` still costs more than ``total`` plus the
+    engine's error 2k·eps(C) (the module's docstring): eps(C) has a floor, float64's smallest normal
+    number, which a subnormal C does not pass (costs of 5e-324 beside 2.2e-308: capped at 1e-323, the
+    2.2e-308 pair read as within eps of the 5e-324 one, and was taken, certified)."""
+    k, m = shape[-2], shape[-1]
+    return cap - total > 2 * k * float_eps(m, cap)
 
 
 def summed_total(values, col_of_row, unreduced: bool):
@@ -178,7 +187,7 @@ def _float32_cap(work, col_of_row) -> float | None:
     if nearest == math.inf:
         return None
     spacing = 2.0 ** max(math.floor(math.log2(nearest)) - 23, -149) if nearest > 0 else 2.0**-149
-    return cap if 2 * values.shape[0] * work.eps >= spacing else None
+    return cap if 2 * values.shape[0] * work.eps >= spacing and keeps_optima(cap, total, values.shape) else None
 
 
 def solved_capped(problem, run, retry: CapRetry, timeout: float | None, start: float, device):

@@ -259,3 +259,26 @@ def test_a_recovery_too_costly_at_the_capped_tolerance_tries_the_work_s(rng, mon
     solution = lapcli.solve(cost, solver="scipy")
     assert len(tried) == 2 and tried[0] < 1e-6 < tried[1]
     assert solution.report.certified and solution.report.certificate["tolerance"] == tried[1]
+
+
+def test_subnormal_costs_are_not_capped_below_the_tolerance_s_floor(rng):
+    """eps(C) has a floor (float64's smallest normal, times m·2⁻⁵⁰): a subnormal cap C is not above the
+    found total plus the engine's error, so a capped pair reads as within eps of the optimum. Costs of
+    5e-324 beside 2.2e-308, capped at 1e-323: the numpy engine took the 2.2e-308 pair, certified within
+    7e-322. Checked exactly (fractions) against every assignment."""
+    import itertools
+    from fractions import Fraction
+
+    def exact_gap(cost, solution):
+        n, m = cost.shape
+        best = min(sum(Fraction(cost[i, p[i]]) for i in range(n)) for p in itertools.permutations(range(m), n))
+        return sum(Fraction(cost[i, j]) for i, j in zip(solution.row_ind, solution.col_ind)) - best
+
+    crafted = np.array([[4.9e-324, 9.9e-324, 0.0, 0.0], [0.0, 0.0, 0.0, -1e-300], [4.9e-324, 2.2e-308, 0.0, 0.0]])
+    cases = [crafted] + [rng.integers(0, 4, (n, n + 1)) * 5e-324 + rng.choice([0.0, 1e-300, 2e-308, -1e-300], (n, n + 1),
+                                                                            p=[0.8, 0.08, 0.08, 0.04])
+                         for n in rng.integers(2, 6, 120)]
+    for cost in cases:
+        solution = lapcli.solve(cost, solver="numpy", certify=True)
+        assert solution.report.certified
+        assert exact_gap(cost, solution) <= Fraction(solution.report.certificate["objective_within"]), cost.tolist()
