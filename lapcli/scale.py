@@ -340,7 +340,7 @@ def solve_many(inputs: Sequence, *, client=None, scheduler: str | None = None, s
     ----------
     inputs : sequence
         Cost matrices (2-D), stacks (3-D, solved by ``solve_batch``) or file specs (str paths, read
-        on the workers by ``lapcli.io.read_matrix``: the workers must see the same files; ``"-"``,
+        on the workers by ``lapcli.io.read.read_matrix``: the workers must see the same files; ``"-"``,
         stdin, is read here). Each input is one task.
     client : distributed.Client, optional
         Use this cluster. ``scheduler``: the address of one (``Client(scheduler)``). Neither: a
