@@ -73,11 +73,17 @@ def numbers_only(array, where: str):
     return array
 
 
+def is_number_dtype(dtype) -> bool:
+    """Whether ``dtype`` is of numbers lapcli solves: bool, integers, reals up to float64."""
+    return dtype.kind in "biu" or (dtype.kind == "f" and dtype.itemsize <= 8)
+
+
 def check_number_dtype(dtype, where: str) -> None:
-    """Bad input naming ``where`` unless ``dtype`` is of numbers lapcli solves: bool, integers, reals up to
-    float64 (NumPy's own words, "Cannot cast … 'safe'" for float128, named neither the file nor what to do)."""
+    """Bad input naming ``where`` unless ``dtype`` is of numbers lapcli solves (:func:`is_number_dtype`;
+    NumPy's own words, "Cannot cast … 'safe'" for float128, named neither the file nor what to do)."""
+    if is_number_dtype(dtype):
+        return
     if dtype.kind not in "biuf":
         raise LapInputError(f"{where} has dtype {dtype}; lapcli reads numbers (bool, integers, reals)")
-    if dtype.kind == "f" and dtype.itemsize > 8:
-        raise LapInputError(f"{where} has dtype {dtype}, wider than float64, which lapcli solves floats in "
-                            "(save it as float64, which rounds it)")
+    raise LapInputError(f"{where} has dtype {dtype}, wider than float64, which lapcli solves floats in "
+                        "(save it as float64, which rounds it)")

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import LapInputError
 from .formats import (BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, check_number_dtype,
-                      numbers_only, refuse_binary, sparse_archive, split_hdf5_path)
+                      is_number_dtype, numbers_only, refuse_binary, sparse_archive, split_hdf5_path)
 from .hdf5_storage import check_storage_written
 from .pandas_table import is_pandas_table, read_pandas_table
 from .text import MatrixSource, check_text_head, first_line, read_text_with_info
@@ -126,7 +126,7 @@ def _read_group(path: Path, name: str, group, load: bool):
     members = {key: node for key, node in group.items() if isinstance(node, h5py.Dataset)}
     others = sorted(set(group) - set(members))  # subgroups, links to nothing: said, not skipped
     odd = [f"{key} is {node.ndim}-D" if node.ndim != 2 else f"{key} holds {node.dtype}" for key, node in members.items()
-           if node.ndim != 2 or node.dtype.kind not in "biuf" or node.dtype.itemsize > 8]  # the members in the way
+           if node.ndim != 2 or not is_number_dtype(node.dtype)]  # the members in the way, named
     if not members or others or odd:
         held = (f" (it holds {', '.join(others[:5])}{', …' if len(others) > 5 else ''}, which are no datasets)" if others
                 else f" ({', '.join(odd[:5])}{', …' if len(odd) > 5 else ''})" if odd else " of no dataset")
