@@ -99,6 +99,11 @@ def runner_limits() -> dict[str, int]:
     return limits
 
 
+def runs(limits: dict[str, int], name: str, n: int) -> bool:
+    """Whether runner ``name`` runs a cell of ``n`` points under ``limits`` (runner_limits)."""
+    return n <= limits.get(name, n)
+
+
 def load_point_programs(name: str, metric: str) -> None:
     """Load what runner ``name`` runs on a large 2-D cell of ``metric`` (``auto`` and ``cuda-sap``:
     engine cuda-sap's auction and searches on the coordinates), where that engine can run here, and
@@ -145,7 +150,7 @@ def run_points_bench(cells, runners: dict, chosen, *, repeat: int, warmup: int, 
             results.append(timing)
             if on_progress:
                 on_progress(f"{name} n={n} {kind} {metric}")
-            if n > limits.get(name, n):
+            if not runs(limits, name, n):
                 timing.status, timing.message = "skipped", f"above n = {limits[name]}"
                 continue
             began = None  # when the runner's last call began (not the kernels' load)

@@ -144,7 +144,7 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
                              f"(its sizes: {', '.join(map(str, have))})")
         cells = tuple(cell for cell in cells if cell[0] in sizes)
     limits = bench_points.runner_limits()
-    if not any(n <= limits.get(name, n) for n, _, _ in cells for name in chosen):  # a run that would time nothing
+    if not any(bench_points.runs(limits, name, n) for n, _, _ in cells for name in chosen):  # it would time nothing
         raise InputError("no chosen points runner runs these sizes here ("
                          + ", ".join(f"{name} up to n = {limits[name]}" for name in chosen) + ")")
     if json_path:
