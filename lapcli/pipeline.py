@@ -106,8 +106,8 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
     if problem.is_empty:
         empty = np.empty(0, dtype=np.int64)
         zero = problem.objective(empty, empty)  # 0, or 0.0 for float costs, as scipy's sum of none
-        report = matrix_report(problem, name, reason, start, zero, "none", problem.original.dtype.name, None)
-        integers = problem.original.dtype.kind in "biu"
+        integers, asked = problem.original.dtype.kind in "biu", problem.requested_dtype  # nothing is cast
+        report = matrix_report(problem, name, reason, start, zero, "none", asked or problem.original.dtype.name, None)
         duals = empty_duals(problem.xp, problem.n_rows, problem.n_cols, np.int64 if integers else np.float64)
         return Solution(row_ind=empty, col_ind=empty, objective=zero, report=report, duals=duals)
     module, import_ms = loaded_engine(engine)
@@ -230,9 +230,9 @@ def _one_shape(matrices) -> bool:
 def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout, device,
                  certify: bool | None = None, objectives: bool = True) -> BatchSolution:
     if problem.is_empty:
-        batch, n, _ = problem.shape
-        col_ind = problem.xp.full((batch, n), -1, dtype=np.int64)
-        return _batch_solution(problem, name, reason, start, col_ind, "none", problem.original.dtype.name, {},
+        col_ind = problem.xp.full(problem.shape[:2], -1, dtype=np.int64)
+        dtype_name = problem.requested_dtype or problem.original.dtype.name  # nothing is cast: the one asked for
+        return _batch_solution(problem, name, reason, start, col_ind, "none", dtype_name, {},
                                not_certified(NO_PAIRS), [], summed=objectives)
     engine = registry.get(name)
     if not engine.capabilities.checks_entries:
@@ -314,7 +314,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     if not len(members):  # no problem: nothing to solve
         col_ind = members.xp.zeros((0, 0), dtype=np.int64)
         sums = np.zeros(0, np.int64 if np.dtype(members.dtype).kind in "biu" else np.float64) if objectives else None
-        details, notes, device_name, dtype_name = {}, [], "none", np.dtype(members.dtype).name
+        details, notes, device_name, dtype_name = {}, [], "none", dtype or np.dtype(members.dtype).name
         certificate = not_certified("no problem: nothing to prove")
     elif result is not None:
         col_ind, sums, found_pairs = result.col_ind, result.objectives, result.pairs

@@ -98,6 +98,16 @@ def test_empty_matrices_give_empty_assignments(shape):
         assert type(objective) is kind and type(lapcli.solve_batch(np.zeros((1, *shape), dtype)).objectives[0].item()) is kind
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_an_empty_problem_reports_the_dtype_asked_for(dtype):
+    """Nothing is cast where nothing is solved, but the report names the working type asked for, as
+    a solved problem's does, not the input's."""
+    assert lapcli.solve(np.zeros((0, 3), np.int16), dtype=dtype).report.dtype == dtype
+    assert lapcli.solve_batch(np.zeros((2, 0, 3), np.int16), dtype=dtype).report.dtype == dtype
+    assert lapcli.solve_batch(np.zeros((0, 3, 3), np.int16), sizes=([], []), dtype=dtype).report.dtype == dtype
+    assert lapcli.solve(np.zeros((0, 3), np.int16)).report.dtype == "int16"  # none asked: the input's
+
+
 def test_one_by_one_and_lists_of_lists():
     rows, cols = linear_sum_assignment([[7]])
     assert rows.tolist() == [0] and cols.tolist() == [0]
