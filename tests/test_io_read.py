@@ -242,6 +242,28 @@ def test_spaces_beside_tabs_are_whitespace_as_loadtxt_reads_them(tmp_path, text,
     assert read_matrix(str(tmp_path / "m.txt")).tolist() == expected == np.loadtxt(tmp_path / "m.txt").tolist()
 
 
+@pytest.mark.parametrize("text, other", [("1,2,3\n4,5,6\n", "','"), ("a,b\n1,2\n", "','"), ("1;2\n3;4\n", "';'"),
+                                         ("1 2\n3 4\n", "spaces")])
+def test_a_tsv_of_another_separator_is_named_as_such(tmp_path, text, other):
+    """A .tsv is read tab-separated: one of commas took its first line for a header and refused the
+    second as "'4,5,6' is not a number"; one column (no separator at all) is still a .tsv's."""
+    (tmp_path / "m.tsv").write_text(text)
+    with pytest.raises(lapcli.LapInputError, match=f"hold no tab and part their values with {other}: name it"):
+        read_matrix(str(tmp_path / "m.tsv"))
+    (tmp_path / "one.tsv").write_text("# a, b\n1\n2\n")
+    assert read_matrix(str(tmp_path / "one.tsv")).tolist() == [[1], [2]]
+    for text in ("1,5\n2,5\n", "cost\n1,5\n"):  # one column of decimal commas, or two of values: either said
+        (tmp_path / "one.tsv").write_text(text)
+        with pytest.raises(lapcli.LapInputError, match="name it .csv, or write decimal points if they are decimal commas"):
+            read_matrix(str(tmp_path / "one.tsv"))
+    (tmp_path / "one.tsv").write_text("cost,USD\n5\n3\n")  # one column's label holding a comma
+    assert read_matrix(str(tmp_path / "one.tsv")).tolist() == [[5], [3]]
+    (tmp_path / "one.tsv").write_text("cost, USD\n5\n3\n")
+    assert read_matrix(str(tmp_path / "one.tsv"), header=True).tolist() == [[5], [3]]
+    (tmp_path / "one.tsv").write_text("10 20\n5\n7\n")  # a header of numbers, as --header says: not a row
+    assert read_matrix(str(tmp_path / "one.tsv"), header=True).tolist() == [[5], [7]]
+
+
 def test_a_header_of_words_above_tabbed_rows_keeps_the_tabs(tmp_path):
     """One column with row labels of two words, as pandas (sep='\\t', index_label=False) and R's
     write.table write it: 'cost' has no tab, and the labels' spaces are not delimiters."""

@@ -32,6 +32,9 @@ class Layout:
         return self.first_index + (1 if self.header else 0)
 
 
+_DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")  # '1,5': a number, in some locales
+
+
 def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool | None, index_col: bool) -> Layout:
     """The delimiter and the header decision (:func:`read_text_with_info`) from ``lines``, of which
     only those up to the second line of content are read; raises for an ambiguous first line."""
@@ -43,8 +46,19 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
         raise LapInputError(f"{name} holds no numbers")
     first = content[first_index]
     second_index = next((i for i in range(first_index + 1, len(lines)) if content[i].strip()), None)
+    sample = first + "\n" + ("" if second_index is None else content[second_index])
+    if delimiter == "\t" and "\t" not in sample:  # a .tsv's name, but another file's separator: said, not misread
+        rows = sample.splitlines()[1 if header else 0:]  # (a header, --header says, may hold anything)
+
+        def parts(separator):  # a line of numbers parted by it (not a header's one label 'cost, USD')
+            return any(len(line.split(separator)) > 1 and all(map(is_number, line.split(separator))) for line in rows)
+        other = next((f"'{d}'" for d in ",;" if parts(d)), "spaces" if parts(None) else None)
+        decimal = other == "','" and all(_DECIMAL_COMMA.match(line) for line in rows if "," in line)
+        if other:  # ('1,5' alone on its lines: two values, or one with a decimal comma)
+            raise LapInputError(f"{name} is read tab-separated (.tsv), but its first lines hold no tab and part "
+                                f"their values with {other}: name it {'.txt' if other == 'spaces' else '.csv'}"
+                                + (", or write decimal points if they are decimal commas" if decimal else ""))
     if delimiter is None:  # from the first two lines: a header alone may hold no delimiter
-        sample = first + "\n" + ("" if second_index is None else content[second_index])
         # a line without tabs whose spaces part numbers is whitespace-separated: both lines then are,
         # as np.loadtxt reads them ('3 1 2' above '1<tab>3<tab>2' was one field, taken for a header);
         # a header of words ('cost' above 'row 1<tab>5', pandas' one column) keeps the tabs
@@ -53,8 +67,7 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
         delimiter = ("," if "," in sample else ("\t" if "\t" in sample and not spaced else None))
         if all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
             delimiter = ";"
-            decimal_comma = re.compile(r"^\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*$")
-            if any(decimal_comma.match(field) for line in sample.splitlines() for field in line.split(";")):
+            if any(_DECIMAL_COMMA.match(field) for line in sample.splitlines() for field in line.split(";")):
                 raise LapInputError(f"{name}: semicolon-separated with decimal commas ('1,5'); lapcli reads "
                                     "decimal points: convert the file (e.g. sed 's/,/./g')")
     fields = split_fields(first, delimiter)
