@@ -222,6 +222,16 @@ def test_generate_refuses_a_ragged_batch_larger_than_memory(tmp_path, monkeypatc
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("args", [["--ragged", "--batch", 3, "-o", "r.npz:"], ["--ragged", "--batch", 3, "-o", "r.npz:x"],
+                                  ["-o", "m.npy:/x"], ["-o", "m.csv:x"]])
+def test_generate_names_a_dataset_given_to_a_file_that_holds_none(tmp_path, monkeypatch, args):
+    """'-o r.npz:' was an "unknown ragged batch extension '.npz:'", '-o m.npy:/x' one of '(none)'."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke("generate", "--n", 4, *args)
+    assert_one_line_error(result, 2, "only an HDF5 file (.h5, .hdf5) takes a dataset after ':'; give ")
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("kind, dtype", [("uniform", "int32"), ("uniform", "int64"), ("uniform", "float64"),
                                          ("float", "float32"), ("float", "float64"), ("geometric", "float32"),
                                          ("geometric-int", "int64"), ("sanity", "float32")])
@@ -614,6 +624,9 @@ def error_cases(tmp_path):
         "bad dtype option": (["ok.npy", "--dtype", "int8"], "int8"),
         "bad solver option": (["ok.npy", "--solver", "magic"], "magic"),
         "bad output extension": (["ok.npy", "-o", "a.xyz"], "unknown assignment extension"),
+        "dataset of an NPY output": (["ok.npy", "-o", "a.npy:/x"], "an assignment file takes no dataset after ':'"),
+        "dataset of a report": (["ok.npy", "-o", "o.csv", "--report", "r.json:x"],
+                                "cannot write r.json:x: a report file takes no dataset after ':'; give r.json"),
         "output folder missing": (["ok.npy", "-o", "nofolder/a.csv"], "does not exist"),
         "output names a folder": (["ok.npy", "-o", "a.csv/"], "it names a folder, not a file"),
         "output names a folder too": (["ok.npy", "-o", "a.csv/."], "it names a folder, not a file"),

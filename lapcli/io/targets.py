@@ -5,6 +5,7 @@ so that the second written would not silently replace the first."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -36,6 +37,11 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
     if path == "-" or is_device(path) or (not suffix and stream_alias(path)):  # /dev/stdout, stdout a file
         return
     if suffix not in suffixes:
+        head = re.match(r"(.*?(\.[^./:]+)):", path)  # 'r.npy:/x' or 'r.npz:': a dataset after a file of no datasets
+        if head and head[2].lower() in suffixes and head[2].lower() not in HDF5_SUFFIXES:
+            takes = ("only an HDF5 file (.h5, .hdf5) takes a" if set(HDF5_SUFFIXES) & set(suffixes)
+                     else f"{'an' if what[0] in 'aeiou' else 'a'} {what} file takes no")
+            raise LapInputError(f"cannot write {path}: {takes} dataset after ':'; give {head[1]}")
         raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
     if suffix in HDF5_SUFFIXES and (alias := stream_alias(path)):  # written in place, and HDF5 reads back
         raise LapInputError(f"cannot write {target}: it is {alias}, where an HDF5 file cannot be written; give a file")
