@@ -82,6 +82,8 @@ class Members:
         rows, cols, stride, offset = int(self.rows[i]), int(self.cols[i]), int(self.strides[i]), int(self.offsets[i])
         if rows == 0 or cols == 0:
             return self.flat[:0].reshape(rows, cols)
+        if offset + rows * stride <= len(self.flat):  # whole rows of the stride: a plain view (as_strided: 15 µs)
+            return self.flat[offset:offset + rows * stride].reshape(rows, stride)[:, :cols]
         xp = self.xp
         window = self.flat[offset:offset + (rows - 1) * stride + cols]
         item = window.itemsize
