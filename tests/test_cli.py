@@ -213,6 +213,18 @@ def test_generate_refuses_point_sets_larger_than_memory_or_their_file_system(tmp
     assert os.listdir(tmp_path) == ["small.npy"]
 
 
+def test_a_size_past_a_terabyte_is_told_in_its_unit(tmp_path, monkeypatch):
+    """Said as "4,000,000.0 GB" before: sizes up to petabytes take their unit."""
+    from collections import namedtuple
+
+    from lapcli.io import targets
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(targets.shutil, "disk_usage", lambda path: usage(10**16, 0, 3 * 10**12))
+    with pytest.raises(LapInputError, match=r"at least 4\.0 PB, and its file system has 3\.0 TB free"):
+        targets.check_room(str(tmp_path / "x.npy"), 5 * 10**14, "int64")
+
+
 def test_generate_refuses_a_ragged_batch_larger_than_memory(tmp_path, monkeypatch):
     import lapcli.generate
 

@@ -108,9 +108,9 @@ def check_room(path: str, values: int, dtype: str) -> None:
 
 
 def _bytes(count: int) -> str:
-    """A size in words: GB, MB or bytes."""
-    return next((f"{count / unit:,.1f} {name}" for unit, name in ((1e9, "GB"), (1e6, "MB")) if count >= unit),
-                f"{count:,} bytes")
+    """A size in words: PB, TB, GB, MB or bytes."""
+    units = ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"))
+    return next((f"{count / unit:,.1f} {name}" for unit, name in units if count >= unit), f"{count:,} bytes")
 
 
 def same_output(first: str, second: str) -> bool:
