@@ -12,10 +12,10 @@ here, and above the size where they stop being useful):
 - ``scipy``      the cdist matrix and scipy, up to 4,096 (14 s at 8,192 on the H100 machine)
 
 Every runner's objective is compared with the first one's (relative 1e-9). Times are wall
-clock around the whole call, medians of ``repeat`` after ``warmup`` calls (none above 8,192: there
-a warm-up loads the runner's kernels for the cell's metric and solves one small square of it,
-:func:`load_point_programs`, so that the first large cell of a metric times neither their
-compilation nor that of CuPy's own kernels the engine calls).
+clock around the whole call, medians of ``repeat`` after ``warmup`` calls (above 8,192 one timed
+call and no warm-up call: there ``auto`` and ``cuda-sap`` load their kernels for the cell's metric
+and solve a 32,768-point square of it first, :func:`load_point_programs`, so that the first large
+cell of a metric times neither their compilation nor that of CuPy's own kernels the engine calls).
 Each call has a time limit (``timeout``, default CALL_LIMIT_S): a cell past it reads "timeout"
 with the time of the call that stopped (an engine that cannot stop inside a solve, scipy, stops at
 its certificate's pass or is judged by its time afterwards), and the suite goes on (the auction's

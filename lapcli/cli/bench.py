@@ -85,8 +85,10 @@ def range_problem(r: float) -> str | None:
 @click.option("--solvers", callback=csv_list(str), default="auto", show_default=True,
               help="Comma-separated engines ('lap info') and peers (a suite's own runners: docs/cli.md), or "
                    "auto = every engine available here but numpy (numpy too when no GPU is present).")
-@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True)
-@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True)
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Timed solves per cell, their median shown (--suite points: one above n = 8,192).")
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Untimed solves first (--suite points above n = 8,192: the kernels loaded instead).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds per solve; slower solvers are skipped for larger n (--suite points: each cell gets the limit).")
 @click.option("--baseline", callback=csv_list(str),
