@@ -470,3 +470,31 @@ def test_a_repeat_past_a_tiny_limit_says_how_long_it_took(tmp_path):
     message = next(csv.DictReader(path.open()))["message"]
     took = float(message.removeprefix("a repeat took ").removesuffix(" ms"))
     assert 0.001 < took < 10 and message == f"a repeat took {took:.3g} ms"
+
+
+def test_the_plot_draws_every_cell_with_a_time_and_rings_those_past_the_limit(monkeypatch):
+    """Only "ok" cells were drawn: a table of "past limit" times plotted empty panels, and
+    legend() on an empty first panel warned on stderr under -q."""
+    pytest.importorskip("matplotlib")
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from lapcli.bench.outputs import plot_bytes
+    from lapcli.bench.suites import SolveTiming
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    results = [SolveTiming(64, 1, "int32", "lapx", "timeout", times_ms=[2.0]),
+               SolveTiming(512, 1, "int32", "lapx", "ok", times_ms=[3.0]),
+               SolveTiming(512, 1, "int32", "scipy", "skipped"),
+               SolveTiming(64, 100, "int32", "scipy", "error")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a legend of nothing warns
+        assert plot_bytes(results, {}).startswith(b"\x89PNG")
+        plot_bytes(results[2:], {})  # no cell with a time anywhere: no legend
+    first, second = figures[0].axes[:2]
+    drawn = [(list(line.get_xdata()), list(line.get_ydata())) for line in first.lines]
+    assert drawn == [([64, 512], [2.0, 3.0]), ([64], [2.0])]  # the line, then its past-limit ring
+    assert not second.lines and first.get_legend() is not None
+    assert figures[1].axes[0].get_legend() is None

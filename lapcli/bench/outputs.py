@@ -93,7 +93,8 @@ def csv_bytes(results: list[SolveTiming], env: dict) -> bytes:
 
 def plot_bytes(results: list[SolveTiming], env: dict) -> bytes:
     """Time against n, one panel per range (per kind and range when the kinds differ; one panel
-    per float kind, whose R does not matter), log scales (needs matplotlib: lapcli[plot])."""
+    per float kind, whose R does not matter), log scales (needs matplotlib: lapcli[plot]). Every
+    cell with a time is drawn, those past the limit ringed, as the table shows them "past limit"."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,13 +110,17 @@ def plot_bytes(results: list[SolveTiming], env: dict) -> bytes:
     fig, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows), squeeze=False)
     for ax, (kind_index, range_factor) in zip(axes.flat, panels):
         kind = kinds[kind_index]
-        panel = [r for r in results if r.kind == kind and r.range_factor == range_factor and r.status == "ok"]
+        panel = [r for r in results if r.kind == kind and r.range_factor == range_factor and r.timed]
         dtypes = list(dict.fromkeys(r.dtype for r in panel))
         for solver in solvers:
             for dtype in dtypes:
-                points = sorted((r.n, r.median_ms) for r in panel if r.solver == solver and r.dtype == dtype)
-                if points:
-                    ax.plot(*zip(*points), marker="o", label=solver if len(dtypes) == 1 else f"{solver} {dtype}")
+                cells = sorted((r.n, r.median_ms, r.status) for r in panel if r.solver == solver and r.dtype == dtype)
+                if cells:
+                    line, = ax.plot([c[0] for c in cells], [c[1] for c in cells], marker="o",
+                                    label=solver if len(dtypes) == 1 else f"{solver} {dtype}")
+                    past = [c for c in cells if c[2] == "timeout"]  # the table's "past limit": a time, ringed
+                    ax.plot([c[0] for c in past], [c[1] for c in past], linestyle="", marker="o", markersize=11,
+                            markerfacecolor="none", color=line.get_color())
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         kind_ranges = {r.range_factor for r in results if r.kind == kind}
@@ -131,7 +136,8 @@ def plot_bytes(results: list[SolveTiming], env: dict) -> bytes:
             ax.legend(fontsize="small")
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    axes.flat[0].legend()
+    if axes.flat[0].get_legend_handles_labels()[0]:  # none where no cell of the first panel has a time
+        axes.flat[0].legend()
     fig.suptitle(f"lapcli bench on {env.get('device', '?')} ({env.get('date', '')[:10]})")
     fig.tight_layout()
     image = io.BytesIO()
