@@ -616,6 +616,9 @@ def test_lap_bench_suite_matcher_runs_the_scipy_loop_and_refuses_foreign_options
 
     record = json.loads((tmp_path / "m.json").read_text())
     assert len(record["results"]) == 6 and {r["runner"] for r in record["results"]} == {"scipy-loop"}
+    from lapcli.bench.matcher import MATCHER_CELLS  # its cells (B, Q, K), not the batch suite's kinds
+
+    assert record["settings"]["cells"] == [list(cell) for cell in MATCHER_CELLS] and record["settings"]["kinds"] == []
     refused = CliRunner().invoke(cli, ["bench", "--suite", "matcher", "--scale", "0.5"])
     assert refused.exit_code == 2 and "--scale" in refused.stderr
 

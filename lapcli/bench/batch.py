@@ -45,7 +45,7 @@ SUITE_MIN_SECONDS = 0.2  # what ``lap bench --suite batch`` asks of each runner 
 
 @dataclass
 class BatchSettings:
-    cells: tuple[tuple[int, int], ...] = BATCH_CELLS
+    cells: tuple[tuple[int, ...], ...] = BATCH_CELLS  # (B, n); the matcher suite's (B, Q, K)
     kinds: tuple[str, ...] = BATCH_KINDS
     runners: tuple[str, ...] = ()
     repeat: int = 3
@@ -98,8 +98,9 @@ def cell_stack(settings: BatchSettings, batch: int, n: int, kind: str) -> np.nda
     return generate_stack(batch, n, seed=seed, kind="float", dtype="float32")
 
 
-def scaled_cells(settings: BatchSettings) -> list[tuple[int, int]]:
-    return [(max(1, round(batch * settings.scale)), n) for batch, n in settings.cells]
+def scaled_cells(settings: BatchSettings) -> list[tuple[int, ...]]:
+    """The cells with B scaled (the batch suite's --scale; the matcher's (B, Q, K) have a scale of 1)."""
+    return [(max(1, round(batch * settings.scale)), *rest) for batch, *rest in settings.cells]
 
 
 def assignment_problem(col_ind: np.ndarray, shape: tuple[int, int, int]) -> str | None:

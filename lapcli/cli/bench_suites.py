@@ -87,7 +87,7 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
                 cells, chosen, runners, repeat=repeat, warmup=warmup, seed=seed,
                 min_seconds=bench_batch.SUITE_MIN_SECONDS, on_progress=progress)
             failure = "; ".join(failures) or None
-            settings.cells = tuple((b, q) for b, q, _ in cells)
+            settings.cells, settings.kinds = cells, ()  # (B, Q, K): its images' targets are its kind
         else:
             try:
                 results = run_batch_bench(settings, runners, on_progress=progress)
