@@ -59,6 +59,10 @@ def test_float32_costs_beside_placeholders_are_solved_again_in_float64(rng, shap
     asked = lapcli.solve(cost, solver="numpy", maximize=maximize, dtype="float32")
     assert asked.report.certified and asked.report.certificate["tolerance"] > 1e-3
     assert asked.report.details["costs_capped_at"].startswith("not solved again: float32 work, asked for")
+    # the bound it quotes is the certificate's on the objective, not its tolerance of one pair
+    within = asked.report.certificate["objective_within"]
+    assert f"proved within {within:.3g} of its costs' optimum" in asked.report.details["costs_capped_at"]
+    assert abs(asked.objective - best) <= within
 
 
 def test_float32_answers_at_every_row_minimum_are_not_solved_again(rng, monkeypatch):

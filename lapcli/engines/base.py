@@ -54,8 +54,9 @@ def certified_result(problem, work, col_of_row, u, v, *, engine: str, device: st
             retry.first = result  # proved at the looser tolerance: for a caller that cannot solve again
             raise
         result.details["costs_capped_at"] = (  # float32 asked for, whose tolerance follows max |c|: said so
-            f"not solved again: float32 work, asked for, is proved within {certificate.tolerance:.3g}, a tolerance "
-            f"that follows its largest cost; float64 work would be solved again with costs capped at {retry.cap:.6g}")
+            f"not solved again: float32 work, asked for, is proved within {certificate.objective_within:.3g} of its "
+            f"costs' optimum (a tolerance of {certificate.tolerance:.3g} a pair, which follows its largest cost); "
+            f"float64 work would be solved again with costs capped at {retry.cap:.6g}")
     result.certificate = certificate.to_dict()
     return result
 
