@@ -69,8 +69,8 @@ def _float_ceiling(cost: np.ndarray, rounded_to=None) -> float:
         with np.errstate(over="ignore"):  # past the dtype's range: inf, which the work refuses itself
             cost = cost.astype(rounded_to)
     finite = cost[np.isfinite(cost)].astype(np.float64)
-    if not finite.size:
-        return math.inf
+    if not finite.size:  # every pair forbidden: every limit leaves every row out, 0 as well as any
+        return 0.0  # (inf made L/2 the limit's: 5e299 in float32 work was refused as an overflow)
     with np.errstate(over="ignore"):  # past float64's range the ceiling is inf: every limit is below it
         least, spread = float(finite.min()), float(finite.max() - finite.min())
         margin = max(max(abs(least), abs(least + spread)) * 2.0**-20, 16 * float(np.finfo(rounded_to or np.float64).tiny))

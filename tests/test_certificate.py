@@ -292,6 +292,15 @@ def test_a_cost_limit_on_costs_without_a_pair_builds_no_augmented_problem(monkey
         lapcli.solve(np.zeros((0, 5)), cost_limit=float("nan"))
 
 
+@pytest.mark.parametrize("dtype", [None, "float32", "float64"])
+def test_a_cost_limit_on_costs_all_forbidden_leaves_every_row_out(dtype):
+    """No finite cost: the limit, unclamped, went into the work as L/2 (5e299 in float32 was refused
+    as "costs overflow float32"); every limit leaves every row out, as lapjv does."""
+    for limit in (1e300, 3.0, -2.0):
+        solution = lapcli.solve(np.full((2, 1), np.inf, np.float32), cost_limit=limit, dtype=dtype)
+        assert (solution.x == -1).all() and len(solution.row_ind) == 0 and solution.objective == 0
+
+
 @pytest.mark.parametrize("solver", ["numpy", "scipy", "auto"])
 def test_a_far_cost_limit_is_the_limit_of_the_costs(rng, solver):
     """A limit far above the costs made the augmented problem's tolerance follow L/2 (3 × 15 U[0, 1)
