@@ -43,7 +43,8 @@ def run(problem, *, timeout: float | None = None, device: int | None = None) -> 
     work = problem.work_stack(np)
     values, _ = float64_costs(work.values[0], False, "lapx")
     values = np.ascontiguousarray(values, dtype=np.float64)
-    _, work_cols, _ = lapx.lapjv(values, extend_cost=values.shape[0] != values.shape[1])
+    with np.errstate(over="ignore"):  # lapjv sums its own objective (unused): near float64's largest it overflows
+        _, work_cols, _ = lapx.lapjv(values, extend_cost=values.shape[0] != values.shape[1])
     rows, cols = problem.assignment_from_work(work_cols)  # every work row is assigned (rows ≤ columns)
     # lapjv computes in float64; a dtype asked for is the work's (float32: the costs rounded to it first)
     return EngineResult(rows=rows, cols=cols, device="cpu", dtype=work.dtype if problem.requested_dtype else "float64")
