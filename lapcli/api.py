@@ -46,8 +46,9 @@ def linear_sum_assignment(cost_matrix, maximize=False):
 
     Notes
     -----
-    The engine is chosen as ``lapcli.solve(..., solver="auto")`` chooses it (docs/dispatch.md):
-    scipy without a GPU and below the measured crossovers, the CUDA Hungarian kernel above them.
+    Without a GPU this is scipy's own call (lapx and the ``numpy`` engine, which ``auto`` may
+    pick there, are not run). With one, the engine is chosen as ``lapcli.solve(..., solver="auto")``
+    chooses it (docs/dispatch.md): scipy below the measured crossovers, the CUDA kernels above them.
     Where scipy is chosen it is called directly, so the answer and its errors are scipy's own (a
     CPU torch tensor is read as its values first, as ``lapcli.solve`` reads it).
 
@@ -65,7 +66,7 @@ def linear_sum_assignment(cost_matrix, maximize=False):
     cost_matrix = tensor_values(cost_matrix)  # read as solve reads it, with or without a GPU
     xp = array_module(cost_matrix)
     if xp is np and (not cuda_status()[0] or not _numbers(cost_matrix)):
-        # no GPU: auto runs scipy; call it directly, as the assignment is all this function returns
+        # no GPU: scipy, called directly, as the assignment is all this function returns
         # (the report, objective and certificate would be pure overhead: a 1 × 1000 problem takes
         # scipy 9 µs). Costs NumPy holds as objects or text (ints past 2^64, Decimal, '1', None):
         # scipy converts them, or refuses them in its own words, as the drop-in must
