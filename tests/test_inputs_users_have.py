@@ -123,6 +123,24 @@ def test_a_pandas_table_hdf5_is_read_as_its_values(tmp_path, data_columns):
         assert (report["n_rows"], report["n_cols"], report["objective"]) == (5, 4, 102)
 
 
+def test_names_holding_i_are_matrices_unless_they_index_a_table(tmp_path):
+    """Every name holding "_i_" was taken for PyTables' index internals: /c_i_j beside /w solved /w
+    (a silent wrong matrix), and /cost_i_j alone was "no 2-D dataset". Only _i_T beside its table T is skipped."""
+    import h5py
+
+    with h5py.File(tmp_path / "two.h5", "w") as handle:
+        handle["c_i_j"], handle["w"] = np.array([[1, 9], [9, 1]]), np.array([[100, 5], [5, 100]])
+    result = lap("solve", "two.h5", "--json", "--quiet", cwd=tmp_path)
+    assert result.returncode == 2 and "holds several 2-D/3-D datasets (/c_i_j, /w)" in result.stderr
+    with h5py.File(tmp_path / "one.h5", "w") as handle:
+        handle["run_i_1/cost_i_j"] = np.array([[1, 9], [9, 1]])
+        handle["_i_costs/index"] = np.zeros((0, 4))  # an _i_ group of no table beside it: data like any other
+    result = lap("solve", "one.h5:/run_i_1/cost_i_j", "--json", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0 and json.loads(result.stdout)["objective"] == 2
+    result = lap("solve", "one.h5", "--json", "--quiet", cwd=tmp_path)
+    assert result.returncode == 2 and "(/_i_costs/index, /run_i_1/cost_i_j)" in result.stderr
+
+
 def test_a_real_pandas_table_round_trips(tmp_path):
     pd = pytest.importorskip("pandas")
     pytest.importorskip("tables")

@@ -326,7 +326,7 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
         candidates = []
 
         def visit(name, obj):  # matrices, stacks and pandas tables; not PyTables' index internals
-            if "_i_" in name:
+            if _in_table_index(handle, name):
                 return
             if is_pandas_table(obj) or (isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3)
                                          and not is_pandas_table(obj.parent)):
@@ -362,6 +362,14 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
     check_storage_written(path, dataset, node)
     mapped = _memory_map(path, node)
     return mapped if mapped is not None else node[()]  # chunked, filtered or unwritten: read whole
+
+
+def _in_table_index(handle, name: str) -> bool:
+    """Whether ``name`` lies in a PyTables index group, ``_i_T`` beside the table T it indexes (as pandas'
+    to_hdf(format="table") writes), whose arrays are no costs (a name holding "_i_" is no sign of one)."""
+    parts = name.split("/")
+    return any(part.startswith("_i_") and part[3:] in handle["/".join(parts[:i]) or "/"]
+               for i, part in enumerate(parts))
 
 
 def _marked_batch(handle, name: str) -> bool:
