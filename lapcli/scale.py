@@ -247,12 +247,13 @@ def _connected(distributed, scheduler: str):
 
 def _absolute_spec(item) -> str:
     """A file spec as the caller's absolute path (``FILE.h5:/path`` keeps its tail): a worker reads it
-    in its own folder, where a relative name is another file or none."""
+    in its own folder, where a relative name is another file or none. Joined, not normalised: in
+    ``link/../x.npy`` the system follows the link before "..", which abspath drops as text (another x.npy)."""
     text = os.fspath(item)
     path, inner = split_hdf5_path(text)
     if os.path.isabs(path):
         return text  # as given: already the same file for every worker
-    return os.path.abspath(path) + ("" if inner is None else ":" + inner)
+    return os.path.join(os.getcwd(), path) + ("" if inner is None else ":" + inner)
 
 
 def solve_inputs(inputs: Sequence, *, client=None, scheduler: str | None = None, solver: str = "auto",

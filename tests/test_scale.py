@@ -301,6 +301,14 @@ def test_file_specs_reach_the_workers_as_the_caller_s_paths(client, tmp_path, rn
     solved = solve_many(["a.npy", "b.h5:/group/costs"], client=client)
     assert [s.objective for s in solved] == [in_process(str(tmp_path / "a.npy")).objective,
                                              lapcli.solve(cost.T).objective]
+    # through a link to a folder, ".." is the link's target's parent, as the caller's system reads it
+    # (an abspath made "link/../a.npy" ./a.npy: another file, or none)
+    (tmp_path / "d1" / "d2").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "d1" / "d2")
+    np.save(tmp_path / "d1" / "a.npy", cost[:3])
+    np.save(tmp_path / "d1" / "only.npy", cost[:2])
+    solved = solve_many(["link/../a.npy", "link/../only.npy"], client=client)
+    assert [s.objective for s in solved] == [lapcli.solve(cost[:3]).objective, lapcli.solve(cost[:2]).objective]
 
 
 def test_stdin_among_the_inputs_is_the_caller_s_read_here(client, rng, monkeypatch):
