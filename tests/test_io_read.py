@@ -87,6 +87,21 @@ def test_an_hdf5_dataset_never_written_or_written_in_part_is_refused(tmp_path):
     assert read_matrix(f"{tmp_path / 'm.h5'}:/empty").shape == (0, 3)
 
 
+def test_an_hdf5_name_that_is_not_utf8_is_refused_naming_it(tmp_path):
+    """h5py gives such a name as bytes: the batch order failed as an internal error, the search as
+    "a bytes-like object is required", and an NPZ written back named the member by its repr."""
+    import h5py
+
+    with h5py.File(tmp_path / "l1.h5", "w") as handle:
+        group = handle.create_group("g")
+        group["0"] = np.eye(2)
+        group.create_dataset(b"co\xfbt", data=np.eye(2))
+    for spec in ("l1.h5:/g", "l1.h5"):
+        with pytest.raises(lapcli.LapInputError, match=r"holds b'(g/)?co\\xfbt'.*a name that is not UTF-8 text"):
+            read_matrix(str(tmp_path / spec))
+    assert read_matrix(str(tmp_path / "l1.h5:/g/0")).tolist() == [[1, 0], [0, 1]]  # named: read as any other
+
+
 def test_memory_mapped_hdf5_solves_like_the_array(tmp_path, rng):
     cost = rng.integers(0, 50, size=(40, 60)).astype(np.int32)
     with h5py.File(tmp_path / "m.h5", "w") as f:

@@ -87,3 +87,12 @@ def check_number_dtype(dtype, where: str) -> None:
         raise LapInputError(f"{where} has dtype {dtype}; lapcli reads numbers (bool, integers, reals)")
     raise LapInputError(f"{where} has dtype {dtype}, wider than float64, which lapcli solves floats in "
                         "(save it as float64, which rounds it)")
+
+
+def check_text_name(path, name, group: str | None = None) -> None:
+    """An HDF5 name is read as the UTF-8 text h5py gives; a name in another encoding comes as bytes,
+    which the batch order, the search and the NPZ names written back would misread: refused, named."""
+    if isinstance(name, bytes):
+        where = f" in {group}" if group else ""
+        raise LapInputError(f"{path} holds {name!r}{where}, a name that is not UTF-8 text; lapcli reads HDF5 "
+                            "names as UTF-8: rename it, or name another dataset as FILE.h5:/NAME")

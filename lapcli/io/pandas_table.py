@@ -16,6 +16,14 @@ def is_pandas_table(node) -> bool:
     return (kind.decode() if isinstance(kind, bytes) else kind) == "frame_table" and "table" in node
 
 
+def in_table_index(handle, name: str) -> bool:
+    """Whether ``name`` lies in a PyTables index group, ``_i_T`` beside the table T it indexes (as pandas'
+    to_hdf(format="table") writes), whose arrays are no costs (a name holding "_i_" is no sign of one)."""
+    parts = name.split("/")
+    return any(part.startswith("_i_") and part[3:] in handle["/".join(parts[:i]) or "/"]
+               for i, part in enumerate(parts))
+
+
 def read_pandas_table(path: Path, name: str, group):
     """The values of a pandas table as a matrix: its one values block (a frame of one dtype), or
     its numeric columns (``data_columns=True``); the index is not a cost."""

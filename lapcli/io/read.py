@@ -22,9 +22,9 @@ import numpy as np
 
 from ..errors import LapInputError
 from .formats import (BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, check_number_dtype,
-                      is_number_dtype, numbers_only, refuse_binary, sparse_archive, split_hdf5_path)
+                      check_text_name, is_number_dtype, numbers_only, refuse_binary, sparse_archive, split_hdf5_path)
 from .hdf5_storage import check_storage_written
-from .pandas_table import is_pandas_table, read_pandas_table
+from .pandas_table import in_table_index, is_pandas_table, read_pandas_table
 from .text import MatrixSource, check_text_head, first_line, read_text_with_info
 
 
@@ -123,6 +123,8 @@ def _read_group(path: Path, name: str, group, load: bool):
     ``load=False`` gives 3, a batch's rank."""
     import h5py
 
+    for key in group:
+        check_text_name(path, key, name)
     members = {key: node for key, node in group.items() if isinstance(node, h5py.Dataset)}
     others = sorted(set(group) - set(members))  # subgroups, links to nothing: said, not skipped
     odd = [f"{key} is {node.ndim}-D" if node.ndim != 2 else f"{key} holds {node.dtype}" for key, node in members.items()
@@ -326,7 +328,8 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
         candidates = []
 
         def visit(name, obj):  # matrices, stacks and pandas tables; not PyTables' index internals
-            if _in_table_index(handle, name):
+            check_text_name(path, name)
+            if in_table_index(handle, name):
                 return
             if is_pandas_table(obj) or (isinstance(obj, h5py.Dataset) and obj.ndim in (2, 3)
                                          and not is_pandas_table(obj.parent)):
@@ -362,14 +365,6 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
     check_storage_written(path, dataset, node)
     mapped = _memory_map(path, node)
     return mapped if mapped is not None else node[()]  # chunked, filtered or unwritten: read whole
-
-
-def _in_table_index(handle, name: str) -> bool:
-    """Whether ``name`` lies in a PyTables index group, ``_i_T`` beside the table T it indexes (as pandas'
-    to_hdf(format="table") writes), whose arrays are no costs (a name holding "_i_" is no sign of one)."""
-    parts = name.split("/")
-    return any(part.startswith("_i_") and part[3:] in handle["/".join(parts[:i]) or "/"]
-               for i, part in enumerate(parts))
 
 
 def _marked_batch(handle, name: str) -> bool:
