@@ -334,6 +334,11 @@ def test_a_lone_dataset_named_0_that_lapcli_did_not_mark_stays_what_it_is(tmp_pa
                   "-q").exit_code == 0
     stacked = invoke("solve", tmp_path / "s.h5", "--report", tmp_path / "r.json", "-q")
     assert stacked.exit_code == 0 and json.loads((tmp_path / "r.json").read_text())["batch"] == 2
+    import h5py  # anybody's attribute named as lapcli's mark, holding an array, was an internal error
+
+    with h5py.File(tmp_path / "m.h5", "a") as handle:
+        handle["run"].attrs["lapcli"] = np.array([1, 2])
+    assert invoke("solve", tmp_path / "m.h5", "--solver", "numpy", "-o", "-", "-q").output.startswith("row,col\n")
 
 
 def test_an_npy_output_for_a_ragged_batch_is_refused_before_the_solve(tmp_path, monkeypatch):

@@ -370,7 +370,8 @@ def _read_open_hdf5(handle, path: Path, dataset: str | None, load: bool):
 def _marked_batch(handle, name: str) -> bool:
     """Whether the lone matrix ``name`` is a batch of one: its group carries the mark lapcli's batch outputs
     write (io.formats.BATCH_MARK), as a lone dataset named 0 may be anybody's matrix."""
-    return handle[name].parent.attrs.get(BATCH_MARK[0]) == BATCH_MARK[1] and handle[name].ndim == 2
+    mark = handle[name].parent.attrs.get(BATCH_MARK[0])  # anybody's attribute of that name: an array, too
+    return isinstance(mark, str) and mark == BATCH_MARK[1] and handle[name].ndim == 2
 
 
 def _memory_map(path: Path, node):
