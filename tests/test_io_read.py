@@ -279,6 +279,16 @@ def test_a_tsv_of_another_separator_is_named_as_such(tmp_path, text, other):
     assert read_matrix(str(tmp_path / "one.tsv"), header=True).tolist() == [[5], [7]]
 
 
+@pytest.mark.parametrize("text, line", [("10 2\t3\n4 5\t6\n", 1), ("a\tb\n1 500\t2 300\n", 2), ("1\t2\n3\t4 5\n", 2)])
+def test_numbers_parted_by_spaces_inside_a_tabbed_field_are_named_not_guessed(tmp_path, text, line):
+    """Spaces and tabs both between numbers: two separators, or digit groups ('1 500'); read either
+    way it would be another matrix, so it is refused, saying so (it said "use --header")."""
+    (tmp_path / "m.txt").write_text(text)
+    with pytest.raises(lapcli.LapInputError, match=f"line {line}, column .: '[0-9 ]+' is not a number: spaces part "
+                                                   r"numbers inside one field \(two separators, or digit groups\?\); use"):
+        read_matrix(str(tmp_path / "m.txt"))
+
+
 def test_a_header_of_words_above_tabbed_rows_keeps_the_tabs(tmp_path):
     """One column with row labels of two words, as pandas (sep='\\t', index_label=False) and R's
     write.table write it: 'cost' has no tab, and the labels' spaces are not delimiters."""

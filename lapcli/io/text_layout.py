@@ -177,12 +177,20 @@ def shorten(text: str, limit: int = 80) -> str:
 
 def field_text(text: str) -> str:
     """What is wrong with a field that is no number, in words: empty (whitespace only), a quoted
-    number after spaces (np.loadtxt reads a quote only where it opens the field), or its text."""
+    number after spaces (np.loadtxt reads a quote only where it opens the field), numbers parted by
+    spaces inside it ('10 2<tab>3': two separators, or '1 500' digit groups, not guessed), or its text."""
     shown = text.strip()
     if _spaced_quote(text):
         return f"{shown!r} is a quoted number after a space, and a quote must open its field ({shown} right " \
                f"after the delimiter, or {shown[1:-1]})"
+    if _spaced_numbers(text):
+        return f"{shown!r} is not a number: spaces part numbers inside one field (two separators, or digit " \
+               "groups?); use one separator"
     return f"{shown!r} is not a number" if shown else "an empty field"
+
+
+def _spaced_numbers(text: str) -> bool:
+    return len(text.split()) > 1 and all(map(is_number, text.split()))
 
 
 def _spaced_quote(text: str) -> bool:
@@ -208,7 +216,8 @@ def _first_line_is_header(fields: list[str], name: str, line_number: int, index_
         return True
     bad = next((i for i, label in enumerate(labels) if not is_number(label)), None)
     if bad is not None:  # a word beside numbers, or a number NumPy cannot read
-        hint = ("" if _spaced_quote(labels[bad]) else f" (use --header if line {line_number} is a header)"
+        hint = ("" if _spaced_quote(labels[bad]) or _spaced_numbers(labels[bad])
+                else f" (use --header if line {line_number} is a header)"
                 if labels[bad].strip() else " (a trailing delimiter?)" if bad == len(labels) - 1
                 else " (a delimiter twice?)")
         raise LapInputError(f"{name} line {line_number}, column {bad + offset + 1}: {field_text(labels[bad])}{hint}")
