@@ -80,8 +80,8 @@ def cli():
 @click.option("--m", "m", type=click.IntRange(min=1), help="Columns (default: n).")
 @click.option("--batch", type=click.IntRange(min=1),
               help="Write a stack of BATCH problems (B×n×m; .npy or .h5), problem b seeded from --seed and b.")
-@click.option("--ragged", is_flag=True, help="With --batch: problem b of a shape drawn from 1..n × 1..m (.npz, "
-                                             "or .h5 with a group of datasets 0 … B−1).")
+@click.option("--ragged", is_flag=True, help="With --batch: problem b of a shape drawn from 1..n × 1..m (.npz, or .h5 "
+              "with a group of datasets 0 … B−1); the B shapes are drawn together from --seed and B.")
 @click.option("--range", "range_factor", type=FiniteFloatRange(0.001, 1000), default=1.0, show_default=True,
               help="R: integers uniform in [0, max(1, round(R·n))).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed (default: random, printed to stderr).")
