@@ -119,7 +119,7 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
         budget = None if certify else default_budget(name)  # by default: no dearer than the solve
         result.duals, result.certificate = certified_duals(problem, result.rows, result.cols, name, budget)
     objective = problem.objective(result.rows, result.cols)
-    set_up_apart(result.details, import_ms)
+    set_up_apart(result.details, import_ms + problem.set_up.get("import_ms", 0.0))
     report = matrix_report(problem, name, reason, start, objective, result.device, result.dtype, result)
     report.notes = [*report.notes, *timeout_notes(name, timeout)]
     return Solution(row_ind=result.rows, col_ind=result.cols, objective=objective, report=report,
@@ -242,7 +242,7 @@ def _solve_stack(problem: Problem, name: str, reason: str, start: float, timeout
     if result.unchecked_nonfinite:  # the launch met NaN or an infinity: check them (bad input, or forbidden
         problem.has_forbidden  # noqa: B018 - pairs and their feasibility), then solve with the sentinels
         result, caller_col_ind = _finished(module.run_batch(problem, timeout=timeout, device=device), problem)
-    set_up_apart(result.details, import_ms)
+    set_up_apart(result.details, import_ms + problem.set_up.get("import_ms", 0.0))
     certificate = result.certificate
     if certificate is None and certify is not False:  # an engine without duals: recover them, as for a matrix
         certificate = certified_stack(problem, result.col_ind, name, default_budget(name), force=bool(certify))
@@ -334,7 +334,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         details["padded"] = f"{problem.shape[1]}×{problem.shape[2]}"
     if pairs and found_pairs is None:
         found_pairs = ragged.pairs(col_ind, packed, np.minimum(members.rows, members.cols))
-    set_up_apart(details, import_ms)
+    set_up_apart(details, import_ms + (details.get("import_ms") or 0.0))  # (a packed stack's: its checks')
     notes = [*notes, *timeout_notes(name, timeout)] if result is not None else notes  # (packed: in its report)
     total_ms = solve_ms(start, details)
     batch = len(members)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .arrays import Origin, all_true, any_each, as_array, host, native_order, tensor_values
 from .errors import InfeasibleError, LapInputError, LapTypeError, members_text
+from .feasibility import infeasible_members
 from .work import Work, WorkMatrix, build_work, float_eps, square_matrix
 from .sums import exact_sum
 from .work_dtypes import requested_dtype
@@ -44,24 +45,6 @@ def check_entries(stack, xp, maximize: bool, single: bool = True) -> np.ndarray:
     if bool(bad.any()):
         raise invalid_entries("" if single else f": {members_text(np.flatnonzero(bad), batch)}")
     return any_each(xp.equal(stack, allowed))
-
-
-def infeasible_members(stack, forbidden: np.ndarray, maximize: bool, xp) -> list[int]:
-    """The problems whose allowed (finite) pairs hold no assignment of the smaller side: a maximum
-    bipartite matching (Hopcroft–Karp, scipy) of each problem with forbidden entries."""
-    if not forbidden.any():
-        return []
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import maximum_bipartite_matching
-
-    bad = []
-    for b in np.flatnonzero(forbidden):
-        mask = host(xp.not_equal(stack[b], -np.inf if maximize else np.inf))
-        if mask.shape[0] > mask.shape[1]:
-            mask = mask.T
-        if (maximum_bipartite_matching(csr_matrix(mask), perm_type="column") < 0).any():
-            bad.append(int(b))
-    return bad
 
 
 def own_forbidden(stack, real: np.ndarray, wide: np.ndarray, maximize: bool) -> np.ndarray:
@@ -93,6 +76,7 @@ class Problem:
     _works: dict = field(default_factory=dict, repr=False)
     caps: dict = field(default_factory=dict, repr=False)  # square work or not → its reduced costs' cap (cost_cap)
     cap_rounds: int = field(default=0, repr=False)  # the solves on capped work so far
+    set_up: dict = field(default_factory=dict, repr=False)  # one-off imports of its checks (import_ms): not the solve's
     shape: tuple[int, int, int] = field(init=False, repr=False)  # (B, n, m); a matrix: (1, n, m)
 
     def __post_init__(self) -> None:
@@ -150,7 +134,7 @@ class Problem:
             copy = copy[None]
         forbidden = check_entries(copy, xp, self.maximize, single=not self.is_stack)
         suspects = forbidden if self.maybe_infeasible is None else forbidden & self.maybe_infeasible
-        bad = infeasible_members(copy, suspects, self.maximize, xp)
+        bad = infeasible_members(copy, suspects, self.maximize, xp, self.set_up)
         if bad:
             raise InfeasibleError() if not self.is_stack else InfeasibleError(
                 f"cost matrix is infeasible: {members_text(bad, self.shape[0])}")

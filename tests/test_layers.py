@@ -34,7 +34,7 @@ EXACT_RANKS = {
 }
 PREFIX_RANKS = {
     "lapcli.errors": 0, "lapcli.arrays": 0, "lapcli.steps": 0,
-    "lapcli.work": 1, "lapcli.float64_exact": 1, "lapcli.work_dtypes": 1, "lapcli.headroom": 1, "lapcli.sums": 1, "lapcli.problem": 1, "lapcli.points": 1, "lapcli.points_frame": 1,
+    "lapcli.work": 1, "lapcli.float64_exact": 1, "lapcli.work_dtypes": 1, "lapcli.headroom": 1, "lapcli.sums": 1, "lapcli.feasibility": 1, "lapcli.problem": 1, "lapcli.points": 1, "lapcli.points_frame": 1,
     "lapcli.generate": 1, "lapcli.io": 1,
     "lapcli.cuda": 2, "lapcli.ragged": 2,  # the members' layout; packs through lapcli.cuda.ragged_pack
     "lapcli.ragged_integers": 2,
