@@ -146,6 +146,10 @@ def _check_readable_tensor(tensor, what: str) -> None:
         raise LapInputError(f"{what} are a tensor on the {device} device: lapcli reads CPU and CUDA tensors (.cpu())")
     if tensor.is_quantized:
         raise LapTypeError(f"{what} are a quantized tensor ({str(tensor.dtype)[6:]}): .dequantize() it first")
+    if tensor.is_nested:  # torch's own "NestedTensorImpl doesn't support sizes" otherwise
+        raise LapInputError(f"{what} are a nested (ragged) tensor: give its matrices as a list (tensor.unbind())")
+    if str(tensor.layout) != "torch.strided":  # mkldnn's
+        raise LapInputError(f"{what} are a tensor of layout {str(tensor.layout)[6:]}: .to_dense() it first")
 
 
 def library_of(x: Any) -> str:
@@ -175,7 +179,11 @@ def as_array(x: Any) -> tuple[Any, Origin]:
 
             view = _cuda_view(tensor)
             return (view if view is not None else cupy.from_dlpack(tensor)), _TORCH_GPU
-        return tensor.numpy(), _TORCH_CPU
+        try:
+            return tensor.numpy(), _TORCH_CPU
+        except TypeError:  # a type NumPy has none of (int4, uint1, bits8, complex32): torch's "unsupported ScalarType"
+            raise LapTypeError(f"a tensor of {str(tensor.dtype)[6:]} cannot be read: convert it to a NumPy type "
+                               "(float32, int64, ...)") from None
     if is_cupy(x):
         return x, _CUPY
     return native_order(np.asarray(x)), _NUMPY

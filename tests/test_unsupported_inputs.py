@@ -333,13 +333,28 @@ def test_sparse_costs_or_points_are_refused_by_name(sparse):
         lapcli.solve_points(np.eye(3), sparse)
 
 
-@pytest.mark.parametrize("kind", ["meta", "quantized"])
+@pytest.mark.parametrize("kind", ["meta", "quantized", "nested", "jagged", "mkldnn", "bits8", "complex32"])
 def test_tensors_whose_values_numpy_cannot_read_are_refused_by_name(kind):
     """A meta-device tensor (no values) or a quantized one raised NumPy's bare TypeError ("can't
-    convert meta device type tensor to numpy", "Got unsupported ScalarType QUInt8") from every call."""
+    convert meta device type tensor to numpy", "Got unsupported ScalarType QUInt8") from every call;
+    a nested tensor torch's RuntimeError ("NestedTensorImpl doesn't support sizes"), an mkldnn one
+    "can't convert Mkldnn layout tensor", a type NumPy lacks "unsupported ScalarType Bits8"."""
     torch = pytest.importorskip("torch", reason="torch is an optional peer")
     if kind == "meta":
         stack, error, words = torch.empty(2, 3, 3, device="meta"), lapcli.LapInputError, "on the meta device, which holds no"
+    elif kind in ("nested", "jagged"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch calls nested tensors a prototype
+            stack = torch.nested.nested_tensor([torch.rand(3, 3), torch.rand(3, 3)],
+                                               **({"layout": torch.jagged} if kind == "jagged" else {}))
+        error, words = lapcli.LapInputError, r"a nested \(ragged\) tensor: give its matrices as a list \(tensor.unbind"
+    elif kind == "mkldnn":
+        stack, error, words = torch.rand(2, 3, 3).to_mkldnn(), lapcli.LapInputError, "layout _mkldnn: .to_dense"
+    elif kind in ("bits8", "complex32"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch calls complex32 experimental
+            stack = torch.zeros(2, 3, 3, dtype=getattr(torch, kind))
+        error, words = TypeError, f"a tensor of {kind} cannot be read: convert it to a NumPy type"
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # torch deprecates the quantized types
@@ -348,6 +363,10 @@ def test_tensors_whose_values_numpy_cannot_read_are_refused_by_name(kind):
     calls = [lambda: lapcli.solve_batch(stack), lambda: lapcli.solve(stack[0]), lambda: lapcli.match(stack, [2, 3]),
              lambda: lapcli.linear_sum_assignment(stack[0]), lambda: lapcli.batch_linear_assignment(stack),
              lambda: lapcli.solve_points(stack[0], stack[1])]
+    if kind in ("nested", "jagged", "mkldnn"):  # a member of one is a plain tensor: the whole given as each input
+        calls = [lambda: lapcli.solve_batch(stack), lambda: lapcli.solve(stack), lambda: lapcli.match(stack, [2, 3]),
+                 lambda: lapcli.linear_sum_assignment(stack), lambda: lapcli.batch_linear_assignment(stack),
+                 lambda: lapcli.solve_points(stack, stack)]
     for call in calls:
         with pytest.raises(error, match=words):
             call()
