@@ -35,8 +35,9 @@ def render_summary(report: SolveReport, console, announced=()) -> None:
     for note in report.notes:
         if note not in announced:
             console.print(f"[yellow]note[/] {escape(note)}")
-    if not report.steps:
-        console.print("[dim]this solver does not run the six Hungarian steps: no step table[/]")
+    if not report.steps:  # (device "none": an empty problem, which no engine ran)
+        why = "nothing to solve" if report.device == "none" else "this solver does not run the six Hungarian steps"
+        console.print(f"[dim]{why}: no step table[/]")
         return
     hungarian = all(STEP_NAMES.get(s.step) == s.name for s in report.steps)  # else the engine's own phases
     table = Table(title="Hungarian steps" if hungarian else f"{report.solver}'s steps", title_justify="left")

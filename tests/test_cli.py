@@ -1404,3 +1404,15 @@ def test_a_sigterm_during_the_imports_says_terminated_and_exits_143():
             "main()\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr, done.stdout) == (143, "lap: terminated\n", "")
+
+
+def test_the_summary_of_an_empty_problem_says_nothing_was_solved(tmp_path):
+    """The numpy engine runs the six steps; on a 0 × 3 matrix none ran, and the summary said the
+    engine "does not run the six Hungarian steps"."""
+    np.save(tmp_path / "e.npy", np.zeros((0, 3)))
+    for solver in ("numpy", "scipy"):
+        result = invoke("solve", tmp_path / "e.npy", "--solver", solver)
+        assert result.exit_code == 0 and "nothing to solve: no step table" in result.stderr
+        assert "does not run the six Hungarian steps" not in result.stderr
+    np.save(tmp_path / "m.npy", np.eye(3))  # a problem scipy solved: its engine has no steps
+    assert "does not run the six Hungarian steps" in invoke("solve", tmp_path / "m.npy", "--solver", "scipy").stderr
