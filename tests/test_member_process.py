@@ -141,6 +141,13 @@ def assert_solved_without_the_worker(matrices, found):
     return solution
 
 
+def test_an_ended_worker_closes_its_file(rng, worker_process):
+    """end() closed the pipes but not the shared file: "ResourceWarning: unclosed file" at exit."""
+    cpu_batch(thirty_members(rng))  # the file mapped and used
+    worker_process.end()
+    assert worker_process.file.closed and (worker_process.mapped is None or worker_process.mapped.closed)
+
+
 def test_a_dead_worker_leaves_the_answers_right(rng, worker_process):
     worker_process.process.kill()
     worker_process.process.wait()

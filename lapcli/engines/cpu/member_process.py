@@ -150,10 +150,11 @@ class Worker:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for stream in (self.process.stdin, self.process.stdout):
+        for resource in (self.process.stdin, self.process.stdout, self.mapped, self.file):  # the file: ResourceWarning
             try:
-                stream.close()
-            except OSError:
+                if resource is not None:
+                    resource.close()
+            except (OSError, BufferError):  # BufferError: a view of the map still held, freed with it
                 pass
 
 
