@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import lapcli
-from lapcli.io.read import read_matrix
+from lapcli.io.read import read_matrix, read_matrix_with_info
+from lapcli.io.text import check_text_head
 
 
 def test_npy_input_is_memory_mapped(tmp_path, rng):
@@ -287,6 +288,28 @@ def test_numbers_parted_by_spaces_inside_a_tabbed_field_are_named_not_guessed(tm
     with pytest.raises(lapcli.LapInputError, match=f"line {line}, column .: '[0-9 ]+' is not a number: spaces part "
                                                    r"numbers inside one field \(two separators, or digit groups\?\); use"):
         read_matrix(str(tmp_path / "m.txt"))
+
+
+def test_a_named_pandas_index_is_not_solved_as_costs_by_a_guess(tmp_path):
+    """pandas writes a named index's name into the first header cell (no empty field, no label short):
+    'task,w1,w2,w3' above rows numbered 0, 1, 2 was solved as a 3 × 4 problem, objective 1 for 4."""
+    (tmp_path / "named.csv").write_text("task,w1,w2,w3\n0,5,3,2\n1,1,4,6\n2,7,8,0\n")
+    with pytest.raises(lapcli.LapInputError, match=r"first column is 0, 1, …, 2 under a header, as pandas writes a "
+                                                   r"named index: pass --index-col to drop it, or --header to solve"):
+        read_matrix(str(tmp_path / "named.csv"))
+    assert read_matrix(str(tmp_path / "named.csv"), index_col=True).tolist() == [[5, 3, 2], [1, 4, 6], [7, 8, 0]]
+    kept, source = read_matrix_with_info(str(tmp_path / "named.csv"), header=True)  # asked: solved, and said
+    assert kept.shape == (3, 4) and any("pass --index-col" in note for note in source.notes)
+    with pytest.raises(lapcli.LapInputError, match="as pandas writes a named index"):  # before any input is solved
+        check_text_head(tmp_path / "named.csv")
+    (tmp_path / "two.csv").write_text("a,b\n0,5\n1,3\n")  # two rows: one in four random pairs reads so, not refused
+    assert read_matrix(str(tmp_path / "two.csv")).tolist() == [[0, 5], [1, 3]]
+    (tmp_path / "header.csv").write_text("a,b,c\n1,2,3\n")  # a header read as data: no index column to name
+    with pytest.raises(lapcli.LapInputError, match=r"'a' is not a number$"):
+        read_matrix(str(tmp_path / "header.csv"), header=False)
+    (tmp_path / "names.csv").write_text("name,a,b\nx,1,2\ny,3,4\n")  # row names: the refusal says what to pass
+    with pytest.raises(lapcli.LapInputError, match=r"'x' is not a number \(if the first column names the rows, pass "):
+        read_matrix(str(tmp_path / "names.csv"))
 
 
 def test_a_header_of_words_above_tabbed_rows_keeps_the_tabs(tmp_path):

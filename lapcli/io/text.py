@@ -81,11 +81,28 @@ def read_text_with_info(data: bytes, name: str, delimiter: str | None = None, *,
             raise LapInputError(located or f"cannot parse {name}: {first_line(error)}") from None
     if matrix.shape[1] == 0:
         raise LapInputError(f"{name} holds no numbers besides its index column")
+    if layout.header and not index_col and not coordinates and _row_numbers(matrix):  # pandas' named RangeIndex:
+        if layout.guessed:  # refused, as the header of 0, 1, … is; under --header, said
+            raise LapInputError(_named_index(name, matrix.shape[0]) + ": pass --index-col to drop it, or --header "
+                                "to solve it as costs")
+        if not layout.notes:  # (a header one label short has said it already)
+            source.notes.append(_named_index(name, matrix.shape[0]) + ": if it numbers the rows, pass --index-col")
     if matrix.dtype.kind == "f":
         _check_no_overflow(matrix, body, name, coordinates)
         if not coordinates:  # coordinates are float64 to cdist too: rounded, not refused
             _check_integers_not_rounded(matrix, body, name, options["delimiter"])
     return matrix, source
+
+
+def _named_index(name: str, rows: int) -> str:
+    return f"{name}: its first column is 0, 1, …, {rows - 1} under a header, as pandas writes a named index"
+
+
+def _row_numbers(matrix: np.ndarray) -> bool:
+    """Whether a matrix of three rows or more and two columns or more has 0, 1, …, n − 1 as its first
+    column (two rows of random integers in [0, 2) would be one in four)."""
+    rows, cols = matrix.shape
+    return rows > 2 and cols > 1 and bool((matrix[:, 0] == np.arange(rows)).all())
 
 
 def _check_holds_numbers(body: list[str], name: str) -> None:
@@ -123,6 +140,13 @@ def check_text_head(path, delimiter: str | None = None, *, header: bool | None =
     ragged = _locate_bad_value(lines, layout.body_start, layout.delimiter, str(path), index_col, numbers=False)
     if ragged:  # among the head's whole lines, as the read words a ragged row
         raise LapInputError(ragged)
+    if not chunk and layout.header and layout.guessed and not index_col:  # the whole file: a named index too
+        rows = [split_fields(line, layout.delimiter) for line in map(without_comment, lines[layout.body_start:])
+                if line.strip()]
+        firsts = [row[0].strip() for row in rows]
+        if len(rows) > 2 and len(rows[0]) > 1 and firsts == [str(i) for i in range(len(rows))]:
+            raise LapInputError(_named_index(str(path), len(rows)) + ": pass --index-col to drop it, or --header to "
+                                "solve it as costs")
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -231,7 +255,9 @@ def _locate_bad_value(lines: list[str], start: int, delimiter: str | None, name:
                     f"line {expected_line} has {columns_text(expected)}")
         for column in range(first_column, len(fields) if numbers else 0):
             if not is_number(fields[column]):
-                return f"{name} line {index + 1}, column {column + 1}: {field_text(fields[column])}"
+                labels = column == 0 and len(fields) > 1 and fields[0].strip() and all(map(is_number, fields[1:]))
+                return (f"{name} line {index + 1}, column {column + 1}: {field_text(fields[column])}"
+                        + (" (if the first column names the rows, pass --index-col)" if labels else ""))
     return None
 
 
