@@ -66,9 +66,9 @@ def solve(cost: Any, *, solver: str = "auto", maximize: bool = False, dtype: str
         ``inf`` (lapjv's default) leaves no row out.
     certify : bool, optional
         Engines without duals (scipy, lapx) have theirs recovered from the assignment and checked
-        by the certificate, as every engine's are (lapcli.duals). By default only where that costs
-        less than the solve itself (the report says why not, otherwise); ``True`` always,
-        ``False`` never. Engines with duals always certify.
+        by the certificate, as every engine's are (lapcli.duals). By default within a budget of
+        about their solve on squares of a few hundred and up (more on small or rectangular ones:
+        docs/dispatch.md); ``True`` always, ``False`` never. Engines with duals always certify.
 
     Returns
     -------
@@ -116,7 +116,7 @@ def solve_problem(problem: Problem, *, solver: str = "auto", timeout: float | No
     except CapRetry as retry:  # large costs no optimum takes inflated its tolerance: once more, capped
         result = solved_capped(problem, module.run, retry, timeout, start, device)
     if result.certificate is None and certify is not False and len(result.rows):
-        budget = None if certify else default_budget(name)  # by default: no dearer than the solve
+        budget = None if certify else default_budget(name)  # by default: passes of about a square's solve
         result.duals, result.certificate = certified_duals(problem, result.rows, result.cols, name, budget)
     objective = problem.objective(result.rows, result.cols)
     set_up_apart(result.details, import_ms + problem.set_up.get("import_ms", 0.0))

@@ -60,7 +60,7 @@ class Solution:
     |v[j]| + the largest finite |cost| of row i and column j) a pair (tests/test_certificate.py
     checks it in exact arithmetic). Engines without duals of their own (scipy, lapx) have them
     recovered from the assignment (lapcli.duals); None where that was not done (``certify=False``,
-    or a recovery that would cost more than the solve: the report says why).
+    or a recovery past its budget, in passes over the matrix: the report says why).
     """
 
     row_ind: np.ndarray

@@ -214,8 +214,8 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
 @click.option("--duals", "duals_path", help="Write the duals u (rows), v (columns): .npz or .json. Not for stacks.")
 @click.option("--certify", is_flag=True,
               help="Prove scipy's, lapx's or scipy-batch's answers with recovered duals, and sorted's without a "
-                   "GPU, even where that costs more than the solve (by default only where it costs less; other "
-                   "engines always certify).")
+                   "GPU, past the default's budget (about their solve on squares, more on small or rectangular ones; "
+                   "other engines always certify).")
 @click.option("--cost-limit", type=ExactNumber(),
               help="As lapjv: a row whose pair would cost more stays unassigned (-1). Not for stacks.")
 @click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
