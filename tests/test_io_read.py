@@ -312,6 +312,15 @@ def test_a_named_pandas_index_is_not_solved_as_costs_by_a_guess(tmp_path):
         read_matrix(str(tmp_path / "names.csv"))
 
 
+@pytest.mark.parametrize("text, line", [("job #1,5,6\njob #2,7,8\n", 2), ("id 1 2\nx 7 5\njob #1 8 9\n", 3)])
+def test_a_row_of_a_label_and_a_comment_is_refused_not_dropped(tmp_path, text, line):
+    """With --index-col, '#' after a row's label opens a comment, as np.loadtxt reads it: such a
+    row was dropped without a word ('job #1,5,6' twice: a 0 × 1 problem, objective 0, exit 0)."""
+    (tmp_path / "m.csv").write_text(text)
+    with pytest.raises(lapcli.LapInputError, match=f"line {line} holds only its index column .a '#' after its label"):
+        read_matrix(str(tmp_path / "m.csv"), index_col=True, header=True if line == 3 else None)
+
+
 def test_a_header_of_words_above_tabbed_rows_keeps_the_tabs(tmp_path):
     """One column with row labels of two words, as pandas (sep='\\t', index_label=False) and R's
     write.table write it: 'cost' has no tab, and the labels' spaces are not delimiters."""

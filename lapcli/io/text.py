@@ -229,8 +229,9 @@ def _drop_index_column(body: list[str], start: int, delimiter: str | None, name:
             rest = (delimiter or " ").join(split_fields(line, delimiter)[1:])
         else:
             rest = line.partition(delimiter)[2]
-        if not rest.strip():
-            raise LapInputError(f"{name} line {start + offset + 1} holds only its index column")
+        if not without_comment(rest).strip():  # (a comment after the label: the row was dropped, even all of them)
+            opened = " (a '#' after its label opens a comment: quote a label holding one)" if "#" in rest else ""
+            raise LapInputError(f"{name} line {start + offset + 1} holds only its index column{opened}")
         kept.append(rest)
     return kept
 
