@@ -51,7 +51,7 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
         rows = sample.splitlines()[1 if header else 0:]  # (a header, --header says, may hold anything)
 
         def parts(separator):  # a line of numbers parted by it (not a header's one label 'cost, USD')
-            return any(len(line.split(separator)) > 1 and all(map(is_number, line.split(separator))) for line in rows)
+            return any(_parted_numbers(line, separator) for line in rows)
         other = next((f"'{d}'" for d in ",;" if parts(d)), "spaces" if parts(None) else None)
         decimal = other == "','" and all(_DECIMAL_COMMA.match(line) for line in rows if "," in line)
         if other:  # ('1,5' alone on its lines: two values, or one with a decimal comma)
@@ -183,14 +183,16 @@ def field_text(text: str) -> str:
     if _spaced_quote(text):
         return f"{shown!r} is a quoted number after a space, and a quote must open its field ({shown} right " \
                f"after the delimiter, or {shown[1:-1]})"
-    if _spaced_numbers(text):
+    if _parted_numbers(text, None):
         return f"{shown!r} is not a number: spaces part numbers inside one field (two separators, or digit " \
                "groups?); use one separator"
     return f"{shown!r} is not a number" if shown else "an empty field"
 
 
-def _spaced_numbers(text: str) -> bool:
-    return len(text.split()) > 1 and all(map(is_number, text.split()))
+def _parted_numbers(text: str, separator: str | None) -> bool:
+    """Whether ``text`` is two numbers or more parted by ``separator`` (None: spaces)."""
+    fields = text.split(separator)
+    return len(fields) > 1 and all(map(is_number, fields))
 
 
 def _spaced_quote(text: str) -> bool:
@@ -216,7 +218,7 @@ def _first_line_is_header(fields: list[str], name: str, line_number: int, index_
         return True
     bad = next((i for i, label in enumerate(labels) if not is_number(label)), None)
     if bad is not None:  # a word beside numbers, or a number NumPy cannot read
-        hint = ("" if _spaced_quote(labels[bad]) or _spaced_numbers(labels[bad])
+        hint = ("" if _spaced_quote(labels[bad]) or _parted_numbers(labels[bad], None)
                 else f" (use --header if line {line_number} is a header)"
                 if labels[bad].strip() else " (a trailing delimiter?)" if bad == len(labels) - 1
                 else " (a delimiter twice?)")
