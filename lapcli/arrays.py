@@ -189,6 +189,51 @@ def as_array(x: Any) -> tuple[Any, Origin]:
     return native_order(np.asarray(x)), _NUMPY
 
 
+def nested_array(x: list | tuple) -> np.ndarray:
+    """A nested list of costs as NumPy reads it, its integers kept exact. NumPy reads integers of
+    2^63 or more beside smaller or negative ones as float64, rounding them (2^63 + 5 becomes 2^63):
+    uint64 holds them where none is negative; beside a negative one no 64-bit type does, and
+    integers past 2^53 beside inf (a forbidden pair) only float64 holds, rounded: both refused, as
+    the text reader refuses the latter. Beside other floats they are floats, rounded as given."""
+    array = np.asarray(x)
+    if array.dtype.kind != "f" or not array.size:
+        return array
+    top = float(np.abs(array).max())
+    if not np.isfinite(top):  # inf or NaN beside the values: the largest finite one decides
+        finite = array[np.isfinite(array)]
+        top = float(np.abs(finite).max()) if finite.size else 0.0
+    if top < 2.0**53:  # every integer below it is exact in float64
+        return array
+    rounded, lowest = False, 0
+    for item in _items(x):  # lazily: the first float that is not inf ends it (a float matrix)
+        if isinstance(item, (int, np.integer)):
+            value = int(item)  # Python's int and float compare exactly; NumPy's scalars in float64
+            rounded = rounded or float(value) != value
+            lowest = min(lowest, value)
+        elif not (isinstance(item, (float, np.floating)) and np.isinf(item)):
+            return array
+    if not rounded:
+        return array
+    if not np.isfinite(array).all():
+        raise LapInputError("integers past 2^53 beside inf, which float64 would round (an integer matrix holds no "
+                            "inf): give forbidden pairs a large finite cost")
+    if lowest >= 0:
+        return np.asarray(x, dtype=np.uint64)
+    raise LapInputError("integers of 2^63 or more beside negative ones: no 64-bit integer type holds them all "
+                        "exactly and lapcli does not round integers; give them as float64 if rounding is acceptable")
+
+
+def _items(x):
+    """The entries of a nested list (arrays inside it too), one at a time."""
+    for item in x:
+        if isinstance(item, (list, tuple)):
+            yield from _items(item)
+        elif isinstance(item, np.ndarray):
+            yield from _items(item.tolist()) if item.ndim else (item.item(),)
+        else:
+            yield item
+
+
 def native_order(array: np.ndarray) -> np.ndarray:
     """A NumPy array in this machine's byte order: a big-endian '>u4' is not np.uint32 to the
     dtype checks that keep costs exact (it would be cast as a narrower signed type and wrap)."""
@@ -259,7 +304,7 @@ def one_stack(costs, what: str):
     if len(shapes) != 1:
         raise LapInputError(f"{what}: these matrices are of {len(shapes)} shapes")
     # nested lists as the arrays NumPy makes of each (a list of them stacked whole: one float64)
-    costs = [np.asarray(matrix) if library_of(matrix) == "builtins" else matrix for matrix in costs]
+    costs = [nested_array(matrix) if library_of(matrix) == "builtins" else matrix for matrix in costs]
     stack = stacked(costs)
     if stack is None and {library_of(matrix) for matrix in costs} == {"torch"}:
         stack = stacked([as_array(matrix)[0] for matrix in costs])  # integers beside floats: exact in float64?
@@ -291,7 +336,8 @@ def stacked(matrices):
     if libraries != {"cupy"} and not all(isinstance(m, np.ndarray) for m in matrices):
         # nested lists each as NumPy reads it alone (the whole list as one array: float64, which rounds
         # int64 past 2^53 beside floats); text, None or objects: the list, refused in a list's words
-        own = [m if isinstance(m, np.ndarray) else np.asarray(m) for m in matrices]
+        own = [m if isinstance(m, np.ndarray) else nested_array(m) if isinstance(m, (list, tuple)) else np.asarray(m)
+               for m in matrices]
         if not all(m.dtype.kind in "biuf" for m in own):
             return matrices
         matrices = own

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, all_true, any_each, as_array, host, native_order, tensor_values
+from .arrays import Origin, all_true, any_each, as_array, host, native_order, nested_array, tensor_values
 from .errors import InfeasibleError, LapInputError, LapTypeError, members_text
 from .feasibility import infeasible_members
 from .work import Work, WorkMatrix, build_work, float_eps, square_matrix
@@ -339,14 +339,14 @@ def prepare(cost: Any, *, maximize: bool = False, dtype: str | None = None, chec
     # scipy's ValueError for text or None is its conversion of a list (an array it cannot cast: TypeError)
     listed = isinstance(cost, (list, tuple)) and (not stack or all(isinstance(m, (list, tuple)) for m in cost))
     if stack:
-        arr, origin = as_array(cost)
+        arr, origin = as_array(nested_array(cost) if listed else cost)
         xp = np if isinstance(arr, np.ndarray) else sys.modules["cupy"]  # as_array gave a CuPy array
         if arr.ndim != 3:
             raise LapInputError(f"expected a stack of matrices (3-D array), got a {arr.ndim}-D array")
     else:
         cost = tensor_values(cost)  # a CUDA tensor as CuPy: CuPy answers, as a CPU one gets NumPy's
         xp = array_module(cost)
-        arr, origin = xp.asarray(cost), None
+        arr, origin = nested_array(cost) if listed else xp.asarray(cost), None
         arr = native_order(arr) if xp is np else arr
         if arr.ndim != 2:
             raise LapInputError(f"expected a matrix (2-D array), got a {arr.ndim} array")

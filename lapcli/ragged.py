@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import Origin, as_array, common_dtype, is_cupy, is_torch, library_of, one_stack, torch_stream_if_other
+from .arrays import (Origin, as_array, common_dtype, is_cupy, is_torch, library_of, nested_array, one_stack,
+                     torch_stream_if_other)
 from .errors import LapInputError, TooWideError
 from .problem import check_cost_dtype, own_forbidden
 from .work_dtypes import WORK_DTYPES, work_dtype
@@ -177,7 +178,7 @@ def from_list(matrices) -> Members:
         in_place = _in_place(matrices, next(iter(libraries)))
         if in_place is not None:
             return in_place
-        arrays = [as_array(m) for m in matrices]
+        arrays = [as_array(nested_array(m) if isinstance(m, (list, tuple)) else m) for m in matrices]
         values, origin = [a for a, _ in arrays], arrays[0][1]
     shapes = [a.shape for a in values]  # one pass a property: 1000 members ~0.18 ms, not 0.25
     if (bad := next((b for b, shape in enumerate(shapes) if len(shape) != 2), None)) is not None:

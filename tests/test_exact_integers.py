@@ -125,6 +125,39 @@ def test_the_uint64_pair_near_2_to_the_64_is_exact():
     assert lapcli.solve(cost, maximize=True).objective == 2**64 + 10
 
 
+@pytest.mark.parametrize("form", ["matrix", "stack", "list", "ragged", "batch"])
+def test_python_integers_past_2_to_the_63_in_lists_are_exact(rng, form):
+    """NumPy reads a nested list of integers of 2^63 or more beside smaller ones as float64, which
+    rounds them: lapcli reads them as uint64 (the optimum below is 2498 under float64's pick), and
+    refuses them beside negative ones, which no 64-bit integer type holds with them."""
+    cost = (2**63 + rng.integers(-800, 3000, (3, 3)).astype(object)).tolist()
+    cost[0][2] = 2**63 - 723  # one entry in int64's range: NumPy's list reading gives float64
+    assert np.asarray(cost).dtype == np.float64  # what lapcli must not take
+    best = brute_force(np.array(cost, dtype=object), False)
+    small = [[1, 2], [3, 4]]
+    if form == "matrix":
+        scalars = [[np.uint64(v) if v >= 2**63 else np.int64(v) for v in row] for row in cost]  # NumPy's, alike
+        assert np.asarray(scalars).dtype == np.float64
+        objectives = [lapcli.solve(cost).objective, lapcli.solve(scalars).objective]
+    elif form == "batch":
+        columns = lapcli.batch_linear_assignment([cost, cost])  # torch-linear-assignment's form: columns only
+        objectives = [sum(cost[i][int(j)] for i, j in enumerate(each)) for each in columns]
+    else:
+        costs = {"stack": [cost, cost], "list": [cost], "ragged": [cost, small]}[form]
+        objectives = list(lapcli.solve_batch(costs).objectives[:1])
+    assert objectives and all(int(o) == best and type(o) is not float for o in objectives)
+    cost[1][1] = -5
+    with pytest.raises(LapInputError, match="2\\^63 or more beside negative ones"):
+        lapcli.solve(cost)
+    cost[1][1] = np.inf  # a forbidden pair: float64 holds it, and rounds the integers (996 above the optimum)
+    with pytest.raises(LapInputError, match="integers past 2\\^53 beside inf"):
+        lapcli.solve(cost)
+    cost[1][1] = 0.5  # a decimal: a float matrix, rounded as given (as the text reader reads one)
+    assert lapcli.solve(cost).report.dtype == "float64"
+    # coordinates are float64 to every metric: such a list of points is read as NumPy reads it
+    assert lapcli.solve_points([[2**63, -1], [0, 0]], [[1, 1], [2, 2]]).col_ind.tolist() == [1, 0]
+
+
 def test_integers_too_wide_even_reduced_go_to_the_exact_engine_or_are_refused():
     square = np.array([[0, 2**61], [1, 2**61 + 3]], dtype=np.int64)  # exact once columns are reduced too
     solution = lapcli.solve(square)
