@@ -203,9 +203,8 @@ def from_list(matrices) -> Members:
 
 def from_padded(stack, sizes) -> Members:
     """Members from a padded (B, n, m) stack and ``sizes`` = (rows, cols), each B integers."""
-    values, origin = _one_block(stack, "sizes go with a (B, n, m) stack (a list of any shapes needs none)")
-    if values.ndim != 3:
-        raise LapInputError(f"expected a stack of matrices (3-D array) with sizes, got a {values.ndim}-D array")
+    values, origin = _one_block(stack, "sizes go with a (B, n, m) stack (a list of any shapes needs none)",
+                                "a stack of matrices (3-D array) with sizes")
     batch, n, m = values.shape
     if (isinstance(sizes, (dict, set, frozenset, str, bytes)) or getattr(sizes, "ndim", 1) == 0  # 0-d: no len
             or not hasattr(sizes, "__len__") or len(sizes) != 2):
@@ -218,10 +217,13 @@ def from_padded(stack, sizes) -> Members:
     return Members(values.reshape(-1), offsets, np.full(batch, m, dtype=np.int64), rows, cols, origin, padded_rows=n)
 
 
-def _one_block(costs, what: str):
-    """(values, origin) of a padded stack or a matcher's block (lapcli.arrays.one_stack), its costs
-    numbers as one matrix's must be (scipy's errors for text, objects, complex)."""
+def _one_block(costs, what: str, expected: str):
+    """(values, origin) of a padded stack or a matcher's block (lapcli.arrays.one_stack), 3-D
+    (``expected``: what it is, in words), its costs numbers as one matrix's must be (scipy's errors
+    for text, objects, complex)."""
     values, origin = as_array(one_stack(costs, what))
+    if values.ndim != 3:  # first: None or a dict is no block, whatever its dtype
+        raise LapInputError(f"expected {expected}, got a {values.ndim}-D array")
     check_cost_dtype(values.dtype, values, from_list=isinstance(costs, (list, tuple)))
     return values, origin
 
@@ -237,9 +239,7 @@ def from_stack(values, origin: Origin) -> Members:
 def from_block(block, targets) -> Members:
     """Members from a matcher's (B, Q, Σk) block and the k_i targets of each image: member i is
     block[i, :, s_i : s_i + k_i]."""
-    values, origin = _one_block(block, "match takes a (B, Q, Σk) block of one shape")
-    if values.ndim != 3:
-        raise LapInputError(f"expected a (B, Q, sum of targets) block, got a {values.ndim}-D array")
+    values, origin = _one_block(block, "match takes a (B, Q, Σk) block of one shape", "a (B, Q, sum of targets) block")
     batch, queries, total = values.shape
     counts = _sizes(targets, "sizes", batch)
     counted = sum(counts.tolist())  # Python ints: an int64 sum of counts near 2^62 wraps round

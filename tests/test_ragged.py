@@ -1016,6 +1016,16 @@ def test_a_padded_stack_or_block_of_non_numbers_is_refused_as_one_matrix_is(valu
         assert type(raised.value).__module__ == "lapcli.errors"
 
 
+@pytest.mark.parametrize("values", [None, "abc", {"a": 1}, [1.0, 2.0]])
+def test_a_padded_stack_or_block_that_is_no_3d_array_is_named_so_whatever_it_holds(values):
+    """None, text or a dict given as the block is no stack at all: named by its dimensions, as
+    ``solve_batch`` names it without sizes, not by what its entries are."""
+    with pytest.raises(LapInputError, match="with sizes, got a [01]-D array"):
+        lapcli.solve_batch(values, sizes=([1], [1]))
+    with pytest.raises(LapInputError, match=r"expected a \(B, Q, sum of targets\) block, got a [01]-D array"):
+        lapcli.match(values, [1])
+
+
 def test_batch_linear_assignment_takes_torch_linear_assignments_argument_name():
     stack = np.array([[[3.0, 1.0], [2.0, 4.0]]])
     assert lapcli.batch_linear_assignment(cost=stack).tolist() == [[1, 0]]
