@@ -535,6 +535,26 @@ def test_certify_rejects_an_integer_reduced_cost_of_minus_one():
     assert certify(work.values, col, u, v, work.eps, "test").min_slack == 0
 
 
+@pytest.mark.parametrize("kind", ["float", "int"])
+def test_the_host_check_reads_every_chunk_of_a_large_matrix(kind, monkeypatch):
+    """The host check reads the slacks chunk by chunk (certificate.HOST_CHUNK_ELEMENTS): a dual
+    violated in the last row of a matrix many chunks long is found, as in the first."""
+    import lapcli.certificate as certificate_module
+
+    monkeypatch.setattr(certificate_module, "HOST_CHUNK_ELEMENTS", 3 * 40)  # three rows of 40 a chunk
+    k = m = 40  # fourteen chunks, the last one partial
+    dtype = np.float64 if kind == "float" else np.int64
+    cost = np.full((k, m), 10, dtype=dtype)
+    cost[np.arange(k), np.arange(k)] = 0
+    col, u, v = np.arange(k), np.zeros(k, dtype=dtype), np.zeros(m, dtype=dtype)
+    assert certify(cost, col, u, v, 0.0, "test").min_slack == 0
+    for row in (0, k - 1):
+        broken = cost.copy()
+        broken[row, (row + 1) % m] = -1  # one pair below zero reduced cost: the duals are infeasible there
+        with pytest.raises(SolverError, match="duals infeasible"):
+            certify(broken, col, u, v, 0.0, "test")
+
+
 def test_a_column_taken_twice_is_no_assignment_whatever_the_duals():
     """Duals feasible and tight on both pairs prove nothing when two rows share a column: refused."""
     with pytest.raises(SolverError, match="do not take distinct columns"):
