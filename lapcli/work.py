@@ -68,6 +68,7 @@ class Work:
     scale: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
     integral: bool = False  # integers solved as floats, asked for: exact arithmetic, distinct totals 1 apart
+    _tolerances: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # eps(b), once each
 
     @property
     def dtype(self) -> str:
@@ -81,9 +82,11 @@ class Work:
         """Problem b's zero tolerance: 0 for integers, float_eps of its scale for floats."""
         if self.exact:
             return 0.0
-        scale = self.scale[b] if self.scale is not None else _magnitude(self.values[b], self.row_offset is None)
-        eps = float_eps(self.values.shape[2], float(scale))
-        return min(eps, 0.25) if self.integral else eps  # below half the gap between two integer totals
+        if b not in self._tolerances:  # a pass over the problem where no scale is kept: asked for a few times
+            scale = self.scale[b] if self.scale is not None else _magnitude(self.values[b], self.row_offset is None)
+            eps = float_eps(self.values.shape[2], float(scale))
+            self._tolerances[b] = min(eps, 0.25) if self.integral else eps  # below half the gap of two integer totals
+        return self._tolerances[b]
 
 
 def _magnitude(values, unreduced: bool) -> float:
