@@ -304,6 +304,16 @@ def test_an_answer_found_is_kept_when_its_check_passes_the_time_limit(rng, case)
     assert "certificate's pass ran past the time limit: 0 of 300 rows read" in solution.report.certificate["why"]
 
 
+@pytest.mark.parametrize("shape", [(300, 300), (300, 301)])
+def test_a_cdist_matrix_scipy_solves_keeps_its_certificate_past_the_limit(rng, shape):
+    """Sets neither moved nor made easier (euclidean; a rectangle) are solved as their cdist matrix,
+    certified with it as a matrix is: scipy runs to its end, certificate included, whatever the
+    limit (the help of --timeout says so beside the passes that stop)."""
+    a, b = sets(rng, shape[0], 2, 0.0, 3.0, 1.0)[0], sets(rng, shape[1], 2, 0.0, 3.0, 1.0)[1]
+    solution = lapcli.solve_points(a, b, "euclidean", solver="scipy", certify=True, timeout=1e-6)
+    assert solution.report.certified and solution.duals is not None and "frame" not in solution.report.details
+
+
 def test_the_mirror_s_report_names_whose_frame_it_is(rng):
     a, b = sets(rng, 200, 2, 0.0, 3.0, 1.0)
     details = lapcli.solve_points(a, b, maximize=True).report.details

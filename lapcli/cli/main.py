@@ -219,7 +219,7 @@ def generate_ragged_batch(console, batch, n, m, range_factor, seed, dtype, kind,
 @click.option("--cost-limit", type=ExactNumber(),
               help="As lapjv: a row whose pair would cost more stays unassigned (-1). Not for stacks.")
 @click.option("--device", type=click.IntRange(min=0), help="CUDA device number (default: the current one).")
-@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds before the solver gives up (the GPU engines; --solver scipy, lapx or numpy cannot stop mid-solve: refused, but taken with --points, where it bounds the certificate's pass over the true costs).")
+@click.option("--timeout", type=FiniteFloatRange(min=0, min_open=True), help="Seconds before the solver gives up (the GPU engines; --solver scipy, lapx or numpy cannot stop mid-solve: refused, but taken with --points, where it bounds the pass over the true costs after a solve of moved or easier sets; a cdist matrix they solve runs to its end, certificate included).")
 @click.option("--dask", "use_dask", is_flag=True,
               help="Spread the INPUTs over a local Dask cluster (default with several INPUTs when several GPUs are visible).")
 @click.option("--scheduler", metavar="ADDRESS", help="Spread the INPUTs over the Dask cluster of this scheduler.")
