@@ -1275,9 +1275,11 @@ def test_data_is_on_disk_before_the_rename(tmp_path, monkeypatch):
 
 
 def test_large_csv_is_refused_when_memory_would_not_hold_it(tmp_path, monkeypatch):
+    from lapcli.io import text
+
     (tmp_path / "m.csv").write_text("1,2,3\n4,5,6\n")
-    real_sysconf = os.sysconf
-    monkeypatch.setattr(os, "sysconf", lambda name: 0 if name == "SC_AVPHYS_PAGES" else real_sysconf(name))
+    (tmp_path / "meminfo").write_text("MemFree: 0 kB\nMemAvailable: 0 kB\n")
+    monkeypatch.setattr(text, "MEMINFO", str(tmp_path / "meminfo"))
     assert_one_line_error(invoke("solve", tmp_path / "m.csv"), 2, "GiB are available")
 
 

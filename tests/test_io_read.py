@@ -1,6 +1,8 @@
 """Reading inputs: NPY and contiguous HDF5 datasets are memory-mapped, not read whole:
 a GPU solve pages them straight into the pinned upload."""
 
+import os
+
 import h5py
 import numpy as np
 import pytest
@@ -336,3 +338,27 @@ def test_a_header_of_words_above_tabbed_rows_keeps_the_tabs(tmp_path):
     assert read_matrix(str(tmp_path / "idx.txt"), index_col=True).tolist() == [[5, 3], [2, 4]]
     (tmp_path / "c.txt").write_text("c0 c1\n9\t1\n3\t4\n")
     assert read_matrix(str(tmp_path / "c.txt")).tolist() == [[9, 1], [3, 4]] == np.loadtxt(tmp_path / "c.txt", skiprows=1).tolist()
+
+
+@pytest.mark.parametrize("available_kb, refused", [(8_000_000, False), (1_000, True)])
+def test_text_parsing_is_refused_only_past_the_memory_the_kernel_can_give(tmp_path, monkeypatch, available_kb,
+                                                                        refused):
+    """The memory check reads Linux's MemAvailable (free memory and the file cache the kernel gives
+    back), not the free pages alone: with the cache full of a file just written, a parse that fits
+    was refused as bad input."""
+    from lapcli.errors import LapInputError
+    from lapcli.io import text
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(f"MemTotal: 9000000 kB\nMemFree: 1000 kB\nMemAvailable: {available_kb} kB\n")
+    monkeypatch.setattr(text, "MEMINFO", str(meminfo))
+    assert text.available_memory() == available_kb * 1024
+    if refused:
+        with pytest.raises(LapInputError, match=r"needs about 1.0 GiB of memory, only 0.0 GiB are available"):
+            text.check_host_memory(2**30, "parsing m.csv")
+    else:
+        text.check_host_memory(2**30, "parsing m.csv")  # 1 GiB of 7.6: parsed
+    monkeypatch.setattr(text, "MEMINFO", str(tmp_path / "none"))  # no /proc: the free pages, as the OS counts them
+    pages = {"SC_AVPHYS_PAGES": 3, "SC_PAGE_SIZE": 4096}
+    monkeypatch.setattr(os, "sysconf", lambda name: pages[name])
+    assert text.available_memory() == 3 * 4096
