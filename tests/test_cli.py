@@ -717,6 +717,30 @@ def test_fifo_input_is_refused(tmp_path):
     assert_one_line_error(invoke("solve", tmp_path / "pipe.csv"), 2, "not a regular file")
 
 
+def test_a_pipe_named_with_an_extension_takes_that_format_or_is_refused_first(tmp_path):
+    """A pipe is written in place, in the format its name's extension says: HDF5 (which seeks back)
+    and extensions the output has no writer for are refused before any work, as for a file (a pipe
+    named .npz took generate's CSV, one named .h5 solve's; generate to a .h5 one failed after the work)."""
+    np.save(tmp_path / "m.npy", np.array([[4, 1], [2, 5]]))
+
+    def pipe(name):  # its read end open (non-blocking): a write to it neither blocks nor fails
+        os.mkfifo(tmp_path / name)
+        return os.open(tmp_path / name, os.O_RDONLY | os.O_NONBLOCK)
+
+    for command, name, words in [(["generate", "--n", 3, "--seed", 1], "g.h5", "it is a pipe, where an HDF5 file"),
+                                 (["generate", "--n", 3, "--seed", 1], "g.npz", "unknown matrix extension '.npz'"),
+                                 (["solve", tmp_path / "m.npy"], "s.h5", "unknown assignment extension '.h5'")]:
+        reader = pipe(name)
+        assert_one_line_error(invoke(*command, "-o", tmp_path / name), 2, words)
+        assert os.read(reader, 1) == b""  # never opened to write: nothing in it
+        os.close(reader)
+    reader = pipe("s.npy")
+    assert invoke("solve", tmp_path / "m.npy", "-o", tmp_path / "s.npy", "-q").exit_code == 0
+    data = os.read(reader, 1 << 16)
+    os.close(reader)
+    assert np.load(io.BytesIO(data)).tolist() == [1, 0]  # NPY (each row's column), as the name says
+
+
 def test_truncated_and_oversized_npy_are_refused_before_allocating(tmp_path):
     np.save(tmp_path / "full.npy", np.arange(100, dtype=np.int64).reshape(10, 10))
     data = (tmp_path / "full.npy").read_bytes()

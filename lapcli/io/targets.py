@@ -24,6 +24,10 @@ def is_device(path: str) -> bool:
     return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
+def _device_kind(path: str) -> str:
+    return "a pipe" if stat.S_ISFIFO(os.stat(path).st_mode) else "a device"
+
+
 def written_to(path: str) -> Path:
     """Where a write to ``path`` lands: through a symbolic link, to its file (a new file renamed
     over the link would replace the link)."""
@@ -34,7 +38,8 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
     """Fail before any work when an output could not be written."""
     target = Path(path)
     suffix = target.suffix.lower()
-    if path == "-" or is_device(path) or (not suffix and stream_alias(path)):  # /dev/stdout, stdout a file
+    device = is_device(path)  # written in place: a pipe or device named with an extension takes that format
+    if path == "-" or (not suffix and (device or stream_alias(path))):  # /dev/null, /dev/stdout, stdout a file
         return
     if suffix not in suffixes:
         head = re.match(r"(.*?(\.[^./:]+)):", path)  # 'r.npy:/x' or 'r.npz:': a dataset after a file of no datasets
@@ -43,8 +48,11 @@ def check_output_path(path: str, suffixes: tuple[str, ...], what: str) -> None:
                      else f"{'an' if what[0] in 'aeiou' else 'a'} {what} file takes no")
             raise LapInputError(f"cannot write {path}: {takes} dataset after ':'; give {head[1]}")
         raise LapInputError(f"unknown {what} extension {suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
-    if suffix in HDF5_SUFFIXES and (alias := stream_alias(path)):  # written in place, and HDF5 reads back
+    if suffix in HDF5_SUFFIXES and (alias := stream_alias(path) or (_device_kind(path) if device else None)):
+        # written in place, where HDF5 cannot seek back
         raise LapInputError(f"cannot write {target}: it is {alias}, where an HDF5 file cannot be written; give a file")
+    if device:
+        return
     if os.path.basename(path) in ("", ".", ".."):  # Path() drops them: "a.csv/" or "a.csv/." is a folder
         raise LapInputError(f"cannot write {path}: it names a folder, not a file")
     written = written_to(path)
