@@ -86,12 +86,17 @@ def test_generate_to_stdout_without_seed_prints_the_seed_on_stderr(args):
 
 
 @pytest.mark.parametrize("name, args", [("[/x].npy", []), ("[red]y.npy", []), ("[/r].npz", ["--batch", 2, "--ragged"]),
-                                        ("[/p].npy", ["--points"])])
+                                        ("[/p].npy", ["--points"]), (":smile:.npy", []),
+                                        (":thumbs_up:.npz", ["--batch", 2, "--ragged"])])
 def test_an_output_path_with_brackets_is_printed_as_it_is(tmp_path, name, args):
+    """Rich's markup ([red]) and emoji codes (:smile:) in a file name are printed as written."""
     (tmp_path / "[").mkdir()
     result = invoke("generate", "--n", 4, "--seed", 1, *args, "-o", tmp_path / name)
     assert result.exit_code == 0 and f"wrote {tmp_path / name} (" in result.stderr
     assert (tmp_path / name).exists()
+    if not args:  # several inputs: each one's heading names it as written
+        solved = invoke("solve", tmp_path / name, tmp_path / name)
+        assert solved.exit_code == 0 and f"{tmp_path / name}" in solved.stderr
 
 
 @pytest.mark.parametrize("range_factor, high", [(0.001, 1), (0.5, 100), (10, 2000), (1000, 200000)])

@@ -142,7 +142,7 @@ def stderr_console(quiet: bool = False, stderr: bool = True):
         return SilentConsole()
     from rich.console import Console
 
-    console = Console(stderr=stderr, quiet=quiet, highlight=False)
+    console = Console(stderr=stderr, quiet=quiet, highlight=False, emoji=False)  # ":smile:.csv" is a file name
     if not console.is_terminal:
         console.width = LOG_WIDTH
     return console
