@@ -172,6 +172,18 @@ def test_integers_past_int64_beside_a_comment_stay_exact_or_are_refused(tmp_path
         read_matrix(str(tmp_path / "n.csv"))
 
 
+@pytest.mark.parametrize("big", ["18446744073709551615", "9223372036854775810"])
+def test_ragged_rows_of_integers_past_int64_are_named_ragged(tmp_path, big):
+    """uint64 integers in rows of several lengths: the rows are what is wrong, as for small ones
+    (the message blamed the integers: "beyond 64 bits")."""
+    (tmp_path / "r.csv").write_text(f"{big},1,3 # a comment\n# a line of one\n2,0\n3,2,2\n")
+    with pytest.raises(lapcli.LapInputError, match="ragged rows: line 3 has 2 columns, line 1 has 3 columns"):
+        read_matrix(str(tmp_path / "r.csv"))
+    (tmp_path / "s.csv").write_text(f"{big},-0\n{big},0\n")  # rows alike, -0 no uint64: refused, not rounded
+    with pytest.raises(lapcli.LapInputError, match="beyond 64 bits"):
+        read_matrix(str(tmp_path / "s.csv"))
+
+
 def test_integers_past_the_digits_python_converts_are_bad_input(tmp_path):
     """Past 4300 digits int() raises ValueError (Python's limit on converting text): a text matrix
     of such an integer was an internal error; it is past 64 bits, refused as such. Leading zeros

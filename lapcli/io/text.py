@@ -215,6 +215,9 @@ def _wide_integers(body: list[str], options: dict, name: str):
     try:
         return np.loadtxt(body, dtype=np.uint64, **options)
     except (ValueError, OverflowError):
+        rows = (line.split("#", 1)[0] for line in body)  # (integer fields: no '#' inside quotes)
+        if len({len(split_fields(row, delimiter)) for row in rows if row.strip()}) > 1:
+            return None  # ragged rows, not the integers: the float parse names them
         raise LapInputError(f"{name}: integers beyond 64 bits (or of both signs beyond int64): lapcli solves "
                             "integers exactly in 64 bits and will not round them to float64") from None
 
