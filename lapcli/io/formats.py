@@ -1,6 +1,7 @@
 """The file formats lapcli reads and writes: their extensions, NPY's magic bytes, the specs that
-name one array inside a file (``FILE.h5:/group/data``, ``FILE.npz:name``), the NPZ archive of
-a sparse matrix, which is not a batch of dense ones, and the array types read as numbers."""
+name one array inside a file (``FILE.h5:/group/data``, ``FILE.npz:name``), the order of a batch's
+named arrays, the NPZ archive of a sparse matrix, which is not a batch of dense ones, and the array
+types read as numbers."""
 
 from __future__ import annotations
 
@@ -96,3 +97,20 @@ def check_text_name(path, name, group: str | None = None) -> None:
         where = f" in {group}" if group else ""
         raise LapInputError(f"{path} holds {name!r}{where}, a name that is not UTF-8 text; lapcli reads HDF5 "
                             "names as UTF-8: rename it, or name another dataset as FILE.h5:/NAME")
+
+
+class Batch(list):
+    """The matrices of a batch read from an NPZ or an HDF5 group, in :func:`batch_order`, and
+    ``names``, what the file calls each: the answers are written under them."""
+
+    def __init__(self, names, matrices):
+        super().__init__(matrices)
+        self.names = list(names)
+
+
+def batch_order(names) -> list[str]:
+    """The order of a batch's problems, for NPZ and HDF5 groups alike: numeric when every name is
+    a number (``np.savez(**{"1": a, "0": b})`` lists "1" first), else as the file lists them."""
+    names = list(names)
+    numeric = all(name.isdecimal() for name in names)  # by length, then digits: no int() (4300 digits at most)
+    return sorted(names, key=lambda name: (len(name.lstrip("0")), name.lstrip("0"))) if numeric else names

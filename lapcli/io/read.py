@@ -14,15 +14,15 @@ import io
 import os
 import stat
 import sys
-import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import LapInputError
-from .formats import (BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, check_number_dtype,
-                      check_text_name, is_number_dtype, numbers_only, refuse_binary, sparse_archive, split_hdf5_path)
+from .formats import (BATCH_MARK, HDF5_SUFFIXES, MATRIX_SUFFIXES, NPY_MAGIC, TEXT_SUFFIXES, Batch, batch_order,
+                      check_number_dtype, check_text_name, is_number_dtype, numbers_only, refuse_binary,
+                      split_hdf5_path)
+from .npz import npz_rank, read_npz
 from .hdf5_storage import check_storage_written
 from .pandas_table import in_table_index, is_pandas_table, read_pandas_table
 from .text import MatrixSource, check_text_head, first_line, read_text_with_info
@@ -101,23 +101,6 @@ def refuse_dataset(name: str, dataset: str) -> None:
     raise LapInputError(f"--dataset {dataset} names a dataset, but {name} is not HDF5 or NPZ")
 
 
-class Batch(list):
-    """The matrices of a batch read from an NPZ or an HDF5 group, in :func:`batch_order`, and
-    ``names``, what the file calls each: the answers are written under them."""
-
-    def __init__(self, names, matrices):
-        super().__init__(matrices)
-        self.names = list(names)
-
-
-def batch_order(names) -> list[str]:
-    """The order of a batch's problems, for NPZ and HDF5 groups alike: numeric when every name is
-    a number (``np.savez(**{"1": a, "0": b})`` lists "1" first), else as the file lists them."""
-    names = list(names)
-    numeric = all(name.isdecimal() for name in names)  # by length, then digits: no int() (4300 digits at most)
-    return sorted(names, key=lambda name: (len(name.lstrip("0")), name.lstrip("0"))) if numeric else names
-
-
 def _read_group(path: Path, name: str, group, load: bool):
     """A group of 2-D datasets, a ragged batch: its datasets as a :class:`Batch`;
     ``load=False`` gives 3, a batch's rank."""
@@ -159,8 +142,7 @@ def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = N
         return read_hdf5(path, dataset, load=False)
     if suffix == ".npz":
         _refuse_text_options(str(path), "NPZ", header, index_col, text_inputs)
-        found = read_npz(path, dataset)
-        return 3 if isinstance(found, list) else found.ndim  # several matrices: a (ragged) batch
+        return npz_rank(path, dataset)  # the members' headers: 3 for several matrices, a (ragged) batch
     if text_head:
         check_text_head(path, _text_delimiter(suffix), header=header, index_col=index_col)
     return 2
@@ -220,55 +202,6 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
         return numbers_only(array, "stdin"), MatrixSource("stdin")
     refuse_binary(data, "stdin", "stdin takes NPY or text: give the file instead")
     return read_text_with_info(data, "stdin", header=header, index_col=index_col, coordinates=coordinates)
-
-
-def read_npz(path: Path, name: str | None):
-    """One array of an NPZ file (NumPy's archive of several): the one it holds, or ``name``
-    (``FILE.npz:name``, or --dataset); or, when every array it holds is a matrix and none is
-    named, all of them as a :class:`Batch`: a ragged batch (one array named "0" is a batch of one,
-    as ``lap generate --ragged`` and the batch outputs name their arrays). A file that is no zip
-    archive, one cut short or damaged, and a member that is not an NPY array are bad input."""
-    try:
-        with open(path, "rb") as handle:
-            if handle.read(4) not in (b"PK\x03\x04", b"PK\x05\x06"):  # np.load would take an NPY or a pickle
-                raise LapInputError(f"cannot read {path} as NPZ: it is not a zip archive (what np.savez writes)")
-        with np.load(path, allow_pickle=False) as archive:
-            names = list(archive.files)
-            if name is None and sparse_archive(archive, names):
-                raise LapInputError(f"{path} holds a scipy.sparse matrix (save_npz); lapcli reads dense costs: "
-                                    "save M.toarray() with forbidden pairs as inf (an absent entry reads as 0)")
-            if name is None and (len(names) > 1 or names == ["0"]):  # "0": a batch of one, as lapcli writes it
-                # (a 2-D "0" alone; NPZ has no attributes to mark it, unlike an HDF5 group)
-                order = batch_order(names)
-                arrays = [_npz_member(path, archive, n) for n in order]
-                if all(a.ndim == 2 for a in arrays):
-                    return Batch(order, arrays)
-            if name is None:
-                if not names:
-                    raise LapInputError(f"{path} holds no arrays")
-                if len(names) != 1:
-                    listed = ", ".join(names[:10]) + (", …" if len(names) > 10 else "")
-                    raise LapInputError(f"{path} holds {len(names)} arrays ({listed}); name one: {path}:NAME")
-                name = names[0]
-            if name not in names:
-                raise LapInputError(f"{path} has no array {name!r}; it holds {', '.join(names[:10]) or 'none'}")
-            return _npz_member(path, archive, name)
-    except LapInputError:
-        raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
-        message = first_line(error)
-        if "pickle" in message.lower():
-            message = "an array holds Python objects, not numbers"
-        raise LapInputError(f"cannot read {path} as NPZ: {message}") from None
-
-
-def _npz_member(path: Path, archive, name: str) -> np.ndarray:
-    """Member ``name`` of an open NPZ archive; NumPy gives a member that is not ``.npy`` as its
-    raw bytes, which no reader here takes for a matrix."""
-    array = archive[name]
-    if not isinstance(array, np.ndarray):
-        raise LapInputError(f"cannot read {path} as NPZ: {name!r} is not a NumPy array (an .npy member)")
-    return numbers_only(array, f"{path}:{name}")
 
 
 def read_npy(path: Path):
