@@ -169,6 +169,16 @@ def test_bad_bench_options_are_exit_2():
     assert runner.invoke(cli, ["bench", "--ranges", "5000"]).exit_code == 2
     assert runner.invoke(cli, ["bench", "--solvers", "nope"]).exit_code == 2
     assert runner.invoke(cli, ["bench", "--sizes", "a,b"]).exit_code == 2
+    for name, words in (("nope", "unknown solver 'nope'"), ("sorted", "'sorted' solves no single matrix"),
+                        ("scipy-batch", "'scipy-batch' solves no single matrix")):  # engines of point sets, of stacks
+        result = runner.invoke(cli, ["bench", "--solvers", name, "--sizes", "8"])
+        assert result.exit_code == 2 and words in result.stderr, result.stderr
+
+
+def test_the_table_s_note_names_the_kinds_whose_values_do_not_follow_r():
+    result = CliRunner().invoke(cli, ["bench", "--sizes", "8", "--kind", "geometric-int", "--solvers", "scipy",
+                                      "--repeat", "1"])
+    assert result.exit_code == 0 and "R —: the kind's values do not depend on R" in result.stderr
 
 
 def test_same_matrix_for_every_solver_in_a_cell():

@@ -17,7 +17,8 @@ from ..bench.suites import (
     open_suite,
 )
 from ..bench.table import baseline_title, results_table_columns, results_table_rows
-from ..generate import FLOAT_KINDS, KINDS
+from ..engines import registry
+from ..generate import FLOAT_KINDS, KINDS, RANGELESS_KINDS
 from ..work_dtypes import WORK_DTYPES
 from .bench_suites import batch_suite, points_suite, progress_bar, progress_reporter
 from .support import (
@@ -153,8 +154,9 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
         if not any(s.startswith("cuda") for s in solvers):
             solvers = ("numpy",) + solvers
     for solver in solvers:
-        if solver not in bench_solvers():
-            raise InputError(f"unknown solver {solver!r}; choose from {', '.join(bench_solvers())}")
+        if solver not in bench_solvers():  # an engine of stacks or point sets solves no cell of this sweep
+            what = f"{solver!r} solves no single matrix" if solver in registry.ENGINES else f"unknown solver {solver!r}"
+            raise InputError(f"{what}; choose from {', '.join(bench_solvers())}")
     for solver in solvers:  # an option naming a solver this machine lacks: bad input, as an unknown one
         available, why = solver_available(solver)
         if not available:
@@ -214,7 +216,7 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     console.print(table)
     notes = []
     if any(row[1] == "—" for row in rows):
-        notes.append("R —: the float kinds' values do not depend on R")
+        notes.append(f"R —: the kind's values do not depend on R ({', '.join(RANGELESS_KINDS)})")
     if "auto" in solvers:
         notes.append("auto: the engine it chose follows its time")
     if notes:
