@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -109,9 +110,14 @@ def solve_input(index: int, item, options: dict, read_options: dict, as_given: s
 
 
 def _as_given(text: str, item, as_given: str | None) -> str:
+    """``text`` naming the file ``item`` (its absolute path) as the caller wrote it, ``as_given``;
+    the readers name a file through pathlib, which drops "./" and "//" from the joined path."""
     if as_given is None or not isinstance(item, str):
         return text
-    return text.replace(split_hdf5_path(item)[0], split_hdf5_path(as_given)[0])
+    read = split_hdf5_path(item)[0]
+    for name in dict.fromkeys((read, str(Path(read)))):
+        text = text.replace(name, split_hdf5_path(as_given)[0])
+    return text
 
 
 def _solved_input(index: int, item, options: dict, read_options: dict, as_given: str | None) -> Solved:

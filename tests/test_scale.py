@@ -423,6 +423,10 @@ def test_cli_relative_inputs_are_named_as_given_on_dask_too(client, tmp_path, rn
     solved, failed = scale.solve_inputs(["h.csv", "bad.csv"], client=client)
     assert solved.source_notes == ["skipped header line of h.csv: x,y,z,w"]
     assert failed.bad_input and "bad.csv" in failed.message and str(tmp_path) not in failed.message
+    # "./" and "//", which pathlib drops from the joined path the readers name, as written too
+    solved, failed = scale.solve_inputs(["./h.csv", ".//bad.csv"], client=client)
+    assert solved.source_notes == ["skipped header line of ./h.csv: x,y,z,w"]
+    assert failed.message.startswith(".//bad.csv line 2") and str(tmp_path) not in failed.message
     result = invoke("solve", "h.csv", "--json", "-q", "--scheduler", client.scheduler.address)
     assert json.loads(result.stdout)["notes"] == json.loads(invoke("solve", "h.csv", "--json", "-q").stdout)["notes"]
 
