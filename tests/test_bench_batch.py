@@ -88,6 +88,9 @@ def test_speedups_are_over_torch_in_the_same_setting_else_over_the_scipy_loop():
     assert row == ["10", "16", "int", "2.00 (4.00×)", "1.00 (5.00×)", "8.00", "5.00", "100.00 (0.08×)"]
     without = [timing("scipy-batch", 20.0), timing("scipy-loop", 100.0)]
     assert batch_table_rows(without, ("scipy-batch", "scipy-loop"))[0][3:] == ["20.00 (5.00×)", "100.00"]
+    # below 1 ms three significant digits: a time printed 0.01 beside a speedup of 3.41× hid its value
+    small = [timing("scipy-batch", 0.00293), timing("scipy-loop", 0.01)]
+    assert batch_table_rows(small, ("scipy-batch", "scipy-loop"))[0][3:] == ["0.00293 (3.41×)", "0.01"]
 
 
 def test_lapx_batch_adapter_reads_lapjvx_batchs_lists(monkeypatch):

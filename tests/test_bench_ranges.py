@@ -12,6 +12,7 @@ import lapcli
 from lapcli.bench import runner as bench
 from lapcli.bench.runner import RunOutcome, default_runners, run_bench
 from lapcli.bench.suites import SUITES, BenchSettings, SolveTiming, SuiteGroup, grid_cells
+from lapcli.bench.table import ms_text
 from lapcli.bench.table import results_table_columns, results_table_rows
 from lapcli.cli.main import cli
 from lapcli.engines import registry
@@ -108,7 +109,7 @@ def test_a_suite_of_several_kinds_through_the_cli(tmp_path, monkeypatch):
         cell = {solver: timing[(kind, dtype, int(n), r, solver)] for solver in ("scipy", "lapx", "auto")}
         base = min(cell["scipy"]["median_ms"], cell["lapx"]["median_ms"])
         speedup = base / cell["auto"]["median_ms"]
-        assert auto_text == f"{cell['auto']['median_ms']:.2f} ({speedup:.2f}×) {cell['auto']['engine']}"
+        assert auto_text == f"{ms_text(cell['auto']['median_ms'])} ({speedup:.2f}×) {cell['auto']['engine']}"
         assert "×" not in scipy_text and "×" not in lapx_text  # the baselines get no speedup
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from ..generate import generate_stack
 from ..problem import objective_tolerance
 from .batch_runners import BatchRunner, NotThisCell, batch_runners
+from .table import ms_text
 
 BATCH_CELLS: tuple[tuple[int, int], ...] = ((10000, 16), (2000, 64), (500, 256), (64, 1024))  # (B, n)
 BATCH_KINDS = ("int", "float")  # float32 integers uniform in [0, 10n); float32 U[0, 1)
@@ -211,7 +212,7 @@ def batch_table_rows(results: list[BatchTiming], runners: tuple[str, ...]) -> li
             if t is None or t.status != "ok" or t.median_ms is None:
                 row.append(t.status if t else "-")
                 continue
-            text = f"{t.median_ms:.2f}"
+            text = ms_text(t.median_ms)
             base = baseline_of(name, ok)
             if base is not None and base != name:
                 text += f" ({by_runner[base].median_ms / t.median_ms:.2f}×)"

@@ -33,6 +33,12 @@ def fastest_baseline(by_solver: dict[str, SolveTiming], baseline: str | tuple[st
     return min(solved, key=lambda t: t.median_ms) if solved else None
 
 
+def ms_text(ms: float) -> str:
+    """A median as the tables print it: two decimals, or three significant digits below 1 ms, so
+    that a small time is not shown as 0.01 or 0.00 beside a speedup computed from its value."""
+    return f"{ms:.2f}" if ms >= 1 else f"{ms:.3g}"
+
+
 def range_label(kind: str, range_factor: float, ranges_of_kind: set[float]) -> str:
     """R as the table shows it: '—' for a float kind (R does not shape its values; it only seeds
     the matrix), unless the results hold that kind at several R, which then tell the rows apart."""
@@ -65,7 +71,7 @@ def results_table_rows(results: list[SolveTiming], solvers: tuple[str, ...], bas
             if t is None or not t.timed:
                 row.append(t.status if t else "-")
                 continue
-            text = f"{t.median_ms:.2f}" + (" past limit" if t.status == "timeout" else "")
+            text = ms_text(t.median_ms) + (" past limit" if t.status == "timeout" else "")
             if base is not None and solver not in base_names:
                 text += f" ({base.median_ms / t.median_ms:.2f}×)"
             if solver == "auto" and t.engine:
