@@ -132,7 +132,7 @@ def test_batch_suite_through_the_cli_writes_json_and_skips_what_cannot_run(tmp_p
     ran = [name for name, runner in batch_runners().items() if runner.available()[0]]
     assert payload["settings"]["runners"] == ran and set(payload["skipped"]) == set(batch_runners()) - set(ran)
     assert len(payload["results"]) == len(TINY) * 2 * len(ran)  # cells × kinds × runners
-    assert payload["settings"]["min_seconds"] == 0.01
+    assert payload["settings"]["min_seconds"] == 0.01 and payload["settings"]["suite"] == "batch"
     assert all(r["status"] == "ok" and r["median_ms"] for r in payload["results"])
     assert all(len(r["times_ms"]) >= 2 and (sum(r["times_ms"]) >= 10 or len(r["times_ms"]) == bench_batch.MAX_REPEAT)
                for r in payload["results"])

@@ -619,6 +619,7 @@ def test_lap_bench_suite_matcher_runs_the_scipy_loop_and_refuses_foreign_options
     from lapcli.bench.matcher import MATCHER_CELLS  # its cells (B, Q, K), not the batch suite's kinds
 
     assert record["settings"]["cells"] == [list(cell) for cell in MATCHER_CELLS] and record["settings"]["kinds"] == []
+    assert record["settings"]["suite"] == "matcher"  # named as the matrix suites' settings name theirs
     refused = CliRunner().invoke(cli, ["bench", "--suite", "matcher", "--scale", "0.5"])
     assert refused.exit_code == 2 and "--scale" in refused.stderr
 

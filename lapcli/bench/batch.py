@@ -234,14 +234,16 @@ def batch_environment() -> dict[str, Any]:
 
 
 def write_batch_json(path: str, settings: BatchSettings, results: list[BatchTiming], env: dict,
-                     skipped: dict[str, str]) -> None:
+                     skipped: dict[str, str], suite: str = "batch") -> None:
+    """The JSON record of a batch or matcher (``suite``) run; its settings name the suite, as the
+    matrix suites' do."""
     import json
 
     from ..io.write import write_bytes
 
     payload = {
         "environment": env,
-        "settings": asdict(settings) | {"cells": scaled_cells(settings)},
+        "settings": {"suite": suite} | asdict(settings) | {"cells": scaled_cells(settings)},
         "timing": "the solve only (host→host runners include the copies; d2d runners start and end on the GPU), "
                   f"{'warm' if settings.warmup else 'no warm-up'}, per repeat",
         "skipped": skipped,

@@ -107,7 +107,7 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
         console.print("[dim]int: float32 integers uniform in [0, 10n); float: float32 U[0, 1); "
                       "d2d: stack on the GPU, result left there[/]")
     if json_path:
-        write_batch_json(json_path, settings, results, env, skipped)
+        write_batch_json(json_path, settings, results, env, skipped, suite)
     if failure:
         raise FailedError(f"objectives disagree: {failure}")
     failed = [f"{t.runner} B={t.batch} n={t.n} {t.kind}: {t.message}" for t in results if t.status == "error"]
