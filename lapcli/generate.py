@@ -214,6 +214,8 @@ def _blocks(n, m, range_factor, rng, kind, dtype, progress) -> Iterator[np.ndarr
             block = 0.1 * (1.0 - (np.arange(start, stop)[:, None] == np.arange(m)[None, :]))
             block += row_offsets[start:stop, None] + col_offsets[None, :]
         block = np.ascontiguousarray(block, dtype=dtype)  # the cast ``out[start:stop] = block`` made
+        if kind == "float":
+            below_one(block)
         yield block
         del block  # not held here while the next one is drawn
         if progress is not None:
@@ -308,6 +310,15 @@ def generate_ragged(batch: int, n: int, m: int | None = None, *, range_factor: f
             for b, (rows, cols) in enumerate(shapes)]
 
 
+def below_one(values: np.ndarray) -> np.ndarray:
+    """U[0, 1) draws kept below 1 in place: float64 draws above 1 − 2^-25 round to 1.0 in float32
+    (2 of an 8192² matrix, seed 0); those become float32's largest value below 1. The other values,
+    and float64 ones, are the same bits as before."""
+    if values.dtype == np.float32:
+        np.minimum(values, np.nextafter(np.float32(1), np.float32(0)), out=values)
+    return values
+
+
 def generate_points(n: int, d: int = 2, *, kind: str = "uniform", seed: int = 0, dtype: str = "float64") -> np.ndarray:
     """An (n, d) point set, reproducible from ``seed``: ``uniform`` in [0, 1)^d, or ``clustered``,
     a mixture of CLUSTERS Gaussians (standard deviation CLUSTER_SPREAD, equal weights) as tracked
@@ -329,7 +340,7 @@ def generate_points(n: int, d: int = 2, *, kind: str = "uniform", seed: int = 0,
         raise LapInputError(f"{n:,} points of {d} coordinates take about {need / 2**30:.3g} GiB to make, {past}")
     rng = np.random.default_rng(seed)
     if kind == "uniform":
-        return rng.random((n, d)).astype(dtype, copy=False)
+        return below_one(rng.random((n, d)).astype(dtype, copy=False))
     centres = np.random.default_rng([CLUSTER_CENTRES_SEED, d]).random((CLUSTERS, d))
     members = rng.integers(0, CLUSTERS, size=n)
     return (centres[members] + rng.normal(0.0, CLUSTER_SPREAD, size=(n, d))).astype(dtype, copy=False)

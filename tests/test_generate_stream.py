@@ -302,3 +302,18 @@ def test_integer_distances_are_the_float_ones_scaled_to_a_million():
     integers = generate(300, 200, kind="geometric-int", seed=5)
     assert integers.dtype == np.int32 and integers.min() >= 0 and integers.max() <= 10**6
     assert np.array_equal(integers, np.rint(floats * GEOMETRIC_INT_SCALE).astype(np.int32))
+
+
+def test_float32_uniform_draws_stay_below_one():
+    """float64 draws above 1 − 2^-25 round to 1.0 in float32: an 8192-wide float32 matrix of seed 0
+    held two 1.0s, outside the documented [0, 1). They are float32's largest value below 1; every
+    other value is the float64 draw's cast, as before."""
+    from lapcli.generate import below_one, generate
+
+    matrix = generate(1809, m=8192, kind="float", dtype="float32", seed=0)
+    wide = generate(1809, m=8192, kind="float", dtype="float64", seed=0)
+    assert matrix.max() < 1 and int((wide.astype(np.float32) == 1).sum()) >= 1
+    changed = matrix != wide.astype(np.float32)
+    assert (matrix[changed] == np.nextafter(np.float32(1), np.float32(0))).all()
+    points = below_one(np.array([[0.99999999], [0.5]]).astype(np.float32))  # the points' draw, cast alike
+    assert points.max() < 1 and points[1, 0] == np.float32(0.5)
