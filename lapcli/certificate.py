@@ -42,9 +42,10 @@ import numpy as np
 from .arrays import all_true
 from .errors import SolverError
 
-# The host check's chunk, in entries (a row at least): 512 KB of float64 slacks stay in the cache
-# through their four passes (the copy, less u, less v, the minimum); chunks of 32 MB went to memory
-# each time: 1000 × 3000 U[0, 1) 5.7 -> 4.5 ms, 4000 × 4000 46 -> 30 ms (2-core CI machine).
+# The host check's chunk, in entries (a row at least; the dual recovery's blocks too): 512 KB of
+# float64 slacks stay in the cache through their four passes (the copy, less u, less v, the
+# minimum); chunks of 32 MB went to memory each time: 1000 × 3000 U[0, 1) 5.7 -> 4.5 ms,
+# 4000 × 4000 46 -> 30 ms (2-core CI machine).
 HOST_CHUNK_ELEMENTS = 1 << 16
 INT64_DUALS = 2**62  # integer duals at or past it are refused: their slacks could wrap (certify)
 # the slacks are the work's, which minimises: a maximisation's are of −cost, with the duals negated

@@ -21,17 +21,17 @@ import time
 import numpy as np
 
 from .arrays import host
-from .certificate import MINIMISED, certify, check_rounding
+from .certificate import HOST_CHUNK_ELEMENTS, MINIMISED, certify, check_rounding
 
 _UNREACHED_INT = np.iinfo(np.int64).max // 4  # above any distance of int64-safe work (lapcli.work)
 # Rounds with more fallen columns than this relax only the nearer half of them, as Dijkstra would
 # (their distances are likelier final): 15-25 % fewer relaxations on U[0, 1) costs, the same on
 # squared distances; interleaved with full rounds, Bellman-Ford's bound on those still holds.
 _ALL_FALLEN_BELOW = 64
-# A round relaxes its columns in blocks of this many entries, which stay in the cache through the
-# copy, the added distance and the minimum: a round of 4000 columns of 4000 rows 60 -> 27 ms; whole
-# recoveries of U[0, 1) 1000 × 1000 11.1 -> 10.3 ms, 2000 × 2000 60 -> 53 ms (2-core CI machine).
-_RELAX_CHUNK_ELEMENTS = 1 << 16
+# A round relaxes its columns in blocks of the host check's size (certificate.HOST_CHUNK_ELEMENTS),
+# which stay in the cache through the copy, the added distance and the minimum: a round of 4000
+# columns of 4000 rows 60 -> 27 ms; whole recoveries of U[0, 1) 1000 × 1000 11.1 -> 10.3 ms,
+# 2000 × 2000 60 -> 53 ms (2-core CI machine).
 
 
 # The default budget of a recovery, in passes over the matrix, per engine: scipy's own solve of a
@@ -106,7 +106,7 @@ def _recovered(cost: np.ndarray, col_of_row: np.ndarray, budget_passes: float | 
         distance[columns] = candidate[fell]
         if by_column is None:
             by_column = np.ascontiguousarray(c.T)  # the relaxed columns' costs are then contiguous rows
-        step = max(1, _RELAX_CHUNK_ELEMENTS // max(k, 1))
+        step = max(1, HOST_CHUNK_ELEMENTS // max(k, 1))
         for start in range(0, columns.size, step):  # cache-sized blocks of the round's columns
             block = columns[start:start + step]
             reached = by_column[block]  # a copy (fancy indexing): add the distances in place, no second temporary
