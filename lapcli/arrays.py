@@ -199,7 +199,8 @@ def nested_array(x: list | tuple) -> np.ndarray:
     if array.dtype.kind != "f" or not array.size:
         return array
     top = float(np.abs(array).max())
-    if not np.isfinite(top):  # inf or NaN beside the values: the largest finite one decides
+    with_inf = not np.isfinite(top)  # inf or NaN beside the values: the largest finite one decides
+    if with_inf:
         finite = array[np.isfinite(array)]
         top = float(np.abs(finite).max()) if finite.size else 0.0
     if top < 2.0**53:  # every integer below it is exact in float64
@@ -214,7 +215,7 @@ def nested_array(x: list | tuple) -> np.ndarray:
             return array
     if not rounded:
         return array
-    if not np.isfinite(array).all():
+    if with_inf:  # (a NaN ended the walk above: only inf is left)
         raise LapInputError("integers past 2^53 beside inf, which float64 would round (an integer matrix holds no "
                             "inf): give forbidden pairs a large finite cost")
     if lowest >= 0:
