@@ -69,6 +69,12 @@ def cap_for(work, col_of_row, proof=None) -> float | None:
     unreduced, its tolerance following max |c|: its reduced total is taken from its row minima in float64.
     ``proof``: (u, v, certificate) of the answer, host arrays: T is then bounded from them (total_bound), with
     no pass over the matrix (on the GPU that pass and its copies took 0.3-0.4 ms of a 10 ms solve at 1,024)."""
+    capped = _cap_and_total(work, col_of_row, proof)
+    return capped[0] if capped else None
+
+
+def _cap_and_total(work, col_of_row, proof) -> tuple[float, float] | None:
+    """(C, T) as cap_for finds them, or None where cap_for's C is."""
     values = work.values
     if work.exact or values.dtype.kind != "f" or not values.size or work.eps <= 0:
         return None
@@ -81,7 +87,8 @@ def cap_for(work, col_of_row, proof=None) -> float | None:
     if unreduced and total <= 0:  # every row at its minimum: optimal as it is, whatever the tolerance
         return None
     cap = 2 * total if total > 0 else _spread(work) * CAP_FLOOR
-    return cap if _spread(work) > CAP_GAIN * cap and cap == cap and keeps_optima(cap, total, values.shape) else None
+    fits = _spread(work) > CAP_GAIN * cap and cap == cap and keeps_optima(cap, total, values.shape)
+    return (cap, total) if fits else None
 
 
 def keeps_optima(cap: float, total: float, shape: tuple) -> bool:
@@ -142,13 +149,14 @@ def tightened(work, col_of_row: np.ndarray, u: np.ndarray, v: np.ndarray, certif
               retry: bool = True):
     """``certificate`` (lapcli.certificate.Certificate) judged again at the capped tolerance, where capping
     would tighten it CAP_GAIN times: the tighter certificate where the answer holds there, else CapRetry where
-    capping tightens it RETRY_GAIN times (and ``retry``: fewer than CAP_ROUNDS solves capped so far), else the
-    certificate as it was."""
+    capping tightens it RETRY_GAIN times, the answer's reduced total is not 0 and ``retry`` (fewer than CAP_ROUNDS
+    solves capped so far), else the certificate as it was."""
     from .certificate import check_rounding, judged
 
-    cap, m = cap_for(work, col_of_row, (u, v, certificate)), work.values.shape[1]
-    if cap is None:
+    capped, m = _cap_and_total(work, col_of_row, (u, v, certificate)), work.values.shape[1]
+    if capped is None:
         return certificate
+    cap, total = capped
     # the slacks already read, judged at eps(C), where they were read finer than it: duals far larger than C
     # (a solve at the inflated tolerance drifts them to the large costs' magnitude) round them past it
     if judged_at_cap(work) and check_rounding(u, v, 0.0) <= float_eps(m, cap):
@@ -158,7 +166,10 @@ def tightened(work, col_of_row: np.ndarray, u: np.ndarray, v: np.ndarray, certif
                           check_rounding(u, v, float_eps(m, cap)))
         except SolverError:
             pass
-    if not retry or _spread(work) <= RETRY_GAIN * cap:
+    # T = 0: the answer is optimal on its work as it stands, and a capped solve returns it again at a cap
+    # 2^-30 tighter, whose duals again round past it (engine numpy, costs in [0, 2] whose optimum is the
+    # identity: 34 solves, down to float64's smallest normal number, for one answer)
+    if not retry or total <= 0 or _spread(work) <= RETRY_GAIN * cap:
         return certificate
     if not judged_at_cap(work):
         cap = _float32_cap(work, col_of_row)
