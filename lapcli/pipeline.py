@@ -134,8 +134,7 @@ def timeout_notes(name: str, timeout: float | None) -> list[str]:
 
 
 def empty_duals(xp, n_rows: int, n_cols: int, dtype=np.float64) -> tuple:
-    """(u, v) of a problem with no pair (a matrix's or two point sets'), zeros (int64 for integer costs),
-    so that ``--duals`` writes them as for any answer: no constraint binds, v = 0 on free columns."""
+    """(u, v) of a problem with no pair, zeros (int64 for integer costs): ``--duals`` writes them as any."""
     return xp.zeros(n_rows, dtype), xp.zeros(n_cols, dtype)
 
 
@@ -154,7 +153,7 @@ def set_up_apart(details: dict, import_ms: float, problem: Problem | None = None
 
 
 def solve_ms(start: float, details: dict) -> float:
-    """Milliseconds since ``start``, less the one-off set-up (imports, kernel compiles) of a first use."""
+    """Milliseconds since ``start``, less a first use's one-off set-up (imports, kernel compiles)."""
     set_up = (details.get("import_ms") or 0.0) + (details.get("compile_ms") or 0.0)
     return max((time.perf_counter() - start) * 1e3 - set_up, 0.0)
 
@@ -299,7 +298,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
         result = None if result is not None and result.unchecked_nonfinite else result  # packed, then checked
     if len(members) and result is None:
         try:
-            packed, problem, members = _packed_for(members, name, maximize, dtype, device)
+            packed, problem = _packed_for(members, name, maximize, dtype, device)
             solved = _solve_stack(problem, name, reason, start, timeout, device, certify, objectives)
         except TooWideError as refused:  # the stack cannot hold every member exactly: each alone, if auto
             if solver != "auto" or dtype is not None or name == "scipy-batch":
@@ -329,6 +328,8 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
     else:
         col_ind = ragged.unpack(packed, solved.col_ind, members)
         sums, report = solved.objectives, solved.report
+        if sums is not None and members.packable and np.dtype(members.dtype).kind == "f":  # float costs solved as
+            sums = sums.astype(np.float64)  # integers: float sums, as a stack's (exact, rounded once)
         details, notes, device_name, dtype_name = report.details, report.notes, report.device, report.dtype
         certificate = report.certificate if (members.rows * members.cols).any() else not_certified(NO_PAIRS)
         details["padded"] = f"{problem.shape[1]}×{problem.shape[2]}"
@@ -351,15 +352,15 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
 
 
 def _packed_for(members: ragged.Members, name: str, maximize: bool, dtype: str | None, device: int | None):
-    """(packed, problem, members): the members packed into one work stack for engine ``name``, its
-    prepared Problem, the members as packed (integers where ``dtype`` asks); TooWideError if none holds all."""
+    """(packed, problem): the members packed into one work stack for engine ``name`` (as integers where
+    ``dtype`` asks) and its prepared Problem; TooWideError if none holds all."""
     if dtype is not None and np.dtype(dtype).kind in "iu" and np.dtype(members.dtype).kind == "f":
         members = as_integers(members, dtype, maximize)
     upload = device is None and registry.get(name).capabilities.device == "cuda"  # host members: packed there
     packed = ragged.pack(members, maximize, upload)
     problem = prepare(packed.stack, maximize=maximize, dtype=dtype, check=False, stack=True)
     problem.maybe_infeasible = packed.own_forbidden
-    return packed, problem, members
+    return packed, problem
 
 
 def _widen(col_ind, width: int):
@@ -371,11 +372,10 @@ def _widen(col_ind, width: int):
 
 
 def _finished(result, problem):
-    """(BatchEngineResult, the caller's col_ind or None): a launch still running is waited for after
-    the caller's view of its columns is made."""
+    """(BatchEngineResult, the caller's col_ind or None), a launch still running waited for."""
     if not isinstance(result, PendingBatch):
         return result, None
-    caller_col_ind = problem.origin.to_caller(result.col_ind)
+    caller_col_ind = problem.origin.to_caller(result.col_ind)  # (before the wait: it overlaps the launch)
     return result.finish(), caller_col_ind
 
 

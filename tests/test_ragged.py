@@ -1007,6 +1007,20 @@ def test_integers_asked_of_a_list_keep_its_integer_members_exact():
         lapcli.solve_batch([WIDE, np.array([[0.5]])], dtype="int64")
 
 
+def test_float_costs_asked_as_integers_sum_as_floats_on_every_route(rng):
+    """A list or padded stack of float costs solved as int64 sums as the stack does and as it would
+    unasked: float64 (its packed integer work once gave int64 objectives, the stack float64)."""
+    stack = np.floor(rng.random((3, 5, 5)) * 100)
+    routes = {"stack": lambda **kw: lapcli.solve_batch(stack, **kw),
+              "list": lambda **kw: lapcli.solve_batch(list(stack), **kw),
+              "ragged": lambda **kw: lapcli.solve_batch([stack[0], stack[1][:3], stack[2][:, :4]], **kw),
+              "sizes": lambda **kw: lapcli.solve_batch(stack, sizes=([5, 3, 5], [5, 5, 4]), **kw)}
+    for name, route in routes.items():
+        asked, unasked = route(dtype="int64").objectives, route().objectives
+        assert asked.dtype == unasked.dtype == np.float64, name
+        assert asked.tolist() == unasked.tolist(), name
+
+
 @pytest.mark.parametrize("values", [np.full((2, 2, 2), "1"), np.ones((2, 2, 2), dtype=complex),
                                     np.full((2, 2, 2), None, dtype=object)])
 def test_a_padded_stack_or_block_of_non_numbers_is_refused_as_one_matrix_is(values):
