@@ -214,8 +214,20 @@ def certified_stack(problem, col_ind: np.ndarray, engine: str, budget_passes: fl
         except ValueError as error:
             raise SolverError(f"the {engine} engine's answer to problem {b} failed its optimality "
                               f"certificate: {error}") from None
-        proofs.append(certify(work.values[b], col_of_row[b], u, v, work.eps(b), engine).to_dict())
+        try:
+            proofs.append(certify(work.values[b], col_of_row[b], u, v, work.eps(b), engine).to_dict())
+        except SolverError as error:
+            raise _of_problem(error, b) from None
     return _per_problem(proofs, began, batch)
+
+
+def _of_problem(error, b: int):
+    """A certificate's failure (SolverError) on problem ``b`` of a batch, naming it."""
+    from .errors import SolverError
+
+    said, answer = str(error), " engine's answer "
+    named = said.replace(answer, f"{answer}to problem {b} ", 1) if answer in said else f"problem {b}: {said}"
+    return SolverError(named)
 
 
 def _per_problem(proofs: list[dict], began: float, problems: int) -> dict:
@@ -233,8 +245,10 @@ def certified_members(members, col_ind: np.ndarray, maximize: bool, engine: str,
                       force: bool = False) -> dict:
     """The certificate of every member of a ragged batch solved on the CPU (``col_ind`` (B, most
     rows), −1 unassigned), or ``not_certified`` with why: by default only when every non-empty
-    member is large enough that it costs less than its solve (BATCH_CERTIFY_FROM), ``force`` always."""
+    member is large enough that it costs less than its solve (BATCH_CERTIFY_FROM), ``force`` always.
+    Raises SolverError naming the member whose answer is not optimal."""
     from .certificate import not_certified
+    from .errors import SolverError
     from .problem import prepare
 
     sizes = members.rows * members.cols
@@ -250,8 +264,11 @@ def certified_members(members, col_ind: np.ndarray, maximize: bool, engine: str,
             continue
         cols = np.asarray(col_ind[b, :cost.shape[0]])
         rows = np.flatnonzero(cols >= 0)
-        _, proof = certified_duals(prepare(cost, maximize=maximize), rows, cols[rows], engine,
-                                   None if force else budget_passes)
+        try:
+            _, proof = certified_duals(prepare(cost, maximize=maximize), rows, cols[rows], engine,
+                                       None if force else budget_passes)
+        except SolverError as error:
+            raise _of_problem(error, b) from None
         if not isinstance(proof, dict):
             return not_certified(f"member {b}: {proof}")
         proofs.append(proof)

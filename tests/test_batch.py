@@ -264,6 +264,41 @@ def test_a_wrong_cpu_batch_answer_fails_its_certificate(rng, monkeypatch):
         solve_batch(rng.random((3, 100, 100)), solver="scipy-batch", certify=True)
 
 
+def test_a_wrong_answer_to_a_list_member_fails_naming_the_member(rng, monkeypatch):
+    """As a stack's: the member whose columns an engine bug swapped is named in the failure."""
+    from lapcli.engines.cpu import scipy_batch
+
+    real = scipy_batch.run_members
+
+    def spoiled(members, **kwargs):
+        result = real(members, **kwargs)
+        columns = result.columns[1] if result.col_ind is None else result.col_ind[1]
+        columns[[0, 1]] = columns[[1, 0]]
+        result.objectives = None
+        return result
+
+    monkeypatch.setattr(scipy_batch, "run_members", spoiled)
+    costs = [rng.random((100, 100)), rng.random((90, 100)), rng.random((80, 80))]
+    with pytest.raises(lapcli.SolverError, match="answer to problem 1 failed its optimality certificate"):
+        solve_batch(costs, solver="scipy-batch", certify=True)
+
+
+def test_recovered_duals_that_fail_the_check_name_the_stack_s_problem(rng, monkeypatch):
+    """Duals recovered but refused by the check (an engine or recovery bug) name the problem too."""
+    from lapcli import certificate, duals
+
+    def refuse_the_third(cost, col_of_row, u, v, tolerance, engine, *args):
+        checked.append(engine)
+        if len(checked) == 3:
+            raise lapcli.SolverError(f"the {engine} engine's answer failed its optimality certificate: (made up)")
+        return certificate.certify(cost, col_of_row, u, v, tolerance, engine, *args)
+
+    checked = []
+    monkeypatch.setattr(duals, "certify", refuse_the_third)
+    with pytest.raises(lapcli.SolverError, match=r"answer to problem 2 failed its optimality certificate: \(made"):
+        solve_batch(rng.random((3, 100, 100)), solver="scipy-batch", certify=True)
+
+
 @pytest.mark.parametrize(("shape", "threads"), [((4000, 24, 24), 2), ((300, 16, 16), 2), ((40, 16, 16), 1),
                                                 ((5000, 4, 4), 1), ((3, 64, 64), 1)])
 def test_scipy_batch_uses_threads_where_they_measured_faster(rng, monkeypatch, shape, threads):
