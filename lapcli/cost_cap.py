@@ -38,6 +38,7 @@ import numpy as np
 
 from .errors import SolverError
 from .problem import array_module
+from .steps import summed
 from .work import float_eps
 
 # Judge an answer again where capping tightens the tolerance at least this many times, and solve again
@@ -206,19 +207,23 @@ def solved_capped(problem, run, retry: CapRetry, timeout: float | None, start: f
     ``costs_capped_at``, and ``cost_cap_rounds``), and again while the answer's own cap tightens the
     tolerance RETRY_GAIN times more (at most CAP_ROUNDS solves), in the time ``timeout`` leaves after
     ``start``; past it, the last answer, proved at its looser tolerance (``costs_capped_at`` says why
-    it was not solved again, or for an answer of capped work, the cap, and ``cost_cap_stopped`` why)."""
+    it was not solved again, or for an answer of capped work, the cap, and ``cost_cap_stopped`` why).
+    The answer's steps are those of every solve, added (its total time counts them all)."""
     solved_on = None  # the cap retry.first was solved on (None: the caller's work)
+    earlier = []  # the steps of the solves before retry.first's
     while True:
         problem.cap_work(retry.square, retry.cap)
         left = None if timeout is None else max(timeout - (time.perf_counter() - start), 1e-6)
         try:
             result = run(problem, timeout=left, device=device)
         except CapRetry as again:  # this answer's reduced total is far below the cap: capped tighter
+            earlier.append(retry.first.steps)
             solved_on, retry = retry.cap, again
             continue
         except SolverError as error:
             if "time limit" not in str(error):
                 raise
+            retry.first.steps = summed(*earlier, retry.first.steps)
             stopped, details = f"not solved again: {error}", retry.first.details
             if solved_on is None:  # the caller's work's answer
                 details["costs_capped_at"] = stopped
@@ -226,6 +231,7 @@ def solved_capped(problem, run, retry: CapRetry, timeout: float | None, start: f
                 details.update(costs_capped_at=solved_on, cost_cap_rounds=problem.cap_rounds - 1,
                                cost_cap_stopped=stopped)
             return retry.first
+        result.steps = summed(*earlier, retry.first.steps, result.steps)
         result.details["costs_capped_at"] = retry.cap
         result.details["cost_cap_rounds"] = problem.cap_rounds
         return result

@@ -60,3 +60,16 @@ class StepRecorder:
 
     def stats(self) -> list[StepStat]:
         return [StepStat(s, STEP_NAMES[s], self.counts[s], self.ns[s] / 1e6) for s in range(1, 7)]
+
+
+def summed(*solves: list[StepStat]) -> list[StepStat]:
+    """The steps of several solves of one problem (lapcli.cost_cap's capped rounds) as one table:
+    each step's count and time added, in the order the steps first appear."""
+    table: dict[tuple[int, str], StepStat] = {}
+    for steps in solves:
+        for stat in steps:
+            key = (stat.step, stat.name)
+            held = table.get(key)
+            table[key] = stat if held is None else StepStat(stat.step, stat.name, held.count + stat.count,
+                                                           held.ms + stat.ms)
+    return list(table.values())

@@ -149,6 +149,17 @@ def test_costs_across_hundreds_of_orders_are_capped_until_the_answer_is_the_opti
         assert solution.objective == pytest.approx(cost[rows, cols].sum(), rel=1e-12, abs=0)
 
 
+def test_a_capped_answer_s_step_table_counts_every_solve(rng):
+    """The step table of an answer solved again on capped work adds every solve's steps, as its total
+    time does (it held the last solve's alone: 1 start of 24 on 300 × 300 costs 1e-304 to 1e304)."""
+    for cost in (placeholders(rng, 200, 200, 1e12), spanning(rng, 60, 60, 1400)):
+        report = lapcli.solve(cost, solver="numpy").report
+        solves = report.details["cost_cap_rounds"] + 1
+        assert [stat.step for stat in report.steps] == [1, 2, 3, 4, 5, 6]
+        assert report.steps[0].count == solves  # the numpy engine starts once a solve
+        assert sum(stat.ms for stat in report.steps) <= report.total_ms
+
+
 def test_a_capped_solve_past_the_time_limit_returns_the_last_answer(rng, monkeypatch):
     """Solved again and again on tighter caps, a solve past the time limit gives back the answer before
     it, proved at that answer's tolerance."""
@@ -172,6 +183,7 @@ def test_a_capped_solve_past_the_time_limit_returns_the_last_answer(rng, monkeyp
     assert details["cost_cap_stopped"].startswith("not solved again: the numpy engine ran past the time limit")
     assert solution.report.certified  # the second answer's certificate, at its cap's tolerance
     assert solution.report.certificate["tolerance"] == pytest.approx(float_eps(40, caps[1][True]), rel=1e-9)
+    assert solution.report.steps[0].count == 2  # the two solves that finished, added
 
 
 def test_an_answer_that_holds_at_the_capped_tolerance_is_not_solved_again(rng, monkeypatch):
