@@ -30,7 +30,7 @@ from .errors import LapInputError, TooWideError
 from .input_device import on_the_inputs_gpu
 from .options import check_certify, check_device, check_maximize, check_timeout
 from .problem import Problem, prepare
-from .ragged_integers import as_integers, range_refusal
+from .ragged_integers import as_integers, holds_dtype, range_refusal
 from .arrays import member_ndim, padded, split_flat, stacked
 from .results import BatchSolution, MembersAnswer, Solution, SolveReport
 from .work_dtypes import requested_dtype
@@ -301,7 +301,7 @@ def solve_members_raw(members: ragged.Members, *, solver: str = "auto", maximize
             packed, problem = _packed_for(members, name, maximize, dtype, device)
             solved = _solve_stack(problem, name, reason, start, timeout, device, certify, objectives)
         except TooWideError as refused:  # the stack cannot hold every member exactly: each alone, if auto
-            if solver != "auto" or dtype is not None or name == "scipy-batch":
+            if solver != "auto" or not holds_dtype(members, dtype) or name == "scipy-batch":
                 raise
             name, reason = "scipy-batch", f"auto: {refused.fact}; scipy per problem, each in its own type"
             module, more_ms = loaded_engine(registry.get(name))

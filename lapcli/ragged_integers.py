@@ -1,6 +1,7 @@
 """A ragged batch's float members solved as integers (``dtype="int32"`` or ``"int64"``), converted
 before packing (lapcli.ragged.pack), whose +inf padding only integers one above the largest cost
-replace; and a packed stack's refusal of an int dtype told in the members' own terms."""
+replace; a packed stack's refusal of an int dtype told in the members' own terms; and whether a
+requested dtype is the one every member holds already (it then changes nothing)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,16 @@ from .errors import LapInputError, members_text
 from .problem import check_entries, invalid_entries
 from .ragged import Members, concatenated
 from .work_dtypes import floats_as_integers
+
+
+def holds_dtype(members: Members, requested: str | None) -> bool:
+    """Whether every member is already of the ``requested`` dtype (None: asks for none), so that a
+    route solving each member as it is (scipy-batch) honours it without packing them into one
+    padded stack (a 200 × 200 member beside 500 of 1 × 1, asked float64: 2.9 s and 1 GB, not 0.3 s)."""
+    if requested is None:
+        return True
+    own = members.dtypes if members.dtypes is not None else {members.dtype}
+    return all(np.dtype(dtype) == np.dtype(requested) for dtype in own)
 
 
 def as_integers(members: Members, requested: str, maximize: bool = False) -> Members:

@@ -592,7 +592,7 @@ def test_the_feasibility_checks_first_import_is_set_up_not_the_solve(monkeypatch
     loaded = pipeline.loaded_engine  # each engine's import as a first use's: 2 ms, recorded beside the check's
     monkeypatch.setattr(pipeline, "loaded_engine", lambda engine: (loaded(engine)[0], 2.0))
     for solve in (lambda c: lapcli.solve(c, solver="scipy"), lambda c: lapcli.solve_batch(c[None], solver="scipy-batch"),
-                  lambda c: lapcli.solve_batch([c, c[:1]], solver="scipy-batch", dtype="float64")):  # packed members
+                  lambda c: lapcli.solve_batch([c, c[:1]], solver="scipy-batch", dtype="float32")):  # packed members
         ticks = iter([0.0, 0.5])  # the matching's import, as the check times it: 500 ms
         monkeypatch.setattr(feasibility, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks)))
         report = solve(np.array([[np.inf, 1.0], [2.0, 3.0]])).report

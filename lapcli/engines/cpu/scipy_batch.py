@@ -158,9 +158,11 @@ def run_members(members, *, maximize: bool, objectives: bool = True, pairs: bool
     host list's columns come back as one array per member (``columns``; ``col_ind`` None), not
     scattered into a padded (B, n) array only to be cut up again. ``pairs``, ``timeout`` and
     ``device`` are the engines' one interface: the pipeline makes the pairs from the columns, scipy
-    has no time limit and runs here. A requested ``dtype`` declines (None): the pipeline packs the
-    members into one stack, whose work honours or refuses it."""
-    if dtype is not None:
+    has no time limit and runs here. A requested ``dtype`` that some member does not hold already
+    declines (None): the pipeline packs the members into one stack, whose work honours or refuses it."""
+    from ...ragged_integers import holds_dtype
+
+    if not holds_dtype(members, dtype):
         return None
     from ...errors import InfeasibleError, members_text
     from ...problem import invalid_entries
