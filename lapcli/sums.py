@@ -10,14 +10,16 @@ import numpy as np
 
 
 def exact_sum(values: np.ndarray) -> np.ndarray:
-    """Row sums of a (B, n) host array: int64 where that cannot overflow, else Python ints (an
-    object array); float32 in float64 where that is exact, else as float64 by fsum (a pairwise sum of 1e6 + U(0, 1e-7)
+    """Row sums of a (B, n) host array: int64 where they fit, else Python ints (an object array,
+    as a list's member sums are); float32 in float64 where that is exact, else as float64 by fsum (a pairwise sum of 1e6 + U(0, 1e-7)
     costs errs past the tolerance the fuzzer holds us to; 1e30 + 1 − 1e30 in float32 summed to 0)."""
     if values.dtype.kind in "biu":
         widest = max(abs(int(values.min())), abs(int(values.max()))) if values.size else 0  # no np.abs: −2^63
         if values.dtype.itemsize < 8 or widest < 2**63 // max(values.shape[1], 1):
             return values.astype(np.int64).sum(axis=1)
-        return np.array([sum(int(x) for x in row) for row in values.tolist()] or [], dtype=object)
+        sums = [sum(row) for row in values.tolist()]  # Python ints: exact where int64 could overflow
+        fits = all(-(2**63) <= total < 2**63 for total in sums)
+        return np.array(sums, dtype=np.int64) if fits else np.array(sums or [], dtype=object)
     if values.dtype.itemsize <= 4:  # float64 sums of 24-bit values are exact within 2^29 of magnitude (÷ n)
         magnitudes = np.abs(values)  # no masked copy: a batch's objectives are summed on every call
         largest = float(magnitudes.max(initial=0.0))

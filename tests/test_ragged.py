@@ -530,6 +530,18 @@ def test_ragged_objectives_past_int64_stay_exact_python_ints():
     assert lapcli.solve_batch([cost[:1], cost[:1]]).objectives.dtype == np.int64  # int64 where it fits
 
 
+def test_integer_objectives_are_int64_wherever_they_fit_on_every_route():
+    """Costs near -2^62 whose sums fit int64: int64 objectives from a stack, as from a list or a padded
+    stack (the stack's object array of Python ints once followed a bound, max |c| · n, not the sums)."""
+    near = -(2**62) + np.array([[3, 1], [0, 2]])
+    stack = np.stack([near, near])
+    for objectives in (lapcli.solve_batch(stack).objectives, lapcli.solve_batch([near, near[:1]]).objectives,
+                       lapcli.solve_batch(stack, sizes=([2, 2], [2, 2])).objectives):
+        assert objectives.dtype == np.int64 and int(objectives[0]) == 2 * -(2**62) + 1
+    wide = np.full((2, 2, 2), 2**62, dtype=np.int64)  # sums of 2^63: Python ints, exactly
+    assert lapcli.solve_batch(wide).objectives.tolist() == [2**63, 2**63]
+
+
 def test_the_matcher_suite_checks_every_form_against_detrs_scipy_loop():
     """lap bench --suite matcher's runners (all but torch-linear-assignment's, here on the CPU)
     find the scipy loop's objectives in small cells; a wrong runner is reported."""
