@@ -255,6 +255,24 @@ def test_text_coordinates_are_read_as_cdist_reads_them(tmp_path):
         "over.txt holds a value beyond float64's range (±1.8e308), which point costs are computed in")
 
 
+def test_a_first_coordinate_of_0_1_2_under_a_header_is_a_coordinate(tmp_path):
+    """A point file whose first column counts 0, 1, … (a frame index, a grid) under a header is a
+    coordinate, as the read takes it and stdin's same bytes are read: the head check refused it as
+    pandas' index and advised --index-col, which drops it (objective 0.045, not 1.015)."""
+    from click.testing import CliRunner
+
+    from lapcli.cli.main import cli
+
+    first, second = np.array([[0, 0.5], [1, 0.25], [2, 0.75], [3, 0.1]]), np.array([[0, 0.3], [1, 0.9], [2, 0.2], [3, 0.6]])
+    for name, points in (("a.csv", first), ("b.csv", second)):
+        (tmp_path / name).write_text("t,pos\n" + "".join(f"{int(t)},{x}\n" for t, x in points))
+    result = CliRunner().invoke(cli, ["solve", "--points", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--json",
+                                      "-q"])
+    cost = cdist(first, second, "sqeuclidean")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["objective"] == pytest.approx(cost[scipy_lsa(cost)].sum(), rel=1e-12)
+
+
 def test_the_report_names_minkowski_with_its_p(rng):
     """The costs depend on p: the report's words for them carry it (a run is reproducible from them)."""
     a, b = rng.random((5, 2)), rng.random((7, 2))

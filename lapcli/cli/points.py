@@ -64,7 +64,7 @@ def solve_point_sets(input_specs, point_specs, metric, minkowski_p, solver, maxi
     run_library_call(check_solver_runs_here, solver)
     read_options = dict(dataset=dataset, **text_read_options(point_specs, header, index_col))
     for spec in point_specs:  # cheap checks of both before either is read
-        rank = run_library_call(input_rank, spec, **read_options, text_head=True)
+        rank = run_library_call(input_rank, spec, **read_options, text_head=True, coordinates=True)
         if rank is not None and rank != 2:  # 3 from an NPZ or HDF5 file: a 3-D array or several 2-D ones
             named = dataset is not None or split_hdf5_path(spec)[1] is not None
             what, hint = (f"is {rank}-D", "") if rank != 3 or spec.lower().endswith(".npy") else (

@@ -123,13 +123,14 @@ def _read_group(path: Path, name: str, group, load: bool):
 
 
 def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = None,
-               index_col: bool = False, text_inputs: tuple[str, ...] = (), text_head: bool = False) -> int | None:
+               index_col: bool = False, text_inputs: tuple[str, ...] = (), text_head: bool = False,
+               coordinates: bool = False) -> int | None:
     """How many dimensions the input named by ``spec`` has, found without loading its data (NPY:
     the header, HDF5: the dataset's shape, text: 2); None for stdin, which can be read only once.
     Raises what reading it would raise for a missing file, a bad extension, a bad NPY header, an
     HDF5 file without a usable dataset, text options on binary input (see
     :func:`read_matrix_with_info`), or (``text_head``: its first lines read, for an input read after
-    others) a text header that needs --header, --no-header or --index-col."""
+    others) a text header that needs --header, --no-header or --index-col (``coordinates``: of a point set)."""
     if spec == "-":  # (a dataset it never has: refused before earlier inputs are solved)
         return refuse_dataset("stdin", dataset) if dataset is not None else None
     path, dataset = check_input_spec(spec, dataset)
@@ -144,7 +145,7 @@ def input_rank(spec: str, dataset: str | None = None, *, header: bool | None = N
         _refuse_text_options(str(path), "NPZ", header, index_col, text_inputs)
         return npz_rank(path, dataset)  # the members' headers: 3 for several matrices, a (ragged) batch
     if text_head:
-        check_text_head(path, _text_delimiter(suffix), header=header, index_col=index_col)
+        check_text_head(path, _text_delimiter(suffix), header=header, index_col=index_col, coordinates=coordinates)
     return 2
 
 

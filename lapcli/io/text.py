@@ -111,12 +111,13 @@ def _check_holds_numbers(body: list[str], name: str) -> None:
 
 
 def check_text_head(path, delimiter: str | None = None, *, header: bool | None = None,
-                    index_col: bool = False) -> None:
+                    index_col: bool = False, coordinates: bool = False) -> None:
     """The header decision of a text file from its first lines, so that several inputs are refused
     before the first is solved: what :func:`read_text_with_info` would refuse for its first two
     lines of content, a header with nothing after it, and rows of different lengths among the
     head's whole lines. Reads until 64 line breaks or 16 MiB; a head holding fewer than two whole
-    lines of content (a long first row, many comments) is left to the read."""
+    lines of content (a long first row, many comments) is left to the read. ``coordinates``: a point
+    set, whose first column 0, 1, … is a coordinate, not pandas' index (as the read takes it)."""
     try:
         with open(path, "rb") as handle:
             head, chunk, breaks = bytearray(), b"-", 0
@@ -140,7 +141,7 @@ def check_text_head(path, delimiter: str | None = None, *, header: bool | None =
     ragged = _locate_bad_value(lines, layout.body_start, layout.delimiter, str(path), index_col, numbers=False)
     if ragged:  # among the head's whole lines, as the read words a ragged row
         raise LapInputError(ragged)
-    if not chunk and layout.header and layout.guessed and not index_col:  # the whole file: a named index too
+    if not chunk and layout.header and layout.guessed and not index_col and not coordinates:  # a named index too
         rows = [split_fields(line, layout.delimiter) for line in map(without_comment, lines[layout.body_start:])
                 if line.strip()]
         firsts = [row[0].strip() for row in rows]
