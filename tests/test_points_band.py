@@ -115,6 +115,16 @@ def test_the_band_looks_at_the_clock_by_cells_not_rows(rng, monkeypatch, width, 
         sorted_band.band_pairs(x, y, "cityblock", 2.0, 1.0, timeout=4.5, began=0.0)  # 4 looks forward
 
 
+def test_the_read_back_does_not_stop_at_its_last_row(monkeypatch):
+    """A band of fewer rows than a look's: the programme looks once, the read-back at its start; it
+    once looked at its last row too (r = 0, counted from the end), throwing away a finished answer."""
+    clock = iter(range(1, 10**6))
+    monkeypatch.setattr(sorted_band, "perf_counter", lambda: next(clock))
+    x = y = np.arange(3.0)[:, None]
+    cols = sorted_band.band_pairs(x, y, "cityblock", 2.0, 1.0, timeout=2.5, began=0.0)  # looks at 1 and 2
+    assert cols.tolist() == [0, 1, 2]
+
+
 def test_the_report_names_the_band(rng):
     report = lapcli.solve_points(rng.random((70, 1)), rng.random((50, 1))).report
     assert "in order to part of the larger" in report.reason

@@ -75,7 +75,7 @@ def band_pairs(x: np.ndarray, y: np.ndarray, metric: str, p: float, sign: float,
     cols = np.empty(k, dtype=np.int64)
     t = width - 1
     for r in range(k - 1, -1, -1):  # back along the bits: row r took r + t, rows above end at t's bound
-        if late(r):
+        if late(k - 1 - r):  # (counted from the pass's start: its last row, r = 0, is no place to stop)
             raise SolverError(f"the sorted band ran past the time limit: {k - 1 - r:,} of {k:,} pairs read back")
         row = np.unpackbits(took[r], count=width)
         t = int(np.flatnonzero(row[:t + 1])[-1])
