@@ -46,6 +46,21 @@ def test_a_semicolon_separated_file_is_read_and_decimal_commas_are_refused(tmp_p
     assert refused.returncode == 2 and "decimal commas" in refused.stderr
 
 
+@pytest.mark.parametrize(("text", "options"), [
+    ("cost (a, b)\n4 1 3\n2 0 5\n3 2 2\n", ["--header"]),  # a comma inside a title above spaced numbers
+    ('"a, b" "c" "d"\n4 1 3\n2 0 5\n3 2 2\n', []),  # ... inside quoted labels
+    ("job a\tjob b, late\tjob c\n4\t1\t3\n2\t0\t5\n3\t2\t2\n", []),  # ... inside tabbed labels
+    ("costs\n4;1;3\n2;0;5\n3;2;2\n", ["--header"]),  # a title without the semicolons of the rows
+])
+def test_the_rows_under_a_header_decide_the_delimiter(tmp_path, text, options):
+    """A header's labels may hold any separator: the delimiter is the data's (the header's comma made
+    these files comma-separated, and unreadable even with --header)."""
+    (tmp_path / "m.txt").write_text(text)
+    result = lap("solve", "m.txt", "--json", "--quiet", *options, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["objective"] == 5 and json.loads(result.stdout)["n_rows"] == 3
+
+
 @pytest.mark.parametrize("command", [["solve", "m.npy", "-o"], ["solve", "m.npy", "--report"], ["generate", "--n", "4", "-o"]])
 def test_an_output_that_is_a_pipe_is_written_in_place_not_replaced(tmp_path, command):
     """Like /dev/null or /dev/stdout: written in place, as CSV/JSON; a rename over it (the atomic

@@ -59,13 +59,18 @@ def read_layout(lines: list[str], name: str, delimiter: str | None, header: bool
                                 f"their values with {other}: name it {'.txt' if other == 'spaces' else '.csv'}"
                                 + (", or write decimal points if they are decimal commas" if decimal else ""))
     if delimiter is None:  # from the first two lines: a header alone may hold no delimiter
+        if header or (header is None and second_index is not None and not _numbers_line(first)):
+            # a header's labels may hold any separator ('cost (a, b)' above spaced numbers; a title above
+            # '1;2'): the first two lines of data decide
+            third_index = next((i for i in range(second_index + 1, len(lines)) if content[i].strip()), None)
+            sample = "\n".join(content[i] for i in (second_index, third_index) if i is not None)
         # a line without tabs whose spaces part numbers is whitespace-separated: both lines then are,
         # as np.loadtxt reads them ('3 1 2' above '1<tab>3<tab>2' was one field, taken for a header);
         # a header of words ('cost' above 'row 1<tab>5', pandas' one column) keeps the tabs
         spaced = any("\t" not in line and len(line.split()) > 1 and any(map(is_number, line.split()))
                      for line in sample.splitlines())
         delimiter = ("," if "," in sample else ("\t" if "\t" in sample and not spaced else None))
-        if all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
+        if sample and all(";" in line for line in sample.splitlines()):  # semicolon-separated (commas: decimal?)
             delimiter = ";"
             if any(_DECIMAL_COMMA.match(field) for line in sample.splitlines() for field in line.split(";")):
                 raise LapInputError(f"{name}: semicolon-separated with decimal commas ('1,5'); lapcli reads "
@@ -187,6 +192,12 @@ def field_text(text: str) -> str:
         return f"{shown!r} is not a number: spaces part numbers inside one field (two separators, or digit " \
                "groups?); use one separator"
     return f"{shown!r} is not a number" if shown else "an empty field"
+
+
+def _numbers_line(line: str) -> bool:
+    """Whether ``line`` holds numbers alone, parted by some delimiter (commas, tabs, semicolons or
+    spaces): a line of data, not a header's labels."""
+    return any(all(map(is_number, fields)) for fields in (line.split(d) for d in (",", "\t", ";", None)) if fields)
 
 
 def _parted_numbers(text: str, separator: str | None) -> bool:
