@@ -330,6 +330,21 @@ def test_stdin_accepts_npy_and_csv(rng):
     assert json.loads(result.stdout)["objective"] == scipy_objective(cost)
 
 
+def test_an_npy_file_of_two_arrays_is_refused_as_stdin_is(tmp_path, rng):
+    """cat a.npy b.npy > two.npy: np.load reads the first and drops the second, as stdin's was;
+    a newline a tool appended is no array."""
+    cost = rng.integers(0, 20, (6, 6))
+    buffer = io.BytesIO()
+    np.save(buffer, cost)
+    (tmp_path / "two.npy").write_bytes(buffer.getvalue() * 2)
+    (tmp_path / "newline.npy").write_bytes(buffer.getvalue() + b"\n")
+    assert_one_line_error(invoke("solve", tmp_path / "two.npy", "-o", tmp_path / "a.csv"), 2,
+                          f"two.npy holds more than its NPY array ({len(buffer.getvalue()):,} bytes after it)")
+    assert not (tmp_path / "a.csv").exists()
+    result = invoke("solve", tmp_path / "newline.npy", "--json", "--quiet")
+    assert json.loads(result.stdout)["objective"] == scipy_objective(cost)
+
+
 def test_report_has_the_documented_fields(tmp_path, rng):
     np.save(tmp_path / "m.npy", rng.integers(0, 100, (30, 30)))
     result = invoke("solve", tmp_path / "m.npy", "--report", tmp_path / "r.json", "--solver", "numpy")

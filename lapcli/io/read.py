@@ -207,7 +207,8 @@ def read_stdin_with_info(data: bytes, *, header: bool | None = None, index_col: 
 
 def read_npy(path: Path):
     """Memory-map an NPY file; a header that promises more bytes than the file holds is refused
-    here, before anything is allocated."""
+    here, before anything is allocated, and bytes past its array (a second array, ``cat a.npy b.npy``,
+    which np.load drops) as stdin's are."""
     with open(path, "rb") as handle:  # np.load takes anything else for a pickle
         if handle.read(len(NPY_MAGIC)) != NPY_MAGIC:
             raise LapInputError(f"cannot read {path} as NPY: it is not an NPY file (no NPY header; what np.save "
@@ -225,7 +226,20 @@ def read_npy(path: Path):
         if getattr(error, "errno", None) == errno.ENOMEM:  # no room to map it: the machine's limit, not bad input
             raise MemoryError(f"mapping {path}: {error.strerror}") from None
         raise LapInputError(f"cannot read {path} as NPY: {first_line(error)}") from None
+    _refuse_trailing_bytes(path, getattr(array, "offset", 0) + array.nbytes)
     return numbers_only(array, str(path))
+
+
+def _refuse_trailing_bytes(path: Path, end: int) -> None:
+    """Refuse an NPY file with more than whitespace after its array's ``end`` (bytes)."""
+    past = path.stat().st_size - end
+    if past > 0:
+        with open(path, "rb") as handle:
+            handle.seek(end)
+            tail = handle.read(min(past, 4096))
+        if tail.strip() or past > len(tail):
+            raise LapInputError(f"{path} holds more than its NPY array ({past:,} bytes after it); an NPY file "
+                                "holds one array (several: np.savez, or one 3-D stack)")
 
 def read_hdf5(path: Path, dataset: str | None, *, load: bool = True):
     """The matrix (2-D) or stack of matrices (3-D) in ``dataset``, or, without ``dataset``, in the
