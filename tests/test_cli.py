@@ -986,6 +986,20 @@ def test_a_stderr_closed_before_the_start_keeps_messages_off_stdout(tmp_path, ar
     assert (process.returncode, process.stdout) == (code, stdout)
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args, code, written", [(["solve", "m.npy", "-o", "a.csv"], 0, True),
+                                                 (["solve", "word.csv", "-o", "a.csv"], 2, False)])
+def test_an_unwritable_stderr_keeps_the_run_s_exit_code(tmp_path, args, code, written):
+    """``2>/dev/full``: the summary after the outputs, or bad input's one line, could not be written,
+    and the run exited 1 (a traceback nobody saw): the messages are dropped, the exit code is the run's."""
+    np.save(tmp_path / "m.npy", np.array([[0, 5], [5, 0]]))
+    (tmp_path / "word.csv").write_text("a b\nx y\n")
+    with open("/dev/full", "w") as full:
+        process = subprocess.run(LAP + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=full, timeout=120)
+    assert process.returncode == code and (tmp_path / "a.csv").exists() == written
+    assert process.stdout == b""
+
+
 @pytest.mark.parametrize("args", [["solve", "m.npy", "--report", "-", "--json"], ["solve", "m.npy", "--duals", "-", "--json"],
                                   ["solve", "--points", "a.npy", "b.npy", "--report", "-", "--json"],
                                   ["bench", "--sizes", "8", "--solvers", "scipy", "--json", "-", "--csv", "-"]])

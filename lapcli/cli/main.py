@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -54,6 +53,7 @@ from .support import (
     FiniteFloatRange,
     InputError,
     Interrupted,
+    MessagesStderr,
     OneLineGroup,
     Outputs,
     announce_input,
@@ -371,8 +371,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout = ClosedStdout()
     if sys.stdin is None:
         sys.stdin = ClosedStdin()
-    if sys.stderr is None:  # descriptor 2 closed: messages are dropped (Click would print its errors on stdout)
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - it is the process's stderr until exit
+    sys.stderr = MessagesStderr(sys.stderr)  # descriptor 2 closed or unwritable: messages are dropped
     try:
         code = cli.main(args=argv, prog_name="lap", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt, Interrupted):

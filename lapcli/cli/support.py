@@ -48,6 +48,35 @@ class ClosedStdout:
         return False
 
 
+class MessagesStderr:
+    """``sys.stderr`` for people's messages: a write its descriptor refuses (a full disk behind
+    ``2>file``, a reader of ``2>&1 |`` gone) drops the messages from then on, not the run, whose data
+    and exit code stay its own (an unwritten summary after the outputs were written made it exit 1,
+    and bad input's one line exit 1, not 2)."""
+
+    def __init__(self, stream):  # (None: descriptor 2 was closed; Click would print its errors on stdout)
+        self.stream = stream if stream is not None else open(os.devnull, "w")  # noqa: SIM115 - stderr until exit
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            self._drop()
+
+    def _drop(self) -> None:  # what the stream held is dropped too: Python's exit would flush it again
+        self.stream = open(os.devnull, "w")  # noqa: SIM115 - it is the process's stderr until exit
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
 class ClosedStdin:
     """What ``sys.stdin`` becomes where file descriptor 0 was closed: reading it is bad input."""
 
