@@ -330,6 +330,15 @@ def test_stdin_accepts_npy_and_csv(rng):
     assert json.loads(result.stdout)["objective"] == scipy_objective(cost)
 
 
+def test_a_file_name_with_a_newline_or_an_escape_is_named_on_one_line(tmp_path):
+    """A name's newline split the error over two lines; an escape sequence drove the terminal."""
+    for name in ("no\nfile.csv", "no\x1b[31mred.csv"):
+        result = invoke("solve", tmp_path / name, "-q")
+        shown = str(tmp_path / name).encode("unicode_escape").decode("ascii")
+        assert_one_line_error(result, 2, f"no such file: {shown}")
+        assert "\x1b" not in result.stderr
+
+
 def test_an_npy_file_of_two_arrays_is_refused_as_stdin_is(tmp_path, rng):
     """cat a.npy b.npy > two.npy: np.load reads the first and drops the second, as stdin's was;
     a newline a tool appended is no array."""

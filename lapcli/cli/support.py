@@ -91,13 +91,21 @@ class ClosedStdin:
         return False
 
 
-class InputError(click.ClickException):
+class OneLineError(click.ClickException):
+    """An error's one line: a character that would break it or drive the terminal (a newline or an
+    escape sequence in a file name) is shown escaped, as Python writes it in a string."""
+
+    def format_message(self) -> str:
+        return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in self.message)
+
+
+class InputError(OneLineError):
     """Bad input or options: exit code 2."""
 
     exit_code = 2
 
 
-class FailedError(click.ClickException):
+class FailedError(OneLineError):
     """No answer (infeasible, solver failure): exit code 1."""
 
     exit_code = 1
