@@ -469,6 +469,15 @@ def test_typo_in_the_first_row_is_an_error_not_a_header(tmp_path):
     assert_one_line_error(result, 2, "m.csv line 1, column 3: 'x' is not a number (use --header if line 1 is a header)")
 
 
+def test_a_first_row_named_by_a_word_names_both_ways_out(tmp_path):
+    """'x,1,2' first: a row's name (--index-col) or a header (--header); the second row's word names
+    --index-col already, the first named only --header, whose advice led to that second refusal."""
+    result = solve_text(tmp_path, "x,1,2\ny,3,4\n")
+    assert_one_line_error(result, 2, "m.csv line 1, column 1: 'x' is not a number (pass --index-col if its first "
+                                     "column names the rows, or --header if line 1 is a header)")
+    assert json.loads(solve_text(tmp_path, "x,1,2\ny,3,4\n", "--index-col").stdout)["objective"] == 5
+
+
 def test_non_numeric_value_names_its_line_in_the_file(tmp_path):
     result = solve_text(tmp_path, "\na,b\n\n1,2\n3,x\n")  # blank lines count: line 5 of the file
     assert_one_line_error(result, 2, "m.csv line 5, column 2: 'x' is not a number")

@@ -229,7 +229,10 @@ def _first_line_is_header(fields: list[str], name: str, line_number: int, index_
         return True
     bad = next((i for i, label in enumerate(labels) if not is_number(label)), None)
     if bad is not None:  # a word beside numbers, or a number NumPy cannot read
+        names_row = bad == 0 and not index_col and len(labels) > 1 and all(map(is_number, labels[1:]))
         hint = ("" if _spaced_quote(labels[bad]) or _parted_numbers(labels[bad], None)
+                else f" (pass --index-col if its first column names the rows, or --header if line {line_number} is a "
+                     "header)" if names_row
                 else f" (use --header if line {line_number} is a header)"
                 if labels[bad].strip() else " (a trailing delimiter?)" if bad == len(labels) - 1
                 else " (a delimiter twice?)")
