@@ -78,6 +78,27 @@ def test_the_sweep_checks_every_problem_and_names_the_first_that_differs():
     assert all(t.status == "ok" for t in run_batch_bench(settings, runners))
 
 
+def test_a_wrong_first_runner_is_the_one_marked_not_every_right_one():
+    """The runners that agree name the wrong one, wherever it stands: the first runner's objectives
+    were the reference, so a wrong lapcli engine (first on a GPU machine) marked torch-la, lapx and
+    scipy "mismatch" and itself ok."""
+    runners = batch_runners()
+    honest = runners["scipy-loop"]
+
+    def worse(stack):
+        col_ind = honest.solve(stack).copy()
+        col_ind[:, [0, 1]] = col_ind[:, [1, 0]]
+        return col_ind
+
+    runners["liar"] = BatchRunner("liar", honest.available, honest.setup, worse, honest.to_host)
+    settings = BatchSettings(cells=((4, 6),), kinds=("int",), runners=("liar", "scipy-batch", "scipy-loop"), repeat=1,
+                             warmup=0)
+    with pytest.raises(BatchMismatch, match=r"problem \d: scipy-batch found .*, liar found") as caught:
+        run_batch_bench(settings, runners)
+    statuses = {t.runner: t.status for t in caught.value.results}
+    assert statuses == {"liar": "mismatch", "scipy-batch": "ok", "scipy-loop": "ok"}
+
+
 def test_speedups_are_over_torch_in_the_same_setting_else_over_the_scipy_loop():
     def timing(runner, ms):
         return BatchTiming(10, 16, "int", runner, "ok", [ms])

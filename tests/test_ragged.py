@@ -592,6 +592,10 @@ def test_the_matcher_suite_finds_an_answer_a_little_worse_than_the_optimum():
                                                   seed=0, min_seconds=0.0)
     assert [r.status for r in results] == ["ok", "mismatch"], [r.message for r in results]
     assert "objectives differ from scipy-loop" in failures[0]
+    # first, the wrong one is still the one named: the others agree against it
+    results, failures = matcher.run_matcher_bench(((16, 900, 100),), ("match", "scipy-loop", "list"), broken, repeat=1,
+                                                  warmup=0, seed=0, min_seconds=0.0)
+    assert [r.status for r in results] == ["mismatch", "ok", "ok"] and failures[0].startswith("16×900×100: match:")
 
 
 def test_host_answers_for_a_torch_cuda_caller_come_back_as_torch_tensors():

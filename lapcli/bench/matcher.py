@@ -24,7 +24,8 @@ method that takes a padded stack needs.
 
 Timing, checks and the table are those of the batch suite (lapcli.bench.batch): warm-up, then
 timed calls until ``min_seconds``; every runner's per-image objectives are compared with the
-first runner's. GPU runners synchronise before the clock stops.
+runners' answer most of them agree with (lapcli.bench.batch.mismatches). GPU runners synchronise
+before the clock stops.
 """
 
 from __future__ import annotations
@@ -185,15 +186,15 @@ def matcher_runners() -> dict[str, BatchRunner]:
 
 
 def run_matcher_bench(cells, runner_names, runners, *, repeat, warmup, seed, min_seconds, on_progress=None):
-    """Sweep cells × runners; per cell every runner's per-image objectives are compared with the
-    first runner's. Returns (timings, failures)."""
-    from .batch import BatchSettings
+    """Sweep cells × runners; per cell every runner's per-image objectives are compared with those
+    most runners agree with (lapcli.bench.batch.mismatches). Returns (timings, failures)."""
+    from .batch import BatchSettings, mismatches
 
     settings = BatchSettings(repeat=repeat, warmup=warmup, seed=seed, min_seconds=min_seconds)
     results, failures = [], []
     for batch, queries, most in cells:
         case = matcher_case(batch, queries, most, seed)
-        reference = None
+        answers = []
         for name in runner_names:
             runner = runners[name]
             timing = BatchTiming(batch, queries, f"K={most}", name, "ok")
@@ -206,14 +207,15 @@ def run_matcher_bench(cells, runner_names, runners, *, repeat, warmup, seed, min
                 objectives = np.array([case.image(i)[rows, cols].astype(np.float64).sum() if len(rows) else 0.0
                                        for i, (rows, cols) in enumerate(answer)])
                 timing.objective_total = float(objectives.sum())
-                if reference is None:
-                    reference = (name, objectives)
-                elif differing(case, objectives, reference[1]):
-                    timing.status, timing.message = "mismatch", f"objectives differ from {reference[0]}"
-                    failures.append(f"{batch}×{queries}×{most}: {name}: {timing.message}")
+                answers.append((timing, objectives))
             results.append(timing)
             if on_progress:
                 on_progress(f"{batch}×{queries}×{most} {name}: {timing.status}")
+        for timing, _, _, (reference, _) in mismatches(answers, lambda mine, theirs: differing(case, theirs, mine)):
+            timing.status, timing.message = "mismatch", f"objectives differ from {reference}"
+            failures.append(f"{batch}×{queries}×{most}: {timing.runner}: {timing.message}")
+            if on_progress:
+                on_progress(f"{batch}×{queries}×{most} {timing.runner}: mismatch")
     return results, failures
 
 
