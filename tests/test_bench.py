@@ -82,6 +82,35 @@ def test_mismatch_through_the_cli_exits_1(monkeypatch):
     assert result.exit_code == 1 and "objectives disagree" in result.stderr
 
 
+def test_a_mismatch_beside_a_failed_solve_names_both_and_its_row_says_why(monkeypatch, tmp_path):
+    """The exit line named the disagreement alone (the failure was in the table only), and a mismatch
+    row's CSV message was empty."""
+    import lapcli.bench.runner as bench
+
+    original = bench.default_runners
+
+    def runners():
+        made = original()
+        honest = made["scipy"]
+
+        def numpy(cost, timeout):
+            if cost.shape[0] == 8:
+                raise RuntimeError("boom")
+            return (honest(cost, timeout)[0] + 1, [])
+
+        made["numpy"] = numpy
+        return made
+
+    monkeypatch.setattr(bench, "default_runners", runners)
+    result = CliRunner().invoke(cli, ["bench", "--sizes", "8,12", "--ranges", "1", "--solvers", "scipy,numpy",
+                                      "--repeat", "1", "--warmup", "0", "-q", "--csv", str(tmp_path / "b.csv")])
+    assert result.exit_code == 1
+    assert "objectives disagree: n=12" in result.stderr and "1 solve(s) failed: numpy n=8" in result.stderr
+    rows = list(csv.DictReader((tmp_path / "b.csv").open()))
+    mismatch = next(row for row in rows if row["status"] == "mismatch")
+    assert mismatch["n"] == "12" and "scipy found" in mismatch["message"]
+
+
 def test_the_solver_the_others_agree_with_is_the_reference():
     """Each solver was measured against the first: a wrong first solver marked every right one
     "mismatch" (their times gone from the table) and kept its own. The majority decides now."""

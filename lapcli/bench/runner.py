@@ -259,6 +259,7 @@ def run_bench(settings: BenchSettings, runners: dict[str, Callable] | None = Non
                 for other in solved:
                     if other is not reference and not objectives_agree(reference.objective, other.objective, cost):
                         other.status = "mismatch"
+                        other.message = f"objective {other.objective}, {reference.solver} found {reference.objective}"
                         mismatches.append(
                             f"n={n} R={range_factor}{label} {dtype}: {reference.solver} found {reference.objective}, "
                             f"{other.solver} found {other.objective}"

@@ -20,9 +20,8 @@ from ..bench.table import baseline_title, results_table_columns, results_table_r
 from ..engines import registry
 from ..generate import FLOAT_KINDS, KINDS, RANGELESS_KINDS
 from ..work_dtypes import WORK_DTYPES
-from .bench_suites import batch_suite, points_suite, progress_bar, progress_reporter
+from .bench_suites import batch_suite, fail_if_any, points_suite, progress_bar, progress_reporter
 from .support import (
-    FailedError,
     FiniteFloatRange,
     InputError,
     OneLineCommand,
@@ -226,11 +225,8 @@ def bench_command(ctx, suite, sizes, ranges, dtypes, kind, solvers, repeat, warm
     run_library_call(write_together, [(path, data()) for path, data in (  # all or none of the files
         (json_path, lambda: json_bytes(settings, results, env)), (csv_path, lambda: csv_bytes(results, env)),
         (plot_path, lambda: plot_bytes(results, env))) if path])
-    if failure:
-        raise FailedError(f"objectives disagree: {failure}")
     failed = [f"{t.solver} n={t.n} R={t.range_factor} {t.dtype}: {t.message}" for t in results if t.status == "error"]
-    if failed:  # recorded in the table and the files above; a solver failure is exit 1, as lap solve's
-        raise FailedError(f"{len(failed)} solve(s) failed: {failed[0]}" + (" (and more)" if len(failed) > 1 else ""))
+    fail_if_any(failure and f"objectives disagree: {failure}", failed)
 
 
 def suite_sizes(groups, sizes, suite: str):

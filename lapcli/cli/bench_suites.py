@@ -108,11 +108,9 @@ def batch_suite(console, solvers, repeat, warmup, seed, scale, json_path, quiet,
                       "d2d: stack on the GPU, result left there[/]")
     if json_path:
         write_batch_json(json_path, settings, results, env, skipped, suite)
-    if failure:
-        raise FailedError(f"objectives disagree: {failure}")
     failed = [f"{t.runner} B={t.batch} n={t.n} {t.kind}: {t.message}" for t in results if t.status == "error"]
-    if failed:  # recorded in the table and the files above; a solver failure is exit 1, as lap solve's
-        raise FailedError(f"{len(failed)} solve(s) failed: {failed[0]}" + (" (and more)" if len(failed) > 1 else ""))
+    invalid = any(t.status == "invalid" for t in results)
+    fail_if_any(failure and f"{'answers failed their check' if invalid else 'objectives disagree'}: {failure}", failed)
 
 
 def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet, timeout=None) -> None:
@@ -177,3 +175,14 @@ def points_suite(console, solvers, sizes, repeat, warmup, seed, json_path, quiet
     failures = [f"{t.runner} n={t.n} {t.kind} {t.metric}: {t.message}" for t in results if t.status in ("mismatch", "error")]
     if failures:
         raise FailedError("; ".join(failures))
+
+
+def fail_if_any(disagreement: str | None, failed: list[str]) -> None:
+    """Exit 1 (FailedError) after the table and the files, naming what went wrong: answers that
+    disagree or are invalid, and solves that failed, both where both happened (a solver's failure
+    is exit 1, as lap solve's; one was left out of the message beside a disagreement)."""
+    said = [disagreement] if disagreement else []
+    if failed:
+        said.append(f"{len(failed)} solve(s) failed: {failed[0]}" + (" (and more)" if len(failed) > 1 else ""))
+    if said:
+        raise FailedError("; ".join(said))
